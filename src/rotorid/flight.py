@@ -1,0 +1,262 @@
+"""`Flight`: time-aligned channels of one flight in rotorid's conventions.
+
+Body frame FLU, world ENU, SI units, quaternions scalar-first body->world, time in float64
+seconds (see DESIGN.md). Readers produce per-topic `Series` at their own rates; `align` puts
+them on one time grid and reports what it cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rotorid.errors import MissingChannelError, RotoridError, WindowError
+
+#: Channel name -> (columns or None for "M motors", unit, interpolation kind).
+CHANNELS: dict[str, tuple[int | None, str, str]] = {
+    "acc": (3, "m/s^2", "linear"),
+    "gyro": (3, "rad/s", "linear"),
+    "gyro_dot": (3, "rad/s^2", "linear"),
+    "cmd": (None, "motor input", "hold"),
+    "rotor_speed": (None, "rad/s", "linear"),
+    "quat": (4, "1", "slerp"),
+    "pos": (3, "m", "linear"),
+    "vel": (3, "m/s", "linear"),
+    "landed": (1, "bool", "hold"),
+}
+
+
+@dataclass(frozen=True)
+class Series:
+    """One channel as a reader found it: its own time stamps and values."""
+
+    t: np.ndarray
+    values: np.ndarray
+
+    @property
+    def rate(self) -> float:
+        """Median sample rate in Hz (0 for fewer than two samples)."""
+        if len(self.t) < 2:
+            return 0.0
+        return float(1.0 / np.median(np.diff(self.t)))
+
+
+@dataclass(frozen=True)
+class AlignReport:
+    """What `align` did: the common span, gaps found and the fraction of samples dropped."""
+
+    start: float
+    end: float
+    rate: float
+    gaps: list[tuple[float, float]]
+    dropped_fraction: dict[str, float]
+
+
+def _check_times(t: np.ndarray, what: str) -> None:
+    if t.ndim != 1 or len(t) == 0:
+        raise RotoridError(f"{what}: no samples")
+    if not np.all(np.isfinite(t)):
+        i = int(np.flatnonzero(~np.isfinite(t))[0])
+        raise RotoridError(f"{what}: time stamp {i} is not finite")
+    d = np.diff(t)
+    if np.any(d <= 0):
+        i = int(np.flatnonzero(d <= 0)[0])
+        kind = "duplicated" if d[i] == 0 else "non-monotonic"
+        raise RotoridError(
+            f"{what}: {kind} time stamps at t={t[i]:.6f} s (sample {i + 1}); "
+            "time must increase strictly — check the logger's clock or split the log there"
+        )
+
+
+@dataclass(frozen=True)
+class Flight:
+    """Time-aligned channels of one flight. All channels share `t` (float64 seconds).
+
+    Channels absent from the log are None. `meta` holds the source file, original rates,
+    units, windows and notes; it is carried through every operation.
+    """
+
+    t: np.ndarray
+    acc: np.ndarray | None = None
+    gyro: np.ndarray | None = None
+    gyro_dot: np.ndarray | None = None
+    cmd: np.ndarray | None = None
+    rotor_speed: np.ndarray | None = None
+    quat: np.ndarray | None = None
+    pos: np.ndarray | None = None
+    vel: np.ndarray | None = None
+    landed: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        t = np.asarray(self.t, dtype=np.float64)
+        object.__setattr__(self, "t", t)
+        source = self.meta.get("source", "flight")
+        _check_times(t, str(source))
+        for name in CHANNELS:
+            v = getattr(self, name)
+            if v is None:
+                continue
+            v = np.asarray(v, dtype=bool if name == "landed" else np.float64)
+            if name != "landed" and v.ndim == 1:
+                v = v[:, None]
+            if v.shape[0] != len(t):
+                raise RotoridError(
+                    f"{source}: channel '{name}' has {v.shape[0]} samples but t has {len(t)}"
+                )
+            ncol = CHANNELS[name][0]
+            if ncol is not None and name != "landed" and v.shape[1] != ncol:
+                raise RotoridError(f"{source}: channel '{name}' needs {ncol} columns, got {v.shape[1]}")
+            if name != "landed":
+                bad = ~np.isfinite(v)
+                if bad.any():
+                    i = int(np.flatnonzero(bad.any(axis=1))[0])
+                    raise RotoridError(
+                        f"{source}: channel '{name}' has NaN/inf at t={t[i]:.6f} s "
+                        f"(sample {i}); cut it out with a window FILE@t0:t1"
+                    )
+            object.__setattr__(self, name, v)
+
+    # -- introspection -------------------------------------------------------------------
+    @property
+    def channels(self) -> list[str]:
+        """Names of the channels present."""
+        return [c for c in CHANNELS if getattr(self, c) is not None]
+
+    @property
+    def n_motors(self) -> int:
+        """Number of motor columns (from `cmd`, else `rotor_speed`; 0 if neither)."""
+        for c in ("cmd", "rotor_speed"):
+            v = getattr(self, c)
+            if v is not None:
+                return int(v.shape[1])
+        return 0
+
+    @property
+    def duration(self) -> float:
+        return float(self.t[-1] - self.t[0])
+
+    @property
+    def rate(self) -> float:
+        """Median sample rate in Hz."""
+        return Series(self.t, self.t).rate
+
+    @property
+    def source(self) -> str:
+        return str(self.meta.get("source", "flight"))
+
+    def require(self, *channels: str) -> Flight:
+        """Return self if every named channel is present, else raise naming the missing ones."""
+        missing = [c for c in channels if getattr(self, c, None) is None]
+        if missing:
+            raise MissingChannelError(
+                f"{self.source}: missing channel(s) {', '.join(missing)} "
+                f"(has {', '.join(self.channels) or 'none'}); log them or choose another method"
+            )
+        return self
+
+    def replace(self, **changes: Any) -> Flight:
+        """A copy with some channels (or meta) replaced."""
+        return dataclasses.replace(self, **changes)
+
+    # -- slicing -------------------------------------------------------------------------
+    def _take(self, idx: np.ndarray | slice, **meta: Any) -> Flight:
+        kw = {c: getattr(self, c)[idx] for c in self.channels}
+        return Flight(t=self.t[idx], meta={**self.meta, **meta}, **kw)
+
+    def window(self, t0: float, t1: float) -> Flight:
+        """Samples with t0 <= t <= t1. Raises `WindowError` if the window leaves the log."""
+        if not t1 > t0:
+            raise WindowError(f"{self.source}: window {t0}:{t1} is empty (end must follow start)")
+        eps = 0.5 / max(self.rate, 1.0)
+        if t0 < self.t[0] - eps or t1 > self.t[-1] + eps:
+            raise WindowError(
+                f"{self.source}: window {t0:g}:{t1:g} s lies outside the log "
+                f"({self.t[0]:.3f}–{self.t[-1]:.3f} s); run `rotorid info` to see its span"
+            )
+        i0, i1 = np.searchsorted(self.t, [t0, t1], side="left")[0], np.searchsorted(self.t, t1, "right")
+        if i1 - i0 < 2:
+            raise WindowError(f"{self.source}: window {t0:g}:{t1:g} s holds fewer than 2 samples")
+        windows = [*self.meta.get("windows", []), (float(t0), float(t1))]
+        return self._take(slice(i0, i1), windows=windows)
+
+    def split_at_gaps(self, max_gap: float) -> list[Flight]:
+        """Pieces between time steps longer than `max_gap` seconds (pieces < 2 samples dropped)."""
+        cut = np.flatnonzero(np.diff(self.t) > max_gap) + 1
+        bounds = np.concatenate([[0], cut, [len(self.t)]])
+        return [self._take(slice(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b - a >= 2]
+
+    def resample(self, rate: float | None = None) -> Flight:
+        """This flight on a uniform grid at `rate` Hz (default: its median rate).
+
+        Signals are interpolated linearly, commands and `landed` hold the previous value,
+        quaternions are interpolated by slerp.
+        """
+        rate = rate or self.rate
+        n = int(np.floor(self.duration * rate + 1e-9)) + 1
+        t = self.t[0] + np.arange(n) / rate
+        series = {c: Series(self.t, getattr(self, c)) for c in self.channels}
+        kw = {c: _interp(s, t, CHANNELS[c][2]) for c, s in series.items()}
+        return Flight(t=t, meta={**self.meta, "resampled_hz": rate}, **kw)
+
+
+def _interp(s: Series, t: np.ndarray, kind: str) -> np.ndarray:
+    """Values of `s` at times `t` (inside its span) by the given interpolation kind."""
+    v = s.values
+    if kind == "hold":
+        idx = np.clip(np.searchsorted(s.t, t, side="right") - 1, 0, len(s.t) - 1)
+        return v[idx]
+    if kind == "slerp":
+        from scipy.spatial.transform import Rotation, Slerp
+
+        r = Rotation.from_quat(v, scalar_first=True)
+        q = Slerp(s.t, r)(np.clip(t, s.t[0], s.t[-1])).as_quat(scalar_first=True)
+        return q * np.where(q[:, :1] < 0, -1.0, 1.0)
+    v2 = v if v.ndim == 2 else v[:, None]
+    out = np.empty((len(t), v2.shape[1]))
+    for j in range(v2.shape[1]):  # columns, not samples
+        out[:, j] = np.interp(t, s.t, v2[:, j])
+    return out
+
+
+def align(
+    series: dict[str, Series],
+    rate: float | None = None,
+    meta: dict[str, Any] | None = None,
+    max_gap: float | None = None,
+) -> tuple[Flight, AlignReport]:
+    """Put per-topic series on one uniform grid over their common span.
+
+    `rate` defaults to the fastest channel's rate. Gaps longer than `max_gap` (default
+    5 sample periods of the slowest channel) in any channel are reported; the caller may
+    split the flight there. Returns the flight and a report of the cut.
+    """
+    meta = dict(meta or {})
+    if not series:
+        raise RotoridError(f"{meta.get('source', 'log')}: no channels to align")
+    for name, s in series.items():
+        _check_times(s.t, f"{meta.get('source', 'log')}: channel {name}")
+    start = max(float(s.t[0]) for s in series.values())
+    end = min(float(s.t[-1]) for s in series.values())
+    if not end > start:
+        raise RotoridError(f"{meta.get('source', 'log')}: the channels do not overlap in time")
+    rate = rate or max(s.rate for s in series.values())
+    n = int(np.floor((end - start) * rate + 1e-9)) + 1
+    t = start + np.arange(n) / rate
+    gaps: list[tuple[float, float]] = []
+    dropped: dict[str, float] = {}
+    for name, s in series.items():
+        limit = max_gap if max_gap is not None else 5.0 / max(s.rate, 1e-9)
+        d = np.diff(s.t)
+        gaps += [(float(s.t[i]), float(s.t[i + 1])) for i in np.flatnonzero(d > limit)]
+        dropped[name] = float(np.mean((s.t < start) | (s.t > end)))
+    kw = {name: _interp(s, t, CHANNELS[name][2]) for name, s in series.items()}
+    if "landed" in kw:
+        kw["landed"] = kw["landed"].reshape(-1).astype(bool)
+    meta.setdefault("rates", {name: s.rate for name, s in series.items()})
+    report = AlignReport(start, end, float(rate), sorted(set(gaps)), dropped)
+    meta["align"] = dataclasses.asdict(report)
+    return Flight(t=t, meta=meta, **kw), report

@@ -1,0 +1,103 @@
+"""Frame conventions: FRD<->FLU body, NED<->ENU world, Bryant angles (Six et al. eq. 4-5).
+
+Quaternions are scalar-first (w, x, y, z) and rotate body vectors into the world frame.
+All functions accept stacks of vectors (N, 3) or quaternions (N, 4). Thin over scipy's
+`Rotation`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+_FLIP_YZ = np.array([1.0, -1.0, -1.0])
+#: NED <-> ENU swaps x and y and negates z (an involution, so one matrix serves both ways).
+_NED_ENU = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+
+
+def frd_to_flu(v: np.ndarray) -> np.ndarray:
+    """Body vectors FRD -> FLU (negate y and z). Its own inverse."""
+    return np.asarray(v) * _FLIP_YZ
+
+
+flu_to_frd = frd_to_flu
+
+
+def ned_to_enu(v: np.ndarray) -> np.ndarray:
+    """World vectors NED -> ENU (swap x/y, negate z). Its own inverse."""
+    return np.asarray(v) @ _NED_ENU.T
+
+
+enu_to_ned = ned_to_enu
+
+_R_FRD_FLU = Rotation.from_matrix(np.diag(_FLIP_YZ))
+_R_ENU_NED = Rotation.from_matrix(_NED_ENU)
+
+
+def quat_to_rot(q: np.ndarray) -> Rotation:
+    return Rotation.from_quat(np.asarray(q), scalar_first=True)
+
+
+def rot_to_quat(r: Rotation) -> np.ndarray:
+    """Scalar-first quaternion with non-negative w (a canonical sign)."""
+    q = r.as_quat(scalar_first=True)
+    return q * np.where(q[..., :1] < 0, -1.0, 1.0)
+
+
+def quat_ned_frd_to_enu_flu(q: np.ndarray) -> np.ndarray:
+    """Attitude FRD-body->NED-world (PX4) to FLU-body->ENU-world. Its own inverse."""
+    return rot_to_quat(_R_ENU_NED * quat_to_rot(q) * _R_FRD_FLU)
+
+
+quat_enu_flu_to_ned_frd = quat_ned_frd_to_enu_flu
+
+
+def body_to_world(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return quat_to_rot(q).apply(v)
+
+
+def world_to_body(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return quat_to_rot(q).apply(v, inverse=True)
+
+
+def bryant_to_quat(eta: np.ndarray) -> np.ndarray:
+    """Bryant angles eta = [psi, theta, phi] (R = Rz(psi) Ry(theta) Rx(phi), Six et al.
+    Sec. II) to quaternions."""
+    return rot_to_quat(Rotation.from_euler("ZYX", np.asarray(eta)))
+
+
+def quat_to_bryant(q: np.ndarray) -> np.ndarray:
+    """Quaternions to Bryant angles [psi, theta, phi], unwrapped along the first axis."""
+    eta = quat_to_rot(q).as_euler("ZYX")
+    return np.unwrap(eta, axis=0) if eta.ndim == 2 else eta
+
+
+def t_eta(eta: np.ndarray) -> np.ndarray:
+    """T_eta of Six et al. eq. (4): body angular velocity omega = T_eta(eta) @ eta_dot, (N,3,3)."""
+    eta = np.atleast_2d(eta)
+    _, th, ph = eta[:, 0], eta[:, 1], eta[:, 2]
+    st, ct, sp, cp = np.sin(th), np.cos(th), np.sin(ph), np.cos(ph)
+    z, o = np.zeros_like(th), np.ones_like(th)
+    return np.stack([np.stack([-st, z, o], -1), np.stack([ct * sp, cp, z], -1), np.stack([ct * cp, -sp, z], -1)], -2)
+
+
+def bryant_rates(eta: np.ndarray, eta_d: np.ndarray, eta_dd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Body angular velocity and acceleration from Bryant angles and their derivatives,
+    Six et al. eq. (4)-(5): omega = T eta_d, omega_dot = T_dot eta_d + T eta_dd."""
+    eta, eta_d, eta_dd = (np.atleast_2d(a) for a in (eta, eta_d, eta_dd))
+    _, th, ph = eta[:, 0], eta[:, 1], eta[:, 2]
+    thd, phd = eta_d[:, 1], eta_d[:, 2]
+    st, ct, sp, cp = np.sin(th), np.cos(th), np.sin(ph), np.cos(ph)
+    z = np.zeros_like(th)
+    t_dot = np.stack(
+        [
+            np.stack([-ct * thd, z, z], -1),
+            np.stack([-st * thd * sp + ct * cp * phd, -sp * phd, z], -1),
+            np.stack([-st * thd * cp - ct * sp * phd, -cp * phd, z], -1),
+        ],
+        -2,
+    )
+    t = t_eta(eta)
+    omega = np.einsum("nij,nj->ni", t, eta_d)
+    omega_dot = np.einsum("nij,nj->ni", t_dot, eta_d) + np.einsum("nij,nj->ni", t, eta_dd)
+    return omega, omega_dot

@@ -1,0 +1,122 @@
+"""Log readers. `read(path)` picks a reader by magic bytes, then by suffix, and returns a list
+of `Flight`s (one per continuous recording). `load("FILE@t0:t1,t2:t3")` also applies windows.
+
+Readers never estimate: they decode, convert to FLU/ENU and SI, and check what they read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rotorid.errors import LogFormatError, WindowError
+from rotorid.flight import Flight
+
+ReadFn = Callable[..., list[Flight]]
+
+
+@dataclass(frozen=True)
+class Reader:
+    name: str
+    suffixes: tuple[str, ...]
+    magic: bytes | None
+    read: ReadFn
+
+
+READERS: dict[str, Reader] = {}
+
+
+def register(name: str, suffixes: tuple[str, ...], magic: bytes | None = None) -> Callable[[ReadFn], ReadFn]:
+    """Decorator: register `fn(path, **options) -> list[Flight]` as the reader `name`."""
+
+    def deco(fn: ReadFn) -> ReadFn:
+        READERS[name] = Reader(name, suffixes, magic, fn)
+        return fn
+
+    return deco
+
+
+def _ensure_loaded() -> None:
+    from rotorid.io import crazyflie  # noqa: F401  (registers itself)
+
+    for mod in ("ulog", "table"):
+        try:
+            __import__(f"rotorid.io.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name != f"rotorid.io.{mod}":
+                raise
+
+
+def detect(path: str | Path) -> Reader:
+    """The reader for `path`: by magic bytes first, then by suffix."""
+    _ensure_loaded()
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(16)
+    except FileNotFoundError:
+        raise LogFormatError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise LogFormatError(f"{p}: is a folder, not a log file") from None
+    if not head:
+        raise LogFormatError(f"{p}: the file is empty")
+    for r in READERS.values():
+        if r.magic and head.startswith(r.magic):
+            return r
+    for r in READERS.values():
+        if p.suffix.lower() in r.suffixes:
+            return r
+    known = ", ".join(f"{r.name} ({' '.join(r.suffixes) or 'by content'})" for r in READERS.values())
+    raise LogFormatError(f"{p}: unknown log format (first bytes {head[:4].hex()}); rotorid reads {known}")
+
+
+def read(path: str | Path, **options: Any) -> list[Flight]:
+    """Decode a log file into flights (FLU/ENU, SI)."""
+    return detect(path).read(Path(path), **options)
+
+
+@dataclass(frozen=True)
+class LogSpec:
+    """A log argument `FILE@t0:t1[,t2:t3]`: a path and optional time windows (s)."""
+
+    path: Path
+    windows: tuple[tuple[float, float], ...] = ()
+
+    def __str__(self) -> str:
+        w = ",".join(f"{a:g}:{b:g}" for a, b in self.windows)
+        return f"{self.path}@{w}" if w else str(self.path)
+
+
+def parse_spec(spec: str) -> LogSpec:
+    """Parse `FILE@t0:t1[,t2:t3...]` (times in seconds of the log's own clock)."""
+    path, sep, rest = str(spec).rpartition("@")
+    if not sep or not rest or ":" not in rest:
+        return LogSpec(Path(spec))
+    windows = []
+    for part in rest.split(","):
+        try:
+            a, b = (float(x) for x in part.split(":"))
+        except ValueError:
+            raise WindowError(f"{spec}: window '{part}' is not of the form t0:t1 (seconds)") from None
+        if not b > a:
+            raise WindowError(f"{spec}: window '{part}' is empty (end must follow start)")
+        windows.append((a, b))
+    return LogSpec(Path(path), tuple(windows))
+
+
+def load(spec: str | LogSpec, **options: Any) -> list[Flight]:
+    """Read a log argument and cut its windows: one Flight per window (or per recording)."""
+    s = spec if isinstance(spec, LogSpec) else parse_spec(spec)
+    flights = read(s.path, **options)
+    if not s.windows:
+        return flights
+    out = []
+    for t0, t1 in s.windows:
+        inside = [f for f in flights if f.t[0] <= t1 and f.t[-1] >= t0]
+        if not inside:
+            span = ", ".join(f"{f.t[0]:.2f}–{f.t[-1]:.2f}" for f in flights)
+            raise WindowError(f"{s.path}: window {t0:g}:{t1:g} s lies outside the log (spans {span} s); run `rotorid info {s.path}`")
+        out += [f.window(t0, t1) for f in inside]
+    return out

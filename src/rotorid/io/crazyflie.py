@@ -1,0 +1,185 @@
+"""Crazyflie uSD-card deck binary logs, versions 1 and 2 (FORMATS.md).
+
+Decoded with numpy structured dtypes over the whole event stream: no Python loop per event.
+A file with one event type is a fixed-size record array; several event types are located by
+pointer doubling over the byte offsets (O(n log n), still vectorized).
+"""
+
+from __future__ import annotations
+
+import struct
+import warnings
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rotorid.errors import LogFormatError
+from rotorid.flight import Flight, Series, align
+from rotorid.io import register
+
+MAGIC = b"\xbc"
+G = 9.80665
+_TYPES = set("fIiHhBbdQqe?")
+
+
+@dataclass(frozen=True)
+class EventType:
+    id: int
+    name: str
+    variables: tuple[str, ...]
+    dtype: np.dtype  # the event's payload (variables only), packed
+
+
+def parse_header(buf: bytes, path: Path) -> tuple[int, dict[int, EventType], int]:
+    """Version, event types by id, and the offset where the events start."""
+    if len(buf) < 5:
+        raise LogFormatError(f"{path}: too short for a Crazyflie log header ({len(buf)} bytes)")
+    if buf[0:1] != MAGIC:
+        raise LogFormatError(f"{path}: wrong magic byte 0x{buf[0]:02x}, a Crazyflie uSD log starts with 0xBC")
+    version, n_types = struct.unpack_from("<HH", buf, 1)
+    if version not in (1, 2):
+        raise LogFormatError(f"{path}: unknown Crazyflie log version {version} (rotorid reads 1 and 2)")
+    off = 5
+    types: dict[int, EventType] = {}
+
+    def cstring(o: int) -> tuple[str, int]:
+        end = buf.find(b"\x00", o)
+        if end < 0:
+            raise LogFormatError(f"{path}: header truncated at byte {o} (unterminated name)")
+        return buf[o:end].decode("utf-8", errors="replace"), end + 1
+
+    try:
+        for _ in range(n_types):
+            (eid,) = struct.unpack_from("<H", buf, off)
+            name, off = cstring(off + 2)
+            (nvar,) = struct.unpack_from("<H", buf, off)
+            off += 2
+            names, fields = [], []
+            for _ in range(nvar):
+                var, off = cstring(off)
+                if len(var) < 4 or var[-3] != "(" or var[-1] != ")" or var[-2] not in _TYPES:
+                    raise LogFormatError(f"{path}: event '{name}' variable '{var}' has an unknown type (expected name(T), T a struct letter)")
+                names.append(var[:-3])
+                fields.append((var[:-3], "<" + var[-2]))
+            types[eid] = EventType(eid, name, tuple(names), np.dtype(fields))
+    except struct.error:
+        raise LogFormatError(f"{path}: header truncated at byte {off}") from None
+    return version, types, off
+
+
+def _record_starts(body: np.ndarray, sizes: dict[int, int], path: Path, strict: bool) -> np.ndarray:
+    """Start offsets of every event in `body`, for several event types of different sizes."""
+    n = len(body)
+    ids = np.full(n, 0xFFFFFFFF, dtype=np.int64)
+    if n >= 2:
+        ids[:-1] = body[:-1].astype(np.int64) | (body[1:].astype(np.int64) << 8)
+    lut = np.zeros(65536, dtype=np.int64)
+    for eid, size in sizes.items():
+        lut[eid] = size
+    size_at = np.where(ids <= 0xFFFF, lut[np.minimum(ids, 0xFFFF)], 0)
+    nxt = np.where(size_at > 0, np.arange(n) + size_at, -1)  # -1: not a valid record start
+    nxt = np.where(nxt > n, -2, nxt)  # -2: a record that runs past the end
+    ext = np.concatenate([nxt, [n, -1, -2]])  # jumps from the end sentinels stay put
+    ext[n], ext[n + 1], ext[n + 2] = n, n + 1, n + 2
+    ext = np.where(ext == -1, n + 1, np.where(ext == -2, n + 2, ext))
+    reach = np.zeros(n + 3, dtype=bool)
+    reach[0] = True
+    jump = ext
+    # after pass k every record within 2^(k+1) - 1 hops of the first is marked
+    for _ in range(int(np.ceil(np.log2(n / min(sizes.values()) + 2))) + 1):
+        reach[jump[reach]] = True
+        jump = jump[jump]
+    if reach[n + 1]:
+        bad = int(np.flatnonzero(reach[:n] & (size_at == 0))[0])
+        if strict:
+            raise LogFormatError(f"{path}: undefined event id {int(ids[bad])} at byte {bad} of the event stream")
+        warnings.warn(f"{path}: undefined event id at byte {bad}; decoded the events before it", stacklevel=3)
+    if reach[n + 2] and strict:
+        raise LogFormatError(f"{path}: truncated mid-event at the end of the file")
+    return np.flatnonzero(reach[:n])
+
+
+def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str, dict[str, np.ndarray]]]:
+    """Raw decode: version and {event name: {"t": seconds, variable: values}} (file units)."""
+    path = Path(path)
+    buf = path.read_bytes()
+    if not buf:
+        raise LogFormatError(f"{path}: the file is empty")
+    version, types, off = parse_header(buf, path)
+    if len(buf) < off + 4:
+        raise LogFormatError(f"{path}: no events and no CRC after the header (truncated)")
+    crc_ok = zlib.crc32(buf[:-4]) == struct.unpack("<I", buf[-4:])[0]
+    if not crc_ok and not allow_corrupt:
+        raise LogFormatError(
+            f"{path}: CRC-32 mismatch: the file is corrupt or truncated; "
+            "pass --allow-corrupt to decode the intact part"
+        )
+    if not crc_ok:
+        warnings.warn(f"{path}: CRC-32 mismatch; decoding the intact prefix only", stacklevel=2)
+    body = np.frombuffer(buf, dtype=np.uint8, count=len(buf) - off - 4, offset=off) if crc_ok else np.frombuffer(buf, dtype=np.uint8, offset=off)
+    ts_dt = "<u4" if version == 1 else "<u8"
+    ts_scale = 1e-3 if version == 1 else 1e-6
+    ts_size = np.dtype(ts_dt).itemsize
+    out: dict[str, dict[str, np.ndarray]] = {}
+    if len(types) == 1:
+        (et,) = types.values()
+        rec = np.dtype([("id", "<u2"), ("ts", ts_dt), *[(n, et.dtype.fields[n][0]) for n in et.variables]])
+        nrec, rem = divmod(len(body), rec.itemsize)
+        if rem and crc_ok:
+            raise LogFormatError(f"{path}: truncated mid-event ({rem} stray bytes after {nrec} events)")
+        if not crc_ok:
+            nrec = len(body) // rec.itemsize  # drop a partial event (and a CRC-less tail)
+        arr = np.frombuffer(body[: nrec * rec.itemsize].tobytes(), dtype=rec)
+        bad = np.flatnonzero(arr["id"] != et.id)
+        if bad.size:
+            if not allow_corrupt:
+                raise LogFormatError(f"{path}: undefined event id {int(arr['id'][bad[0]])} at event {int(bad[0])}")
+            arr = arr[: bad[0]]
+        out[et.name] = {"t": arr["ts"].astype(np.float64) * ts_scale, **{n: arr[n].astype(np.float64) for n in et.variables}}
+        return version, out
+    sizes = {eid: 2 + ts_size + et.dtype.itemsize for eid, et in types.items()}
+    starts = _record_starts(body, sizes, path, strict=crc_ok and not allow_corrupt)
+    ids = body[starts].astype(np.int64) | (body[starts + 1].astype(np.int64) << 8)
+    for eid, et in types.items():
+        s = starts[ids == eid]
+        s = s[s + sizes[eid] <= len(body)]
+        rec = np.dtype([("id", "<u2"), ("ts", ts_dt), *[(n, et.dtype.fields[n][0]) for n in et.variables]])
+        raw = body[s[:, None] + np.arange(rec.itemsize)].tobytes() if s.size else b""
+        arr = np.frombuffer(raw, dtype=rec)
+        out[et.name] = {"t": arr["ts"].astype(np.float64) * ts_scale, **{n: arr[n].astype(np.float64) for n in et.variables}}
+    return version, out
+
+
+_CHANNELS = {
+    "acc": (("acc.x", "acc.y", "acc.z"), G),
+    "gyro": (("gyro.x", "gyro.y", "gyro.z"), np.pi / 180.0),
+}
+
+
+@register("crazyflie", (".bin", ""), magic=MAGIC)
+def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> list[Flight]:
+    """A Crazyflie uSD log as Flights: acc g -> m/s^2 (9.80665 on every axis), gyro
+    deg/s -> rad/s, motor PWM 0..65535 -> normalized command value/65536. Body axes are FLU."""
+    version, events = decode(path, allow_corrupt=allow_corrupt)
+    series: dict[str, Series] = {}
+    for ev in events.values():
+        t = ev["t"]
+        if len(t) == 0:
+            continue
+        for ch, (names, scale) in _CHANNELS.items():
+            if all(n in ev for n in names):
+                series[ch] = Series(t, np.column_stack([ev[n] for n in names]) * scale)
+        motors = sorted((n for n in ev if n.startswith("motor.m")), key=lambda n: int(n[7:]) if n[7:].isdigit() else 0)
+        if motors:
+            series["cmd"] = Series(t, np.column_stack([ev[n] for n in motors]) / 65536.0)
+    if not series:
+        raise LogFormatError(f"{path}: no acc.*, gyro.* or motor.m* variables in any event type")
+    meta = {"source": str(path), "format": f"crazyflie-v{version}", "units": {"cmd": "normalized (PWM/65536)"}}
+    same_clock = len({id(s.t) for s in series.values()}) == 1
+    if same_clock:
+        t = next(iter(series.values())).t
+        return [Flight(t=t, meta={**meta, "rates": {k: s.rate for k, s in series.items()}}, **{k: s.values for k, s in series.items()})]
+    flight, _ = align(series, rate=rate, meta=meta)
+    return [flight]

@@ -1,0 +1,126 @@
+"""Signal tools shared by every method: zero-phase Butterworth filtering applied identically
+to every column ("parallel filtering", Six et al. Sec. III-C), central-difference derivatives,
+decimation, and the first-order motor-lag filter (Eschmann et al. eq. 45-48)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import signal as sps
+
+from rotorid.errors import RotoridError
+
+
+def butter_filtfilt(
+    x: np.ndarray, fs: float, cutoff: float | tuple[float, float], order: int = 4, kind: str | None = None
+) -> np.ndarray:
+    """Zero-phase Butterworth filter along axis 0 of every column of `x`.
+
+    `cutoff` is a low-pass corner in Hz, or a (low, high) pair for a band-pass (`kind`
+    inferred). Forward-backward (sosfiltfilt), so the phase is zero and the magnitude
+    response is squared.
+    """
+    kind = kind or ("bandpass" if np.ndim(cutoff) else "lowpass")
+    nyq = 0.5 * fs
+    c = np.atleast_1d(cutoff).astype(float)
+    if np.any(c <= 0) or np.any(c >= nyq):
+        raise RotoridError(f"filter cut-off {cutoff} Hz must lie inside (0, {nyq:g}) Hz for data sampled at {fs:g} Hz")
+    sos = sps.butter(order, c if kind == "bandpass" else c[0], btype=kind, fs=fs, output="sos")
+    x = np.asarray(x, dtype=float)
+    padlen = min(3 * (2 * len(sos) + 1), x.shape[0] - 1)
+    return sps.sosfiltfilt(sos, x, axis=0, padlen=padlen)
+
+
+def derivative(x: np.ndarray, t: np.ndarray, order: int = 1) -> np.ndarray:
+    """Central-difference derivative(s) along axis 0 (second-order accurate, one-sided at
+    the ends), exact for non-uniform `t`."""
+    for _ in range(order):
+        x = np.gradient(x, t, axis=0, edge_order=2)
+    return x
+
+
+def decimate(x: np.ndarray, factor: int) -> np.ndarray:
+    """Every `factor`-th sample (apply a low-pass first: `butter_filtfilt` below fs/2/factor)."""
+    return np.asarray(x)[:: int(factor)]
+
+
+def is_uniform(t: np.ndarray, rtol: float = 1e-6) -> bool:
+    d = np.diff(t)
+    return bool(np.ptp(d) <= rtol * np.mean(d))
+
+
+def motor_lag(u: np.ndarray, t: np.ndarray, tm: float, y0: np.ndarray | None = None) -> np.ndarray:
+    """Rotor states from setpoints `u` (N, M) through a first-order lag with time constant `tm`.
+
+    Exact discretisation with the setpoint held over each step (Eschmann et al. eq. 45-48):
+    y[k] = a_k y[k-1] + (1 - a_k) u[k-1], a_k = exp(-(t_k - t_{k-1}) / tm); y[0] = y0
+    (default u[0], the motor at rest on its setpoint). Uniform steps use one
+    `scipy.signal.lfilter` call for all columns; non-uniform steps use the closed form of
+    the time-varying recursion in chunks short enough for float64, still vectorized.
+    """
+    u = np.asarray(u, dtype=float)
+    squeeze = u.ndim == 1
+    u2 = u[:, None] if squeeze else u
+    y0 = u2[0] if y0 is None else np.broadcast_to(np.asarray(y0, dtype=float), u2[0].shape)
+    if tm <= 0:
+        return u.copy()
+    dt = np.diff(t)
+    if is_uniform(t):
+        a = float(np.exp(-dt.mean() / tm))
+        y = np.empty_like(u2)
+        y[0] = y0
+        zi = (a * y0)[None, :]  # state so that y[1] = a*y0 + (1-a)*u[0]
+        y[1:], _ = sps.lfilter([1.0 - a], [1.0, -a], u2[:-1], axis=0, zi=zi)
+        return y[:, 0] if squeeze else y
+    y = _lag_varying(u2, dt / tm, y0)
+    return y[:, 0] if squeeze else y
+
+
+def _lag_varying(u: np.ndarray, s: np.ndarray, y0: np.ndarray) -> np.ndarray:
+    """y[k] = e^{-s_k} y[k-1] + (1 - e^{-s_k}) u[k-1] by the closed form
+    y[k] = e^{-S_k} (y0 + sum_{j<=k} e^{S_j} (1 - e^{-s_j}) u[j-1]), S = cumsum(s).
+
+    `s` is (N-1,) or (N-1, M) (a step per motor). Evaluated in chunks whose accumulated S
+    stays below 500 so the exponentials stay finite; vectorized within each chunk.
+    """
+    n = u.shape[0]
+    s = np.broadcast_to(s if s.ndim == 2 else s[:, None], (n - 1, u.shape[1]))
+    y = np.empty_like(u)
+    y[0] = y0
+    cs_max = np.concatenate([[0.0], np.cumsum(s.max(axis=1))])
+    start = 1
+    while start < n:
+        stop = int(np.searchsorted(cs_max, cs_max[start - 1] + 500.0, side="right"))
+        stop = max(min(stop, n), start + 1)
+        seg = s[start - 1 : stop - 1]
+        big_s = np.cumsum(seg, axis=0)
+        acc = np.cumsum(np.exp(big_s) * (-np.expm1(-seg)) * u[start - 1 : stop - 1], axis=0)
+        y[start:stop] = np.exp(-big_s) * (y[start - 1] + acc)
+        start = stop
+    return y
+
+
+def motor_lag_asymmetric(
+    u: np.ndarray, t: np.ndarray, tm_rise: float, tm_fall: float, max_iter: int = 50
+) -> np.ndarray:
+    """First-order lag whose constant is `tm_rise` while the setpoint is above the rotor state
+    and `tm_fall` while it is below (RLtools' rising/falling motor model).
+
+    The branch depends on the state, so the recursion is solved as a fixed point: start from
+    the symmetric lag, choose each step's constant from sign(u - y), solve the resulting
+    time-varying linear recursion in closed form (vectorized), repeat until no step changes
+    branch (typically 2-5 passes). Equal constants reduce exactly to `motor_lag`.
+    """
+    if np.isclose(tm_rise, tm_fall):
+        return motor_lag(u, t, tm_rise)
+    u = np.asarray(u, dtype=float)
+    u2 = u[:, None] if u.ndim == 1 else u
+    dt = np.diff(t)[:, None]
+    y = motor_lag(u2, t, 0.5 * (tm_rise + tm_fall))
+    rising = None
+    for _ in range(max_iter):
+        new = u2[:-1] > y[:-1]
+        if rising is not None and np.array_equal(new, rising):
+            break
+        rising = new
+        y = _lag_varying(u2, np.where(rising, dt / tm_rise, dt / tm_fall), u2[0])
+    return y[:, 0] if u.ndim == 1 else y
