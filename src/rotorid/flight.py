@@ -8,6 +8,7 @@ them on one time grid and reports what it cut.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,9 +105,7 @@ class Flight:
             if name != "landed" and v.ndim == 1:
                 v = v[:, None]
             if v.shape[0] != len(t):
-                raise RotoridError(
-                    f"{source}: channel '{name}' has {v.shape[0]} samples but t has {len(t)}"
-                )
+                raise RotoridError(f"{source}: channel '{name}' has {v.shape[0]} samples but t has {len(t)}")
             ncol = CHANNELS[name][0]
             if ncol is not None and name != "landed" and v.shape[1] != ncol:
                 raise RotoridError(f"{source}: channel '{name}' needs {ncol} columns, got {v.shape[1]}")
@@ -187,7 +186,7 @@ class Flight:
         """Pieces between time steps longer than `max_gap` seconds (pieces < 2 samples dropped)."""
         cut = np.flatnonzero(np.diff(self.t) > max_gap) + 1
         bounds = np.concatenate([[0], cut, [len(self.t)]])
-        return [self._take(slice(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b - a >= 2]
+        return [self._take(slice(a, b)) for a, b in itertools.pairwise(bounds) if b - a >= 2]
 
     def resample(self, rate: float | None = None) -> Flight:
         """This flight on a uniform grid at `rate` Hz (default: its median rate).

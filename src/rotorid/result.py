@@ -125,7 +125,9 @@ class Result:
         try:
             return self.params[name].value
         except KeyError:
-            raise RotoridError(f"result of method '{self.method}' has no parameter '{name}' (has {', '.join(self.params)})") from None
+            raise RotoridError(
+                f"result of method '{self.method}' has no parameter '{name}' (has {', '.join(self.params)})"
+            ) from None
 
     def summary(self, truth: Truth | None = None) -> str:
         """A statsmodels-like text table: name, value, std, %sigma, unit (and truth, error)."""

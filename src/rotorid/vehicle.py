@@ -75,16 +75,24 @@ class Vehicle:
         for i, r in enumerate(self.rotors):
             n = float(np.linalg.norm(r.axis))
             if abs(n - 1.0) > 1e-6:
-                raise VehicleError(f"{where}: rotor {i} thrust axis {r.axis.tolist()} is not a unit vector (norm {n:.6f})")
+                raise VehicleError(
+                    f"{where}: rotor {i} thrust axis {r.axis.tolist()} is not a unit vector (norm {n:.6f})"
+                )
             if r.torque_dir not in (-1, 1):
                 raise VehicleError(f"{where}: rotor {i} torque_dir must be +1 or -1, got {r.torque_dir!r}")
         if self.motor_input not in MOTOR_INPUTS:
-            raise VehicleError(f"{where}: motor_input must be one of {', '.join(MOTOR_INPUTS)}, got {self.motor_input!r}")
+            raise VehicleError(
+                f"{where}: motor_input must be one of {', '.join(MOTOR_INPUTS)}, got {self.motor_input!r}"
+            )
         object.__setattr__(self, "imu_offset", np.asarray(self.imu_offset, dtype=float).reshape(3))
         object.__setattr__(self, "thrust_exponents", tuple(int(e) for e in self.thrust_exponents))
         if self.thrust_coeffs is not None:
             k = np.asarray(self.thrust_coeffs, dtype=float)
-            if k.shape[-1] != len(self.thrust_exponents) or k.ndim > 2 or (k.ndim == 2 and k.shape[0] != len(self.rotors)):
+            if (
+                k.shape[-1] != len(self.thrust_exponents)
+                or k.ndim > 2
+                or (k.ndim == 2 and k.shape[0] != len(self.rotors))
+            ):
                 raise VehicleError(
                     f"{where}: thrust_coeffs shape {k.shape} does not match {len(self.thrust_exponents)} "
                     f"exponents (and {len(self.rotors)} motors if given per motor)"
@@ -140,7 +148,11 @@ class Vehicle:
         u = np.asarray(u, dtype=float)
         powers = u[..., None] ** np.array(self.thrust_exponents)
         k = self.thrust_coeffs if self.thrust_coeffs.ndim == 2 else self.thrust_coeffs[None, :]
-        return np.einsum("nme,me->nm", powers.reshape(-1, self.n_rotors, len(self.thrust_exponents)), np.broadcast_to(k, (self.n_rotors, k.shape[-1]))).reshape(u.shape)
+        return np.einsum(
+            "nme,me->nm",
+            powers.reshape(-1, self.n_rotors, len(self.thrust_exponents)),
+            np.broadcast_to(k, (self.n_rotors, k.shape[-1])),
+        ).reshape(u.shape)
 
     def hover_command(self) -> float:
         """Command at which the (lumped mean) thrust curve carries the weight with all rotors
@@ -154,7 +166,7 @@ class Vehicle:
         if self.thrust_coeffs is None:
             raise VehicleError(f"vehicle '{self.name}': no thrust curve to compute the hover command")
         k = np.mean(np.atleast_2d(self.thrust_coeffs), axis=0) if k is None else k
-        f = lambda u: float(np.sum(k * u ** np.array(self.thrust_exponents))) - need  # noqa: E731
+        f = lambda u: float(np.sum(k * u ** np.array(self.thrust_exponents))) - need
         if f(self.cmd_max) < 0:
             raise VehicleError(f"vehicle '{self.name}': cannot hover, thrust at full command is below the weight")
         return float(brentq(f, self.cmd_min if f(self.cmd_min) < 0 else self.cmd_min + 1e-9, self.cmd_max))
@@ -169,7 +181,9 @@ class Vehicle:
         try:
             make = PRESETS[name]
         except KeyError:
-            raise VehicleError(f"unknown vehicle preset '{name}'; choose one of {', '.join(PRESETS)} or a .toml file") from None
+            raise VehicleError(
+                f"unknown vehicle preset '{name}'; choose one of {', '.join(PRESETS)} or a .toml file"
+            ) from None
         return make(**kw)
 
     @staticmethod
@@ -199,7 +213,9 @@ class Vehicle:
         for k in ("thrust_coeffs", "inertia", "com"):
             if getattr(self, k) is not None:
                 d[k] = np.asarray(getattr(self, k)).tolist()
-        d["rotor"] = [{"position": r.position.tolist(), "axis": r.axis.tolist(), "torque_dir": r.torque_dir} for r in self.rotors]
+        d["rotor"] = [
+            {"position": r.position.tolist(), "axis": r.axis.tolist(), "torque_dir": r.torque_dir} for r in self.rotors
+        ]
         return d
 
     def to_toml(self) -> str:
@@ -223,13 +239,17 @@ class Vehicle:
             known = {f.name for f in dataclasses.fields(Vehicle)} - {"rotors", "source"}
             unknown = set(d) - known - {"rotor"}
             if unknown:
-                raise VehicleError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(known | {'rotor'}))}")
+                raise VehicleError(
+                    f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(known | {'rotor'}))}"
+                )
             kw = {k: v for k, v in d.items() if k in known}
             if "thrust_exponents" in kw:
                 kw["thrust_exponents"] = tuple(kw["thrust_exponents"])
             return Vehicle(rotors=rotors, source=source, **kw)
         except KeyError as e:
-            raise VehicleError(f"{where}: missing key {e.args[0]!r} (a vehicle needs name, mass and [[rotor]] tables with position and torque_dir)") from None
+            raise VehicleError(
+                f"{where}: missing key {e.args[0]!r} (a vehicle needs name, mass and [[rotor]] tables with position and torque_dir)"
+            ) from None
         except (TypeError, ValueError) as e:
             raise VehicleError(f"{where}: {e}") from None
 
@@ -274,8 +294,13 @@ def iris() -> Vehicle:
     """3DR Iris as in PX4's Gazebo model (1.5 kg; rotor speeds in rad/s)."""
     v = _quad("iris", 1.5, [(0.13, -0.22), (-0.13, 0.20), (0.13, 0.22), (-0.13, -0.20)], [-1, -1, 1, 1])
     return v.replace(
-        motor_input="rad_s", cmd_max=1100.0, thrust_coeffs=np.array([5.84e-06]), k_tau=0.06,
-        tm_rise=0.0125, tm_fall=0.025, inertia=np.diag([0.029125, 0.029125, 0.055225]),
+        motor_input="rad_s",
+        cmd_max=1100.0,
+        thrust_coeffs=np.array([5.84e-06]),
+        k_tau=0.06,
+        tm_rise=0.0125,
+        tm_fall=0.025,
+        inertia=np.diag([0.029125, 0.029125, 0.055225]),
     )
 
 
@@ -284,8 +309,13 @@ def x500() -> Vehicle:
     a = 0.174
     v = _quad("x500", 2.0, [(a, -a), (-a, a), (a, a), (-a, -a)], [-1, -1, 1, 1])
     return v.replace(
-        motor_input="rad_s", cmd_max=1000.0, thrust_coeffs=np.array([8.54858e-06]), k_tau=0.016,
-        tm_rise=0.0125, tm_fall=0.025, inertia=np.diag([0.0216667, 0.0216667, 0.04]),
+        motor_input="rad_s",
+        cmd_max=1000.0,
+        thrust_coeffs=np.array([8.54858e-06]),
+        k_tau=0.016,
+        tm_rise=0.0125,
+        tm_fall=0.025,
+        inertia=np.diag([0.0216667, 0.0216667, 0.04]),
     )
 
 

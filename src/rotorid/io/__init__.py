@@ -117,6 +117,8 @@ def load(spec: str | LogSpec, **options: Any) -> list[Flight]:
         inside = [f for f in flights if f.t[0] <= t1 and f.t[-1] >= t0]
         if not inside:
             span = ", ".join(f"{f.t[0]:.2f}–{f.t[-1]:.2f}" for f in flights)
-            raise WindowError(f"{s.path}: window {t0:g}:{t1:g} s lies outside the log (spans {span} s); run `rotorid info {s.path}`")
+            raise WindowError(
+                f"{s.path}: window {t0:g}:{t1:g} s lies outside the log (spans {span} s); run `rotorid info {s.path}`"
+            )
         out += [f.window(t0, t1) for f in inside]
     return out

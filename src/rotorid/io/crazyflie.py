@@ -60,7 +60,9 @@ def parse_header(buf: bytes, path: Path) -> tuple[int, dict[int, EventType], int
             for _ in range(nvar):
                 var, off = cstring(off)
                 if len(var) < 4 or var[-3] != "(" or var[-1] != ")" or var[-2] not in _TYPES:
-                    raise LogFormatError(f"{path}: event '{name}' variable '{var}' has an unknown type (expected name(T), T a struct letter)")
+                    raise LogFormatError(
+                        f"{path}: event '{name}' variable '{var}' has an unknown type (expected name(T), T a struct letter)"
+                    )
                 names.append(var[:-3])
                 fields.append((var[:-3], "<" + var[-2]))
             types[eid] = EventType(eid, name, tuple(names), np.dtype(fields))
@@ -113,12 +115,15 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
     crc_ok = zlib.crc32(buf[:-4]) == struct.unpack("<I", buf[-4:])[0]
     if not crc_ok and not allow_corrupt:
         raise LogFormatError(
-            f"{path}: CRC-32 mismatch: the file is corrupt or truncated; "
-            "pass --allow-corrupt to decode the intact part"
+            f"{path}: CRC-32 mismatch: the file is corrupt or truncated; pass --allow-corrupt to decode the intact part"
         )
     if not crc_ok:
         warnings.warn(f"{path}: CRC-32 mismatch; decoding the intact prefix only", stacklevel=2)
-    body = np.frombuffer(buf, dtype=np.uint8, count=len(buf) - off - 4, offset=off) if crc_ok else np.frombuffer(buf, dtype=np.uint8, offset=off)
+    body = (
+        np.frombuffer(buf, dtype=np.uint8, count=len(buf) - off - 4, offset=off)
+        if crc_ok
+        else np.frombuffer(buf, dtype=np.uint8, offset=off)
+    )
     ts_dt = "<u4" if version == 1 else "<u8"
     ts_scale = 1e-3 if version == 1 else 1e-6
     ts_size = np.dtype(ts_dt).itemsize
@@ -137,7 +142,10 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
             if not allow_corrupt:
                 raise LogFormatError(f"{path}: undefined event id {int(arr['id'][bad[0]])} at event {int(bad[0])}")
             arr = arr[: bad[0]]
-        out[et.name] = {"t": arr["ts"].astype(np.float64) * ts_scale, **{n: arr[n].astype(np.float64) for n in et.variables}}
+        out[et.name] = {
+            "t": arr["ts"].astype(np.float64) * ts_scale,
+            **{n: arr[n].astype(np.float64) for n in et.variables},
+        }
         return version, out
     sizes = {eid: 2 + ts_size + et.dtype.itemsize for eid, et in types.items()}
     starts = _record_starts(body, sizes, path, strict=crc_ok and not allow_corrupt)
@@ -148,7 +156,10 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
         rec = np.dtype([("id", "<u2"), ("ts", ts_dt), *[(n, et.dtype.fields[n][0]) for n in et.variables]])
         raw = body[s[:, None] + np.arange(rec.itemsize)].tobytes() if s.size else b""
         arr = np.frombuffer(raw, dtype=rec)
-        out[et.name] = {"t": arr["ts"].astype(np.float64) * ts_scale, **{n: arr[n].astype(np.float64) for n in et.variables}}
+        out[et.name] = {
+            "t": arr["ts"].astype(np.float64) * ts_scale,
+            **{n: arr[n].astype(np.float64) for n in et.variables},
+        }
     return version, out
 
 
@@ -180,6 +191,12 @@ def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> 
     same_clock = len({id(s.t) for s in series.values()}) == 1
     if same_clock:
         t = next(iter(series.values())).t
-        return [Flight(t=t, meta={**meta, "rates": {k: s.rate for k, s in series.items()}}, **{k: s.values for k, s in series.items()})]
+        return [
+            Flight(
+                t=t,
+                meta={**meta, "rates": {k: s.rate for k, s in series.items()}},
+                **{k: s.values for k, s in series.items()},
+            )
+        ]
     flight, _ = align(series, rate=rate, meta=meta)
     return [flight]

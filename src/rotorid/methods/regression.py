@@ -60,7 +60,9 @@ def ols(a: np.ndarray, b: np.ndarray, weights: np.ndarray | None = None, what: s
     aw, bw = a * sw[:, None], b * sw
     zero = np.flatnonzero(~np.any(aw != 0, axis=0))
     if zero.size:
-        raise ExcitationError(f"{what}: regressor column(s) {zero.tolist()} are all zero: those parameters are not excited")
+        raise ExcitationError(
+            f"{what}: regressor column(s) {zero.tolist()} are all zero: those parameters are not excited"
+        )
     x, *_ = np.linalg.lstsq(aw, bw, rcond=None)
     r = b - a @ x
     rw = r * sw
@@ -83,7 +85,9 @@ def tls(w: np.ndarray, what: str = "TLS") -> Fit:
     u, s, vt = np.linalg.svd(w, full_matrices=False)
     v = vt[-1]
     if abs(v[-1]) < 1e-12 * np.max(np.abs(v)):
-        raise ExcitationError(f"{what}: the known column is orthogonal to the data's null space; the system is degenerate")
+        raise ExcitationError(
+            f"{what}: the known column is orthogonal to the data's null space; the system is degenerate"
+        )
     chi = v / v[-1]
     x = chi[:-1]
     w_bar = w - s[-1] * np.outer(u[:, -1], v)  # eq. 16

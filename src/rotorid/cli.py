@@ -1,0 +1,202 @@
+"""The `rotorid` command line (Typer + Rich). No numerics here: commands parse arguments,
+load flights through `rotorid.io`, call a method or the simulator, and hand the result to
+`rotorid.report`. Every `RotoridError` becomes one red line and exit status 2."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from rotorid.errors import RotoridError
+
+app = typer.Typer(
+    name="rotorid",
+    help="Identify a multirotor's physical parameters from its own flight logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def command(fn: F) -> F:
+    """Register a command whose input errors print one line and exit 2 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return fn(*args, **kwargs)
+            except RotoridError as e:
+                err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+                raise typer.Exit(2) from None
+            finally:
+                for w in caught:
+                    err.print(f"[yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+
+    app.command()(wrapper)
+    return fn
+
+
+def split_kv(items: list[str], what: str) -> dict[str, str]:
+    """Parse repeated NAME=VALUE options."""
+    out = {}
+    for it in items:
+        name, sep, value = it.partition("=")
+        if not sep or not name or not value:
+            raise RotoridError(f"{what} '{it}' must look like NAME=VALUE")
+        out[name] = value
+    return out
+
+
+Logs = Annotated[list[str], typer.Argument(help="Log files, each optionally with windows: FILE@t0:t1[,t2:t3] (s).")]
+
+
+def _inputs(specs: list[str]) -> list[dict[str, Any]]:
+    """Provenance of the log arguments: path, SHA-256 and windows."""
+    from rotorid.io import parse_spec
+    from rotorid.util import sha256
+
+    out = []
+    for s in specs:
+        ls = parse_spec(s)
+        out.append(
+            {
+                "path": str(ls.path),
+                "sha256": sha256(ls.path) if ls.path.is_file() else None,
+                "windows": list(ls.windows),
+            }
+        )
+    return out
+
+
+def _load_all(specs: list[str], allow_corrupt: bool) -> list:
+    from rotorid.io import load
+
+    return [f for s in specs for f in load(s, allow_corrupt=allow_corrupt)]
+
+
+def _floats(text: str | None, n: int, what: str) -> tuple[float, ...] | None:
+    if text is None:
+        return None
+    try:
+        vals = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers") from None
+    if len(vals) != n:
+        raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers")
+    return vals
+
+
+@command
+def identify(
+    logs: Logs,
+    method: Annotated[str, typer.Option(help="delay (Eschmann et al.), tls (Six et al.) or online (Kwon et al.).")],
+    vehicle: Annotated[
+        str, typer.Option(help="Preset name (crazyflie, iris, x500, quad-x, quad-plus) or vehicle .toml.")
+    ],
+    out: Annotated[Path, typer.Option(help="Output folder for params.json, report.html and figures.")] = Path(
+        "results"
+    ),
+    allow_corrupt: Annotated[
+        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
+    ] = False,
+    # -- delay ---------------------------------------------------------------------------
+    roll_pitch: Annotated[list[str] | None, typer.Option(help="[delay] Roll/pitch excitation log(s).")] = None,
+    yaw: Annotated[list[str] | None, typer.Option(help="[delay] Yaw excitation log(s).")] = None,
+    tm_prior: Annotated[str | None, typer.Option(help="[delay] Log-normal prior on T_m: MEAN,SIGMA (s).")] = None,
+    asymmetric_tm: Annotated[bool, typer.Option(help="[delay] Separate rising and falling T_m.")] = False,
+    per_motor: Annotated[bool, typer.Option(help="[delay] One thrust curve per motor.")] = False,
+    exponents: Annotated[str, typer.Option(help="[delay] Thrust-curve exponents, e.g. 0,1,2 or 2.")] = "0,1,2",
+    izz_ratio: Annotated[float, typer.Option(help="[delay] C_xy->z in I_zz = C (I_xx+I_yy)/2.")] = 1.832,
+    inertia_param: Annotated[str, typer.Option(help="[delay] auto, direct, reciprocal or tls.")] = "auto",
+    # -- tls -----------------------------------------------------------------------------
+    config: Annotated[list[str] | None, typer.Option(help="[tls] Extra mass configuration NAME=LOG[@windows].")] = None,
+    mass: Annotated[list[str] | None, typer.Option(help="[tls] Measured mass of a configuration NAME=KG.")] = None,
+    weight: Annotated[list[str] | None, typer.Option(help="[tls] Weight k_w of a configuration NAME=K_W.")] = None,
+    config_b: Annotated[list[str] | None, typer.Option(help="[tls] Shorthand for --config B=LOG.")] = None,
+    mass_b: Annotated[float | None, typer.Option(help="[tls] Shorthand for --mass B=KG.")] = None,
+    source: Annotated[str, typer.Option(help="[tls] Motion data from 'imu' or 'mocap'.")] = "imu",
+    tm: Annotated[float | None, typer.Option(help="[tls] Motor time constant (s) for delay-aware regressors.")] = None,
+    r_sigma: Annotated[float, typer.Option(help="[tls] Essential-parameter threshold max/min %σ.")] = 250.0,
+    band: Annotated[
+        str | None, typer.Option(help="[tls] Band-pass LOW,HIGH in Hz (default chosen from the rate).")
+    ] = None,
+    weighted: Annotated[bool, typer.Option(help="[tls] Weight each wrench row block by its residual σ.")] = True,
+    # -- online --------------------------------------------------------------------------
+    variant: Annotated[str, typer.Option(help="[online] kwon (the paper's method), rls or rls-lpf.")] = "kwon",
+) -> None:
+    """Identify parameters from flight logs and write params.json, report.html and figures."""
+    from rotorid.report import write_run
+    from rotorid.vehicle import Vehicle
+
+    veh = Vehicle.load(vehicle)
+    if method == "delay":
+        from rotorid.methods import delay
+        from rotorid.report import delay as figs
+
+        settings = delay.DelaySettings(
+            tm_prior=_floats(tm_prior, 2, "--tm-prior"),
+            asymmetric_tm=asymmetric_tm,
+            per_motor=per_motor,
+            exponents=tuple(int(e) for e in exponents.split(",")),
+            izz_ratio=izz_ratio,
+            inertia_param=inertia_param,
+        )
+        with console.status("identifying (delay)…"):
+            result = delay.identify(
+                _load_all(logs, allow_corrupt),
+                veh,
+                roll_pitch=_load_all(roll_pitch or [], allow_corrupt),
+                yaw=_load_all(yaw or [], allow_corrupt),
+                settings=settings,
+            )
+        specs = [*logs, *(roll_pitch or []), *(yaw or [])]
+    elif method == "tls":
+        from rotorid.methods import tls
+        from rotorid.report import tls as figs
+
+        cfg = {"A": logs, **{k: [v] for k, v in split_kv(config or [], "--config").items()}}
+        if config_b:
+            cfg["B"] = config_b
+        masses = {k: float(v) for k, v in split_kv(mass or [], "--mass").items()}
+        if mass_b is not None:
+            masses["B"] = mass_b
+        weights = {k: float(v) for k, v in split_kv(weight or [], "--weight").items()}
+        settings = tls.TlsSettings(
+            source=source, tm=tm, r_sigma=r_sigma, band=_floats(band, 2, "--band"), weighted=weighted
+        )
+        with console.status("identifying (tls)…"):
+            result = tls.identify(
+                {k: _load_all(v, allow_corrupt) for k, v in cfg.items()},
+                veh,
+                masses=masses,
+                weights=weights,
+                settings=settings,
+            )
+        specs = [s for v in cfg.values() for s in v]
+    elif method == "online":
+        from rotorid.methods import online
+        from rotorid.report import online as figs
+
+        flights = _load_all(logs, allow_corrupt)
+        if len(flights) != 1:
+            raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
+        result = online.identify(flights[0], veh, online.OnlineSettings(variant=variant))
+        specs = list(logs)
+    else:
+        raise RotoridError(f"unknown method '{method}'; choose delay, tls or online")
+    result.inputs = _inputs(specs)
+    written = write_run(result, out, figs.figures(result))
+    console.print(result.summary())
+    console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
