@@ -1,0 +1,236 @@
+"""CSV and Parquet, the interchange format (FORMATS.md "CSV and Parquet").
+
+One row per sample: `t` (s), `acc_x acc_y acc_z` (m/s², body FLU specific force),
+`gyro_x ..` (rad/s), `gyro_dot_x ..` (rad/s²), `cmd_0 .. cmd_{M-1}` (motor commands),
+`rpm_0 ..` (measured rotor speed, rad/s — the column name is historical, the unit is rad/s),
+`qw qx qy qz` (body->world), `px py pz` (m, ENU), `vx vy vz` (m/s, ENU), `landed` (0/1).
+Any subset of the channel groups may be present, but a group is all-or-nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rotorid.errors import LogFormatError, RotoridError
+from rotorid.flight import Flight
+from rotorid.io import register
+from rotorid.util import atomic_write
+
+PARQUET_MAGIC = b"PAR1"
+#: Fixed-width channel groups: channel -> column names.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "acc": ("acc_x", "acc_y", "acc_z"),
+    "gyro": ("gyro_x", "gyro_y", "gyro_z"),
+    "gyro_dot": ("gyro_dot_x", "gyro_dot_y", "gyro_dot_z"),
+    "quat": ("qw", "qx", "qy", "qz"),
+    "pos": ("px", "py", "pz"),
+    "vel": ("vx", "vy", "vz"),
+}
+#: Per-motor groups: channel -> column prefix.
+MOTOR_GROUPS: dict[str, str] = {"cmd": "cmd_", "rotor_speed": "rpm_"}
+_MOTOR_COL = re.compile(r"^(cmd|rpm)_(\d+)$")
+#: Above this angular rate (rad/s, ≈ 2000 deg/s) held for `DEG_S_HOLD` seconds, a gyro column
+#: is most likely in deg/s.
+DEG_S_RATE = 35.0
+DEG_S_HOLD = 0.2
+_META_KEY = b"rotorid.meta"
+
+
+def columns(flight: Flight) -> list[str]:
+    """The column names `write` produces for `flight`, in order."""
+    cols = ["t"]
+    for ch in flight.channels:
+        if ch in GROUPS:
+            cols += GROUPS[ch]
+        elif ch in MOTOR_GROUPS:
+            cols += [f"{MOTOR_GROUPS[ch]}{i}" for i in range(getattr(flight, ch).shape[1])]
+        elif ch == "landed":
+            cols.append("landed")
+    return cols
+
+
+def to_arrays(flight: Flight) -> dict[str, np.ndarray]:
+    """Flight -> {column name: 1-D array} in the interchange schema."""
+    out: dict[str, np.ndarray] = {"t": flight.t}
+    for ch in flight.channels:
+        v = getattr(flight, ch)
+        if ch == "landed":
+            out["landed"] = v.astype(np.int8)
+            continue
+        names = GROUPS[ch] if ch in GROUPS else [f"{MOTOR_GROUPS[ch]}{i}" for i in range(v.shape[1])]
+        out.update({n: v[:, j] for j, n in enumerate(names)})
+    return out
+
+
+def _valid_names(present: list[str]) -> list[str]:
+    """Every name a reader accepts, for suggestions (motor columns up to the count present + 1)."""
+    n = 1 + max((int(m.group(2)) for c in present if (m := _MOTOR_COL.match(c))), default=7)
+    motors = [f"{p}{i}" for p in MOTOR_GROUPS.values() for i in range(n + 1)]
+    return ["t", "landed", *(c for g in GROUPS.values() for c in g), *motors]
+
+
+def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] | None = None) -> Flight:
+    """{column name: 1-D array} -> Flight, checking the schema (FORMATS.md)."""
+    names = list(cols)
+    valid = set(_valid_names(names))
+    for c in names:
+        if c not in valid and not _MOTOR_COL.match(c):
+            close = difflib.get_close_matches(c, sorted(valid), n=1, cutoff=0.6)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise LogFormatError(
+                f"{source}: unknown column '{c}'; {hint}valid columns are t, acc_x.., gyro_x.., gyro_dot_x.., "
+                "cmd_0.., rpm_0.., qw qx qy qz, px py pz, vx vy vz, landed (FORMATS.md)"
+            )
+    if "t" not in cols:
+        close = difflib.get_close_matches("t", names, n=1, cutoff=0.0) if names else []
+        hint = f" (is '{close[0]}' the time?)" if close and close[0].lower() in ("time", "timestamp", "ts") else ""
+        raise LogFormatError(f"{source}: no 't' column (time in seconds){hint}; rename the time column to 't'")
+    kw: dict[str, np.ndarray] = {}
+    for ch, group in GROUPS.items():
+        have = [c for c in group if c in cols]
+        if not have:
+            continue
+        if len(have) != len(group):
+            missing = [c for c in group if c not in cols]
+            raise LogFormatError(
+                f"{source}: channel '{ch}' needs columns {' '.join(group)}; missing {' '.join(missing)}"
+            )
+        kw[ch] = np.column_stack([_float(cols[c], c, source) for c in group])
+    for ch, prefix in MOTOR_GROUPS.items():
+        idx = sorted(int(m.group(2)) for c in names if (m := _MOTOR_COL.match(c)) and c.startswith(prefix))
+        if not idx:
+            continue
+        if idx != list(range(len(idx))):
+            missing = sorted(set(range(max(idx) + 1)) - set(idx))
+            raise LogFormatError(
+                f"{source}: motor columns {prefix}* must be numbered 0..M-1 without holes; "
+                f"missing {', '.join(f'{prefix}{i}' for i in missing)}"
+            )
+        kw[ch] = np.column_stack([_float(cols[f"{prefix}{i}"], f"{prefix}{i}", source) for i in idx])
+    if "landed" in cols:
+        lv = _float(cols["landed"], "landed", source)
+        bad = ~np.isin(lv, (0.0, 1.0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise LogFormatError(f"{source}: column 'landed' must be 0 or 1, got {lv[i]!r} in row {i}")
+        kw["landed"] = lv.astype(bool)
+    t = _float(cols["t"], "t", source)
+    if "gyro" in kw:
+        _check_gyro_units(t, kw["gyro"], source)
+    m = {"source": source, **(meta or {})}
+    m["source"] = source
+    flight = Flight(t=t, meta=m, **kw)
+    rate = flight.rate
+    m.setdefault("rates", dict.fromkeys(flight.channels, rate))
+    return flight
+
+
+def _float(v: np.ndarray, name: str, source: str) -> np.ndarray:
+    try:
+        return np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise LogFormatError(f"{source}: column '{name}' holds non-numeric values") from None
+
+
+def _check_gyro_units(t: np.ndarray, gyro: np.ndarray, source: str) -> None:
+    """Warn when a gyro column exceeds DEG_S_RATE rad/s for DEG_S_HOLD s in a row (deg/s?)."""
+    high = np.abs(gyro) > DEG_S_RATE
+    for j, axis in enumerate("xyz"):
+        h = high[:, j]
+        if not h.any():
+            continue
+        edges = np.diff(np.concatenate([[0], h.astype(np.int8), [0]]))
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+        longest = float(np.max(t[ends] - t[starts]))
+        if longest >= DEG_S_HOLD:
+            warnings.warn(
+                f"{source}: column 'gyro_{axis}' exceeds {DEG_S_RATE:g} rad/s for {longest:.2f} s; "
+                "it looks like deg/s — the interchange format wants rad/s",
+                stacklevel=3,
+            )
+
+
+def _read_csv(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path, float_precision="round_trip", skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise LogFormatError(f"{path}: the CSV file is empty (expected a header row starting with 't')") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise LogFormatError(f"{path}: not a readable CSV file: {str(e).strip()}") from None
+    if len(df) == 0:
+        raise LogFormatError(f"{path}: the CSV file has a header but no rows")
+    return {str(c).strip(): df[c].to_numpy() for c in df.columns}, {}
+
+
+def _read_parquet(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise LogFormatError(f"{path}: not a readable Parquet file: {e}") from None
+    if table.num_rows == 0:
+        raise LogFormatError(f"{path}: the Parquet file has no rows")
+    md = table.schema.metadata or {}
+    meta: dict[str, Any] = {}
+    if _META_KEY in md:
+        try:
+            meta = json.loads(md[_META_KEY])
+        except ValueError:
+            meta = {}
+    return {name: table.column(name).to_numpy() for name in table.column_names}, meta
+
+
+@register("table", (".csv", ".parquet"), magic=PARQUET_MAGIC)
+def read(path: Path) -> list[Flight]:
+    """A CSV or Parquet file in the interchange schema as one Flight."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        is_parquet = f.read(4) == PARQUET_MAGIC
+    if is_parquet:
+        cols, meta = _read_parquet(path)
+        fmt = "parquet"
+    else:
+        cols, meta = _read_csv(path)
+        fmt = "csv"
+    meta = {**meta, "format": fmt, "original_format": meta.get("original_format", meta.get("format", fmt))}
+    return [from_arrays(cols, str(path), meta)]
+
+
+def _jsonable(meta: dict[str, Any]) -> bytes:
+    return json.dumps(meta, default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o)).encode()
+
+
+def write(flight: Flight, path: str | Path) -> Path:
+    """Write `flight` as CSV or Parquet (by the suffix of `path`), atomically.
+
+    CSV values are written with 17 significant digits, so float64 round-trips exactly.
+    Parquet also stores the flight's `meta` as JSON in the schema metadata.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise RotoridError(f"{path}: unknown table format '{suffix}'; use .csv or .parquet")
+    arrays = to_arrays(flight)
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.table(arrays).replace_schema_metadata({_META_KEY: _jsonable(flight.meta)})
+        atomic_write(path, lambda p: pq.write_table(table, p))
+    else:
+        import pandas as pd
+
+        df = pd.DataFrame(arrays)
+        atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.17g"))
+    return path
