@@ -17,6 +17,10 @@ class MissingChannelError(RotoridError):
     """A method needs a channel the flight does not have."""
 
 
+class RateError(MissingChannelError):
+    """A channel is present but logged too slowly for a method."""
+
+
 class WindowError(RotoridError):
     """A requested time window lies (partly) outside the log."""
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rotorid.errors import MissingChannelError, RotoridError, WindowError
+from rotorid.errors import MissingChannelError, RateError, RotoridError, WindowError
 
 #: Channel name -> (columns or None for "M motors", unit, interpolation kind).
 CHANNELS: dict[str, tuple[int | None, str, str]] = {
@@ -155,6 +155,24 @@ class Flight:
                 f"{self.source}: missing channel(s) {', '.join(missing)} "
                 f"(has {', '.join(self.channels) or 'none'}); log them or choose another method"
             )
+        return self
+
+    def require_rate(self, min_hz: float, *channels: str) -> Flight:
+        """Return self if every named channel is present and was logged at >= `min_hz` (its
+        original rate, `meta["rates"]`, else the flight's rate); else raise `RateError` naming
+        the channel, its source topic (`meta["topics"]`), its rate and the reader's advice
+        (`meta["rate_hint"]`)."""
+        self.require(*channels)
+        rates, topics = self.meta.get("rates", {}), self.meta.get("topics", {})
+        for c in channels:
+            r = float(rates.get(c, self.rate))
+            if r < min_hz:
+                topic = f" (topic '{topics[c]}')" if c in topics else ""
+                hint = self.meta.get("rate_hint", "log it faster")
+                raise RateError(
+                    f"{self.source}: channel '{c}'{topic} is logged at {r:.1f} Hz, below the {min_hz:g} Hz "
+                    f"this method needs; {hint}"
+                )
         return self
 
     def replace(self, **changes: Any) -> Flight:

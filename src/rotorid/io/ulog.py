@@ -1,0 +1,448 @@
+"""PX4 ULog: a reader through pyulog (the PX4 project's own parser) and a writer of the
+documented ULog binary format (https://docs.px4.io/main/en/dev_log/ulog_file_format).
+
+The reader takes the topics of FORMATS.md in their order of preference, converts PX4's FRD
+body / NED world to FLU / ENU and puts every channel on one grid with `rotorid.flight.align`.
+Time is seconds since the log's header timestamp (its start); `meta["t0_us"]` keeps that
+timestamp. `meta["topics"]`/`meta["rates"]` record where each channel came from and how fast
+it was logged, and `meta["rate_hint"]` says how to log faster (used by `Flight.require_rate`).
+
+The writer produces the same topics (FRD/NED, uint64 µs timestamps), so a simulated flight can
+go through exactly the path a real PX4 log takes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import struct
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rotorid import frames
+from rotorid.errors import LogFormatError, RotoridError
+from rotorid.flight import Flight, Series, align
+from rotorid.io import register
+from rotorid.util import atomic_write
+
+MAGIC = b"ULog\x01\x12\x35"
+RPM_TO_RAD_S = 2.0 * np.pi / 60.0
+#: SDLOG_PROFILE bits: 0 default set (1), 3 system identification (8), 4 high rate (16).
+SDLOG_PROFILE_SYSID = 1 + 8 + 16
+RATE_HINT = (
+    "log it faster: set the PX4 parameter SDLOG_PROFILE to include the high-rate (bit 4) and "
+    f"system-identification (bit 3) sets, e.g. SDLOG_PROFILE={SDLOG_PROFILE_SYSID}, so the logger records "
+    "motor and IMU topics at >= 250 Hz"
+)
+TOPICS = (
+    "vehicle_acceleration",
+    "sensor_combined",
+    "vehicle_angular_velocity",
+    "actuator_motors",
+    "actuator_outputs",
+    "esc_status",
+    "vehicle_attitude",
+    "vehicle_local_position",
+    "vehicle_land_detected",
+)
+_RELATIVE_TIMESTAMP_INVALID = 0x7FFFFFFF
+_MOTOR_FUNCS = range(101, 113)  # PWM_MAIN_FUNCn values for "Motor 1..12"
+
+
+# -- reading ---------------------------------------------------------------------------------
+def _parse(path: Path) -> Any:
+    from pyulog import ULog
+    from pyulog.core import ULogException
+
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):  # pyulog prints its warnings
+            ulog = ULog(str(path), message_name_filter_list=list(TOPICS))
+    except ULogException as e:
+        raise LogFormatError(f"{path}: not a readable ULog file ({e})") from None
+    except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
+        raise LogFormatError(f"{path}: ULog definitions are corrupt ({e})") from None
+    if getattr(ulog, "file_corruption", False):
+        warnings.warn(f"{path}: the ULog file is corrupt (pyulog skipped damaged data); check the result", stacklevel=3)
+    return ulog
+
+
+class _Topics:
+    """The datasets of one parsed ULog by topic name (instance 0, else the lowest)."""
+
+    def __init__(self, ulog: Any, path: Path) -> None:
+        self.path = path
+        self.t0 = int(ulog.start_timestamp)
+        self.params: dict[str, Any] = dict(ulog.initial_parameters)
+        self.data: dict[str, dict[str, np.ndarray]] = {}
+        for d in sorted(ulog.data_list, key=lambda d: d.multi_id):
+            if d.name not in self.data and len(d.data["timestamp"]) >= 2:
+                self.data[d.name] = d.data
+
+    def get(self, topic: str) -> dict[str, np.ndarray] | None:
+        return self.data.get(topic)
+
+    def time(self, topic: str, relative: str | None = None) -> np.ndarray:
+        """Sample times in s since the log start: `timestamp_sample` if the topic has it, else
+        `timestamp` (+ a `*_timestamp_relative` field when given)."""
+        d = self.data[topic]
+        ts = d["timestamp_sample"] if "timestamp_sample" in d else d["timestamp"]
+        ts = ts.astype(np.int64)
+        if relative is not None and relative in d:
+            rel = d[relative].astype(np.int64)
+            ts = ts + np.where(rel == _RELATIVE_TIMESTAMP_INVALID, 0, rel)
+        return (ts - self.t0) * 1e-6
+
+    def columns(self, topic: str, fields: list[str]) -> np.ndarray:
+        d = self.data[topic]
+        missing = [f for f in fields if f not in d]
+        if missing:
+            raise LogFormatError(f"{self.path}: topic '{topic}' lacks field(s) {', '.join(missing)}")
+        return np.column_stack([d[f].astype(np.float64) for f in fields])
+
+
+def _clean(t: np.ndarray, v: np.ndarray, notes: list[str], what: str) -> Series:
+    """Sort by time and drop duplicated time stamps (keeping the first), noting how many."""
+    if np.all(np.diff(t) > 0):
+        return Series(t, v)
+    order = np.argsort(t, kind="stable")
+    t, v = t[order], v[order]
+    keep = np.concatenate([[True], np.diff(t) > 0])
+    notes.append(f"{what}: dropped {int((~keep).sum())} samples with repeated/out-of-order time stamps")
+    return Series(t[keep], v[keep])
+
+
+def _param(params: dict[str, Any], *names: str) -> float | None:
+    for n in names:
+        if n in params:
+            return float(params[n])
+    return None
+
+
+def _motor_columns(topics: _Topics, topic: str, prefix: str, motors: int | None, notes: list[str]) -> list[int]:
+    d = topics.get(topic)
+    assert d is not None
+    n_fields = sum(1 for k in d if k.startswith(prefix + "["))
+    if motors is not None:
+        if motors > n_fields:
+            raise LogFormatError(f"{topics.path}: topic '{topic}' has {n_fields} outputs, fewer than motors={motors}")
+        return list(range(motors))
+    if topic == "actuator_motors":
+        return [i for i in range(n_fields) if not np.all(np.isnan(d[f"{prefix}[{i}]"]))]
+    funcs = {i: int(topics.params.get(f"PWM_MAIN_FUNC{i + 1}", 0)) for i in range(n_fields)}
+    by_func = sorted((f, i) for i, f in funcs.items() if f in _MOTOR_FUNCS)
+    if by_func:
+        notes.append(f"{topic}: motors taken from PWM_MAIN_FUNCn (channels {[i + 1 for _, i in by_func]})")
+        return [i for _, i in by_func]
+    n_out = int(np.max(d["noutputs"])) if "noutputs" in d else n_fields
+    cols = [i for i in range(min(n_out, n_fields)) if np.any(d[f"{prefix}[{i}]"] != 0)]
+    notes.append(f"{topic}: no PWM_MAIN_FUNCn parameters; took the {len(cols)} non-zero outputs as motors")
+    return cols
+
+
+def _pwm_to_normalized(
+    topics: _Topics, pwm: np.ndarray, cols: list[int], pwm_range: tuple[float, float] | None
+) -> np.ndarray | None:
+    """PWM µs -> normalized 0..1 with PWM_MAIN_MINn/MAXn (else PWM_MIN/PWM_MAX, else the
+    user's `pwm_range`); None if no range is known. Values below the minimum (disarmed) -> 0."""
+    lo, hi = np.empty(len(cols)), np.empty(len(cols))
+    for j, i in enumerate(cols):
+        mn = _param(topics.params, f"PWM_MAIN_MIN{i + 1}", "PWM_MIN")
+        mx = _param(topics.params, f"PWM_MAIN_MAX{i + 1}", "PWM_MAX")
+        if pwm_range is not None:
+            mn, mx = pwm_range
+        if mn is None or mx is None:
+            return None
+        if not mx > mn:
+            raise LogFormatError(f"{topics.path}: PWM range of output {i + 1} is empty ({mn:g}..{mx:g} µs)")
+        lo[j], hi[j] = mn, mx
+    return np.clip((pwm - lo) / (hi - lo), 0.0, 1.0)
+
+
+@register("ulog", (".ulg", ".ulog"), magic=MAGIC)
+def read(
+    path: Path,
+    motors: int | None = None,
+    motor_input: str = "normalized",
+    pwm_range: tuple[float, float] | None = None,
+    rate: float | None = None,
+    allow_corrupt: bool = False,
+) -> list[Flight]:
+    """A PX4 ULog as one Flight (FLU/ENU, SI) on the grid of its fastest channel.
+
+    `motors` fixes the number of motor outputs (default: from the log); `motor_input` is
+    "normalized" (PWM outputs scaled by the PWM_MAIN_MIN/MAX parameters or `pwm_range`) or
+    "pwm_us" (raw µs). `allow_corrupt` is accepted for a uniform reader interface; pyulog
+    always skips damaged data, with a warning.
+    """
+    path = Path(path)
+    topics = _Topics(_parse(path), path)
+    notes: list[str] = []
+    series: dict[str, Series] = {}
+    source: dict[str, str] = {}
+    units: dict[str, str] = {}
+
+    def put(ch: str, topic: str, t: np.ndarray, v: np.ndarray) -> None:
+        series[ch] = _clean(t, v, notes, f"{topic} -> {ch}")
+        source[ch] = topic
+
+    xyz = [f"xyz[{i}]" for i in range(3)]
+    if topics.get("vehicle_acceleration"):
+        put(
+            "acc",
+            "vehicle_acceleration",
+            topics.time("vehicle_acceleration"),
+            frames.frd_to_flu(topics.columns("vehicle_acceleration", xyz)),
+        )
+    elif topics.get("sensor_combined"):
+        acc = topics.columns("sensor_combined", [f"accelerometer_m_s2[{i}]" for i in range(3)])
+        put(
+            "acc",
+            "sensor_combined",
+            topics.time("sensor_combined", "accelerometer_timestamp_relative"),
+            frames.frd_to_flu(acc),
+        )
+    if topics.get("vehicle_angular_velocity"):
+        t = topics.time("vehicle_angular_velocity")
+        put("gyro", "vehicle_angular_velocity", t, frames.frd_to_flu(topics.columns("vehicle_angular_velocity", xyz)))
+        d = topics.get("vehicle_angular_velocity")
+        if "xyz_derivative[0]" in d:
+            wd = topics.columns("vehicle_angular_velocity", [f"xyz_derivative[{i}]" for i in range(3)])
+            if np.all(np.isfinite(wd)):
+                put("gyro_dot", "vehicle_angular_velocity", t, frames.frd_to_flu(wd))
+            else:
+                notes.append("vehicle_angular_velocity.xyz_derivative has NaN/inf: gyro_dot not read")
+    elif topics.get("sensor_combined"):
+        gyro = topics.columns("sensor_combined", [f"gyro_rad[{i}]" for i in range(3)])
+        put("gyro", "sensor_combined", topics.time("sensor_combined"), frames.frd_to_flu(gyro))
+    if motor_input not in ("normalized", "pwm_us"):
+        raise RotoridError(f"{path}: motor_input must be 'normalized' or 'pwm_us' for a ULog, got {motor_input!r}")
+    n_motors = motors
+    if topics.get("actuator_motors") and motor_input == "normalized":
+        cols = _motor_columns(topics, "actuator_motors", "control", motors, notes)
+        u = topics.columns("actuator_motors", [f"control[{i}]" for i in cols])
+        if np.isnan(u).any():
+            notes.append("actuator_motors: NaN (PX4's 'motor stopped') read as 0")
+        put("cmd", "actuator_motors", topics.time("actuator_motors"), np.nan_to_num(u, nan=0.0))
+        units["cmd"] = "normalized"
+        n_motors = len(cols)
+    elif topics.get("actuator_outputs"):
+        cols = _motor_columns(topics, "actuator_outputs", "output", motors, notes)
+        pwm = topics.columns("actuator_outputs", [f"output[{i}]" for i in cols])
+        u = _pwm_to_normalized(topics, pwm, cols, pwm_range) if motor_input == "normalized" else None
+        if u is None:
+            if motor_input == "normalized":
+                warnings.warn(
+                    f"{path}: actuator_outputs are PWM µs and the log has no PWM_MAIN_MIN/MAX (or PWM_MIN/MAX) "
+                    "parameters; kept raw µs — give the range (pwm_range) to get normalized commands",
+                    stacklevel=2,
+                )
+            u, units["cmd"] = pwm, "pwm_us"
+        else:
+            units["cmd"] = "normalized"
+        put("cmd", "actuator_outputs", topics.time("actuator_outputs"), u)
+        n_motors = len(cols)
+    if topics.get("esc_status"):
+        d = topics.get("esc_status")
+        n_esc = int(np.max(d["esc_count"])) if "esc_count" in d else 0
+        n = min(n_esc, n_motors) if n_motors else n_esc
+        if n > 0:
+            rpm = topics.columns("esc_status", [f"esc[{i}].esc_rpm" for i in range(n)])
+            put("rotor_speed", "esc_status", topics.time("esc_status"), rpm * RPM_TO_RAD_S)
+            units["rotor_speed"] = "rad/s (from esc_rpm)"
+    if topics.get("vehicle_attitude"):
+        q = topics.columns("vehicle_attitude", [f"q[{i}]" for i in range(4)])
+        put("quat", "vehicle_attitude", topics.time("vehicle_attitude"), frames.quat_ned_frd_to_enu_flu(q))
+    if topics.get("vehicle_local_position"):
+        t = topics.time("vehicle_local_position")
+        put(
+            "pos",
+            "vehicle_local_position",
+            t,
+            frames.ned_to_enu(topics.columns("vehicle_local_position", ["x", "y", "z"])),
+        )
+        put(
+            "vel",
+            "vehicle_local_position",
+            t,
+            frames.ned_to_enu(topics.columns("vehicle_local_position", ["vx", "vy", "vz"])),
+        )
+    if not series:
+        raise LogFormatError(
+            f"{path}: none of the topics rotorid reads is in this ULog ({', '.join(TOPICS[:-1])}); "
+            "check the logger's SDLOG_PROFILE"
+        )
+    if topics.get("vehicle_land_detected"):
+        ld = topics.columns("vehicle_land_detected", ["landed"])[:, 0] > 0
+        t = topics.time("vehicle_land_detected")
+        end = max(float(s.t[-1]) for s in series.values())
+        if t[-1] < end:  # published on change: the last state holds to the end of the log
+            t, ld = np.append(t, end), np.append(ld, ld[-1])
+        put("landed", "vehicle_land_detected", t, ld)
+    rates = {ch: s.rate for ch, s in series.items()}
+    meta: dict[str, Any] = {
+        "source": str(path),
+        "format": "ulog",
+        "t0_us": topics.t0,
+        "topics": source,
+        "rates": rates,
+        "rate_hint": RATE_HINT,
+        "units": units,
+        "notes": notes,
+    }
+    fast = {ch: s for ch, s in series.items() if ch != "landed"}
+    flight, _ = align(series, rate=rate or max(s.rate for s in fast.values()), meta=meta)
+    # the land detector publishes on change: its long intervals are not gaps
+    found = sorted(
+        (float(s.t[i]), float(s.t[i + 1])) for s in fast.values() for i in np.flatnonzero(np.diff(s.t) > 5.0 / s.rate)
+    )
+    gaps: list[tuple[float, float]] = []
+    for a, b in found:  # merge overlapping gaps of channels from one topic
+        if gaps and a <= gaps[-1][1]:
+            gaps[-1] = (gaps[-1][0], max(b, gaps[-1][1]))
+        else:
+            gaps.append((a, b))
+    flight.meta["align"]["gaps"] = gaps
+    return [flight]
+
+
+# -- writing ---------------------------------------------------------------------------------
+_FLAG_BITS = b"B"
+_FORMAT, _INFO, _PARAM, _ADD, _DATA = b"F", b"I", b"P", b"A", b"D"
+
+
+def _msg(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack("<HB", len(payload), kind[0]) + payload
+
+
+def _kv(type_: str, key: str, value: bytes) -> bytes:
+    k = f"{type_} {key}".encode()
+    return struct.pack("<B", len(k)) + k + value
+
+
+def _topic_specs(flight: Flight, motors_max: int) -> list[tuple[str, list[tuple[str, str, np.ndarray]]]]:
+    """(topic, [(ulog type, field name, values (N,) or (N, k))]) in PX4 conventions (FRD/NED)."""
+    specs: list[tuple[str, list[tuple[str, str, np.ndarray]]]] = []
+    if flight.acc is not None:
+        specs.append(("vehicle_acceleration", [("float[3]", "xyz", frames.flu_to_frd(flight.acc))]))
+    if flight.gyro is not None:
+        fields = [("float[3]", "xyz", frames.flu_to_frd(flight.gyro))]
+        if flight.gyro_dot is not None:
+            fields.append(("float[3]", "xyz_derivative", frames.flu_to_frd(flight.gyro_dot)))
+        specs.append(("vehicle_angular_velocity", fields))
+    if flight.cmd is not None:
+        m = flight.cmd.shape[1]
+        if m > motors_max:
+            raise RotoridError(f"{flight.source}: {m} motors; PX4's actuator_motors holds at most {motors_max}")
+        u = np.full((len(flight.t), motors_max), np.nan)
+        u[:, :m] = flight.cmd
+        specs.append(("actuator_motors", [(f"float[{motors_max}]", "control", u)]))
+    if flight.rotor_speed is not None:
+        rpm = np.rint(flight.rotor_speed / RPM_TO_RAD_S)
+        specs.append(
+            (
+                "esc_status",
+                [
+                    ("uint8_t", "esc_count", np.full(len(flight.t), flight.rotor_speed.shape[1])),
+                    (f"esc_report[{flight.rotor_speed.shape[1]}]", "esc", rpm),
+                ],
+            )
+        )
+    if flight.quat is not None:
+        specs.append(("vehicle_attitude", [("float[4]", "q", frames.quat_enu_flu_to_ned_frd(flight.quat))]))
+    if flight.pos is not None or flight.vel is not None:
+        zeros = np.zeros((len(flight.t), 3))
+        pos = frames.enu_to_ned(flight.pos) if flight.pos is not None else zeros
+        vel = frames.enu_to_ned(flight.vel) if flight.vel is not None else zeros
+        fields = [("float", n, pos[:, i]) for i, n in enumerate("xyz")]
+        fields += [("float", n, vel[:, i]) for i, n in enumerate(("vx", "vy", "vz"))]
+        specs.append(("vehicle_local_position", fields))
+    if flight.landed is not None:
+        specs.append(("vehicle_land_detected", [("bool", "landed", flight.landed.astype(np.uint8))]))
+    return specs
+
+
+_NP = {"float": "<f4", "bool": "u1", "uint8_t": "u1", "int32_t": "<i4"}
+
+
+def write(
+    flight: Flight,
+    path: str | Path,
+    rates: dict[str, float] | None = None,
+    t0_us: int = 20_000_000,
+    params: dict[str, int | float] | None = None,
+) -> Path:
+    """Write `flight` as a ULog with the topics the reader prefers, in FRD/NED, atomically.
+
+    Every topic carries `timestamp` and `timestamp_sample` (uint64 µs) = `t0_us` + t·10⁶
+    rounded to the µs; the header timestamp is `t0_us`, so reading back gives t. `rates`
+    optionally decimates topics ({"vehicle_attitude": 100, ...}; default: every sample).
+    Rotor speed goes to `esc_status.esc[i].esc_rpm` as int32 rpm (PX4's type, ±0.05 rad/s).
+    `params` are written as ULog parameters (ints as int32, floats as float).
+    """
+    path = Path(path)
+    t_us = np.rint(flight.t * 1e6).astype(np.int64) + int(t0_us)
+    if t_us[0] < t0_us:
+        raise RotoridError(
+            f"{flight.source}: ULog time stamps cannot precede the log start (t starts at {flight.t[0]:g} s)"
+        )
+    motors_max = 12
+    specs = _topic_specs(flight, motors_max)
+    if not specs:
+        raise RotoridError(f"{flight.source}: the flight has no channel a ULog topic can hold")
+    head = MAGIC + b"\x01" + struct.pack("<Q", int(t0_us))
+    defs = [_msg(_FLAG_BITS, bytes(16) + struct.pack("<3Q", 0, 0, 0))]
+    info = {"sys_name": "rotorid", "ver_hw": "SITL", "sys_os_name": "rotorid-writer"}
+    defs += [_msg(_INFO, _kv(f"char[{len(v)}]", k, v.encode())) for k, v in info.items()]
+    all_params: dict[str, int | float] = {"SDLOG_PROFILE": SDLOG_PROFILE_SYSID, **(params or {})}
+    for k, v in all_params.items():
+        if isinstance(v, bool | int | np.integer):
+            defs.append(_msg(_PARAM, _kv("int32_t", k, struct.pack("<i", int(v)))))
+        else:
+            defs.append(_msg(_PARAM, _kv("float", k, struct.pack("<f", float(v)))))
+    if any(topic == "esc_status" for topic, _ in specs):
+        defs.append(_msg(_FORMAT, b"esc_report:uint64_t timestamp;int32_t esc_rpm;"))
+    records: list[tuple[np.ndarray, np.ndarray]] = []  # (timestamps, packed D-message rows)
+    for msg_id, (topic, fields) in enumerate(specs):
+        fmt = f"{topic}:uint64_t timestamp;uint64_t timestamp_sample;" + "".join(f"{ty} {nm};" for ty, nm, _ in fields)
+        defs.append(_msg(_FORMAT, fmt.encode()))
+        keep = np.arange(len(t_us))
+        if rates and topic in rates:
+            step = max(1, round(flight.rate / rates[topic]))
+            keep = keep[::step]
+        dt = [("hdr", "<u2"), ("kind", "u1"), ("id", "<u2"), ("timestamp", "<u8"), ("timestamp_sample", "<u8")]
+        for ty, nm, v in fields:
+            if ty.startswith("esc_report"):
+                dt.append((nm, [("timestamp", "<u8"), ("esc_rpm", "<i4")], (v.shape[1],)))
+            else:
+                base = ty.split("[")[0]
+                dt.append((nm, _NP[base], (v.shape[1],)) if v.ndim == 2 else (nm, _NP[base]))
+        rec = np.zeros(len(keep), dtype=np.dtype(dt))
+        rec["hdr"], rec["kind"], rec["id"] = rec.dtype.itemsize - 3, _DATA[0], msg_id
+        rec["timestamp"] = rec["timestamp_sample"] = t_us[keep]
+        for ty, nm, v in fields:
+            if ty.startswith("esc_report"):
+                rec[nm]["timestamp"] = t_us[keep][:, None]
+                rec[nm]["esc_rpm"] = v[keep]
+            else:
+                rec[nm] = v[keep]
+        records.append((t_us[keep], rec.view(np.uint8).reshape(len(keep), rec.dtype.itemsize)))
+    adds = [_msg(_ADD, struct.pack("<BH", 0, i) + topic.encode()) for i, (topic, _) in enumerate(specs)]
+    # interleave every topic's messages in time order, as the PX4 logger writes them
+    ts = np.concatenate([r[0] for r in records])
+    sizes = np.concatenate([np.full(len(r[0]), r[1].shape[1]) for r in records])
+    order = np.argsort(ts, kind="stable")
+    offsets = np.empty(len(ts), dtype=np.int64)
+    offsets[order] = np.concatenate([[0], np.cumsum(sizes[order])[:-1]])
+    body = np.empty(int(sizes.sum()), dtype=np.uint8)
+    start = 0
+    for _, rows in records:
+        o = offsets[start : start + len(rows)]
+        body[o[:, None] + np.arange(rows.shape[1])] = rows
+        start += len(rows)
+    blob = head + b"".join(defs) + b"".join(adds) + body.tobytes()
+    atomic_write(path, lambda p: p.write_bytes(blob))
+    return path
