@@ -7,6 +7,7 @@ pointer doubling over the byte offsets (O(n log n), still vectorized).
 
 from __future__ import annotations
 
+import itertools
 import struct
 import warnings
 import zlib
@@ -65,9 +66,15 @@ def parse_header(buf: bytes, path: Path) -> tuple[int, dict[int, EventType], int
                     )
                 names.append(var[:-3])
                 fields.append((var[:-3], "<" + var[-2]))
+            if eid in types:
+                raise LogFormatError(f"{path}: event id {eid} is defined twice ('{types[eid].name}' and '{name}')")
+            if len(set(names)) != len(names):
+                raise LogFormatError(f"{path}: event '{name}' declares a variable twice ({', '.join(names)})")
             types[eid] = EventType(eid, name, tuple(names), np.dtype(fields))
     except struct.error:
         raise LogFormatError(f"{path}: header truncated at byte {off}") from None
+    if not types:
+        raise LogFormatError(f"{path}: the header declares no event types")
     return version, types, off
 
 
@@ -95,6 +102,9 @@ def _record_starts(body: np.ndarray, sizes: dict[int, int], path: Path, strict: 
         jump = jump[jump]
     if reach[n + 1]:
         bad = int(np.flatnonzero(reach[:n] & (size_at == 0))[0])
+        if bad == n - 1:  # one stray byte: not even an event id
+            reach[n + 1], reach[n + 2] = False, True
+    if reach[n + 1]:
         if strict:
             raise LogFormatError(f"{path}: undefined event id {int(ids[bad])} at byte {bad} of the event stream")
         warnings.warn(f"{path}: undefined event id at byte {bad}; decoded the events before it", stacklevel=3)
@@ -118,7 +128,11 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
             f"{path}: CRC-32 mismatch: the file is corrupt or truncated; pass --allow-corrupt to decode the intact part"
         )
     if not crc_ok:
-        warnings.warn(f"{path}: CRC-32 mismatch; decoding the intact prefix only", stacklevel=2)
+        warnings.warn(
+            f"{path}: CRC-32 mismatch; decoded the structurally intact events (a truncated tail is dropped, "
+            "values in the file may still be corrupt)",
+            stacklevel=2,
+        )
     body = (
         np.frombuffer(buf, dtype=np.uint8, count=len(buf) - off - 4, offset=off)
         if crc_ok
@@ -169,34 +183,83 @@ _CHANNELS = {
 }
 
 
+def _monotonic_prefix(t: np.ndarray, name: str, path: Path, allow_corrupt: bool) -> int:
+    """Number of leading events whose time stamps increase strictly; raise unless
+    `allow_corrupt` when that is not all of them."""
+    d = np.diff(t)
+    bad = np.flatnonzero(d <= 0)
+    if not bad.size:
+        return len(t)
+    i = int(bad[0])
+    what = "repeat" if d[i] == 0 else "go backwards"
+    msg = f"{path}: event '{name}': time stamps {what} at event {i + 1} (t = {t[i]:.6f} s -> {t[i + 1]:.6f} s)"
+    if not allow_corrupt:
+        raise LogFormatError(
+            f"{msg}; the file is corrupt or holds several recordings — pass --allow-corrupt to decode the events before it"
+        )
+    warnings.warn(f"{msg}; decoded the {i + 1} events before it", stacklevel=3)
+    return i + 1
+
+
 @register("crazyflie", (".bin", ""), magic=MAGIC)
 def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> list[Flight]:
     """A Crazyflie uSD log as Flights: acc g -> m/s^2 (9.80665 on every axis), gyro
-    deg/s -> rad/s, motor PWM 0..65535 -> normalized command value/65536. Body axes are FLU."""
+    deg/s -> rad/s, motor PWM 0..65535 -> normalized command value/65536. Body axes are FLU.
+
+    Samples holding NaN/inf are dropped with a warning and the log is split there (one Flight
+    per finite stretch), so windows around them stay usable. With several event types the
+    channels are put on one grid by `rotorid.flight.align` (`rate` Hz, default the fastest).
+    """
+    path = Path(path)
     version, events = decode(path, allow_corrupt=allow_corrupt)
+    if not any(len(ev["t"]) for ev in events.values()):
+        raise LogFormatError(f"{path}: the log holds no events after its header")
     series: dict[str, Series] = {}
-    for ev in events.values():
-        t = ev["t"]
-        if len(t) == 0:
+    cut: dict[str, np.ndarray] = {}  # per channel: indices of the kept samples of its event type
+    for name, ev in events.items():
+        n = _monotonic_prefix(ev["t"], name, path, allow_corrupt)
+        t = ev["t"][:n]
+        if n < 2:
             continue
+        found: dict[str, np.ndarray] = {}
         for ch, (names, scale) in _CHANNELS.items():
-            if all(n in ev for n in names):
-                series[ch] = Series(t, np.column_stack([ev[n] for n in names]) * scale)
-        motors = sorted((n for n in ev if n.startswith("motor.m")), key=lambda n: int(n[7:]) if n[7:].isdigit() else 0)
+            if all(v in ev for v in names):
+                found[ch] = np.column_stack([ev[v][:n] for v in names]) * scale
+        motors = sorted((v for v in ev if v.startswith("motor.m") and v[7:].isdigit()), key=lambda v: int(v[7:]))
         if motors:
-            series["cmd"] = Series(t, np.column_stack([ev[n] for n in motors]) / 65536.0)
+            found["cmd"] = np.column_stack([ev[v][:n] for v in motors]) / 65536.0
+        if not found:
+            continue
+        ok = np.all(np.isfinite(np.column_stack(list(found.values()))), axis=1)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            warnings.warn(
+                f"{path}: event '{name}': {bad.size} samples hold NaN/inf (first at t = {t[bad[0]]:.6f} s); "
+                "dropped them and split the log there",
+                stacklevel=2,
+            )
+        keep = np.flatnonzero(ok)
+        t_kept = t[keep]  # one array per event type: channels sharing it share a clock
+        for ch, v in found.items():
+            series[ch] = Series(t_kept, v[keep])
+            cut[ch] = keep
     if not series:
         raise LogFormatError(f"{path}: no acc.*, gyro.* or motor.m* variables in any event type")
     meta = {"source": str(path), "format": f"crazyflie-v{version}", "units": {"cmd": "normalized (PWM/65536)"}}
+    rates = {k: s.rate for k, s in series.items()}
     same_clock = len({id(s.t) for s in series.values()}) == 1
-    if same_clock:
-        t = next(iter(series.values())).t
-        return [
-            Flight(
-                t=t,
-                meta={**meta, "rates": {k: s.rate for k, s in series.items()}},
-                **{k: s.values for k, s in series.items()},
-            )
-        ]
-    flight, _ = align(series, rate=rate, meta=meta)
-    return [flight]
+    if not same_clock:
+        flight, _ = align(series, rate=rate, meta={**meta, "rates": rates})
+        return [flight]
+    s0 = next(iter(series.values()))
+    keep = next(iter(cut.values()))
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(keep) > 1) + 1, [len(keep)]])
+    return [
+        Flight(
+            t=s0.t[a:b],
+            meta={**meta, "rates": rates, "piece": k} if len(bounds) > 2 else {**meta, "rates": rates},
+            **{ch: s.values[a:b] for ch, s in series.items()},
+        )
+        for k, (a, b) in enumerate(itertools.pairwise(bounds))
+        if b - a >= 2
+    ]
