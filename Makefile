@@ -15,7 +15,16 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/rotorid demo --out demo-out
 
+# The report tests drive real headless Chromium; install it once (Debian packages) if missing.
 test: $(STAMP)
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium and chromium-driver (Debian) for the report tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver \
+	    || { echo "could not install chromium; the browser tests need /usr/bin/chromium and /usr/bin/chromedriver"; exit 1; }; \
+	else echo "no apt-get: install chromium and chromedriver yourself, else the browser tests are skipped"; fi
 	@$(BIN)/python -m pytest -n 2 -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treat as a failure"; fi; exit $$rc
 

@@ -1,23 +1,252 @@
-"""The self-contained report.html (figures embedded as base64 PNG; no external resources)."""
+"""The self-contained HTML reports: one per `identify` run (`render_html`) and the demo's index
+(`render_index`). Figures are embedded as base64 PNG, styles are inline, and nothing refers to a
+network resource, so a report opens offline and can be mailed as one file."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from rotorid.result import PARAMS, compare
+
 if TYPE_CHECKING:
-    from rotorid.result import Result, Truth
+    from rotorid.result import Estimate, Result, Truth
 
-_env = Environment(loader=PackageLoader("rotorid.report", "templates"), autoescape=select_autoescape(["html"]))
+_env = Environment(
+    loader=PackageLoader("rotorid.report", "templates"),
+    autoescape=select_autoescape(["html", "j2"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+#: The paper each method implements (shown in the report header).
+METHODS: dict[str, str] = {
+    "delay": "Eschmann, Albani, Loianno — Data-Driven System Identification of Quadrotors Subject to Motor Delays",
+    "tls": "Six, Briot, Erskine, Chriette — Identification of the Propeller Coefficients and Dynamic Parameters "
+    "of a Hovering Quadrotor from Flight Data (IEEE RA-L 2020)",
+    "online": "Kwon, Lee, Yang — Real-Time Observability-Aware Inertia Parameter Estimation for Quadrotors "
+    "(IEEE Access 2023)",
+}
+
+#: Relative standard deviation (%) up to which an estimate counts as well / loosely determined.
+WELL_PCT = 10.0
+LOOSE_PCT = 50.0
+
+_SYMBOLS = {
+    "tm": "T_m",
+    "tm_rise": "T_m,rise",
+    "tm_fall": "T_m,fall",
+    "k_tau": "K_τ",
+    "hover_cmd": "hover command",
+}
+_SPLIT = re.compile(r"^(?P<base>.+?)(?P<motor>_m\d+)?(?P<cfg>@[\w.-]+)?$")
 
 
-def render_html(result: Result, images: dict[str, str], truth: Truth | None = None) -> str:
-    """Render the report for one result; `images` maps figure name -> base64 PNG."""
+def symbol(name: str) -> str:
+    """A reader-friendly symbol for a canonical parameter name (`k_tau_m2@B` -> `K_τ (motor 2, config B)`)."""
+    m = _SPLIT.match(name)
+    if not m:
+        return name
+    base = m.group("base")
+    text = _SYMBOLS.get(base, base)
+    if base.startswith("thrust_c") and base[8:].isdigit():
+        text = f"K_{base[8:]}"
+    extra = []
+    if m.group("motor"):
+        extra.append(f"motor {m.group('motor')[2:]}")
+    if m.group("cfg"):
+        extra.append(f"config {m.group('cfg')[1:]}")
+    return f"{text} ({', '.join(extra)})" if extra else text
+
+
+def describe(name: str) -> str:
+    """The description of a canonical parameter name from `rotorid.result.PARAMS` ('' if unknown)."""
+    m = _SPLIT.match(name)
+    base = m.group("base") if m else name
+    return PARAMS.get(base, PARAMS.get(name, ("", "")))[1]
+
+
+def pretty_unit(unit: str) -> str:
+    """`kg m^2` -> `kg·m²`, `N/u^2` -> `N/u²` (display only; params.json keeps the plain form)."""
+    sup = {"^2": "²", "^3": "³", "^-1": "⁻¹", "^-2": "⁻²"}
+    for k, v in sup.items():
+        unit = unit.replace(k, v)
+    return unit.replace(" ", "·") if unit != "1" else "—"
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x)
+
+
+def fmt(x: Any, spec: str = ".6g") -> str:
+    """A number for a table cell; '—' for missing/NaN."""
+    return format(x, spec) if _finite(x) else "—"
+
+
+def verdict(name: str, e: Estimate, obs: dict[str, Any] | None) -> tuple[str, str]:
+    """(css class, plain-words verdict) for one parameter, from the method's observability entry
+    when it has one, else from the relative standard deviation (Six et al. eq. 22)."""
+    obs = obs or {}
+    if obs.get("identifiable") is False:
+        text = obs.get("reason") or "not identifiable from this flight"
+        if obs.get("advice"):
+            text += f" — {obs['advice']}"
+        return "bad", text
+    pct = obs.get("rel_std_pct", e.rel_std_pct)
+    reason = obs.get("reason")
+    if not _finite(pct):
+        base = "identified (no uncertainty available)"
+        cls = "ok"
+    elif pct <= WELL_PCT:
+        base, cls = f"well determined (%σ {pct:.2g})", "ok"
+    elif pct <= LOOSE_PCT:
+        base, cls = f"loosely determined (%σ {pct:.2g})", "warn"
+    else:
+        base, cls = f"poorly determined (%σ {pct:.3g})", "bad"
+    text = f"{base}: {reason}" if reason else base
+    if obs.get("advice") and cls != "ok":
+        text += f" — {obs['advice']}"
+    return cls, text
+
+
+def excitation_findings(result: Result) -> list[str]:
+    """Plain-language findings about excitation: one line per (reason, advice) naming every
+    parameter it affects, e.g. 'yaw not excited: K_τ and I_zz unidentifiable — fly a yaw
+    manoeuvre'. Observability entries that are not parameters (e.g. an axis) are reported too."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, obs in result.observability.items():
+        if not isinstance(obs, dict) or obs.get("identifiable", True):
+            continue
+        key = (str(obs.get("reason") or "not excited"), str(obs.get("advice") or ""))
+        m = _SPLIT.match(name)
+        known = name in result.params or (m is not None and m.group("base") in PARAMS)
+        groups.setdefault(key, []).append(symbol(name) if known else name)
+    lines = []
+    for (reason, advice), names in groups.items():
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+        line = f"{reason}: {who} unidentifiable"
+        lines.append(f"{line} — {advice}" if advice else line)
+    return lines
+
+
+def _setting(v: Any) -> str:
+    if isinstance(v, dict | list | tuple):
+        return json.dumps(v, default=str)
+    if v is None:
+        return "—"
+    return str(v)
+
+
+def _windows(ws: Any) -> str:
+    if not ws:
+        return "whole log"
+    try:
+        return ", ".join(f"{float(a):g}–{float(b):g} s" for a, b in ws)
+    except (TypeError, ValueError):
+        return str(ws)
+
+
+def _caption(name: str) -> str:
+    return name.replace("_", " ").replace("-", " ").strip().capitalize()
+
+
+def param_rows(result: Result, truth: Truth | None = None) -> list[dict[str, Any]]:
+    """Table rows: name, symbol, description, value, σ, %σ, unit, truth, error %, verdict."""
     rows = []
     for name, e in result.params.items():
         tv = truth.params.get(name) if truth else None
-        err = 100.0 * (e.value - tv) / abs(tv) if tv not in (None, 0) else None
-        obs = result.observability.get(name, {})
-        rows.append({"name": name, "e": e, "truth": tv, "err": err, "obs": obs})
-    return _env.get_template("report.html.j2").render(result=result, rows=rows, images=images, truth=truth)
+        err = 100.0 * (e.value - tv) / abs(tv) if _finite(tv) and tv != 0 else None
+        cls, text = verdict(name, e, result.observability.get(name))
+        rows.append(
+            {
+                "name": name,
+                "symbol": symbol(name),
+                "desc": describe(name),
+                "value": fmt(e.value),
+                "std": fmt(e.std, ".2g"),
+                "pct": fmt(e.rel_std_pct, ".2f"),
+                "unit": pretty_unit(e.unit),
+                "truth": fmt(tv) if tv is not None else "",
+                "err": fmt(err, "+.2f") if err is not None else "",
+                "err_cls": "" if err is None else ("ok" if abs(err) <= 5 else "warn" if abs(err) <= 20 else "bad"),
+                "cls": cls,
+                "verdict": text,
+            }
+        )
+    return rows
+
+
+def render_html(result: Result, images: dict[str, str], truth: Truth | None = None, title: str | None = None) -> str:
+    """Render the report of one run; `images` maps figure name -> base64 PNG."""
+    from rotorid import __version__
+
+    rows = param_rows(result, truth)
+    counts = {c: sum(r["cls"] == c for r in rows) for c in ("ok", "warn", "bad")}
+    return _env.get_template("report.html.j2").render(
+        title=title or f"rotorid — {result.method} identification",
+        result=result,
+        paper=METHODS.get(result.method, ""),
+        rows=rows,
+        counts=counts,
+        findings=excitation_findings(result),
+        settings=[(k, _setting(v)) for k, v in result.settings.items()],
+        inputs=[
+            {"path": i.get("path", ""), "sha256": i.get("sha256") or "—", "windows": _windows(i.get("windows"))}
+            for i in result.inputs
+        ],
+        vehicle=result.vehicle,
+        figures=[(_caption(k), k, v) for k, v in images.items()],
+        truth=truth,
+        version=__version__,
+    )
+
+
+@dataclass
+class IndexEntry:
+    """One method's section of the demo index: its run folder (relative link), scenario,
+    result, truth, a few figures (base64 PNG) and how long it took."""
+
+    method: str
+    scenario: str
+    link: str
+    result: Result
+    truth: Truth | None = None
+    figures: dict[str, str] = field(default_factory=dict)
+    seconds: float | None = None
+    extra: list[tuple[str, str]] = field(default_factory=list)
+
+
+def render_index(entries: list[IndexEntry], missing: dict[str, str], title: str = "rotorid demo") -> str:
+    """The demo's index page: per method its parameter table against the truth, its main
+    figures and a link to its full report; methods that could not run are listed with why."""
+    from rotorid import __version__
+
+    sections = []
+    for e in entries:
+        rows = param_rows(e.result, e.truth)
+        errs = [abs(v) for v in (compare(e.result, e.truth).values() if e.truth else ()) if math.isfinite(v)]
+        sections.append(
+            {
+                "method": e.method,
+                "paper": METHODS.get(e.method, ""),
+                "scenario": e.scenario,
+                "link": e.link,
+                "rows": rows,
+                "findings": excitation_findings(e.result),
+                "notes": e.result.notes,
+                "figures": [(_caption(k), k, v) for k, v in e.figures.items()],
+                "seconds": fmt(e.seconds, ".1f") if e.seconds is not None else "",
+                "extra": e.extra,
+                "truth": e.truth is not None,
+                "median_err": fmt(statistics.median(errs), ".2f") if errs else "",
+            }
+        )
+    return _env.get_template("index.html.j2").render(
+        title=title, sections=sections, missing=missing, version=__version__
+    )
