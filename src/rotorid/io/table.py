@@ -192,8 +192,9 @@ def _read_parquet(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
 
 
 @register("table", (".csv", ".parquet"), magic=PARQUET_MAGIC)
-def read(path: Path) -> list[Flight]:
-    """A CSV or Parquet file in the interchange schema as one Flight."""
+def read(path: Path, allow_corrupt: bool = False) -> list[Flight]:
+    """A CSV or Parquet file in the interchange schema as one Flight (`allow_corrupt` is
+    accepted for a uniform reader interface; a table is either readable or not)."""
     path = Path(path)
     with open(path, "rb") as f:
         is_parquet = f.read(4) == PARQUET_MAGIC
