@@ -41,6 +41,7 @@ _MOTOR_COL = re.compile(r"^(cmd|rpm)_(\d+)$")
 DEG_S_RATE = 35.0
 DEG_S_HOLD = 0.2
 _META_KEY = b"rotorid.meta"
+_TIME_NAMES = ("time", "timestamp", "ts", "time_s", "t_s", "seconds")
 
 
 def columns(flight: Flight) -> list[str]:
@@ -82,16 +83,18 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
     valid = set(_valid_names(names))
     for c in names:
         if c not in valid and not _MOTOR_COL.match(c):
-            close = difflib.get_close_matches(c, sorted(valid), n=1, cutoff=0.6)
+            close = (
+                ["t"]
+                if c.strip().lower() in _TIME_NAMES
+                else difflib.get_close_matches(c, sorted(valid), n=1, cutoff=0.6)
+            )
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise LogFormatError(
                 f"{source}: unknown column '{c}'; {hint}valid columns are t, acc_x.., gyro_x.., gyro_dot_x.., "
                 "cmd_0.., rpm_0.., qw qx qy qz, px py pz, vx vy vz, landed (FORMATS.md)"
             )
     if "t" not in cols:
-        close = difflib.get_close_matches("t", names, n=1, cutoff=0.0) if names else []
-        hint = f" (is '{close[0]}' the time?)" if close and close[0].lower() in ("time", "timestamp", "ts") else ""
-        raise LogFormatError(f"{source}: no 't' column (time in seconds){hint}; rename the time column to 't'")
+        raise LogFormatError(f"{source}: no 't' column (time in seconds); add it or rename the time column to 't'")
     kw: dict[str, np.ndarray] = {}
     for ch, group in GROUPS.items():
         have = [c for c in group if c in cols]
@@ -119,7 +122,7 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
         bad = ~np.isin(lv, (0.0, 1.0))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise LogFormatError(f"{source}: column 'landed' must be 0 or 1, got {lv[i]!r} in row {i}")
+            raise LogFormatError(f"{source}: column 'landed' must be 0 or 1, got {lv[i]:g} in row {i}")
         kw["landed"] = lv.astype(bool)
     t = _float(cols["t"], "t", source)
     if "gyro" in kw:
@@ -160,8 +163,10 @@ def _check_gyro_units(t: np.ndarray, gyro: np.ndarray, source: str) -> None:
 def _read_csv(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     import pandas as pd
 
+    # pandas 3 parses floats exactly by default; older versions need "round_trip"
+    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
     try:
-        df = pd.read_csv(path, float_precision="round_trip", skipinitialspace=True)
+        df = pd.read_csv(path, skipinitialspace=True, **exact)
     except pd.errors.EmptyDataError:
         raise LogFormatError(f"{path}: the CSV file is empty (expected a header row starting with 't')") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as e:

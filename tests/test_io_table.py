@@ -1,0 +1,152 @@
+"""CSV and Parquet interchange: exact round trips, schema errors with suggestions, the
+deg/s warning, and atomic writes."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from rotorid.errors import LogFormatError, RotoridError
+from rotorid.flight import CHANNELS, Flight
+from rotorid.io import read, table
+
+_n = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("table")
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@st.composite
+def flights(draw: st.DrawFn) -> Flight:
+    n = draw(st.integers(2, 30))
+    dt = draw(hnp.arrays(np.float64, n - 1, elements=st.floats(1e-4, 10.0)))
+    t = draw(st.floats(-100, 100)) + np.concatenate([[0.0], np.cumsum(dt)])
+    if not np.all(np.diff(t) > 0):  # rounding may merge steps far from zero
+        t = np.arange(n, dtype=float)
+    m = draw(st.integers(1, 8))
+    kw = {}
+    for ch in draw(st.sets(st.sampled_from([c for c in CHANNELS if c != "landed"]))):
+        cols = CHANNELS[ch][0] or m
+        kw[ch] = draw(hnp.arrays(np.float64, (n, cols), elements=finite))
+    if draw(st.booleans()):
+        kw["landed"] = draw(hnp.arrays(np.bool_, n))
+    return Flight(t=t, meta={"source": "hypothesis"}, **kw)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(flights(), st.sampled_from(["csv", "parquet"]))
+def test_round_trip_is_exact(scratch: Path, f: Flight, fmt: str) -> None:
+    p = table.write(f, scratch / f"f{next(_n)}.{fmt}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # huge random gyro values look like deg/s
+        (g,) = read(p)
+    assert g.channels == f.channels
+    np.testing.assert_array_equal(g.t, f.t)
+    for ch in f.channels:
+        np.testing.assert_array_equal(getattr(g, ch), getattr(f, ch), err_msg=ch)
+    assert g.meta["format"] == fmt
+
+
+def test_column_names_and_meta(scratch: Path) -> None:
+    t = np.arange(5) / 100.0
+    f = Flight(
+        t=t,
+        acc=np.ones((5, 3)),
+        cmd=np.zeros((5, 2)),
+        rotor_speed=np.ones((5, 2)),
+        landed=t > 0.02,
+        meta={"source": "x", "format": "crazyflie-v2", "rates": {"acc": 1000.0}},
+    )
+    assert table.columns(f) == ["t", "acc_x", "acc_y", "acc_z", "cmd_0", "cmd_1", "rpm_0", "rpm_1", "landed"]
+    p = table.write(f, scratch / "meta.parquet")
+    (g,) = read(p)
+    assert g.meta["rates"] == {"acc": 1000.0}  # the original rate survives Parquet
+    assert g.meta["original_format"] == "crazyflie-v2"
+    c = table.write(f, scratch / "meta.csv")
+    assert c.read_text().splitlines()[0] == "t,acc_x,acc_y,acc_z,cmd_0,cmd_1,rpm_0,rpm_1,landed"
+    assert c.read_text().splitlines()[1].endswith(",0")  # landed as 0/1
+
+
+def _csv(folder: Path, text: str) -> Path:
+    p = folder / f"c{next(_n)}.csv"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ("t,gyr_x,gyro_y,gyro_z", "unknown column 'gyr_x'; did you mean 'gyro_x'?"),
+        ("t,acc_x,acc_y,acc_Z", "unknown column 'acc_Z'; did you mean 'acc_z'?"),
+        ("t,cmd0,cmd_1", "unknown column 'cmd0'; did you mean 'cmd_0'?"),
+        ("t,qw,qx,qy", "channel 'quat' needs columns qw qx qy qz; missing qz"),
+        ("t,cmd_0,cmd_2", "missing cmd_1"),
+        ("time,acc_x,acc_y,acc_z", "unknown column 'time'; did you mean 't'?"),
+        ("acc_x,acc_y,acc_z", "no 't' column"),
+    ],
+)
+def test_schema_errors_name_the_column(scratch: Path, header: str, message: str) -> None:
+    body = "\n".join(",".join(str(k + j) for j in range(header.count(",") + 1)) for k in range(3))
+    with pytest.raises(LogFormatError, match=re.escape(message)):
+        read(_csv(scratch, header + "\n" + body + "\n"))
+
+
+def test_bad_values(scratch: Path) -> None:
+    with pytest.raises(LogFormatError, match="column 'landed' must be 0 or 1, got 2 in row 1"):
+        read(_csv(scratch, "t,landed\n0,0\n1,2\n"))
+    with pytest.raises(LogFormatError, match="column 'acc_y' holds non-numeric values"):
+        read(_csv(scratch, "t,acc_x,acc_y,acc_z\n0,1,a,2\n1,1,1,1\n"))
+    with pytest.raises(RotoridError, match=r"channel 'acc' has NaN/inf at t=1.000000 s"):
+        read(_csv(scratch, "t,acc_x,acc_y,acc_z\n0,1,1,2\n1,1,,1\n"))
+    with pytest.raises(LogFormatError, match="empty"):
+        read(_csv(scratch, ""))
+    with pytest.raises(LogFormatError, match="header but no rows"):
+        read(_csv(scratch, "t,acc_x,acc_y,acc_z\n"))
+    bad = scratch / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    with pytest.raises(LogFormatError, match="not a readable Parquet file"):
+        read(bad)
+
+
+def test_gyro_in_degrees_is_warned_about(scratch: Path) -> None:
+    t = np.arange(1000) / 1000.0
+    gyro = np.zeros((1000, 3))
+    gyro[:, 1] = 90.0 * np.sin(2 * np.pi * t)  # a deg/s-looking pitch rate: > 35 for 0.4 s
+    gyro[500:510, 2] = 40.0  # a 10 ms spike on z is not "sustained"
+    p = table.write(Flight(t=t, gyro=gyro, meta={"source": "deg"}), scratch / "deg.csv")
+    with pytest.warns(UserWarning, match=r"column 'gyro_y' exceeds 35 rad/s for 0\.\d\d s; it looks like deg/s") as w:
+        read(p)
+    assert not any("gyro_z" in str(x.message) for x in w)
+
+
+def test_failing_write_leaves_nothing(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    f = Flight(t=np.arange(4.0), acc=np.zeros((4, 3)), meta={"source": "x"})
+    out = scratch / "atomic"
+    out.mkdir()
+
+    def half(tab: object, where: Path) -> None:
+        Path(where).write_bytes(b"PAR1 half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pq, "write_table", half)
+    with pytest.raises(OSError, match="disk full"):
+        table.write(f, out / "x.parquet")
+    assert list(out.iterdir()) == []
+    with pytest.raises(RotoridError, match=r"unknown table format '\.txt'"):
+        table.write(f, out / "x.txt")
+    assert list(out.iterdir()) == []
