@@ -200,3 +200,92 @@ def identify(
     written = write_run(result, out, figs.figures(result))
     console.print(result.summary())
     console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
+
+
+@command
+def export_params(
+    params: Annotated[Path, typer.Argument(help="params.json written by `rotorid identify`.")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="toml (rotorid vehicle), rotorpy (quad_params .py), rltools (dynamics JSON) or gazebo (SDF motor models).",
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="File to write.")],
+    vehicle: Annotated[
+        str | None,
+        typer.Option(help="Base vehicle (preset or .toml) the run used; default: the one stored in params.json."),
+    ] = None,
+    max_rotor_speed: Annotated[
+        float | None,
+        typer.Option(help="Rotor speed at full command (rad/s), for rotorpy/gazebo when commands are normalized."),
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option(help="Mass configuration of a combined tls result (e.g. B); default the first.")
+    ] = None,
+) -> None:
+    """Export identified parameters for rotorid's simulator, RotorPy, RLtools or Gazebo."""
+    from rotorid.export import export_params as run
+
+    written = run(params, fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config)
+    console.print(f"wrote [bold]{written}[/] ({fmt})")
+
+
+@command
+def demo(
+    out: Annotated[Path, typer.Option(help="Output folder for report.html and one folder per method.")] = Path(
+        "demo-out"
+    ),
+    seed: Annotated[int, typer.Option(help="Random seed of the simulated flights.")] = 0,
+) -> None:
+    """Simulate the built-in scenarios, identify them with every method, write OUT/report.html."""
+    from rotorid.demo import run
+
+    run(out, seed=seed, console=console)
+
+
+@command
+def validate(
+    params: Annotated[Path, typer.Argument(help="params.json written by `rotorid identify` (any method).")],
+    logs: Logs,
+    vehicle: Annotated[
+        str | None, typer.Option(help="Base vehicle (preset or .toml); default: the one stored in params.json.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Output folder for validation.json and figures.")] = Path("validation"),
+    config: Annotated[
+        str | None, typer.Option(help="Mass configuration of a combined tls result to validate (e.g. B).")
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option(help="Motion data from 'imu' or 'mocap' (default: the result's, else imu).")
+    ] = None,
+    allow_corrupt: Annotated[
+        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
+    ] = False,
+) -> None:
+    """Cross-validate identified parameters on held-out flights (Six et al. Sec. IV-B4, Table III)."""
+    from rich.table import Table
+
+    from rotorid.report import png_bytes
+    from rotorid.result import Result
+    from rotorid.util import atomic_write_bytes
+    from rotorid.validate import figures
+    from rotorid.validate import validate as run
+    from rotorid.vehicle import Vehicle
+
+    result = Result.load(params)
+    base = Vehicle.load(vehicle) if vehicle else None
+    with console.status("validating…"):
+        val = run(result, _load_all(logs, allow_corrupt), base, config=config, source=source)
+    table = Table(title=f"cross-validation of {params} ({result.method})")
+    for col in ("channel", "RMSE", "R²", "wrench", "‖ρ‖/‖W_k χ_k‖ %"):
+        table.add_column(col, justify="right")
+    for (name, m), (w, norm) in zip(val.metrics.items(), val.rel_error_norm_pct.items(), strict=True):
+        table.add_row(name, f"{m['rmse']:.4g} {m['unit']}", f"{m['r2']:.4f}", w, f"{norm:.2f}")
+    console.print(table)
+    for n in val.notes:
+        console.print(f"note: {n}")
+    for name, fig in figures(val).items():
+        atomic_write_bytes(out / f"{name}.png", png_bytes(fig))
+    val.save(out / "validation.json")
+    console.print(f"wrote [bold]{out / 'validation.json'}[/] and figures in {out}")
