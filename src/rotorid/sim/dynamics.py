@@ -1,0 +1,336 @@
+"""Ground-truth rigid-body dynamics: 6-DoF, full inertia tensor, CoM offset, first-order motors,
+polynomial thrust, drag torque and thrust noise, integrated by RK4 at a fixed step.
+
+State (13 floats): CoM position and velocity (world ENU), attitude quaternion (w, x, y, z,
+body FLU -> world) and angular velocity (body). Equations (Kwon et al. eq. 6-9, written about
+the CoM):
+
+    m v_dot = R F_b + m g                       F_b = sum_i f_i r_f,i
+    J_c w_dot + w x J_c w = tau_c                tau_c = sum_i f_i ((r_p,i - c) x r_f,i + torque_dir_i K_tau r_f,i)
+    q_dot = q * (0, w) / 2
+
+with f_i = sum_j K_j u_i^j + w_i (thrust noise, Kwon eq. 51, held over a step) and the motor
+state u_i a first-order lag of its command with rise/fall constants. The command is held over
+each step, so the lag is solved exactly (an exponential) and the rotor wrench at the RK4 stage
+times (t, t+h/2, t+h) is known before the step: only the rigid body is integrated by RK4.
+
+The per-step core uses Python floats and `math` (numpy's per-call overhead dominates on
+3-vectors); accelerations and sensor values are recomputed vectorized after the loop from the
+logged states (`accelerations`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rotorid.errors import VehicleError
+from rotorid.vehicle import Vehicle
+
+G = 9.80665
+
+#: controller(k, state) -> motor commands; state is the 13-tuple at step k.
+Controller = Callable[[int, tuple[float, ...]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class Body:
+    """Everything the plant integrates, derived from a complete (true) `Vehicle`.
+
+    `B` is the 6 x M wrench per unit rotor thrust about the CoM (force rows, moment rows);
+    `coeffs` the dense thrust polynomial per motor, (M, D+1), lowest power first.
+    `tm_rise`/`tm_fall` None means motors follow their command instantly.
+    """
+
+    mass: float
+    inertia: np.ndarray
+    com: np.ndarray
+    B: np.ndarray
+    coeffs: np.ndarray
+    tm_rise: float | None
+    tm_fall: float | None
+    cmd_min: float
+    cmd_max: float
+    drag: np.ndarray
+
+    @staticmethod
+    def from_vehicle(v: Vehicle, drag: Sequence[float] = (0.0, 0.0, 0.0)) -> Body:
+        """The plant of a fully specified vehicle (thrust curve, k_tau, inertia required)."""
+        missing = [k for k in ("thrust_coeffs", "k_tau", "inertia") if getattr(v, k) is None]
+        if missing:
+            raise VehicleError(f"vehicle '{v.name}': the simulator needs {', '.join(missing)}")
+        com = np.zeros(3) if v.com is None else np.asarray(v.com, dtype=float)
+        k = np.broadcast_to(np.atleast_2d(v.thrust_coeffs), (v.n_rotors, len(v.thrust_exponents)))
+        dense = np.zeros((v.n_rotors, max(v.thrust_exponents) + 1))
+        for j, e in enumerate(v.thrust_exponents):
+            dense[:, e] += k[:, j]
+        rise = v.tm_rise
+        fall = v.tm_fall if v.tm_fall is not None else rise
+        return Body(
+            mass=float(v.mass),
+            inertia=np.asarray(v.inertia, dtype=float),
+            com=com,
+            B=v.mixer(about=com),
+            coeffs=dense,
+            tm_rise=rise,
+            tm_fall=fall if rise is not None else None,
+            cmd_min=float(v.cmd_min),
+            cmd_max=float(v.cmd_max),
+            drag=np.asarray(drag, dtype=float),
+        )
+
+    @property
+    def n_rotors(self) -> int:
+        return self.B.shape[1]
+
+    def thrust(self, u: np.ndarray) -> np.ndarray:
+        """Per-rotor thrust (N) of motor states `u` (..., M), noise-free."""
+        u = np.asarray(u, dtype=float)
+        f = np.zeros_like(u)
+        for c in self.coeffs.T[::-1]:  # Horner over powers (a handful), vectorized over samples
+            f = f * u + c
+        return f
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """Logged true states at every internal step k (time k*dt): `x` (N, 13), motor states
+    `u` (N, M), the commands in force during step k `cmd` (N, M), and thrust noise `noise` (N, M)."""
+
+    dt: float
+    x: np.ndarray
+    u: np.ndarray
+    cmd: np.ndarray
+    noise: np.ndarray
+
+    @property
+    def t(self) -> np.ndarray:
+        return np.arange(len(self.x)) * self.dt
+
+
+def hover_state(position: Sequence[float] = (0.0, 0.0, 0.0), yaw: float = 0.0) -> tuple[float, ...]:
+    """A 13-state at rest, level, at `position` (CoM) with heading `yaw` (rad)."""
+    return (*map(float, position), 0.0, 0.0, 0.0, math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2), 0.0, 0.0, 0.0)
+
+
+def integrate(
+    body: Body,
+    x0: Sequence[float],
+    u0: Sequence[float],
+    dt: float,
+    n_steps: int,
+    controller: Controller,
+    control_every: int = 1,
+    thrust_noise: np.ndarray | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Trajectory:
+    """Integrate `n_steps` RK4 steps of `dt` from state `x0` and motor states `u0`.
+
+    `controller(k, state)` is called at steps k = 0, control_every, ... and its commands
+    (clamped to [cmd_min, cmd_max]) are held until the next call. `thrust_noise` (n_steps, M)
+    is added to the rotor thrusts during each step. `progress(k)` is called every 1000 steps.
+    """
+    m_rot = body.n_rotors
+    inv_m = 1.0 / body.mass
+    (jxx, jxy, jxz), (_, jyy, jyz), (_, _, jzz) = body.inertia.tolist()
+    (ixx, ixy, ixz), (iyx, iyy, iyz), (izx, izy, izz) = np.linalg.inv(body.inertia).tolist()
+    gz = -G
+    dx, dy, dz = body.drag.tolist()
+    has_drag = bool(np.any(body.drag))
+    cols = [tuple(body.B[:, i].tolist()) for i in range(m_rot)]
+    coeffs = [tuple(reversed(c)) for c in body.coeffs.tolist()]  # highest power first (Horner)
+    lo, hi = body.cmd_min, body.cmd_max
+    instant = body.tm_rise is None
+    if instant:
+        er_h = er_f = ef_h = ef_f = 0.0
+    else:
+        er_h, er_f = math.exp(-0.5 * dt / body.tm_rise), math.exp(-dt / body.tm_rise)
+        ef_h, ef_f = math.exp(-0.5 * dt / body.tm_fall), math.exp(-dt / body.tm_fall)
+    noise = np.zeros((n_steps, m_rot)) if thrust_noise is None else np.asarray(thrust_noise, dtype=float)
+    noise_w = (noise @ body.B.T).tolist()  # the noise's wrench per step, (n_steps, 6)
+
+    def thrusts(u: list[float]) -> list[float]:
+        out = []
+        for ui, cs in zip(u, coeffs, strict=True):
+            f = 0.0
+            for c in cs:
+                f = f * ui + c
+            out.append(f)
+        return out
+
+    def wrench(f: list[float]) -> tuple[float, float, float, float, float, float]:
+        fx = fy = fz = tx = ty = tz = 0.0
+        for fi, (a, b, c, d, e, g) in zip(f, cols, strict=True):
+            fx += fi * a
+            fy += fi * b
+            fz += fi * c
+            tx += fi * d
+            ty += fi * e
+            tz += fi * g
+        return fx, fy, fz, tx, ty, tz
+
+    def deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, fx, fy, fz, tx, ty, tz):
+        if has_drag:  # linear drag on the body-frame velocity: F_b -= D R^T v
+            # R^T v = v - qw t' + q x t' with t' = 2 q x v
+            ax = 2 * (qy * vz - qz * vy)
+            ay = 2 * (qz * vx - qx * vz)
+            az = 2 * (qx * vy - qy * vx)
+            fx -= dx * (vx - qw * ax + qy * az - qz * ay)
+            fy -= dy * (vy - qw * ay + qz * ax - qx * az)
+            fz -= dz * (vz - qw * az + qx * ay - qy * ax)
+        # R F_b = F + qw t + q x t with t = 2 q x F
+        ax = 2 * (qy * fz - qz * fy)
+        ay = 2 * (qz * fx - qx * fz)
+        az = 2 * (qx * fy - qy * fx)
+        dvx = (fx + qw * ax + qy * az - qz * ay) * inv_m
+        dvy = (fy + qw * ay + qz * ax - qx * az) * inv_m
+        dvz = (fz + qw * az + qx * ay - qy * ax) * inv_m + gz
+        dqw = -0.5 * (qx * wx + qy * wy + qz * wz)
+        dqx = 0.5 * (qw * wx + qy * wz - qz * wy)
+        dqy = 0.5 * (qw * wy + qz * wx - qx * wz)
+        dqz = 0.5 * (qw * wz + qx * wy - qy * wx)
+        hx = jxx * wx + jxy * wy + jxz * wz
+        hy = jxy * wx + jyy * wy + jyz * wz
+        hz = jxz * wx + jyz * wy + jzz * wz
+        mx = tx - (wy * hz - wz * hy)
+        my = ty - (wz * hx - wx * hz)
+        mz = tz - (wx * hy - wy * hx)
+        return (
+            dvx,
+            dvy,
+            dvz,
+            dqw,
+            dqx,
+            dqy,
+            dqz,
+            ixx * mx + ixy * my + ixz * mz,
+            iyx * mx + iyy * my + iyz * mz,
+            izx * mx + izy * my + izz * mz,
+        )
+
+    xs = [tuple(float(v) for v in x0)]
+    us = [tuple(float(v) for v in u0)]
+    cmds: list[tuple[float, ...]] = []
+    u = list(us[0])
+    cmd = list(u)
+    w0 = wrench(thrusts(u))
+    h, h2, h6 = dt, 0.5 * dt, dt / 6.0
+    px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = xs[0]
+    for k in range(n_steps):
+        if k % control_every == 0:
+            cmd = [min(max(float(c), lo), hi) for c in controller(k, xs[-1])]
+            if instant:
+                u = cmd
+                us[-1] = tuple(u)
+                w0 = wrench(thrusts(u))
+        cmds.append(tuple(cmd))
+        # exact motor lag over the step with the command held
+        uh, uf = [], []
+        for ui, ci in zip(u, cmd, strict=True):
+            eh, ef = (er_h, er_f) if ci > ui else (ef_h, ef_f)
+            uh.append(ci + (ui - ci) * eh)
+            uf.append(ci + (ui - ci) * ef)
+        wh, wf = wrench(thrusts(uh)), wrench(thrusts(uf))
+        nz = noise_w[k]
+        a = [w0[i] + nz[i] for i in range(6)]
+        b = [wh[i] + nz[i] for i in range(6)]
+        c = [wf[i] + nz[i] for i in range(6)]
+        # RK4 on the rigid body
+        k1 = deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, *a)
+        k2 = deriv(
+            vx + h2 * k1[0],
+            vy + h2 * k1[1],
+            vz + h2 * k1[2],
+            qw + h2 * k1[3],
+            qx + h2 * k1[4],
+            qy + h2 * k1[5],
+            qz + h2 * k1[6],
+            wx + h2 * k1[7],
+            wy + h2 * k1[8],
+            wz + h2 * k1[9],
+            *b,
+        )
+        k3 = deriv(
+            vx + h2 * k2[0],
+            vy + h2 * k2[1],
+            vz + h2 * k2[2],
+            qw + h2 * k2[3],
+            qx + h2 * k2[4],
+            qy + h2 * k2[5],
+            qz + h2 * k2[6],
+            wx + h2 * k2[7],
+            wy + h2 * k2[8],
+            wz + h2 * k2[9],
+            *b,
+        )
+        k4 = deriv(
+            vx + h * k3[0],
+            vy + h * k3[1],
+            vz + h * k3[2],
+            qw + h * k3[3],
+            qx + h * k3[4],
+            qy + h * k3[5],
+            qz + h * k3[6],
+            wx + h * k3[7],
+            wy + h * k3[8],
+            wz + h * k3[9],
+            *c,
+        )
+        # position: its derivative is the velocity, whose stages are v + (h/2) k1 etc.
+        px += h6 * (6 * vx + h * (k1[0] + k2[0] + k3[0]))
+        py += h6 * (6 * vy + h * (k1[1] + k2[1] + k3[1]))
+        pz += h6 * (6 * vz + h * (k1[2] + k2[2] + k3[2]))
+        vx += h6 * (k1[0] + 2 * (k2[0] + k3[0]) + k4[0])
+        vy += h6 * (k1[1] + 2 * (k2[1] + k3[1]) + k4[1])
+        vz += h6 * (k1[2] + 2 * (k2[2] + k3[2]) + k4[2])
+        qw += h6 * (k1[3] + 2 * (k2[3] + k3[3]) + k4[3])
+        qx += h6 * (k1[4] + 2 * (k2[4] + k3[4]) + k4[4])
+        qy += h6 * (k1[5] + 2 * (k2[5] + k3[5]) + k4[5])
+        qz += h6 * (k1[6] + 2 * (k2[6] + k3[6]) + k4[6])
+        wx += h6 * (k1[7] + 2 * (k2[7] + k3[7]) + k4[7])
+        wy += h6 * (k1[8] + 2 * (k2[8] + k3[8]) + k4[8])
+        wz += h6 * (k1[9] + 2 * (k2[9] + k3[9]) + k4[9])
+        n = 1.0 / math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+        qw, qx, qy, qz = qw * n, qx * n, qy * n, qz * n
+        xs.append((px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz))
+        u = uf
+        us.append(tuple(u))
+        w0 = wf
+        if progress is not None and k % 1000 == 999:
+            progress(k + 1)
+    cmds.append(tuple(cmd))
+    return Trajectory(
+        dt=dt,
+        x=np.array(xs),
+        u=np.array(us),
+        cmd=np.array(cmds),
+        noise=np.vstack([noise, np.zeros((1, m_rot))]),
+    )
+
+
+def rotate(q: np.ndarray, v: np.ndarray, inverse: bool = False) -> np.ndarray:
+    """Rotate vectors v (N, 3) by unit quaternions q (N, 4) body->world (or back if inverse)."""
+    w = q[:, :1]
+    r = -q[:, 1:] if inverse else q[:, 1:]
+    t = 2.0 * np.cross(r, v)
+    return v + w * t + np.cross(r, t)
+
+
+def accelerations(body: Body, traj: Trajectory) -> dict[str, np.ndarray]:
+    """True loads and accelerations at every logged step, vectorized (same equations as the
+    integrator): body force `force` (N, 3), moment about the CoM `moment`, CoM acceleration
+    `acc_com` (world), specific force at the CoM `spec_com` (body) and `omega_dot` (body)."""
+    x = traj.x
+    f = body.thrust(traj.u) + traj.noise
+    wr = f @ body.B.T
+    force, moment = wr[:, :3], wr[:, 3:]
+    q, vel, w = x[:, 6:10], x[:, 3:6], x[:, 10:13]
+    if np.any(body.drag):
+        force = force - body.drag * rotate(q, vel, inverse=True)
+    acc = rotate(q, force) / body.mass + np.array([0.0, 0.0, -G])
+    h = w @ body.inertia.T
+    wdot = np.linalg.solve(body.inertia, (moment - np.cross(w, h)).T).T
+    return {"force": force, "moment": moment, "acc_com": acc, "spec_com": force / body.mass, "omega_dot": wdot}

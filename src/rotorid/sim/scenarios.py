@@ -1,0 +1,435 @@
+"""Named, seeded simulation scenarios reproducing each paper's set-up, with ground truth.
+
+```python
+from rotorid.sim import scenarios
+sc = scenarios.run("eschmann-crazyflie", seed=0, duration=20.0)
+sc.flights["thrust"], sc.truth.params["tm"], sc.vehicle, sc.true_vehicle
+```
+
+- `eschmann-crazyflie` — Eschmann et al. Sec. IV-A: a Crazyflie 2.1 (27 g, normalized motor
+  commands, T_m = 0.07 s, thrust curve K = [0.0227, -0.0119, 0.1283] N, hovering at u = 0.630
+  like the real logs' median 0.64), three manually flown excitation flights "thrust",
+  "roll_pitch", "yaw" logged at 1 kHz with a BMI088-like IMU. Inertia about the CoM (= body
+  origin, IMU there too).
+- `kwon-payload` — Kwon et al. Sec. IV, Tables 3-6: 500 g X quadrotor with a payload, J =
+  diag(50, 50, 60) g m^2 about the CoM, CoM at (8, -21, 0) mm from the geometric centre
+  (the offsets of H_1 in eq. 10 are the CoM relative to the centre; eq. 41 compensates
+  c x T), IMU at (-18, 21, -11) mm from the CoM (Table 4), C_T/C_M = 0.7 as the text states
+  (so K_tau = C_M/C_T = 1/0.7 m), thrust noise 0.0022 N (eq. 51), gyro/accelerometer noise
+  densities and resolutions of Tables 1-2 at 1 kHz, no motor lag (rotor speeds follow the
+  controller, as in the paper), cascaded PD of Table 5 and jerk-limited trajectories:
+  Interval 1 climbs 1 m (no attitude excitation), Interval 2 moves 1 m along x and y
+  (excites roll and pitch: J_xx, J_yy), Interval 3 yaws 45 deg (excites J_zz). One flight
+  "trajectory"; the interval start times are in `flight.meta["sim"]["intervals"]`.
+- `six-config-a` / `six-config-b` — Six et al. Sec. IV: a 1.285 kg '+' quadrotor (arm 0.225 m,
+  an assumption: the paper gives none), k_t = 3.63e-6 N/(rad/s)^2, k_d = 5.11e-8 N m/(rad/s)^2
+  and the inertia of Table II; configuration B adds 0.125 kg on the +x arm and 0.042 kg on
+  the -y arm (point masses at the arm tips, 28 mm below the arms; total 1.452 kg as
+  measured in the paper). Pilot-like flights "train" and "test" at 200 Hz with IMU (at the
+  body origin O_d) and motion capture (5 ms delay), motor input rad/s, motor lag `tm`.
+  The truth `I_*` and `ms_*` are about the body origin O_d (Six eq. 1-2), not the CoM.
+
+Every scenario accepts `duration` (s per flight), `dt` (internal step), `noise` (False turns
+off all sensor and thrust noise and biases) and scenario-specific overrides listed in
+`OVERRIDES`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rotorid.errors import RotoridError
+from rotorid.flight import Flight
+from rotorid.result import Truth
+from rotorid.sim.control import Gains
+from rotorid.sim.sensors import DEG, Imu, Mocap
+from rotorid.sim.simulator import FlightSpec, References, fly
+from rotorid.sim.trajectory import band_limited_noise, chirp, doublets, evaluate, move
+from rotorid.vehicle import Vehicle, crazyflie, quad_plus, quad_x
+
+NAMES = ("eschmann-crazyflie", "kwon-payload", "six-config-a", "six-config-b")
+
+_COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0}
+#: Overrides each scenario accepts (besides those in every scenario: duration, dt, noise, control_rate).
+OVERRIDES: dict[str, dict[str, Any]] = {
+    "eschmann-crazyflie": {"tm": 0.07, "tm_rise": None, "tm_fall": None, "k_tau": 0.0055},
+    "kwon-payload": {"tm": None, "imu_rate": 1000.0},
+    "six-config-a": {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "imu_offset": (0.0, 0.0, 0.0)},
+    "six-config-b": {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "imu_offset": (0.0, 0.0, 0.0)},
+}
+
+
+@dataclass
+class Scenario:
+    """Simulated flights with their ground truth. `vehicle` holds only what a user knows before
+    identifying; `true_vehicle` everything. `states[flight]` are the true states at the log
+    instants (see `rotorid.sim.simulator.fly`)."""
+
+    name: str
+    seed: int
+    flights: dict[str, Flight]
+    truth: Truth
+    vehicle: Vehicle
+    true_vehicle: Vehicle
+    states: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None = None, **overrides: Any) -> Scenario:
+    """Simulate the named scenario with the given seed. `progress(flight, fraction)` is called
+    during integration. Unknown overrides raise a `RotoridError` listing the allowed ones."""
+    if name not in NAMES:
+        raise RotoridError(f"unknown scenario '{name}'; choose one of {', '.join(NAMES)}")
+    allowed = {**_COMMON, **OVERRIDES[name]}
+    bad = sorted(set(overrides) - set(allowed))
+    if bad:
+        raise RotoridError(
+            f"scenario '{name}': unknown override(s) {', '.join(bad)}; allowed: {', '.join(sorted(allowed))}"
+        )
+    opts = {**allowed, **{k: v for k, v in overrides.items() if v is not None}}
+    return _BUILDERS[name](name, int(seed), opts, progress)
+
+
+def _rng(name: str, seed: int, flight: str) -> np.random.Generator:
+    """An independent, reproducible stream per (scenario, seed, flight)."""
+    key = [seed, NAMES.index(name), *flight.encode()]
+    return np.random.default_rng(key)
+
+
+def _fly_all(
+    name: str,
+    seed: int,
+    vehicle: Vehicle,
+    specs: dict[str, FlightSpec],
+    progress: Callable[[str, float], None] | None,
+) -> tuple[dict[str, Flight], dict[str, dict[str, np.ndarray]]]:
+    flights, states = {}, {}
+    for fname, spec in specs.items():
+        n = spec.duration / spec.dt
+        cb = (lambda k, f=fname, n=n: progress(f, k / n)) if progress else None
+        flights[fname], states[fname] = fly(vehicle, spec, _rng(name, seed, fname), f"sim:{name}/{fname}", cb)
+    return flights, states
+
+
+def _tm(opts: dict[str, Any]) -> tuple[float | None, float | None]:
+    rise = opts.get("tm_rise") or opts["tm"]
+    fall = opts.get("tm_fall") or opts["tm"]
+    return rise, fall
+
+
+def _tm_truth(rise: float | None, fall: float | None) -> dict[str, float]:
+    if rise is None:
+        return {}
+    if math.isclose(rise, fall):
+        return {"tm": rise}
+    return {"tm": 0.5 * (rise + fall), "tm_rise": rise, "tm_fall": fall}
+
+
+def _hold_refs(
+    position: tuple[float, float, float], offsets: np.ndarray | None = None, yaw: np.ndarray | None = None
+) -> Callable[[np.ndarray], References]:
+    """References: hold a position; yaw and excitation offsets given on the control grid."""
+
+    def fn(t: np.ndarray) -> References:
+        n = len(t)
+        z = np.zeros((n, 3))
+        off = z.copy() if offsets is None else offsets[:n]
+        return References(np.tile(position, (n, 1)), z, z.copy(), np.zeros(n) if yaw is None else yaw[:n], off)
+
+    return fn
+
+
+def _ctrl_grid(duration: float, dt: float, control_rate: float) -> np.ndarray:
+    every = round(1.0 / (control_rate * dt))
+    return np.arange(round(duration / dt) // every + 1) * (every * dt)
+
+
+# -- eschmann-crazyflie ----------------------------------------------------------------------
+def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+    rise, fall = _tm(o)
+    base = crazyflie()
+    ixx, iyy = 1.57e-5, 1.62e-5
+    izz = 1.832 * 0.5 * (ixx + iyy)  # Eschmann eq. 93
+    true = base.replace(
+        thrust_coeffs=np.array([0.0227, -0.0119, 0.1283]),
+        k_tau=float(o["k_tau"]),
+        tm_rise=rise,
+        tm_fall=fall,
+        inertia=np.diag([ixx, iyy, izz]),
+        com=np.zeros(3),
+        source="sim:eschmann-crazyflie",
+    )
+    noise = bool(o["noise"])
+    imu = Imu(
+        rate=1000.0,
+        gyro_nd=0.014 * DEG,
+        acc_nd=160e-6 * 9.80665,
+        gyro_bias=(0.002, -0.003, 0.001),
+        acc_bias=(0.03, -0.02, 0.05),
+        gyro_res=2000.0 / 32768 * DEG,
+        acc_res=24 * 9.80665 / 32768,
+    )
+    imu = imu if noise else imu.noiseless()
+    dur = float(o["duration"] or 35.0)
+    dt, cr = float(o["dt"]), float(o["control_rate"])
+    gains = Gains.from_bandwidth(true.inertia, (12.0, 12.0, 6.0), 0.8, pos_wn=(0.8, 0.8, 1.2))
+    t = _ctrl_grid(dur, dt, cr)
+    a = min(1.0, 0.1 * dur)
+    b = dur - a
+    specs = {}
+    for fname in ("thrust", "roll_pitch", "yaw"):
+        rng = _rng(name, seed, fname + "/excitation")
+        off = np.zeros((len(t), 3))
+        yaw = None
+        if fname == "thrust":
+            mid = 0.5 * (a + b)
+            off[:, 2] = doublets(t, a, mid, 0.35, (0.15, 0.6), rng, rise=0.03) + chirp(t, mid, b, 0.3, 6.0, 0.3)
+            off[:, 0] = band_limited_noise(t, 3 * DEG, 2.0, rng)
+            off[:, 1] = band_limited_noise(t, 3 * DEG, 2.0, rng)
+        elif fname == "roll_pitch":
+            off[:, 0] = doublets(t, a, b, 25 * DEG, (0.15, 0.6), rng, rise=0.03)
+            off[:, 1] = doublets(t, a, b, 25 * DEG, (0.15, 0.6), rng, rise=0.03)
+            off[:, 2] = band_limited_noise(t, 0.05, 1.0, rng)
+        else:
+            rate = doublets(t, a, b, 4.0, (0.3, 1.0), rng, rise=0.05)
+            yaw = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) * np.diff(t))])
+            off[:, 0] = band_limited_noise(t, 2 * DEG, 2.0, rng)
+            off[:, 1] = band_limited_noise(t, 2 * DEG, 2.0, rng)
+            off[:, 2] = band_limited_noise(t, 0.05, 1.0, rng)
+        specs[fname] = FlightSpec(
+            duration=dur,
+            references=_hold_refs((0.0, 0.0, 1.0), off, yaw),
+            gains=gains,
+            imu=imu,
+            log_rate=1000.0,
+            dt=dt,
+            control_rate=cr,
+            meta={"scenario": name, "flight": fname, "seed": seed},
+        )
+    flights, states = _fly_all(name, seed, true, specs, progress)
+    truth = {
+        "mass": true.mass,
+        **_tm_truth(rise, fall),
+        "thrust_c0": 0.0227,
+        "thrust_c1": -0.0119,
+        "thrust_c2": 0.1283,
+        "I_xx": ixx,
+        "I_yy": iyy,
+        "I_zz": izz,
+        "k_tau": true.k_tau,
+        "hover_cmd": true.hover_command(),
+    }
+    user = base.replace(source="sim:eschmann-crazyflie (user knowledge)")
+    return Scenario(name, seed, flights, Truth(truth, true.to_dict()), user, true, states, o)
+
+
+# -- kwon-payload --------------------------------------------------------------------------
+def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+    rise, fall = _tm(o)
+    com = np.array([0.008, -0.021, 0.0])  # Table 3 (CoM relative to the geometric centre)
+    imu_rel_com = np.array([-0.018, 0.021, -0.011])  # Table 4
+    c_t = 1.9e-6
+    geom = quad_x(arm=0.2, mass=0.5, name="kwon-payload")
+    known = geom.replace(
+        motor_input="rad_s",
+        thrust_exponents=(2,),
+        thrust_coeffs=np.array([c_t]),
+        k_tau=1.0 / 0.7,  # C_M / C_T with C_T / C_M = 0.7 (Sec. IV-B)
+        cmd_min=0.0,
+        cmd_max=1300.0,
+    )
+    true = known.replace(
+        inertia=np.diag([0.050, 0.050, 0.060]),  # Table 3: 50, 50, 60 g m^2
+        com=com,
+        imu_offset=com + imu_rel_com,
+        tm_rise=rise,
+        tm_fall=fall,
+        source="sim:kwon-payload",
+    )
+    noise = bool(o["noise"])
+    imu = Imu(
+        rate=float(o["imu_rate"]),
+        gyro_nd=0.006 * DEG,  # Table 1
+        acc_nd=0.004,  # Table 2
+        gyro_res=0.001 * DEG,
+        acc_res=0.001,
+    )
+    imu = imu if noise else imu.noiseless()
+    dur = float(o["duration"] or 50.0)
+    if dur < 10.0:
+        raise RotoridError(f"kwon-payload: duration {dur:g} s is too short for the three intervals (>= 10 s)")
+    t1, t2, t3 = 0.1 * dur, 0.3 * dur, 0.6 * dur
+    lim = {"v_max": 0.2, "a_max": 0.2, "j_max": 0.5}  # Table 5
+    mz, mx, my = [move(1.0, start=t1, **lim)], [move(1.0, start=t2, **lim)], [move(1.0, start=t2, **lim)]
+    myaw = [move(math.radians(45.0), math.radians(20.0), math.radians(15.0), start=t3)]
+
+    def refs(t: np.ndarray) -> References:
+        px, vx, ax = evaluate(mx, t)
+        py, vy, ay = evaluate(my, t)
+        pz, vz, az = evaluate(mz, t)
+        psi, _, _ = evaluate(myaw, t)
+        return References(
+            np.column_stack([px, py, pz]),
+            np.column_stack([vx, vy, vz]),
+            np.column_stack([ax, ay, az]),
+            psi,
+            np.zeros((len(t), 3)),
+        )
+
+    spec = FlightSpec(
+        duration=dur,
+        references=refs,
+        gains=Gains.kwon(),
+        imu=imu,
+        log_rate=float(o["imu_rate"]),
+        dt=float(o["dt"]),
+        control_rate=float(o["control_rate"]),
+        thrust_noise=0.0022 if noise else 0.0,
+        log_rotor_speed=True,
+        meta={
+            "scenario": name,
+            "flight": "trajectory",
+            "seed": seed,
+            "intervals": {"1": [0.0, t2], "2": [t2, t3], "3": [t3, dur]},
+        },
+    )
+    flights, states = _fly_all(name, seed, true, {"trajectory": spec}, progress)
+    imu_o = true.imu_offset
+    truth = {
+        "mass": true.mass,
+        "I_xx": 0.050,
+        "I_yy": 0.050,
+        "I_zz": 0.060,
+        "com_x": float(com[0]),
+        "com_y": float(com[1]),
+        "com_z": float(com[2]),
+        "imu_x": float(imu_o[0]),
+        "imu_y": float(imu_o[1]),
+        "imu_z": float(imu_o[2]),
+        **_tm_truth(rise, fall),
+    }
+    tv = {
+        **true.to_dict(),
+        "reference_points": "I_* about the CoM; com_* and imu_* relative to the body origin (geometric centre); "
+        f"IMU relative to the CoM (Kwon Table 4) = {imu_rel_com.tolist()} m",
+    }
+    user = known.replace(source="sim:kwon-payload (user knowledge)")
+    return Scenario(name, seed, flights, Truth(truth, tv), user, true, states, o)
+
+
+# -- six-config-a / six-config-b -------------------------------------------------------------
+SIX_ARM = 0.225
+SIX_MASS_A = 1.285
+SIX_K_T, SIX_K_D = 3.63e-6, 5.11e-8  # Six et al. Table II (IMU, combined)
+#: Configuration A about O_d: first moments (Table II/I) and inertia (Table II; small products assumed).
+SIX_MS_A = np.array([-4.54e-3, -1.95e-3, -8.31e-3])
+SIX_I_A = np.array([[1.82e-2, 2.0e-5, -1.2e-4], [2.0e-5, 1.86e-2, 4.0e-5], [-1.2e-4, 4.0e-5, 2.88e-2]])
+#: Configuration B payloads: (mass kg, position m about O_d).
+SIX_PAYLOAD_B = ((0.125, (SIX_ARM, 0.0, -0.028)), (0.042, (0.0, -SIX_ARM, -0.028)))
+
+
+def six_mass_properties(config: str) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass, first moment ms about O_d, inertia tensor about O_d) of configuration A or B,
+    B = A + point masses (parallel-axis theorem: I_O += m (|p|^2 E - p p^T))."""
+    m, ms, i_o = SIX_MASS_A, SIX_MS_A.copy(), SIX_I_A.copy()
+    if config == "B":
+        for mp, p in SIX_PAYLOAD_B:
+            p = np.asarray(p)
+            m += mp
+            ms += mp * p
+            i_o += mp * (p @ p * np.eye(3) - np.outer(p, p))
+    return m, ms, i_o
+
+
+def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+    config = "A" if name.endswith("-a") else "B"
+    rise, fall = _tm(o)
+    m, ms, i_o = six_mass_properties(config)
+    com = ms / m
+    i_com = i_o - m * (com @ com * np.eye(3) - np.outer(com, com))
+    k_tau = SIX_K_D / SIX_K_T
+    geom = quad_plus(arm=SIX_ARM, mass=m, name=f"six-config-{config.lower()}")
+    known = geom.replace(motor_input="rad_s", thrust_exponents=(2,), cmd_min=100.0, cmd_max=1500.0)
+    true = known.replace(
+        thrust_coeffs=np.array([SIX_K_T]),
+        k_tau=k_tau,
+        tm_rise=rise,
+        tm_fall=fall,
+        inertia=i_com,
+        com=com,
+        imu_offset=np.asarray(o["imu_offset"], dtype=float),
+        source=f"sim:{name}",
+    )
+    noise = bool(o["noise"])
+    imu = Imu(
+        rate=200.0,
+        gyro_nd=0.005 * DEG,  # MPU6000-class (Pixhawk 2.4)
+        acc_nd=400e-6 * 9.80665,
+        gyro_bias=(0.001, -0.0015, 0.0008),
+        acc_bias=(0.02, -0.015, 0.03),
+    )
+    mocap = Mocap(rate=200.0, pos_noise=3e-4, att_noise=0.05 * DEG, delay=float(o["mocap_delay"]))
+    if not noise:
+        imu, mocap = imu.noiseless(), mocap.noiseless()
+    dur = float(o["duration"] or 75.0)
+    dt, cr = float(o["dt"]), float(o["control_rate"])
+    gains = Gains.from_bandwidth(i_com, (10.0, 10.0, 5.0), 0.8, pos_wn=(0.6, 0.6, 1.0))
+    t = _ctrl_grid(dur, dt, cr)
+    specs = {}
+    for fname in ("train", "test"):
+        rng = _rng(name, seed, fname + "/pilot")
+        # A pilot: roll and thrust most active, pitch and yaw less (Six Sec. IV-A).
+        off = np.column_stack(
+            [
+                band_limited_noise(t, 8 * DEG, 1.5, rng),
+                band_limited_noise(t, 5 * DEG, 1.5, rng),
+                band_limited_noise(t, 0.10, 2.0, rng),
+            ]
+        )
+        rate = band_limited_noise(t, 25 * DEG, 1.0, rng)
+        yaw = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) * np.diff(t))])
+        specs[fname] = FlightSpec(
+            duration=dur,
+            references=_hold_refs((0.0, 0.0, 1.5), off, yaw),
+            gains=gains,
+            imu=imu,
+            mocap=mocap,
+            log_rate=200.0,
+            dt=dt,
+            control_rate=cr,
+            thrust_noise=float(o["thrust_noise"]) if noise else 0.0,
+            log_rotor_speed=True,
+            meta={"scenario": name, "flight": fname, "seed": seed, "config": config},
+        )
+    flights, states = _fly_all(name, seed, true, specs, progress)
+    names = ("I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
+    idx = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
+    truth = {
+        "mass": m,
+        "k_t": SIX_K_T,
+        "k_d": SIX_K_D,
+        "k_tau": k_tau,
+        "ms_x": float(ms[0]),
+        "ms_y": float(ms[1]),
+        "ms_z": float(ms[2]),
+        **{n: float(i_o[i, j]) for n, (i, j) in zip(names, idx, strict=True)},
+        "com_x": float(com[0]),
+        "com_y": float(com[1]),
+        "com_z": float(com[2]),
+        **_tm_truth(rise, fall),
+    }
+    tv = {
+        **true.to_dict(),
+        "reference_points": "I_* and ms_* about the body origin O_d (Six eq. 1-2); "
+        "the vehicle's inertia field is about the CoM",
+    }
+    user = known.replace(source=f"sim:{name} (user knowledge)")
+    return Scenario(name, seed, flights, Truth(truth, tv), user, true, states, o)
+
+
+_BUILDERS = {"eschmann-crazyflie": _eschmann, "kwon-payload": _kwon, "six-config-a": _six, "six-config-b": _six}

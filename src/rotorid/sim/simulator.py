@@ -1,0 +1,163 @@
+"""Fly one simulated flight: references -> cascade controller -> RK4 plant -> sensors -> `Flight`.
+
+The result is the same `Flight` a reader produces (channels at their own rates put on one grid
+by `rotorid.flight.align`, exactly as readers do), plus the true states at the log instants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rotorid.errors import RotoridError
+from rotorid.flight import Flight, Series, align
+from rotorid.sim.control import CascadeController, Gains
+from rotorid.sim.dynamics import Body, accelerations, hover_state, integrate
+from rotorid.sim.sensors import Imu, Mocap, imu, mocap, origin_position
+from rotorid.vehicle import Vehicle
+
+
+@dataclass(frozen=True)
+class References:
+    """Controller references on a time grid: CoM position/velocity/acceleration (K, 3), yaw
+    (K,), and excitation offsets (K, 3) = (roll, pitch, relative thrust)."""
+
+    pos: np.ndarray
+    vel: np.ndarray
+    acc: np.ndarray
+    yaw: np.ndarray
+    offsets: np.ndarray
+
+
+#: references(t) for control instants t (K,)
+ReferenceFn = Callable[[np.ndarray], References]
+
+
+@dataclass(frozen=True)
+class FlightSpec:
+    """How to fly and what to log. `dt` is the internal RK4 step; sensor and control rates
+    must divide 1/dt. `thrust_noise` is the per-rotor thrust noise sigma (N, Kwon eq. 51)."""
+
+    duration: float
+    references: ReferenceFn
+    gains: Gains
+    imu: Imu
+    log_rate: float
+    mocap: Mocap | None = None
+    dt: float = 1e-3
+    control_rate: float = 500.0
+    thrust_noise: float = 0.0
+    log_cmd: bool = True
+    log_rotor_speed: bool = False
+    drag: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _every(rate: float, dt: float, what: str) -> int:
+    n = 1.0 / (rate * dt)
+    if rate <= 0 or abs(n - round(n)) > 1e-9 or round(n) < 1:
+        raise RotoridError(f"{what} rate {rate:g} Hz must divide the internal rate {1 / dt:g} Hz")
+    return round(n)
+
+
+def fly(
+    vehicle: Vehicle,
+    spec: FlightSpec,
+    rng: np.random.Generator,
+    source: str = "sim",
+    progress: Callable[[int], None] | None = None,
+) -> tuple[Flight, dict[str, np.ndarray]]:
+    """Simulate one flight of the (complete, true) `vehicle`. Returns the logged `Flight` and
+    the true states at the log instants (t, pos, pos_com, vel_com, quat, omega, omega_dot,
+    acc_com, spec_force (noise-free accelerometer), u, thrust, force, moment)."""
+    if spec.duration <= 0:
+        raise RotoridError(f"{source}: duration must be positive, got {spec.duration:g} s")
+    body = Body.from_vehicle(vehicle, drag=spec.drag)
+    dt = spec.dt
+    n_steps = round(spec.duration / dt)
+    every = _every(spec.control_rate, dt, "control")
+    t_ctrl = np.arange(n_steps // every + 1) * (every * dt)
+    ref = spec.references(t_ctrl)
+    ctrl = CascadeController(body, vehicle.mixer(), spec.gains, every, ref.pos, ref.vel, ref.acc, ref.yaw, ref.offsets)
+    x0 = hover_state(ref.pos[0], float(ref.yaw[0]))
+    u0 = ctrl(0, x0)
+    noise = spec.thrust_noise * rng.standard_normal((n_steps, body.n_rotors)) if spec.thrust_noise > 0 else None
+    traj = integrate(body, x0, u0, dt, n_steps, ctrl, every, noise, progress)
+    acc = accelerations(body, traj)
+    t_all = traj.t
+    q = traj.x[:, 6:10]
+    pos_o = origin_position(traj.x[:, :3], q, body.com)
+
+    def grid(rate: float, what: str) -> tuple[np.ndarray, np.ndarray]:
+        k = _every(rate, dt, what)
+        idx = np.arange(0, len(t_all), k)
+        return np.arange(len(idx)) / rate, idx
+
+    t_imu, i_imu = grid(spec.imu.rate, "IMU")
+    r_imu = np.asarray(vehicle.imu_offset) - body.com
+    meas = imu(spec.imu, traj.x[i_imu, 10:13], acc["omega_dot"][i_imu], acc["spec_com"][i_imu], r_imu, rng)
+    series = {name: Series(t_imu, v) for name, v in meas.items()}
+    t_log, i_log = grid(spec.log_rate, "log")
+    if spec.log_cmd:
+        series["cmd"] = Series(t_log, traj.cmd[i_log])
+    if spec.log_rotor_speed:
+        series["rotor_speed"] = Series(t_log, traj.u[i_log])
+    if spec.mocap is not None:
+        t_mc, _ = grid(spec.mocap.rate, "mocap")
+        mc = mocap(spec.mocap, t_all, pos_o, q, t_mc, rng)
+        series["pos"] = Series(t_mc, mc["pos"])
+        series["quat"] = Series(t_mc, mc["quat"])
+    meta = {
+        "source": source,
+        "format": "rotorid-sim",
+        "sim": {
+            "dt": dt,
+            "control_rate": spec.control_rate,
+            "imu_rate": spec.imu.rate,
+            "mocap_rate": spec.mocap.rate if spec.mocap else None,
+            "mocap_delay": spec.mocap.delay if spec.mocap else None,
+            "thrust_noise": spec.thrust_noise,
+            **spec.meta,
+        },
+    }
+    flight, _ = align(series, rate=spec.log_rate, meta=meta)
+    n = len(flight.t)
+    i = i_log[:n]
+    lever = np.asarray(vehicle.imu_offset) - body.com
+    w, wd = traj.x[i, 10:13], acc["omega_dot"][i]
+    states = {
+        "t": t_log[:n],
+        "pos": pos_o[i],
+        "pos_com": traj.x[i, :3],
+        "vel_com": traj.x[i, 3:6],
+        "quat": q[i],
+        "omega": w,
+        "omega_dot": wd,
+        "acc_com": acc["acc_com"][i],
+        "spec_force": acc["spec_com"][i] + np.cross(wd, lever) + np.cross(w, np.cross(w, lever)),
+        "u": traj.u[i],
+        "cmd": traj.cmd[i],
+        "thrust": body.thrust(traj.u[i]) + traj.noise[i],
+        "force": acc["force"][i],
+        "moment": acc["moment"][i],
+    }
+    return flight, states
+
+
+def hold(position: tuple[float, float, float], yaw: float = 0.0) -> ReferenceFn:
+    """References holding a position and heading, without excitation."""
+
+    def fn(t: np.ndarray) -> References:
+        n = len(t)
+        z = np.zeros((n, 3))
+        return References(np.tile(position, (n, 1)), z, z.copy(), np.full(n, yaw), z.copy())
+
+    return fn
+
+
+def rms_per_axis(x: np.ndarray) -> np.ndarray:
+    """Root mean square of each column (e.g. angular acceleration per axis)."""
+    return np.sqrt(np.mean(np.asarray(x) ** 2, axis=0))
