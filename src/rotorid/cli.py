@@ -289,3 +289,82 @@ def validate(
         atomic_write_bytes(out / f"{name}.png", png_bytes(fig))
     val.save(out / "validation.json")
     console.print(f"wrote [bold]{out / 'validation.json'}[/] and figures in {out}")
+
+
+def _span_text(spans: list[tuple[float, float]], limit: int = 4) -> str:
+    if not spans:
+        return "none"
+    text = ", ".join(f"{a:.2f}–{b:.2f}" for a, b in spans[:limit])
+    return text + (f" (+{len(spans) - limit} more)" if len(spans) > limit else "")
+
+
+@command
+def info(
+    logs: Logs,
+    allow_corrupt: Annotated[
+        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
+    ] = False,
+) -> None:
+    """Show each log's format, span, channels with rates, gaps, flying spans and excitation per axis."""
+    from rich.table import Table
+
+    from rotorid import excitation
+    from rotorid.io import load
+
+    colour = {"excited": "green", "weak": "yellow", "none": "red", "n/a": "dim"}
+    for spec in logs:
+        flights = load(spec, allow_corrupt=allow_corrupt)
+        for k, f in enumerate(flights):
+            e = excitation.measure(f)
+            title = spec + (f"  [piece {k + 1} of {len(flights)}]" if len(flights) > 1 else "")
+            tab = Table(title=title, show_header=False, title_justify="left")
+            tab.add_column(style="bold")
+            tab.add_column()
+            tab.add_row("format", str(f.meta.get("format", "?")))
+            span = f"{f.t[0]:.3f} – {f.t[-1]:.3f} s ({e.duration:.2f} s, {len(f.t)} samples at {f.rate:.1f} Hz)"
+            tab.add_row("span", span)
+            rates, topics = f.meta.get("rates", {}), f.meta.get("topics", {})
+            for ch in f.channels:
+                cols = getattr(f, ch).shape[1] if getattr(f, ch).ndim == 2 else 1
+                where = f"  ({topics[ch]})" if ch in topics else ""
+                tab.add_row(f"  {ch}", f"{cols} col, {rates.get(ch, f.rate):.1f} Hz{where}")
+            holes = excitation.gaps(f)
+            listed = ", ".join(f"{a:.2f} (+{1e3 * (b - a):.0f} ms)" for a, b in holes[:4])
+            tab.add_row("gaps", f"{len(holes)}: {listed}" if holes else "none")
+            tab.add_row("flying", f"{_span_text(e.flying)}  ({e.flying_time:.1f} s, from {e.flying_from})")
+            tab.add_row("on ground", _span_text(e.ground))
+            for axis, m in e.axes.items():
+                c = colour[m.verdict]
+                tab.add_row(f"excitation {axis}", f"{m.value:.3g} {m.unit}  [{c}]{m.verdict}[/]")
+            console.print(tab)
+
+
+@command
+def export(
+    log: Annotated[str, typer.Argument(help="Log file, optionally with one window: FILE@t0:t1 (s).")],
+    to: Annotated[Path, typer.Option(help="Output file: .csv or .parquet (the interchange format).")],
+    window: Annotated[str | None, typer.Option(help="Time window t0:t1 in seconds of the log's clock.")] = None,
+    allow_corrupt: Annotated[
+        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
+    ] = False,
+) -> None:
+    """Convert any readable log (or one window of it) to CSV or Parquet, atomically."""
+    from rotorid.io import load, parse_spec, table
+
+    if to.suffix.lower() not in (".csv", ".parquet"):
+        raise RotoridError(f"--to {to}: choose a .csv or .parquet file")
+    spec = parse_spec(log)
+    if window is not None:
+        if spec.windows:
+            raise RotoridError(f"give the window either as {log} or as --window, not both")
+        spec = parse_spec(f"{log}@{window}")
+        if not spec.windows:
+            raise RotoridError(f"--window '{window}' is not of the form t0:t1 (seconds)")
+    flights = load(spec, allow_corrupt=allow_corrupt)
+    if len(flights) != 1:
+        raise RotoridError(
+            f"{spec} gives {len(flights)} flights (windows or pieces); export one at a time with --window t0:t1"
+        )
+    table.write(flights[0], to)
+    f = flights[0]
+    console.print(f"wrote [bold]{to}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")

@@ -34,14 +34,14 @@ from rotorid.flight import Flight
 from rotorid.signal import butter_filtfilt, derivative
 
 AXES = ("roll", "pitch", "yaw", "thrust")
-#: axis -> (excited at or above, weak at or above); rad/s² for rotations, 1 for thrust.
+#: axis -> (excited at or above, weak at or above); rad/s² for rotations, std/mean for thrust.
 THRESHOLDS: dict[str, tuple[float, float]] = {
     "roll": (20.0, 5.0),
     "pitch": (20.0, 5.0),
     "yaw": (5.0, 1.0),
     "thrust": (0.05, 0.01),
 }
-UNITS = {"roll": "rad/s^2", "pitch": "rad/s^2", "yaw": "rad/s^2", "thrust": "1"}
+UNITS = {"roll": "rad/s^2", "pitch": "rad/s^2", "yaw": "rad/s^2", "thrust": "std/mean"}
 
 
 @dataclass(frozen=True)
@@ -167,3 +167,18 @@ def measure(
         flying_from=src,
         axes={a: AxisMeasure(values[a], UNITS[a], verdict(a, values[a], thresholds)) for a in AXES},
     )
+
+
+def gaps(flight: Flight, factor: float = 5.0) -> list[tuple[float, float]]:
+    """Holes in the recording: the reader's aligned-channel gaps (`meta["align"]["gaps"]`)
+    plus time steps longer than `factor` median steps, merged and sorted."""
+    found = [tuple(g) for g in flight.meta.get("align", {}).get("gaps", [])]
+    d = np.diff(flight.t)
+    found += [(float(flight.t[i]), float(flight.t[i + 1])) for i in np.flatnonzero(d > factor * np.median(d))]
+    merged: list[tuple[float, float]] = []
+    for a, b in sorted(found):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return merged
