@@ -1,0 +1,150 @@
+"""Figures of the delay method (Eschmann et al. Fig. 2, 3, 5, 6, 7, 8) from `result.diagnostics`.
+
+Every figure reads only the result (arrays already subsampled by the method), so a report can
+be redrawn from a saved run without the logs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from rotorid.result import Result
+
+_COLORS = {"direct": "tab:blue", "reciprocal": "tab:orange", "tls": "tab:green"}
+
+
+def _fig(ncols: int = 1, width: float = 5.2) -> tuple[Figure, Any]:
+    fig = Figure(figsize=(width * ncols, 3.8), layout="constrained")
+    axes = fig.subplots(1, ncols)
+    return fig, axes
+
+
+def tm_search(d: dict[str, Any]) -> Figure:
+    """Fig. 2: RMSE of the thrust fit against T_m over the whole search and near the optimum."""
+    fig, (a, b) = _fig(2)
+    grid, rmse, tm = np.asarray(d["tm_grid"]), np.asarray(d["tm_rmse"]), float(d["tm_opt"])
+    for ax in (a, b):
+        ax.plot(grid, rmse, ".-", color="tab:blue", lw=1, ms=4, label="evaluated")
+        ax.axvline(tm, color="tab:red", lw=1, label=f"optimum {1e3 * tm:.1f} ms")
+        ax.set_xlabel("T_m [s]")
+        ax.set_ylabel("thrust RMSE [N]")
+        ax.grid(alpha=0.3)
+    a.set_xscale("log")
+    a.set_title("search range (coarse bracket + Brent)")
+    std = float(d.get("tm_std", np.nan))
+    near = (grid > tm * 0.8) & (grid < tm * 1.25)
+    if near.sum() >= 3:
+        b.set_xlim(grid[near].min(), grid[near].max())
+        b.set_ylim(rmse[near].min() - 0.05 * np.ptp(rmse[near]), rmse[near].max() + 0.05 * np.ptp(rmse[near]))
+    if np.isfinite(std):
+        b.axvspan(tm - std, tm + std, color="tab:red", alpha=0.15, label="±1σ")
+    for key, ls in (("tm_rise", "--"), ("tm_fall", ":")):
+        if key in d:
+            b.axvline(float(d[key]), color="k", ls=ls, lw=1, label=f"{key} {1e3 * float(d[key]):.1f} ms")
+    b.set_title("near the optimum" + (" (at the edge of the range!)" if d.get("tm_at_edge") else ""))
+    b.legend(fontsize=8)
+    return fig
+
+
+def thrust_fit(d: dict[str, Any]) -> Figure:
+    """Fig. 3: predicted vs measured collective thrust (time series and scatter)."""
+    fig, (a, b) = _fig(2)
+    t, meas, pred = (np.asarray(d[k]) for k in ("thrust_t", "thrust_meas", "thrust_pred"))
+    a.plot(t, meas, lw=0.6, color="0.6", label="measured m·acc_z")
+    a.plot(t, pred, lw=0.9, color="tab:blue", label="thrust curve + motor delay")
+    a.set_xlabel("t [s]")
+    a.set_ylabel("collective thrust [N]")
+    a.legend(fontsize=8)
+    a.grid(alpha=0.3)
+    b.plot(pred, meas, ".", ms=1.5, alpha=0.4)
+    lim = [min(meas.min(), pred.min()), max(meas.max(), pred.max())]
+    b.plot(lim, lim, "k--", lw=1)
+    b.set_xlabel("predicted thrust [N]")
+    b.set_ylabel("measured thrust [N]")
+    b.set_title(f"R² = {float(d['thrust_r2']):.3f}")
+    b.grid(alpha=0.3)
+    return fig
+
+
+def delay_model(d: dict[str, Any]) -> Figure:
+    """Fig. 5: the thrust fit without (setpoints directly) and with the motor-delay model."""
+    fig, axes = _fig(2)
+    meas = np.asarray(d["thrust_meas"])
+    for ax, key, title, r2 in (
+        (axes[0], "thrust_pred_nodelay", "without delay model (T_m = 0)", d["thrust_nodelay_r2"]),
+        (axes[1], "thrust_pred", f"with delay model (T_m = {1e3 * float(d['tm_opt']):.1f} ms)", d["thrust_r2"]),
+    ):
+        p = np.asarray(d[key])
+        ax.plot(p, meas, ".", ms=1.5, alpha=0.4)
+        lim = [min(meas.min(), p.min()), max(meas.max(), p.max())]
+        ax.plot(lim, lim, "k--", lw=1)
+        ax.set_title(f"{title}: R² {float(r2):.3f}", fontsize=10)
+        ax.set_xlabel("thrust curve of the motor states [N]")
+        ax.set_ylabel("measured thrust [N]")
+        ax.grid(alpha=0.3)
+    return fig
+
+
+def hover(d: dict[str, Any]) -> Figure:
+    """Fig. 6: motor states (and commands) near zero world acceleration vs. the predicted hover command."""
+    fig, ax = _fig(1)
+    s, c = np.asarray(d["hover_states"]), np.asarray(d["hover_cmds"])
+    lo, hi = np.quantile(np.concatenate([s, c]), [0.01, 0.99])
+    bins = np.linspace(min(lo, s.min()), max(hi, s.max()), 40)
+    ax.hist(c, bins=bins, alpha=0.4, color="0.5", label="commands")
+    ax.hist(s, bins=bins, alpha=0.6, color="tab:blue", label="motor states (delay model)")
+    ax.axvline(float(d["hover_pred"]), color="tab:red", lw=1.5, label=f"predicted hover {float(d['hover_pred']):.3f}")
+    ax.axvline(float(d["hover_median"]), color="k", ls="--", lw=1, label=f"median {float(d['hover_median']):.3f}")
+    ax.set_xlabel("mean normalized motor command")
+    ax.set_ylabel("samples")
+    ax.set_title("samples nearest zero world acceleration")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def roll_pitch(d: dict[str, Any]) -> Figure:
+    """Fig. 7: roll/pitch torque vs angular acceleration with the slope of each parameterization."""
+    fig, axes = _fig(2)
+    acc, tau = np.asarray(d["rp_acc"]), np.asarray(d["rp_tau"])
+    fits, chosen = d["rp_fits"], d["rp_chosen"]
+    for k, (ax, name) in enumerate(zip(axes, ("x (roll)", "y (pitch)"), strict=True)):
+        ax.plot(acc[:, k], tau[:, k], ".", ms=1.5, color="0.6", alpha=0.5)
+        x = np.array([acc[:, k].min(), acc[:, k].max()])
+        for how, vals in fits.items():
+            lw = 2.2 if how == chosen else 1.0
+            ax.plot(x, vals[k] * x, color=_COLORS.get(how, "k"), lw=lw, label=f"{how}: {vals[k]:.3g} kg m²")
+        ax.set_xlabel(f"angular acceleration {name} [rad/s²]")
+        ax.set_ylabel("torque [N m]")
+        ax.set_title(f"{name}; chosen: {chosen}", fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    return fig
+
+
+def yaw(d: dict[str, Any]) -> Figure:
+    """Fig. 8: I_zz ω̇_z (+ precession) against the drag-torque regressor Σ d_i f_i, slope K_tau."""
+    fig, ax = _fig(1)
+    x, y, k = np.asarray(d["yaw_drag"]), np.asarray(d["yaw_lhs"]), float(d["k_tau"])
+    ax.plot(x, y, ".", ms=1.5, color="0.6", alpha=0.5)
+    xs = np.array([x.min(), x.max()])
+    ax.plot(xs, k * xs, color="tab:red", lw=2, label=f"K_τ = {k:.4g} m (R² {float(d['yaw_r2']):.2f})")
+    ax.set_xlabel("Σ d_i f_i [N]")
+    ax.set_ylabel("I_zz ω̇_z [N m]")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def figures(result: Result) -> dict[str, Figure]:
+    """All figures the result has data for: tm_search, thrust_fit, delay_model, hover, roll_pitch, yaw."""
+    d = result.diagnostics
+    out = {"tm_search": tm_search(d), "thrust_fit": thrust_fit(d), "delay_model": delay_model(d), "hover": hover(d)}
+    if "rp_acc" in d:
+        out["roll_pitch"] = roll_pitch(d)
+    if "yaw_drag" in d:
+        out["yaw"] = yaw(d)
+    return out
