@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers_cf import CF_TYPE, event, fixed_frequency, header, log_bytes
-from rotorid.errors import LogFormatError
+from rotorid.errors import LogFormatError, WindowError
 from rotorid.io import crazyflie, load, read
 
 _counter = itertools.count()
@@ -190,6 +190,11 @@ def test_nan_and_inf_samples_split_the_log(scratch: Path) -> None:
     with pytest.warns(UserWarning):
         (w,) = load(f"{p}@0.5:0.9")
     assert w.t[0] == pytest.approx(0.5) and w.t[-1] == pytest.approx(0.9)
+    with pytest.warns(UserWarning):
+        a, b = load(f"{p}@0.205:0.6")  # straddles the dropped samples: one part per piece
+    assert (a.t[0], a.t[-1], b.t[0], b.t[-1]) == pytest.approx((0.21, 0.39, 0.42, 0.6))
+    with pytest.warns(UserWarning), pytest.raises(WindowError, match="lies outside the log"):
+        load(f"{p}@0.5:1.5")
 
 
 # -- exact round trip against the independent writer ------------------------------------------

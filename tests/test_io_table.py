@@ -150,3 +150,15 @@ def test_failing_write_leaves_nothing(scratch: Path, monkeypatch: pytest.MonkeyP
     with pytest.raises(RotoridError, match=r"unknown table format '\.txt'"):
         table.write(f, out / "x.txt")
     assert list(out.iterdir()) == []
+
+
+def test_io_write_dispatches_by_suffix(scratch: Path) -> None:
+    from rotorid import io
+
+    f = Flight(t=np.arange(10) / 100.0, gyro=np.ones((10, 3)), meta={"source": "x"})
+    for suffix in (".csv", ".parquet", ".ulg"):
+        (g,) = read(io.write(f, scratch / f"d{suffix}"))
+        np.testing.assert_allclose(g.gyro, 1.0)
+        assert g.meta["format"] == suffix.strip(".").replace("ulg", "ulog")
+    with pytest.raises(LogFormatError, match=r"rotorid writes .csv, .parquet, .ulg files, not '.txt'"):
+        io.write(f, scratch / "d.txt")

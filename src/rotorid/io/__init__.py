@@ -6,10 +6,13 @@ Readers never estimate: they decode, convert to FLU/ENU and SI, and check what t
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from rotorid.errors import LogFormatError, WindowError
 from rotorid.flight import Flight
@@ -120,5 +123,33 @@ def load(spec: str | LogSpec, **options: Any) -> list[Flight]:
             raise WindowError(
                 f"{s.path}: window {t0:g}:{t1:g} s lies outside the log (spans {span} s); run `rotorid info {s.path}`"
             )
-        out += [f.window(t0, t1) for f in inside]
+        if len(flights) == 1:
+            out.append(flights[0].window(t0, t1))
+            continue
+        # several pieces (a log split at gaps or bad samples): the window must lie inside the
+        # log, and yields the part of each piece it covers
+        first, last = flights[0], flights[-1]
+        if t0 < first.t[0] - 0.5 / first.rate or t1 > last.t[-1] + 0.5 / last.rate:
+            raise WindowError(
+                f"{s.path}: window {t0:g}:{t1:g} s lies outside the log ({first.t[0]:.2f}–{last.t[-1]:.2f} s); "
+                f"run `rotorid info {s.path}`"
+            )
+        for f in inside:
+            a, b = max(t0, float(f.t[0])), min(t1, float(f.t[-1]))
+            if np.count_nonzero((f.t >= a) & (f.t <= b)) >= 2:
+                out.append(f.window(a, b))
     return out
+
+
+WRITERS = {".csv": "table", ".parquet": "table", ".ulg": "ulog"}
+
+
+def write(flight: Flight, path: str | Path) -> Path:
+    """Write a flight atomically in the format of the suffix: .csv/.parquet (interchange) or
+    .ulg (PX4 ULog, FRD/NED topics)."""
+    p = Path(path)
+    mod = WRITERS.get(p.suffix.lower())
+    if mod is None:
+        raise LogFormatError(f"{p}: rotorid writes {', '.join(WRITERS)} files, not '{p.suffix}'")
+    module = importlib.import_module(f"rotorid.io.{mod}")
+    return module.write(flight, p)
