@@ -82,7 +82,10 @@ def tls(w: np.ndarray, what: str = "TLS") -> Fit:
     r, nt = w.shape
     if r <= nt:
         raise ExcitationError(f"{what}: {r} rows cannot determine {nt - 1} parameters")
-    u, s, vt = np.linalg.svd(w, full_matrices=False)
+    # thin SVD through the R of a QR (W = Q R, same singular values and V; eq. 15), so the
+    # (r x n_t) U is never formed: W_bar = Q R_bar with R_bar = R - s u_R v^T (eq. 16)
+    rr = np.linalg.qr(w, mode="r")
+    u, s, vt = np.linalg.svd(rr)
     v = vt[-1]
     if abs(v[-1]) < 1e-12 * np.max(np.abs(v)):
         raise ExcitationError(
@@ -90,8 +93,52 @@ def tls(w: np.ndarray, what: str = "TLS") -> Fit:
         )
     chi = v / v[-1]
     x = chi[:-1]
-    w_bar = w - s[-1] * np.outer(u[:, -1], v)  # eq. 16
+    r_bar = rr - s[-1] * np.outer(u[:, -1], v)  # eq. 16
     sigma_w2 = s[-1] ** 2 / (r - nt)  # eq. 19
-    wb = w_bar[:, :-1]
+    wb = r_bar[:, :-1]
     cov = sigma_w2 * (1.0 + x @ x) * np.linalg.pinv(wb.T @ wb)  # eq. 20
-    return Fit(x, cov, w @ chi, float(sigma_w2), _cond(w[:, :-1]))
+    return Fit(x, cov, w @ chi, float(sigma_w2), _cond(rr[:, :-1]))
+
+
+def block_weighted_tls(
+    w: np.ndarray,
+    blocks: np.ndarray,
+    base: np.ndarray | None = None,
+    max_iter: int = 20,
+    tol: float = 1e-4,
+    floor: float = 0.1,
+    what: str = "TLS",
+) -> tuple[Fit, np.ndarray]:
+    """TLS (`tls`) with every row block j scaled by base_j / sigma_j, sigma_j the RMS of the
+    block's unweighted residual at the current solution, iterated to a fixed point (Six et al.
+    Sec. III-B, after Briot & Gautier). `blocks` (r,) gives each row's block index 0..B-1;
+    `base` (B,) are extra fixed factors (e.g. a configuration's k_w, eq. 25).
+
+    A block without a known term (e.g. a yaw-moment row) can be zeroed by its parameters
+    alone, and an unguarded fixed point then collapses onto that degenerate solution; so
+    sigma_j is floored at `floor` times its value at the unweighted solution. Returns the
+    fit of the weighted system and the final per-block factors (blocks with zero residual
+    keep their base factor).
+    """
+    w = np.asarray(w, dtype=float)
+    blocks = np.asarray(blocks, dtype=int)
+    nb = int(blocks.max()) + 1
+    base = np.ones(nb) if base is None else np.asarray(base, dtype=float)
+    count = np.maximum(np.bincount(blocks, minlength=nb), 1)
+
+    def rms(fit: Fit) -> np.ndarray:
+        res = w @ np.append(fit.x, 1.0)
+        return np.sqrt(np.bincount(blocks, weights=res**2, minlength=nb) / count)
+
+    scale = base.copy()
+    fit = tls(w * scale[blocks][:, None], what=what)
+    lo = floor * rms(fit)
+    for _ in range(max_iter):
+        sig = np.maximum(rms(fit), lo)
+        new = np.where(sig > 0, base / np.where(sig > 0, sig, 1.0), base)
+        done = np.max(np.abs(new - scale) / np.abs(scale)) < tol
+        scale = new
+        fit = tls(w * scale[blocks][:, None], what=what)
+        if done:
+            break
+    return fit, scale

@@ -1,0 +1,560 @@
+"""IDIM-TLS: offline identification of the propeller coefficients and the rigid-body
+parameters of a multirotor from flight data (Six et al., 002_..., Sections II-IV).
+
+Per sample the Newton-Euler equations about the body origin (eq. 1-2) with the rotor wrench
+(eq. 8-9, any rotor layout from the `Vehicle`) give six rows of the IDIM (eq. 10-11)
+
+    m D_m + D chi = D_k chi_k,   chi_k = [k_t, k_d],
+    chi = [ms_x, ms_y, ms_z, I_xx, I_yy, I_zz, I_xy, I_xz, I_yz]   (inertia at the origin),
+
+sampled, parallel-filtered, decimated and stacked into W_t chi_t = rho (eq. 12-13), solved
+by TLS with the mass known (eq. 13-17, `regression.tls`), with standard deviations (eq.
+18-22), essential-parameter selection, per-wrench-row weighting, and the combined
+identification of several mass configurations sharing chi_k (eq. 24-25).
+
+Motion comes from the IMU (specific force + gyro, Sec. III-C1; the IMU lever arm is
+removed) or from motion capture (position and Bryant angles differentiated twice, eq. 3-5).
+Rotor terms are the commands u (f = k_t u^2, the paper), optionally passed through the
+first-order motor lag with a given T_m, or measured rotor speeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from rotorid.errors import ExcitationError, RotoridError, VehicleError
+from rotorid.flight import Flight
+from rotorid.frames import bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
+from rotorid.methods.regression import Fit, block_weighted_tls, tls
+from rotorid.result import Estimate, Result, unit_of
+from rotorid.signal import butter_filtfilt, derivative, is_uniform, motor_lag
+from rotorid.vehicle import Vehicle
+
+GRAVITY = np.array([0.0, 0.0, -9.80665])
+#: Rigid-body unknowns chi of eq. (10), in the paper's order.
+CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
+#: Propeller unknowns chi_k.
+CHI_K = ("k_t", "k_d")
+#: Wrench components, the row blocks of W_t (Sec. III-B, weighting step 1).
+WRENCH = ("F_x", "F_y", "F_z", "M_x", "M_y", "M_z")
+#: Minimum airborne piece kept (s); shorter pieces are dominated by filter edge effects.
+MIN_PIECE = 2.0
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """Options of the IDIM-TLS method. None means "chosen from the data" (the resolved value
+    is recorded in `Result.settings`).
+
+    - `source`: "imu" (accelerometer + gyro) or "mocap" (pos + quat twice differentiated).
+    - `tm`: motor time constant (s); commands pass through `signal.motor_lag` first.
+    - `r_sigma`: essential parameters are kept when max/min %sigma < r_sigma (Sec. III-B).
+    - `band`: (low, high) Hz of the zero-phase Butterworth applied to the signals that are
+      differentiated (gyro; mocap pose); low = 0 means low-pass. Default (0, min(15, fs/8)):
+      a low cut adds nothing once a signal is differentiated and lengthens edge transients.
+    - `weighted`: scale each wrench-row block by the inverse of its residual std.
+    - `speed`: rotor terms from "cmd", "rotor_speed", or "auto" (measured rotor speed if the
+      log has it and the vehicle's motor input is rad/s, else the commands).
+    - `parallel_cutoff`: low-pass (Hz) applied to every column of W_t before decimation;
+      default the band's high corner. `decimate`: default fs / (5 parallel_cutoff).
+    - `trim`: seconds dropped at both ends of every piece after filtering (default 3/high,
+      plus 2/low with a low cut). `order`: Butterworth order.
+    - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
+    """
+
+    source: str = "imu"
+    tm: float | None = None
+    r_sigma: float = 250.0
+    band: tuple[float, float] | None = None
+    weighted: bool = True
+    speed: str = "auto"
+    parallel_cutoff: float | None = None
+    decimate: int | None = None
+    trim: float | None = None
+    order: int = 4
+    essential: bool = True
+    max_weight_iter: int = 20
+
+    def resolve(self, fs: float) -> dict[str, Any]:
+        """Concrete settings for data sampled at `fs` Hz (every default filled in)."""
+        if self.source not in ("imu", "mocap"):
+            raise RotoridError(f"--source must be 'imu' or 'mocap', got '{self.source}'")
+        if self.speed not in ("auto", "cmd", "rotor_speed"):
+            raise RotoridError(f"speed source must be auto, cmd or rotor_speed, got '{self.speed}'")
+        if self.tm is not None and not self.tm >= 0:
+            raise RotoridError(f"--tm must be a non-negative time constant in seconds, got {self.tm}")
+        if not self.r_sigma > 1:
+            raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
+        low, high = self.band if self.band is not None else (0.0, min(15.0, fs / 8.0))
+        if not 0 <= low < high < fs / 2:
+            raise RotoridError(
+                f"--band {low:g},{high:g} Hz must satisfy 0 <= LOW < HIGH < {fs / 2:g} Hz (half the {fs:g} Hz rate)"
+            )
+        pc = self.parallel_cutoff or high
+        if not 0 < pc < fs / 2:
+            raise RotoridError(f"parallel cut-off {pc:g} Hz must lie inside (0, {fs / 2:g}) Hz")
+        dec = self.decimate or max(1, int(fs / (5.0 * pc)))
+        trim = self.trim if self.trim is not None else 3.0 / high + (2.0 / low if low > 0 else 0.0)
+        d = asdict(self)
+        d.update(band=[float(low), float(high)], parallel_cutoff=float(pc), decimate=int(dec), trim=float(trim))
+        d["fs"] = float(fs)
+        return d
+
+
+@dataclass(frozen=True)
+class Motion:
+    """Filtered full-rate signals of one airborne piece: time, body rate, angular acceleration,
+    specific force at the body origin (a_d - R^-1 g), and rotor terms u (N, M)."""
+
+    t: np.ndarray
+    omega: np.ndarray
+    omega_dot: np.ndarray
+    s: np.ndarray
+    u: np.ndarray
+
+
+def _filt(x: np.ndarray, fs: float, low: float, high: float, order: int) -> np.ndarray:
+    return butter_filtfilt(x, fs, (low, high) if low > 0 else high, order=order)
+
+
+def speed_source(flight: Flight, vehicle: Vehicle, speed: str) -> str:
+    """Which channel supplies the rotor terms: "cmd" or "rotor_speed" (see `TlsSettings.speed`)."""
+    if speed == "auto":
+        return "rotor_speed" if flight.rotor_speed is not None and vehicle.motor_input == "rad_s" else "cmd"
+    return speed
+
+
+def rotor_terms(flight: Flight, vehicle: Vehicle, speed: str, tm: float | None) -> np.ndarray:
+    """Rotor states u (N, M): measured rotor speeds, or the commands through the motor lag
+    (`signal.motor_lag`) when `tm` is given (the paper neglects the lag: tm None)."""
+    src = speed_source(flight, vehicle, speed)
+    flight.require(src)
+    u = getattr(flight, src)
+    if u.shape[1] != vehicle.n_rotors:
+        raise RotoridError(
+            f"{flight.source}: channel '{src}' has {u.shape[1]} motors but vehicle '{vehicle.name}' "
+            f"has {vehicle.n_rotors} rotors; check the vehicle description"
+        )
+    return motor_lag(u, flight.t, tm) if (src == "cmd" and tm) else u
+
+
+def motion(flight: Flight, vehicle: Vehicle, cfg: dict[str, Any]) -> Motion:
+    """Filtered motion of one uniformly sampled piece (Sec. III-C).
+
+    IMU: omega = low-passed gyro; omega_dot = central differences of the band-passed gyro;
+    the specific force at the origin is the accelerometer's minus the lever-arm terms
+    omega_dot x r + omega x (omega x r), r = `vehicle.imu_offset`.
+    MOCAP: Bryant angles eta and position zeta band-passed and differentiated twice;
+    omega, omega_dot by eq. (4)-(5), a_d by eq. (3); s = R^T (zeta_dd - g).
+    """
+    fs, (low, high), order = cfg["fs"], cfg["band"], cfg["order"]
+    t = flight.t
+    u = rotor_terms(flight, vehicle, cfg["speed"], cfg["tm"])
+    if cfg["source"] == "imu":
+        flight.require("acc", "gyro")
+        omega = _filt(flight.gyro, fs, 0.0, high, order)
+        omega_dot = derivative(_filt(flight.gyro, fs, low, high, order), t)
+        r = vehicle.imu_offset
+        acc = _filt(flight.acc, fs, 0.0, high, order)
+        lever = np.cross(omega_dot, r) + np.cross(omega, np.cross(omega, r))
+        s = acc - lever
+    else:
+        flight.require("pos", "quat")
+        eta_raw = quat_to_bryant(flight.quat)
+        if np.any(np.abs(eta_raw[:, 1]) > np.radians(80)):
+            i = int(np.flatnonzero(np.abs(eta_raw[:, 1]) > np.radians(80))[0])
+            raise RotoridError(
+                f"{flight.source}: pitch reaches {np.degrees(eta_raw[i, 1]):.0f} deg at t={t[i]:.3f} s, "
+                "where Bryant angles are singular (eq. 4); cut that part out with a window"
+            )
+        eta = _filt(eta_raw, fs, 0.0, high, order)
+        eta_b = _filt(eta_raw, fs, low, high, order)
+        eta_d = derivative(eta_b, t)
+        eta_dd = derivative(eta_d, t)
+        omega, omega_dot = bryant_rates(eta, eta_d, eta_dd)
+        zeta_dd = derivative(_filt(flight.pos, fs, low, high, order), t, order=2)
+        s = world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY)
+    return Motion(t=t, omega=omega, omega_dot=omega_dot, s=s, u=u)
+
+
+def _skew(v: np.ndarray) -> np.ndarray:
+    """[v]x for a stack of vectors, (N, 3, 3)."""
+    z = np.zeros(len(v))
+    x, y, w = v[:, 0], v[:, 1], v[:, 2]
+    return np.stack([np.stack([z, -w, y], -1), np.stack([w, z, -x], -1), np.stack([-y, x, z], -1)], -2)
+
+
+def _inertia_map(v: np.ndarray) -> np.ndarray:
+    """L(v) with I v = L(v) [I_xx, I_yy, I_zz, I_xy, I_xz, I_yz], (N, 3, 6)."""
+    z = np.zeros(len(v))
+    a, b, c = v[:, 0], v[:, 1], v[:, 2]
+    return np.stack(
+        [np.stack([a, z, z, b, c, z], -1), np.stack([z, b, z, a, z, c], -1), np.stack([z, z, c, z, a, b], -1)], -2
+    )
+
+
+def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-sample IDIM matrices of eq. (10): D_k (N, 6, 2), D (N, 6, 9), D_m (N, 6).
+
+    Force rows: m s + [omega_dot]x ms + [omega]x[omega]x ms = f; moment rows:
+    L(omega_dot) I + [omega]x L(omega) I - [s]x ms = tau (eq. 1-2 about the origin, with
+    s = a_d - R^-1 g). Rotor wrench for any layout: f = k_t sum u_i^2 a_i, tau = k_t sum
+    u_i^2 r_i x a_i + k_d sum torque_dir_i u_i^2 a_i (eq. 8-9 generalised).
+    """
+    n = len(mo.t)
+    u2 = mo.u**2
+    a, r, sd = vehicle.axes, vehicle.positions, vehicle.torque_dirs
+    dk = np.zeros((n, 6, 2))
+    dk[:, :3, 0] = u2 @ a
+    dk[:, 3:, 0] = u2 @ np.cross(r, a)
+    dk[:, 3:, 1] = u2 @ (sd[:, None] * a)
+    w = _skew(mo.omega)
+    d = np.zeros((n, 6, 9))
+    d[:, :3, :3] = _skew(mo.omega_dot) + w @ w
+    d[:, 3:, :3] = -_skew(mo.s)
+    d[:, 3:, 3:] = _inertia_map(mo.omega_dot) + w @ _inertia_map(mo.omega)
+    dm = np.concatenate([mo.s, np.zeros((n, 3))], axis=1)
+    return dk, d, dm
+
+
+def _pieces(flight: Flight) -> list[Flight]:
+    """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long."""
+    f = flight
+    if f.landed is not None and f.landed.any():
+        air = ~f.landed
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], air.astype(int), [0]])))
+        parts = [f.window(f.t[a], f.t[b - 1]) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a >= 2]
+    else:
+        parts = [f]
+    out = []
+    for p in parts:
+        p = p if is_uniform(p.t, 1e-3) else p.resample()
+        if p.duration >= MIN_PIECE:
+            out.append(p)
+    return out
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The filtered, decimated IDIM of one configuration: time (n,), D_k (n,6,2), D (n,6,9),
+    D_m (n,6), and which piece each sample came from."""
+
+    t: np.ndarray
+    dk: np.ndarray
+    d: np.ndarray
+    dm: np.ndarray
+    piece: np.ndarray
+
+
+def idim_rows(flights: list[Flight], vehicle: Vehicle, settings: TlsSettings) -> tuple[Rows, dict[str, Any]]:
+    """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
+    D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
+    the piece ends. Returns the rows and the resolved settings."""
+    pieces = [p for f in flights for p in _pieces(f)]
+    if not pieces:
+        srcs = ", ".join(f.source for f in flights) or "no flight"
+        raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
+    cfg = settings.resolve(min(p.rate for p in pieces))
+    ts, dks, ds, dms, idx = [], [], [], [], []
+    for k, p in enumerate(pieces):
+        c = settings.resolve(p.rate) | {k2: cfg[k2] for k2 in ("band", "parallel_cutoff", "trim")}
+        dk, d, dm = observation(motion(p, vehicle, c), vehicle)
+        n = len(p.t)
+        cols = np.concatenate([dk.reshape(n, -1), d.reshape(n, -1), dm], axis=1)
+        cols = butter_filtfilt(cols, c["fs"], c["parallel_cutoff"], order=c["order"])
+        keep = (p.t >= p.t[0] + c["trim"]) & (p.t <= p.t[-1] - c["trim"])
+        sel = np.flatnonzero(keep)[:: c["decimate"]]
+        if len(sel) < 2:
+            continue
+        cols = cols[sel]
+        ts.append(p.t[sel])
+        dks.append(cols[:, :12].reshape(-1, 6, 2))
+        ds.append(cols[:, 12:66].reshape(-1, 6, 9))
+        dms.append(cols[:, 66:])
+        idx.append(np.full(len(sel), k))
+    if not ts:
+        raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
+    cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
+    return Rows(
+        np.concatenate(ts), np.concatenate(dks), np.concatenate(ds), np.concatenate(dms), np.concatenate(idx)
+    ), cfg
+
+
+def _names(configs: list[str]) -> list[str]:
+    single = len(configs) == 1
+    return [*CHI_K, *(p if single else f"{p}@{c}" for c in configs for p in CHI)]
+
+
+def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """W_t of eq. (13) / eq. (25): columns [-W_k | W^A 0 .. | 0 W^B .. | m W_m], rows grouped
+    by (configuration, wrench component). Returns W_t, the row-block index (6 c + j) and
+    the column names (without the known last column)."""
+    cfgs = list(rows)
+    nc = 2 + 9 * len(cfgs)
+    mats, blocks = [], []
+    for ci, c in enumerate(cfgs):
+        r = rows[c]
+        n = len(r.t)
+        w = np.zeros((6, n, nc + 1))
+        w[:, :, :2] = -np.moveaxis(r.dk, 1, 0)
+        w[:, :, 2 + 9 * ci : 11 + 9 * ci] = np.moveaxis(r.d, 1, 0)
+        w[:, :, -1] = masses[c] * r.dm.T
+        mats.append(w.reshape(6 * n, nc + 1))
+        blocks.append(np.repeat(6 * ci + np.arange(6), n))
+    return np.concatenate(mats), np.concatenate(blocks), _names(cfgs)
+
+
+def _fit(w: np.ndarray, blocks: np.ndarray, base: np.ndarray, settings: TlsSettings) -> tuple[Fit, np.ndarray]:
+    if settings.weighted:
+        return block_weighted_tls(w, blocks, base, max_iter=settings.max_weight_iter, what="IDIM-TLS")
+    return tls(w * base[blocks][:, None], what="IDIM-TLS"), base.copy()
+
+
+def essential(
+    w: np.ndarray, blocks: np.ndarray, base: np.ndarray, names: list[str], settings: TlsSettings
+) -> tuple[Fit, list[int], np.ndarray, list[dict[str, Any]]]:
+    """Essential parameters (Sec. III-B): starting from all unknowns, repeatedly cancel the
+    one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma.
+    k_t is never cancelled (it carries the scale of the TLS solution). Columns that are
+    identically zero are cancelled first ("not excited"). Returns the final fit, the kept
+    column indices, the block factors and the history of cancellations."""
+    colnorm = np.linalg.norm(w[:, :-1], axis=0)
+    kept = [j for j in range(len(names)) if colnorm[j] > 0]
+    history: list[dict[str, Any]] = [
+        {"name": names[j], "rel_std_pct": float("inf"), "ratio": float("inf"), "value": 0.0, "why": "not excited"}
+        for j in range(len(names))
+        if colnorm[j] == 0
+    ]
+    if 0 not in kept:
+        raise ExcitationError("the thrust column is zero: the rotor commands are all zero in every flight")
+    while True:
+        fit, scale = _fit(w[:, [*kept, w.shape[1] - 1]], blocks, base, settings)
+        pct = np.where(np.isfinite(fit.rel_std_pct), fit.rel_std_pct, np.inf)
+        ratio = float(pct.max() / pct.min()) if pct.min() > 0 else float("inf")
+        if not settings.essential or ratio < settings.r_sigma or len(kept) == 1:
+            return fit, kept, scale, history
+        cand = pct.copy()
+        cand[kept.index(0)] = -np.inf
+        i = int(np.argmax(cand))
+        history.append(
+            {
+                "name": names[kept[i]],
+                "rel_std_pct": float(pct[i]),
+                "ratio": ratio,
+                "value": float(fit.x[i]),
+                "why": "largest %σ",
+            }
+        )
+        del kept[i]
+
+
+def _inertia_matrix(v: np.ndarray) -> np.ndarray:
+    xx, yy, zz, xy, xz, yz = v
+    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+
+
+def _to_com(chi: np.ndarray, cov: np.ndarray, mass: float) -> tuple[np.ndarray, np.ndarray]:
+    """(ms, I at origin) -> (com, I about the CoM) with first-order covariance propagation:
+    c = ms/m, I_C = I_O - (|ms|^2 E - ms ms^T)/m (parallel-axis theorem)."""
+
+    def f(p: np.ndarray) -> np.ndarray:
+        ms = p[:3]
+        j = _inertia_matrix(p[3:]) - (ms @ ms * np.eye(3) - np.outer(ms, ms)) / mass
+        return np.concatenate([ms / mass, [j[0, 0], j[1, 1], j[2, 2], j[0, 1], j[0, 2], j[1, 2]]])
+
+    y = f(chi)
+    eps = 1e-7 * max(1.0, float(np.max(np.abs(chi))))
+    jac = np.stack([(f(chi + eps * e) - f(chi - eps * e)) / (2 * eps) for e in np.eye(9)], axis=1)
+    return y, jac @ cov @ jac.T
+
+
+def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
+    """Plain-language reason and advice for a cancelled parameter."""
+    base = name.partition("@")[0]
+    if base in ("I_xy", "I_xz", "I_yz"):
+        return (
+            "products of inertia barely act near hover when the body axes are close to the principal axes; cancelled (0)",
+            "nothing to do for near-hover control; aggressive coupled roll-pitch-yaw manoeuvres would be needed",
+        )
+    if base in ("k_d", "I_zz") and len(cfgs) == 1:
+        return (
+            "k_d enters only the yaw-moment row; with a symmetric mass distribution (ms_x≈ms_y≈0, I_xx≈I_yy) "
+            "that row reduces to I_zz ω̇_z ≈ k_d Σ −sign(Ω_i) Ω_i² (eq. 23), which fixes only their ratio",
+            "fly a second configuration with an off-centre payload (Six et al. configuration B) and identify "
+            "both together: --config-b LOG --mass-b KG",
+        )
+    if base in ("k_d", "I_zz"):
+        return ("the yaw moment is weakly excited", "fly more yaw manoeuvres (yaw rate steps) in every configuration")
+    if base.startswith("ms_"):
+        return (
+            f"the centre-of-mass offset along {base[-1]} is too small to change the dynamics measurably; cancelled (0)",
+            "move a payload off-centre along that axis if the offset matters",
+        )
+    if base in ("I_xx", "I_yy"):
+        axis = "roll" if base == "I_xx" else "pitch"
+        return (f"the {axis} dynamics are weakly excited", f"fly sharper {axis} manoeuvres")
+    return ("poorly determined by the data", "fly a more exciting trajectory")
+
+
+def identify(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None,
+    settings: TlsSettings | None = None,
+) -> Result:
+    """IDIM-TLS identification (Six et al.) of one or several mass configurations sharing
+    the propeller coefficients (eq. 24-25). `configs` maps a configuration name ("A", "B",
+    ...) to its flights; `masses` gives each configuration's measured mass (config A
+    defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
+    settings = settings or TlsSettings()
+    masses = dict(masses or {})
+    weights = dict(weights or {})
+    if not configs or not any(configs.values()):
+        raise RotoridError("no flights given to identify")
+    cfgs = list(configs)
+    if "A" in configs:
+        masses.setdefault("A", vehicle.mass)
+    missing = [c for c in cfgs if c not in masses]
+    if missing:
+        raise RotoridError(f"no measured mass for configuration(s) {', '.join(missing)}; give --mass NAME=KG")
+    for c, m in masses.items():
+        if not m > 0:
+            raise RotoridError(f"mass of configuration {c} must be positive kg, got {m}")
+    unknown = set(weights) - set(cfgs)
+    if unknown:
+        raise RotoridError(
+            f"--weight for unknown configuration(s) {', '.join(sorted(unknown))} (have {', '.join(cfgs)})"
+        )
+    rows, resolved = {}, {}
+    for c in cfgs:
+        if not configs[c]:
+            raise RotoridError(f"configuration {c} has no flights")
+        rows[c], resolved[c] = idim_rows(configs[c], vehicle, settings)
+    w, blocks, names = assemble(rows, masses)
+    base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
+    fit, kept, scale, history = essential(w, blocks, base, names, settings)
+
+    nfull = len(names)
+    x = np.zeros(nfull)
+    cov = np.zeros((nfull, nfull))
+    x[kept] = fit.x
+    cov[np.ix_(kept, kept)] = fit.cov
+    kept_names = {names[j] for j in kept}
+    pct_final = dict(zip([names[j] for j in kept], fit.rel_std_pct.tolist(), strict=True))
+
+    params: dict[str, Estimate] = {}
+
+    def put(name: str, value: float, var: float) -> None:
+        params[name] = Estimate(float(value), float(np.sqrt(max(var, 0.0))), unit_of(name))
+
+    for j, nm in enumerate(names[:2]):
+        if nm in kept_names:
+            put(nm, x[j], cov[j, j])
+    if {"k_t", "k_d"} <= kept_names:
+        kt, kd = x[0], x[1]
+        g = np.array([-kd / kt**2, 1.0 / kt])
+        put("k_tau", kd / kt, g @ cov[:2, :2] @ g)
+    single = len(cfgs) == 1
+    for ci, c in enumerate(cfgs):
+        sl = slice(2 + 9 * ci, 11 + 9 * ci)
+        suf = "" if single else f"@{c}"
+        chi_names = [names[j] for j in range(sl.start, sl.stop)]
+        y, ycov = _to_com(x[sl], cov[sl, sl], masses[c])
+        for k, p in enumerate(CHI):
+            if chi_names[k] in kept_names:
+                put(
+                    p + suf,
+                    x[sl][k] if p.startswith("ms_") else y[k],
+                    ycov[k, k] if not p.startswith("ms_") else cov[sl, sl][k, k],
+                )
+        for k, axis in enumerate("xyz"):
+            if f"ms_{axis}{suf}" in params:
+                put(f"com_{axis}{suf}", y[k], ycov[k, k])
+    dropped = {h["name"]: h for h in history}
+    observability: dict[str, dict[str, Any]] = {}
+    for nm in names:
+        if nm in kept_names:
+            observability[nm] = {"identifiable": True, "essential": True, "rel_std_pct": pct_final[nm]}
+        else:
+            h = dropped[nm]
+            reason, advice = _advice(nm, cfgs)
+            why = (
+                "its column is zero (not excited)"
+                if h["why"] == "not excited"
+                else f"cancelled with %σ = {h['rel_std_pct']:.3g} while max/min %σ = {h['ratio']:.3g} ≥ r_σ = {settings.r_sigma:g}"
+            )
+            observability[nm] = {
+                "identifiable": False,
+                "essential": False,
+                "rel_std_pct": h["rel_std_pct"],
+                "value_before_cancel": h["value"],
+                "reason": f"{reason}; {why}",
+                "advice": advice,
+            }
+    if "k_tau" in params:
+        observability["k_tau"] = {"identifiable": True, "essential": False, "rel_std_pct": params["k_tau"].rel_std_pct}
+
+    # residual diagnostics per configuration and wrench component (unweighted)
+    res = w @ np.append(x, 1.0)
+    rotor = w[:, :2] @ x[:2]
+    diag: dict[str, Any] = {"configs": {}, "history": history, "names": names, "chi": x, "cov": cov}
+    for ci, c in enumerate(cfgs):
+        n = len(rows[c].t)
+        sel = slice(int(np.flatnonzero(blocks == 6 * ci)[0]), int(np.flatnonzero(blocks == 6 * ci)[0]) + 6 * n)
+        rho = res[sel].reshape(6, n).T
+        wk = -rotor[sel].reshape(6, n).T
+        diag["configs"][c] = {
+            "t": rows[c].t,
+            "rotor": wk,
+            "rigid": wk + rho,
+            "rel_error_norm_pct": rel_error_norms(rho, wk),
+            "block_scale": scale[6 * ci : 6 * ci + 6],
+        }
+    diag["cond"] = fit.cond
+    diag["sigma_w"] = float(np.sqrt(fit.sigma2))
+
+    notes = [
+        "inertia reported about the identified centre of mass (Vehicle convention); "
+        "the paper's values at the body origin are in diagnostics['chi']",
+    ]
+    if not {"k_d", "I_zz" if single else f"I_zz@{cfgs[0]}"} & kept_names and single:
+        notes.append("k_d and I_zz are not identifiable from one symmetric configuration (eq. 23): fly configuration B")
+    first = next(iter(resolved.values()))
+    settings_out = {
+        **{k: v for k, v in first.items() if k not in ("fs",)},
+        "fs": {c: r["fs"] for c, r in resolved.items()},
+        "speed_channel": {c: r["speed_channel"] for c, r in resolved.items()},
+        "configs": cfgs,
+        "masses": {c: float(masses[c]) for c in cfgs},
+        "weights": {c: float(weights.get(c, 1.0)) for c in cfgs},
+        "essential_params": [names[j] for j in kept],
+        "rows": {c: 6 * len(rows[c].t) for c in cfgs},
+    }
+    result = Result(
+        method="tls",
+        params=params,
+        settings=settings_out,
+        diagnostics=diag,
+        observability=observability,
+        notes=notes,
+    )
+    from rotorid.validate import vehicle_from_result
+
+    try:
+        result.vehicle = vehicle_from_result(result, vehicle, config=None if single else cfgs[0]).to_dict()
+    except VehicleError as e:
+        result.notes.append(f"no identified vehicle written: {e}")
+    return result
+
+
+def rel_error_norms(rho: np.ndarray, wk: np.ndarray) -> dict[str, float]:
+    """Relative error norms ||rho_j|| / ||W_k chi_k||_j per wrench component (Table III), in
+    percent; NaN where the rotor model produces nothing in that component."""
+    num = np.linalg.norm(rho, axis=0)
+    den = np.linalg.norm(wk, axis=0)
+    ok = den > 1e-9 * max(float(den.max()), 1e-300)
+    return {c: float(100 * num[j] / den[j]) if ok[j] else float("nan") for j, c in enumerate(WRENCH)}

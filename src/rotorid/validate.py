@@ -1,0 +1,327 @@
+"""Cross-validation on held-out flights (Six et al. Sec. IV-B4), for results of any method.
+
+`vehicle_from_result` turns a `Result` (delay, tls or online) plus a base `Vehicle` into the
+identified model. `validate` replays a held-out flight's logged motor commands through the
+rotor model (with the motor lag if identified) and compares
+
+- the rotor-model wrench W_k chi_k with the rigid-body wrench from the measured motion
+  (relative error norms ||rho|| / ||W_k chi_k|| per wrench component, Table III, Figs. 3-4);
+- the specific force and angular acceleration the model predicts (Newton-Euler eq. 1-2
+  solved for them, given the measured body rates) with the measured ones: RMSE and R².
+
+Motion is measured and filtered exactly as the TLS method does (`rotorid.methods.tls.motion`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rotorid.errors import RotoridError
+from rotorid.flight import Flight
+from rotorid.result import Result
+from rotorid.signal import butter_filtfilt
+from rotorid.util import atomic_write_text
+from rotorid.vehicle import Vehicle
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+WRENCH = ("F_x", "F_y", "F_z", "M_x", "M_y", "M_z")
+MOTION = ("s_x", "s_y", "s_z", "omega_dot_x", "omega_dot_y", "omega_dot_z")
+_INERTIA = ("I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
+
+
+def _getter(result: Result, config: str | None):
+    def get(name: str) -> float | None:
+        for n in ([f"{name}@{config}"] if config else []) + [name]:
+            if n in result.params and np.isfinite(result.params[n].value):
+                return float(result.params[n].value)
+        return None
+
+    return get
+
+
+def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None) -> Vehicle:
+    """The identified vehicle: `base` with every quantity the result identified replaced.
+
+    Reads canonical names (`rotorid.result.PARAMS`), preferring `NAME@config` when `config`
+    is given: mass (or `settings["masses"][config]`), thrust curve `thrust_cJ` (lumped) or
+    `thrust_cJ_mK` (per motor) or `k_t` (f = k_t u^2), `k_tau` (or k_d/k_t), motor lag `tm`
+    or `tm_rise`/`tm_fall` (or the T_m a TLS run assumed), inertia `I_*` about the CoM
+    (products default to 0; a diagonal element not identified is taken from `base`, else
+    I_zz = I_xx + I_yy), CoM `com_*` (or ms/m), IMU position `imu_*`.
+    """
+    get = _getter(result, config)
+    ch: dict[str, Any] = {"source": f"result:{result.method}", "name": base.name + (f"@{config}" if config else "")}
+    masses = result.settings.get("masses") or {}
+    mass = masses.get(config) if config else None
+    mass = mass if mass is not None else get("mass")
+    ch["mass"] = float(mass) if mass is not None else base.mass
+    lumped = {int(k[len("thrust_c") :]): v.value for k, v in result.params.items() if k[len("thrust_c") :].isdigit()}
+    per_motor: dict[int, dict[int, float]] = {}
+    for k, v in result.params.items():
+        if k.startswith("thrust_c") and "_m" in k:
+            e, _, m = k[len("thrust_c") :].partition("_m")
+            if e.isdigit() and m.isdigit():
+                per_motor.setdefault(int(e), {})[int(m)] = v.value
+    if per_motor:
+        exps = sorted(per_motor)
+        ch["thrust_exponents"] = tuple(exps)
+        ch["thrust_coeffs"] = np.array([[per_motor[e][m + 1] for e in exps] for m in range(base.n_rotors)])
+    elif lumped:
+        exps = sorted(lumped)
+        ch["thrust_exponents"] = tuple(exps)
+        ch["thrust_coeffs"] = np.array([lumped[e] for e in exps])
+    elif get("k_t") is not None:
+        ch["thrust_exponents"] = (2,)
+        ch["thrust_coeffs"] = np.array([get("k_t")])
+    k_tau = get("k_tau")
+    if k_tau is None and get("k_d") is not None and get("k_t") is not None:
+        k_tau = get("k_d") / get("k_t")
+    if k_tau is not None:
+        ch["k_tau"] = k_tau
+    tm = get("tm")
+    if tm is None and result.method == "tls":
+        tm = result.settings.get("tm")
+    if tm is not None:
+        ch["tm_rise"] = ch["tm_fall"] = float(tm)
+    for k in ("tm_rise", "tm_fall"):
+        if get(k) is not None:
+            ch[k] = get(k)
+    vals = {n: get(n) for n in _INERTIA}
+    if any(v is not None for v in vals.values()):
+        prev = base.inertia
+        diag = []
+        for i, n in enumerate(_INERTIA[:3]):
+            v = vals[n] if vals[n] is not None else (prev[i, i] if prev is not None else None)
+            diag.append(v)
+        if diag[2] is None and diag[0] is not None and diag[1] is not None:
+            diag[2] = diag[0] + diag[1]
+        if any(v is None for v in diag):
+            raise RotoridError(
+                f"result ({result.method}) identifies only some of I_xx, I_yy, I_zz and the base vehicle "
+                f"'{base.name}' has no inertia to fill the rest; give --vehicle with an inertia"
+            )
+        xy, xz, yz = (vals[n] or 0.0 for n in _INERTIA[3:])
+        ch["inertia"] = np.array([[diag[0], xy, xz], [xy, diag[1], yz], [xz, yz, diag[2]]])
+    com = [get(f"com_{a}") for a in "xyz"]
+    ms = [get(f"ms_{a}") for a in "xyz"]
+    if any(v is not None for v in com + ms):
+        prev = base.com if base.com is not None else np.zeros(3)
+        ch["com"] = np.array(
+            [
+                c if c is not None else (s / ch["mass"] if s is not None else p)
+                for c, s, p in zip(com, ms, prev, strict=True)
+            ]
+        )
+    imu = [get(f"imu_{a}") for a in "xyz"]
+    if any(v is not None for v in imu):
+        ch["imu_offset"] = np.array([v if v is not None else p for v, p in zip(imu, base.imu_offset, strict=True)])
+    return base.replace(**ch)
+
+
+@dataclass
+class Validation:
+    """Outcome of `validate`: per-channel RMSE and R² of the predicted specific force and
+    angular acceleration, relative error norms per wrench component (Table III, %), and the
+    time series behind them (for figures)."""
+
+    metrics: dict[str, dict[str, float]]
+    rel_error_norm_pct: dict[str, float]
+    modeled: dict[str, bool]
+    t: np.ndarray
+    measured: np.ndarray
+    predicted: np.ndarray
+    rigid: np.ndarray
+    rotor: np.ndarray
+    vehicle: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        from rotorid.result import _jsonable
+
+        return _jsonable(
+            {
+                "rotorid_validation": 1,
+                "metrics": self.metrics,
+                "rel_error_norm_pct": self.rel_error_norm_pct,
+                "modeled": self.modeled,
+                "samples": len(self.t),
+                "settings": self.settings,
+                "vehicle": self.vehicle,
+                "notes": self.notes,
+            }
+        )
+
+    def save(self, path: str | Path) -> None:
+        atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n")
+
+
+def _inertia_origin(v: Vehicle) -> tuple[np.ndarray, np.ndarray]:
+    """(ms, I at the body origin) from the vehicle's CoM and inertia about the CoM."""
+    c = v.com if v.com is not None else np.zeros(3)
+    if v.inertia is None:
+        raise RotoridError(f"vehicle '{v.name}' has no inertia; the result must identify it or --vehicle give it")
+    return v.mass * c, v.inertia + v.mass * (c @ c * np.eye(3) - np.outer(c, c))
+
+
+def wrenches(v: Vehicle, omega: np.ndarray, omega_dot: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Rigid-body wrench about the origin from measured motion (left side of eq. 1-2), (N, 6)."""
+    ms, io = _inertia_origin(v)
+    f = v.mass * s + np.cross(omega_dot, ms) + np.cross(omega, np.cross(omega, ms))
+    tau = omega_dot @ io.T + np.cross(omega, omega @ io.T) + np.cross(ms, s)
+    return np.concatenate([f, tau], axis=1)
+
+
+def predict_motion(v: Vehicle, omega: np.ndarray, wrench: np.ndarray) -> np.ndarray:
+    """Specific force at the origin and angular acceleration the model gives for the
+    wrench and body rates: eq. (1)-(2) solved per sample for [s, omega_dot], (N, 6)."""
+    ms, io = _inertia_origin(v)
+    sk = np.array([[0, -ms[2], ms[1]], [ms[2], 0, -ms[0]], [-ms[1], ms[0], 0]])
+    a = np.block([[v.mass * np.eye(3), -sk], [sk, io]])
+    rhs = wrench - np.concatenate([np.cross(omega, np.cross(omega, ms)), np.cross(omega, omega @ io.T)], axis=1)
+    return np.linalg.solve(a, rhs.T).T
+
+
+def _r2(meas: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
+    e = pred - meas
+    sst = float(np.sum((meas - meas.mean()) ** 2))
+    return float(np.sqrt(np.mean(e**2))), (1.0 - float(e @ e) / sst) if sst > 0 else float("nan")
+
+
+def validate(
+    result: Result,
+    flights: list[Flight],
+    base: Vehicle | None = None,
+    config: str | None = None,
+    source: str | None = None,
+) -> Validation:
+    """Cross-validate `result` on held-out `flights` (Sec. IV-B4, Table III, Figs. 3-4).
+
+    `base` defaults to `result.vehicle`; `config` picks `NAME@config` parameters of a
+    combined TLS result; `source` ("imu"/"mocap") defaults to the result's, else IMU when
+    the flight has it."""
+    from rotorid.methods import tls
+
+    if base is None:
+        if result.vehicle is None:
+            raise RotoridError("the result carries no vehicle; give the base vehicle with --vehicle")
+        base = Vehicle.from_dict(result.vehicle, source="params.json")
+    if config is not None and not any(k.endswith(f"@{config}") for k in result.params):
+        have = sorted({k.partition("@")[2] for k in result.params if "@" in k})
+        raise RotoridError(f"the result has no configuration '{config}' (has {', '.join(have) or 'none'})")
+    v = vehicle_from_result(result, base, config)
+    if v.thrust_coeffs is None:
+        raise RotoridError(f"the result ({result.method}) identifies no thrust curve and the vehicle gives none")
+    if not flights:
+        raise RotoridError("no held-out flight given to validate on")
+    if source is None:
+        source = result.settings.get("source") if result.method == "tls" else None
+        source = source or ("imu" if flights[0].acc is not None and flights[0].gyro is not None else "mocap")
+    rs = result.settings if result.method == "tls" else {}
+    settings = tls.TlsSettings(
+        source=source,
+        tm=v.tm_rise,
+        band=tuple(rs["band"]) if rs.get("band") else None,
+        speed=rs.get("speed", "auto"),
+        order=int(rs.get("order", 4)),
+    )
+    modeled = {c: True for c in WRENCH}
+    notes = []
+    if v.k_tau is None:
+        modeled["M_z"] = False
+        notes.append("no torque coefficient (k_tau/k_d) identified: the yaw moment is not predicted")
+    if v.tm_rise is not None and v.tm_fall is not None and not np.isclose(v.tm_rise, v.tm_fall):
+        notes.append("asymmetric motor lag replayed with the mean time constant")
+        settings = tls.TlsSettings(**{**settings.__dict__, "tm": 0.5 * (v.tm_rise + v.tm_fall)})
+    unmodeled = ~np.array([modeled[c] for c in WRENCH])
+    ts, meas, pred, rig, rot = [], [], [], [], []
+    for piece in (p for f in flights for p in tls._pieces(f)):
+        cfg = settings.resolve(piece.rate)
+        mo = tls.motion(piece, v, cfg)
+        rotor = v.thrust(mo.u) @ v.mixer(k_tau=v.k_tau or 0.0).T
+        rigid = wrenches(v, mo.omega, mo.omega_dot, mo.s)
+        series = np.concatenate([rotor, rigid, mo.s, mo.omega_dot, mo.omega], axis=1)
+        series = butter_filtfilt(series, cfg["fs"], cfg["parallel_cutoff"], order=cfg["order"])
+        keep = (piece.t >= piece.t[0] + cfg["trim"]) & (piece.t <= piece.t[-1] - cfg["trim"])
+        sl = series[keep]
+        rotor, rigid, s, od, om = sl[:, :6], sl[:, 6:12], sl[:, 12:15], sl[:, 15:18], sl[:, 18:21]
+        drive = np.where(unmodeled, rigid, rotor)
+        ts.append(piece.t[keep])
+        meas.append(np.concatenate([s, od], axis=1))
+        pred.append(predict_motion(v, om, drive))
+        rig.append(rigid)
+        rot.append(rotor)
+    if not ts:
+        raise RotoridError("the held-out flights have no airborne piece long enough to validate on")
+    t, measured, predicted = np.concatenate(ts), np.concatenate(meas), np.concatenate(pred)
+    rigid, rotor = np.concatenate(rig), np.concatenate(rot)
+    metrics = {}
+    for j, name in enumerate(MOTION):
+        ok = modeled["M_z"] or name != "omega_dot_z"
+        rmse, r2 = _r2(measured[:, j], predicted[:, j]) if ok else (float("nan"), float("nan"))
+        metrics[name] = {"rmse": rmse, "r2": r2, "unit": "m/s^2" if name.startswith("s_") else "rad/s^2"}
+    norms = tls.rel_error_norms(rigid - rotor, rotor)
+    norms = {k: (val if modeled[k] else float("nan")) for k, val in norms.items()}
+    return Validation(
+        metrics=metrics,
+        rel_error_norm_pct=norms,
+        modeled=modeled,
+        t=t,
+        measured=measured,
+        predicted=predicted,
+        rigid=rigid,
+        rotor=rotor,
+        vehicle=v.to_dict(),
+        settings={**settings.resolve(flights[0].rate), "config": config, "method": result.method},
+        notes=notes,
+    )
+
+
+def wrench_figure(
+    t: np.ndarray, rigid: np.ndarray, rotor: np.ndarray, norms: dict[str, float], title: str = ""
+) -> Figure:
+    """Figs. 3-4 of Six et al.: rigid-body (blue) vs rotor-model (red) wrench per component
+    (those with a finite relative error norm), the modelling error on a second axis."""
+    import matplotlib.pyplot as plt
+
+    comps = [j for j, c in enumerate(WRENCH) if np.isfinite(norms.get(c, float("nan")))]
+    fig, axes = plt.subplots(max(len(comps), 1), 1, figsize=(9, 2.1 * max(len(comps), 1)), sharex=True, squeeze=False)
+    for ax, j in zip(axes[:, 0], comps, strict=False):
+        ax.plot(t, rigid[:, j], ".", ms=1.5, color="tab:blue", label="rigid body")
+        ax.plot(t, rotor[:, j], ".", ms=1.5, color="tab:red", label="rotor model")
+        ax.set_ylabel(f"{WRENCH[j]} [{'N' if j < 3 else 'N m'}]")
+        ax2 = ax.twinx()
+        ax2.plot(t, rigid[:, j] - rotor[:, j], ".", ms=1, color="0.5")
+        ax2.set_ylabel("error", color="0.4")
+        ax.set_title(f"{title}{WRENCH[j]}: ‖ρ‖/‖W_k χ_k‖ = {norms[WRENCH[j]]:.1f} %", fontsize=9)
+    axes[0, 0].legend(loc="upper right", markerscale=6, fontsize=8)
+    axes[-1, 0].set_xlabel("t [s]")
+    fig.tight_layout()
+    return fig
+
+
+def figures(val: Validation) -> dict[str, Figure]:
+    """The wrench comparison (`wrench_figure`) and predicted vs measured motion."""
+    import matplotlib.pyplot as plt
+
+    out = {"validation_wrench": wrench_figure(val.t, val.rigid, val.rotor, val.rel_error_norm_pct)}
+    fig, axs = plt.subplots(3, 2, figsize=(10, 6.5), sharex=True)
+    for j, name in enumerate(MOTION):
+        ax = axs[j % 3, j // 3]
+        ax.plot(val.t, val.measured[:, j], ".", ms=1.5, color="tab:blue", label="measured")
+        ax.plot(val.t, val.predicted[:, j], ".", ms=1.5, color="tab:red", label="predicted")
+        m = val.metrics[name]
+        ax.set_title(f"{name}: R² = {m['r2']:.3f}, RMSE = {m['rmse']:.3g} {m['unit']}", fontsize=9)
+    axs[0, 0].legend(loc="upper right", markerscale=6, fontsize=8)
+    for ax in axs[-1]:
+        ax.set_xlabel("t [s]")
+    fig.tight_layout()
+    out["validation_motion"] = fig
+    return out
