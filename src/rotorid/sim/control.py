@@ -83,28 +83,36 @@ class ThrustInverse:
         self.f_lo = f.min(axis=0).tolist()
         self.f_hi = f[-1].tolist()
 
-    def __call__(self, i: int, f: float) -> float:
-        f = min(max(f, self.f_lo[i]), self.f_hi[i])
-        c = self.coeffs[i]
-        if len(c) == 2:
-            u = (f - c[0]) / c[1]
-        elif len(c) == 3 and c[2] != 0.0:
-            c0, c1, c2 = c
-            u = (-c1 + math.sqrt(max(c1 * c1 - 4 * c2 * (c0 - f), 0.0))) / (2 * c2)
-        else:
-            u = self.hi
-            for _ in range(50):
-                val, der = 0.0, 0.0
-                for cj in reversed(c):
-                    der = der * u + val
-                    val = val * u + cj
-                if der <= 0.0:
-                    break
-                step = (val - f) / der
-                u -= step
-                if abs(step) < 1e-12 * max(1.0, abs(u)):
-                    break
-        return min(max(u, self.lo), self.hi)
+    def __call__(self, thrusts: list[float]) -> list[float]:
+        out = []
+        lo, hi = self.lo, self.hi
+        for f, c, f_lo, f_hi in zip(thrusts, self.coeffs, self.f_lo, self.f_hi, strict=True):
+            f = min(max(f, f_lo), f_hi)
+            if len(c) == 2:
+                u = (f - c[0]) / c[1]
+            elif len(c) == 3 and c[2] != 0.0:
+                c0, c1, c2 = c
+                u = (-c1 + math.sqrt(max(c1 * c1 - 4 * c2 * (c0 - f), 0.0))) / (2 * c2)
+            else:
+                u = self._newton(c, f)
+            out.append(min(max(u, lo), hi))
+        return out
+
+    def _newton(self, c: list[float], f: float) -> float:
+        """Largest root of sum_j c_j u^j = f by Newton's method from cmd_max."""
+        u = self.hi
+        for _ in range(50):
+            val, der = 0.0, 0.0
+            for cj in reversed(c):
+                der = der * u + val
+                val = val * u + cj
+            if der <= 0.0:
+                break
+            step = (val - f) / der
+            u -= step
+            if abs(step) < 1e-12 * max(1.0, abs(u)):
+                break
+        return u
 
 
 class CascadeController:
@@ -129,27 +137,26 @@ class CascadeController:
         offsets: np.ndarray | None = None,
     ) -> None:
         a = np.asarray(mixer)[2:6]  # thrust along body z and moments about the body origin
-        self.alloc = np.linalg.pinv(a).tolist()
+        self.alloc = [tuple(r) for r in np.linalg.pinv(a).tolist()]
         self.inverse = ThrustInverse(model)
         self.m = model.mass
         self.cx, self.cy, _ = model.com.tolist()
-        self.g = gains
+        self.gains = (*gains.kpp, *gains.kpd, *gains.kop, *gains.kod)
         self.every = control_every
         n = len(yaw)
         off = np.zeros((n, 3)) if offsets is None else np.asarray(offsets, dtype=float)
-        self.ref = np.column_stack([pos, vel, acc, yaw, off]).tolist()
+        self.ref = [tuple(r) for r in np.column_stack([pos, vel, acc, yaw, off]).tolist()]
 
     def __call__(self, k: int, s: tuple[float, ...]) -> list[float]:
         px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = s
         rpx, rpy, rpz, rvx, rvy, rvz, rax, ray, raz, psi, d_roll, d_pitch, d_thrust = self.ref[
             min(k // self.every, len(self.ref) - 1)
         ]
-        g = self.g
+        kpx, kpy, kpz, kdx, kdy, kdz, kox, koy, koz, kwx, kwy, kwz = self.gains
         m = self.m
-        fx = m * (rax + g.kpp[0] * (rpx - px) + g.kpd[0] * (rvx - vx))
-        fy = m * (ray + g.kpp[1] * (rpy - py) + g.kpd[1] * (rvy - vy))
-        fz = m * (raz + g.kpp[2] * (rpz - pz) + g.kpd[2] * (rvz - vz) + G)
-        fz = max(fz, 0.1 * m * G)
+        fx = m * (rax + kpx * (rpx - px) + kdx * (rvx - vx))
+        fy = m * (ray + kpy * (rpy - py) + kdy * (rvy - vy))
+        fz = max(m * (raz + kpz * (rpz - pz) + kdz * (rvz - vz) + G), 0.1 * m * G)
         thrust = math.sqrt(fx * fx + fy * fy + fz * fz)
         sp, cp = math.sin(psi), math.cos(psi)
         roll_ref = math.atan2(fx * sp - fy * cp, fz) + d_roll  # Kwon eq. 42, exact for z-x'-y''
@@ -157,8 +164,7 @@ class CascadeController:
         thrust *= 1.0 + d_thrust
         roll, pitch, yaw = euler_zxy(qw, qx, qy, qz)
         e_yaw = (psi - yaw + math.pi) % (2 * math.pi) - math.pi
-        mx = g.kop[0] * (roll_ref - roll) - g.kod[0] * wx + self.cy * thrust  # eq. 41
-        my = g.kop[1] * (pitch_ref - pitch) - g.kod[1] * wy - self.cx * thrust
-        mz = g.kop[2] * e_yaw - g.kod[2] * wz
-        inv = self.inverse
-        return [inv(i, r[0] * thrust + r[1] * mx + r[2] * my + r[3] * mz) for i, r in enumerate(self.alloc)]
+        mx = kox * (roll_ref - roll) - kwx * wx + self.cy * thrust  # eq. 41
+        my = koy * (pitch_ref - pitch) - kwy * wy - self.cx * thrust
+        mz = koz * e_yaw - kwz * wz
+        return self.inverse([r0 * thrust + r1 * mx + r2 * my + r3 * mz for r0, r1, r2, r3 in self.alloc])

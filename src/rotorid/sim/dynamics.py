@@ -141,7 +141,8 @@ def integrate(
     dx, dy, dz = body.drag.tolist()
     has_drag = bool(np.any(body.drag))
     cols = [tuple(body.B[:, i].tolist()) for i in range(m_rot)]
-    coeffs = [tuple(reversed(c)) for c in body.coeffs.tolist()]  # highest power first (Horner)
+    quadratic = body.coeffs.shape[1] <= 3
+    coeffs = [tuple(c) + (0.0,) * (3 - len(c)) if quadratic else tuple(reversed(c)) for c in body.coeffs.tolist()]
     lo, hi = body.cmd_min, body.cmd_max
     instant = body.tm_rise is None
     if instant:
@@ -150,20 +151,54 @@ def integrate(
         er_h, er_f = math.exp(-0.5 * dt / body.tm_rise), math.exp(-dt / body.tm_rise)
         ef_h, ef_f = math.exp(-0.5 * dt / body.tm_fall), math.exp(-dt / body.tm_fall)
     noise = np.zeros((n_steps, m_rot)) if thrust_noise is None else np.asarray(thrust_noise, dtype=float)
-    noise_w = (noise @ body.B.T).tolist()  # the noise's wrench per step, (n_steps, 6)
+    noise_w = [tuple(r) for r in (noise @ body.B.T).tolist()]  # the noise's wrench per step, (n_steps, 6)
 
-    def thrusts(u: list[float]) -> list[float]:
-        out = []
-        for ui, cs in zip(u, coeffs, strict=True):
-            f = 0.0
-            for c in cs:
-                f = f * ui + c
-            out.append(f)
-        return out
+    def thrust(ui: float, cs: tuple[float, ...]) -> float:
+        if quadratic:
+            return (cs[2] * ui + cs[1]) * ui + cs[0]
+        f = 0.0
+        for c in cs:
+            f = f * ui + c
+        return f
 
-    def wrench(f: list[float]) -> tuple[float, float, float, float, float, float]:
+    def motors(u: list[float], cmd: list[float], nz: tuple[float, ...]) -> tuple[list[float], tuple, tuple]:
+        """Motor states at t+h (exact lag, command held) and the wrenches at t+h/2 and t+h."""
+        xh = yh = zh = lh = mh = nh = 0.0
+        xf = yf = zf = lf = mf = nf = 0.0
+        uf = []
+        for ui, ci, (a, b, c, d, e, g), cs in zip(u, cmd, cols, coeffs, strict=True):
+            dh, df = (er_h, er_f) if ci > ui else (ef_h, ef_f)
+            v = ci + (ui - ci) * dh
+            w = ci + (ui - ci) * df
+            uf.append(w)
+            if quadratic:
+                f1 = (cs[2] * v + cs[1]) * v + cs[0]
+                f2 = (cs[2] * w + cs[1]) * w + cs[0]
+            else:
+                f1, f2 = thrust(v, cs), thrust(w, cs)
+            xh += f1 * a
+            yh += f1 * b
+            zh += f1 * c
+            lh += f1 * d
+            mh += f1 * e
+            nh += f1 * g
+            xf += f2 * a
+            yf += f2 * b
+            zf += f2 * c
+            lf += f2 * d
+            mf += f2 * e
+            nf += f2 * g
+        n0, n1, n2, n3, n4, n5 = nz
+        return (
+            uf,
+            (xh + n0, yh + n1, zh + n2, lh + n3, mh + n4, nh + n5),
+            (xf + n0, yf + n1, zf + n2, lf + n3, mf + n4, nf + n5),
+        )
+
+    def wrench(u: list[float]) -> tuple[float, float, float, float, float, float]:
         fx = fy = fz = tx = ty = tz = 0.0
-        for fi, (a, b, c, d, e, g) in zip(f, cols, strict=True):
+        for ui, cs, (a, b, c, d, e, g) in zip(u, coeffs, cols, strict=True):
+            fi = thrust(ui, cs)
             fx += fi * a
             fy += fi * b
             fz += fi * c
@@ -216,7 +251,7 @@ def integrate(
     cmds: list[tuple[float, ...]] = []
     u = list(us[0])
     cmd = list(u)
-    w0 = wrench(thrusts(u))
+    w0 = wrench(u)
     h, h2, h6 = dt, 0.5 * dt, dt / 6.0
     px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = xs[0]
     for k in range(n_steps):
@@ -225,19 +260,11 @@ def integrate(
             if instant:
                 u = cmd
                 us[-1] = tuple(u)
-                w0 = wrench(thrusts(u))
+                w0 = wrench(u)
         cmds.append(tuple(cmd))
-        # exact motor lag over the step with the command held
-        uh, uf = [], []
-        for ui, ci in zip(u, cmd, strict=True):
-            eh, ef = (er_h, er_f) if ci > ui else (ef_h, ef_f)
-            uh.append(ci + (ui - ci) * eh)
-            uf.append(ci + (ui - ci) * ef)
-        wh, wf = wrench(thrusts(uh)), wrench(thrusts(uf))
         nz = noise_w[k]
-        a = [w0[i] + nz[i] for i in range(6)]
-        b = [wh[i] + nz[i] for i in range(6)]
-        c = [wf[i] + nz[i] for i in range(6)]
+        uf, b, c = motors(u, cmd, nz)
+        a = (w0[0] + nz[0], w0[1] + nz[1], w0[2] + nz[2], w0[3] + nz[3], w0[4] + nz[4], w0[5] + nz[5])
         # RK4 on the rigid body
         k1 = deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, *a)
         k2 = deriv(
@@ -298,7 +325,7 @@ def integrate(
         xs.append((px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz))
         u = uf
         us.append(tuple(u))
-        w0 = wf
+        w0 = (c[0] - nz[0], c[1] - nz[1], c[2] - nz[2], c[3] - nz[3], c[4] - nz[4], c[5] - nz[5])
         if progress is not None and k % 1000 == 999:
             progress(k + 1)
     cmds.append(tuple(cmd))

@@ -177,7 +177,7 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
     imu = imu if noise else imu.noiseless()
     dur = float(o["duration"] or 35.0)
     dt, cr = float(o["dt"]), float(o["control_rate"])
-    gains = Gains.from_bandwidth(true.inertia, (12.0, 12.0, 6.0), 0.8, pos_wn=(0.8, 0.8, 1.2))
+    gains = Gains.from_bandwidth(true.inertia, (12.0, 12.0, 10.0), 0.8, pos_wn=(0.8, 0.8, 1.2))
     t = _ctrl_grid(dur, dt, cr)
     a = min(1.0, 0.1 * dur)
     b = dur - a
@@ -188,7 +188,7 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
         yaw = None
         if fname == "thrust":
             mid = 0.5 * (a + b)
-            off[:, 2] = doublets(t, a, mid, 0.35, (0.15, 0.6), rng, rise=0.03) + chirp(t, mid, b, 0.3, 6.0, 0.3)
+            off[:, 2] = doublets(t, a, mid, 0.5, (0.15, 0.6), rng, rise=0.03) + chirp(t, mid, b, 0.3, 6.0, 0.45)
             off[:, 0] = band_limited_noise(t, 3 * DEG, 2.0, rng)
             off[:, 1] = band_limited_noise(t, 3 * DEG, 2.0, rng)
         elif fname == "roll_pitch":
@@ -196,7 +196,7 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
             off[:, 1] = doublets(t, a, b, 25 * DEG, (0.15, 0.6), rng, rise=0.03)
             off[:, 2] = band_limited_noise(t, 0.05, 1.0, rng)
         else:
-            rate = doublets(t, a, b, 4.0, (0.3, 1.0), rng, rise=0.05)
+            rate = doublets(t, a, b, 4.0, (0.2, 0.8), rng, rise=0.05)
             yaw = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) * np.diff(t))])
             off[:, 0] = band_limited_noise(t, 2 * DEG, 2.0, rng)
             off[:, 1] = band_limited_noise(t, 2 * DEG, 2.0, rng)
@@ -378,7 +378,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         imu, mocap = imu.noiseless(), mocap.noiseless()
     dur = float(o["duration"] or 75.0)
     dt, cr = float(o["dt"]), float(o["control_rate"])
-    gains = Gains.from_bandwidth(i_com, (10.0, 10.0, 5.0), 0.8, pos_wn=(0.6, 0.6, 1.0))
+    gains = Gains.from_bandwidth(i_com, (10.0, 10.0, 5.0), 0.8, pos_wn=(1.0, 1.0, 1.2))
     t = _ctrl_grid(dur, dt, cr)
     specs = {}
     for fname in ("train", "test"):
