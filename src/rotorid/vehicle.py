@@ -232,6 +232,15 @@ class Vehicle:
     def from_dict(d: dict[str, Any], source: str = "dict") -> Vehicle:
         where = f"{source}"
         try:
+            missing = [k for k in ("name", "mass", "rotor") if k not in d]
+            if missing:
+                raise KeyError(missing[0])
+            for i, r in enumerate(d["rotor"]):
+                extra = set(r) - {"position", "axis", "torque_dir"}
+                if extra:
+                    raise VehicleError(
+                        f"{where}: rotor {i}: unknown key(s) {', '.join(sorted(extra))}; allowed: axis, position, torque_dir"
+                    )
             rotors = tuple(
                 Rotor(position=r["position"], axis=r.get("axis", [0, 0, 1]), torque_dir=int(r["torque_dir"]))
                 for r in d["rotor"]
