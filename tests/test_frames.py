@@ -97,9 +97,6 @@ def test_bryant_rates_match_numerical_differentiation() -> None:
         - frames.bryant_rates(_eta(t - h), _eta_d(t - h), _eta_dd(t - h))[0]
     ) / (2 * h)
     np.testing.assert_allclose(omega_dot, num_dot, atol=1e-6)
-    np.testing.assert_allclose(
-        frames.t_eta(_eta(t)) @ np.ones(3), np.einsum("nij,j->ni", frames.t_eta(_eta(t)), np.ones(3))
-    )
 
 
 @pytest.mark.parametrize("theta", [0.0, 0.7, -1.2])
