@@ -137,9 +137,10 @@ def identify(
     variant: Annotated[str, typer.Option(help="[online] kwon (the paper's method), rls or rls-lpf.")] = "kwon",
 ) -> None:
     """Identify parameters from flight logs and write params.json, report.html and figures."""
-    from rotorid.report import write_run
+    from rotorid.report import check_output, write_run
     from rotorid.vehicle import Vehicle
 
+    check_output(out)  # a bad --out fails now, not after the identification
     veh = Vehicle.load(vehicle)
     if method == "delay":
         from rotorid.methods import delay

@@ -191,7 +191,9 @@ class Result:
             d = json.loads(p.read_text())
         except FileNotFoundError:
             raise RotoridError(f"{p}: no such result file") from None
-        except json.JSONDecodeError as e:
+        except IsADirectoryError:
+            raise RotoridError(f"{p}: is a folder; give the params.json inside it") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise RotoridError(f"{p}: not a rotorid params.json ({e})") from None
         if not isinstance(d, dict) or "params" not in d or "method" not in d:
             raise RotoridError(f"{p}: not a rotorid params.json (no 'method'/'params')")

@@ -5,8 +5,9 @@ params.json, the figures as PNG and a self-contained report.html for one run, an
 from __future__ import annotations
 
 import base64
-import contextlib
 import io
+import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,22 +35,33 @@ def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     return buf.getvalue()
 
 
-def check_writable(out: Path) -> Path:
-    """Create `out` if needed and make sure files can be written there, before any work is
-    done, so a bad output folder fails at once with one clear line and leaves nothing behind."""
+def check_output(out: Path) -> Path:
+    """Make sure `out` is (or can become) a folder we may write in, without creating anything:
+    a temporary folder is made and removed in the nearest existing ancestor. Call it before any
+    long work, so a bad output folder fails at once with one clear line."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise RotoridError(f"{out}: exists and is not a folder; choose another output folder with --out")
-    created = not out.exists()
+    anc = out
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise RotoridError(f"{out}: {anc} is not a folder; choose another output folder with --out")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".rotorid-probe-", dir=anc))
+    except OSError as e:
+        raise RotoridError(
+            f"{out}: cannot write here ({e.strerror or e}); choose another output folder with --out"
+        ) from None
+    return out
+
+
+def check_writable(out: Path) -> Path:
+    """`check_output`, then create the folder."""
+    out = check_output(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".rotorid-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
     except OSError as e:
-        if created:
-            with contextlib.suppress(OSError):
-                out.rmdir()
         raise RotoridError(
             f"{out}: cannot write here ({e.strerror or e}); choose another output folder with --out"
         ) from None
@@ -65,13 +77,14 @@ def write_run(
 ) -> dict[str, Path]:
     """Write `params.json`, `<name>.png` per figure and `report.html` into `out`.
 
-    Everything is rendered in memory first; then each file is written to a temporary name and
-    renamed into place, so a failure leaves no half-written file. Returns the paths written
+    The folder is checked first (without creating it); everything is then rendered in memory
+    and each file written to a temporary name and renamed into place, so a failure leaves no
+    half-written file (and no folder if it did not exist before). Returns the paths written
     (figure names, then 'params' and 'report').
     """
     from rotorid.report.html import render_html
 
-    out = Path(out)
+    out = check_output(Path(out))  # fail fast, before the (slow) figures
     pngs = {name: png_bytes(fig) for name, fig in (figures or {}).items()}
     images = {name: base64.b64encode(data).decode() for name, data in pngs.items()}
     html = render_html(result, images, truth, title)

@@ -1,0 +1,161 @@
+"""Every CLI error path prints exactly one clear line on stderr and exits 2, and leaves nothing
+half-written: broken files, wrong windows, missing channels, unwritable output folders, for
+identify, info, export, export-params, validate and simulate."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rotorid.cli import app
+from rotorid.io import table
+from rotorid.result import Estimate, Result
+from rotorid.sim import scenarios
+from rotorid.vehicle import Vehicle
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A short simulated six-config-a flight as Parquet (IMU + mocap + commands), the same
+    without accelerometer, a garbage file, an empty file, a vehicle TOML and a params.json."""
+    d = tmp_path_factory.mktemp("cli")
+    sc = scenarios.run("six-config-a", seed=2, duration=6.0)
+    f = sc.flights["train"]
+    out = {
+        "log": table.write(f, d / "flight.parquet"),
+        "noacc": table.write(f.replace(acc=None, pos=None, quat=None), d / "noacc.csv"),
+        "garbage": d / "garbage.bin",
+        "empty": d / "empty.csv",
+        "vehicle": d / "six.toml",
+        "params": d / "params.json",
+        "badjson": d / "bad.json",
+    }
+    out["garbage"].write_bytes(b"\x00\x01not a log at all\xff" * 10)
+    out["empty"].write_bytes(b"")
+    sc.vehicle.save(out["vehicle"])
+    Result(
+        "tls",
+        {"k_t": Estimate(3.6e-6, 1e-9, "N/u^2"), "k_tau": Estimate(0.014, 1e-4, "m")},
+        vehicle=sc.vehicle.to_dict(),
+    ).save(out["params"])
+    out["badjson"].write_text("{not json")
+    return out
+
+
+@pytest.fixture
+def unwritable(tmp_path: Path) -> Path:
+    """An output folder nobody can create: sysfs as root, else a read-only folder."""
+    if os.geteuid() == 0:
+        if not Path("/sys/kernel").is_dir():
+            pytest.skip("running as root without sysfs: no folder is unwritable")
+        return Path("/sys/rotorid-test-out")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    return ro / "out"
+
+
+def fails(args: list[str], *needles: str) -> str:
+    """Run the CLI; assert exit 2, one line on stderr starting 'error:', containing the needles."""
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, (args, res.exit_code, res.output, res.exception)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+    for n in needles:
+        assert n in errors[0], (n, errors[0])
+    return errors[0]
+
+
+def test_identify_errors(files: dict[str, Path], tmp_path: Path, unwritable: Path) -> None:
+    v = str(files["vehicle"])
+    base = ["identify", "--method", "tls", "--vehicle", v]
+    fails([*base, str(tmp_path / "nope.ulg"), "--out", str(tmp_path / "o")], "nope.ulg", "no such file")
+    fails([*base, str(files["garbage"]), "--out", str(tmp_path / "o")], "garbage.bin")
+    fails([*base, str(files["empty"]), "--out", str(tmp_path / "o")], "empty.csv", "empty")
+    fails([*base, f"{files['log']}@20:30", "--out", str(tmp_path / "o")], "window 20:30", "outside the log")
+    fails([*base, f"{files['log']}@3:1", "--out", str(tmp_path / "o")], "3:1", "empty")
+    fails([*base, str(files["noacc"]), "--out", str(tmp_path / "o")], "noacc.csv", "acc")
+    fails(["identify", "--method", "magic", "--vehicle", v, str(files["log"])], "unknown method 'magic'")
+    fails(["identify", "--method", "tls", "--vehicle", "nosuch", str(files["log"])], "nosuch", "preset")
+    assert not (tmp_path / "o").exists()
+    # a correct run into an unwritable folder: one line, nothing created
+    fails([*base, str(files["log"]), "--out", str(unwritable)], str(unwritable), "cannot write")
+    assert not unwritable.exists()
+    taken = tmp_path / "taken"
+    taken.write_text("keep")
+    fails([*base, str(files["log"]), "--out", str(taken)], "taken")
+    assert taken.read_text() == "keep" and sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_info_and_export_errors(files: dict[str, Path], tmp_path: Path, unwritable: Path) -> None:
+    fails(["info", str(tmp_path / "nope.csv")], "nope.csv", "no such file")
+    fails(["info", str(files["garbage"])], "garbage.bin")
+    fails(["info", f"{files['log']}@50:60"], "50:60", "outside the log")
+    fails(["info", f"{files['log']}@a:b"], "a:b")
+    fails(["export", str(files["garbage"]), "--to", str(tmp_path / "x.csv")], "garbage.bin")
+    fails(["export", str(files["log"]), "--to", str(tmp_path / "x.txt")], "x.txt", ".csv or .parquet")
+    fails(["export", str(files["log"]), "--window", "50:60", "--to", str(tmp_path / "x.csv")], "outside the log")
+    fails(["export", str(files["log"]), "--to", str(unwritable / "x.csv")], "cannot write")
+    assert list(tmp_path.iterdir()) == [] and not unwritable.exists()
+
+
+def test_export_params_errors(files: dict[str, Path], tmp_path: Path, unwritable: Path) -> None:
+    p = str(files["params"])
+    out = str(tmp_path / "v.sdf")
+    fails(["export-params", str(tmp_path / "nope.json"), "--format", "toml", "--out", out], "nope.json", "no such")
+    fails(["export-params", str(files["badjson"]), "--format", "toml", "--out", out], "bad.json", "not a rotorid")
+    fails(["export-params", str(files["log"]), "--format", "toml", "--out", out], "flight.parquet")
+    fails(["export-params", p, "--format", "urdf", "--out", out], "unknown export format 'urdf'")
+    # the result identified no inertia: every target but TOML needs it
+    fails(["export-params", p, "--format", "rltools", "--out", out], "inertia tensor")
+    fails(["export-params", p, "--format", "toml", "--out", out, "--vehicle", "nosuch"], "nosuch")
+    fails(["export-params", p, "--format", "toml", "--out", out, "--config", "B"], "no configuration 'B'")
+    fails(["export-params", p, "--format", "toml", "--out", str(tmp_path)], "is a folder")
+    fails(["export-params", p, "--format", "toml", "--out", str(unwritable / "v.toml")], "cannot write")
+    assert list(tmp_path.iterdir()) == [] and not unwritable.exists()
+    ok = CliRunner().invoke(app, ["export-params", p, "--format", "toml", "--out", str(tmp_path / "v.toml")])
+    assert ok.exit_code == 0 and Vehicle.from_toml(tmp_path / "v.toml").thrust_coeffs.tolist() == [3.6e-6]
+    cf = tmp_path / "cf.json"
+    Result("delay", {"thrust_c2": Estimate(0.13), "k_tau": Estimate(0.0055), "tm": Estimate(0.07),
+                     "I_xx": Estimate(1.6e-5), "I_yy": Estimate(1.6e-5), "I_zz": Estimate(2.9e-5)},
+           vehicle=Vehicle.preset("crazyflie").to_dict()).save(cf)  # fmt: skip
+    fails(["export-params", str(cf), "--format", "gazebo", "--out", out], "--max-rotor-speed")
+    fails(["export-params", str(cf), "--format", "rotorpy", "--out", out, "--max-rotor-speed", "-5"], "positive")
+    assert not Path(out).exists()
+
+
+def test_validate_errors(files: dict[str, Path], tmp_path: Path) -> None:
+    p, o = str(files["params"]), str(tmp_path / "val")
+    fails(["validate", str(tmp_path / "nope.json"), str(files["log"]), "--out", o], "nope.json")
+    fails(["validate", p, str(files["garbage"]), "--out", o], "garbage.bin")
+    fails(["validate", p, f"{files['log']}@40:50", "--out", o], "outside the log")
+    fails(["validate", p, str(files["log"]), "--config", "B", "--out", o], "configuration 'B'")
+    assert not Path(o).exists()
+
+
+def test_simulate_errors(tmp_path: Path, unwritable: Path) -> None:
+    if "simulate" not in {c.name or c.callback.__name__ for c in app.registered_commands}:
+        pytest.skip("rotorid simulate is not part of the CLI yet")
+    fails(["simulate", "no-such-scenario", "--out", str(tmp_path / "s.parquet")], "no-such-scenario")
+    fails(["simulate", "kwon-payload", "--out", str(unwritable / "s.parquet")], "cannot write")
+    assert list(tmp_path.iterdir()) == [] and not unwritable.exists()
+
+
+def test_real_process_prints_one_line_and_exits_2(files: dict[str, Path]) -> None:
+    """The same in a real process (no test runner between the CLI and the terminal)."""
+    res = subprocess.run(
+        [sys.executable, "-c", "from rotorid.cli import app; app()", "info", str(files["garbage"])],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "60"},
+        timeout=60,
+    )
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("error:") and "garbage.bin" in res.stderr
+    assert res.stdout == ""
