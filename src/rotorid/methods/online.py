@@ -1,0 +1,634 @@
+"""Online inertia-parameter estimation (Kwon et al., 004_…): the observability-aware RLS with a
+Kalman filter on the angular rate, and the paper's baselines plain RLS and RLS with a low-pass
+filter, selectable by name (`OnlineSettings.variant`).
+
+One sample at a time (`OnlineEstimator.update`), so it runs inside a live loop:
+
+1. Rotor model (eq. 1–5, any layout): per-rotor thrust from the vehicle's thrust polynomial on
+   the motor state (measured rotor speed, or the commands through the first-order motor lag
+   `vehicle.tm_rise`/`tm_fall` with the discretisation of `signal.motor_lag`), collective force
+   F and moment M about the body origin from `vehicle.mixer()` (drag torque with `k_tau`).
+2. Kalman filter on the angular rate (Alg. 1–2): process model eq. 22 with the moment about the
+   estimated CoM, u = M - com x F; additive variance eq. 29 from the RLS variance of the MOI with
+   the lower bound J_min; measurement weight raised by r/c when the residual r exceeds c.
+3. Correction law (Alg. 3–4): the MOI column k of H1 is zeroed while |ω̂_k| < σ_k (KF std).
+4. RLS (Alg. 5, eq. 10) for θ1 = [J_xx, J_yy, J_zz, com_x, com_y] and RLS2 (Alg. 6–7, eq. 19–20)
+   for θ2 = [m, m z_imu], both switched on the first time the low-pass-filtered vertical
+   acceleration exceeds `a_z_allow` (take-off).
+
+Conventions: body FLU about the body origin (the rotors' geometric centre, the paper's CG). The
+paper's COM offset r_COM→CG equals -com; we estimate `com` directly (the same unknown, rotorid's
+sign), so the regressor columns of the CoM are those of `com x F` (the paper's eq. 10 writes them
+with the opposite sign). `imu_z` is reported relative to the body origin as com_z + z_IMU(COM),
+with com_z taken from `vehicle.com` (0 when unknown): the height of the body origin is arbitrary
+(Sec. II-A), only the IMU's height relative to the CoM is observable.
+
+Discretisation: Alg. 4 differentiates ω̂ between two samples; the moment, thrust, rate and
+accelerometer entering H1/H2 are the means of the same two samples (the midpoint the forward
+difference belongs to), and the KF predicts with the mean moment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import mul
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from rotorid.errors import ExcitationError, MissingChannelError, RotoridError, VehicleError
+from rotorid.flight import Flight
+from rotorid.result import Estimate, Result, unit_of
+from rotorid.vehicle import Vehicle
+
+G = 9.80665
+VARIANTS = ("kwon", "rls", "rls-lpf")
+THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
+_ROWS = (0, 5, 10, 15, 20)
+_II = tuple(i // 5 for i in range(25))
+_JJ = tuple(i % 5 for i in range(25))
+
+
+@dataclass(frozen=True)
+class OnlineSettings:
+    """Estimator settings. Defaults are Kwon et al. Table 6 converted to SI; the weights the
+    paper does not list (w_meas, w_rls, w_rls2, enable_tau) are chosen here.
+
+    - `variant`: "kwon" (observability-aware RLS with KF), "rls" (raw gyro, no correction law),
+      "rls-lpf" (raw gyro, H1/H2/M/F through the first-order LPF of eq. 36–39).
+    - `j_min` (kg m², Table 6: 1 g m²): lower bound of the MOI in eq. 28–29.
+    - `omega0`, `omega_var0` (rad/s, (rad/s)²): KF initial rate and variance (0, 0.010²).
+    - `c` (rad/s): KF residual constraint (Alg. 2), 0.010.
+    - `w_meas` (s/rad): KF measurement weight, R = w_meas² I (measurement std 1/w_meas).
+    - `q_omega` ((rad/s)² per s): process-noise floor of the KF added to eq. 29 (0 = paper).
+    - `j0`, `com0` (kg m², m): initial θ1 (1 g m², 0 mm); `theta1_var0` its variances
+      ((1000 g m²)², (100 mm)²).
+    - `w_rls` (1/(N m)): RLS weight, R_RLS = w_rls² I (moment std 1/w_rls).
+    - `mass0` (kg), `imu_z0` (m, relative to the CoM): initial θ2 (100 g, 0 mm);
+      `theta2_var0`: variances of m and m·z ((500 g)², (0.1 kg m)²).
+    - `w_rls2` (1/N): RLS2 weight (force std 1/w_rls2).
+    - `lpf_alpha`: α_RLS of eq. 36–39 (0.2 per sample), used by "rls-lpf" only.
+    - `rate_hz` (Hz): the estimator's rate (the paper's 100 Hz, Sec. IV-A); faster input is
+      averaged in blocks of 1/rate_hz before the KF (None: every sample is a step).
+    - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
+      `enable_tau` (s): that LPF's time constant.
+    """
+
+    variant: str = "kwon"
+    j_min: tuple[float, float, float] = (1e-3, 1e-3, 1e-3)
+    omega0: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    omega_var0: float = 0.010**2
+    c: float = 0.010
+    w_meas: float = 100.0
+    q_omega: float = 1e-4
+    n_sigma: float = 3.0
+    eiv: bool = True
+    j0: tuple[float, float, float] = (1e-3, 1e-3, 1e-3)
+    com0: tuple[float, float] = (0.0, 0.0)
+    theta1_var0: tuple[float, float, float, float, float] = (1.0, 1.0, 1.0, 0.01, 0.01)
+    w_rls: float = 100.0
+    mass0: float = 0.1
+    imu_z0: float = 0.0
+    theta2_var0: tuple[float, float] = (0.25, 0.01)
+    w_rls2: float = 10.0
+    lpf_alpha: float = 0.2
+    a_z_allow: float = 0.1
+    enable_tau: float = 0.05
+    rate_hz: float | None = 100.0
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise RotoridError(f"unknown online variant '{self.variant}'; choose {', '.join(VARIANTS)}")
+        for name in ("omega_var0", "c", "w_meas", "w_rls", "w_rls2", "a_z_allow", "enable_tau"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 0):
+                raise RotoridError(f"online setting {name} must be a positive number, got {v!r}")
+        if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
+            raise RotoridError(f"online setting rate_hz must be a positive rate in Hz or None, got {self.rate_hz!r}")
+        if not 0.0 < self.lpf_alpha <= 1.0:
+            raise RotoridError(f"online setting lpf_alpha must lie in (0, 1], got {self.lpf_alpha!r}")
+        if self.q_omega < 0 or min(self.j_min) <= 0 or min(self.theta1_var0) <= 0 or min(self.theta2_var0) <= 0:
+            raise RotoridError("online settings q_omega >= 0, j_min > 0 and initial variances > 0 are required")
+
+
+class Sample(NamedTuple):
+    """One IMU/motor sample: time (s), gyro (rad/s, body FLU), accelerometer specific force
+    (m/s², body FLU), motor commands and/or measured rotor speeds (one per rotor), and
+    optionally the attitude quaternion (w, x, y, z) body->world for the enable condition."""
+
+    t: float
+    gyro: Sequence[float]
+    acc: Sequence[float]
+    cmd: Sequence[float] | None = None
+    rotor_speed: Sequence[float] | None = None
+    quat: Sequence[float] | None = None
+
+
+class OnlineState(NamedTuple):
+    """The estimator after one `update`: filtered rate ω̂ and its KF std, angular acceleration
+    α̂, whether the RLS is enabled, θ1 = [J_xx, J_yy, J_zz, com_x, com_y] and θ2-derived
+    [mass, imu_z] with their standard deviations."""
+
+    t: float
+    enabled: bool
+    omega: tuple[float, float, float]
+    omega_std: tuple[float, float, float]
+    alpha: tuple[float, float, float]
+    theta1: tuple[float, ...]
+    theta1_std: tuple[float, ...]
+    mass: float
+    mass_std: float
+    imu_z: float
+    imu_z_std: float
+
+
+def _rotor_model(vehicle: Vehicle) -> tuple[list[list[float]], list[tuple[float, ...]], tuple[int, ...]]:
+    """Mixer rows (6 x M, about the body origin, drag with k_tau) and per-rotor thrust
+    coefficients, as Python lists for the per-sample step. Raises if the vehicle lacks them."""
+    missing = [n for n in ("thrust_coeffs", "k_tau") if getattr(vehicle, n) is None]
+    if missing:
+        raise VehicleError(
+            f"vehicle '{vehicle.name}' ({vehicle.source}) has no {' and no '.join(missing)}: the online "
+            "estimator needs the rotor coefficients as known inputs; identify them first "
+            "(rotorid identify --method delay or tls) and pass the exported vehicle TOML"
+        )
+    mix = vehicle.mixer().tolist()
+    k = np.atleast_2d(vehicle.thrust_coeffs)
+    k = np.broadcast_to(k, (vehicle.n_rotors, k.shape[-1]))
+    return mix, [tuple(float(x) for x in row) for row in k], vehicle.thrust_exponents
+
+
+class OnlineEstimator:
+    """Streaming estimator (Kwon et al. Alg. 1–7). `update(sample)` consumes one sample and
+    returns the `OnlineState`; `run(flight)` streams a whole log through the same step and
+    returns the trajectories (dict of arrays)."""
+
+    def __init__(self, vehicle: Vehicle, settings: OnlineSettings | None = None) -> None:
+        self.vehicle = vehicle
+        self.settings = s = settings or OnlineSettings()
+        self._mix, kthr, exps = _rotor_model(vehicle)
+        self._poly = [list(zip(k, exps, strict=True)) for k in kthr]
+        self._m = vehicle.n_rotors
+        self._tm = (vehicle.tm_rise, vehicle.tm_fall if vehicle.tm_fall is not None else vehicle.tm_rise)
+        imu = vehicle.imu_offset
+        self._imu_xy = (float(imu[0]), float(imu[1]))
+        self._com_z = float(vehicle.com[2]) if vehicle.com is not None else 0.0
+        self._kf = s.variant == "kwon"
+        self._lpf = s.variant == "rls-lpf"
+        self._source: str | None = None
+        self._t: float | None = None  # time of the last estimator step (block)
+        self._t_raw: float | None = None  # time of the last sample
+        self._period = None if s.rate_hz is None else (1.0 - 1e-3) / s.rate_hz
+        self._t_emit: float | None = None
+        self._blk: list | None = None  # [count, sum t, sums of gyro, acc, F, M]
+        # KF state (Alg. 1-2)
+        self.w = list(s.omega0)
+        self.p = [s.omega_var0] * 3
+        # RLS (Alg. 5): θ1 and its 5x5 covariance (row-major lists)
+        self.th1 = [*s.j0, *s.com0]
+        self.s1 = [s.theta1_var0[i // 5] if i % 5 == i // 5 else 0.0 for i in range(25)]  # row-major 5x5
+        # RLS2 (Alg. 7): θ2 = [m, m z]
+        self.th2 = [s.mass0, s.mass0 * s.imu_z0]
+        self.s2 = [s.theta2_var0[0], 0.0, s.theta2_var0[1]]  # [Σ00, Σ01, Σ11]
+        self.enabled = False
+        self.t_enabled = float("nan")
+        self._az = 0.0
+        self._lag: list[float] | None = None
+        self._u_prev: list[float] | None = None
+        self._prev: tuple | None = None  # (F, M, acc) of the previous step
+        self._alpha = (0.0, 0.0, 0.0)
+        self.active = [False, False, False]
+        self._chi1 = [0.0, 0]  # sum of w² e², count (a-posteriori scale of Σ_θ1)
+        self._chi2 = [0.0, 0]
+        self._h1f: list[float] | None = None  # LPF state (rls-lpf): H1 (15), M (3), H2 (6), F (3)
+        self._h2f: list[float] | None = None
+
+    # -- rotor model -----------------------------------------------------------------------
+    def _motor_state(self, t: float, cmd: Sequence[float] | None, rs: Sequence[float] | None) -> list[float]:
+        """Motor state per rotor: measured rotor speed when the vehicle's thrust curve is in
+        rad/s and the log has it, else the commands through the first-order motor lag
+        (y_k = a y_{k-1} + (1-a) u_{k-1}, a = exp(-dt/T_m), as `signal.motor_lag`)."""
+        if self._source is None:
+            if rs is not None and self.vehicle.motor_input == "rad_s":
+                self._source = "rotor_speed"
+            elif cmd is not None:
+                self._source = "cmd"
+            else:
+                raise MissingChannelError(
+                    f"t={t:.6f} s: sample has no motor commands (cmd) "
+                    f"{'' if self.vehicle.motor_input != 'rad_s' else 'nor rotor speeds '}"
+                    "— the online estimator needs the rotor inputs"
+                )
+        u = rs if self._source == "rotor_speed" else cmd
+        if u is None or len(u) != self._m:
+            raise RotoridError(
+                f"t={t:.6f} s: expected {self._m} values of {self._source} (vehicle '{self.vehicle.name}'), "
+                f"got {'none' if u is None else len(u)}"
+            )
+        u = [float(x) for x in u]
+        if self._source == "rotor_speed" or self._tm[0] is None:
+            return u
+        if self._lag is None:
+            self._lag, self._u_prev = list(u), u
+            return list(u)
+        dt = t - self._t_raw
+        ar, af = math.exp(-dt / self._tm[0]), math.exp(-dt / self._tm[1])
+        y, up = self._lag, self._u_prev
+        for i in range(self._m):
+            a = ar if up[i] > y[i] else af
+            y[i] = a * y[i] + (1.0 - a) * up[i]
+        self._u_prev = u
+        return list(y)
+
+    def _wrench(self, u: list[float]) -> tuple[list[float], list[float]]:
+        """Collective force and moment about the body origin (eq. 1–5 for any layout):
+        f_i = sum_j K_ij u_i^e_j, wrench = mixer @ f."""
+        f = [sum([k * ui**e for k, e in kp]) for ui, kp in zip(u, self._poly, strict=True)]
+        w6 = [sum(map(mul, row, f)) for row in self._mix]
+        return w6[:3], w6[3:]
+
+    # -- public streaming API ----------------------------------------------------------------
+    def update(self, sample: Sample) -> OnlineState:
+        """Consume one sample (strictly increasing time, finite values) and return the state."""
+        t = float(sample.t)
+        g = list(map(float, sample.gyro))
+        a = list(map(float, sample.acc))
+        q = None if sample.quat is None else list(map(float, sample.quat))
+        if len(g) != 3 or len(a) != 3 or (q is not None and len(q) != 4):
+            raise RotoridError(f"t={t:.6f} s: gyro and acc need 3 components each (quat 4)")
+        check = t + sum(g) + sum(a) + (sum(q) if q is not None else 0.0)
+        for motor in (sample.cmd, sample.rotor_speed):
+            if motor is not None:
+                check += sum(map(float, motor))
+        if not math.isfinite(check):
+            raise RotoridError(
+                f"sample at t={t} s contains NaN/inf (time, gyro, acc, motor or quat); drop or repair it"
+            )
+        if self._t_raw is not None and not t > self._t_raw:
+            raise RotoridError(
+                f"t={t:.6f} s: sample out of time order (previous t={self._t_raw:.6f} s); "
+                "feed samples with strictly increasing time stamps"
+            )
+        u = self._motor_state(t, sample.cmd, sample.rotor_speed)
+        self._push(t, g, a, q, *self._wrench(u))
+        return self.state
+
+    def _push(self, t: float, g: list[float], a: list[float], q: list[float] | None, F: list[float], M: list[float]):
+        """Average samples over blocks of 1/rate_hz and run one estimator step per block."""
+        self._t_raw = t
+        if self._period is None or self._t_emit is None:
+            self._t_emit = t
+            self._step(t, g, a, q, F, M)
+            return
+        b = self._blk
+        if b is None:
+            b = [0, 0.0, [0.0] * 12]
+        b[0] += 1
+        b[1] += t
+        b[2] = [x + v for x, v in zip(b[2], (*g, *a, *F, *M), strict=True)]
+        self._blk = b
+        if t - self._t_emit >= self._period:
+            n = b[0]
+            m = [x / n for x in b[2]]
+            self._blk = None
+            self._t_emit = t
+            self._step(b[1] / n, m[0:3], m[3:6], q, m[6:9], m[9:12])
+
+    @property
+    def state(self) -> OnlineState:
+        mass = self.th2[0]
+        m_std = math.sqrt(max(self.s2[0], 0.0) * self._scale(self._chi2))
+        z, z_std = self._imu_z()
+        sc1 = self._scale(self._chi1)
+        return OnlineState(
+            t=self._t if self._t is not None else float("nan"),
+            enabled=self.enabled,
+            omega=tuple(self.w),
+            omega_std=tuple(math.sqrt(x) for x in self.p),
+            alpha=self._alpha,
+            theta1=tuple(self.th1),
+            theta1_std=tuple(math.sqrt(max(self.s1[6 * i], 0.0) * sc1) for i in range(5)),
+            mass=mass,
+            mass_std=m_std,
+            imu_z=z,
+            imu_z_std=z_std,
+        )
+
+    @staticmethod
+    def _scale(chi: list) -> float:
+        """A-posteriori variance factor: mean of the squared weighted residuals (1 until data)."""
+        return chi[0] / chi[1] if chi[1] > 10 else 1.0
+
+    def _imu_z(self) -> tuple[float, float]:
+        (m, mz), (s00, s01, s11) = self.th2, self.s2
+        d0, d1 = -mz / (m * m), 1.0 / m
+        var = (d0 * d0 * s00 + 2.0 * d0 * d1 * s01 + d1 * d1 * s11) * self._scale(self._chi2)
+        return self._com_z + mz / m, math.sqrt(max(var, 0.0))
+
+    # -- the step ---------------------------------------------------------------------------
+    def _step(self, t: float, g: list[float], acc: list[float], q: list[float] | None, F: list[float], M: list[float]):
+        s = self.settings
+        if self._t is None:  # first sample: initial state only
+            self._t = t
+            self._prev = (F, M, acc)
+            if not self._kf:
+                self.w = list(g)
+            return
+        dt = t - self._t
+        self._t = t
+        F0, M0, a0 = self._prev
+        self._prev = (F, M, acc)
+        Fm = [0.5 * (F0[i] + F[i]) for i in range(3)]
+        Mm = [0.5 * (M0[i] + M[i]) for i in range(3)]
+        am = [0.5 * (a0[i] + acc[i]) for i in range(3)]
+
+        # enable condition: LPF'd gravity-rejected vertical acceleration (Sec. III, Fig. 3)
+        if not self.enabled:
+            if q is not None:
+                w_, x_, y_, z_ = q
+                az = 2 * (x_ * z_ - w_ * y_) * acc[0] + 2 * (y_ * z_ + w_ * x_) * acc[1]
+                az += (1 - 2 * (x_ * x_ + y_ * y_)) * acc[2]
+                az -= G
+            else:
+                az = math.sqrt(acc[0] ** 2 + acc[1] ** 2 + acc[2] ** 2) - G
+            k = dt / (s.enable_tau + dt)
+            self._az += k * (az - self._az)
+            if abs(self._az) > s.a_z_allow:
+                self.enabled = True
+                self.t_enabled = t
+
+        th = self.th1
+        w0 = self.w
+        if self._kf:
+            # Alg. 1: process model (eq. 22) with u = M - com x F about the estimated CoM
+            cx, cy, cz = th[3], th[4], self._com_z
+            u = (
+                Mm[0] - (cy * Fm[2] - cz * Fm[1]),
+                Mm[1] - (cz * Fm[0] - cx * Fm[2]),
+                Mm[2] - (cx * Fm[1] - cy * Fm[0]),
+            )
+            jmin = s.j_min
+            J = [th[k] if th[k] > jmin[k] else jmin[k] for k in range(3)]
+            p_, q_, r_ = w0
+            gyro_t = ((J[2] - J[1]) * q_ * r_, (J[0] - J[2]) * p_ * r_, (J[1] - J[0]) * p_ * q_)
+            w1 = [0.0, 0.0, 0.0]
+            pnew = [0.0, 0.0, 0.0]
+            va = [0.0, 0.0, 0.0]
+            R = s.w_meas * s.w_meas
+            sc1 = self._scale(self._chi1)
+            for k in range(3):
+                wb = w0[k] + (u[k] - gyro_t[k]) / J[k] * dt
+                pb = self.p[k] + dt * dt * u[k] * u[k] * self.s1[6 * k] * sc1 / J[k] ** 4 + s.q_omega * dt  # eq. 29
+                # Alg. 2: measurement update with the adaptive weight
+                r = abs(g[k] - wb)
+                rm = R * r / s.c if r > s.c else R
+                kk = pb / (pb + 1.0 / rm)
+                w1[k] = wb + kk * (g[k] - wb)
+                pnew[k] = (1.0 - kk) * pb
+                va[k] = kk * kk / rm / (dt * dt)  # variance the measurement adds to α̂_k
+            # Alg. 4: correction law on the previous-step rate and its std
+            act = [abs(w0[k]) >= s.n_sigma * math.sqrt(self.p[k]) for k in range(3)]
+            self.p = pnew
+        else:
+            w1 = g
+            act = [True, True, True]
+            va = None
+        self.w = w1
+        al = ((w1[0] - w0[0]) / dt, (w1[1] - w0[1]) / dt, (w1[2] - w0[2]) / dt)
+        self._alpha = al
+        self.active = act
+        if not self.enabled:
+            return
+        p_, q_, r_ = (0.5 * (w0[0] + w1[0]), 0.5 * (w0[1] + w1[1]), 0.5 * (w0[2] + w1[2]))
+
+        # Alg. 3-4: H1 rows (3 x 5) of M - cz [-Fy, Fx, 0] = H1 θ1
+        h1 = [
+            [al[0], -q_ * r_, q_ * r_, 0.0, Fm[2]],
+            [p_ * r_, al[1], -p_ * r_, -Fm[2], 0.0],
+            [-p_ * q_, p_ * q_, al[2], Fm[1], -Fm[0]],
+        ]
+        for k in range(3):
+            if not act[k]:
+                h1[0][k] = h1[1][k] = h1[2][k] = 0.0
+        y1 = [Mm[0] + self._com_z * Fm[1], Mm[1] - self._com_z * Fm[0], Mm[2]]
+
+        # Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z]; IMU x, y relative to the CoM
+        x = self._imu_xy[0] - th[3]
+        y = self._imu_xy[1] - th[4]
+        A = (
+            (-(q_ * q_ + r_ * r_), p_ * q_ - al[2], p_ * r_ + al[1]),
+            (p_ * q_ + al[2], -(p_ * p_ + r_ * r_), q_ * r_ - al[0]),
+            (p_ * r_ - al[1], q_ * r_ + al[0], -(p_ * p_ + q_ * q_)),
+        )  # [ω]x² + [α]x
+        if self._kf:
+            c0 = act[1] and act[2]
+            c1 = act[0] and act[2]
+            c2 = act[0] and act[1]
+        else:
+            c0 = c1 = c2 = True
+        h2 = [
+            [am[j] - (x * A[j][0] if c0 else 0.0) - (y * A[j][1] if c1 else 0.0), -A[j][2] if c2 else 0.0]
+            for j in range(3)
+        ]
+        y2 = list(Fm)
+
+        if self._lpf:  # eq. 36-39
+            flat = [v for row in h1 for v in row] + y1 + [v for row in h2 for v in row] + y2
+            if self._h1f is None:
+                self._h1f = flat
+            else:
+                af = s.lpf_alpha
+                self._h1f = [fo + af * (fn - fo) for fo, fn in zip(self._h1f, flat, strict=True)]
+            f = self._h1f
+            h1 = [f[0:5], f[5:10], f[10:15]]
+            y1 = f[15:18]
+            h2 = [f[18:20], f[20:22], f[22:24]]
+            y2 = f[24:27]
+
+        wr = 1.0 / (s.w_rls * s.w_rls)
+        if s.eiv and va is not None:
+            S = self.s1
+            r1 = [wr + (th[k] * th[k] + S[6 * k]) * va[k] if act[k] else wr for k in range(3)]
+        else:
+            r1 = [wr, wr, wr]
+        self._rls1(h1, y1, r1)
+        self._rls2(h2, y2, s.w_rls2 * s.w_rls2)
+
+    def _rls1(self, H: list[list[float]], y: list[float], rv: list[float]) -> None:
+        """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances."""
+        th = self.th1
+        for (h0, h1, h2, h3, h4), yi, rvi in zip(H, y, rv, strict=True):
+            S = self.s1
+            g = [S[i] * h0 + S[i + 1] * h1 + S[i + 2] * h2 + S[i + 3] * h3 + S[i + 4] * h4 for i in _ROWS]
+            den = h0 * g[0] + h1 * g[1] + h2 * g[2] + h3 * g[3] + h4 * g[4] + rvi
+            e = yi - (h0 * th[0] + h1 * th[1] + h2 * th[2] + h3 * th[3] + h4 * th[4])
+            ge = [gi / den for gi in g]
+            self.th1 = th = [t + gi * e for t, gi in zip(th, ge, strict=True)]
+            self.s1 = [x - ge[i] * g[j] for x, i, j in zip(S, _II, _JJ, strict=True)]
+            self._chi1[0] += e * e / den
+            self._chi1[1] += 1
+
+    def _rls2(self, H: list[list[float]], y: list[float], wr: float) -> None:
+        """Alg. 7 (2 parameters), row by row."""
+        th = self.th2
+        s00, s01, s11 = self.s2
+        for (h0, h1), yi in zip(H, y, strict=True):
+            g0 = s00 * h0 + s01 * h1
+            g1 = s01 * h0 + s11 * h1
+            den = h0 * g0 + h1 * g1 + 1.0 / wr
+            e = yi - h0 * th[0] - h1 * th[1]
+            th[0] += g0 * e / den
+            th[1] += g1 * e / den
+            s00 -= g0 * g0 / den
+            s01 -= g0 * g1 / den
+            s11 -= g1 * g1 / den
+            self._chi2[0] += e * e / den
+            self._chi2[1] += 1
+        self.s2 = [s00, s01, s11]
+
+    # -- batch ---------------------------------------------------------------------------------
+    def run(self, flight: Flight) -> dict[str, np.ndarray]:
+        """Stream a whole flight through `update`'s step; return the trajectories (N rows):
+        t, omega, omega_std, alpha, active (correction-law columns), enabled, theta1,
+        theta1_std, mass, mass_std, imu_z, imu_z_std."""
+        flight.require("gyro", "acc")
+        use_rs = flight.rotor_speed is not None and self.vehicle.motor_input == "rad_s"
+        if not use_rs and flight.cmd is None:
+            raise MissingChannelError(
+                f"{flight.source}: the online estimator needs motor commands (cmd)"
+                + (" or rotor speeds (rotor_speed)" if self.vehicle.motor_input == "rad_s" else "")
+            )
+        if flight.n_motors != self._m:
+            raise RotoridError(
+                f"{flight.source}: {flight.n_motors} motor columns but vehicle '{self.vehicle.name}' has {self._m} rotors"
+            )
+        n = len(flight.t)
+        none = [None] * n
+        cols = (
+            flight.t.tolist(),
+            flight.gyro.tolist(),
+            flight.acc.tolist(),
+            flight.cmd.tolist() if flight.cmd is not None else none,
+            flight.rotor_speed.tolist() if flight.rotor_speed is not None else none,
+            flight.quat.tolist() if flight.quat is not None else none,
+        )
+        rec: dict[str, list] = {k: [] for k in ("omega", "p", "alpha", "active", "enabled", "theta1", "s1diag")}
+        rec_th2: list = []
+        for t, g, a, c, rs, q in zip(*cols, strict=True):
+            self._push(t, g, a, q, *self._wrench(self._motor_state(t, c, rs)))
+            rec["omega"].append(self.w)
+            rec["p"].append(self.p)
+            rec["alpha"].append(self._alpha)
+            rec["active"].append(self.active)
+            rec["enabled"].append(self.enabled)
+            rec["theta1"].append(self.th1)
+            rec["s1diag"].append(self.s1[::6])
+            rec_th2.append((*self.th2, *self.s2, self._scale(self._chi1), self._scale(self._chi2)))
+        out = {k: np.array(v) for k, v in rec.items()}
+        th2 = np.array(rec_th2)
+        out["t"] = flight.t.copy()
+        out["omega_std"] = np.sqrt(out.pop("p"))
+        out["theta1_std"] = np.sqrt(np.clip(out.pop("s1diag"), 0.0, None) * th2[:, 5:6])
+        out["mass"] = th2[:, 0]
+        out["mass_std"] = np.sqrt(np.clip(th2[:, 2], 0.0, None) * th2[:, 6])
+        z, zstd = _imu_z(*th2[:, :5].T, th2[:, 6])
+        out["imu_z"] = self._com_z + z
+        out["imu_z_std"] = zstd
+        return out
+
+
+def _imu_z(m, mz, s00, s01, s11, scale):
+    """IMU height above the CoM z = (m z)/m from θ2 = [m, m z] and its delta-method std
+    (arrays; `OnlineEstimator._imu_z` is the per-sample form)."""
+    z = mz / m
+    d0, d1 = -mz / m**2, 1.0 / m
+    var = (d0 * d0 * s00 + 2 * d0 * d1 * s01 + d1 * d1 * s11) * scale
+    return z, np.sqrt(np.maximum(var, 0.0))
+
+
+def identify(
+    flight: Flight,
+    vehicle: Vehicle,
+    settings: OnlineSettings | None = None,
+    truth: dict[str, float] | None = None,
+) -> Result:
+    """Run the online estimator over a flight and return its final estimates (Kwon et al.
+    Tables 8–10: I_xx, I_yy, I_zz, com_x, com_y, mass, imu_z with std from the RLS covariances)
+    and the trajectories in `result.diagnostics`. With `truth` (canonical name -> value, e.g.
+    `scenario.truth.params`) the notes list each final value against it."""
+    settings = settings or OnlineSettings()
+    est = OnlineEstimator(vehicle, settings)
+    tr = est.run(flight)
+    if not est.enabled:
+        raise ExcitationError(
+            f"{flight.source}: estimator never enabled — the low-pass-filtered vertical acceleration never "
+            f"exceeded a_z_allow={settings.a_z_allow} m/s² (t={flight.t[0]:.3f}–{flight.t[-1]:.3f} s); "
+            "give a log that includes the take-off"
+        )
+    st = est.state
+    params = {name: Estimate(st.theta1[i], st.theta1_std[i], unit_of(name)) for i, name in enumerate(THETA1)}
+    params["mass"] = Estimate(st.mass, st.mass_std, "kg")
+    params["imu_z"] = Estimate(st.imu_z, st.imu_z_std, "m")
+    en = tr["enabled"]
+    kwon = settings.variant == "kwon"
+    frac = tr["active"][en].mean(axis=0) if kwon else np.ones(3)
+    observability = {}
+    for k, name in enumerate(THETA1[:3]):
+        ok = bool(frac[k] > 0.005) and params[name].rel_std_pct < 10.0
+        observability[name] = {
+            "identifiable": ok,
+            "rel_std_pct": params[name].rel_std_pct,
+            "active_fraction": float(frac[k]),
+            "reason": "corrected while excited" if ok else f"body {'xyz'[k]} rate rarely above its KF σ",
+            "advice": "" if ok else f"fly more rotation about body {'xyz'[k]}",
+        }
+    pz = params["imu_z"]
+    if pz.rel_std_pct > 30.0:
+        observability["imu_z"] = {
+            "identifiable": False,
+            "rel_std_pct": pz.rel_std_pct,
+            "reason": "IMU height barely excited (needs simultaneous roll and pitch accelerations)",
+            "advice": "fly faster roll and pitch motion",
+        }
+    diagnostics: dict[str, Any] = dict(tr)
+    diagnostics["alpha_raw"] = np.gradient(flight.gyro, flight.t, axis=0)
+    if flight.gyro_dot is not None:
+        diagnostics["alpha_true"] = flight.gyro_dot
+    intervals = flight.meta.get("sim", {}).get("intervals") if isinstance(flight.meta.get("sim"), dict) else None
+    if intervals:
+        diagnostics["intervals"] = intervals
+    notes = [
+        f"variant {settings.variant}: estimator enabled at t={est.t_enabled:.3f} s ({100 * en.mean():.1f}% of the log)",
+        "imu_z is the IMU height above the CoM plus com_z of the vehicle (0 if unknown)",
+    ]
+    if kwon:
+        notes.append(
+            "correction law: MOI columns active on "
+            + ", ".join(f"{'xyz'[k]} {100 * frac[k]:.0f}%" for k in range(3))
+            + " of the enabled samples"
+        )
+    if truth:
+        diagnostics["truth"] = dict(truth)
+        for name, e in params.items():
+            if name in truth and truth[name] != 0:
+                notes.append(
+                    f"{name}: {e.value:.6g} / true {truth[name]:.6g} {e.unit} "
+                    f"({100 * (e.value - truth[name]) / abs(truth[name]):+.2f} %)"
+                )
+    return Result(
+        method="online",
+        params=params,
+        settings={
+            **dataclasses.asdict(settings),
+            "motor_source": est._source,
+            "motor_lag": est._source == "cmd" and vehicle.tm_rise is not None,
+            "rate_hz": flight.rate,
+        },
+        diagnostics=diagnostics,
+        observability=observability,
+        notes=notes,
+        vehicle=vehicle.to_dict(),
+    )
