@@ -220,7 +220,8 @@ def _jsonable(meta: dict[str, Any]) -> bytes:
 def write(flight: Flight, path: str | Path) -> Path:
     """Write `flight` as CSV or Parquet (by the suffix of `path`), atomically.
 
-    CSV values are written with 17 significant digits, so float64 round-trips exactly.
+    CSV values are written in the shortest form that parses back to the same float64
+    (pyarrow's writer), so a CSV round trip is exact.
     Parquet also stores the flight's `meta` as JSON in the schema metadata.
     """
     path = Path(path)
@@ -235,8 +236,16 @@ def write(flight: Flight, path: str | Path) -> Path:
         table = pa.table(arrays).replace_schema_metadata({_META_KEY: _jsonable(flight.meta)})
         atomic_write(path, lambda p: pq.write_table(table, p))
     else:
-        import pandas as pd
+        import pyarrow as pa
+        import pyarrow.csv as pc
 
-        df = pd.DataFrame(arrays)
-        atomic_write(path, lambda p: df.to_csv(p, index=False, float_format="%.17g"))
+        table = pa.table(arrays)
+        options = pc.WriteOptions(include_header=False, quoting_style="needed")
+
+        def write_csv(p: Path) -> None:
+            with open(p, "wb") as f:
+                f.write((",".join(arrays) + "\n").encode())  # a plain, unquoted header
+                pc.write_csv(table, f, options)
+
+        atomic_write(path, write_csv)
     return path

@@ -1,0 +1,126 @@
+"""I/O speed: Crazyflie decode, `rotorid info` on the three real logs, and the interchange
+and ULog writers/readers on a 60 s, 1 kHz flight. Medians of several runs (wall clock)."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+CF = [DATA / "crazyflie" / n for n in ("log10", "log15", "log16")]
+
+
+def _median(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _flight_60s() -> object:
+    from rotorid import frames
+    from rotorid.flight import Flight
+
+    rng = np.random.default_rng(0)
+    n = 60_000
+    t = np.arange(n) / 1000.0
+    return Flight(
+        t=t,
+        acc=rng.normal(size=(n, 3)),
+        gyro=rng.normal(size=(n, 3)),
+        cmd=rng.uniform(0, 1, (n, 4)),
+        rotor_speed=rng.uniform(0, 2500, (n, 4)),
+        quat=frames.bryant_to_quat(np.column_stack([0.1 * t, 0.2 * np.sin(t), 0.1 * np.cos(t)])),
+        pos=rng.normal(size=(n, 3)),
+        vel=rng.normal(size=(n, 3)),
+        meta={"source": "bench"},
+    )
+
+
+def run() -> list[dict]:
+    from typer.testing import CliRunner
+
+    from rotorid.cli import app
+    from rotorid.io import crazyflie, read, table, ulog
+
+    rows: list[dict] = []
+    if all(p.exists() for p in CF):
+        read(CF[1])  # warm the registry and imports
+        rows.append(
+            {
+                "name": "decode log15 (crazyflie.decode)",
+                "value": _median(lambda: crazyflie.decode(CF[1]), 9),
+                "unit": "s",
+                "target": "<= 0.05",
+                "note": "62 774 events, 3.1 MB; median of 9",
+            }
+        )
+        rows.append(
+            {
+                "name": "read log15 (decode + Flight)",
+                "value": _median(lambda: read(CF[1]), 9),
+                "unit": "s",
+                "target": "<= 0.05",
+                "note": "median of 9",
+            }
+        )
+        runner = CliRunner()
+        args = ["info", *map(str, CF)]
+        assert runner.invoke(app, args).exit_code == 0
+        rows.append(
+            {
+                "name": "info log10 log15 log16 (in process)",
+                "value": _median(lambda: runner.invoke(app, args), 5),
+                "unit": "s",
+                "target": "<= 1",
+                "note": "decode, excitation, Rich tables; median of 5",
+            }
+        )
+        exe = Path(sys.executable).parent / "rotorid"
+        rows.append(
+            {
+                "name": "info log10 log15 log16 (fresh process)",
+                "value": _median(lambda: subprocess.run([exe, *args], capture_output=True, check=True), 3),
+                "unit": "s",
+                "target": "",
+                "note": "includes Python start-up and importing numpy/scipy/typer/rich; median of 3",
+            }
+        )
+    flight = _flight_60s()
+    with tempfile.TemporaryDirectory() as tmp:
+        for suffix, mod, runs in ((".parquet", table, 5), (".csv", table, 1), (".ulg", ulog, 3)):
+            p = Path(tmp) / f"f{suffix}"
+            rows.append(
+                {
+                    "name": f"write 60 s 1 kHz flight {suffix}",
+                    "value": _median(lambda p=p, mod=mod: mod.write(flight, p), runs),
+                    "unit": "s",
+                    "target": "",
+                    "note": f"{p.stat().st_size / 1e6:.1f} MB, 26 columns; median of {runs}",
+                }
+            )
+            rows.append(
+                {
+                    "name": f"read 60 s 1 kHz flight {suffix}",
+                    "value": _median(lambda p=p: read(p), runs),
+                    "unit": "s",
+                    "target": "",
+                    "note": f"median of {runs}" + (" (via pyulog, then align)" if suffix == ".ulg" else ""),
+                }
+            )
+    return rows
+
+
+if __name__ == "__main__":
+    for r in run():
+        print(f"{r['name']:<45} {r['value']:.4f} {r['unit']}  {r['target']}  {r['note']}")
