@@ -26,7 +26,9 @@ Pipeline (Sec. III, IV-A):
    parameterizations: direct (regress torque on angular acceleration; biased low by noise in
    the angular acceleration), reciprocal (Sec. IV-B: regress angular acceleration on torque;
    biased high by noise in the torque) and TLS with columns scaled by their estimated noise.
-   `inertia_param="auto"` picks the one that best predicts held-out angular-rate changes.
+   `inertia_param="auto"` picks the one that best predicts held-out angular-rate changes. The
+   gyroscopic terms ω x (J ω) of eq. 62 are kept (with I_zz from eq. 93, iterated); the paper's
+   eq. 80 drops them, which biases I_xx by a few % when the flight also yaws.
 4. **I_zz and K_tau**: I_zz = C (I_xx + I_yy)/2 (eq. 93-94), K_tau by least squares (eq. 95-96);
    when the yaw flight has precession, also the joint estimate of eq. 73-76.
 """
@@ -76,6 +78,8 @@ class DelaySettings:
     - `pred_horizon`: horizon (s) of the held-out angular-rate prediction that selects the
       inertia parameterization.
     - `joint_max_rel_std`: %σ of I_zz below which the joint eq. 73-76 estimate counts as grounded.
+    - `gyroscopic`: keep the ω x (J ω) terms of eq. 62 in the roll/pitch fit (I_zz from eq. 93);
+      the paper's eq. 80 drops them.
     - `autocorr_correction`: scale std. deviations by the residual autocorrelation.
     - `min_thrust_r2`: below this R² of the thrust fit the flight did not excite the thrust.
     """
@@ -96,6 +100,7 @@ class DelaySettings:
     hover_fraction: float = 0.05
     pred_horizon: float = 0.05
     joint_max_rel_std: float = 20.0
+    gyroscopic: bool = True
     autocorr_correction: bool = True
     min_thrust_r2: float = 0.2
 
@@ -486,7 +491,7 @@ def angular_columns(
         m = len(filt)
         cols["fold"].append((np.arange(m) >= m // 2).astype(int))
         nv.append(np.array([v_acc, v_tau]))
-        raws.append({"t": f.t[sl], "gyro": g[sl], "tau": tau[sl], "drag": drag[sl]})
+        raws.append({"t": f.t[sl], "gyro": g[sl], "tau": tau[sl], "prec": prec[sl]})
         weights.append(m)
     if not flights:
         raise ExcitationError(f"no {what} flight given")
@@ -519,12 +524,13 @@ def _inertia_fit(a: np.ndarray, tau: np.ndarray, how: str, noise: np.ndarray, wh
     return float(fit.x[0]) * st / sa, float(fit.std[0]) * st / sa
 
 
-def _dw_prediction(raw: dict[str, np.ndarray], idx: np.ndarray, horizon: float, col: int, key: str = "tau"):
+def _dw_prediction(raw: dict[str, np.ndarray], idx: np.ndarray, horizon: float, col: int, coupling: float):
     """Measured and torque-integrated angular-rate changes over `horizon` within the samples `idx`
-    of one flight: Δω_k = ω(t_k + H) - ω(t_k) vs ∫ τ dt (de-meaned over `idx`). Gyro noise enters
-    only the target, so the criterion does not favour attenuated (biased) inertias."""
+    of one flight: Δω_k = ω(t_k + H) - ω(t_k) vs ∫ (τ - c ω_j ω_k) dt (de-meaned over `idx`, c the
+    gyroscopic coupling). Gyro noise enters only the target, so the criterion does not favour
+    attenuated (biased) inertias."""
     t = raw["t"][idx]
-    x = raw[key][idx] if raw[key].ndim == 1 else raw[key][idx, col]
+    x = raw["tau"][idx, col] - coupling * raw["prec"][idx, col]
     x = x - x.mean()
     c = cumulative_trapezoid(x, t, initial=0.0)
     j = np.searchsorted(t, t + horizon)
@@ -538,31 +544,50 @@ def _r2(y: np.ndarray, yhat: np.ndarray) -> float:
     return 1.0 - float(np.sum((y - yhat) ** 2)) / sst if sst > 0 else float("nan")
 
 
+def _coupling(ixx: float, iyy: float, izz: float) -> np.ndarray:
+    """Gyroscopic coefficients of eq. 62 in the x and y rows: τ_x = I_xx ω̇_x + (I_zz - I_yy) ω_y ω_z,
+    τ_y = I_yy ω̇_y + (I_xx - I_zz) ω_z ω_x."""
+    return np.array([izz - iyy, ixx - izz])
+
+
+def _fit_axes(
+    ang: Angular, rows: np.ndarray | slice, how: str, st: DelaySettings, what: str
+) -> list[tuple[float, float]]:
+    """(I, std) for x and y by one parameterization. With `st.gyroscopic` the ω x (J ω) terms of
+    eq. 62 are moved to the torque side with I_zz = C (I_xx + I_yy)/2 (eq. 93), iterated to a
+    fixed point (the paper's eq. 80 drops them: small angular rates)."""
+    acc, tau, prec = ang.acc[rows, :2], ang.tau[rows, :2], ang.prec[rows, :2]
+    fit = lambda t: [_inertia_fit(acc[:, k], t[:, k], how, ang.noise_var[:, k], what) for k in (0, 1)]
+    vals = fit(tau)
+    for _ in range(3 if st.gyroscopic else 0):
+        ixx, iyy = vals[0][0], vals[1][0]
+        vals = fit(tau - _coupling(ixx, iyy, st.izz_ratio * 0.5 * (ixx + iyy)) * prec)
+    return vals
+
+
 def roll_pitch_inertia(ang: Angular, settings: DelaySettings) -> dict[str, Any]:
     """I_xx, I_yy by all three parameterizations (eq. 80-82, Sec. IV-B, TLS), the held-out
     selection and std. deviations (autocorrelation-corrected)."""
     out: dict[str, Any] = {"fits": {}, "holdout_r2": {}}
     scale = math.sqrt(ang.tau_int)
     for how in INERTIA_PARAMS:
-        vals = []
-        for ax, name in ((0, "I_xx"), (1, "I_yy")):
-            v, s = _inertia_fit(ang.acc[:, ax], ang.tau[:, ax], how, ang.noise_var[:, ax], f"roll/pitch {name}")
-            vals.append((v, s * scale))
-        out["fits"][how] = vals
+        vals = _fit_axes(ang, slice(None), how, settings, "roll/pitch inertia")
+        out["fits"][how] = [(v, s * scale) for v, s in vals]
     # held-out: fit on one half of every flight, predict the angular-rate change on the other half
     for how in INERTIA_PARAMS:
         scores = []
         for k in (0, 1):
-            tr = ang.fold == k
+            vals = _fit_axes(ang, ang.fold == k, how, settings, "held-out roll/pitch inertia")
+            ixx, iyy = vals[0][0], vals[1][0]
+            cpl = _coupling(ixx, iyy, settings.izz_ratio * 0.5 * (ixx + iyy)) * settings.gyroscopic
             for ax in (0, 1):
-                inertia, _ = _inertia_fit(ang.acc[tr, ax], ang.tau[tr, ax], how, ang.noise_var[:, ax], "held-out")
                 ys, ps = [], []
                 for raw in ang.raw:
                     m = len(raw["t"])
                     idx = np.arange(m // 2, m) if k == 0 else np.arange(0, m // 2)
-                    y, p = _dw_prediction(raw, idx, settings.pred_horizon, ax)
+                    y, p = _dw_prediction(raw, idx, settings.pred_horizon, ax, cpl[ax])
                     ys.append(y)
-                    ps.append(p / inertia)
+                    ps.append(p / vals[ax][0])
                 scores.append(_r2(np.concatenate(ys), np.concatenate(ps)))
         out["holdout_r2"][how] = float(np.mean(scores))
     chosen = settings.inertia_param
@@ -572,17 +597,19 @@ def roll_pitch_inertia(ang: Angular, settings: DelaySettings) -> dict[str, Any]:
     return out
 
 
-def predict_scores(ang: Angular, inertia: tuple[float, float], horizon: float) -> dict[str, list[float]]:
+def predict_scores(ang: Angular, inertia: tuple[float, float, float], st: DelaySettings) -> dict[str, list[float]]:
     """How a roll/pitch model predicts other flights: R² and relative error norm of the filtered
-    angular acceleration (τ / I), and R² of the angular-rate change over `horizon`."""
+    angular acceleration ((τ - gyroscopic) / I), and R² of the angular-rate change over the
+    prediction horizon."""
     r2a, rel, r2w = [], [], []
+    cpl = _coupling(*inertia) * st.gyroscopic
     for ax in (0, 1):
-        y, p = ang.acc[:, ax], ang.tau[:, ax] / inertia[ax]
+        y, p = ang.acc[:, ax], (ang.tau[:, ax] - cpl[ax] * ang.prec[:, ax]) / inertia[ax]
         r2a.append(_r2(y, p))
         rel.append(float(np.linalg.norm(y - p) / np.linalg.norm(y)))
         ys, ps = [], []
         for raw in ang.raw:
-            yy, pp = _dw_prediction(raw, np.arange(len(raw["t"])), horizon, ax)
+            yy, pp = _dw_prediction(raw, np.arange(len(raw["t"])), st.pred_horizon, ax, cpl[ax])
             ys.append(yy)
             ps.append(pp / inertia[ax])
         r2w.append(_r2(np.concatenate(ys), np.concatenate(ps)))
@@ -849,9 +876,10 @@ def identify(
                     f"I_zz uses C = {st.izz_ratio:g} instead (Sec. III-A1)."
                 )
             # cross-validation of the roll/pitch model on the yaw flight(s)
-            xval = {
-                h: predict_scores(ang_y, tuple(v for v, _ in rp["fits"][h]), st.pred_horizon) for h in INERTIA_PARAMS
-            }
+            xval = {}
+            for h in INERTIA_PARAMS:
+                ixx, iyy = (v for v, _ in rp["fits"][h])
+                xval[h] = predict_scores(ang_y, (ixx, iyy, st.izz_ratio * 0.5 * (ixx + iyy)), st)
             diag["xval"] = xval
             c = xval[chosen]
             notes.append(
