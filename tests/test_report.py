@@ -116,3 +116,12 @@ def test_output_path_that_is_a_file_fails_cleanly(tmp_path: Path) -> None:
     with pytest.raises(RotoridError, match="not a folder"):
         write_run(_result(), f, {})
     assert f.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_poorly_determined_parameters_are_called_out() -> None:
+    r = _result()
+    r.params["ms_x@B"] = Estimate(0.01, 0.009, "kg m")  # %σ 90
+    html = render_html(r, {})
+    assert "ms_x (config B) poorly determined (%σ 90.00)" in html
+    assert "I_zz poorly determined" not in html  # already reported as unidentifiable
+    assert "3 poorly determined or unidentifiable" in html

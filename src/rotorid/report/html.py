@@ -195,6 +195,9 @@ def render_html(result: Result, images: dict[str, str], truth: Truth | None = No
         rows=rows,
         counts=counts,
         findings=excitation_findings(result),
+        unidentifiable=[
+            k for k, o in result.observability.items() if isinstance(o, dict) and o.get("identifiable") is False
+        ],
         settings=[(k, _setting(v)) for k, v in result.settings.items()],
         inputs=[
             {"path": i.get("path", ""), "sha256": i.get("sha256") or "—", "windows": _windows(i.get("windows"))}
