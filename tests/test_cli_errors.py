@@ -5,6 +5,7 @@ identify, info, export, export-params, validate and simulate."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,15 @@ def test_real_process_prints_one_line_and_exits_2(files: dict[str, Path]) -> Non
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and res.stderr.startswith("error:") and "garbage.bin" in res.stderr
     assert res.stdout == ""
+
+
+def test_readme_command_table_matches_help() -> None:
+    """README's command table holds exactly the CLI's commands, each with its --help line."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `rotorid ([\w-]+)` \| (.+?) \|$", readme, flags=re.M))
+    helps = {}
+    for c in app.registered_commands:
+        name = c.name or c.callback.__name__.replace("_", "-")
+        helps[name] = (c.help or c.callback.__doc__ or "").strip().splitlines()[0]
+    assert rows == helps
+    assert readme.startswith("# rotorid\n\n```\nmake demo    # ")  # the two newcomer commands come first
