@@ -130,6 +130,16 @@ def test_undefined_event_id_single_type(scratch: Path) -> None:
 TWO = [(1, "imu", [("acc.x", "f"), ("acc.y", "f"), ("acc.z", "f")]), (2, "motors", [("motor.m1", "H")])]
 
 
+@pytest.mark.parametrize("tail", [b"\x01", b"\x01\x00\x05\x00"])  # a lone byte; an 'imu' event cut short
+def test_truncated_mid_event_several_types(scratch: Path, tail: bytes) -> None:
+    events = [(1, 1000 * k, [0.0, 0.0, 1.0]) if k % 2 else (2, 1000 * k, [k]) for k in range(1, 9)]
+    p = put(scratch, log_bytes(TWO, events, tail=tail))
+    with pytest.raises(LogFormatError, match="truncated mid-event at the end of the file"):
+        read(p)
+    _, ev = crazyflie.decode(p, allow_corrupt=True)
+    assert (len(ev["imu"]["t"]), len(ev["motors"]["t"])) == (4, 4)
+
+
 def test_undefined_event_id_several_types(scratch: Path) -> None:
     events = [(1, 1000 * k, [0.0, 0.0, 1.0]) if k % 2 else (2, 1000 * k, [k]) for k in range(1, 20)]
     defs = [*TWO, (7, "ghost", [("v", "f")])]

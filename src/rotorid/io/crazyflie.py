@@ -110,7 +110,7 @@ def _record_starts(body: np.ndarray, sizes: dict[int, int], path: Path, strict: 
         warnings.warn(f"{path}: undefined event id at byte {bad}; decoded the events before it", stacklevel=3)
     if reach[n + 2] and strict:
         raise LogFormatError(f"{path}: truncated mid-event at the end of the file")
-    return np.flatnonzero(reach[:n])
+    return np.flatnonzero(reach[:n] & (size_at > 0))  # defined records (a truncated last one included)
 
 
 def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str, dict[str, np.ndarray]]]:
