@@ -55,7 +55,11 @@ _JJ = tuple(i % 5 for i in range(25))
 @dataclass(frozen=True)
 class OnlineSettings:
     """Estimator settings. Defaults are Kwon et al. Table 6 converted to SI; the weights the
-    paper does not list (w_meas, w_rls, w_rls2, enable_tau) are chosen here.
+    paper does not list (w_meas, w_rls, w_rls2, enable_tau) are chosen here, and four choices
+    depart from a literal reading of Alg. 1–5 because the literal form locks the MOI at the
+    errors-in-variables bias on the kwon-payload scenario (`OnlineSettings.literal()` restores
+    it for comparison): `q_omega` > 0, `n_sigma` = 3, `eiv` = True and the MOI variance in
+    eq. 29 scaled by the RLS's a-posteriori residual variance (always on).
 
     - `variant`: "kwon" (observability-aware RLS with KF), "rls" (raw gyro, no correction law),
       "rls-lpf" (raw gyro, H1/H2/M/F through the first-order LPF of eq. 36–39).
@@ -63,7 +67,12 @@ class OnlineSettings:
     - `omega0`, `omega_var0` (rad/s, (rad/s)²): KF initial rate and variance (0, 0.010²).
     - `c` (rad/s): KF residual constraint (Alg. 2), 0.010.
     - `w_meas` (s/rad): KF measurement weight, R = w_meas² I (measurement std 1/w_meas).
-    - `q_omega` ((rad/s)² per s): process-noise floor of the KF added to eq. 29 (0 = paper).
+    - `q_omega` ((rad/s)² per s): process-noise floor of the KF added to eq. 29 (0 = paper);
+      it keeps the KF gain from collapsing onto a still-wrong MOI model.
+    - `n_sigma`: correction law threshold |ω̂_k| >= n_sigma σ_k (Alg. 4 and 6; paper 1). With 1,
+      hover noise alone passes a third of the time and feeds the RLS pure noise.
+    - `eiv`: RLS row k weighted by 1/(1/w_rls² + (Ĵ_k² + Σ_J,kk) var(α̂_k)), var(α̂_k) the
+      variance the KF measurement update adds to α̂_k (errors-in-variables; paper: False).
     - `j0`, `com0` (kg m², m): initial θ1 (1 g m², 0 mm); `theta1_var0` its variances
       ((1000 g m²)², (100 mm)²).
     - `w_rls` (1/(N m)): RLS weight, R_RLS = w_rls² I (moment std 1/w_rls).
@@ -98,6 +107,12 @@ class OnlineSettings:
     a_z_allow: float = 0.1
     enable_tau: float = 0.05
     rate_hz: float | None = 100.0
+
+    @staticmethod
+    def literal(**changes: Any) -> OnlineSettings:
+        """Alg. 1–7 read literally: no process-noise floor, 1σ correction law, constant RLS
+        weight (still at the paper's 100 Hz)."""
+        return OnlineSettings(**{"q_omega": 0.0, "n_sigma": 1.0, "eiv": False, **changes})
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -201,10 +216,9 @@ class OnlineEstimator:
         self._prev: tuple | None = None  # (F, M, acc) of the previous step
         self._alpha = (0.0, 0.0, 0.0)
         self.active = [False, False, False]
-        self._chi1 = [0.0, 0]  # sum of w² e², count (a-posteriori scale of Σ_θ1)
+        self._chi1 = [0.0, 0]  # sum of e²/s (normalized innovations), count: a-posteriori scale of Σ_θ1
         self._chi2 = [0.0, 0]
         self._h1f: list[float] | None = None  # LPF state (rls-lpf): H1 (15), M (3), H2 (6), F (3)
-        self._h2f: list[float] | None = None
 
     # -- rotor model -----------------------------------------------------------------------
     def _motor_state(self, t: float, cmd: Sequence[float] | None, rs: Sequence[float] | None) -> list[float]:
@@ -448,12 +462,12 @@ class OnlineEstimator:
             h2 = [f[18:20], f[20:22], f[22:24]]
             y2 = f[24:27]
 
-        wr = 1.0 / (s.w_rls * s.w_rls)
+        rv = 1.0 / (s.w_rls * s.w_rls)  # moment variance of R_RLS
         if s.eiv and va is not None:
             S = self.s1
-            r1 = [wr + (th[k] * th[k] + S[6 * k]) * va[k] if act[k] else wr for k in range(3)]
+            r1 = [rv + (th[k] * th[k] + S[6 * k]) * va[k] if act[k] else rv for k in range(3)]
         else:
-            r1 = [wr, wr, wr]
+            r1 = [rv, rv, rv]
         self._rls1(h1, y1, r1)
         self._rls2(h2, y2, s.w_rls2 * s.w_rls2)
 
