@@ -97,6 +97,15 @@ def test_old_log_raw_pwm(px4_logs: dict[str, Path]) -> None:
     np.testing.assert_array_equal(f.cmd, 900.0)
 
 
+def test_motor_count_override(px4_logs: dict[str, Path]) -> None:
+    (f,) = read(px4_logs["sample_px4_events"], motors=6)
+    assert f.cmd.shape[1] == 6
+    np.testing.assert_array_equal(f.cmd[:, 4:], 0.0)  # NaN = "motor stopped" in PX4
+    assert "actuator_motors: NaN (PX4's 'motor stopped') read as 0" in f.meta["notes"]
+    with pytest.raises(LogFormatError, match="has 12 outputs, fewer than motors=13"):
+        read(px4_logs["sample_px4_events"], motors=13)
+
+
 def test_bad_ulog_files(tmp_path: Path) -> None:
     p = tmp_path / "bad.ulg"
     p.write_bytes(b"ULog\x01\x12\x35\x01garbage")
@@ -181,6 +190,7 @@ def test_our_reader_round_trips_within_float32(synthetic: Flight, written: Path)
     np.testing.assert_allclose(g.rotor_speed, f.rotor_speed, atol=0.5 * 2 * np.pi / 60 + 1e-9)  # int32 rpm
     np.testing.assert_array_equal(g.landed, f.landed)
     assert g.meta["rates"]["cmd"] == pytest.approx(1000.0)
+    assert g.meta["units"]["cmd"] == "normalized"
     assert g.require_rate(250.0, "acc", "gyro", "cmd") is g
 
 
@@ -192,6 +202,10 @@ def test_writer_decimates_topics_and_rejects_empty_flights(synthetic: Flight, tm
     assert g.rate == pytest.approx(1000.0)
     with pytest.raises(RateError, match=r"'cmd' \(topic 'actuator_motors'\) is logged at 100.0 Hz"):
         g.require_rate(250.0, "cmd")
+    rad_s = synthetic.replace(cmd=synthetic.cmd * 1000, meta={"source": "x", "units": {"cmd": "rad_s"}})
+    (h,) = read(ulog.write(rad_s, tmp_path / "rad_s.ulg"))
+    assert h.meta["units"]["cmd"] == "rad_s"
+    np.testing.assert_allclose(h.cmd, rad_s.cmd, rtol=1e-7)
     with pytest.raises(RotoridError, match="no channel a ULog topic can hold"):
         ulog.write(Flight(t=np.arange(3.0), meta={"source": "empty"}), tmp_path / "e.ulg")
     assert not (tmp_path / "e.ulg").exists()

@@ -49,6 +49,8 @@ TOPICS = (
     "vehicle_land_detected",
 )
 _RELATIVE_TIMESTAMP_INVALID = 0x7FFFFFFF
+#: info key in which rotorid's writer records the unit of the commands in actuator_motors
+CMD_UNIT_INFO = "rotorid_cmd_unit"
 _MOTOR_FUNCS = range(101, 113)  # PWM_MAIN_FUNCn values for "Motor 1..12"
 
 
@@ -77,6 +79,7 @@ class _Topics:
         self.path = path
         self.t0 = int(ulog.start_timestamp)
         self.params: dict[str, Any] = dict(ulog.initial_parameters)
+        self.info: dict[str, Any] = dict(ulog.msg_info_dict)
         self.data: dict[str, dict[str, np.ndarray]] = {}
         for d in sorted(ulog.data_list, key=lambda d: d.multi_id):
             if d.name not in self.data and len(d.data["timestamp"]) >= 2:
@@ -227,7 +230,7 @@ def read(
         if np.isnan(u).any():
             notes.append("actuator_motors: NaN (PX4's 'motor stopped') read as 0")
         put("cmd", "actuator_motors", topics.time("actuator_motors"), np.nan_to_num(u, nan=0.0))
-        units["cmd"] = "normalized"
+        units["cmd"] = topics.info.get(CMD_UNIT_INFO, "normalized")
         n_motors = len(cols)
     elif topics.get("actuator_outputs"):
         cols = _motor_columns(topics, "actuator_outputs", "output", motors, notes)
@@ -396,6 +399,8 @@ def write(
     head = MAGIC + b"\x01" + struct.pack("<Q", int(t0_us))
     defs = [_msg(_FLAG_BITS, bytes(16) + struct.pack("<3Q", 0, 0, 0))]
     info = {"sys_name": "rotorid", "ver_hw": "SITL", "sys_os_name": "rotorid-writer"}
+    if flight.cmd is not None:  # actuator_motors is normalized in PX4; say so if these are not
+        info[CMD_UNIT_INFO] = str(flight.meta.get("units", {}).get("cmd", "normalized"))
     defs += [_msg(_INFO, _kv(f"char[{len(v)}]", k, v.encode())) for k, v in info.items()]
     all_params: dict[str, int | float] = {"SDLOG_PROFILE": SDLOG_PROFILE_SYSID, **(params or {})}
     for k, v in all_params.items():
