@@ -120,7 +120,8 @@ class CascadeController:
 
     References are arrays sampled at the control rate: position/velocity/acceleration of the
     CoM (K, 3), yaw (K,), and excitation offsets added to roll/pitch setpoints and to the
-    relative collective thrust (K, 3: d_roll, d_pitch, d_thrust). The controller knows mass,
+    relative collective thrust (K, 3: d_roll, d_pitch, d_thrust). The position loop's tilt is
+    limited to `max_tilt` (the paper's gentle trajectories never reach it). The controller knows mass,
     CoM and geometry (`model`, normally the true body, as in the paper).
     """
 
@@ -135,6 +136,7 @@ class CascadeController:
         acc: np.ndarray,
         yaw: np.ndarray,
         offsets: np.ndarray | None = None,
+        max_tilt: float = math.radians(35.0),
     ) -> None:
         a = np.asarray(mixer)[2:6]  # thrust along body z and moments about the body origin
         self.alloc = [tuple(r) for r in np.linalg.pinv(a).tolist()]
@@ -142,6 +144,7 @@ class CascadeController:
         self.m = model.mass
         self.cx, self.cy, _ = model.com.tolist()
         self.gains = (*gains.kpp, *gains.kpd, *gains.kop, *gains.kod)
+        self.tan_tilt = math.tan(max_tilt)
         self.every = control_every
         n = len(yaw)
         off = np.zeros((n, 3)) if offsets is None else np.asarray(offsets, dtype=float)
@@ -157,6 +160,9 @@ class CascadeController:
         fx = m * (rax + kpx * (rpx - px) + kdx * (rvx - vx))
         fy = m * (ray + kpy * (rpy - py) + kdy * (rvy - vy))
         fz = max(m * (raz + kpz * (rpz - pz) + kdz * (rvz - vz) + G), 0.1 * m * G)
+        fh = math.sqrt(fx * fx + fy * fy)
+        if fh > self.tan_tilt * fz:  # tilt limit of the position loop (as autopilots have)
+            fx, fy = fx * self.tan_tilt * fz / fh, fy * self.tan_tilt * fz / fh
         thrust = math.sqrt(fx * fx + fy * fy + fz * fz)
         sp, cp = math.sin(psi), math.cos(psi)
         roll_ref = math.atan2(fx * sp - fy * cp, fz) + d_roll  # Kwon eq. 42, exact for z-x'-y''

@@ -388,7 +388,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
             [
                 band_limited_noise(t, 8 * DEG, 1.5, rng),
                 band_limited_noise(t, 5 * DEG, 1.5, rng),
-                band_limited_noise(t, 0.10, 2.0, rng),
+                band_limited_noise(t, 0.15, 2.5, rng),
             ]
         )
         rate = band_limited_noise(t, 25 * DEG, 1.0, rng)

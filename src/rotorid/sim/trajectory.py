@@ -158,14 +158,18 @@ def doublets(
 
 
 def band_limited_noise(
-    t: np.ndarray, rms: float, f_hi: float, rng: np.random.Generator, f_lo: float = 0.05
+    t: np.ndarray, rms: float, f_hi: float, rng: np.random.Generator, f_lo: float = 0.05, fade: float = 2.0
 ) -> np.ndarray:
     """Zero-mean Gaussian noise band-limited to [f_lo, f_hi] Hz (zero-phase Butterworth),
-    scaled to the given RMS: the stick motion of a pilot exciting an axis."""
+    scaled to the given RMS: the stick motion of a pilot exciting an axis. Half-cosine
+    fade-in/out over `fade` s at both ends, so the flight starts and ends at rest."""
     t = np.asarray(t, dtype=float)
     fs = 1.0 / (t[1] - t[0])
-    w = rng.standard_normal(len(t))
+    pad = int(3.0 * fs / f_lo)  # settle the filter's slow transient outside the flight
+    w = rng.standard_normal(len(t) + 2 * pad)
     sos = sps.butter(2, (f_lo, f_hi), btype="bandpass", fs=fs, output="sos")
-    y = sps.sosfiltfilt(sos, w)
+    y = sps.sosfiltfilt(sos, w)[pad : pad + len(t)]
+    edge = np.clip(np.minimum(t - t[0], t[-1] - t) / fade, 0.0, 1.0) if fade > 0 else np.ones_like(t)
+    y = y * 0.5 * (1 - np.cos(np.pi * edge))
     s = float(np.sqrt(np.mean(y**2)))
     return y * (rms / s) if s > 0 else y
