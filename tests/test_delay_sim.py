@@ -73,3 +73,18 @@ def test_rising_and_falling_constants():
     assert r.value("tm_rise") == pytest.approx(0.05, rel=0.03)
     assert r.value("tm_fall") == pytest.approx(0.09, rel=0.03)
     assert r.diagnostics["asym_supported"] is True
+
+
+def test_joint_estimate_grounds_izz_with_precession(esch):
+    """The simulated yaw flight precesses, so eq. 73-76 determine I_zz without the C ratio:
+    with a wrong C the ratio-based I_zz is off, the joint estimate is not."""
+    f = esch.flights
+    st = delay.DelaySettings(izz_ratio=1.5)
+    r = delay.identify([f["thrust"]], esch.vehicle, roll_pitch=[f["roll_pitch"]], yaw=[f["yaw"]], settings=st)
+    truth = esch.truth.params
+    assert r.value("I_zz") == pytest.approx(1.5 / 1.832 * truth["I_zz"], rel=0.02)
+    joint = r.diagnostics["joint"]
+    assert joint["grounded"] is True and joint["cond"] < 100
+    assert joint["x"][2] == pytest.approx(truth["I_zz"], rel=0.02)
+    assert joint["x"][3] == pytest.approx(truth["k_tau"], rel=0.02)
+    assert any("precession grounds I_zz" in n for n in r.notes)

@@ -359,7 +359,7 @@ class AsymSearch:
 
 
 def search_tm_asymmetric(problem: ThrustProblem, sym: TmSearch, settings: DelaySettings) -> AsymSearch:
-    """Rising and falling constants by a bounded Nelder-Mead search from the symmetric optimum,
+    """Rising and falling constants by a bounded quasi-Newton (L-BFGS-B) search from the symmetric optimum,
     std from the 2-D curvature, and the F-test of the split against the symmetric model."""
     lo, hi = _support(settings)
     n_eff = sym.n / sym.tau_int
@@ -371,15 +371,8 @@ def search_tm_asymmetric(problem: ThrustProblem, sym: TmSearch, settings: DelayS
         prior = float(_neg_log_prior(tr, settings.tm_prior) + _neg_log_prior(tf, settings.tm_prior))
         return 0.5 * n_eff * math.log(problem.sse((tr, tf))) + prior
 
-    x0 = np.array([sym.tm, sym.tm])
-    x0 = x0 * np.array([1.05, 0.95])  # start just off the diagonal (equal constants are a valid point)
-    res = optimize.minimize(
-        nlp,
-        np.clip(x0, lo, hi),
-        method="Nelder-Mead",
-        bounds=[(lo, hi)] * 2,
-        options={"xatol": settings.tm_xtol, "fatol": 1e-6, "maxfev": 400},
-    )
+    x0 = np.clip(np.array([sym.tm * 1.05, sym.tm * 0.95]), lo, hi)  # just off the diagonal
+    res = optimize.minimize(nlp, x0, method="L-BFGS-B", bounds=[(lo, hi)] * 2)
     if res.fun > nlp(np.array([sym.tm, sym.tm])):
         res.x = np.array([sym.tm, sym.tm])
     tr, tf = (float(v) for v in res.x)
@@ -404,8 +397,7 @@ def search_tm_asymmetric(problem: ThrustProblem, sym: TmSearch, settings: DelayS
             cov = np.linalg.inv(hess)
             std = (float(math.sqrt(cov[0, 0])), float(math.sqrt(cov[1, 1])))
     sse_a = problem.sse((tr, tf))
-    sse_s = float(np.min(sym.sse[np.isclose(sym.grid, sym.tm)])) if np.any(np.isclose(sym.grid, sym.tm)) else None
-    sse_s = problem.sse((sym.tm, sym.tm)) if sse_s is None else sse_s
+    sse_s = problem.sse((sym.tm, sym.tm))
     p = len(problem.names()) + 2
     dof = max(n_eff - p, 1.0)
     f_stat = max(sse_s - sse_a, 0.0) / (sse_a / dof)
@@ -866,7 +858,7 @@ def identify(
             if joint["grounded"]:
                 notes.append(
                     f"Joint estimate (eq. 73-76, precession grounds I_zz): I_xx {joint['x'][0]:.4g}, I_yy "
-                    f"{joint['x'][1]:.4g}, I_zz {joint['x'][2]:.4g} kg m² (%σ {joint['rel_std_pct'][2]:.0f}), "
+                    f"{joint['x'][1]:.4g}, I_zz {joint['x'][2]:.4g} kg m² (%σ {joint['rel_std_pct'][2]:.2g}), "
                     f"K_tau {joint['x'][3]:.4g} m; condition number {joint['cond']:.3g}."
                 )
             else:
