@@ -120,6 +120,10 @@ def identify(
     exponents: Annotated[str, typer.Option(help="[delay] Thrust-curve exponents, e.g. 0,1,2 or 2.")] = "0,1,2",
     izz_ratio: Annotated[float, typer.Option(help="[delay] C_xy->z in I_zz = C (I_xx+I_yy)/2.")] = 1.832,
     inertia_param: Annotated[str, typer.Option(help="[delay] auto, direct, reciprocal or tls.")] = "auto",
+    cutoff_hz: Annotated[
+        float, typer.Option(help="[delay] Zero-phase low-pass (Hz) for torque and angular acceleration.")
+    ] = 20.0,
+    tm_bounds: Annotated[str, typer.Option(help="[delay] T_m search range LO,HI (s).")] = "0.002,0.5",
     # -- tls -----------------------------------------------------------------------------
     config: Annotated[list[str] | None, typer.Option(help="[tls] Extra mass configuration NAME=LOG[@windows].")] = None,
     mass: Annotated[list[str] | None, typer.Option(help="[tls] Measured mass of a configuration NAME=KG.")] = None,
@@ -150,9 +154,11 @@ def identify(
             tm_prior=_floats(tm_prior, 2, "--tm-prior"),
             asymmetric_tm=asymmetric_tm,
             per_motor=per_motor,
-            exponents=tuple(int(e) for e in exponents.split(",")),
+            exponents=tuple(exponents.split(",")),
             izz_ratio=izz_ratio,
             inertia_param=inertia_param,
+            cutoff_hz=cutoff_hz,
+            tm_bounds=_floats(tm_bounds, 2, "--tm-bounds"),
         )
         with console.status("identifying (delay)…"):
             result = delay.identify(
@@ -244,6 +250,60 @@ def demo(
     from rotorid.demo import run
 
     run(out, seed=seed, console=console)
+
+
+def _override_value(text: str) -> Any:
+    """A --set value: true/false, a number, or comma-separated numbers."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        vals = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise RotoridError(f"--set value '{text}' must be true, false, a number or comma-separated numbers") from None
+    return vals[0] if len(vals) == 1 else tuple(vals)
+
+
+@command
+def simulate(
+    scenario: Annotated[str, typer.Argument(help="eschmann-crazyflie, kwon-payload, six-config-a or six-config-b.")],
+    out: Annotated[Path, typer.Option(help="Output folder: one log per flight, truth.json, vehicle TOMLs.")],
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same flights).")] = 0,
+    duration: Annotated[float | None, typer.Option(help="Seconds per flight (default: the paper's).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="parquet, csv or ulog.")] = "parquet",
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Scenario override NAME=VALUE, e.g. tm=0.03 (repeatable).")
+    ] = None,
+) -> None:
+    """Simulate a named paper scenario with ground truth: writes each flight, truth.json,
+    vehicle.toml (what a user knows) and true_vehicle.toml, each atomically."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from rotorid.io import write
+    from rotorid.sim import scenarios
+
+    suffix = {"parquet": ".parquet", "csv": ".csv", "ulog": ".ulg"}.get(fmt)
+    if suffix is None:
+        raise RotoridError(f"--format '{fmt}' must be parquet, csv or ulog")
+    overrides = {k: _override_value(v) for k, v in split_kv(set_ or [], "--set").items()}
+    scenarios.options(scenario, duration=duration, **overrides)  # check before writing anything
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RotoridError(f"{out}: cannot write here ({e.strerror}); choose another output folder") from None
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), console=err) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(flight: str, fraction: float) -> None:
+            if flight not in tasks:
+                tasks[flight] = bar.add_task(f"{scenario}/{flight}", total=1.0)
+            bar.update(tasks[flight], completed=fraction)
+
+        sc = scenarios.run(scenario, seed=seed, progress=progress, duration=duration, **overrides)
+    written = [write(f, out / f"{name}{suffix}") for name, f in sc.flights.items()]
+    sc.vehicle.save(out / "vehicle.toml")
+    sc.true_vehicle.save(out / "true_vehicle.toml")
+    sc.truth.save(out / "truth.json")
+    console.print(f"wrote {', '.join(p.name for p in written)}, vehicle.toml, true_vehicle.toml, truth.json in {out}")
 
 
 @command

@@ -80,9 +80,9 @@ class Scenario:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None = None, **overrides: Any) -> Scenario:
-    """Simulate the named scenario with the given seed. `progress(flight, fraction)` is called
-    during integration. Unknown overrides raise a `RotoridError` listing the allowed ones."""
+def options(name: str, **overrides: Any) -> dict[str, Any]:
+    """The scenario's settings with `overrides` applied (None values keep the default).
+    Unknown names or overrides raise a `RotoridError` listing the allowed ones."""
     if name not in NAMES:
         raise RotoridError(f"unknown scenario '{name}'; choose one of {', '.join(NAMES)}")
     allowed = {**_COMMON, **OVERRIDES[name]}
@@ -91,7 +91,13 @@ def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None 
         raise RotoridError(
             f"scenario '{name}': unknown override(s) {', '.join(bad)}; allowed: {', '.join(sorted(allowed))}"
         )
-    opts = {**allowed, **{k: v for k, v in overrides.items() if v is not None}}
+    return {**allowed, **{k: v for k, v in overrides.items() if v is not None}}
+
+
+def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None = None, **overrides: Any) -> Scenario:
+    """Simulate the named scenario with the given seed. `progress(flight, fraction)` is called
+    during integration. Unknown overrides raise a `RotoridError` listing the allowed ones."""
+    opts = options(name, **overrides)
     return _BUILDERS[name](name, int(seed), opts, progress)
 
 
