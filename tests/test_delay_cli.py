@@ -58,3 +58,30 @@ def test_identify_delay_constant_commands_exit_2(cf_logs, tmp_path):
     assert res.exit_code == 2
     assert "not enough excitation for T_m" in res.output
     assert not (tmp_path / "params.json").exists()
+
+
+def test_identify_delay_options_reach_the_settings(cf_logs, tmp_path):
+    res = CliRunner().invoke(
+        app,
+        _args(
+            "--method",
+            "delay",
+            "--vehicle",
+            "crazyflie",
+            f"{cf_logs['log10']}@35:65",
+            "--exponents",
+            "2",
+            "--tm-bounds",
+            "0.01,0.2",
+            "--out",
+            str(tmp_path),
+        ),
+    )
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "params.json").read_text())
+    assert s["settings"]["exponents"] == [2] and s["settings"]["tm_bounds"] == [0.01, 0.2]
+    assert set(s["params"]) == {"tm", "thrust_c2", "hover_cmd"}
+    bad = CliRunner().invoke(
+        app, _args("--method", "delay", "--vehicle", "crazyflie", f"{cf_logs['log10']}@35:65", "--exponents", "a,2")
+    )
+    assert bad.exit_code == 2 and "must be integers" in bad.output

@@ -143,6 +143,8 @@ def test_optimum_at_edge_of_range_is_reported(cf):
     [
         ({"inertia_param": "best"}, "inertia_param"),
         ({"exponents": (2, 2)}, "exponents"),
+        ({"exponents": ("0", "x")}, "must be integers"),
+        ({"cutoff_hz": 0.0}, "cutoff_hz"),
         ({"tm_bounds": (0.1, 0.01)}, "tm_bounds"),
         ({"tm_prior": (0.07, -1.0)}, "tm_prior"),
         ({"izz_ratio": 0.0}, "izz_ratio"),

@@ -109,7 +109,10 @@ class DelaySettings:
             object.__setattr__(self, "tm_prior", tuple(float(v) for v in self.tm_prior))
             if len(self.tm_prior) != 2 or not all(v > 0 for v in self.tm_prior):
                 raise RotoridError(f"tm_prior {self.tm_prior} must be two positive numbers MEAN,SIGMA in seconds")
-        object.__setattr__(self, "exponents", tuple(int(e) for e in self.exponents))
+        try:
+            object.__setattr__(self, "exponents", tuple(int(str(e).strip()) for e in self.exponents))
+        except ValueError:
+            raise RotoridError(f"exponents {self.exponents} must be integers, e.g. 0,1,2") from None
         if not self.exponents or len(set(self.exponents)) != len(self.exponents) or min(self.exponents) < 0:
             raise RotoridError(f"exponents {self.exponents} must be distinct non-negative integers, e.g. 0,1,2")
         if self.inertia_param not in ("auto", *INERTIA_PARAMS):
@@ -122,6 +125,8 @@ class DelaySettings:
             raise RotoridError(f"izz_ratio {self.izz_ratio} must be positive")
         if self.tm_grid < 5:
             raise RotoridError(f"tm_grid {self.tm_grid} must be at least 5 points")
+        if not self.cutoff_hz > 0:
+            raise RotoridError(f"cutoff_hz {self.cutoff_hz} must be a positive frequency in Hz")
         if not 0 < self.hover_fraction <= 1:
             raise RotoridError(f"hover_fraction {self.hover_fraction} must lie in (0, 1]")
 
