@@ -239,3 +239,15 @@ def test_gyro_dot_is_the_filtered_gyro_derivative():
         np.random.default_rng(0),
     )
     np.testing.assert_allclose(m["gyro_dot"][200:], np.tile(alpha, (1800, 1)), rtol=1e-6)
+
+
+def test_linear_body_drag_decays_velocity_exponentially():
+    # level, not rotating, yawed 30 deg, motors off: horizontal velocity decays as exp(-d t / m)
+    v = _vehicle()
+    body = Body.from_vehicle(v, drag=(0.6, 0.6, 0.0))
+    x0 = (*hover_state((0, 0, 10), yaw=np.radians(30))[:3], 2.0, -1.0, 0.0, *hover_state(yaw=np.radians(30))[6:])
+    traj = integrate(body, x0, [0.0] * 4, 1e-3, 1000, _const([0.0] * 4))
+    decay = np.exp(-0.6 * traj.t / v.mass)
+    np.testing.assert_allclose(traj.x[:, 3:5], np.outer(decay, [2.0, -1.0]), rtol=1e-9)
+    acc = accelerations(body, traj)["acc_com"]
+    np.testing.assert_allclose(acc[:, :2], -0.6 / v.mass * traj.x[:, 3:5], atol=1e-12)

@@ -177,3 +177,13 @@ def test_six_mocap_delay_and_pilot_excitation():
     assert np.ptp(st["pos"][:, :2], axis=0).max() < 6.0  # stays in a 6 x 4 m arena
     assert not np.array_equal(f.gyro, sc.flights["test"].gyro)
     assert sc.vehicle.thrust_coeffs is None and sc.vehicle.mass == 1.285
+
+
+def test_six_optional_gyro_dot_and_drag_overrides():
+    sc = scenarios.run("six-config-a", seed=0, duration=3.0, gyro_dot=True, drag=(0.3, 0.3, 0.5))
+    f, st = sc.flights["train"], sc.states["train"]
+    assert "gyro_dot" in f.channels
+    # PX4-like: the filtered derivative of the gyro follows the true angular acceleration
+    err = f.gyro_dot[200:] - st["omega_dot"][200:]
+    assert np.sqrt(np.mean(err**2)) < 0.3 * np.sqrt(np.mean(st["omega_dot"][200:] ** 2))
+    assert "gyro_dot" not in scenarios.run("six-config-a", seed=0, duration=1.0).flights["train"].channels

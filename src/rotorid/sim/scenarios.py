@@ -54,13 +54,16 @@ from rotorid.vehicle import Vehicle, crazyflie, quad_plus, quad_x
 
 NAMES = ("eschmann-crazyflie", "kwon-payload", "six-config-a", "six-config-b")
 
-_COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0}
-#: Overrides each scenario accepts (besides those in every scenario: duration, dt, noise, control_rate).
+_COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0, "drag": (0.0, 0.0, 0.0)}
+#: gyro_dot = log PX4's filtered angular acceleration (IMU_DGYRO_CUTOFF 30 Hz) as `gyro_dot`.
+_SIX = {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "gyro_dot": False}
+#: Overrides each scenario accepts (besides those in every scenario: duration, dt, noise, control_rate,
+#: drag = linear body drag coefficients (N s/m, body x, y, z), off by default).
 OVERRIDES: dict[str, dict[str, Any]] = {
     "eschmann-crazyflie": {"tm": 0.07, "tm_rise": None, "tm_fall": None, "k_tau": 0.0055},
     "kwon-payload": {"tm": None, "imu_rate": 1000.0},
-    "six-config-a": {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "imu_offset": (0.0, 0.0, 0.0)},
-    "six-config-b": {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "imu_offset": (0.0, 0.0, 0.0)},
+    "six-config-a": {**_SIX, "imu_offset": (0.0, 0.0, 0.0)},
+    "six-config-b": {**_SIX, "imu_offset": (0.0, 0.0, 0.0)},
 }
 
 
@@ -215,6 +218,7 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
             log_rate=1000.0,
             dt=dt,
             control_rate=cr,
+            drag=tuple(o["drag"]),
             meta={"scenario": name, "flight": fname, "seed": seed},
         )
     flights, states = _fly_all(name, seed, true, specs, progress)
@@ -295,6 +299,7 @@ def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         log_rate=float(o["imu_rate"]),
         dt=float(o["dt"]),
         control_rate=float(o["control_rate"]),
+        drag=tuple(o["drag"]),
         thrust_noise=0.0022 if noise else 0.0,
         log_rotor_speed=True,
         meta={
@@ -378,6 +383,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         acc_nd=400e-6 * 9.80665,
         gyro_bias=(0.001, -0.0015, 0.0008),
         acc_bias=(0.02, -0.015, 0.03),
+        gyro_dot_cutoff=30.0 if o["gyro_dot"] else None,
     )
     mocap = Mocap(rate=200.0, pos_noise=3e-4, att_noise=0.05 * DEG, delay=float(o["mocap_delay"]))
     if not noise:
@@ -408,6 +414,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
             log_rate=200.0,
             dt=dt,
             control_rate=cr,
+            drag=tuple(o["drag"]),
             thrust_noise=float(o["thrust_noise"]) if noise else 0.0,
             log_rotor_speed=True,
             meta={"scenario": name, "flight": fname, "seed": seed, "config": config},
