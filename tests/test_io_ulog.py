@@ -209,3 +209,25 @@ def test_writer_decimates_topics_and_rejects_empty_flights(synthetic: Flight, tm
     with pytest.raises(RotoridError, match="no channel a ULog topic can hold"):
         ulog.write(Flight(t=np.arange(3.0), meta={"source": "empty"}), tmp_path / "e.ulg")
     assert not (tmp_path / "e.ulg").exists()
+
+
+def test_pwm_outputs_of_an_older_px4(synthetic: Flight, tmp_path: Path) -> None:
+    p = ulog.write(synthetic, tmp_path / "pwm.ulg", pwm=(1000.0, 2000.0))
+    u = ULog(str(p), ["actuator_outputs"])
+    np.testing.assert_allclose(
+        u.get_dataset("actuator_outputs").data["output[2]"], 1000 + 1000 * synthetic.cmd[:, 2], rtol=1e-7
+    )
+    assert u.initial_parameters["PWM_MAIN_FUNC3"] == 103
+    (f,) = read(p)
+    assert f.meta["topics"]["cmd"] == "actuator_outputs"
+    assert any("PWM_MAIN_FUNCn" in n for n in f.meta["notes"])
+    np.testing.assert_allclose(f.cmd, synthetic.cmd, atol=1e-6)  # float32 µs -> normalized
+    (raw,) = read(p, motor_input="pwm_us")
+    np.testing.assert_allclose(raw.cmd, 1000 + 1000 * synthetic.cmd, rtol=1e-7)
+    # PWM_MAIN_MIN/MAX missing: raw µs with a warning, unless the user gives the range
+    q = ulog.write(synthetic, tmp_path / "noparams.ulg", pwm=(1100.0, 1900.0), pwm_params=False)
+    with pytest.warns(UserWarning, match="no PWM_MAIN_MIN/MAX"):
+        (g,) = read(q)
+    assert g.meta["units"]["cmd"] == "pwm_us" and g.cmd.shape[1] == 4
+    (h,) = read(q, pwm_range=(1100.0, 1900.0))
+    np.testing.assert_allclose(h.cmd, synthetic.cmd, atol=1e-6)

@@ -326,7 +326,9 @@ def _kv(type_: str, key: str, value: bytes) -> bytes:
     return struct.pack("<B", len(k)) + k + value
 
 
-def _topic_specs(flight: Flight, motors_max: int) -> list[tuple[str, list[tuple[str, str, np.ndarray]]]]:
+def _topic_specs(
+    flight: Flight, motors_max: int, pwm: tuple[float, float] | None
+) -> list[tuple[str, list[tuple[str, str, np.ndarray]]]]:
     """(topic, [(ulog type, field name, values (N,) or (N, k))]) in PX4 conventions (FRD/NED)."""
     specs: list[tuple[str, list[tuple[str, str, np.ndarray]]]] = []
     if flight.acc is not None:
@@ -340,9 +342,15 @@ def _topic_specs(flight: Flight, motors_max: int) -> list[tuple[str, list[tuple[
         m = flight.cmd.shape[1]
         if m > motors_max:
             raise RotoridError(f"{flight.source}: {m} motors; PX4's actuator_motors holds at most {motors_max}")
-        u = np.full((len(flight.t), motors_max), np.nan)
-        u[:, :m] = flight.cmd
-        specs.append(("actuator_motors", [(f"float[{motors_max}]", "control", u)]))
+        if pwm is None:
+            u = np.full((len(flight.t), motors_max), np.nan)
+            u[:, :m] = flight.cmd
+            specs.append(("actuator_motors", [(f"float[{motors_max}]", "control", u)]))
+        else:  # an older PX4: PWM outputs only (16 channels, unused ones 0)
+            out = np.zeros((len(flight.t), 16))
+            out[:, :m] = pwm[0] + flight.cmd * (pwm[1] - pwm[0])
+            noutputs = np.full(len(flight.t), 16)
+            specs.append(("actuator_outputs", [("uint32_t", "noutputs", noutputs), ("float[16]", "output", out)]))
     if flight.rotor_speed is not None:
         rpm = np.rint(flight.rotor_speed / RPM_TO_RAD_S)
         specs.append(
@@ -368,7 +376,7 @@ def _topic_specs(flight: Flight, motors_max: int) -> list[tuple[str, list[tuple[
     return specs
 
 
-_NP = {"float": "<f4", "bool": "u1", "uint8_t": "u1", "int32_t": "<i4"}
+_NP = {"float": "<f4", "bool": "u1", "uint8_t": "u1", "int32_t": "<i4", "uint32_t": "<u4"}
 
 
 def write(
@@ -377,6 +385,8 @@ def write(
     rates: dict[str, float] | None = None,
     t0_us: int = 20_000_000,
     params: dict[str, int | float] | None = None,
+    pwm: tuple[float, float] | None = None,
+    pwm_params: bool = True,
 ) -> Path:
     """Write `flight` as a ULog with the topics the reader prefers, in FRD/NED, atomically.
 
@@ -385,6 +395,10 @@ def write(
     optionally decimates topics ({"vehicle_attitude": 100, ...}; default: every sample).
     Rotor speed goes to `esc_status.esc[i].esc_rpm` as int32 rpm (PX4's type, ±0.05 rad/s).
     `params` are written as ULog parameters (ints as int32, floats as float).
+
+    With `pwm=(min_us, max_us)` the (normalized) commands go to `actuator_outputs` as PWM µs
+    instead, as an older PX4 logs them, with PWM_MAIN_MINn/MAXn/FUNCn parameters unless
+    `pwm_params` is False.
     """
     path = Path(path)
     t_us = np.rint(flight.t * 1e6).astype(np.int64) + int(t0_us)
@@ -393,7 +407,7 @@ def write(
             f"{flight.source}: ULog time stamps cannot precede the log start (t starts at {flight.t[0]:g} s)"
         )
     motors_max = 12
-    specs = _topic_specs(flight, motors_max)
+    specs = _topic_specs(flight, motors_max, pwm)
     if not specs:
         raise RotoridError(f"{flight.source}: the flight has no channel a ULog topic can hold")
     head = MAGIC + b"\x01" + struct.pack("<Q", int(t0_us))
@@ -402,7 +416,13 @@ def write(
     if flight.cmd is not None:  # actuator_motors is normalized in PX4; say so if these are not
         info[CMD_UNIT_INFO] = str(flight.meta.get("units", {}).get("cmd", "normalized"))
     defs += [_msg(_INFO, _kv(f"char[{len(v)}]", k, v.encode())) for k, v in info.items()]
-    all_params: dict[str, int | float] = {"SDLOG_PROFILE": SDLOG_PROFILE_SYSID, **(params or {})}
+    all_params: dict[str, int | float] = {"SDLOG_PROFILE": SDLOG_PROFILE_SYSID}
+    if pwm is not None and pwm_params and flight.cmd is not None:
+        for i in range(1, flight.cmd.shape[1] + 1):
+            all_params.update(
+                {f"PWM_MAIN_MIN{i}": int(pwm[0]), f"PWM_MAIN_MAX{i}": int(pwm[1]), f"PWM_MAIN_FUNC{i}": 100 + i}
+            )
+    all_params.update(params or {})
     for k, v in all_params.items():
         if isinstance(v, bool | int | np.integer):
             defs.append(_msg(_PARAM, _kv("int32_t", k, struct.pack("<i", int(v)))))
