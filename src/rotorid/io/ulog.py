@@ -6,6 +6,7 @@ body / NED world to FLU / ENU and puts every channel on one grid with `rotorid.f
 Time is seconds since the log's header timestamp (its start); `meta["t0_us"]` keeps that
 timestamp. `meta["topics"]`/`meta["rates"]` record where each channel came from and how fast
 it was logged, and `meta["rate_hint"]` says how to log faster (used by `Flight.require_rate`).
+A ULog has no checksum: a file cut short reads as its intact prefix (pyulog stops there).
 
 The writer produces the same topics (FRD/NED, uint64 µs timestamps), so a simulated flight can
 go through exactly the path a real PX4 log takes.
@@ -67,6 +68,8 @@ def _parse(path: Path) -> Any:
         raise LogFormatError(f"{path}: not a readable ULog file ({e})") from None
     except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
         raise LogFormatError(f"{path}: ULog definitions are corrupt ({e})") from None
+    for line in filter(None, (ln.strip() for ln in out.getvalue().splitlines())):
+        warnings.warn(f"{path}: pyulog: {line}", stacklevel=3)
     if getattr(ulog, "file_corruption", False):
         warnings.warn(f"{path}: the ULog file is corrupt (pyulog skipped damaged data); check the result", stacklevel=3)
     return ulog
