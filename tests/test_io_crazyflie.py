@@ -99,6 +99,9 @@ def test_truncated_mid_event_with_valid_crc(scratch: Path) -> None:
     p = put(scratch, log_bytes([CF_TYPE], events, tail=b"\x00\x00\x07"))
     with pytest.raises(LogFormatError, match=r"truncated mid-event \(3 stray bytes after 10 events\)"):
         read(p)
+    with pytest.warns(UserWarning, match="decoded the 10 whole events"):
+        (f,) = read(p, allow_corrupt=True)
+    assert len(f.t) == 10
 
 
 def test_crc_mismatch_error_and_allow_corrupt(scratch: Path) -> None:
@@ -123,7 +126,8 @@ def test_undefined_event_id_single_type(scratch: Path) -> None:
     p = put(scratch, body + struct.pack("<I", zlib.crc32(body)))
     with pytest.raises(LogFormatError, match="undefined event id 9 at event 6"):
         read(p)
-    (f,) = read(p, allow_corrupt=True)
+    with pytest.warns(UserWarning, match="undefined event id 9 at event 6; decoded the events before it"):
+        (f,) = read(p, allow_corrupt=True)
     assert len(f.t) == 6
 
 

@@ -145,16 +145,19 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
     if len(types) == 1:
         (et,) = types.values()
         rec = np.dtype([("id", "<u2"), ("ts", ts_dt), *[(n, et.dtype.fields[n][0]) for n in et.variables]])
-        nrec, rem = divmod(len(body), rec.itemsize)
+        nrec, rem = divmod(len(body), rec.itemsize)  # a partial last event is dropped
         if rem and crc_ok:
-            raise LogFormatError(f"{path}: truncated mid-event ({rem} stray bytes after {nrec} events)")
-        if not crc_ok:
-            nrec = len(body) // rec.itemsize  # drop a partial event (and a CRC-less tail)
+            msg = f"{path}: truncated mid-event ({rem} stray bytes after {nrec} events)"
+            if not allow_corrupt:
+                raise LogFormatError(msg)
+            warnings.warn(f"{msg}; decoded the {nrec} whole events", stacklevel=2)
         arr = np.frombuffer(body[: nrec * rec.itemsize].tobytes(), dtype=rec)
         bad = np.flatnonzero(arr["id"] != et.id)
         if bad.size:
+            msg = f"{path}: undefined event id {int(arr['id'][bad[0]])} at event {int(bad[0])}"
             if not allow_corrupt:
-                raise LogFormatError(f"{path}: undefined event id {int(arr['id'][bad[0]])} at event {int(bad[0])}")
+                raise LogFormatError(msg)
+            warnings.warn(f"{msg}; decoded the events before it", stacklevel=2)
             arr = arr[: bad[0]]
         out[et.name] = {
             "t": arr["ts"].astype(np.float64) * ts_scale,
