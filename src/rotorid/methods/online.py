@@ -48,8 +48,6 @@ G = 9.80665
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
 _ROWS = (0, 5, 10, 15, 20)
-_II = tuple(i // 5 for i in range(25))
-_JJ = tuple(i % 5 for i in range(25))
 
 
 @dataclass(frozen=True)
@@ -219,6 +217,7 @@ class OnlineEstimator:
         self._chi1 = [0.0, 0]  # sum of e²/s (normalized innovations), count: a-posteriori scale of Σ_θ1
         self._chi2 = [0.0, 0]
         self._h1f: list[float] | None = None  # LPF state (rls-lpf): H1 (15), M (3), H2 (6), F (3)
+        self._state: OnlineState | None = None  # cache of `state`, cleared by every step
 
     # -- rotor model -----------------------------------------------------------------------
     def _motor_state(self, t: float, cmd: Sequence[float] | None, rs: Sequence[float] | None) -> list[float]:
@@ -242,7 +241,6 @@ class OnlineEstimator:
                 f"t={t:.6f} s: expected {self._m} values of {self._source} (vehicle '{self.vehicle.name}'), "
                 f"got {'none' if u is None else len(u)}"
             )
-        u = [float(x) for x in u]
         if self._source == "rotor_speed" or self._tm[0] is None:
             return u
         if self._lag is None:
@@ -273,10 +271,12 @@ class OnlineEstimator:
         q = None if sample.quat is None else list(map(float, sample.quat))
         if len(g) != 3 or len(a) != 3 or (q is not None and len(q) != 4):
             raise RotoridError(f"t={t:.6f} s: gyro and acc need 3 components each (quat 4)")
-        check = t + sum(g) + sum(a) + (sum(q) if q is not None else 0.0)
-        for motor in (sample.cmd, sample.rotor_speed):
-            if motor is not None:
-                check += sum(map(float, motor))
+        cmd = None if sample.cmd is None else list(map(float, sample.cmd))
+        rs = None if sample.rotor_speed is None else list(map(float, sample.rotor_speed))
+        check = t + sum(g) + sum(a)
+        for v in (q, cmd, rs):
+            if v is not None:
+                check += sum(v)
         if not math.isfinite(check):
             raise RotoridError(
                 f"sample at t={t} s contains NaN/inf (time, gyro, acc, motor or quat); drop or repair it"
@@ -286,9 +286,8 @@ class OnlineEstimator:
                 f"t={t:.6f} s: sample out of time order (previous t={self._t_raw:.6f} s); "
                 "feed samples with strictly increasing time stamps"
             )
-        u = self._motor_state(t, sample.cmd, sample.rotor_speed)
-        self._push(t, g, a, q, *self._wrench(u))
-        return self.state
+        self._push(t, g, a, q, *self._wrench(self._motor_state(t, cmd, rs)))
+        return self._state or self.state
 
     def _push(self, t: float, g: list[float], a: list[float], q: list[float] | None, F: list[float], M: list[float]):
         """Average samples over blocks of 1/rate_hz and run one estimator step per block."""
@@ -313,23 +312,25 @@ class OnlineEstimator:
 
     @property
     def state(self) -> OnlineState:
-        mass = self.th2[0]
-        m_std = math.sqrt(max(self.s2[0], 0.0) * self._scale(self._chi2))
-        z, z_std = self._imu_z()
-        sc1 = self._scale(self._chi1)
-        return OnlineState(
-            t=self._t if self._t is not None else float("nan"),
-            enabled=self.enabled,
-            omega=tuple(self.w),
-            omega_std=tuple(math.sqrt(x) for x in self.p),
-            alpha=self._alpha,
-            theta1=tuple(self.th1),
-            theta1_std=tuple(math.sqrt(max(self.s1[6 * i], 0.0) * sc1) for i in range(5)),
-            mass=mass,
-            mass_std=m_std,
-            imu_z=z,
-            imu_z_std=z_std,
-        )
+        """The current `OnlineState` (built once per estimator step)."""
+        if self._state is None:
+            sc1 = self._scale(self._chi1)
+            sd = [math.sqrt(abs(x) * sc1) for x in self.s1[::6]]
+            z, z_std = self._imu_z()
+            self._state = OnlineState(
+                self._t if self._t is not None else float("nan"),
+                self.enabled,
+                tuple(self.w),
+                tuple([math.sqrt(x) for x in self.p]),
+                self._alpha,
+                tuple(self.th1),
+                tuple(sd),
+                self.th2[0],
+                math.sqrt(abs(self.s2[0]) * self._scale(self._chi2)),
+                z,
+                z_std,
+            )
+        return self._state
 
     @staticmethod
     def _scale(chi: list) -> float:
@@ -345,6 +346,7 @@ class OnlineEstimator:
     # -- the step ---------------------------------------------------------------------------
     def _step(self, t: float, g: list[float], acc: list[float], q: list[float] | None, F: list[float], M: list[float]):
         s = self.settings
+        self._state = None
         if self._t is None:  # first sample: initial state only
             self._t = t
             self._prev = (F, M, acc)
@@ -476,13 +478,21 @@ class OnlineEstimator:
         th = self.th1
         for (h0, h1, h2, h3, h4), yi, rvi in zip(H, y, rv, strict=True):
             S = self.s1
-            g = [S[i] * h0 + S[i + 1] * h1 + S[i + 2] * h2 + S[i + 3] * h3 + S[i + 4] * h4 for i in _ROWS]
-            den = h0 * g[0] + h1 * g[1] + h2 * g[2] + h3 * g[3] + h4 * g[4] + rvi
+            if h0 == 0.0 and h1 == 0.0 and h2 == 0.0:  # MOI columns off (correction law)
+                g = [S[i + 3] * h3 + S[i + 4] * h4 for i in _ROWS]
+            else:
+                g = [S[i] * h0 + S[i + 1] * h1 + S[i + 2] * h2 + S[i + 3] * h3 + S[i + 4] * h4 for i in _ROWS]
+            g0, g1, g2, g3, g4 = g
+            den = h0 * g0 + h1 * g1 + h2 * g2 + h3 * g3 + h4 * g4 + rvi
             e = yi - (h0 * th[0] + h1 * th[1] + h2 * th[2] + h3 * th[3] + h4 * th[4])
-            ge = [gi / den for gi in g]
-            self.th1 = th = [t + gi * e for t, gi in zip(th, ge, strict=True)]
-            self.s1 = [x - ge[i] * g[j] for x, i, j in zip(S, _II, _JJ, strict=True)]
-            self._chi1[0] += e * e / den
+            f = e / den
+            self.th1 = th = [th[0] + g0 * f, th[1] + g1 * f, th[2] + g2 * f, th[3] + g3 * f, th[4] + g4 * f]
+            new: list[float] = []
+            for r, gi in zip(_ROWS, g, strict=True):
+                gi /= den
+                new += (S[r] - gi * g0, S[r + 1] - gi * g1, S[r + 2] - gi * g2, S[r + 3] - gi * g3, S[r + 4] - gi * g4)
+            self.s1 = new
+            self._chi1[0] += e * f
             self._chi1[1] += 1
 
     def _rls2(self, H: list[list[float]], y: list[float], wr: float) -> None:
