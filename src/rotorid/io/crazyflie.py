@@ -241,10 +241,10 @@ def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> 
                 "dropped them and split the log there",
                 stacklevel=2,
             )
-        keep = np.flatnonzero(ok)
-        t_kept = t[keep]  # one array per event type: channels sharing it share a clock
+        keep = np.arange(n) if ok.all() else np.flatnonzero(ok)
+        t_kept = t if ok.all() else t[keep]  # one array per event type: channels sharing it share a clock
         for ch, v in found.items():
-            series[ch] = Series(t_kept, v[keep])
+            series[ch] = Series(t_kept, v if ok.all() else v[keep])
             cut[ch] = keep
     if not series:
         raise LogFormatError(f"{path}: no acc.*, gyro.* or motor.m* variables in any event type")
