@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 from scipy.integrate import cumulative_trapezoid
+from threadpoolctl import threadpool_limits
 
 from rotorid.errors import ExcitationError, RotoridError, VehicleError
 from rotorid.flight import Flight
@@ -423,8 +424,8 @@ class Angular:
     prec: np.ndarray  # (n, 3) products (w_y w_z, w_z w_x, w_x w_y), filtered
     fold: np.ndarray  # (n,) 0 in the first half of each flight, 1 in the second
     noise_var: np.ndarray  # (2, 2): filtered noise variance of [acc, tau] for x and y (TLS scaling)
-    raw: list[dict[str, np.ndarray]]  # per flight: t, gyro, tau (raw) for Δω prediction
-    tau_int: float
+    raw: list[dict[str, np.ndarray]]  # per flight: t, gyro, tau, prec (raw) for Δω prediction
+    tau_int: float = 1.0  # residual autocorrelation time (std. deviation scale), set by the caller
 
 
 def _noise_var_filtered(
@@ -435,11 +436,11 @@ def _noise_var_filtered(
     then the filter) gives the ratio of in-band to out-of-band noise variance."""
     fs = 1.0 / float(np.median(np.diff(t)))
     z = np.random.default_rng(0).standard_normal((min(len(t), 8192), 1))
-    tz = t[: len(z)]
     if differentiated:
-        z = derivative(z, tz)
+        z = derivative(z, t[: len(z)])
     zf = butter_filtfilt(z, fs, st.cutoff_hz, order=st.filter_order)
-    ratio = float(np.var(zf) / max(np.var(z - zf), 1e-300))
+    inner = slice(len(z) // 10, len(z) - len(z) // 10)  # away from the filter's end transients
+    ratio = float(np.var(zf[inner]) / max(np.var((z - zf)[inner]), 1e-300))
     return np.var(raw - filt, axis=0) * ratio
 
 
@@ -451,6 +452,8 @@ def angular_columns(
     same zero-phase low-pass and trimmed at both ends."""
     mix = vehicle.mixer(k_tau=0.0, about=vehicle.com)[3:]  # (3, M) geometric moments
     drag_row = vehicle.torque_dirs * vehicle.axes[:, 2]
+    if not flights:
+        raise ExcitationError(f"no {what} flight given")
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("acc", "tau", "drag", "prec", "fold")}
     nv, raws, weights = [], [], []
     for f in flights:
@@ -476,9 +479,9 @@ def angular_columns(
         prec = np.column_stack([g[:, 1] * g[:, 2], g[:, 2] * g[:, 0], g[:, 0] * g[:, 1]])
         raw = np.column_stack([wd, tau, drag, prec])
         filt = butter_filtfilt(raw, fs, settings.cutoff_hz, order=settings.filter_order)
-        v_acc = _noise_var_filtered(wd[:, :2], filt[:, :2], f.t, settings, differentiated=not has_dot)
-        v_tau = _noise_var_filtered(tau[:, :2], filt[:, 3:5], f.t, settings, differentiated=False)
         sl = slice(trim, n - trim)
+        v_acc = _noise_var_filtered(wd[sl, :2], filt[sl, :2], f.t, settings, differentiated=not has_dot)
+        v_tau = _noise_var_filtered(tau[sl, :2], filt[sl, 3:5], f.t, settings, differentiated=False)
         filt = filt[sl]
         filt = _demean(filt, settings.torque_offset)
         cols["acc"].append(filt[:, 0:3])
@@ -490,8 +493,6 @@ def angular_columns(
         nv.append(np.array([v_acc, v_tau]))
         raws.append({"t": f.t[sl], "gyro": g[sl], "tau": tau[sl], "prec": prec[sl]})
         weights.append(m)
-    if not flights:
-        raise ExcitationError(f"no {what} flight given")
     w = np.array(weights, dtype=float)
     return Angular(
         acc=np.vstack(cols["acc"]),
@@ -501,7 +502,6 @@ def angular_columns(
         fold=np.concatenate(cols["fold"]),
         noise_var=np.average(np.array(nv), axis=0, weights=w),
         raw=raws,
-        tau_int=1.0,
     )
 
 
@@ -548,13 +548,15 @@ def _coupling(ixx: float, iyy: float, izz: float) -> np.ndarray:
 
 
 def _fit_axes(
-    ang: Angular, rows: np.ndarray | slice, how: str, st: DelaySettings, what: str
+    ang: Angular, rows: np.ndarray | slice, how: str, st: DelaySettings, what: str, coupling: np.ndarray | None = None
 ) -> list[tuple[float, float]]:
     """(I, std) for x and y by one parameterization. With `st.gyroscopic` the ω x (J ω) terms of
     eq. 62 are moved to the torque side with I_zz = C (I_xx + I_yy)/2 (eq. 93), iterated to a
-    fixed point (the paper's eq. 80 drops them: small angular rates)."""
+    fixed point (the paper's eq. 80 drops them: small angular rates), or with a given `coupling`."""
     acc, tau, prec = ang.acc[rows, :2], ang.tau[rows, :2], ang.prec[rows, :2]
     fit = lambda t: [_inertia_fit(acc[:, k], t[:, k], how, ang.noise_var[:, k], what) for k in (0, 1)]
+    if coupling is not None:
+        return fit(tau - coupling * prec)
     vals = fit(tau)
     for _ in range(3 if st.gyroscopic else 0):
         ixx, iyy = vals[0][0], vals[1][0]
@@ -567,22 +569,24 @@ def roll_pitch_inertia(ang: Angular, settings: DelaySettings) -> dict[str, Any]:
     selection and std. deviations (autocorrelation-corrected)."""
     out: dict[str, Any] = {"fits": {}, "holdout_r2": {}}
     scale = math.sqrt(ang.tau_int)
+    cpl = {}
     for how in INERTIA_PARAMS:
         vals = _fit_axes(ang, slice(None), how, settings, "roll/pitch inertia")
         out["fits"][how] = [(v, s * scale) for v, s in vals]
-    # held-out: fit on one half of every flight, predict the angular-rate change on the other half
+        ixx, iyy = vals[0][0], vals[1][0]
+        cpl[how] = _coupling(ixx, iyy, settings.izz_ratio * 0.5 * (ixx + iyy)) * settings.gyroscopic
+    # held-out: fit on one half of every flight (gyroscopic coupling from the full fit), predict
+    # the angular-rate change on the other half
     for how in INERTIA_PARAMS:
         scores = []
         for k in (0, 1):
-            vals = _fit_axes(ang, ang.fold == k, how, settings, "held-out roll/pitch inertia")
-            ixx, iyy = vals[0][0], vals[1][0]
-            cpl = _coupling(ixx, iyy, settings.izz_ratio * 0.5 * (ixx + iyy)) * settings.gyroscopic
+            vals = _fit_axes(ang, ang.fold == k, how, settings, "held-out roll/pitch inertia", cpl[how])
             for ax in (0, 1):
                 ys, ps = [], []
                 for raw in ang.raw:
                     m = len(raw["t"])
                     idx = np.arange(m // 2, m) if k == 0 else np.arange(0, m // 2)
-                    y, p = _dw_prediction(raw, idx, settings.pred_horizon, ax, cpl[ax])
+                    y, p = _dw_prediction(raw, idx, settings.pred_horizon, ax, cpl[how][ax])
                     ys.append(y)
                     ps.append(p / vals[ax][0])
                 scores.append(_r2(np.concatenate(ys), np.concatenate(ps)))
@@ -643,11 +647,21 @@ def identify(
 
     Raises `ExcitationError` when the thrust flight cannot determine T_m at all (constant
     commands, or thrust that does not follow the commands).
+
+    Every regression here is tall and skinny (tens of thousands of rows, a few columns), where a
+    multi-threaded BLAS only adds spin-waiting (3x the CPU time, 2.5x the wall time on a busy
+    machine), so the computation runs with BLAS limited to one thread.
     """
-    st = settings or DelaySettings()
-    thrust_flights = _prepare(list(thrust_flights), vehicle, "thrust", "cmd", "acc")
-    roll_pitch = _prepare(list(roll_pitch), vehicle, "roll/pitch", "cmd", "gyro")
-    yaw = _prepare(list(yaw), vehicle, "yaw", "cmd", "gyro")
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _identify(list(thrust_flights), vehicle, list(roll_pitch), list(yaw), settings or DelaySettings())
+
+
+def _identify(
+    thrust_flights: list[Flight], vehicle: Vehicle, roll_pitch: list[Flight], yaw: list[Flight], st: DelaySettings
+) -> Result:
+    thrust_flights = _prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
+    roll_pitch = _prepare(roll_pitch, vehicle, "roll/pitch", "cmd", "gyro")
+    yaw = _prepare(yaw, vehicle, "yaw", "cmd", "gyro")
     _check_commands(thrust_flights, vehicle)
 
     params: dict[str, Estimate] = {}
