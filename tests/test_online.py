@@ -219,13 +219,15 @@ def test_cli_online_branch(tmp_path) -> None:
             str(veh),
             "--variant",
             "rls-lpf",
+            "--rate-hz",
+            "50",
             "--out",
             str(tmp_path / "out"),
         ],
     )
     assert res.exit_code == 0, res.output
     d = json.loads((tmp_path / "out" / "params.json").read_text())
-    assert d["method"] == "online" and d["settings"]["variant"] == "rls-lpf"
+    assert d["method"] == "online" and d["settings"]["variant"] == "rls-lpf" and d["settings"]["rate_hz"] == 50.0
     assert abs(d["params"]["mass"]["value"] - 0.5) < 0.0025
     assert (tmp_path / "out" / "convergence_moi.png").stat().st_size > 10_000
 

@@ -139,6 +139,11 @@ def identify(
     weighted: Annotated[bool, typer.Option(help="[tls] Weight each wrench row block by its residual σ.")] = True,
     # -- online --------------------------------------------------------------------------
     variant: Annotated[str, typer.Option(help="[online] kwon (the paper's method), rls or rls-lpf.")] = "kwon",
+    rate_hz: Annotated[
+        float, typer.Option(help="[online] Estimator rate; faster logs are block-averaged (0: every sample).")
+    ] = 100.0,
+    n_sigma: Annotated[float, typer.Option(help="[online] Correction-law threshold |ω̂| >= n_sigma·σ.")] = 3.0,
+    a_z_allow: Annotated[float, typer.Option(help="[online] Enable threshold on vertical acceleration (m/s²).")] = 0.1,
 ) -> None:
     """Identify parameters from flight logs and write params.json, report.html and figures."""
     from rotorid.report import check_output, write_run
@@ -199,7 +204,9 @@ def identify(
         flights = _load_all(logs, allow_corrupt)
         if len(flights) != 1:
             raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
-        result = online.identify(flights[0], veh, online.OnlineSettings(variant=variant))
+        settings = online.OnlineSettings(variant=variant, rate_hz=rate_hz or None, n_sigma=n_sigma, a_z_allow=a_z_allow)
+        with console.status(f"identifying (online, {variant})…"):
+            result = online.identify(flights[0], veh, settings)
         specs = list(logs)
     else:
         raise RotoridError(f"unknown method '{method}'; choose delay, tls or online")

@@ -649,7 +649,7 @@ def identify(
             **dataclasses.asdict(settings),
             "motor_source": est._source,
             "motor_lag": est._source == "cmd" and vehicle.tm_rise is not None,
-            "rate_hz": flight.rate,
+            "log_rate_hz": flight.rate,
         },
         diagnostics=diagnostics,
         observability=observability,
