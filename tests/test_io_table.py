@@ -75,6 +75,8 @@ def test_column_names_and_meta(scratch: Path) -> None:
     (g,) = read(p)
     assert g.meta["rates"] == {"acc": 1000.0}  # the original rate survives Parquet
     assert g.meta["original_format"] == "crazyflie-v2"
+    with pytest.warns(UserWarning, match=r"original rates \(acc 10.0 Hz; rows at 100.0 Hz\) are lost"):
+        table.write(f.replace(meta={**f.meta, "rates": {"acc": 10.0}}), scratch / "slow.csv")
     c = table.write(f, scratch / "meta.csv")
     assert c.read_text().splitlines()[0] == "t,acc_x,acc_y,acc_z,cmd_0,cmd_1,rpm_0,rpm_1,landed"
     assert c.read_text().splitlines()[1].endswith(",0")  # landed as 0/1

@@ -221,7 +221,8 @@ def write(flight: Flight, path: str | Path) -> Path:
     """Write `flight` as CSV or Parquet (by the suffix of `path`), atomically.
 
     CSV values are written in the shortest form that parses back to the same float64
-    (pyarrow's writer), so a CSV round trip is exact.
+    (pyarrow's writer), so a CSV round trip is exact. CSV holds no metadata: writing a flight
+    whose channels were logged slower than its rows warns that those rates are lost.
     Parquet also stores the flight's `meta` as JSON in the schema metadata.
     """
     path = Path(path)
@@ -236,6 +237,14 @@ def write(flight: Flight, path: str | Path) -> Path:
         table = pa.table(arrays).replace_schema_metadata({_META_KEY: _jsonable(flight.meta)})
         atomic_write(path, lambda p: pq.write_table(table, p))
     else:
+        slow = {c: r for c, r in flight.meta.get("rates", {}).items() if c in flight.channels and r < 0.9 * flight.rate}
+        if slow:
+            listed = ", ".join(f"{c} {r:.1f} Hz" for c, r in slow.items())
+            warnings.warn(
+                f"{path}: CSV keeps no metadata, so the original rates ({listed}; rows at {flight.rate:.1f} Hz) "
+                "are lost and rate checks will see the row rate — use .parquet to keep them",
+                stacklevel=2,
+            )
         import pyarrow as pa
         import pyarrow.csv as pc
 
