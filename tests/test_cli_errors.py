@@ -143,8 +143,10 @@ def test_validate_errors(files: dict[str, Path], tmp_path: Path) -> None:
 def test_simulate_errors(tmp_path: Path, unwritable: Path) -> None:
     if "simulate" not in {c.name or c.callback.__name__ for c in app.registered_commands}:
         pytest.skip("rotorid simulate is not part of the CLI yet")
-    fails(["simulate", "no-such-scenario", "--out", str(tmp_path / "s.parquet")], "no-such-scenario")
-    fails(["simulate", "kwon-payload", "--out", str(unwritable / "s.parquet")], "cannot write")
+    fails(["simulate", "no-such-scenario", "--out", str(tmp_path / "sim")], "no-such-scenario")
+    fails(["simulate", "kwon-payload", "--out", str(unwritable)], "cannot write")
+    fails(["simulate", "kwon-payload", "--set", "bogus=1", "--out", str(tmp_path / "sim")], "bogus")
+    fails(["simulate", "kwon-payload", "--format", "xls", "--out", str(tmp_path / "sim")], "xls")
     assert list(tmp_path.iterdir()) == [] and not unwritable.exists()
 
 
@@ -169,6 +171,7 @@ def test_readme_command_table_matches_help() -> None:
     helps = {}
     for c in app.registered_commands:
         name = c.name or c.callback.__name__.replace("_", "-")
-        helps[name] = (c.help or c.callback.__doc__ or "").strip().splitlines()[0]
+        doc = (c.help or c.callback.__doc__ or "").strip().split("\n\n")[0]  # first paragraph, as --help shows it
+        helps[name] = " ".join(doc.split())
     assert rows == helps
     assert readme.startswith("# rotorid\n\n```\nmake demo    # ")  # the two newcomer commands come first
