@@ -59,7 +59,7 @@ def _need(v: Vehicle, target: str, *fields: str) -> None:
         "inertia": "the inertia tensor (I_xx, I_yy, I_zz): identify it (any method) or put `inertia` in the vehicle TOML",
         "thrust_coeffs": "a thrust curve: identify it (delay or tls) or put `thrust_coeffs` in the vehicle TOML",
         "k_tau": "the torque coefficient K_tau: fly a yaw manoeuvre and identify it (delay or tls), or put `k_tau` in the vehicle TOML",
-        "tm": "the motor time constant T_m: identify it with --method delay, or put `tm_rise`/`tm_fall` in the vehicle TOML",
+        "tm": "the motor time constant T_m: identify it with --method delay, give it to a tls run with --tm, or put `tm_rise`/`tm_fall` in the vehicle TOML",
     }
     missing = []
     for f in fields:
