@@ -10,7 +10,12 @@ sc.flights["thrust"], sc.truth.params["tm"], sc.vehicle, sc.true_vehicle
   commands, T_m = 0.07 s, thrust curve K = [0.0227, -0.0119, 0.1283] N, hovering at u = 0.630
   like the real logs' median 0.64), three manually flown excitation flights "thrust",
   "roll_pitch", "yaw" logged at 1 kHz with a BMI088-like IMU. Inertia about the CoM (= body
-  origin, IMU there too).
+  origin, IMU there too). The pilot holds the position loosely (cascade of Kwon eq. 40-48
+  with slow position gains) and adds: "thrust" — random thrust doublets (±50 %) then a
+  0.3-6 Hz chirp (±45 %) on the collective; "roll_pitch" — random ±25 deg roll and pitch
+  doublets; "yaw" — random ±4 rad/s yaw-rate doublets; plus small band-limited noise on the
+  other axes. On these flights `rotorid.excitation` reads about thrust 0.23, roll/pitch
+  27-33 rad/s^2, yaw 14 rad/s^2 (35 s, seed 0), like the real logs.
 - `kwon-payload` — Kwon et al. Sec. IV, Tables 3-6: 500 g X quadrotor with a payload, J =
   diag(50, 50, 60) g m^2 about the CoM, CoM at (8, -21, 0) mm from the geometric centre
   (the offsets of H_1 in eq. 10 are the CoM relative to the centre; eq. 41 compensates
@@ -26,12 +31,19 @@ sc.flights["thrust"], sc.truth.params["tm"], sc.vehicle, sc.true_vehicle
   and the inertia of Table II; configuration B adds 0.125 kg on the +x arm and 0.042 kg on
   the -y arm (point masses at the arm tips, 28 mm below the arms; total 1.452 kg as
   measured in the paper). Pilot-like flights "train" and "test" at 200 Hz with IMU (at the
-  body origin O_d) and motion capture (5 ms delay), motor input rad/s, motor lag `tm`.
+  body origin O_d) and motion capture (5 ms delay), motor input rad/s, motor lag `tm`. The
+  pilot: band-limited noise (from 0.05 Hz up to 1.5 Hz) on roll (8 deg RMS) and pitch
+  (5 deg), on the collective thrust (15 %, to 2.5 Hz) and the yaw rate (25 deg/s, to 1 Hz),
+  faded in/out over 2 s, over a loose position hold
+  that keeps the vehicle inside a 6 x 4 x 4 m arena.
   The truth `I_*` and `ms_*` are about the body origin O_d (Six eq. 1-2), not the CoM.
 
 Every scenario accepts `duration` (s per flight), `dt` (internal step), `noise` (False turns
-off all sensor and thrust noise and biases) and scenario-specific overrides listed in
-`OVERRIDES`.
+off all sensor and thrust noise and biases), `control_rate` (Hz), `drag` (linear body drag,
+N s/m per body axis, default 0) and the scenario-specific overrides listed in `OVERRIDES`
+(e.g. `tm`, `tm_rise`/`tm_fall`, `mocap_delay`, `gyro_dot`). `Scenario.states` holds the
+true states at the log instants (angular acceleration, CoM acceleration, rotor states and
+thrusts, body force and moment) for checking methods against more than the parameters.
 """
 
 from __future__ import annotations
