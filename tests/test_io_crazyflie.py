@@ -260,14 +260,14 @@ def _check_decoded(path: Path, version: int, types: list, events: list) -> None:
             np.testing.assert_array_equal(out[name][var], want)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(logs(max_types=1))
 def test_round_trip_one_event_type(scratch: Path, log: tuple[int, list, list]) -> None:
     version, types, events = log
     _check_decoded(put(scratch, log_bytes(types, events, version)), version, types, events)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(logs(max_types=3))
 def test_round_trip_several_event_types(scratch: Path, log: tuple[int, list, list]) -> None:
     version, types, events = log
