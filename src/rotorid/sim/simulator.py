@@ -145,19 +145,3 @@ def fly(
         "moment": acc["moment"][i],
     }
     return flight, states
-
-
-def hold(position: tuple[float, float, float], yaw: float = 0.0) -> ReferenceFn:
-    """References holding a position and heading, without excitation."""
-
-    def fn(t: np.ndarray) -> References:
-        n = len(t)
-        z = np.zeros((n, 3))
-        return References(np.tile(position, (n, 1)), z, z.copy(), np.full(n, yaw), z.copy())
-
-    return fn
-
-
-def rms_per_axis(x: np.ndarray) -> np.ndarray:
-    """Root mean square of each column (e.g. angular acceleration per axis)."""
-    return np.sqrt(np.mean(np.asarray(x) ** 2, axis=0))
