@@ -71,7 +71,9 @@ def detect(path: str | Path) -> Reader:
     for r in READERS.values():
         if p.suffix.lower() in r.suffixes:
             return r
-    known = ", ".join(f"{r.name} ({' '.join(r.suffixes) or 'by content'})" for r in READERS.values())
+    known = ", ".join(
+        f"{r.name} ({' '.join(x if x else 'no suffix' for x in r.suffixes) or 'by content'})" for r in READERS.values()
+    )
     raise LogFormatError(f"{p}: unknown log format (first bytes {head[:4].hex()}); rotorid reads {known}")
 
 
