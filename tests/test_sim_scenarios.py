@@ -174,6 +174,7 @@ def test_six_mocap_delay_and_pilot_excitation():
     assert np.std(d) == pytest.approx(3e-4, rel=0.1) and abs(np.mean(d)) < 1e-4
     e = measure(f).axes
     assert e["roll"].value > e["pitch"].value > 0.5 and e["thrust"].value > 0.03  # pilot: roll > pitch
+    assert e["yaw"].value > 0.3  # some yaw, which configuration B needs for k_d and I_zz
     assert np.ptp(st["pos"][:, :2], axis=0).max() < 6.0  # stays in a 6 x 4 m arena
     assert not np.array_equal(f.gyro, sc.flights["test"].gyro)
     assert sc.vehicle.thrust_coeffs is None and sc.vehicle.mass == 1.285
