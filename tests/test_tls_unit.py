@@ -101,14 +101,11 @@ def kinematic_flight(
 
 
 def _true_params(v: Vehicle) -> dict[str, float]:
-    """TRUE in result names: inertia about the CoM (parallel-axis theorem)."""
+    """TRUE in result names (inertia and first moments about the body origin, as TLS reports)."""
     ms, m = TRUE["ms"], v.mass
-    xx, yy, zz, xy, xz, yz = TRUE["I"]
-    j = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]) - (ms @ ms * np.eye(3) - np.outer(ms, ms)) / m
     out = {"k_t": TRUE["k_t"], "k_d": TRUE["k_d"], "k_tau": TRUE["k_d"] / TRUE["k_t"]}
     out |= {f"ms_{a}": ms[i] for i, a in enumerate("xyz")} | {f"com_{a}": ms[i] / m for i, a in enumerate("xyz")}
-    out |= {"I_xx": j[0, 0], "I_yy": j[1, 1], "I_zz": j[2, 2], "I_xy": j[0, 1], "I_xz": j[0, 2], "I_yz": j[1, 2]}
-    return out
+    return out | dict(zip(("I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz"), TRUE["I"], strict=True))
 
 
 @pytest.mark.parametrize("layout", ["quad-plus", "quad-x", "hexa-tilted"])

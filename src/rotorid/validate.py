@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rotorid.errors import RotoridError
+from rotorid.errors import RotoridError, VehicleError
 from rotorid.flight import Flight
 from rotorid.result import Result
 from rotorid.signal import butter_filtfilt
@@ -52,9 +52,11 @@ def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None
     Reads canonical names (`rotorid.result.PARAMS`), preferring `NAME@config` when `config`
     is given: mass (or `settings["masses"][config]`), thrust curve `thrust_cJ` (lumped) or
     `thrust_cJ_mK` (per motor) or `k_t` (f = k_t u^2), `k_tau` (or k_d/k_t), motor lag `tm`
-    or `tm_rise`/`tm_fall` (or the T_m a TLS run assumed), inertia `I_*` about the CoM
-    (products default to 0; a diagonal element not identified is taken from `base`, else
-    I_zz = I_xx + I_yy), CoM `com_*` (or ms/m), IMU position `imu_*`.
+    or `tm_rise`/`tm_fall` (or the T_m a TLS run assumed), inertia `I_*` (products default
+    to 0; a diagonal element not identified is taken from `base`, else I_zz = I_xx + I_yy;
+    moved from the body origin to the CoM by the parallel-axis theorem when
+    `settings["inertia_about"] == "origin"`, as TLS reports it), CoM `com_*` (or ms/m),
+    IMU position `imu_*`.
     """
     get = _getter(result, config)
     ch: dict[str, Any] = {"source": f"result:{result.method}", "name": base.name + (f"@{config}" if config else "")}
@@ -103,7 +105,7 @@ def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None
         if diag[2] is None and diag[0] is not None and diag[1] is not None:
             diag[2] = diag[0] + diag[1]
         if any(v is None for v in diag):
-            raise RotoridError(
+            raise VehicleError(
                 f"result ({result.method}) identifies only some of I_xx, I_yy, I_zz and the base vehicle "
                 f"'{base.name}' has no inertia to fill the rest; give --vehicle with an inertia"
             )
@@ -119,6 +121,9 @@ def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None
                 for c, s, p in zip(com, ms, prev, strict=True)
             ]
         )
+    if "inertia" in ch and result.settings.get("inertia_about") == "origin":
+        c = ch.get("com", base.com if base.com is not None else np.zeros(3))
+        ch["inertia"] = ch["inertia"] - ch["mass"] * (c @ c * np.eye(3) - np.outer(c, c))  # parallel axis
     imu = [get(f"imu_{a}") for a in "xyz"]
     if any(v is not None for v in imu):
         ch["imu_offset"] = np.array([v if v is not None else p for v, p in zip(imu, base.imu_offset, strict=True)])
@@ -294,16 +299,18 @@ def wrench_figure(
     comps = [j for j, c in enumerate(WRENCH) if np.isfinite(norms.get(c, float("nan")))]
     fig, axes = plt.subplots(max(len(comps), 1), 1, figsize=(9, 2.1 * max(len(comps), 1)), sharex=True, squeeze=False)
     for ax, j in zip(axes[:, 0], comps, strict=False):
-        ax.plot(t, rigid[:, j], ".", ms=1.5, color="tab:blue", label="rigid body")
-        ax.plot(t, rotor[:, j], ".", ms=1.5, color="tab:red", label="rotor model")
+        ax.plot(t, rigid[:, j], lw=0.9, color="tab:blue", label="rigid body")
+        ax.plot(t, rotor[:, j], lw=0.9, color="tab:red", label="rotor model")
         ax.set_ylabel(f"{WRENCH[j]} [{'N' if j < 3 else 'N m'}]")
         ax2 = ax.twinx()
-        ax2.plot(t, rigid[:, j] - rotor[:, j], ".", ms=1, color="0.5")
+        ax2.plot(t, rigid[:, j] - rotor[:, j], lw=0.5, color="0.55")
         ax2.set_ylabel("error", color="0.4")
         ax.set_title(f"{title}{WRENCH[j]}: ‖ρ‖/‖W_k χ_k‖ = {norms[WRENCH[j]]:.1f} %", fontsize=9)
-    axes[0, 0].legend(loc="upper right", markerscale=6, fontsize=8)
+    axes[0, 0].legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("t [s]")
-    fig.tight_layout()
+    fig.subplots_adjust(
+        left=0.1, right=0.9, top=1 - 0.35 / fig.get_figheight(), bottom=0.5 / fig.get_figheight(), hspace=0.45
+    )
     return fig
 
 
@@ -315,13 +322,13 @@ def figures(val: Validation) -> dict[str, Figure]:
     fig, axs = plt.subplots(3, 2, figsize=(10, 6.5), sharex=True)
     for j, name in enumerate(MOTION):
         ax = axs[j % 3, j // 3]
-        ax.plot(val.t, val.measured[:, j], ".", ms=1.5, color="tab:blue", label="measured")
-        ax.plot(val.t, val.predicted[:, j], ".", ms=1.5, color="tab:red", label="predicted")
+        ax.plot(val.t, val.measured[:, j], lw=0.9, color="tab:blue", label="measured")
+        ax.plot(val.t, val.predicted[:, j], lw=0.9, color="tab:red", label="predicted")
         m = val.metrics[name]
         ax.set_title(f"{name}: R² = {m['r2']:.3f}, RMSE = {m['rmse']:.3g} {m['unit']}", fontsize=9)
-    axs[0, 0].legend(loc="upper right", markerscale=6, fontsize=8)
+    axs[0, 0].legend(loc="upper right", fontsize=8)
     for ax in axs[-1]:
         ax.set_xlabel("t [s]")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.94, bottom=0.08, hspace=0.4, wspace=0.2)
     out["validation_motion"] = fig
     return out

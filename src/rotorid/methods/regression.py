@@ -71,15 +71,17 @@ def ols(a: np.ndarray, b: np.ndarray, weights: np.ndarray | None = None, what: s
     return Fit(x, cov, r, sigma2, _cond(aw))
 
 
-def tls(w: np.ndarray, what: str = "TLS") -> Fit:
+def tls(w: np.ndarray, what: str = "TLS", rows: int | None = None) -> Fit:
     """Total Least Squares of W_t chi_t = rho with the last element of chi_t fixed to 1
     (Six et al. eq. 13-17); standard deviations by eq. 18-21.
 
     `w` is the (r, n_t) matrix whose last column holds the known term (e.g. m W_m). Returns
     the first n_t - 1 parameters; `residual` is W_t [x; 1], `sigma2` is sigma_W^2 (eq. 19).
+    `rows` is the true r when `w` is a compressed stand-in with the same W^T W (`compress`).
     """
     w = np.asarray(w, dtype=float)
-    r, nt = w.shape
+    nt = w.shape[1]
+    r = int(rows) if rows is not None else w.shape[0]
     if r <= nt:
         raise ExcitationError(f"{what}: {r} rows cannot determine {nt - 1} parameters")
     # thin SVD through the R of a QR (W = Q R, same singular values and V; eq. 15), so the
@@ -100,6 +102,21 @@ def tls(w: np.ndarray, what: str = "TLS") -> Fit:
     return Fit(x, cov, w @ chi, float(sigma_w2), _cond(rr[:, :-1]))
 
 
+def compress(w: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Replace each row block W_j (n_j x n_t) by the R of its QR (n_t x n_t at most).
+
+    Since W_j = Q_j R_j, every quantity TLS and the block weighting use (singular values, V,
+    W_j^T W_j, ||W_j chi|| and column subsets) is the same for the stacked R_j, at a fraction
+    of the cost. Returns the stacked R_j, their block indices and the true row count n_j of
+    each block (pass `counts` and `rows=counts.sum()` on)."""
+    w = np.asarray(w, dtype=float)
+    blocks = np.asarray(blocks, dtype=int)
+    nb = int(blocks.max()) + 1
+    rs = [np.linalg.qr(w[blocks == b], mode="r") for b in range(nb)]
+    idx = np.concatenate([np.full(len(r), b) for b, r in enumerate(rs)])
+    return np.vstack(rs), idx, np.bincount(blocks, minlength=nb)
+
+
 def block_weighted_tls(
     w: np.ndarray,
     blocks: np.ndarray,
@@ -108,37 +125,45 @@ def block_weighted_tls(
     tol: float = 1e-4,
     floor: float = 0.1,
     what: str = "TLS",
+    counts: np.ndarray | None = None,
 ) -> tuple[Fit, np.ndarray]:
     """TLS (`tls`) with every row block j scaled by base_j / sigma_j, sigma_j the RMS of the
     block's unweighted residual at the current solution, iterated to a fixed point (Six et al.
     Sec. III-B, after Briot & Gautier). `blocks` (r,) gives each row's block index 0..B-1;
-    `base` (B,) are extra fixed factors (e.g. a configuration's k_w, eq. 25).
+    `base` (B,) are extra fixed factors (e.g. a configuration's k_w, eq. 25); `counts` the
+    true rows per block when `w` was compressed (`compress`).
 
     A block without a known term (e.g. a yaw-moment row) can be zeroed by its parameters
     alone, and an unguarded fixed point then collapses onto that degenerate solution; so
     sigma_j is floored at `floor` times its value at the unweighted solution. Returns the
     fit of the weighted system and the final per-block factors (blocks with zero residual
-    keep their base factor).
+    keep their base factor). Should a reweighting make the system degenerate, the last
+    non-degenerate weighting is kept.
     """
     w = np.asarray(w, dtype=float)
     blocks = np.asarray(blocks, dtype=int)
     nb = int(blocks.max()) + 1
     base = np.ones(nb) if base is None else np.asarray(base, dtype=float)
-    count = np.maximum(np.bincount(blocks, minlength=nb), 1)
+    count = np.bincount(blocks, minlength=nb) if counts is None else np.asarray(counts)
+    rows = int(count.sum())
+    count = np.maximum(count, 1)
 
     def rms(fit: Fit) -> np.ndarray:
         res = w @ np.append(fit.x, 1.0)
         return np.sqrt(np.bincount(blocks, weights=res**2, minlength=nb) / count)
 
     scale = base.copy()
-    fit = tls(w * scale[blocks][:, None], what=what)
+    fit = tls(w * scale[blocks][:, None], what=what, rows=rows)
     lo = floor * rms(fit)
     for _ in range(max_iter):
         sig = np.maximum(rms(fit), lo)
         new = np.where(sig > 0, base / np.where(sig > 0, sig, 1.0), base)
         done = np.max(np.abs(new - scale) / np.abs(scale)) < tol
+        try:
+            fit = tls(w * new[blocks][:, None], what=what, rows=rows)
+        except ExcitationError:
+            break  # this weighting makes the system degenerate: keep the last proper one
         scale = new
-        fit = tls(w * scale[blocks][:, None], what=what)
         if done:
             break
     return fit, scale

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from rotorid.errors import ExcitationError, RotoridError, VehicleError
+from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
 from rotorid.frames import bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
-from rotorid.methods.regression import Fit, block_weighted_tls, tls
+from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls
 from rotorid.result import Estimate, Result, unit_of
 from rotorid.signal import butter_filtfilt, derivative, is_uniform, motor_lag
 from rotorid.vehicle import Vehicle
@@ -53,8 +53,10 @@ class TlsSettings:
     - `tm`: motor time constant (s); commands pass through `signal.motor_lag` first.
     - `r_sigma`: essential parameters are kept when max/min %sigma < r_sigma (Sec. III-B).
     - `band`: (low, high) Hz of the zero-phase Butterworth applied to the signals that are
-      differentiated (gyro; mocap pose); low = 0 means low-pass. Default (0, min(15, fs/8)):
-      a low cut adds nothing once a signal is differentiated and lengthens edge transients.
+      differentiated (gyro; mocap pose); low = 0 means low-pass. Default (0, min(15, fs/8))
+      for the IMU and (0, min(8, fs/8)) for mocap (noise grows with f^2 through the double
+      derivative); a low cut adds nothing once a signal is differentiated and lengthens
+      edge transients.
     - `weighted`: scale each wrench-row block by the inverse of its residual std.
     - `speed`: rotor terms from "cmd", "rotor_speed", or "auto" (measured rotor speed if the
       log has it and the vehicle's motor input is rad/s, else the commands).
@@ -63,6 +65,8 @@ class TlsSettings:
     - `trim`: seconds dropped at both ends of every piece after filtering (default 3/high,
       plus 2/low with a low cut). `order`: Butterworth order.
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
+    - `mocap_delay`: seconds by which the motion-capture pose lags the commands (the paper
+      reports >= 5 ms); the pose is read at t + delay.
     """
 
     source: str = "imu"
@@ -76,6 +80,7 @@ class TlsSettings:
     trim: float | None = None
     order: int = 4
     essential: bool = True
+    mocap_delay: float = 0.0
     max_weight_iter: int = 20
 
     def resolve(self, fs: float) -> dict[str, Any]:
@@ -88,7 +93,8 @@ class TlsSettings:
             raise RotoridError(f"--tm must be a non-negative time constant in seconds, got {self.tm}")
         if not self.r_sigma > 1:
             raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
-        low, high = self.band if self.band is not None else (0.0, min(15.0, fs / 8.0))
+        default_high = 15.0 if self.source == "imu" else 8.0  # the pose is differentiated twice
+        low, high = self.band if self.band is not None else (0.0, min(default_high, fs / 8.0))
         if not 0 <= low < high < fs / 2:
             raise RotoridError(
                 f"--band {low:g},{high:g} Hz must satisfy 0 <= LOW < HIGH < {fs / 2:g} Hz (half the {fs:g} Hz rate)"
@@ -163,7 +169,10 @@ def motion(flight: Flight, vehicle: Vehicle, cfg: dict[str, Any]) -> Motion:
         s = acc - lever
     else:
         flight.require("pos", "quat")
-        eta_raw = quat_to_bryant(flight.quat)
+        eta_raw, pos = quat_to_bryant(flight.quat), flight.pos
+        if cfg["mocap_delay"]:
+            ts = np.clip(t + cfg["mocap_delay"], t[0], t[-1])
+            eta_raw, pos = (np.column_stack([np.interp(ts, t, c) for c in x.T]) for x in (eta_raw, pos))
         if np.any(np.abs(eta_raw[:, 1]) > np.radians(80)):
             i = int(np.flatnonzero(np.abs(eta_raw[:, 1]) > np.radians(80))[0])
             raise RotoridError(
@@ -175,7 +184,7 @@ def motion(flight: Flight, vehicle: Vehicle, cfg: dict[str, Any]) -> Motion:
         eta_d = derivative(eta_b, t)
         eta_dd = derivative(eta_d, t)
         omega, omega_dot = bryant_rates(eta, eta_d, eta_dd)
-        zeta_dd = derivative(_filt(flight.pos, fs, low, high, order), t, order=2)
+        zeta_dd = derivative(_filt(pos, fs, low, high, order), t, order=2)
         s = world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY)
     return Motion(t=t, omega=omega, omega_dot=omega_dot, s=s, u=u)
 
@@ -307,10 +316,13 @@ def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarra
     return np.concatenate(mats), np.concatenate(blocks), _names(cfgs)
 
 
-def _fit(w: np.ndarray, blocks: np.ndarray, base: np.ndarray, settings: TlsSettings) -> tuple[Fit, np.ndarray]:
+def _fit(
+    w: np.ndarray, blocks: np.ndarray, counts: np.ndarray, base: np.ndarray, settings: TlsSettings
+) -> tuple[Fit, np.ndarray]:
+    """(Weighted) TLS of a compressed W_t (`regression.compress`)."""
     if settings.weighted:
-        return block_weighted_tls(w, blocks, base, max_iter=settings.max_weight_iter, what="IDIM-TLS")
-    return tls(w * base[blocks][:, None], what="IDIM-TLS"), base.copy()
+        return block_weighted_tls(w, blocks, base, max_iter=settings.max_weight_iter, what="IDIM-TLS", counts=counts)
+    return tls(w * base[blocks][:, None], what="IDIM-TLS", rows=int(counts.sum())), base.copy()
 
 
 def essential(
@@ -319,8 +331,10 @@ def essential(
     """Essential parameters (Sec. III-B): starting from all unknowns, repeatedly cancel the
     one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma.
     k_t is never cancelled (it carries the scale of the TLS solution). Columns that are
-    identically zero are cancelled first ("not excited"). Returns the final fit, the kept
-    column indices, the block factors and the history of cancellations."""
+    identically zero are cancelled first ("not excited"). Works on the compressed W_t
+    (`regression.compress`). Returns the final fit, the kept column indices, the block
+    factors and the history of cancellations."""
+    wc, bc, counts = compress(w, blocks)  # exact stand-in for W_t, n_t rows per block
     colnorm = np.linalg.norm(w[:, :-1], axis=0)
     kept = [j for j in range(len(names)) if colnorm[j] > 0]
     history: list[dict[str, Any]] = [
@@ -331,7 +345,7 @@ def essential(
     if 0 not in kept:
         raise ExcitationError("the thrust column is zero: the rotor commands are all zero in every flight")
     while True:
-        fit, scale = _fit(w[:, [*kept, w.shape[1] - 1]], blocks, base, settings)
+        fit, scale = _fit(wc[:, [*kept, w.shape[1] - 1]], bc, counts, base, settings)
         pct = np.where(np.isfinite(fit.rel_std_pct), fit.rel_std_pct, np.inf)
         ratio = float(pct.max() / pct.min()) if pct.min() > 0 else float("inf")
         if not settings.essential or ratio < settings.r_sigma or len(kept) == 1:
@@ -349,26 +363,6 @@ def essential(
             }
         )
         del kept[i]
-
-
-def _inertia_matrix(v: np.ndarray) -> np.ndarray:
-    xx, yy, zz, xy, xz, yz = v
-    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-
-
-def _to_com(chi: np.ndarray, cov: np.ndarray, mass: float) -> tuple[np.ndarray, np.ndarray]:
-    """(ms, I at origin) -> (com, I about the CoM) with first-order covariance propagation:
-    c = ms/m, I_C = I_O - (|ms|^2 E - ms ms^T)/m (parallel-axis theorem)."""
-
-    def f(p: np.ndarray) -> np.ndarray:
-        ms = p[:3]
-        j = _inertia_matrix(p[3:]) - (ms @ ms * np.eye(3) - np.outer(ms, ms)) / mass
-        return np.concatenate([ms / mass, [j[0, 0], j[1, 1], j[2, 2], j[0, 1], j[0, 2], j[1, 2]]])
-
-    y = f(chi)
-    eps = 1e-7 * max(1.0, float(np.max(np.abs(chi))))
-    jac = np.stack([(f(chi + eps * e) - f(chi - eps * e)) / (2 * eps) for e in np.eye(9)], axis=1)
-    return y, jac @ cov @ jac.T
 
 
 def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
@@ -462,18 +456,12 @@ def identify(
     for ci, c in enumerate(cfgs):
         sl = slice(2 + 9 * ci, 11 + 9 * ci)
         suf = "" if single else f"@{c}"
-        chi_names = [names[j] for j in range(sl.start, sl.stop)]
-        y, ycov = _to_com(x[sl], cov[sl, sl], masses[c])
         for k, p in enumerate(CHI):
-            if chi_names[k] in kept_names:
-                put(
-                    p + suf,
-                    x[sl][k] if p.startswith("ms_") else y[k],
-                    ycov[k, k] if not p.startswith("ms_") else cov[sl, sl][k, k],
-                )
+            if names[sl.start + k] in kept_names:
+                put(p + suf, x[sl][k], cov[sl, sl][k, k])
         for k, axis in enumerate("xyz"):
             if f"ms_{axis}{suf}" in params:
-                put(f"com_{axis}{suf}", y[k], ycov[k, k])
+                put(f"com_{axis}{suf}", x[sl][k] / masses[c], cov[sl, sl][k, k] / masses[c] ** 2)
     dropped = {h["name"]: h for h in history}
     observability: dict[str, dict[str, Any]] = {}
     for nm in names:
@@ -517,10 +505,7 @@ def identify(
     diag["cond"] = fit.cond
     diag["sigma_w"] = float(np.sqrt(fit.sigma2))
 
-    notes = [
-        "inertia reported about the identified centre of mass (Vehicle convention); "
-        "the paper's values at the body origin are in diagnostics['chi']",
-    ]
+    notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m"]
     if not {"k_d", "I_zz" if single else f"I_zz@{cfgs[0]}"} & kept_names and single:
         notes.append("k_d and I_zz are not identifiable from one symmetric configuration (eq. 23): fly configuration B")
     first = next(iter(resolved.values()))
@@ -532,6 +517,7 @@ def identify(
         "masses": {c: float(masses[c]) for c in cfgs},
         "weights": {c: float(weights.get(c, 1.0)) for c in cfgs},
         "essential_params": [names[j] for j in kept],
+        "inertia_about": "origin",
         "rows": {c: 6 * len(rows[c].t) for c in cfgs},
     }
     result = Result(
@@ -546,7 +532,7 @@ def identify(
 
     try:
         result.vehicle = vehicle_from_result(result, vehicle, config=None if single else cfgs[0]).to_dict()
-    except VehicleError as e:
+    except RotoridError as e:
         result.notes.append(f"no identified vehicle written: {e}")
     return result
 

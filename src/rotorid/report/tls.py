@@ -39,7 +39,7 @@ def sigma_figure(result: Result) -> Figure:
     ax.set_ylabel("%σ")
     ax.set_title("essential parameters (Six et al. Sec. III-B)", fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.28)
     return fig
 
 
