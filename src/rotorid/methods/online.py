@@ -211,8 +211,9 @@ class OnlineEstimator:
         self._az = 0.0
         self._lag: list[float] | None = None
         self._u_prev: list[float] | None = None
-        self._prev: tuple | None = None  # (F, M, acc) of the previous step
+        self._prev: tuple | None = None  # (F, M, acc, gyro) of the previous step
         self._alpha = (0.0, 0.0, 0.0)
+        self._alpha_raw = (0.0, 0.0, 0.0)  # differentiated (block-averaged) gyro, for Fig. 6
         self.active = [False, False, False]
         self._chi1 = [0.0, 0]  # sum of e²/s (normalized innovations), count: a-posteriori scale of Σ_θ1
         self._chi2 = [0.0, 0]
@@ -349,14 +350,15 @@ class OnlineEstimator:
         self._state = None
         if self._t is None:  # first sample: initial state only
             self._t = t
-            self._prev = (F, M, acc)
+            self._prev = (F, M, acc, g)
             if not self._kf:
                 self.w = list(g)
             return
         dt = t - self._t
         self._t = t
-        F0, M0, a0 = self._prev
-        self._prev = (F, M, acc)
+        F0, M0, a0, g0 = self._prev
+        self._prev = (F, M, acc, g)
+        self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
         Fm = [0.5 * (F0[i] + F[i]) for i in range(3)]
         Mm = [0.5 * (M0[i] + M[i]) for i in range(3)]
         am = [0.5 * (a0[i] + acc[i]) for i in range(3)]
@@ -516,7 +518,7 @@ class OnlineEstimator:
     # -- batch ---------------------------------------------------------------------------------
     def run(self, flight: Flight) -> dict[str, np.ndarray]:
         """Stream a whole flight through `update`'s step; return the trajectories (N rows):
-        t, omega, omega_std, alpha, active (correction-law columns), enabled, theta1,
+        t, omega, omega_std, alpha (KF), alpha_raw (differentiated gyro at the estimator rate), active (correction-law columns), enabled, theta1,
         theta1_std, mass, mass_std, imu_z, imu_z_std."""
         flight.require("gyro", "acc")
         use_rs = flight.rotor_speed is not None and self.vehicle.motor_input == "rad_s"
@@ -539,13 +541,15 @@ class OnlineEstimator:
             flight.rotor_speed.tolist() if flight.rotor_speed is not None else none,
             flight.quat.tolist() if flight.quat is not None else none,
         )
-        rec: dict[str, list] = {k: [] for k in ("omega", "p", "alpha", "active", "enabled", "theta1", "s1diag")}
+        keys = ("omega", "p", "alpha", "alpha_raw", "active", "enabled", "theta1", "s1diag")
+        rec: dict[str, list] = {k: [] for k in keys}
         rec_th2: list = []
         for t, g, a, c, rs, q in zip(*cols, strict=True):
             self._push(t, g, a, q, *self._wrench(self._motor_state(t, c, rs)))
             rec["omega"].append(self.w)
             rec["p"].append(self.p)
             rec["alpha"].append(self._alpha)
+            rec["alpha_raw"].append(self._alpha_raw)
             rec["active"].append(self.active)
             rec["enabled"].append(self.enabled)
             rec["theta1"].append(self.th1)
@@ -618,7 +622,6 @@ def identify(
             "advice": "fly faster roll and pitch motion",
         }
     diagnostics: dict[str, Any] = dict(tr)
-    diagnostics["alpha_raw"] = np.gradient(flight.gyro, flight.t, axis=0)
     if flight.gyro_dot is not None:
         diagnostics["alpha_true"] = flight.gyro_dot
     intervals = flight.meta.get("sim", {}).get("intervals") if isinstance(flight.meta.get("sim"), dict) else None

@@ -82,8 +82,12 @@ def _convergence(
         if name in truth:
             ax.axhline(truth[name] * scale, color="k", ls="--", lw=1, label="truth")
             tv = truth[name] * scale
-            finals = [_series(r.diagnostics, name)[0][-1] * scale for r in runs.values()]
-            span = max(abs(tv) * 0.6, *(abs(f - tv) * 1.3 for f in finals), 1e-9)
+            finals = [_series(r.diagnostics, name) for r in runs.values()]
+            span = max(
+                0.02 * abs(tv),
+                *(1.3 * abs(v[-1] * scale - tv) for v, _ in finals),
+                *(3.0 * sd[-1] * scale for _, sd in finals),
+            )
             ax.set_ylim(tv - span, tv + span)
         ax.set_xlabel("t [s]")
         ax.set_ylabel(f"{label} [{unit}]")
@@ -93,10 +97,13 @@ def _convergence(
 
 
 def angular_acceleration(result: Result) -> Figure:
-    """Fig. 6: differentiated raw gyro, KF α̂ and the truth per axis (RMSE in the legend)."""
+    """Fig. 6: the gyro differentiated at the estimator's rate, the KF's α̂ and the truth per
+    axis when known (RMSE in the legend). The y range follows α̂ and the truth; the raw
+    derivative is clipped."""
     d = result.diagnostics
     t = np.asarray(d["t"])
     k = _stride(len(t))
+    en = np.asarray(d["enabled"])
     fig = Figure(figsize=(15, 3.8), layout="constrained")
     axes = fig.subplots(1, 3)
     truth = d.get("alpha_true")
@@ -107,13 +114,18 @@ def angular_acceleration(result: Result) -> Figure:
         for (lab, a), c in zip(series.items(), colors, strict=True):
             a = np.asarray(a)[:, j]
             if truth is not None:
-                lab += f" (RMSE {np.sqrt(np.mean((a - np.asarray(truth)[:, j]) ** 2)):.3g})"
+                lab += f" (RMSE {np.sqrt(np.mean((a[en] - np.asarray(truth)[en, j]) ** 2)):.3g})"
             ax.plot(t[::k], a[::k], color=c, lw=0.6, label=lab)
+        ref = np.asarray(d["alpha"])[en, j]
         if truth is not None:
             ax.plot(t[::k], np.asarray(truth)[::k, j], color="gold", lw=1.2, label="truth")
+            ref = np.concatenate([ref, np.asarray(truth)[en, j]])
+        if ref.size:
+            lim = 1.5 * float(np.percentile(np.abs(ref), 99.5)) + 1e-6
+            ax.set_ylim(-lim, lim)
         ax.set_xlabel("t [s]")
         ax.set_ylabel(f"{'pqr'[j]}̇ [rad/s²]")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left")
     fig.suptitle("angular acceleration (Kwon Fig. 6)")
     return fig
 
