@@ -283,3 +283,20 @@ def test_bad_settings_and_missing_channels() -> None:
     fl = Flight(t=t, gyro=np.zeros((10, 3)), acc=np.zeros((10, 3)), meta={"source": "nomotors.csv"})
     with pytest.raises(RotoridError, match=r"nomotors\.csv: the online estimator needs motor commands"):
         online.identify(fl, _kwon_vehicle())
+
+
+def test_enable_condition_uses_the_attitude_when_logged() -> None:
+    """A horizontal 2 m/s² acceleration is not a take-off: with the attitude the vertical
+    acceleration is zero; without it only |acc| - g is available and (wrongly) enables."""
+    from scipy.spatial.transform import Rotation
+
+    n = 300
+    t = np.arange(n) / 100.0
+    rot = Rotation.from_euler("y", 0.2)  # tilted forward while accelerating along x
+    f = rot.apply(np.array([2.0, 0.0, 9.80665]), inverse=True)  # R^T (a - g)
+    quat = np.tile(rot.as_quat(scalar_first=True), (n, 1))
+    kw = {"gyro": np.zeros((n, 3)), "acc": np.tile(f, (n, 1)), "rotor_speed": np.full((n, 4), 850.0)}
+    with pytest.raises(ExcitationError, match="never enabled"):
+        online.identify(Flight(t=t, quat=quat, meta={"source": "tilted.csv"}, **kw), _kwon_vehicle())
+    r = online.identify(Flight(t=t, meta={"source": "tilted.csv"}, **kw), _kwon_vehicle())
+    assert r.diagnostics["enabled"][-1]
