@@ -55,7 +55,7 @@ from rotorid.vehicle import Vehicle
 G = 9.80665
 INERTIA_PARAMS = ("direct", "reciprocal", "tls")
 #: Figures get at most this many points per scatter (diagnostics are subsampled evenly).
-MAX_PLOT_POINTS = 4000
+MAX_PLOT_POINTS = 2500
 
 
 @dataclass(frozen=True)

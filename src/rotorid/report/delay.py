@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 if TYPE_CHECKING:
     from rotorid.result import Result
@@ -18,8 +19,10 @@ _COLORS = {"direct": "tab:blue", "reciprocal": "tab:orange", "tls": "tab:green"}
 
 
 def _fig(ncols: int = 1, width: float = 5.2) -> tuple[Figure, Any]:
-    fig = Figure(figsize=(width * ncols, 3.8), layout="constrained")
+    fig = Figure(figsize=(width * ncols, 3.8))
     axes = fig.subplots(1, ncols)
+    # fixed margins: a layout engine would re-solve on every draw (png_bytes draws twice)
+    fig.subplots_adjust(left=0.14 / ncols, right=1 - 0.03 / ncols, bottom=0.14, top=0.9, wspace=0.3)
     return fig, axes
 
 
@@ -34,6 +37,7 @@ def tm_search(d: dict[str, Any]) -> Figure:
         ax.set_ylabel("thrust RMSE [N]")
         ax.grid(alpha=0.3)
     a.set_xscale("log")
+    a.xaxis.set_minor_formatter(NullFormatter())
     a.set_title("search range (coarse bracket + Brent)")
     std = float(d.get("tm_std", np.nan))
     near = (grid > tm * 0.8) & (grid < tm * 1.25)
