@@ -82,10 +82,28 @@ class ThrustInverse:
         f = body.thrust(np.repeat(grid[:, None], body.n_rotors, axis=1))
         self.f_lo = f.min(axis=0).tolist()
         self.f_hi = f[-1].tolist()
+        quadratic = all(len(c) == 3 and c[2] > 0.0 for c in self.coeffs)
+        #: per motor (c1, c1^2, 4 c2, c0, 1 / (2 c2), f_lo, f_hi) for the common quadratic case
+        self.quad = (
+            [
+                (c1, c1 * c1, 4 * c2, c0, 0.5 / c2, fl, fh)
+                for (c0, c1, c2), fl, fh in zip(self.coeffs, self.f_lo, self.f_hi, strict=True)
+            ]
+            if quadratic
+            else None
+        )
 
     def __call__(self, thrusts: list[float]) -> list[float]:
-        out = []
         lo, hi = self.lo, self.hi
+        if self.quad is not None:  # fast path (the per-step core runs this every control step)
+            out = []
+            for f, (c1, c1s, c2x4, c0, inv2c2, f_lo, f_hi) in zip(thrusts, self.quad, strict=True):
+                f = f_lo if f < f_lo else (f_hi if f > f_hi else f)
+                d = c1s - c2x4 * (c0 - f)
+                u = (math.sqrt(d) - c1) * inv2c2 if d > 0.0 else -c1 * inv2c2
+                out.append(lo if u < lo else (hi if u > hi else u))
+            return out
+        out = []
         for f, c, f_lo, f_hi in zip(thrusts, self.coeffs, self.f_lo, self.f_hi, strict=True):
             f = min(max(f, f_lo), f_hi)
             if len(c) == 2:
