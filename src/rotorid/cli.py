@@ -349,7 +349,8 @@ def validate(
     for col in ("channel", "RMSE", "R²", "wrench", "‖ρ‖/‖W_k χ_k‖ %"):
         table.add_column(col, justify="right")
     for (name, m), (w, norm) in zip(val.metrics.items(), val.rel_error_norm_pct.items(), strict=True):
-        table.add_row(name, f"{m['rmse']:.4g} {m['unit']}", f"{m['r2']:.4f}", w, f"{norm:.2f}")
+        fmt = lambda x, spec: "—" if x != x else format(x, spec)  # NaN: not modelled / no rotor force
+        table.add_row(name, f"{fmt(m['rmse'], '.4g')} {m['unit']}", fmt(m["r2"], ".4f"), w, fmt(norm, ".2f"))
     console.print(table)
     for n in val.notes:
         console.print(f"note: {n}")
