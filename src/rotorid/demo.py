@@ -240,25 +240,12 @@ def run(
     q = ctx.Queue()
     n_workers = workers or max(1, min(len(jobs), os.cpu_count() or 1, 2))
     cols = (TextColumn("{task.fields[method]:<7}"), BarColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with (
-        Progress(*cols, console=console, transient=False) as progress,
-        ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_init_worker, initargs=(q,)) as pool,
-    ):
-        tasks = {j.method: progress.add_task("waiting", total=1.0, method=j.method) for j in jobs}
+    # submit (and so fork the workers) before Rich starts its refresh thread
+    with ProcessPoolExecutor(n_workers, mp_context=ctx, initializer=_init_worker, initargs=(q,)) as pool:
         futures: dict[Future, str] = {pool.submit(run_job, j.method, seed, out, durations): j.method for j in jobs}
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-            _drain(q, progress, tasks)
-            for fut in finished:
-                m = futures[fut]
-                try:
-                    done[m] = fut.result()
-                    progress.update(tasks[m], completed=1.0, description=f"done in {done[m]['seconds']:.1f} s")
-                except Exception as e:  # a method failing must not hide the others' results
-                    failed[m] = f"{type(e).__name__}: {e}"
-                    progress.update(tasks[m], description=f"[red]failed: {failed[m]}")
-        _drain(q, progress, tasks)
+        with Progress(*cols, console=console, transient=False) as progress:
+            tasks = {j.method: progress.add_task("waiting", total=1.0, method=j.method) for j in jobs}
+            _wait(futures, q, progress, tasks, done, failed)
     entries = []
     for j in JOBS:
         if j.method not in done:
@@ -278,6 +265,30 @@ def run(
     if failed:
         raise RotoridError("demo: " + "; ".join(f"{m} failed ({why})" for m, why in failed.items()))
     return done
+
+
+def _wait(
+    futures: dict[Future, str],
+    q: Any,
+    progress: Progress,
+    tasks: dict[str, Any],
+    done: dict[str, dict[str, Any]],
+    failed: dict[str, str],
+) -> None:
+    """Show the workers' progress until every job is done; collect results and failures."""
+    pending = set(futures)
+    while pending:
+        finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+        _drain(q, progress, tasks)
+        for fut in finished:
+            m = futures[fut]
+            try:
+                done[m] = fut.result()
+                progress.update(tasks[m], completed=1.0, description=f"done in {done[m]['seconds']:.1f} s")
+            except Exception as e:  # a method failing must not hide the others' results
+                failed[m] = f"{type(e).__name__}: {e}"
+                progress.update(tasks[m], description=f"[red]failed: {failed[m]}")
+    _drain(q, progress, tasks)
 
 
 def _drain(q: Any, progress: Progress, tasks: dict[str, Any]) -> None:
