@@ -216,3 +216,12 @@ def test_yaw_coefficient_and_izz_ratio(cf):
     # no precession in this flight: the joint eq. 73-76 estimate must not claim to ground I_zz
     assert r.diagnostics["joint"]["grounded"] is False
     Vehicle.from_dict(r.vehicle)  # the identified vehicle is a valid, loadable description
+
+
+def test_unexcited_roll_pitch_flight_names_the_flight(cf):
+    """Commands without any differential part give zero roll/pitch torque: a clear error naming
+    the flight and what to fly, not a bare regression message."""
+    rp = thrust_flight(seed=15, duration=3.0)
+    rp = rp.replace(cmd=np.repeat(rp.cmd[:, :1], 4, axis=1), meta={"source": "hover-only.bin"})
+    with pytest.raises(ExcitationError, match=r"hover-only.bin 0.00–.*fly roll and pitch doublets"):
+        delay.identify([thrust_flight(seed=16)], cf, roll_pitch=[rp])

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -808,7 +810,8 @@ def _identify(
     if roll_pitch:
         ang = angular_columns(roll_pitch, ident, tm_pair, st, "roll/pitch")
         ang.tau_int = _residual_tau(ang) if st.autocorr_correction else 1.0
-        rp = roll_pitch_inertia(ang, st)
+        with _naming(roll_pitch, "fly roll and pitch doublets in that window"):
+            rp = roll_pitch_inertia(ang, st)
         chosen = rp["chosen"]
         (ixx, sxx), (iyy, syy) = rp["fits"][chosen]
         put("I_xx", ixx, sxx, "kg m^2")
@@ -860,7 +863,8 @@ def _identify(
         ident = ident.replace(inertia=np.diag([inertia[0], inertia[1], izz]))
         if yaw:
             ang_y = angular_columns(yaw, ident, tm_pair, st, "yaw")
-            ktau, ktau_std, yfit = _k_tau(ang_y, inertia, izz, izz_std, st)
+            with _naming(yaw, "fly yaw doublets in that window"):
+                ktau, ktau_std, yfit = _k_tau(ang_y, inertia, izz, izz_std, st)
             put("k_tau", ktau, ktau_std, "m")
             obs["k_tau"] = {
                 "identifiable": True,
@@ -911,6 +915,16 @@ def _identify(
         notes=notes,
         vehicle=ident.to_dict(),
     )
+
+
+@contextmanager
+def _naming(flights: list[Flight], advice: str) -> Iterator[None]:
+    """Re-raise an `ExcitationError` of a fit with the flights' sources, windows and advice."""
+    try:
+        yield
+    except ExcitationError as e:
+        where = "; ".join(f"{f.source} {f.t[0]:.2f}–{f.t[-1]:.2f} s" for f in flights)
+        raise ExcitationError(f"{where}: {e}; {advice}") from None
 
 
 def _residual_tau(ang: Angular) -> float:
