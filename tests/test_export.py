@@ -182,3 +182,21 @@ def test_export_params_from_a_result(tmp_path: Path) -> None:
     assert not (tmp_path / "cf.sdf").exists()
     with pytest.raises(ExportError, match="no configuration 'B'"):
         export_params(params, "toml", tmp_path / "b.toml", config="B")
+
+
+def test_combined_result_exports_one_configuration(tmp_path: Path) -> None:
+    six = Vehicle.preset("quad-plus", arm=0.225, mass=1.285).replace(motor_input="rad_s", cmd_max=1500.0)
+    est = {"k_t": 3.63e-6, "k_tau": 0.014}
+    for cfg, ixx, cx in (("A", 0.018, -0.0035), ("B", 0.020, 0.016)):
+        est |= {f"I_xx@{cfg}": ixx, f"I_yy@{cfg}": 0.0186, f"I_zz@{cfg}": 0.029, f"com_x@{cfg}": cx}
+    path = tmp_path / "params.json"
+    r = Result(
+        "tls", {k: Estimate(v) for k, v in est.items()}, vehicle=six.to_dict(), settings={"masses": {"B": 1.452}}
+    )
+    r.save(path)
+    with pytest.warns(UserWarning, match="configurations A, B; exporting A"):
+        a = Vehicle.from_toml(export_params(path, "toml", tmp_path / "a.toml"))
+    b = Vehicle.from_toml(export_params(path, "toml", tmp_path / "b.toml", config="B"))
+    assert (a.inertia[0, 0], a.com[0], a.mass) == (0.018, -0.0035, 1.285)
+    assert (b.inertia[0, 0], b.com[0], b.mass) == (0.020, 0.016, 1.452)
+    assert a.thrust_coeffs.tolist() == b.thrust_coeffs.tolist() == [3.63e-6]

@@ -236,7 +236,7 @@ def export_params(
         typer.Option(help="Rotor speed at full command (rad/s), for rotorpy/gazebo when commands are normalized."),
     ] = None,
     config: Annotated[
-        str | None, typer.Option(help="Mass configuration of a combined tls result (e.g. B); default the first.")
+        str | None, typer.Option(help="Mass configuration of a combined tls result (e.g. B); default: the first.")
     ] = None,
 ) -> None:
     """Export identified parameters for rotorid's simulator, RotorPy, RLtools or Gazebo."""

@@ -388,7 +388,8 @@ def export_params(
 ) -> Path:
     """Read a `params.json`, build the identified vehicle (`rotorid.validate.vehicle_from_result`
     on the base vehicle: `vehicle` if given, else the one stored in params.json) and write it in
-    format `fmt` to `out` atomically (nothing is written when anything is missing)."""
+    format `fmt` to `out` atomically (nothing is written when anything is missing). For a
+    combined multi-configuration result `config` picks the configuration (default: the first)."""
     from rotorid.result import Result
     from rotorid.validate import vehicle_from_result
 
@@ -401,8 +402,15 @@ def export_params(
         base = Vehicle.from_dict(result.vehicle, source=f"{params} (vehicle)")
     else:
         raise ExportError(f"{params} stores no vehicle; give the vehicle the run used with --vehicle")
-    if config is not None and not any(k.endswith(f"@{config}") for k in result.params):
-        have = sorted({k.partition("@")[2] for k in result.params if "@" in k})
+    have = list(dict.fromkeys(k.partition("@")[2] for k in result.params if "@" in k))
+    if config is None and have:
+        config = have[0]
+        if len(have) > 1:
+            warnings.warn(
+                f"{params} holds mass configurations {', '.join(have)}; exporting {config} (choose with --config)",
+                stacklevel=2,
+            )
+    if config is not None and config not in have:
         raise ExportError(f"{params} has no configuration '{config}' (has {', '.join(have) or 'none'})")
     v = vehicle_from_result(result, base, config)
     text = export(v, fmt, max_rotor_speed, source=f"{params} (method {result.method})")
