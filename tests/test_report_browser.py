@@ -151,3 +151,26 @@ def test_harness_sees_broken_images_and_console_errors(browser, tmp_path: Path) 
     logs = _open(browser, page)
     assert browser.execute_script("return document.images[0].naturalWidth") == 0
     assert len([e for e in logs if e["level"] == "SEVERE"]) >= 2
+
+
+def test_real_delay_run_renders_in_chromium(browser, tmp_path: Path) -> None:
+    """A real identification (delay method on a short simulated flight) with its own figures."""
+    from rotorid.methods import delay
+    from rotorid.report import delay as delay_figures
+    from rotorid.sim import scenarios
+
+    sc = scenarios.run("eschmann-crazyflie", seed=3, duration=6.0)
+    f = sc.flights
+    result = delay.identify([f["thrust"]], sc.vehicle, roll_pitch=[f["roll_pitch"]], yaw=[f["yaw"]])
+    figures = delay_figures.figures(result)
+    written = write_run(result, tmp_path / "delay", figures, sc.truth)
+    logs = _open(browser, written["report"])
+    rows = browser.execute_script("return document.querySelectorAll('table.params tbody tr').length")
+    assert rows == len(result.params) >= 8
+    sizes = browser.execute_script("return Array.from(document.images).map(i => i.naturalWidth)")
+    assert len(sizes) == len(figures) >= 3 and min(sizes) > 200
+    err_cells = browser.execute_script(
+        "return Array.from(document.querySelectorAll('table.params tbody tr')).map(r => r.cells[7].innerText)"
+    )
+    assert sum(c != "" for c in err_cells) >= 8  # error % against the simulator's truth
+    assert [e for e in logs if e["level"] in ("SEVERE", "ERROR")] == []
