@@ -34,6 +34,10 @@ def test_names_and_bad_input():
         scenarios.run("nope")
     with pytest.raises(RotoridError, match=r"unknown override.*durration.*allowed: .*duration"):
         scenarios.run("six-config-a", durration=3)
+    with pytest.raises(RotoridError, match="non-negative"):
+        scenarios.run("six-config-a", seed=-1)
+    with pytest.raises(RotoridError, match="duration must be positive"):
+        scenarios.run("six-config-a", duration=-1.0)
 
 
 def test_same_seed_same_arrays_other_seed_differs():

@@ -106,13 +106,19 @@ def options(name: str, **overrides: Any) -> dict[str, Any]:
         raise RotoridError(
             f"scenario '{name}': unknown override(s) {', '.join(bad)}; allowed: {', '.join(sorted(allowed))}"
         )
-    return {**allowed, **{k: v for k, v in overrides.items() if v is not None}}
+    opts = {**allowed, **{k: v for k, v in overrides.items() if v is not None}}
+    for key in ("duration", "dt", "control_rate"):
+        if opts[key] is not None and not float(opts[key]) > 0:
+            raise RotoridError(f"scenario '{name}': {key} must be positive, got {opts[key]}")
+    return opts
 
 
 def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None = None, **overrides: Any) -> Scenario:
     """Simulate the named scenario with the given seed. `progress(flight, fraction)` is called
     during integration. Unknown overrides raise a `RotoridError` listing the allowed ones."""
     opts = options(name, **overrides)
+    if int(seed) < 0:
+        raise RotoridError(f"scenario '{name}': the seed must be a non-negative integer, got {seed}")
     return _BUILDERS[name](name, int(seed), opts, progress)
 
 
