@@ -11,7 +11,8 @@ One sample at a time (`OnlineEstimator.update`), so it runs inside a live loop:
 2. Kalman filter on the angular rate (Alg. 1–2): process model eq. 22 with the moment about the
    estimated CoM, u = M - com x F; additive variance eq. 29 from the RLS variance of the MOI with
    the lower bound J_min; measurement weight raised by r/c when the residual r exceeds c.
-3. Correction law (Alg. 3–4): the MOI column k of H1 is zeroed while |ω̂_k| < σ_k (KF std).
+3. Correction law (Alg. 3–4, 6): the MOI column k of H1 is zeroed while |ω̂_k| < n_sigma σ_k
+   (KF std); the lever-arm columns of H2 likewise.
 4. RLS (Alg. 5, eq. 10) for θ1 = [J_xx, J_yy, J_zz, com_x, com_y] and RLS2 (Alg. 6–7, eq. 19–20)
    for θ2 = [m, m z_imu], both switched on the first time the low-pass-filtered vertical
    acceleration exceeds `a_z_allow` (take-off).
@@ -22,6 +23,14 @@ sign), so the regressor columns of the CoM are those of `com x F` (the paper's e
 with the opposite sign). `imu_z` is reported relative to the body origin as com_z + z_IMU(COM),
 with com_z taken from `vehicle.com` (0 when unknown): the height of the body origin is arbitrary
 (Sec. II-A), only the IMU's height relative to the CoM is observable.
+
+Rate: the estimator steps at `rate_hz` (the paper's 100 Hz, Sec. IV-A); faster logs are averaged
+in blocks first (the wrench per sample, then averaged), which keeps the differentiated rate's
+noise at the level the paper's Table 6 settings were made for.
+
+Where the paper leaves room or a literal reading fails (`OnlineSettings` lists them), the
+defaults here were chosen on the kwon-payload scenario; `OnlineSettings.literal()` restores
+the literal algorithms for comparison (benchmarks/bench_online.py).
 
 Discretisation: Alg. 4 differentiates ω̂ between two samples; the moment, thrust, rate and
 accelerometer entering H1/H2 are the means of the same two samples (the midpoint the forward
@@ -141,7 +150,8 @@ class Sample(NamedTuple):
 
 
 class OnlineState(NamedTuple):
-    """The estimator after one `update`: filtered rate ω̂ and its KF std, angular acceleration
+    """The estimator after one `update` (`t` is the time of the last estimator step, i.e. of
+    the last averaged block): filtered rate ω̂ and its KF std, angular acceleration
     α̂, whether the RLS is enabled, θ1 = [J_xx, J_yy, J_zz, com_x, com_y] and θ2-derived
     [mass, imu_z] with their standard deviations."""
 
@@ -359,9 +369,9 @@ class OnlineEstimator:
         F0, M0, a0, g0 = self._prev
         self._prev = (F, M, acc, g)
         self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
-        Fm = [0.5 * (F0[i] + F[i]) for i in range(3)]
-        Mm = [0.5 * (M0[i] + M[i]) for i in range(3)]
-        am = [0.5 * (a0[i] + acc[i]) for i in range(3)]
+        Fm = (0.5 * (F0[0] + F[0]), 0.5 * (F0[1] + F[1]), 0.5 * (F0[2] + F[2]))
+        Mm = (0.5 * (M0[0] + M[0]), 0.5 * (M0[1] + M[1]), 0.5 * (M0[2] + M[2]))
+        am = (0.5 * (a0[0] + acc[0]), 0.5 * (a0[1] + acc[1]), 0.5 * (a0[2] + acc[2]))
 
         # enable condition: LPF'd gravity-rejected vertical acceleration (Sec. III, Fig. 3)
         if not self.enabled:
