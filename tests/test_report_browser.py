@@ -4,6 +4,7 @@ chromium-driver; the test skips only where those binaries are absent."""
 
 from __future__ import annotations
 
+import base64
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from rotorid.report import write_index, write_run
+from rotorid.report import png_bytes, write_index, write_run
 from rotorid.report.html import IndexEntry
 from rotorid.result import Estimate, Result, Truth
 
@@ -119,9 +120,6 @@ def test_run_report_renders_in_chromium(browser, tmp_path: Path) -> None:
 def test_demo_index_renders_in_chromium(browser, tmp_path: Path) -> None:
     result = _result()
     write_run(result, tmp_path / "delay", _figures())
-    import base64
-
-    from rotorid.report import png_bytes
 
     fig = _figures()["thrust_curve"]
     entry = IndexEntry(
