@@ -76,6 +76,20 @@ def run() -> list[dict]:
     # the paper's notebook: a 100-point grid (with a Python loop per sample, ~137 s); ours vectorized
     th = load(f"{DATA / 'log10'}@35:65")
     prob = delay.ThrustProblem(th, Vehicle.preset("crazyflie"), (0, 1, 2), per_motor=False)
+    with threadpool_limits(limits=1, user_api="blas"):
+        times = []
+        for _ in range(3):
+            c0 = time.process_time()
+            delay.search_tm(prob, delay.DelaySettings())
+            times.append(time.process_time() - c0)
+    rows.append(
+        {
+            "name": "T_m search alone (bracket + Brent, CPU)",
+            "value": statistics.median(times),
+            "unit": "s",
+            "note": "paper's notebook: 100-point grid, Python loop per sample, ~137 s",
+        }
+    )
     t0 = time.perf_counter()
     grid = np.linspace(0.01, 0.2, 100)
     with threadpool_limits(limits=1, user_api="blas"):  # as identify runs it

@@ -225,3 +225,20 @@ def test_unexcited_roll_pitch_flight_names_the_flight(cf):
     rp = rp.replace(cmd=np.repeat(rp.cmd[:, :1], 4, axis=1), meta={"source": "hover-only.bin"})
     with pytest.raises(ExcitationError, match=r"hover-only.bin 0.00–.*fly roll and pitch doublets"):
         delay.identify([thrust_flight(seed=16)], cf, roll_pitch=[rp])
+
+
+def test_logged_gyro_dot_is_used_instead_of_differentiating(cf):
+    """A log's own angular acceleration replaces the differentiated (here very noisy) gyro: the
+    direct fit is then unbiased."""
+    inertia = (1.4e-5, 1.6e-5, 2.8e-5)
+    clean = attitude_flight(cf, inertia, 0.05, 0.005, seed=17, duration=10.0, gyro_noise=0.0, yaw=False)
+    noisy = attitude_flight(cf, inertia, 0.05, 0.005, seed=17, duration=10.0, gyro_noise=0.4, yaw=False)
+    st = delay.DelaySettings(inertia_param="direct", gyroscopic=False)
+    thrust = [thrust_flight(seed=18)]
+    without = delay.identify(thrust, cf, roll_pitch=[noisy], settings=st)
+    with_dot = delay.identify(
+        thrust, cf, roll_pitch=[noisy.replace(gyro_dot=np.gradient(clean.gyro, clean.t, axis=0))], settings=st
+    )
+    assert without.value("I_xx") < 0.95 * inertia[0]
+    assert with_dot.value("I_xx") == pytest.approx(inertia[0], rel=0.02)
+    assert with_dot.value("I_yy") == pytest.approx(inertia[1], rel=0.02)
