@@ -174,7 +174,7 @@ def _demean(x: np.ndarray, on: bool) -> np.ndarray:
 @dataclass
 class ThrustProblem:
     """Eq. 17-21 for a set of flights: b = m acc (active body rows), regressors from the lagged
-    commands. `design(tm)` builds A for a time constant (pair); `fit(tm)` solves it with `ols`."""
+    commands. `design_states` builds A for given rotor states; `fit(tm)` solves it with `ols`."""
 
     flights: list[Flight]
     vehicle: Vehicle
