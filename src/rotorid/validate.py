@@ -209,6 +209,9 @@ def validate(
 ) -> Validation:
     """Cross-validate `result` on held-out `flights` (Sec. IV-B4, Table III, Figs. 3-4).
 
+    The rotor terms are the logged commands through the identified motor lag, or, for a TLS
+    result, whatever channel its identification used (`TlsSettings.speed`).
+
     `base` defaults to `result.vehicle`; `config` picks `NAME@config` parameters of a
     combined TLS result; `source` ("imu"/"mocap") defaults to the result's, else IMU when
     the flight has it."""
@@ -234,8 +237,9 @@ def validate(
         source=source,
         tm=v.tm_rise,
         band=tuple(rs["band"]) if rs.get("band") else None,
-        speed=rs.get("speed", "auto"),
+        speed=rs.get("speed", "cmd"),  # replay the logged commands unless TLS was fed rotor speeds
         order=int(rs.get("order", 4)),
+        mocap_delay=float(rs.get("mocap_delay", 0.0)),
     )
     modeled = {c: True for c in WRENCH}
     notes = []

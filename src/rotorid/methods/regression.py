@@ -142,7 +142,7 @@ def block_weighted_tls(
     """
     w = np.asarray(w, dtype=float)
     blocks = np.asarray(blocks, dtype=int)
-    nb = int(blocks.max()) + 1
+    nb = int(blocks.max()) + 1 if counts is None else len(counts)
     base = np.ones(nb) if base is None else np.asarray(base, dtype=float)
     count = np.bincount(blocks, minlength=nb) if counts is None else np.asarray(counts)
     rows = int(count.sum())

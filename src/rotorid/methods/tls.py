@@ -327,13 +327,17 @@ def _fit(
 
 def essential(
     w: np.ndarray, blocks: np.ndarray, base: np.ndarray, names: list[str], settings: TlsSettings
-) -> tuple[Fit, list[int], np.ndarray, list[dict[str, Any]]]:
+) -> tuple[Fit, list[int], np.ndarray, list[dict[str, Any]], np.ndarray]:
     """Essential parameters (Sec. III-B): starting from all unknowns, repeatedly cancel the
     one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma.
     k_t is never cancelled (it carries the scale of the TLS solution). Columns that are
-    identically zero are cancelled first ("not excited"). Works on the compressed W_t
-    (`regression.compress`). Returns the final fit, the kept column indices, the block
-    factors and the history of cancellations."""
+    identically zero are cancelled first ("not excited"). A row block whose rotor and known
+    columns are all cancelled (the yaw rows of a planar vehicle once k_d goes) is left out:
+    its equation lost its input, and the block weighting would otherwise force the
+    remaining rigid-body terms of that row to zero (e.g. I_xx = I_yy through the
+    gyroscopic term). Works on the compressed W_t (`regression.compress`). Returns the
+    final fit, the kept column indices, the block factors, the history of cancellations
+    and which row blocks were fitted."""
     wc, bc, counts = compress(w, blocks)  # exact stand-in for W_t, n_t rows per block
     colnorm = np.linalg.norm(w[:, :-1], axis=0)
     kept = [j for j in range(len(names)) if colnorm[j] > 0]
@@ -344,12 +348,18 @@ def essential(
     ]
     if 0 not in kept:
         raise ExcitationError("the thrust column is zero: the rotor commands are all zero in every flight")
+    nb = len(counts)
     while True:
-        fit, scale = _fit(wc[:, [*kept, w.shape[1] - 1]], bc, counts, base, settings)
+        # a row block left without any rotor or known term (the yaw rows once k_d is cancelled)
+        # no longer states an equation with an input: it is dropped from the fit
+        driven = [j for j in (0, 1, w.shape[1] - 1) if j in kept or j == w.shape[1] - 1]
+        active = np.bincount(bc, weights=np.any(wc[:, driven] != 0, axis=1), minlength=nb) > 0
+        rows = active[bc]
+        fit, scale = _fit(wc[rows][:, [*kept, w.shape[1] - 1]], bc[rows], counts * active, base, settings)
         pct = np.where(np.isfinite(fit.rel_std_pct), fit.rel_std_pct, np.inf)
         ratio = float(pct.max() / pct.min()) if pct.min() > 0 else float("inf")
         if not settings.essential or ratio < settings.r_sigma or len(kept) == 1:
-            return fit, kept, scale, history
+            return fit, kept, scale, history, active
         cand = pct.copy()
         cand[kept.index(0)] = -np.inf
         i = int(np.argmax(cand))
@@ -430,7 +440,7 @@ def identify(
         rows[c], resolved[c] = idim_rows(configs[c], vehicle, settings)
     w, blocks, names = assemble(rows, masses)
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
-    fit, kept, scale, history = essential(w, blocks, base, names, settings)
+    fit, kept, scale, history, active = essential(w, blocks, base, names, settings)
 
     nfull = len(names)
     x = np.zeros(nfull)
@@ -506,8 +516,14 @@ def identify(
     diag["sigma_w"] = float(np.sqrt(fit.sigma2))
 
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m"]
-    if not {"k_d", "I_zz" if single else f"I_zz@{cfgs[0]}"} & kept_names and single:
-        notes.append("k_d and I_zz are not identifiable from one symmetric configuration (eq. 23): fly configuration B")
+    if "k_d" not in kept_names and single:
+        notes.append("k_d is not identifiable from one symmetric configuration (eq. 23): fly configuration B")
+    for ci, c in enumerate(cfgs):
+        if not active[6 * ci + 5]:
+            suf = "" if single else f"@{c}"
+            notes.append(f"yaw-moment rows{' of ' + c if suf else ''} left out once k_d was cancelled (no input left)")
+            if f"I_zz{suf}" in kept_names:
+                observability[f"I_zz{suf}"]["source"] = "gyroscopic terms of the roll/pitch rows only"
     first = next(iter(resolved.values()))
     settings_out = {
         **{k: v for k, v in first.items() if k not in ("fs",)},
@@ -517,6 +533,7 @@ def identify(
         "masses": {c: float(masses[c]) for c in cfgs},
         "weights": {c: float(weights.get(c, 1.0)) for c in cfgs},
         "essential_params": [names[j] for j in kept],
+        "rows_fitted": {c: [WRENCH[j] for j in range(6) if active[6 * ci + j]] for ci, c in enumerate(cfgs)},
         "inertia_about": "origin",
         "rows": {c: 6 * len(rows[c].t) for c in cfgs},
     }
