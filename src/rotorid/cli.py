@@ -137,6 +137,10 @@ def identify(
         str | None, typer.Option(help="[tls] Band-pass LOW,HIGH in Hz (default chosen from the rate).")
     ] = None,
     weighted: Annotated[bool, typer.Option(help="[tls] Weight each wrench row block by its residual σ.")] = True,
+    speed: Annotated[
+        str, typer.Option(help="[tls] Rotor terms from auto, cmd (the paper) or rotor_speed (measured).")
+    ] = "auto",
+    mocap_delay: Annotated[float, typer.Option(help="[tls] Seconds the mocap pose lags the commands.")] = 0.0,
     # -- online --------------------------------------------------------------------------
     variant: Annotated[str, typer.Option(help="[online] kwon (the paper's method), rls or rls-lpf.")] = "kwon",
     rate_hz: Annotated[
@@ -186,7 +190,13 @@ def identify(
             masses["B"] = mass_b
         weights = {k: float(v) for k, v in split_kv(weight or [], "--weight").items()}
         settings = tls.TlsSettings(
-            source=source, tm=tm, r_sigma=r_sigma, band=_floats(band, 2, "--band"), weighted=weighted
+            source=source,
+            tm=tm,
+            r_sigma=r_sigma,
+            band=_floats(band, 2, "--band"),
+            weighted=weighted,
+            speed=speed,
+            mocap_delay=mocap_delay,
         )
         with console.status("identifying (tls)…"):
             result = tls.identify(
