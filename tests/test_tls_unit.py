@@ -212,3 +212,18 @@ def test_bad_input_is_explained() -> None:
         tls.identify({"A": [fl.window(0.0, 1.0)]}, v)
     with pytest.raises(RotoridError, match="has 6 rotors"):
         tls.identify({"A": [fl]}, hexa_tilted())
+
+
+def test_landed_samples_are_left_out() -> None:
+    """Samples flagged `landed` (ground contact forces the IDIM does not model) split the
+    flight into airborne pieces; corrupting them changes nothing."""
+    v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285)
+    fl = kinematic_flight(v, seed=7, dur=12.0)
+    landed = (fl.t < 3.0) | (fl.t > 9.0)
+    junk = fl.replace(acc=np.where(landed[:, None], 0.0, fl.acc), landed=landed)
+    st = tls.TlsSettings(essential=False, band=(0, 8))
+    ref = tls.identify({"A": [fl.window(3.0 + 0.5 / 200, 9.0 - 0.5 / 200)]}, v, settings=st)
+    got = tls.identify({"A": [junk]}, v, settings=st)
+    for k in ("k_t", "k_d", "I_xx", "I_yy", "I_zz"):
+        assert got.params[k].value == pytest.approx(ref.params[k].value, rel=1e-6), k
+    assert got.params["k_t"].value == pytest.approx(TRUE["k_t"], rel=1e-3)
