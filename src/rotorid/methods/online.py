@@ -402,23 +402,22 @@ class OnlineEstimator:
             J = [th[k] if th[k] > jmin[k] else jmin[k] for k in range(3)]
             p_, q_, r_ = w0
             gyro_t = ((J[2] - J[1]) * q_ * r_, (J[0] - J[2]) * p_ * r_, (J[1] - J[0]) * p_ * q_)
-            w1 = [0.0, 0.0, 0.0]
-            pnew = [0.0, 0.0, 0.0]
-            va = [0.0, 0.0, 0.0]
-            R = s.w_meas * s.w_meas
-            sc1 = self._scale(self._chi1)
-            for k in range(3):
-                wb = w0[k] + (u[k] - gyro_t[k]) / J[k] * dt
-                pb = self.p[k] + dt * dt * u[k] * u[k] * self.s1[6 * k] * sc1 / J[k] ** 4 + s.q_omega * dt  # eq. 29
+            w1, pnew, va, act = [], [], [], []
+            R, c, qdt, dt2, ns = s.w_meas * s.w_meas, s.c, s.q_omega * dt, dt * dt, s.n_sigma
+            chi = self._chi1
+            sc1 = dt2 * (chi[0] / chi[1] if chi[1] > 10 else 1.0)
+            for wk, pk, uk, gt, jk, sjj, gk in zip(w0, self.p, u, gyro_t, J, self.s1[0:13:6], g, strict=True):
+                wb = wk + (uk - gt) / jk * dt
+                pb = pk + uk * uk * sjj * sc1 / (jk * jk * jk * jk) + qdt  # eq. 29
                 # Alg. 2: measurement update with the adaptive weight
-                r = abs(g[k] - wb)
-                rm = R * r / s.c if r > s.c else R
+                r = abs(gk - wb)
+                rm = R * r / c if r > c else R
                 kk = pb / (pb + 1.0 / rm)
-                w1[k] = wb + kk * (g[k] - wb)
-                pnew[k] = (1.0 - kk) * pb
-                va[k] = kk * kk / rm / (dt * dt)  # variance the measurement adds to α̂_k
-            # Alg. 4: correction law on the previous-step rate and its std
-            act = [abs(w0[k]) >= s.n_sigma * math.sqrt(self.p[k]) for k in range(3)]
+                w1.append(wb + kk * (gk - wb))
+                pnew.append((1.0 - kk) * pb)
+                va.append(kk * kk / rm / dt2)  # variance the measurement adds to α̂_k
+                # Alg. 4: correction law on the previous-step rate and its std
+                act.append(abs(wk) >= ns * math.sqrt(pk))
             self.p = pnew
         else:
             w1 = g
