@@ -50,7 +50,7 @@ def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None
     """The identified vehicle: `base` with every quantity the result identified replaced.
 
     Reads canonical names (`rotorid.result.PARAMS`), preferring `NAME@config` when `config`
-    is given: mass (or `settings["masses"][config]`), thrust curve `thrust_cJ` (lumped) or
+    is given (default for a combined TLS result: its first configuration): mass (or `settings["masses"][config]`), thrust curve `thrust_cJ` (lumped) or
     `thrust_cJ_mK` (per motor) or `k_t` (f = k_t u^2), `k_tau` (or k_d/k_t), motor lag `tm`
     or `tm_rise`/`tm_fall` (or the T_m a TLS run assumed), inertia `I_*` (products default
     to 0; a diagonal element not identified is taken from `base`, else I_zz = I_xx + I_yy;
@@ -58,6 +58,9 @@ def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None
     `settings["inertia_about"] == "origin"`, as TLS reports it), CoM `com_*` (or ms/m),
     IMU position `imu_*`.
     """
+    cfgs = result.settings.get("configs") or []
+    if config is None and len(cfgs) > 1:
+        config = cfgs[0]  # a combined TLS result: the first configuration (the vehicle flown)
     get = _getter(result, config)
     ch: dict[str, Any] = {"source": f"result:{result.method}", "name": base.name + (f"@{config}" if config else "")}
     masses = result.settings.get("masses") or {}
