@@ -44,10 +44,10 @@ def test_symbols_units_and_verdicts() -> None:
     assert symbol("thrust_c2_m3") == "K_2 (motor 3)"
     assert symbol("ms_x@B") == "ms_x (config B)"
     assert pretty_unit("kg m^2") == "kg·m²" and pretty_unit("N/u^2") == "N/u²" and pretty_unit("1") == "—"
-    assert verdict("x", Estimate(1.0, 0.05), None) == ("ok", "well determined (%σ 5)")
-    assert verdict("x", Estimate(1.0, 0.2), None) == ("warn", "loosely determined (%σ 20)")
-    assert verdict("x", Estimate(1.0, 0.9), None) == ("bad", "poorly determined (%σ 90)")
-    cls, text = verdict("x", Estimate(1.0, 0.01), {"identifiable": False, "reason": "r", "advice": "a"})
+    assert verdict(Estimate(1.0, 0.05), None) == ("ok", "well determined (%σ 5)")
+    assert verdict(Estimate(1.0, 0.2), None) == ("warn", "loosely determined (%σ 20)")
+    assert verdict(Estimate(1.0, 0.9), None) == ("bad", "poorly determined (%σ 90)")
+    cls, text = verdict(Estimate(1.0, 0.01), {"identifiable": False, "reason": "r", "advice": "a"})
     assert (cls, text) == ("bad", "r — a")
 
 

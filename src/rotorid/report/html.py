@@ -89,7 +89,7 @@ def fmt(x: Any, spec: str = ".6g") -> str:
     return format(x, spec) if _finite(x) else "—"
 
 
-def verdict(name: str, e: Estimate, obs: dict[str, Any] | None) -> tuple[str, str]:
+def verdict(e: Estimate, obs: dict[str, Any] | None) -> tuple[str, str]:
     """(css class, plain-words verdict) for one parameter, from the method's observability entry
     when it has one, else from the relative standard deviation (Six et al. eq. 22)."""
     obs = obs or {}
@@ -162,7 +162,7 @@ def param_rows(result: Result, truth: Truth | None = None) -> list[dict[str, Any
     for name, e in result.params.items():
         tv = truth.params.get(name) if truth else None
         err = 100.0 * (e.value - tv) / abs(tv) if _finite(tv) and tv != 0 else None
-        cls, text = verdict(name, e, result.observability.get(name))
+        cls, text = verdict(e, result.observability.get(name))
         rows.append(
             {
                 "name": name,
