@@ -56,6 +56,7 @@ def test_index_links_each_run_and_embeds_its_tables(delay_run: tuple[Path, dict,
     assert 'href="delay/report.html"' in html and "eschmann-crazyflie" in html
     assert html.count('src="data:image/png;base64,') == 2  # the first two figures of the run
     assert "wrote" in text and str(out / "report.html") in text
+    assert re.search(r"delay\s.*done in \d+\.\d s", text)  # the Rich progress line of the job
     params = json.loads((out / "delay" / "params.json").read_text())["params"]
     assert all(f"<code>{name}</code>" in html for name in params)
 
