@@ -9,6 +9,7 @@ force of a multirotor is tiny, so a per-axis R² there measures noise, not the m
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +121,34 @@ def test_validate_replays_the_original_flight_through_the_exported_vehicle(tmp_p
     for name in ("s_z", "omega_dot_x", "omega_dot_y", "omega_dot_z"):
         assert val.metrics[name]["r2"] >= 0.95, (name, val.metrics[name])
     assert val.vehicle["k_tau"] == pytest.approx(ident.k_tau, rel=1e-12)
+
+
+def test_command_line_chain(tmp_path: Path) -> None:
+    """The README's flow through the CLI: simulate -> identify -> export-params -> validate."""
+    run = CliRunner()
+
+    def ok(*args: str) -> None:
+        res = run.invoke(app, list(args))
+        assert res.exit_code == 0, (args, res.output, res.stderr)
+
+    sim, res, val = tmp_path / "sim", tmp_path / "res", tmp_path / "val"
+    ok("simulate", "six-config-a", "--duration", "8", "--seed", "6", "--out", str(sim))
+    ok(
+        "identify",
+        "--method",
+        "tls",
+        "--vehicle",
+        str(sim / "vehicle.toml"),
+        str(sim / "train.parquet"),
+        "--out",
+        str(res),
+    )
+    ok("export-params", str(res / "params.json"), "--format", "toml", "--out", str(tmp_path / "id.toml"))
+    ok("validate", str(res / "params.json"), str(sim / "test.parquet"), "--out", str(val))
+    truth = json.loads((sim / "truth.json").read_text())["params"]
+    ident = Vehicle.from_toml(tmp_path / "id.toml")
+    assert ident.thrust_coeffs[0] == pytest.approx(truth["k_t"], rel=0.02)
+    assert ident.k_tau == pytest.approx(truth["k_tau"], rel=0.05)
+    metrics = json.loads((val / "validation.json").read_text())["metrics"]
+    assert min(metrics[k]["r2"] for k in ("s_z", "omega_dot_x", "omega_dot_y", "omega_dot_z")) >= 0.95
+    assert (res / "report.html").stat().st_size > 10_000 and list(val.glob("*.png"))
