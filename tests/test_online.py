@@ -81,8 +81,9 @@ def test_plain_rls_is_corrupted_in_the_vertical_interval_and_kwon_is_not() -> No
     # plain RLS has already moved every MOI to noise-driven values far from its start and the truth
     assert np.all(np.abs(rls["theta1"][i2, :3] - j0) > 0.0)
     assert np.all(rls["theta1"][i2, :3] < 0.2 * J_TRUE)
-    # the correction law kept every MOI exactly at its initial value, while the CoM converged
-    assert np.array_equal(kwon["theta1"][i2, :3], j0)
+    # the correction law kept every MOI at its initial value (to within rare 1σ passes of
+    # noise), while the CoM converged
+    assert np.allclose(kwon["theta1"][i2, :3], j0, rtol=0.05)
     assert np.allclose(kwon["theta1"][i2, 3:], [sc.truth.params["com_x"], sc.truth.params["com_y"]], atol=0.3e-3)
 
 

@@ -146,7 +146,7 @@ def identify(
     rate_hz: Annotated[
         float, typer.Option(help="[online] Estimator rate; faster logs are block-averaged (0: every sample).")
     ] = 100.0,
-    n_sigma: Annotated[float, typer.Option(help="[online] Correction-law threshold |ω̂| >= n_sigma·σ.")] = 3.0,
+    n_sigma: Annotated[float, typer.Option(help="[online] Correction-law threshold |ω̂| >= n_sigma·σ.")] = 1.0,
     a_z_allow: Annotated[float, typer.Option(help="[online] Enable threshold on vertical acceleration (m/s²).")] = 0.1,
 ) -> None:
     """Identify parameters from flight logs and write params.json, report.html and figures."""

@@ -62,11 +62,11 @@ _ROWS = (0, 5, 10, 15, 20)
 @dataclass(frozen=True)
 class OnlineSettings:
     """Estimator settings. Defaults are Kwon et al. Table 6 converted to SI; the weights the
-    paper does not list (w_meas, w_rls, w_rls2, enable_tau) are chosen here, and four choices
+    paper does not list (w_meas, w_rls, w_rls2, enable_tau) are chosen here, and three choices
     depart from a literal reading of Alg. 1–5 because the literal form locks the MOI at the
     errors-in-variables bias on the kwon-payload scenario (`OnlineSettings.literal()` restores
-    it for comparison): `q_omega` > 0, `n_sigma` = 3, `eiv` = True and the MOI variance in
-    eq. 29 scaled by the RLS's a-posteriori residual variance (always on).
+    it for comparison): `q_omega` > 0, `eiv` = True and the MOI variance in eq. 29 scaled by
+    the RLS's a-posteriori residual variance (always on).
 
     - `variant`: "kwon" (observability-aware RLS with KF), "rls" (raw gyro, no correction law),
       "rls-lpf" (raw gyro, H1/H2/M/F through the first-order LPF of eq. 36–39).
@@ -76,8 +76,7 @@ class OnlineSettings:
     - `w_meas` (s/rad): KF measurement weight, R = w_meas² I (measurement std 1/w_meas).
     - `q_omega` ((rad/s)² per s): process-noise floor of the KF added to eq. 29 (0 = paper);
       it keeps the KF gain from collapsing onto a still-wrong MOI model.
-    - `n_sigma`: correction law threshold |ω̂_k| >= n_sigma σ_k (Alg. 4 and 6; paper 1). With 1,
-      hover noise alone passes a third of the time and feeds the RLS pure noise.
+    - `n_sigma`: correction law threshold |ω̂_k| >= n_sigma σ_k (Alg. 4 and 6; paper 1).
     - `eiv`: RLS row k weighted by 1/(1/w_rls² + (Ĵ_k² + Σ_J,kk) var(α̂_k)), var(α̂_k) the
       variance the KF measurement update adds to α̂_k (errors-in-variables; paper: False).
     - `j0`, `com0` (kg m², m): initial θ1 (1 g m², 0 mm); `theta1_var0` its variances
@@ -100,7 +99,7 @@ class OnlineSettings:
     c: float = 0.010
     w_meas: float = 100.0
     q_omega: float = 1e-4
-    n_sigma: float = 3.0
+    n_sigma: float = 1.0
     eiv: bool = True
     j0: tuple[float, float, float] = (1e-3, 1e-3, 1e-3)
     com0: tuple[float, float] = (0.0, 0.0)
@@ -117,9 +116,9 @@ class OnlineSettings:
 
     @staticmethod
     def literal(**changes: Any) -> OnlineSettings:
-        """Alg. 1–7 read literally: no process-noise floor, 1σ correction law, constant RLS
-        weight (still at the paper's 100 Hz)."""
-        return OnlineSettings(**{"q_omega": 0.0, "n_sigma": 1.0, "eiv": False, **changes})
+        """Alg. 1–7 read literally: no process-noise floor and a constant RLS weight (still at
+        the paper's 100 Hz)."""
+        return OnlineSettings(**{"q_omega": 0.0, "eiv": False, **changes})
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
