@@ -80,10 +80,17 @@ def _inputs(specs: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _load_all(specs: list[str], allow_corrupt: bool) -> list:
+def _load_all(specs: list[str], allow_corrupt: bool, vehicle: Any = None) -> list:
+    """Every flight (window) of the log arguments; the vehicle's motor input kind and rotor
+    count reach the readers that need them (PX4 PWM scaling)."""
     from rotorid.io import load
 
-    return [f for s in specs for f in load(s, allow_corrupt=allow_corrupt)]
+    hints: dict[str, Any] = {}
+    if vehicle is not None:
+        hints["motors"] = vehicle.n_rotors
+        if vehicle.motor_input != "rad_s":  # a log's commands are never rotor speeds: those come from ESC rpm
+            hints["motor_input"] = vehicle.motor_input
+    return [f for s in specs for f in load(s, allow_corrupt=allow_corrupt, hints=hints)]
 
 
 def _floats(text: str | None, n: int, what: str) -> tuple[float, ...] | None:
@@ -171,10 +178,10 @@ def identify(
         )
         with console.status("identifying (delay)…"):
             result = delay.identify(
-                _load_all(logs, allow_corrupt),
+                _load_all(logs, allow_corrupt, veh),
                 veh,
-                roll_pitch=_load_all(roll_pitch or [], allow_corrupt),
-                yaw=_load_all(yaw or [], allow_corrupt),
+                roll_pitch=_load_all(roll_pitch or [], allow_corrupt, veh),
+                yaw=_load_all(yaw or [], allow_corrupt, veh),
                 settings=settings,
             )
         specs = [*logs, *(roll_pitch or []), *(yaw or [])]
@@ -200,7 +207,7 @@ def identify(
         )
         with console.status("identifying (tls)…"):
             result = tls.identify(
-                {k: _load_all(v, allow_corrupt) for k, v in cfg.items()},
+                {k: _load_all(v, allow_corrupt, veh) for k, v in cfg.items()},
                 veh,
                 masses=masses,
                 weights=weights,
@@ -211,7 +218,7 @@ def identify(
         from rotorid.methods import online
         from rotorid.report import online as figs
 
-        flights = _load_all(logs, allow_corrupt)
+        flights = _load_all(logs, allow_corrupt, veh)
         if len(flights) != 1:
             raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
         settings = online.OnlineSettings(variant=variant, rate_hz=rate_hz or None, n_sigma=n_sigma, a_z_allow=a_z_allow)
@@ -354,7 +361,7 @@ def validate(
     result = Result.load(params)
     base = Vehicle.load(vehicle) if vehicle else None
     with console.status("validating…"):
-        val = run(result, _load_all(logs, allow_corrupt), base, config=config, source=source)
+        val = run(result, _load_all(logs, allow_corrupt, base), base, config=config, source=source)
     table = Table(title=f"cross-validation of {params} ({result.method})")
     for col in ("channel", "RMSE", "R²", "wrench", "‖ρ‖/‖W_k χ_k‖ %"):
         table.add_column(col, justify="right")

@@ -7,6 +7,7 @@ Readers never estimate: they decode, convert to FLU/ENU and SI, and check what t
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,9 +78,17 @@ def detect(path: str | Path) -> Reader:
     raise LogFormatError(f"{p}: unknown log format (first bytes {head[:4].hex()}); rotorid reads {known}")
 
 
-def read(path: str | Path, **options: Any) -> list[Flight]:
-    """Decode a log file into flights (FLU/ENU, SI)."""
-    return detect(path).read(Path(path), **options)
+def read(path: str | Path, hints: dict[str, Any] | None = None, **options: Any) -> list[Flight]:
+    """Decode a log file into flights (FLU/ENU, SI).
+
+    `options` go to the reader as given (an unknown one is an error); `hints` are passed only
+    to readers that take them, e.g. the vehicle's `motor_input` and `motors` count, which a
+    PX4 log needs to scale its outputs while a Crazyflie log fixes them itself.
+    """
+    reader = detect(path)
+    accepted = inspect.signature(reader.read).parameters
+    extra = {k: v for k, v in (hints or {}).items() if k in accepted and k not in options}
+    return reader.read(Path(path), **options, **extra)
 
 
 @dataclass(frozen=True)

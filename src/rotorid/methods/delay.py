@@ -58,6 +58,9 @@ G = 9.80665
 INERTIA_PARAMS = ("direct", "reciprocal", "tls")
 #: Figures get at most this many points per scatter (diagnostics are subsampled evenly).
 MAX_PLOT_POINTS = 2500
+#: Lowest original logging rate of the motor commands and IMU: a 30-100 ms motor lag needs
+#: several samples per time constant (PX4 logs actuator_motors at 10 Hz unless told otherwise).
+MIN_RATE_HZ = 100.0
 
 
 @dataclass(frozen=True)
@@ -459,7 +462,7 @@ def angular_columns(
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("acc", "tau", "drag", "prec", "fold")}
     nv, raws, weights = [], [], []
     for f in flights:
-        f.require("cmd", "gyro")
+        f.require_rate(MIN_RATE_HZ, "cmd", "gyro")
         if f.cmd.shape[1] != vehicle.n_rotors:
             raise VehicleError(
                 f"{f.source}: {f.cmd.shape[1]} motor commands but vehicle '{vehicle.name}' has {vehicle.n_rotors} rotors"
@@ -625,7 +628,7 @@ def predict_scores(ang: Angular, inertia: tuple[float, float, float], st: DelayS
 def _prepare(flights: list[Flight], vehicle: Vehicle, what: str, *channels: str) -> list[Flight]:
     out = []
     for f in flights:
-        f.require(*channels)
+        f.require_rate(MIN_RATE_HZ, *channels)
         if f.cmd.shape[1] != vehicle.n_rotors:
             raise VehicleError(
                 f"{f.source}: {f.cmd.shape[1]} motor commands but vehicle '{vehicle.name}' has "

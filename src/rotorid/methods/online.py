@@ -53,6 +53,9 @@ from rotorid.flight import Flight
 from rotorid.result import Estimate, Result, unit_of
 from rotorid.vehicle import Vehicle
 
+#: Lowest original logging rate of IMU and rotor channels (Kwon et al. ran the estimator at 100 Hz).
+MIN_RATE_HZ = 50.0
+
 G = 9.80665
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
@@ -530,6 +533,9 @@ class OnlineEstimator:
         theta1_std, mass, mass_std, imu_z, imu_z_std."""
         flight.require("gyro", "acc")
         use_rs = flight.rotor_speed is not None and self.vehicle.motor_input == "rad_s"
+        flight.require_rate(
+            MIN_RATE_HZ, "gyro", "acc", *(["rotor_speed"] if use_rs else ["cmd"] if flight.cmd is not None else [])
+        )
         if not use_rs and flight.cmd is None:
             raise MissingChannelError(
                 f"{flight.source}: the online estimator needs motor commands (cmd)"

@@ -42,6 +42,9 @@ CHI_K = ("k_t", "k_d")
 WRENCH = ("F_x", "F_y", "F_z", "M_x", "M_y", "M_z")
 #: Minimum airborne piece kept (s); shorter pieces are dominated by filter edge effects.
 MIN_PIECE = 2.0
+#: Lowest original logging rate of the motion and rotor channels: the default filter band
+#: reaches 15 Hz and needs a few samples per period (Six et al. flew at 200 Hz).
+MIN_RATE_HZ = 50.0
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,7 @@ def rotor_terms(flight: Flight, vehicle: Vehicle, speed: str, tm: float | None) 
     """Rotor states u (N, M): measured rotor speeds, or the commands through the motor lag
     (`signal.motor_lag`) when `tm` is given (the paper neglects the lag: tm None)."""
     src = speed_source(flight, vehicle, speed)
-    flight.require(src)
+    flight.require_rate(MIN_RATE_HZ, src)
     u = getattr(flight, src)
     if u.shape[1] != vehicle.n_rotors:
         raise RotoridError(
@@ -160,7 +163,7 @@ def motion(flight: Flight, vehicle: Vehicle, cfg: dict[str, Any]) -> Motion:
     t = flight.t
     u = rotor_terms(flight, vehicle, cfg["speed"], cfg["tm"])
     if cfg["source"] == "imu":
-        flight.require("acc", "gyro")
+        flight.require_rate(MIN_RATE_HZ, "acc", "gyro")
         omega = _filt(flight.gyro, fs, 0.0, high, order)
         omega_dot = derivative(_filt(flight.gyro, fs, low, high, order), t)
         r = vehicle.imu_offset
@@ -168,7 +171,7 @@ def motion(flight: Flight, vehicle: Vehicle, cfg: dict[str, Any]) -> Motion:
         lever = np.cross(omega_dot, r) + np.cross(omega, np.cross(omega, r))
         s = acc - lever
     else:
-        flight.require("pos", "quat")
+        flight.require_rate(MIN_RATE_HZ, "pos", "quat")
         eta_raw, pos = quat_to_bryant(flight.quat), flight.pos
         if cfg["mocap_delay"]:
             ts = np.clip(t + cfg["mocap_delay"], t[0], t[-1])
