@@ -11,14 +11,13 @@ cross-validation `rotorid.validate`; this module adds no numerics of its own.
 
 Jobs run in parallel worker processes (one per core, at most one per job); each writes
 `OUT/<method>/{params.json,report.html,*.png}` and the parent writes `OUT/report.html`.
-A method whose module is not installed is listed as not run, never faked.
+A method that fails is listed with its error after the others are written; nothing is faked.
 """
 
 from __future__ import annotations
 
 import base64
 import importlib
-import importlib.util
 import multiprocessing
 import os
 import queue
@@ -79,18 +78,23 @@ def _simulate(name: str, seed: int, progress: Progress_, span: tuple[float, floa
     return scenarios.run(name, seed=seed, progress=cb, duration=durations[name])
 
 
-def _delay(seed: int, progress: Progress_, durations: dict[str, float]) -> tuple[Result, Truth, list[tuple[str, str]]]:
+def _delay(
+    seed: int, progress: Progress_, durations: dict[str, float]
+) -> tuple[Result, Truth, list[tuple[str, str]], dict[str, Any]]:
     from rotorid.methods import delay
 
     sc = _simulate("eschmann-crazyflie", seed, progress, (0.0, 0.75), durations)
     progress("identifying (delay)", 0.75)
     f = sc.flights
     result = delay.identify([f["thrust"]], sc.vehicle, roll_pitch=[f["roll_pitch"]], yaw=[f["yaw"]])
-    return result, sc.truth, []
+    return result, sc.truth, [], {}
 
 
-def _tls(seed: int, progress: Progress_, durations: dict[str, float]) -> tuple[Result, Truth, list[tuple[str, str]]]:
+def _tls(
+    seed: int, progress: Progress_, durations: dict[str, float]
+) -> tuple[Result, Truth, list[tuple[str, str]], dict[str, Any]]:
     from rotorid.methods import tls
+    from rotorid.validate import validate
 
     a = _simulate("six-config-a", seed, progress, (0.0, 0.35), durations)
     b = _simulate("six-config-b", seed, progress, (0.35, 0.7), durations)
@@ -106,24 +110,32 @@ def _tls(seed: int, progress: Progress_, durations: dict[str, float]) -> tuple[R
         a.truth.vehicle,
     )
     extra = []
-    if importlib.util.find_spec("rotorid.validate") is not None:
-        from rotorid.validate import validate
-
-        progress("cross-validating on the held-out flights", 0.85)
-        for cfg, sc in (("A", a), ("B", b)):
-            val = validate(result, [sc.flights["test"]], sc.vehicle, config=cfg)
-            fit = "; ".join(f"{k} R² {m['r2']:.3f}, RMSE {m['rmse']:.2g} {m['unit']}" for k, m in val.metrics.items())
-            extra.append((f"held-out flight, config {cfg}", fit))
-    return result, truth, extra
+    progress("cross-validating on the held-out flights", 0.85)
+    for cfg, sc in (("A", a), ("B", b)):
+        val = validate(result, [sc.flights["test"]], sc.vehicle, config=cfg)
+        fit = "; ".join(f"{k} R² {m['r2']:.3f}, RMSE {m['rmse']:.2g} {m['unit']}" for k, m in val.metrics.items())
+        extra.append((f"held-out flight, config {cfg}", fit))
+    return result, truth, extra, {}
 
 
-def _online(seed: int, progress: Progress_, durations: dict[str, float]) -> tuple[Result, Truth, list[tuple[str, str]]]:
+def _online(
+    seed: int, progress: Progress_, durations: dict[str, float]
+) -> tuple[Result, Truth, list[tuple[str, str]], dict[str, Any]]:
     from rotorid.methods import online
 
     sc = _simulate("kwon-payload", seed, progress, (0.0, 0.7), durations)
+    flight, truth = sc.flights["trajectory"], dict(sc.truth.params)
     progress("identifying (online, streaming)", 0.7)
-    result = online.identify(sc.flights["trajectory"], sc.vehicle)
-    return result, sc.truth, []
+    result = online.identify(flight, sc.vehicle, truth=truth)
+    progress("baselines rls, rls-lpf (Kwon Tables 8-10)", 0.8)
+    baselines = {v: online.identify(flight, sc.vehicle, online.OnlineSettings(variant=v)) for v in ("rls", "rls-lpf")}
+    errors = ", ".join(
+        f"{v} {name} {100 * (b.value(name) - truth[name]) / truth[name]:+.0f} %"
+        for v, b in baselines.items()
+        for name in ("I_xx", "I_yy", "I_zz")
+    )
+    result.notes.append(f"the paper's baselines on the same flight (MOI error): {errors}")
+    return result, sc.truth, [], {"others": baselines}
 
 
 RUNNERS = {"delay": _delay, "tls": _tls, "online": _online}
@@ -150,13 +162,9 @@ def run_job(method: str, seed: int, out: Path, durations: dict[str, float] | Non
     t0 = time.perf_counter()
     post = _post(method)
     job = next(j for j in JOBS if j.method == method)
-    result, truth, extra = RUNNERS[method](seed, post, durations or DURATIONS)
-    figures = {}
-    if importlib.util.find_spec(f"rotorid.report.{method}") is not None:
-        post("drawing figures", 0.92)
-        figures = importlib.import_module(f"rotorid.report.{method}").figures(result)
-    else:
-        result.notes.append(f"rotorid.report.{method} is not available yet: no figures")
+    result, truth, extra, figure_options = RUNNERS[method](seed, post, durations or DURATIONS)
+    post("drawing figures", 0.92)
+    figures = importlib.import_module(f"rotorid.report.{method}").figures(result, **figure_options)
     post("writing report", 0.97)
     written = write_run(result, out / method, figures, truth, title=f"rotorid demo — {method} on {job.scenario}")
     shown = [n for n in written if n not in ("params", "report")][:2]
@@ -169,20 +177,6 @@ def run_job(method: str, seed: int, out: Path, durations: dict[str, float] | Non
         "extra": extra,
         "seconds": time.perf_counter() - t0,
     }
-
-
-def available() -> tuple[list[Job], dict[str, str]]:
-    """The jobs whose method and the simulator are installed, and why the others are not."""
-    jobs, missing = [], {}
-    sim = importlib.util.find_spec("rotorid.sim.scenarios") is not None
-    for j in JOBS:
-        if not sim:
-            missing[j.method] = "the simulator (rotorid.sim.scenarios) is not available yet"
-        elif importlib.util.find_spec(f"rotorid.methods.{j.method}") is None:
-            missing[j.method] = f"rotorid.methods.{j.method} is not available yet"
-        else:
-            jobs.append(j)
-    return jobs, missing
 
 
 def table(method: str, result: Result, truth: Truth | None) -> Table:
@@ -224,15 +218,12 @@ def run(
 
     console = console or Console()
     out = check_writable(Path(out))
-    jobs, missing = available()
+    jobs = list(JOBS)
     if methods is not None:
         unknown = sorted(set(methods) - set(RUNNERS))
         if unknown:
             raise RotoridError(f"unknown demo method(s) {', '.join(unknown)}; choose from {', '.join(RUNNERS)}")
         jobs = [j for j in jobs if j.method in methods]
-        missing = {m: why for m, why in missing.items() if m in methods}
-    for m, why in missing.items():
-        console.print(f"[yellow]not running {m}:[/] {why}")
     t0 = time.perf_counter()
     done: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
@@ -260,7 +251,7 @@ def run(
                 j.method, j.scenario, f"{j.method}/report.html", result, truth, d["figures"], d["seconds"], d["extra"]
             )
         )
-    index = write_index(out, entries, {**missing, **{m: f"failed — {why}" for m, why in failed.items()}})
+    index = write_index(out, entries, {m: f"failed — {why}" for m, why in failed.items()})
     console.print(f"wrote [bold]{index}[/] ({len(entries)} method(s)) in {time.perf_counter() - t0:.1f} s")
     if failed:
         raise RotoridError("demo: " + "; ".join(f"{m} failed ({why})" for m, why in failed.items()))

@@ -383,7 +383,7 @@ def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
     base = name.partition("@")[0]
     if base in ("I_xy", "I_xz", "I_yz"):
         return (
-            "products of inertia barely act near hover when the body axes are close to the principal axes; cancelled (0)",
+            "products of inertia barely act near hover when the body axes are close to the principal axes (set to 0)",
             "nothing to do for near-hover control; aggressive coupled roll-pitch-yaw manoeuvres would be needed",
         )
     if base in ("k_d", "I_zz") and len(cfgs) == 1:
@@ -397,7 +397,7 @@ def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
         return ("the yaw moment is weakly excited", "fly more yaw manoeuvres (yaw rate steps) in every configuration")
     if base.startswith("ms_"):
         return (
-            f"the centre-of-mass offset along {base[-1]} is too small to change the dynamics measurably; cancelled (0)",
+            f"the centre-of-mass offset along {base[-1]} is too small to change the dynamics measurably (set to 0)",
             "move a payload off-centre along that axis if the offset matters",
         )
     if base in ("I_xx", "I_yy"):

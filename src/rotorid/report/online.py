@@ -89,6 +89,12 @@ def _convergence(
                 *(3.0 * sd[-1] * scale for _, sd in finals),
             )
             ax.set_ylim(tv - span, tv + span)
+        else:  # no truth: frame the estimates, not the huge initial ±σ band
+            lo, hi = np.nanpercentile(
+                np.concatenate([_series(r.diagnostics, name)[0] for r in runs.values()]) * scale, [1, 99]
+            )
+            pad = max(0.15 * (hi - lo), 0.05 * max(abs(lo), abs(hi)), 1e-12)
+            ax.set_ylim(lo - pad, hi + pad)
         ax.set_xlabel("t [s]")
         ax.set_ylabel(f"{label} [{unit}]")
         ax.legend(fontsize=8)
