@@ -58,6 +58,26 @@ def test_kwon_variant_meets_the_paper(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_imu_height_reaches_the_information_in_the_data(seed: int) -> None:
+    """The IMU height is excited only by the gentle moves' angular accelerations (eq. 19); the
+    oracle least squares on the logged accelerometer with every other quantity known exactly
+    has σ ≈ 8 mm on 11 mm (benchmarks/bench_online.py: no estimator meets 10 % in median).
+    The online estimate (at 100 Hz, from estimated rates, angular accelerations, mass and CoM)
+    must stay within half that σ of the oracle: its error is the data's, not the method's."""
+    sc = scenario(seed)
+    fl, st, truth = sc.flights["trajectory"], sc.states["trajectory"], sc.truth.params
+    (p, q, r), (pd, qd, _) = st["omega"].T, st["omega_dot"].T
+    a2 = np.column_stack([p * r + qd, q * r - pd, -(p * p + q * q)])  # z column of eq. 19
+    rz = truth["imu_z"] - truth["com_z"]
+    y = fl.acc - (st["spec_force"] - a2 * rz)
+    oracle = float(np.sum(a2 * y) / np.sum(a2**2))
+    crb = 0.004 * np.sqrt(fl.rate) / np.sqrt(np.sum(a2**2))  # Table 2 noise density
+    assert 5e-3 < crb < 11e-3
+    est = result(seed, "kwon").params["imu_z"].value - truth["com_z"]
+    assert abs(est - oracle) <= 0.5 * crb, (est, oracle, crb)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_baselines_fail_the_way_the_paper_says(seed: int) -> None:
     truth = scenario(seed).truth.params
     rls, lpf, kwon = (result(seed, v) for v in ("rls", "rls-lpf", "kwon"))
@@ -103,7 +123,8 @@ def test_correction_law_leaves_jzz_untouched_without_yaw_motion() -> None:
 
 def test_kf_angular_acceleration_beats_the_differentiated_gyro() -> None:
     """Kwon Table 7: α̂ from the KF is closer to the truth than the differentiated gyro (here
-    both at the paper's 100 Hz, over the enabled part of the flight)."""
+    with the IMU at 100 Hz, over the enabled part of the flight; the paper's levels, ~7 rad/s²
+    raw, are those of the 1 kHz IMU, see benchmarks/bench_online.py)."""
     sc = scenario(0, imu_rate=100.0)
     fl = sc.flights["trajectory"]
     st = sc.states["trajectory"]

@@ -107,7 +107,10 @@ def test_kwon_truth_tables_and_equations(kwon):
     assert v.motor_input == "rad_s" and v.thrust_coeffs is not None and v.k_tau == pytest.approx(1 / 0.7)
     assert v.inertia is None and v.com is None
     f, st = kwon.flights["trajectory"], kwon.states["trajectory"]
-    assert f.channels == ["acc", "gyro", "cmd", "rotor_speed"] and f.rate == pytest.approx(1000.0)
+    assert f.channels == ["acc", "gyro", "cmd", "rotor_speed", "quat", "pos"] and f.rate == pytest.approx(1000.0)
+    # the autopilot's attitude and position (eq. 44-46), noise-free like the paper's controller uses
+    np.testing.assert_allclose(f.quat, st["quat"] * np.sign(st["quat"][:, :1]), atol=1e-12)
+    np.testing.assert_allclose(f.pos, st["pos"], atol=1e-12)
     # Kwon eq. 10 (H_1 theta_1 = M about the geometric centre) holds on the true signals up to
     # the thrust noise (eq. 51), computed from the logged rotor speeds.
     fr = 1.9e-6 * f.rotor_speed**2
