@@ -184,3 +184,14 @@ def test_align_rejects_disjoint_channels() -> None:
     b = Series(np.arange(2.0, 3.0, 0.1), np.zeros((10, 3)))
     with pytest.raises(RotoridError, match="do not overlap"):
         align({"acc": a, "gyro": b}, meta={"source": "x"})
+
+
+def test_without_removes_intervals_and_splits_into_pieces():
+    t = np.arange(0.0, 10.0, 0.1)
+    f = Flight(t=t, gyro=np.column_stack([t, t, t]), meta={"source": "x"})
+    pieces = f.without([(2.05, 3.05), (7.0, 7.15)])
+    spans = [(round(p.t[0], 2), round(p.t[-1], 2)) for p in pieces]
+    assert spans == [(0.0, 2.0), (3.1, 7.0), (7.2, 9.9)]
+    assert sum(len(p.t) for p in pieces) == len(t) - 10 - 1
+    assert f.without([]) == [f]
+    np.testing.assert_array_equal(pieces[1].gyro[:, 0], pieces[1].t)

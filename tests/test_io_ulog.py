@@ -23,8 +23,20 @@ def events_flight(px4_logs: dict[str, Path]) -> Flight:
 
 @pytest.fixture(scope="session")
 def sample_flight(px4_logs: dict[str, Path]) -> Flight:
-    (f,) = read(px4_logs["sample"])
-    return f
+    """The first continuous piece of the older log (it has real logging drop-outs)."""
+    with pytest.warns(UserWarning, match="6 logging drop-out"):
+        pieces = read(px4_logs["sample"])
+    return pieces[0]
+
+
+def test_drop_outs_split_the_log_instead_of_being_interpolated(px4_logs: dict[str, Path]) -> None:
+    with pytest.warns(UserWarning, match="split there"):
+        pieces = read(px4_logs["sample"])
+    spans = [(p.t[0], p.t[-1]) for p in pieces]
+    assert len(pieces) == 6
+    assert spans[0][1] == pytest.approx(41.35, abs=0.01) and spans[1][0] == pytest.approx(41.42, abs=0.01)
+    for p in pieces:  # no interpolated samples bridge a drop-out
+        assert np.diff(p.t).max() < 2.0 / p.rate
 
 
 def test_new_topics_are_preferred(events_flight: Flight) -> None:
@@ -92,7 +104,8 @@ def test_old_log_uses_sensor_combined_and_actuator_outputs(sample_flight: Flight
 
 
 def test_old_log_raw_pwm(px4_logs: dict[str, Path]) -> None:
-    (f,) = read(px4_logs["sample"], motor_input="pwm_us")
+    with pytest.warns(UserWarning, match="drop-out"):
+        f = read(px4_logs["sample"], motor_input="pwm_us")[0]
     assert f.meta["units"]["cmd"] == "pwm_us"
     np.testing.assert_array_equal(f.cmd, 900.0)
 

@@ -206,6 +206,18 @@ class Flight:
         bounds = np.concatenate([[0], cut, [len(self.t)]])
         return [self._take(slice(a, b)) for a, b in itertools.pairwise(bounds) if b - a >= 2]
 
+    def without(self, intervals: list[tuple[float, float]]) -> list[Flight]:
+        """The continuous pieces left after removing the samples strictly inside each
+        (t0, t1) interval, e.g. logging drop-outs that alignment would otherwise bridge by
+        interpolation (a filter run across them would smear invented data into the fit)."""
+        inside = np.zeros(len(self.t), dtype=bool)
+        for a, b in intervals:
+            inside |= (self.t > a) & (self.t < b)
+        if not inside.any():
+            return [self]
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], (~inside).astype(np.int8), [0]])))
+        return [self._take(slice(a, b)) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a >= 2]
+
     def resample(self, rate: float | None = None) -> Flight:
         """This flight on a uniform grid at `rate` Hz (default: its median rate).
 

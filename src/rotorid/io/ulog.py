@@ -312,7 +312,13 @@ def read(
         else:
             gaps.append((a, b))
     flight.meta["align"]["gaps"] = gaps
-    return [flight]
+    if gaps:
+        warnings.warn(
+            f"{path}: {len(gaps)} logging drop-out(s) ({', '.join(f'{a:.2f}–{b:.2f} s' for a, b in gaps[:3])}"
+            f"{', …' if len(gaps) > 3 else ''}); the log is split there instead of interpolated",
+            stacklevel=2,
+        )
+    return flight.without(gaps)
 
 
 # -- writing ---------------------------------------------------------------------------------
