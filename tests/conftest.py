@@ -35,3 +35,16 @@ def cf_logs(data_dir: Path) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def px4_logs(data_dir: Path) -> dict[str, Path]:
     return {n: _need(data_dir / "px4" / f"{n}.ulg") for n in ("sample", "sample_px4_events")}
+
+
+@pytest.fixture
+def unwritable(tmp_path: Path) -> Path:
+    """An output folder nobody can create: sysfs when running as root, else inside a read-only folder."""
+    if os.geteuid() == 0:
+        if not Path("/sys/kernel").is_dir():
+            pytest.skip("running as root without sysfs: no folder is unwritable")
+        return Path("/sys/rotorid-test-out")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    return ro / "out"

@@ -48,19 +48,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-@pytest.fixture
-def unwritable(tmp_path: Path) -> Path:
-    """An output folder nobody can create: sysfs as root, else a read-only folder."""
-    if os.geteuid() == 0:
-        if not Path("/sys/kernel").is_dir():
-            pytest.skip("running as root without sysfs: no folder is unwritable")
-        return Path("/sys/rotorid-test-out")
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(0o500)
-    return ro / "out"
-
-
 def fails(args: list[str], *needles: str) -> str:
     """Run the CLI; assert exit 2, one line on stderr starting 'error:', containing the needles."""
     res = CliRunner().invoke(app, args)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 from pathlib import Path
 
@@ -89,19 +88,6 @@ def test_write_run_round_trips_params(tmp_path: Path) -> None:
     assert back.params["k_t"] == r.params["k_t"] and back.settings == r.settings
     assert json.loads(written["params"].read_text())["inputs"][0]["windows"] == [[10.0, 40.5], [50.0, 60.0]]
     assert oct(written["report"].stat().st_mode & 0o777) != oct(0o600)
-
-
-@pytest.fixture
-def unwritable(tmp_path: Path) -> Path:
-    """A folder nobody may create files in: a read-only folder, or sysfs when running as root."""
-    if os.geteuid() == 0:
-        if not Path("/sys/kernel").is_dir():
-            pytest.skip("running as root without sysfs: no folder is unwritable")
-        return Path("/sys/rotorid-test-out")
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    ro.chmod(0o500)
-    return ro / "sub"
 
 
 def test_unwritable_folder_fails_before_writing(unwritable: Path) -> None:
