@@ -65,3 +65,15 @@ def test_vehicle_hints_reach_only_readers_that_take_them(cf_logs, px4_logs):
     with pytest.warns(UserWarning, match="drop-out"):
         raw = read(px4_logs["sample"], hints=hints)[0]  # PX4 keeps raw PWM µs for a pwm_us vehicle
     assert raw.cmd.shape[1] == 4 and raw.cmd.min() >= 800.0  # µs, not 0..1
+
+
+def test_rad_s_vehicle_refuses_a_log_without_rotor_speeds(cf_logs, tmp_path):
+    """A Crazyflie log holds normalized PWM commands: they cannot be a rad/s vehicle's rotor speeds."""
+    res = CliRunner().invoke(
+        app,
+        ["identify", "--method", "tls", "--vehicle", "x500", f"{cf_logs['log10']}@35:65", "--out", str(tmp_path / "o")],
+    )
+    assert res.exit_code == 2
+    msg = " ".join(res.output.split())
+    assert "rotor speeds in rad/s" in msg and "normalized (PWM/65536)" in msg and "esc_status" in msg
+    assert not (tmp_path / "o").exists()

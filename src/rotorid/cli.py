@@ -82,15 +82,20 @@ def _inputs(specs: list[str]) -> list[dict[str, Any]]:
 
 def _load_all(specs: list[str], allow_corrupt: bool, vehicle: Any = None) -> list:
     """Every flight (window) of the log arguments; the vehicle's motor input kind and rotor
-    count reach the readers that need them (PX4 PWM scaling)."""
-    from rotorid.io import load
+    count reach the readers that need them (PX4 PWM scaling), and flights whose motor channels
+    cannot mean what the vehicle declares are refused."""
+    from rotorid.io import check_motor_units, load
 
-    hints: dict[str, Any] = {}
-    if vehicle is not None:
-        hints["motors"] = vehicle.n_rotors
-        if vehicle.motor_input != "rad_s":  # a log's commands are never rotor speeds: those come from ESC rpm
-            hints["motor_input"] = vehicle.motor_input
-    return [f for s in specs for f in load(s, allow_corrupt=allow_corrupt, hints=hints)]
+    if vehicle is None:
+        return [f for s in specs for f in load(s, allow_corrupt=allow_corrupt)]
+    hints: dict[str, Any] = {"motors": vehicle.n_rotors}
+    if vehicle.motor_input != "rad_s":  # a log's commands are never rotor speeds: those come from ESC rpm
+        hints["motor_input"] = vehicle.motor_input
+    return [
+        check_motor_units(f, vehicle.motor_input)
+        for s in specs
+        for f in load(s, allow_corrupt=allow_corrupt, hints=hints)
+    ]
 
 
 def _floats(text: str | None, n: int, what: str) -> tuple[float, ...] | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rotorid.errors import LogFormatError, WindowError
+from rotorid.errors import LogFormatError, RotoridError, WindowError
 from rotorid.flight import Flight
 
 ReadFn = Callable[..., list[Flight]]
@@ -89,6 +89,20 @@ def read(path: str | Path, hints: dict[str, Any] | None = None, **options: Any) 
     accepted = inspect.signature(reader.read).parameters
     extra = {k: v for k, v in (hints or {}).items() if k in accepted and k not in options}
     return reader.read(Path(path), **options, **extra)
+
+
+def check_motor_units(flight: Flight, motor_input: str) -> Flight:
+    """Refuse a flight whose motor channels cannot mean what the vehicle declares: a vehicle
+    whose motor input is rotor speed (rad/s) needs measured rotor speeds when the log's
+    commands are normalized or PWM (a reader records their unit in `meta["units"]["cmd"]`)."""
+    unit = str(flight.meta.get("units", {}).get("cmd", ""))
+    if motor_input == "rad_s" and flight.rotor_speed is None and unit.startswith(("normalized", "pwm_us")):
+        raise RotoridError(
+            f"{flight.source}: the vehicle takes rotor speeds in rad/s, but this log has only {unit} motor "
+            "commands and no measured rotor speed; log ESC rpm (PX4 esc_status) or use a vehicle whose "
+            "motor_input is 'normalized'"
+        )
+    return flight
 
 
 @dataclass(frozen=True)
