@@ -194,7 +194,7 @@ class Flight:
                 f"{self.source}: window {t0:g}:{t1:g} s lies outside the log "
                 f"({self.t[0]:.3f}–{self.t[-1]:.3f} s); run `rotorid info` to see its span"
             )
-        i0, i1 = np.searchsorted(self.t, [t0, t1], side="left")[0], np.searchsorted(self.t, t1, "right")
+        i0, i1 = np.searchsorted(self.t, t0, "left"), np.searchsorted(self.t, t1, "right")
         if i1 - i0 < 2:
             raise WindowError(f"{self.source}: window {t0:g}:{t1:g} s holds fewer than 2 samples")
         windows = [*self.meta.get("windows", []), (float(t0), float(t1))]

@@ -23,6 +23,7 @@ import numpy as np
 
 from rotorid.errors import RotoridError, VehicleError
 from rotorid.flight import Flight
+from rotorid.methods.regression import r2
 from rotorid.result import Result
 from rotorid.signal import butter_filtfilt
 from rotorid.util import atomic_write_text
@@ -197,10 +198,8 @@ def predict_motion(v: Vehicle, omega: np.ndarray, wrench: np.ndarray) -> np.ndar
     return np.linalg.solve(a, rhs.T).T
 
 
-def _r2(meas: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
-    e = pred - meas
-    sst = float(np.sum((meas - meas.mean()) ** 2))
-    return float(np.sqrt(np.mean(e**2))), (1.0 - float(e @ e) / sst) if sst > 0 else float("nan")
+def _rmse_r2(meas: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
+    return float(np.sqrt(np.mean((pred - meas) ** 2))), r2(meas, pred)
 
 
 def validate(
@@ -277,8 +276,8 @@ def validate(
     metrics = {}
     for j, name in enumerate(MOTION):
         ok = modeled["M_z"] or name != "omega_dot_z"
-        rmse, r2 = _r2(measured[:, j], predicted[:, j]) if ok else (float("nan"), float("nan"))
-        metrics[name] = {"rmse": rmse, "r2": r2, "unit": "m/s^2" if name.startswith("s_") else "rad/s^2"}
+        rmse, fit = _rmse_r2(measured[:, j], predicted[:, j]) if ok else (float("nan"), float("nan"))
+        metrics[name] = {"rmse": rmse, "r2": fit, "unit": "m/s^2" if name.startswith("s_") else "rad/s^2"}
     norms = tls.rel_error_norms(rigid - rotor, rotor)
     norms = {k: (val if modeled[k] else float("nan")) for k, val in norms.items()}
     return Validation(

@@ -162,10 +162,9 @@ class Vehicle:
         g = 9.80665
         axial = float(np.mean(self.axes[:, 2]))
         need = self.mass * g / (self.n_rotors * axial)
-        k = self.thrust_coeffs if self.thrust_coeffs is not None and self.thrust_coeffs.ndim == 1 else None
         if self.thrust_coeffs is None:
             raise VehicleError(f"vehicle '{self.name}': no thrust curve to compute the hover command")
-        k = np.mean(np.atleast_2d(self.thrust_coeffs), axis=0) if k is None else k
+        k = np.mean(np.atleast_2d(self.thrust_coeffs), axis=0)  # the lumped curve, or the motors' mean
         f = lambda u: float(np.sum(k * u ** np.array(self.thrust_exponents))) - need
         if f(self.cmd_max) < 0:
             raise VehicleError(f"vehicle '{self.name}': cannot hover, thrust at full command is below the weight")

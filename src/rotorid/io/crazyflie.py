@@ -88,11 +88,10 @@ def _record_starts(body: np.ndarray, sizes: dict[int, int], path: Path, strict: 
     for eid, size in sizes.items():
         lut[eid] = size
     size_at = np.where(ids <= 0xFFFF, lut[np.minimum(ids, 0xFFFF)], 0)
-    nxt = np.where(size_at > 0, np.arange(n) + size_at, -1)  # -1: not a valid record start
-    nxt = np.where(nxt > n, -2, nxt)  # -2: a record that runs past the end
-    ext = np.concatenate([nxt, [n, -1, -2]])  # jumps from the end sentinels stay put
-    ext[n], ext[n + 1], ext[n + 2] = n, n + 1, n + 2
-    ext = np.where(ext == -1, n + 1, np.where(ext == -2, n + 2, ext))
+    # next record's offset; sentinels: n = clean end, n + 1 = undefined id, n + 2 = runs past the end
+    end = np.arange(n) + size_at
+    nxt = np.where(size_at == 0, n + 1, np.where(end > n, n + 2, end))
+    ext = np.concatenate([nxt, [n, n + 1, n + 2]])  # the sentinels jump to themselves
     reach = np.zeros(n + 3, dtype=bool)
     reach[0] = True
     jump = ext

@@ -49,7 +49,7 @@ from threadpoolctl import threadpool_limits
 
 from rotorid.errors import ExcitationError, RotoridError, VehicleError
 from rotorid.flight import Flight
-from rotorid.methods.regression import Fit, ols, tls
+from rotorid.methods.regression import Fit, ols, r2, tls
 from rotorid.result import Estimate, Result, unit_of
 from rotorid.signal import butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
@@ -541,11 +541,6 @@ def _dw_prediction(raw: dict[str, np.ndarray], idx: np.ndarray, horizon: float, 
     return raw["gyro"][idx][j[ok], col] - raw["gyro"][idx][k, col], c[j[ok]] - c[k]
 
 
-def _r2(y: np.ndarray, yhat: np.ndarray) -> float:
-    sst = float(np.sum((y - y.mean()) ** 2))
-    return 1.0 - float(np.sum((y - yhat) ** 2)) / sst if sst > 0 else float("nan")
-
-
 def _coupling(ixx: float, iyy: float, izz: float) -> np.ndarray:
     """Gyroscopic coefficients of eq. 62 in the x and y rows: τ_x = I_xx ω̇_x + (I_zz - I_yy) ω_y ω_z,
     τ_y = I_yy ω̇_y + (I_xx - I_zz) ω_z ω_x."""
@@ -594,7 +589,7 @@ def roll_pitch_inertia(ang: Angular, settings: DelaySettings) -> dict[str, Any]:
                     y, p = _dw_prediction(raw, idx, settings.pred_horizon, ax, cpl[how][ax])
                     ys.append(y)
                     ps.append(p / vals[ax][0])
-                scores.append(_r2(np.concatenate(ys), np.concatenate(ps)))
+                scores.append(r2(np.concatenate(ys), np.concatenate(ps)))
         out["holdout_r2"][how] = float(np.mean(scores))
     chosen = settings.inertia_param
     if chosen == "auto":
@@ -611,14 +606,14 @@ def predict_scores(ang: Angular, inertia: tuple[float, float, float], st: DelayS
     cpl = _coupling(*inertia) * st.gyroscopic
     for ax in (0, 1):
         y, p = ang.acc[:, ax], (ang.tau[:, ax] - cpl[ax] * ang.prec[:, ax]) / inertia[ax]
-        r2a.append(_r2(y, p))
+        r2a.append(r2(y, p))
         rel.append(float(np.linalg.norm(y - p) / np.linalg.norm(y)))
         ys, ps = [], []
         for raw in ang.raw:
             yy, pp = _dw_prediction(raw, np.arange(len(raw["t"])), st.pred_horizon, ax, cpl[ax])
             ys.append(yy)
             ps.append(pp / inertia[ax])
-        r2w.append(_r2(np.concatenate(ys), np.concatenate(ps)))
+        r2w.append(r2(np.concatenate(ys), np.concatenate(ps)))
     return {"r2_acc": r2a, "rel_err_acc": rel, "r2_dw": r2w}
 
 
@@ -684,13 +679,13 @@ def _identify(
     src = ", ".join(sorted({f.source for f in thrust_flights}))
     fit, states = prob.fit(tm_pair)
     sst = float(np.sum((prob.b - prob.b.mean()) ** 2))
-    r2 = 1.0 - fit.sse / sst if sst > 0 else 0.0
+    thrust_r2 = 1.0 - fit.sse / sst if sst > 0 else 0.0
     lr = 0.5 * (sym.n / sym.tau_int) * math.log(float(np.max(sym.sse)) / float(np.min(sym.sse)))
-    if r2 < st.min_thrust_r2 or lr < 0.5 * stats.chi2.ppf(0.999, 1):
+    if thrust_r2 < st.min_thrust_r2 or lr < 0.5 * stats.chi2.ppf(0.999, 1):
         raise ExcitationError(
             f"{src}: not enough excitation for T_m: the measured thrust (mass x accelerometer z) "
-            f"{'does not follow the motor commands' if r2 < st.min_thrust_r2 else 'fits equally well for every T_m'} "
-            f"(R² {r2:.2f}, log-likelihood range {lr:.2g}); fly the thrust manoeuvre (repeated climbs and "
+            f"{'does not follow the motor commands' if thrust_r2 < st.min_thrust_r2 else 'fits equally well for every T_m'} "
+            f"(R² {thrust_r2:.2f}, log-likelihood range {lr:.2g}); fly the thrust manoeuvre (repeated climbs and "
             "descents with sharp throttle changes)"
         )
     tm_obs = {"identifiable": True, "rel_std_pct": 100.0 * sym.std / sym.tm if sym.std == sym.std else float("nan")}
@@ -710,7 +705,7 @@ def _identify(
         tm_opt=sym.tm,
         tm_std=sym.std,
         tm_at_edge=sym.at_edge,
-        thrust_r2=r2,
+        thrust_r2=thrust_r2,
         tau_int=sym.tau_int,
     )
     if st.asymmetric_tm:

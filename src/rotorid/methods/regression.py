@@ -36,6 +36,13 @@ class Fit:
         return float(self.residual @ self.residual)
 
 
+def r2(y: np.ndarray, yhat: np.ndarray) -> float:
+    """Coefficient of determination 1 - SSE/SST of a prediction `yhat` of `y` (NaN if y is constant)."""
+    y, yhat = np.asarray(y, dtype=float), np.asarray(yhat, dtype=float)
+    sst = float(np.sum((y - y.mean()) ** 2))
+    return 1.0 - float(np.sum((y - yhat) ** 2)) / sst if sst > 0 else float("nan")
+
+
 def _cond(a: np.ndarray) -> float:
     """Condition number of `a` after scaling its columns to unit norm (scale-free)."""
     n = np.linalg.norm(a, axis=0)
