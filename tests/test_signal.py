@@ -65,3 +65,13 @@ def test_filtfilt_zero_phase_and_derivative():
     assert rms_out < 0.3 * rms_in  # noise removed, signal kept (no phase lag: a lag would leave a big error)
     d = derivative(x, t)
     np.testing.assert_allclose(d[inner, 0], 4 * np.pi * np.cos(2 * np.pi * 2 * t[inner]), rtol=1e-3, atol=1e-3)
+
+
+def test_runs_of_boolean_mask():
+    from rotorid.signal import runs
+
+    starts, ends = runs(np.array([True, True, False, True, False, False, True]))
+    assert starts.tolist() == [0, 3, 6]
+    assert ends.tolist() == [2, 4, 7]
+    s, e = runs(np.zeros(4, bool))
+    assert s.size == 0 and e.size == 0

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from rotorid.flight import Flight
-from rotorid.signal import butter_filtfilt, derivative
+from rotorid.signal import butter_filtfilt, derivative, runs
 
 AXES = ("roll", "pitch", "yaw", "thrust")
 #: axis -> (excited at or above, weak at or above); rad/s² for rotations, std/mean for thrust.
@@ -87,12 +87,6 @@ def collective(flight: Flight) -> tuple[np.ndarray | None, str]:
         if v is not None:
             return v.mean(axis=1), ch
     return None, "none"
-
-
-def runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive) indices of the runs of True in a boolean array."""
-    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
-    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
 
 
 def _merge_short(t: np.ndarray, mask: np.ndarray, min_span: float) -> np.ndarray:

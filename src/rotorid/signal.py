@@ -124,3 +124,9 @@ def motor_lag_asymmetric(
         rising = new
         y = _lag_varying(u2, np.where(rising, dt / tm_rise, dt / tm_fall), u2[0])
     return y[:, 0] if u.ndim == 1 else y
+
+
+def runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) indices of the runs of True in a boolean array."""
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
