@@ -44,11 +44,11 @@ from typing import Any
 import numpy as np
 
 from rotorid.errors import ExportError
+from rotorid.frames import GRAVITY
 from rotorid.util import atomic_write_text
 from rotorid.vehicle import Vehicle
 
 FORMATS = ("toml", "rotorpy", "rltools", "gazebo")
-GRAVITY = 9.80665
 #: Relative deviation (over the hover range) above which the pure-quadratic fit is warned about.
 QUADRATIC_WARN = 0.10
 

@@ -10,6 +10,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+GRAVITY = 9.80665
+"""Standard gravity, m/s² (the one definition in rotorid)."""
+GRAVITY_ENU = np.array([0.0, 0.0, -GRAVITY])
+"""Gravity vector in the ENU world frame, m/s²."""
+
 _FLIP_YZ = np.array([1.0, -1.0, -1.0])
 #: NED <-> ENU swaps x and y and negates z (an involution, so one matrix serves both ways).
 _NED_ENU = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])

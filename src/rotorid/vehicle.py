@@ -19,6 +19,7 @@ import numpy as np
 import tomli_w
 
 from rotorid.errors import VehicleError
+from rotorid.frames import GRAVITY
 
 MOTOR_INPUTS = ("normalized", "rad_s", "pwm_us")
 
@@ -159,9 +160,8 @@ class Vehicle:
         equal, along the mean thrust axis."""
         from scipy.optimize import brentq
 
-        g = 9.80665
         axial = float(np.mean(self.axes[:, 2]))
-        need = self.mass * g / (self.n_rotors * axial)
+        need = self.mass * GRAVITY / (self.n_rotors * axial)
         if self.thrust_coeffs is None:
             raise VehicleError(f"vehicle '{self.name}': no thrust curve to compute the hover command")
         k = np.mean(np.atleast_2d(self.thrust_coeffs), axis=0)  # the lumped curve, or the motors' mean

@@ -27,13 +27,12 @@ import numpy as np
 
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
-from rotorid.frames import bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
+from rotorid.frames import GRAVITY_ENU, bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
 from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls
 from rotorid.result import Estimate, Result, unit_of
 from rotorid.signal import butter_filtfilt, derivative, is_uniform, motor_lag
 from rotorid.vehicle import Vehicle
 
-GRAVITY = np.array([0.0, 0.0, -9.80665])
 #: Rigid-body unknowns chi of eq. (10), in the paper's order.
 CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
 #: Propeller unknowns chi_k.
@@ -188,7 +187,7 @@ def motion(flight: Flight, vehicle: Vehicle, cfg: dict[str, Any]) -> Motion:
         eta_dd = derivative(eta_d, t)
         omega, omega_dot = bryant_rates(eta, eta_d, eta_dd)
         zeta_dd = derivative(_filt(pos, fs, low, high, order), t, order=2)
-        s = world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY)
+        s = world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY_ENU)
     return Motion(t=t, omega=omega, omega_dot=omega_dot, s=s, u=u)
 
 

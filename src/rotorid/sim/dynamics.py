@@ -28,9 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rotorid.errors import VehicleError
+from rotorid.frames import GRAVITY as G
 from rotorid.vehicle import Vehicle
-
-G = 9.80665
 
 #: controller(k, state) -> motor commands; state is the 13-tuple at step k.
 Controller = Callable[[int, tuple[float, ...]], Sequence[float]]
