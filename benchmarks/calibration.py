@@ -47,10 +47,30 @@ class Case:
     method: str
     note: str
 
+    @property
+    def mismatch(self) -> bool:
+        """Whether the scenario has effects the methods do not model (the ±3σ bar applies)."""
+        return self.group.endswith("-mismatch") or "+" in self.group
 
-def _cases() -> list[Case]:
+
+#: Ablation (`--ablation`): each mismatch effect alone on the paper scenario, with the value
+#: its `*-mismatch` scenario uses: effect -> (overrides, families it applies to).
+ABLATION: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "rotor_drag": (("rotor_drag",), ("eschmann", "six", "kwon")),
+    "motor_spread": (("thrust_spread", "tm_spread"), ("eschmann", "six", "kwon")),
+    "imu_bias": (("gyro_bias", "acc_bias", "gyro_rw", "acc_rw"), ("eschmann", "six", "kwon")),
+    "imu_delay": (("imu_delay",), ("eschmann", "six", "kwon")),
+    "izz_ratio": (("izz_ratio",), ("eschmann",)),
+    "mocap_delay": (("mocap_delay",), ("six",)),
+}
+_SCENARIO = {"eschmann": "eschmann-crazyflie", "six": "six-config-a", "kwon": "kwon-payload"}
+
+
+def _cases(variants: tuple[tuple[str, str], ...]) -> list[Case]:
+    """The five method cases for each (suffix, description) variant; a suffix "-mismatch" runs
+    the `*-mismatch` scenarios, "+effect" the paper scenarios with one `ABLATION` effect."""
     out = []
-    for sfx, what in (("", "paper scenario"), ("-mismatch", "model mismatch")):
+    for sfx, what in variants:
         out += [
             Case(f"delay/eschmann-crazyflie{sfx}", f"eschmann{sfx}", "delay", what),
             Case(f"tls-imu-A/six-config-a{sfx}", f"six{sfx}", "tls", f"{what}; IMU, configuration A"),
@@ -63,10 +83,21 @@ def _cases() -> list[Case]:
             ),
             Case(f"online/kwon-payload{sfx}", f"kwon{sfx}", "online", what),
         ]
+    if all(sfx.startswith("+") for sfx, _ in variants):  # an effect only where it applies
+        keep = lambda c: c.group.split("+")[0] in ABLATION[c.group.split("+")[1]][1]
+        out = [c for c in out if keep(c) and (not c.name.endswith("+mocap_delay") or "tls-mocap" in c.name)]
     return out
 
 
-CASES = _cases()
+CASES = _cases((("", "paper scenario"), ("-mismatch", "model mismatch")))
+ABLATION_CASES = _cases(tuple((f"+{e}", f"ablation: {e} alone") for e in ABLATION))
+
+
+def _ablation_overrides(family: str, effect: str) -> dict[str, Any]:
+    from rotorid.sim import scenarios
+
+    extra = scenarios.MISMATCH[f"{_SCENARIO[family]}-mismatch"][1]
+    return {k: extra[k] for k in ABLATION[effect][0]}
 
 
 # -- statistics ------------------------------------------------------------------------------
@@ -124,7 +155,12 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
     from rotorid.methods import delay, online, tls
     from rotorid.sim import scenarios
 
-    sfx = "-mismatch" if group.endswith("-mismatch") else ""
+    family, _, effect = group.partition("+")
+    if effect:  # ablation: the paper scenario with one effect; case names carry "+effect"
+        sfx, tag, ov = "", f"+{effect}", _ablation_overrides(family, effect)
+    else:
+        sfx = tag = "-mismatch" if group.endswith("-mismatch") else ""
+        ov = {}
     out: dict[str, Any] = {}
 
     def attempt(case: str, fn: Callable[[], tuple[Any, dict[str, float]]]) -> None:
@@ -138,35 +174,35 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
             out[case] = {"error": f"{type(e).__name__}: {e}"}
 
     if group.startswith("eschmann"):
-        sc = scenarios.run(f"eschmann-crazyflie{sfx}", seed=seed, duration=duration)
+        sc = scenarios.run(f"eschmann-crazyflie{sfx}", seed=seed, duration=duration, **ov)
         f = sc.flights
         attempt(
-            f"delay/eschmann-crazyflie{sfx}",
+            f"delay/eschmann-crazyflie{tag}",
             lambda: (
                 delay.identify([f["thrust"]], sc.vehicle, roll_pitch=[f["roll_pitch"]], yaw=[f["yaw"]]),
                 sc.truth.params,
             ),
         )
     elif group.startswith("six"):
-        a = scenarios.run(f"six-config-a{sfx}", seed=seed, duration=duration)
-        b = scenarios.run(f"six-config-b{sfx}", seed=seed, duration=duration)
+        a = scenarios.run(f"six-config-a{sfx}", seed=seed, duration=duration, **ov)
+        b = scenarios.run(f"six-config-b{sfx}", seed=seed, duration=duration, **ov)
         cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
         masses = {"B": b.vehicle.mass}
         both = _combined_truth(a, b)
         attempt(
-            f"tls-imu-A/six-config-a{sfx}",
+            f"tls-imu-A/six-config-a{tag}",
             lambda: (tls.identify({"A": cfg["A"]}, a.vehicle), a.truth.params),
         )
-        attempt(f"tls-imu-AB/six-config-a+b{sfx}", lambda: (tls.identify(cfg, a.vehicle, masses=masses), both))
+        attempt(f"tls-imu-AB/six-config-a+b{tag}", lambda: (tls.identify(cfg, a.vehicle, masses=masses), both))
         mocap = tls.TlsSettings(source="mocap", mocap_delay=MOCAP_DELAY)
         attempt(
-            f"tls-mocap-AB/six-config-a+b{sfx}",
+            f"tls-mocap-AB/six-config-a+b{tag}",
             lambda: (tls.identify(cfg, a.vehicle, masses=masses, settings=mocap), both),
         )
     else:
-        sc = scenarios.run(f"kwon-payload{sfx}", seed=seed, duration=duration)
+        sc = scenarios.run(f"kwon-payload{sfx}", seed=seed, duration=duration, **ov)
         attempt(
-            f"online/kwon-payload{sfx}",
+            f"online/kwon-payload{tag}",
             lambda: (online.identify(sc.flights["trajectory"], sc.vehicle), sc.truth.params),
         )
     return out
@@ -242,10 +278,10 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         "model-mismatch ones.",
         "",
     ]
-    case_by_name = {c.name: c for c in CASES}
+    case_by_name = {c.name: c for c in CASES + ABLATION_CASES}
     for case, d in summary.items():
         c = case_by_name[case]
-        mismatch = case.endswith("-mismatch")
+        mismatch = c.mismatch
         lines += [f"## {case}", "", f"{c.method}; {c.note}; seeds {len(d['seeds'])}", ""]
         n_ok = len(d["seeds"]) - len(d["failed"])
         if d["failed"]:
@@ -270,10 +306,14 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def calibrate(seeds: int = SEEDS, cases: list[str] | None = None, workers: int = WORKERS) -> dict[str, Any]:
-    """Run the Monte Carlo (`cases`: substrings selecting case names; all by default) and
-    write results/calibration.{json,md}. Returns the JSON document."""
-    chosen = [c for c in CASES if not cases or any(x in c.name for x in cases)]
+def calibrate(
+    seeds: int = SEEDS, cases: list[str] | None = None, workers: int = WORKERS, ablation: bool = False
+) -> dict[str, Any]:
+    """Run the Monte Carlo (`cases`: substrings selecting case names; all by default; with
+    `ablation` the single-effect cases only) and write results/calibration{-ablation}.{json,md}.
+    Returns the JSON document."""
+    pool_of = ABLATION_CASES if ablation else CASES
+    chosen = [c for c in pool_of if not cases or any(x in c.name for x in cases)]
     if not chosen:
         raise SystemExit(f"no case matches {cases}; cases: {', '.join(c.name for c in CASES)}")
     groups: dict[str, set[str]] = {}
@@ -303,9 +343,10 @@ def calibrate(seeds: int = SEEDS, cases: list[str] | None = None, workers: int =
         "runs": {c: {str(s): r for s, r in sorted(v.items())} for c, v in runs.items()},
     }
     OUT.mkdir(exist_ok=True)
-    (OUT / "calibration.json").write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
-    (OUT / "calibration.md").write_text(markdown(summary, meta))
-    print(f"wrote {OUT / 'calibration.md'}")
+    stem = "calibration-ablation" if ablation else "calibration"
+    (OUT / f"{stem}.json").write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
+    (OUT / f"{stem}.md").write_text(markdown(summary, meta))
+    print(f"wrote {OUT / f'{stem}.md'}")
     return doc
 
 
@@ -318,8 +359,9 @@ def run() -> list[dict]:
     number of seeds); one row per case (share of parameters meeting the bar)."""
     doc = calibrate(int(os.environ.get("CALIBRATION_SEEDS", SEEDS)))
     rows = []
+    cases = {c.name: c for c in CASES}
     for case, d in doc["summary"].items():
-        mismatch = case.endswith("-mismatch")
+        mismatch = cases[case].mismatch
         ps = d["params"]
         good = [k for k, s in ps.items() if not flags(s, mismatch, len(d["seeds"]) - len(d["failed"]))]
         rows.append(
@@ -339,12 +381,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds per case (default {SEEDS})")
     ap.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
     ap.add_argument("--workers", type=int, default=WORKERS, help=f"worker processes (default {WORKERS})")
+    ap.add_argument(
+        "--ablation", action="store_true", help="each mismatch effect alone (writes calibration-ablation.*)"
+    )
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     a = ap.parse_args(argv)
     if a.list:
-        print("\n".join(f"{c.name:<45} {c.note}" for c in CASES))
+        print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
         return 0
-    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers)
+    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation)
     return 0
 
 

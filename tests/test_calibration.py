@@ -93,6 +93,17 @@ def test_cases_cover_every_method_and_a_mismatch_twin():
         if not c.name.endswith("-mismatch"):
             assert c.name + "-mismatch" in names
     assert {c.method for c in cal.CASES} == {"delay", "tls", "online"}
+    assert not cal.CASES[0].mismatch and cal.CASES[-1].mismatch
+
+
+def test_ablation_cases_take_one_effect_at_its_mismatch_value():
+    names = {c.name for c in cal.ABLATION_CASES}
+    assert "delay/eschmann-crazyflie+izz_ratio" in names and "online/kwon-payload+izz_ratio" not in names
+    assert {n for n in names if n.endswith("+mocap_delay")} == {"tls-mocap-AB/six-config-a+b+mocap_delay"}
+    assert all(c.mismatch for c in cal.ABLATION_CASES)
+    assert cal._ablation_overrides("six", "mocap_delay") == {"mocap_delay": 0.008}
+    assert cal._ablation_overrides("eschmann", "izz_ratio") == {"izz_ratio": 2.02}
+    assert set(cal._ablation_overrides("kwon", "imu_bias")) == {"gyro_bias", "acc_bias", "gyro_rw", "acc_rw"}
 
 
 def test_a_real_delay_run_reports_finite_positive_sigma_near_the_truth():
