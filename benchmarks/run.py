@@ -1,8 +1,11 @@
-"""`make bench`: run every benchmarks/bench_*.py, write benchmarks/results/<name>.json and
-benchmarks/results/README.md (a markdown table). Benchmarks are not tests: they measure.
+"""`make bench`: run every benchmarks/bench_*.py and the calibration Monte Carlo
+(calibration.py), write benchmarks/results/<name>.json and benchmarks/results/README.md (a
+markdown table). Benchmarks are not tests: they measure. `run.py NAME ...` runs only those
+(e.g. `run.py tls calibration`).
 
-Each bench module defines `run() -> list[dict]`, each dict a row with at least
-`name`, `value`, `unit` and optionally `target` and `note`.
+Each module defines `run() -> list[dict]`, each dict a row with at least `name`, `value`,
+`unit` and optionally `target` and `note`; a module whose own output already uses
+<name>.json names its rows file in `ROWS_FILE`.
 """
 
 from __future__ import annotations
@@ -22,17 +25,18 @@ def main(argv: list[str]) -> int:
     OUT.mkdir(exist_ok=True)
     only = set(argv)
     lines = ["| benchmark | measure | value | unit | target | note |", "|---|---|---|---|---|---|"]
-    for path in sorted(HERE.glob("bench_*.py")):
+    for path in [*sorted(HERE.glob("bench_*.py")), HERE / "calibration.py"]:
         stem = path.stem.removeprefix("bench_")
         if only and stem not in only:
             continue
         spec = importlib.util.spec_from_file_location(path.stem, path)
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = mod  # picklable by name for worker processes (calibration)
         spec.loader.exec_module(mod)
         t0 = time.perf_counter()
         rows = mod.run()
         meta = {"python": platform.python_version(), "machine": platform.machine(), "wall_s": time.perf_counter() - t0}
-        (OUT / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+        (OUT / getattr(mod, "ROWS_FILE", f"{stem}.json")).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
         for r in rows:
             v = r["value"]
             vs = f"{v:.4g}" if isinstance(v, float) else str(v)

@@ -10,7 +10,18 @@ the CoM):
     q_dot = q * (0, w) / 2
 
 with f_i = sum_j K_j u_i^j + w_i (thrust noise, Kwon eq. 51, held over a step) and the motor
-state u_i a first-order lag of its command with rise/fall constants. The command is held over
+state u_i a first-order lag of its command with rise/fall constants (optionally per motor).
+
+Optional rotor drag (blade flapping and induced drag, the linear rotor-drag model of Martin &
+Salaün, ICRA 2010; Kai et al., IFAC 2017; Faessler et al., RA-L 2018): each rotor feels a force
+against the airspeed of its hub in the rotor plane, proportional to its rotor speed,
+
+    F_i = -k_rd Omega_i P_i (v_b + w x r_i),    P_i = I - r_f,i r_f,i^T,  r_i = r_p,i - c
+
+(v_b the body-frame velocity, still air), applied at the hub, so it also gives the moment
+r_i x F_i about the CoM (the hub sits off the CoM). The rotor speed is taken as
+Omega_i = sqrt(f_i) (exact up to the factor sqrt(k_t) for f = k_t Omega^2, which k_rd absorbs;
+units N s/m per sqrt(N)), so the model works for any motor-input kind. The command is held over
 each step, so the lag is solved exactly (an exponential) and the rotor wrench at the RK4 stage
 times (t, t+h/2, t+h) is known before the step: only the rigid body is integrated by RK4.
 
@@ -41,7 +52,9 @@ class Body:
 
     `B` is the 6 x M wrench per unit rotor thrust about the CoM (force rows, moment rows);
     `coeffs` the dense thrust polynomial per motor, (M, D+1), lowest power first.
-    `tm_rise`/`tm_fall` None means motors follow their command instantly.
+    `tm_rise`/`tm_fall` (per motor, (M,)) None means motors follow their command instantly.
+    `rotor_drag` (M, 6, 6): the drag wrench about the CoM of rotor i per unit rotor speed is
+    -rotor_drag[i] @ [v_b, w] (see the module docstring); None = no rotor drag.
     """
 
     mass: float
@@ -49,15 +62,26 @@ class Body:
     com: np.ndarray
     B: np.ndarray
     coeffs: np.ndarray
-    tm_rise: float | None
-    tm_fall: float | None
+    tm_rise: np.ndarray | None
+    tm_fall: np.ndarray | None
     cmd_min: float
     cmd_max: float
     drag: np.ndarray
+    rotor_drag: np.ndarray | None = None
 
     @staticmethod
-    def from_vehicle(v: Vehicle, drag: Sequence[float] = (0.0, 0.0, 0.0)) -> Body:
-        """The plant of a fully specified vehicle (thrust curve, k_tau, inertia required)."""
+    def from_vehicle(
+        v: Vehicle,
+        drag: Sequence[float] = (0.0, 0.0, 0.0),
+        rotor_drag: float = 0.0,
+        thrust_scale: Sequence[float] | None = None,
+        tm_scale: Sequence[float] | None = None,
+    ) -> Body:
+        """The plant of a fully specified vehicle (thrust curve, k_tau, inertia required).
+
+        `drag`: linear body drag (N s/m per body axis); `rotor_drag`: k_rd of the rotor-drag
+        model (N s/m per sqrt(N), see the module docstring); `thrust_scale`/`tm_scale`: per-motor
+        factors on the thrust polynomial and the motor time constants (spread between motors)."""
         missing = [k for k in ("thrust_coeffs", "k_tau", "inertia") if getattr(v, k) is None]
         if missing:
             raise VehicleError(f"vehicle '{v.name}': the simulator needs {', '.join(missing)}")
@@ -66,19 +90,23 @@ class Body:
         dense = np.zeros((v.n_rotors, max(v.thrust_exponents) + 1))
         for j, e in enumerate(v.thrust_exponents):
             dense[:, e] += k[:, j]
+        if thrust_scale is not None:
+            dense = dense * np.asarray(thrust_scale, dtype=float)[:, None]
         rise = v.tm_rise
         fall = v.tm_fall if v.tm_fall is not None else rise
+        ts = np.ones(v.n_rotors) if tm_scale is None else np.asarray(tm_scale, dtype=float)
         return Body(
             mass=float(v.mass),
             inertia=np.asarray(v.inertia, dtype=float),
             com=com,
             B=v.mixer(about=com),
             coeffs=dense,
-            tm_rise=rise,
-            tm_fall=fall if rise is not None else None,
+            tm_rise=None if rise is None else rise * ts,
+            tm_fall=None if rise is None else fall * ts,
             cmd_min=float(v.cmd_min),
             cmd_max=float(v.cmd_max),
             drag=np.asarray(drag, dtype=float),
+            rotor_drag=_rotor_drag_matrices(v, com, rotor_drag) if rotor_drag else None,
         )
 
     @property
@@ -92,6 +120,31 @@ class Body:
         for c in self.coeffs.T[::-1]:  # Horner over powers (a handful), vectorized over samples
             f = f * u + c
         return f
+
+    def rotor_drag_wrench(self, u: np.ndarray, v_body: np.ndarray, omega: np.ndarray) -> np.ndarray:
+        """Rotor-drag wrench about the CoM (N, 6: force, moment; body) for motor states `u`
+        (N, M), body-frame velocity `v_body` and angular rate `omega` (N, 3); zeros without it."""
+        x = np.hstack([v_body, omega])
+        if self.rotor_drag is None:
+            return np.zeros_like(x)
+        speed = np.sqrt(np.maximum(self.thrust(u), 0.0))
+        k = np.tensordot(speed, self.rotor_drag, axes=(1, 0))  # (N, 6, 6)
+        return -np.einsum("nij,nj->ni", k, x)
+
+
+def _cross_matrix(r: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+
+
+def _rotor_drag_matrices(v: Vehicle, com: np.ndarray, k: float) -> np.ndarray:
+    """Per rotor, the 6 x 6 map from [v_b, w] to minus the drag wrench about the CoM per unit
+    rotor speed: k [[P, -P [r]x], [[r]x P, -[r]x P [r]x]] (F = -k P (v_b + w x r), M = r x F)."""
+    out = np.empty((v.n_rotors, 6, 6))
+    for i, (pos, axis) in enumerate(zip(v.positions, v.axes, strict=True)):  # a handful of rotors
+        p = np.eye(3) - np.outer(axis, axis)
+        rx = _cross_matrix(pos - com)
+        out[i] = k * np.block([[p, -p @ rx], [rx @ p, -rx @ p @ rx]])
+    return out
 
 
 @dataclass(frozen=True)
@@ -145,10 +198,13 @@ def integrate(
     lo, hi = body.cmd_min, body.cmd_max
     instant = body.tm_rise is None
     if instant:
-        er_h = er_f = ef_h = ef_f = 0.0
-    else:
-        er_h, er_f = math.exp(-0.5 * dt / body.tm_rise), math.exp(-dt / body.tm_rise)
-        ef_h, ef_f = math.exp(-0.5 * dt / body.tm_fall), math.exp(-dt / body.tm_fall)
+        decay = [(0.0, 0.0, 0.0, 0.0)] * m_rot
+    else:  # per motor: rise over h/2 and h, fall over h/2 and h
+        decay = [
+            (math.exp(-0.5 * dt / r), math.exp(-dt / r), math.exp(-0.5 * dt / f), math.exp(-dt / f))
+            for r, f in zip(body.tm_rise.tolist(), body.tm_fall.tolist(), strict=True)
+        ]
+    rd = None if body.rotor_drag is None else body.rotor_drag.reshape(m_rot, 36)
     noise = np.zeros((n_steps, m_rot)) if thrust_noise is None else np.asarray(thrust_noise, dtype=float)
     noise_w = [tuple(r) for r in (noise @ body.B.T).tolist()]  # the noise's wrench per step, (n_steps, 6)
 
@@ -160,13 +216,29 @@ def integrate(
             f = f * ui + c
         return f
 
-    def motors(u: list[float], cmd: list[float], nz: tuple[float, ...]) -> tuple[list[float], tuple, tuple]:
-        """Motor states at t+h (exact lag, command held) and the wrenches at t+h/2 and t+h."""
+    def drag_matrix(f: list) -> list | None:
+        """The rotor-drag 6 x 6 maps (flattened, 36 floats) for rotor thrusts f (M,) or for
+        several sets (K, M) at once; None without rotor drag."""
+        if rd is None:
+            return None
+        return (np.sqrt(np.maximum(f, 0.0)) @ rd).tolist()
+
+    def drag_wrench(kd: list[float], s: tuple[float, ...]) -> list[float]:
+        """K [v_b, w] for a flattened 6 x 6 map K."""
+        s0, s1, s2, s3, s4, s5 = s
+        return [
+            kd[j] * s0 + kd[j + 1] * s1 + kd[j + 2] * s2 + kd[j + 3] * s3 + kd[j + 4] * s4 + kd[j + 5] * s5
+            for j in (0, 6, 12, 18, 24, 30)
+        ]
+
+    def motors(u: list[float], cmd: list[float], nz: tuple[float, ...]) -> tuple:
+        """Motor states at t+h (exact lag, command held), the wrenches at t+h/2 and t+h and
+        the rotor-drag maps there (None without rotor drag)."""
         xh = yh = zh = lh = mh = nh = 0.0
         xf = yf = zf = lf = mf = nf = 0.0
-        uf = []
-        for ui, ci, (a, b, c, d, e, g), cs in zip(u, cmd, cols, coeffs, strict=True):
-            dh, df = (er_h, er_f) if ci > ui else (ef_h, ef_f)
+        uf, fh, ff = [], [], []
+        for ui, ci, (a, b, c, d, e, g), cs, (rh, rf, fh_, ff_) in zip(u, cmd, cols, coeffs, decay, strict=True):
+            dh, df = (rh, rf) if ci > ui else (fh_, ff_)
             v = ci + (ui - ci) * dh
             w = ci + (ui - ci) * df
             uf.append(w)
@@ -175,6 +247,9 @@ def integrate(
                 f2 = (cs[2] * w + cs[1]) * w + cs[0]
             else:
                 f1, f2 = thrust(v, cs), thrust(w, cs)
+            if rd is not None:
+                fh.append(f1)
+                ff.append(f2)
             xh += f1 * a
             yh += f1 * b
             zh += f1 * c
@@ -192,6 +267,7 @@ def integrate(
             uf,
             (xh + n0, yh + n1, zh + n2, lh + n3, mh + n4, nh + n5),
             (xf + n0, yf + n1, zf + n2, lf + n3, mf + n4, nf + n5),
+            *(drag_matrix([fh, ff]) if rd is not None else (None, None)),
         )
 
     def wrench(u: list[float]) -> tuple[float, float, float, float, float, float]:
@@ -206,15 +282,22 @@ def integrate(
             tz += fi * g
         return fx, fy, fz, tx, ty, tz
 
-    def deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, fx, fy, fz, tx, ty, tz):
-        if has_drag:  # linear drag on the body-frame velocity: F_b -= D R^T v
-            # R^T v = v - qw t' + q x t' with t' = 2 q x v
+    def deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, fx, fy, fz, tx, ty, tz, kd=None):
+        if has_drag or kd is not None:
+            # body-frame velocity R^T v = v - qw t' + q x t' with t' = 2 q x v
             ax = 2 * (qy * vz - qz * vy)
             ay = 2 * (qz * vx - qx * vz)
             az = 2 * (qx * vy - qy * vx)
-            fx -= dx * (vx - qw * ax + qy * az - qz * ay)
-            fy -= dy * (vy - qw * ay + qz * ax - qx * az)
-            fz -= dz * (vz - qw * az + qx * ay - qy * ax)
+            bx = vx - qw * ax + qy * az - qz * ay
+            by = vy - qw * ay + qz * ax - qx * az
+            bz = vz - qw * az + qx * ay - qy * ax
+            if has_drag:  # linear drag on the body-frame velocity: F_b -= D R^T v
+                fx -= dx * bx
+                fy -= dy * by
+                fz -= dz * bz
+            if kd is not None:  # rotor drag: wrench -= K [v_b, w]
+                d0, d1, d2, d3, d4, d5 = drag_wrench(kd, (bx, by, bz, wx, wy, wz))
+                fx, fy, fz, tx, ty, tz = fx - d0, fy - d1, fz - d2, tx - d3, ty - d4, tz - d5
         # R F_b = F + qw t + q x t with t = 2 q x F
         ax = 2 * (qy * fz - qz * fy)
         ay = 2 * (qz * fx - qx * fz)
@@ -251,6 +334,7 @@ def integrate(
     u = list(us[0])
     cmd = list(u)
     w0 = wrench(u)
+    k0 = drag_matrix([thrust(ui, cs) for ui, cs in zip(u, coeffs, strict=True)])
     h, h2, h6 = dt, 0.5 * dt, dt / 6.0
     px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = xs[0]
     for k in range(n_steps):
@@ -260,12 +344,13 @@ def integrate(
                 u = cmd
                 us[-1] = tuple(u)
                 w0 = wrench(u)
+                k0 = drag_matrix([thrust(ui, cs) for ui, cs in zip(u, coeffs, strict=True)])
         cmds.append(tuple(cmd))
         nz = noise_w[k]
-        uf, b, c = motors(u, cmd, nz)
+        uf, b, c, kb, kc = motors(u, cmd, nz)
         a = (w0[0] + nz[0], w0[1] + nz[1], w0[2] + nz[2], w0[3] + nz[3], w0[4] + nz[4], w0[5] + nz[5])
         # RK4 on the rigid body
-        k1 = deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, *a)
+        k1 = deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, *a, kd=k0)
         k2 = deriv(
             vx + h2 * k1[0],
             vy + h2 * k1[1],
@@ -278,6 +363,7 @@ def integrate(
             wy + h2 * k1[8],
             wz + h2 * k1[9],
             *b,
+            kd=kb,
         )
         k3 = deriv(
             vx + h2 * k2[0],
@@ -291,6 +377,7 @@ def integrate(
             wy + h2 * k2[8],
             wz + h2 * k2[9],
             *b,
+            kd=kb,
         )
         k4 = deriv(
             vx + h * k3[0],
@@ -304,6 +391,7 @@ def integrate(
             wy + h * k3[8],
             wz + h * k3[9],
             *c,
+            kd=kc,
         )
         # position: its derivative is the velocity, whose stages are v + (h/2) k1 etc.
         px += h6 * (6 * vx + h * (k1[0] + k2[0] + k3[0]))
@@ -325,6 +413,7 @@ def integrate(
         u = uf
         us.append(tuple(u))
         w0 = (c[0] - nz[0], c[1] - nz[1], c[2] - nz[2], c[3] - nz[3], c[4] - nz[4], c[5] - nz[5])
+        k0 = kc
         if progress is not None and k % 1000 == 999:
             progress(k + 1)
     cmds.append(tuple(cmd))
@@ -354,8 +443,12 @@ def accelerations(body: Body, traj: Trajectory) -> dict[str, np.ndarray]:
     wr = f @ body.B.T
     force, moment = wr[:, :3], wr[:, 3:]
     q, vel, w = x[:, 6:10], x[:, 3:6], x[:, 10:13]
+    v_body = rotate(q, vel, inverse=True)
     if np.any(body.drag):
-        force = force - body.drag * rotate(q, vel, inverse=True)
+        force = force - body.drag * v_body
+    if body.rotor_drag is not None:
+        rw = body.rotor_drag_wrench(traj.u, v_body, w)
+        force, moment = force + rw[:, :3], moment + rw[:, 3:]
     acc = rotate(q, force) / body.mass + np.array([0.0, 0.0, -G])
     h = w @ body.inertia.T
     wdot = np.linalg.solve(body.inertia, (moment - np.cross(w, h)).T).T

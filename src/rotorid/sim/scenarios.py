@@ -53,16 +53,35 @@ sc.flights["thrust"], sc.truth.params["tm"], sc.vehicle, sc.true_vehicle
   that keeps the vehicle inside a 6 x 4 x 4 m arena.
   The truth `I_*` and `ms_*` are about the body origin O_d (Six eq. 1-2), not the CoM.
 
+Model mismatch — effects the methods do not model, for the calibration benchmark
+(`benchmarks/calibration.py`). Every scenario accepts them as overrides, off by default:
+`rotor_drag` (the linear rotor-drag model, Martin & Salaün 2010, Kai et al. 2017, Faessler
+et al. 2018: horizontal force -k Omega_i v_perp per rotor at its hub, hence also a moment; given
+as the horizontal drag-to-mass ratio D/m at hover, 1/s — Faessler et al. measured 0.26-0.28
+1/s on their quadrotor), `thrust_spread` and `tm_spread` (per-motor factors 1 + U(-s, s) on the
+thrust curve and the motor time constant, drawn per seed; the truth is the mean over motors,
+what a lumped model should find, per motor as `thrust_cJ_mI` / `k_t_mI` / `tm_mI`),
+`gyro_bias`/`acc_bias` (constant, body; None = the scenario's own), `gyro_rw`/`acc_rw` (bias
+random walk densities), `imu_delay` (s the IMU lags the commands and the motion capture), and
+for `eschmann-crazyflie` `izz_ratio` (the true I_zz / ((I_xx + I_yy) / 2); 1.832 is the ratio
+the delay method assumes). The `*-mismatch` variants (`MISMATCH`) switch them all on: the
+same pilot, noise streams and nominal vehicle as their base scenario for the same seed, plus
+rotor drag 0.3 1/s, ±5 % motor spread, gyro bias 0.5 deg/s and accelerometer bias ~0.1 m/s^2
+per axis with random walks, a 4 ms IMU time offset, for `eschmann-crazyflie-mismatch` C_xy->z
+= 2.02 and for the Six variants an 8 ms motion-capture delay (the paper's set-up: 5 ms).
+`truth.vehicle["mismatch"]` records every effect's true value.
+
 Every scenario accepts `duration` (s per flight), `dt` (internal step), `noise` (False turns
 off all sensor and thrust noise and biases), `control_rate` (Hz), `drag` (linear body drag,
-N s/m per body axis, default 0) and the scenario-specific overrides listed in `OVERRIDES`
-(e.g. `tm`, `tm_rise`/`tm_fall`, `mocap_delay`, `gyro_dot`). `Scenario.states` holds the
+N s/m per body axis, default 0), the mismatch effects above and the scenario-specific
+overrides listed in `OVERRIDES` (e.g. `tm`, `tm_rise`/`tm_fall`, `mocap_delay`, `gyro_dot`). `Scenario.states` holds the
 true states at the log instants (angular acceleration, CoM acceleration, rotor states and
 thrusts, body force and moment) for checking methods against more than the parameters.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,24 +93,55 @@ from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.result import Truth
 from rotorid.sim.control import Gains
+from rotorid.sim.dynamics import G
 from rotorid.sim.sensors import DEG, Imu, Mocap
 from rotorid.sim.simulator import FlightSpec, References, fly
 from rotorid.sim.trajectory import band_limited_noise, chirp, doublets, evaluate, move
 from rotorid.vehicle import Vehicle, crazyflie, quad_plus, quad_x
 
-NAMES = ("eschmann-crazyflie", "kwon-payload", "six-config-a", "six-config-b")
+PAPER = ("eschmann-crazyflie", "kwon-payload", "six-config-a", "six-config-b")
+#: Model-mismatch effects (see the module docstring), off by default in every scenario.
+_EFFECTS: dict[str, Any] = {
+    "rotor_drag": 0.0,
+    "thrust_spread": 0.0,
+    "tm_spread": 0.0,
+    "gyro_bias": None,
+    "acc_bias": None,
+    "gyro_rw": 0.0,
+    "acc_rw": 0.0,
+    "imu_delay": 0.0,
+}
+_MISMATCH = {
+    "rotor_drag": 0.3,  # 1/s, D/m at hover (Faessler et al. 2018: 0.26-0.28)
+    "thrust_spread": 0.05,
+    "tm_spread": 0.05,
+    "gyro_bias": (0.0087, -0.006, 0.004),  # rad/s (0.5 deg/s on x)
+    "acc_bias": (0.10, -0.08, 0.12),  # m/s^2 (~10 mg)
+    "gyro_rw": 2e-4,  # rad/s/sqrt(s)
+    "acc_rw": 1e-3,  # m/s^2/sqrt(s)
+    "imu_delay": 0.004,  # s
+}
+#: The model-mismatch variants: name -> (base scenario, default overrides).
+MISMATCH: dict[str, tuple[str, dict[str, Any]]] = {
+    "eschmann-crazyflie-mismatch": ("eschmann-crazyflie", {**_MISMATCH, "izz_ratio": 2.02}),
+    "kwon-payload-mismatch": ("kwon-payload", dict(_MISMATCH)),
+    "six-config-a-mismatch": ("six-config-a", {**_MISMATCH, "mocap_delay": 0.008}),
+    "six-config-b-mismatch": ("six-config-b", {**_MISMATCH, "mocap_delay": 0.008}),
+}
+NAMES = PAPER + tuple(MISMATCH)
 
-_COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0, "drag": (0.0, 0.0, 0.0)}
+_COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0, "drag": (0.0, 0.0, 0.0), **_EFFECTS}
 #: gyro_dot = log PX4's filtered angular acceleration (IMU_DGYRO_CUTOFF 30 Hz) as `gyro_dot`.
 _SIX = {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "gyro_dot": False}
 #: Overrides each scenario accepts (besides those in every scenario: duration, dt, noise, control_rate,
 #: drag = linear body drag coefficients (N s/m, body x, y, z), off by default).
 OVERRIDES: dict[str, dict[str, Any]] = {
-    "eschmann-crazyflie": {"tm": 0.07, "tm_rise": None, "tm_fall": None, "k_tau": 0.0055},
+    "eschmann-crazyflie": {"tm": 0.07, "tm_rise": None, "tm_fall": None, "k_tau": 0.0055, "izz_ratio": 1.832},
     "kwon-payload": {"tm": None, "imu_rate": 1000.0, "attitude": True},
     "six-config-a": {**_SIX, "imu_offset": (0.0, 0.0, 0.0)},
     "six-config-b": {**_SIX, "imu_offset": (0.0, 0.0, 0.0)},
 }
+OVERRIDES |= {name: {**OVERRIDES[base], **extra} for name, (base, extra) in MISMATCH.items()}
 
 
 @dataclass
@@ -134,13 +184,62 @@ def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None 
     opts = options(name, **overrides)
     if int(seed) < 0:
         raise RotoridError(f"scenario '{name}': the seed must be a non-negative integer, got {seed}")
-    return _BUILDERS[name](name, int(seed), opts, progress)
+    return _BUILDERS[MISMATCH.get(name, (name,))[0]](name, int(seed), opts, progress)
 
 
 def _rng(name: str, seed: int, flight: str) -> np.random.Generator:
-    """An independent, reproducible stream per (scenario, seed, flight)."""
-    key = [seed, NAMES.index(name), *flight.encode()]
+    """An independent, reproducible stream per (scenario, seed, flight); a mismatch variant
+    draws the same streams as its base scenario."""
+    key = [seed, PAPER.index(MISMATCH.get(name, (name,))[0]), *flight.encode()]
     return np.random.default_rng(key)
+
+
+@dataclass(frozen=True)
+class _Effects:
+    """The model-mismatch effects of one run: FlightSpec keywords, the IMU with its biases,
+    walks and offset, and what truth.json records."""
+
+    spec: dict[str, Any]
+    imu: Imu
+    record: dict[str, Any]
+
+    def scaled_mean(self, key: str) -> float:
+        """Mean over motors of a per-motor factor (1 without spread)."""
+        s = self.spec.get(key)
+        return 1.0 if s is None else float(np.mean(s))
+
+
+def _effects(name: str, seed: int, o: dict[str, Any], vehicle: Vehicle, imu: Imu) -> _Effects:
+    """Apply the mismatch overrides: draw the motor spreads (own stream of the scenario `name`),
+    convert the rotor drag D/m at hover of `vehicle` to k_rd (D = k_rd sum_i sqrt(f_hover),
+    vertical rotor axes)."""
+    rng = _rng(name, seed, "mismatch/motors")
+    m = vehicle.n_rotors
+    spec: dict[str, Any] = {}
+    rec: dict[str, Any] = {}
+    for key, what in (("thrust_spread", "thrust_scale"), ("tm_spread", "tm_scale")):
+        if float(o[key]) > 0 and (what == "thrust_scale" or vehicle.tm_rise is not None):
+            spec[what] = tuple((1.0 + float(o[key]) * rng.uniform(-1.0, 1.0, m)).tolist())
+            rec[what] = list(spec[what])
+    if float(o["rotor_drag"]) > 0:
+        f_hover = vehicle.mass * G / m
+        spec["rotor_drag"] = float(o["rotor_drag"]) * vehicle.mass / (m * math.sqrt(f_hover))
+        rec |= {"rotor_drag_per_mass_at_hover": float(o["rotor_drag"]), "k_rotor_drag": spec["rotor_drag"]}
+    changes = {k: tuple(map(float, o[k])) for k in ("gyro_bias", "acc_bias") if o[k] is not None}
+    changes |= {k: float(o[k]) for k in ("gyro_rw", "acc_rw") if float(o[k]) > 0}
+    if float(o["imu_delay"]):
+        changes["delay"] = float(o["imu_delay"])
+    imu = dataclasses.replace(imu, **changes)
+    if not o["noise"]:
+        imu = imu.noiseless()
+        changes = {k: v for k, v in changes.items() if k == "delay"}
+    rec |= {"imu_delay" if k == "delay" else k: v for k, v in changes.items()}
+    return _Effects(spec, imu, rec)
+
+
+def _truth_vehicle(true: Vehicle, fx: _Effects, **extra: Any) -> dict[str, Any]:
+    """truth.json's vehicle: the true vehicle, plus the mismatch effects when there are any."""
+    return {**true.to_dict(), **extra, **({"mismatch": fx.record} if fx.record else {})}
 
 
 def _fly_all(
@@ -196,7 +295,7 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
     rise, fall = _tm(o)
     base = crazyflie()
     ixx, iyy = 1.57e-5, 1.62e-5
-    izz = 1.832 * 0.5 * (ixx + iyy)  # Eschmann eq. 93
+    izz = float(o["izz_ratio"]) * 0.5 * (ixx + iyy)  # Eschmann eq. 93 (C_xy->z = 1.832 by default)
     true = base.replace(
         thrust_coeffs=np.array([0.0227, -0.0119, 0.1283]),
         k_tau=float(o["k_tau"]),
@@ -206,7 +305,6 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
         com=np.zeros(3),
         source="sim:eschmann-crazyflie",
     )
-    noise = bool(o["noise"])
     imu = Imu(
         rate=1000.0,
         gyro_nd=0.014 * DEG,
@@ -216,7 +314,8 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
         gyro_res=2000.0 / 32768 * DEG,
         acc_res=24 * 9.80665 / 32768,
     )
-    imu = imu if noise else imu.noiseless()
+    fx = _effects(name, seed, o, true, imu)
+    imu = fx.imu
     dur = float(o["duration"] or 35.0)
     dt, cr = float(o["dt"]), float(o["control_rate"])
     gains = Gains.from_bandwidth(true.inertia, (12.0, 12.0, 10.0), 0.8, pos_wn=(0.8, 0.8, 1.2))
@@ -252,23 +351,58 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
             dt=dt,
             control_rate=cr,
             drag=tuple(o["drag"]),
+            **fx.spec,
             meta={"scenario": name, "flight": fname, "seed": seed},
         )
     flights, states = _fly_all(name, seed, true, specs, progress)
+    curve = np.array([0.0227, -0.0119, 0.1283])
     truth = {
         "mass": true.mass,
         **_tm_truth(rise, fall),
-        "thrust_c0": 0.0227,
-        "thrust_c1": -0.0119,
-        "thrust_c2": 0.1283,
+        **{f"thrust_c{j}": float(c) for j, c in enumerate(curve)},
         "I_xx": ixx,
         "I_yy": iyy,
         "I_zz": izz,
         "k_tau": true.k_tau,
         "hover_cmd": true.hover_command(),
     }
+    true, truth = _spread_truth(true, truth, fx, curve, rise, fall)
     user = base.replace(source="sim:eschmann-crazyflie (user knowledge)")
-    return Scenario(name, seed, flights, Truth(truth, true.to_dict()), user, true, states, o)
+    return Scenario(name, seed, flights, Truth(truth, _truth_vehicle(true, fx)), user, true, states, o)
+
+
+def _spread_truth(
+    true: Vehicle,
+    truth: dict[str, float],
+    fx: _Effects,
+    curve: np.ndarray,
+    rise: float | None,
+    fall: float | None,
+    names: tuple[str, ...] = ("thrust_c0", "thrust_c1", "thrust_c2"),
+) -> tuple[Vehicle, dict[str, float]]:
+    """With motor spread, the lumped truth is the mean over motors (the thrust polynomial and
+    the time constants scale linearly); each motor's own value is added with a `_mI` suffix."""
+    if not fx.spec.get("thrust_scale") and not fx.spec.get("tm_scale"):
+        return true, truth
+    ks, ts = fx.scaled_mean("thrust_scale"), fx.scaled_mean("tm_scale")
+    truth = dict(truth)
+    if fx.spec.get("thrust_scale"):
+        for i, si in enumerate(fx.spec["thrust_scale"], start=1):
+            truth |= {f"{n}_m{i}": float(c * si) for n, c in zip(names, curve, strict=True)}
+        truth |= {n: float(c * ks) for n, c in zip(names, curve, strict=True)}
+        if "k_d" in truth:
+            truth["k_d"] = truth["k_tau"] * truth["k_t"]
+    if fx.spec.get("tm_scale") and rise is not None:
+        truth |= _tm_truth(rise * ts, fall * ts)
+        truth |= {f"tm_m{i}": float(0.5 * (rise + fall) * si) for i, si in enumerate(fx.spec["tm_scale"], start=1)}
+    true = true.replace(
+        thrust_coeffs=np.asarray(true.thrust_coeffs) * ks,
+        tm_rise=None if rise is None else rise * ts,
+        tm_fall=None if fall is None else fall * ts,
+    )
+    if "hover_cmd" in truth:
+        truth["hover_cmd"] = true.hover_command()
+    return true, truth
 
 
 # -- kwon-payload --------------------------------------------------------------------------
@@ -303,7 +437,8 @@ def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         gyro_res=0.001 * DEG,
         acc_res=0.001,
     )
-    imu = imu if noise else imu.noiseless()
+    fx = _effects(name, seed, o, true, imu)
+    imu = fx.imu
     dur = float(o["duration"] or 50.0)
     if dur < 10.0:
         raise RotoridError(f"kwon-payload: duration {dur:g} s is too short for the three intervals (>= 10 s)")
@@ -335,6 +470,7 @@ def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         dt=float(o["dt"]),
         control_rate=float(o["control_rate"]),
         drag=tuple(o["drag"]),
+        **fx.spec,
         thrust_noise=0.0022 if noise else 0.0,
         log_rotor_speed=True,
         meta={
@@ -359,11 +495,14 @@ def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         "imu_z": float(imu_o[2]),
         **_tm_truth(rise, fall),
     }
-    tv = {
-        **true.to_dict(),
-        "reference_points": "I_* about the CoM; com_* and imu_* relative to the body origin (geometric centre); "
+    # the user knows C_T (Sec. IV-B); with motor spread the truth records its true mean and spread
+    true, truth = _spread_truth(true, truth, fx, np.array([c_t]), rise, fall, names=("k_t",))
+    tv = _truth_vehicle(
+        true,
+        fx,
+        reference_points="I_* about the CoM; com_* and imu_* relative to the body origin (geometric centre); "
         f"IMU relative to the CoM (Kwon Table 4) = {imu_rel_com.tolist()} m",
-    }
+    )
     user = known.replace(source="sim:kwon-payload (user knowledge)")
     return Scenario(name, seed, flights, Truth(truth, tv), user, true, states, o)
 
@@ -393,7 +532,7 @@ def six_mass_properties(config: str) -> tuple[float, np.ndarray, np.ndarray]:
 
 
 def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
-    config = "A" if name.endswith("-a") else "B"
+    config = "A" if MISMATCH.get(name, (name,))[0].endswith("-a") else "B"
     rise, fall = _tm(o)
     m, ms, i_o = six_mass_properties(config)
     com = ms / m
@@ -420,9 +559,12 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         acc_bias=(0.02, -0.015, 0.03),
         gyro_dot_cutoff=30.0 if o["gyro_dot"] else None,
     )
+    # the same propellers in both configurations: spread and k_rd are those of configuration A
+    fx = _effects("six-config-a", seed, o, true.replace(mass=SIX_MASS_A), imu)
+    imu = fx.imu
     mocap = Mocap(rate=200.0, pos_noise=3e-4, att_noise=0.05 * DEG, delay=float(o["mocap_delay"]))
     if not noise:
-        imu, mocap = imu.noiseless(), mocap.noiseless()
+        mocap = mocap.noiseless()
     dur = float(o["duration"] or 75.0)
     dt, cr = float(o["dt"]), float(o["control_rate"])
     gains = Gains.from_bandwidth(i_com, (10.0, 10.0, 5.0), 0.8, pos_wn=(1.0, 1.0, 1.2))
@@ -450,6 +592,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
             dt=dt,
             control_rate=cr,
             drag=tuple(o["drag"]),
+            **fx.spec,
             thrust_noise=float(o["thrust_noise"]) if noise else 0.0,
             log_rotor_speed=True,
             meta={"scenario": name, "flight": fname, "seed": seed, "config": config},
@@ -471,11 +614,15 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         "com_z": float(com[2]),
         **_tm_truth(rise, fall),
     }
-    tv = {
-        **true.to_dict(),
-        "reference_points": "I_* and ms_* about the body origin O_d (Six eq. 1-2); "
+    true, truth = _spread_truth(true, truth, fx, np.array([SIX_K_T]), rise, fall, names=("k_t",))
+    if fx.record:
+        fx.record["mocap_delay"] = float(o["mocap_delay"])
+    tv = _truth_vehicle(
+        true,
+        fx,
+        reference_points="I_* and ms_* about the body origin O_d (Six eq. 1-2); "
         "the vehicle's inertia field is about the CoM",
-    }
+    )
     user = known.replace(source=f"sim:{name} (user knowledge)")
     return Scenario(name, seed, flights, Truth(truth, tv), user, true, states, o)
 

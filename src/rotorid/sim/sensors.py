@@ -1,7 +1,10 @@
 """Sensor models applied after integration, vectorized over samples.
 
 - IMU (`Imu`): gyro and accelerometer at a sample rate, with white noise of a given noise
-  density, constant bias, resolution (quantization) and lever arm. The accelerometer at
+  density, constant bias plus an optional bias random walk (rate random walk, b_dot = N w
+  with w unit white noise, the IEEE Std 952 / Kalibr noise model), resolution (quantization),
+  lever arm and an optional time offset (`delay`: the IMU samples the state `delay` seconds
+  before its time stamp, i.e. it lags the commands and the motion capture). The accelerometer at
   position r relative to the CoM measures (Kwon et al. eq. 18-19)
       f_s = R^T (a_com - g) + omega_dot x r + omega x (omega x r).
   Noise density follows Kwon et al. eq. 49-50: sigma = ND * sqrt(rate).
@@ -28,7 +31,9 @@ DEG = np.pi / 180.0
 class Imu:
     """IMU specification: rate (Hz), noise densities (rad/s/sqrt(Hz), m/s^2/sqrt(Hz)), biases
     (constant, body), resolutions (quantization steps; 0 = none), and `gyro_dot_cutoff` (Hz)
-    if the autopilot logs a filtered angular acceleration (PX4), else None."""
+    if the autopilot logs a filtered angular acceleration (PX4), else None. `gyro_rw`/`acc_rw`
+    are bias random-walk densities (rad/s/sqrt(s), m/s^2/sqrt(s); 0 = constant bias) and
+    `delay` (s) the IMU's time offset (applied by `rotorid.sim.simulator.fly`)."""
 
     rate: float
     gyro_nd: float = 0.0
@@ -38,9 +43,13 @@ class Imu:
     gyro_res: float = 0.0
     acc_res: float = 0.0
     gyro_dot_cutoff: float | None = None
+    gyro_rw: float = 0.0
+    acc_rw: float = 0.0
+    delay: float = 0.0
 
     def noiseless(self) -> Imu:
-        return Imu(self.rate, gyro_dot_cutoff=self.gyro_dot_cutoff)
+        """Without noise, biases and bias walks (the time offset is not noise: kept)."""
+        return Imu(self.rate, gyro_dot_cutoff=self.gyro_dot_cutoff, delay=self.delay)
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,13 @@ class Mocap:
 
 def _quantize(x: np.ndarray, res: float) -> np.ndarray:
     return np.round(x / res) * res if res > 0 else x
+
+
+def bias_walk(density: float, n: int, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """A bias random walk (n, 3) starting at zero: increments of sigma = density / sqrt(rate)."""
+    steps = density / np.sqrt(rate) * rng.standard_normal((n, 3))
+    steps[0] = 0.0
+    return np.cumsum(steps, axis=0)
 
 
 def imu(
@@ -78,6 +94,10 @@ def imu(
     s = np.sqrt(spec.rate)
     gyro = omega + np.asarray(spec.gyro_bias) + spec.gyro_nd * s * rng.standard_normal(omega.shape)
     acc = spec_com + lever + np.asarray(spec.acc_bias) + spec.acc_nd * s * rng.standard_normal(omega.shape)
+    if spec.gyro_rw > 0:  # drawn only when asked, so scenarios without a walk keep their streams
+        gyro = gyro + bias_walk(spec.gyro_rw, len(gyro), spec.rate, rng)
+    if spec.acc_rw > 0:
+        acc = acc + bias_walk(spec.acc_rw, len(acc), spec.rate, rng)
     out = {"gyro": _quantize(gyro, spec.gyro_res), "acc": _quantize(acc, spec.acc_res)}
     if spec.gyro_dot_cutoff is not None:
         b, a = sps.butter(2, spec.gyro_dot_cutoff, fs=spec.rate)

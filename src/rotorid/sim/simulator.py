@@ -39,7 +39,11 @@ ReferenceFn = Callable[[np.ndarray], References]
 @dataclass(frozen=True)
 class FlightSpec:
     """How to fly and what to log. `dt` is the internal RK4 step; sensor and control rates
-    must divide 1/dt. `thrust_noise` is the per-rotor thrust noise sigma (N, Kwon eq. 51)."""
+    must divide 1/dt. `thrust_noise` is the per-rotor thrust noise sigma (N, Kwon eq. 51).
+
+    Plant effects the controller does not know (model mismatch; off by default): `rotor_drag`
+    (k_rd, N s/m per sqrt(N), `rotorid.sim.dynamics`), `thrust_scale`/`tm_scale` (per-motor
+    factors on thrust curve and motor time constants). The controller uses the nominal vehicle."""
 
     duration: float
     references: ReferenceFn
@@ -53,6 +57,9 @@ class FlightSpec:
     log_cmd: bool = True
     log_rotor_speed: bool = False
     drag: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rotor_drag: float = 0.0
+    thrust_scale: tuple[float, ...] | None = None
+    tm_scale: tuple[float, ...] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -75,13 +82,15 @@ def fly(
     acc_com, spec_force (noise-free accelerometer), u, thrust, force, moment)."""
     if spec.duration <= 0:
         raise RotoridError(f"{source}: duration must be positive, got {spec.duration:g} s")
-    body = Body.from_vehicle(vehicle, drag=spec.drag)
+    body = Body.from_vehicle(vehicle, spec.drag, spec.rotor_drag, spec.thrust_scale, spec.tm_scale)
+    nominal = body.rotor_drag is None and spec.thrust_scale is None and spec.tm_scale is None
+    model = body if nominal else Body.from_vehicle(vehicle, drag=spec.drag)
     dt = spec.dt
     n_steps = round(spec.duration / dt)
     every = _every(spec.control_rate, dt, "control")
     t_ctrl = np.arange(n_steps // every + 1) * (every * dt)
     ref = spec.references(t_ctrl)
-    ctrl = CascadeController(body, vehicle.mixer(), spec.gains, every, ref.pos, ref.vel, ref.acc, ref.yaw, ref.offsets)
+    ctrl = CascadeController(model, vehicle.mixer(), spec.gains, every, ref.pos, ref.vel, ref.acc, ref.yaw, ref.offsets)
     x0 = hover_state(ref.pos[0], float(ref.yaw[0]))
     u0 = ctrl(0, x0)
     noise = spec.thrust_noise * rng.standard_normal((n_steps, body.n_rotors)) if spec.thrust_noise > 0 else None
@@ -98,7 +107,13 @@ def fly(
 
     t_imu, i_imu = grid(spec.imu.rate, "IMU")
     r_imu = np.asarray(vehicle.imu_offset) - body.com
-    meas = imu(spec.imu, traj.x[i_imu, 10:13], acc["omega_dot"][i_imu], acc["spec_com"][i_imu], r_imu, rng)
+    truth_imu = (traj.x[:, 10:13], acc["omega_dot"], acc["spec_com"])
+    if spec.imu.delay:  # the IMU lags its time stamps: sample the truth at t - delay
+        tq = np.clip(t_imu - spec.imu.delay, 0.0, t_all[-1])
+        truth_imu = tuple(np.column_stack([np.interp(tq, t_all, x[:, j]) for j in range(3)]) for x in truth_imu)
+    else:
+        truth_imu = tuple(x[i_imu] for x in truth_imu)
+    meas = imu(spec.imu, *truth_imu, r_imu, rng)
     series = {name: Series(t_imu, v) for name, v in meas.items()}
     t_log, i_log = grid(spec.log_rate, "log")
     if spec.log_cmd:
@@ -120,6 +135,7 @@ def fly(
             "mocap_rate": spec.mocap.rate if spec.mocap else None,
             "mocap_delay": spec.mocap.delay if spec.mocap else None,
             "thrust_noise": spec.thrust_noise,
+            **({"imu_delay": spec.imu.delay} if spec.imu.delay else {}),
             **spec.meta,
         },
     }

@@ -1,0 +1,397 @@
+"""Calibration of the reported standard deviations (issue 11): seeded Monte Carlo on the
+simulator, per method and scenario, including the model-mismatch scenarios.
+
+A σ is honest when, over repeated flights, the estimate scatters by about σ around the truth:
+per parameter this reports, over the seeds, with σ̄ the mean reported σ,
+
+- bias/σ̄ = mean(estimate - truth) / σ̄ (0 ideally; |bias/σ̄| > 1 means a systematic error σ ignores),
+- SD/σ̄ = empirical standard deviation of the estimates / σ̄ (1 ideally),
+- cover2, cover3 = share of seeds with |estimate - truth| <= 2σ, 3σ (their own σ; 95.4 %, 99.7 %).
+
+A parameter reported without σ (NaN) or with σ <= 0 is flagged, never averaged in silently.
+
+Run: `python benchmarks/calibration.py [--seeds N] [--cases a,b] [--workers 2]`, or through
+`make bench` (`benchmarks/run.py calibration`). Writes benchmarks/results/calibration.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+OUT = Path(__file__).parent / "results"
+SEEDS = 30
+WORKERS = 2
+#: pose delay the user gives a mocap TLS run: the paper's set-up (the mismatch scenarios' is 8 ms)
+MOCAP_DELAY = 0.005
+
+
+@dataclass(frozen=True)
+class Case:
+    """One calibration case: a method on a family of scenarios (`group` shares the simulations)."""
+
+    name: str
+    group: str
+    method: str
+    note: str
+
+    @property
+    def mismatch(self) -> bool:
+        """Whether the scenario has effects the methods do not model (the ±3σ bar applies)."""
+        return self.group.endswith("-mismatch") or "+" in self.group
+
+
+#: Ablation (`--ablation`): each mismatch effect alone on the paper scenario, with the value
+#: its `*-mismatch` scenario uses: effect -> (overrides, families it applies to).
+ABLATION: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "rotor_drag": (("rotor_drag",), ("eschmann", "six", "kwon")),
+    "motor_spread": (("thrust_spread", "tm_spread"), ("eschmann", "six", "kwon")),
+    "imu_bias": (("gyro_bias", "acc_bias", "gyro_rw", "acc_rw"), ("eschmann", "six", "kwon")),
+    "imu_delay": (("imu_delay",), ("eschmann", "six", "kwon")),
+    "izz_ratio": (("izz_ratio",), ("eschmann",)),
+    "mocap_delay": (("mocap_delay",), ("six",)),
+}
+_SCENARIO = {"eschmann": "eschmann-crazyflie", "six": "six-config-a", "kwon": "kwon-payload"}
+
+
+def _cases(variants: tuple[tuple[str, str], ...]) -> list[Case]:
+    """The five method cases for each (suffix, description) variant; a suffix "-mismatch" runs
+    the `*-mismatch` scenarios, "+effect" the paper scenarios with one `ABLATION` effect."""
+    out = []
+    for sfx, what in variants:
+        out += [
+            Case(f"delay/eschmann-crazyflie{sfx}", f"eschmann{sfx}", "delay", what),
+            Case(f"tls-imu-A/six-config-a{sfx}", f"six{sfx}", "tls", f"{what}; IMU, configuration A"),
+            Case(f"tls-imu-AB/six-config-a+b{sfx}", f"six{sfx}", "tls", f"{what}; IMU, A + B combined"),
+            Case(
+                f"tls-mocap-AB/six-config-a+b{sfx}",
+                f"six{sfx}",
+                "tls",
+                f"{what}; motion capture, A + B, mocap_delay {MOCAP_DELAY * 1e3:g} ms",
+            ),
+            Case(f"online/kwon-payload{sfx}", f"kwon{sfx}", "online", what),
+        ]
+    if all(sfx.startswith("+") for sfx, _ in variants):  # an effect only where it applies
+        keep = lambda c: c.group.split("+")[0] in ABLATION[c.group.split("+")[1]][1]
+        out = [c for c in out if keep(c) and (not c.name.endswith("+mocap_delay") or "tls-mocap" in c.name)]
+    return out
+
+
+CASES = _cases((("", "paper scenario"), ("-mismatch", "model mismatch")))
+ABLATION_CASES = _cases(tuple((f"+{e}", f"ablation: {e} alone") for e in ABLATION))
+
+
+def _ablation_overrides(family: str, effect: str) -> dict[str, Any]:
+    from rotorid.sim import scenarios
+
+    extra = scenarios.MISMATCH[f"{_SCENARIO[family]}-mismatch"][1]
+    return {k: extra[k] for k in ABLATION[effect][0]}
+
+
+# -- statistics ------------------------------------------------------------------------------
+def summarize(values: np.ndarray, stds: np.ndarray, truth: np.ndarray) -> dict[str, Any]:
+    """Calibration statistics of one parameter over seeds: estimates, their reported σ and the
+    truth (arrays of equal length). Seeds without a usable σ (NaN or <= 0) are counted and
+    left out of the σ-based figures (which are NaN if none is left)."""
+    values, stds, truth = (np.asarray(a, dtype=float) for a in (values, stds, truth))
+    err = values - truth
+    bad = ~np.isfinite(stds) | (stds <= 0)
+    n = len(values)
+    out: dict[str, Any] = {
+        "n": n,
+        "truth_mean": float(np.mean(truth)),
+        "n_no_sigma": int(np.sum(~np.isfinite(stds))),
+        "n_sigma_le_0": int(np.sum(np.isfinite(stds) & (stds <= 0))),
+        "mean_rel_err_pct": float(np.mean(100 * err / np.abs(truth))) if np.all(truth != 0) else float("nan"),
+        "sd_rel_pct": float(np.std(100 * values / np.abs(truth), ddof=1))
+        if n > 1 and np.all(truth != 0)
+        else float("nan"),
+    }
+    ok = ~bad
+    if ok.sum() == 0:
+        keys = ("sigma_mean", "sigma_rel_pct", "bias_over_sigma", "sd_over_sigma", "cover2", "cover3")
+        return out | dict.fromkeys(keys, float("nan"))
+    e, s = err[ok], stds[ok]
+    sbar = float(np.mean(s))
+    z = np.abs(e) / s
+    return out | {
+        "sigma_mean": sbar,
+        "sigma_rel_pct": 100 * sbar / abs(out["truth_mean"]) if out["truth_mean"] else float("nan"),
+        "bias_over_sigma": float(np.mean(e) / sbar),
+        "sd_over_sigma": float(np.std(values[ok], ddof=1) / sbar) if ok.sum() > 1 else float("nan"),
+        "cover2": float(np.mean(z <= 2.0)),
+        "cover3": float(np.mean(z <= 3.0)),
+    }
+
+
+# -- one simulation group and seed -------------------------------------------------------------
+def _estimates(result: Any, truth: dict[str, float]) -> dict[str, dict[str, float | None]]:
+    """Every reported parameter: value, σ and truth (None if the simulator has none)."""
+    return {k: {"value": float(e.value), "std": float(e.std), "truth": truth.get(k)} for k, e in result.params.items()}
+
+
+def _combined_truth(a: Any, b: Any) -> dict[str, float]:
+    """Truth of an A + B identification: per-configuration names with @A/@B, shared propeller
+    coefficients without suffix."""
+    tr = {f"{k}@{c}": v for c, sc in (("A", a), ("B", b)) for k, v in sc.truth.params.items()}
+    return tr | {k: a.truth.params[k] for k in ("k_t", "k_d", "k_tau")}
+
+
+def _run_group(group: str, seed: int, wanted: set[str], duration: float | None = None) -> dict[str, Any]:
+    """Simulate the group's scenarios for one seed (flights of `duration` s; None = the
+    paper's) and run every wanted case on them."""
+    from rotorid.methods import delay, online, tls
+    from rotorid.sim import scenarios
+
+    family, _, effect = group.partition("+")
+    if effect:  # ablation: the paper scenario with one effect; case names carry "+effect"
+        sfx, tag, ov = "", f"+{effect}", _ablation_overrides(family, effect)
+    else:
+        sfx = tag = "-mismatch" if group.endswith("-mismatch") else ""
+        ov = {}
+    out: dict[str, Any] = {}
+
+    def attempt(case: str, fn: Callable[[], tuple[Any, dict[str, float]]]) -> None:
+        if case not in wanted:
+            return
+        t0 = time.perf_counter()
+        try:
+            res, truth = fn()
+            out[case] = {"params": _estimates(res, truth), "wall_s": time.perf_counter() - t0}
+        except Exception as e:  # a failed identification is a finding, not a crash of the benchmark
+            out[case] = {"error": f"{type(e).__name__}: {e}"}
+
+    if group.startswith("eschmann"):
+        sc = scenarios.run(f"eschmann-crazyflie{sfx}", seed=seed, duration=duration, **ov)
+        f = sc.flights
+        attempt(
+            f"delay/eschmann-crazyflie{tag}",
+            lambda: (
+                delay.identify([f["thrust"]], sc.vehicle, roll_pitch=[f["roll_pitch"]], yaw=[f["yaw"]]),
+                sc.truth.params,
+            ),
+        )
+    elif group.startswith("six"):
+        a = scenarios.run(f"six-config-a{sfx}", seed=seed, duration=duration, **ov)
+        b = scenarios.run(f"six-config-b{sfx}", seed=seed, duration=duration, **ov)
+        cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
+        masses = {"B": b.vehicle.mass}
+        both = _combined_truth(a, b)
+        attempt(
+            f"tls-imu-A/six-config-a{tag}",
+            lambda: (tls.identify({"A": cfg["A"]}, a.vehicle), a.truth.params),
+        )
+        attempt(f"tls-imu-AB/six-config-a+b{tag}", lambda: (tls.identify(cfg, a.vehicle, masses=masses), both))
+        mocap = tls.TlsSettings(source="mocap", mocap_delay=MOCAP_DELAY)
+        attempt(
+            f"tls-mocap-AB/six-config-a+b{tag}",
+            lambda: (tls.identify(cfg, a.vehicle, masses=masses, settings=mocap), both),
+        )
+    else:
+        sc = scenarios.run(f"kwon-payload{sfx}", seed=seed, duration=duration, **ov)
+        attempt(
+            f"online/kwon-payload{tag}",
+            lambda: (online.identify(sc.flights["trajectory"], sc.vehicle), sc.truth.params),
+        )
+    return out
+
+
+def _job(args: tuple[str, int, frozenset[str]]) -> tuple[str, int, dict[str, Any]]:
+    group, seed, wanted = args
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):  # two workers on two cores: no oversubscription
+        return group, seed, _run_group(group, seed, set(wanted))
+
+
+# -- aggregation and output ----------------------------------------------------------------------
+def aggregate(runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Per case and parameter: `summarize` over seeds, plus the parameters without truth and the
+    seeds whose identification failed."""
+    out: dict[str, Any] = {}
+    for case, by_seed in runs.items():
+        ok = {s: r for s, r in by_seed.items() if "params" in r}
+        params: dict[str, Any] = {}
+        names = sorted({k for r in ok.values() for k in r["params"]})
+        no_truth = []
+        for k in names:
+            rows = [r["params"][k] for r in ok.values() if k in r["params"]]
+            if any(row["truth"] is None for row in rows):
+                no_truth.append(k)
+                continue
+            params[k] = summarize(
+                np.array([row["value"] for row in rows]),
+                np.array([row["std"] if row["std"] is not None else np.nan for row in rows]),
+                np.array([row["truth"] for row in rows]),
+            )
+        out[case] = {
+            "seeds": sorted(by_seed),
+            "failed": {str(s): r["error"] for s, r in by_seed.items() if "error" in r},
+            "params": params,
+            "no_truth": no_truth,
+        }
+    return out
+
+
+def _f(x: float, fmt: str) -> str:
+    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+def flags(s: dict[str, Any], mismatch: bool, seeds: int) -> list[str]:
+    """What is wrong with one parameter's calibration (issue 11's bars) over `seeds` runs."""
+    out = [f"reported in {s['n']}/{seeds} runs"] if s["n"] < seeds else []
+    if s["n_sigma_le_0"]:
+        out.append(f"σ ≤ 0 in {s['n_sigma_le_0']}/{s['n']}")
+    if s["n_no_sigma"]:
+        out.append(f"no σ in {s['n_no_sigma']}/{s['n']}")
+    r = s.get("sd_over_sigma", float("nan"))
+    if math.isfinite(r) and not 0.7 <= r <= 1.4:
+        out.append("σ too large" if r < 0.7 else "σ too small")
+    if math.isfinite(s.get("bias_over_sigma", float("nan"))) and abs(s["bias_over_sigma"]) > 1.0:
+        out.append("biased")
+    c = s.get("cover3" if mismatch else "cover2", float("nan"))
+    if math.isfinite(c) and c < 0.9:
+        out.append(f"{'3' if mismatch else '2'}σ coverage < 90 %")
+    return out
+
+
+def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
+    lines = [
+        "# Calibration of the reported σ (issue 11)",
+        "",
+        f"Seeded Monte Carlo, {meta['seeds']} seeds per case ({meta['wall_s'] / 60:.1f} min on {meta['workers']} "
+        f"workers, Python {meta['python']}). σ̄ = mean reported σ; bias/σ̄ and SD/σ̄ should be near 0 and 1; "
+        "cover2/cover3 = share of seeds within ±2σ/±3σ of the truth (95.4 %/99.7 % if honest and Gaussian). "
+        "Issue 11's bar: SD/σ̄ in [0.7, 1.4] and cover2 ≥ 90 % on paper scenarios, cover3 ≥ 90 % on the "
+        "model-mismatch ones.",
+        "",
+    ]
+    case_by_name = {c.name: c for c in CASES + ABLATION_CASES}
+    for case, d in summary.items():
+        c = case_by_name[case]
+        mismatch = c.mismatch
+        lines += [f"## {case}", "", f"{c.method}; {c.note}; seeds {len(d['seeds'])}", ""]
+        n_ok = len(d["seeds"]) - len(d["failed"])
+        if d["failed"]:
+            lines += [
+                f"Failed identifications: {len(d['failed'])} — e.g. seed "
+                f"{next(iter(d['failed']))}: {next(iter(d['failed'].values()))}",
+                "",
+            ]
+        lines += [
+            "| parameter | n | mean err % | σ̄ % | bias/σ̄ | SD/σ̄ | cover2 | cover3 | flags |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for k, s in d["params"].items():
+            lines.append(
+                f"| {k} | {s['n']} | {_f(s['mean_rel_err_pct'], '+.3f')} | {_f(s['sigma_rel_pct'], '.3f')} | "
+                f"{_f(s.get('bias_over_sigma'), '+.2f')} | {_f(s.get('sd_over_sigma'), '.2f')} | "
+                f"{_f(s.get('cover2'), '.0%')} | {_f(s.get('cover3'), '.0%')} | {', '.join(flags(s, mismatch, n_ok))} |"
+            )
+        if d["no_truth"]:
+            lines += ["", f"Reported without a simulator truth (not scored): {', '.join(d['no_truth'])}"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def calibrate(
+    seeds: int = SEEDS, cases: list[str] | None = None, workers: int = WORKERS, ablation: bool = False
+) -> dict[str, Any]:
+    """Run the Monte Carlo (`cases`: substrings selecting case names; all by default; with
+    `ablation` the single-effect cases only) and write results/calibration{-ablation}.{json,md}.
+    Returns the JSON document."""
+    pool_of = ABLATION_CASES if ablation else CASES
+    chosen = [c for c in pool_of if not cases or any(x in c.name for x in cases)]
+    if not chosen:
+        raise SystemExit(f"no case matches {cases}; cases: {', '.join(c.name for c in CASES)}")
+    groups: dict[str, set[str]] = {}
+    for c in chosen:
+        groups.setdefault(c.group, set()).add(c.name)
+    jobs = [(g, s, frozenset(w)) for s in range(seeds) for g, w in groups.items()]
+    runs: dict[str, dict[int, dict[str, Any]]] = {c.name: {} for c in chosen}
+    t0 = time.perf_counter()
+    ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
+    with ctx.Pool(workers) as pool:
+        for i, (group, seed, res) in enumerate(pool.imap_unordered(_job, jobs), start=1):
+            for case, r in res.items():
+                runs[case][seed] = r
+            print(f"[{i}/{len(jobs)}] {group} seed {seed} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    meta = {
+        "seeds": seeds,
+        "workers": workers,
+        "wall_s": time.perf_counter() - t0,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "load_avg": os.getloadavg()[0],
+    }
+    summary = aggregate(runs)
+    doc = {
+        "meta": meta,
+        "summary": summary,
+        "runs": {c: {str(s): r for s, r in sorted(v.items())} for c, v in runs.items()},
+    }
+    OUT.mkdir(exist_ok=True)
+    stem = "calibration-ablation" if ablation else "calibration"
+    (OUT / f"{stem}.json").write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
+    (OUT / f"{stem}.md").write_text(markdown(summary, meta))
+    print(f"wrote {OUT / f'{stem}.md'}")
+    return doc
+
+
+#: `benchmarks/run.py` writes its summary rows here (calibration.json is the full document).
+ROWS_FILE = "calibration-summary.json"
+
+
+def run() -> list[dict]:
+    """`make bench`: the full calibration (CALIBRATION_SEEDS in the environment overrides the
+    number of seeds); one row per case (share of parameters meeting the bar)."""
+    doc = calibrate(int(os.environ.get("CALIBRATION_SEEDS", SEEDS)))
+    rows = []
+    cases = {c.name: c for c in CASES}
+    for case, d in doc["summary"].items():
+        mismatch = cases[case].mismatch
+        ps = d["params"]
+        good = [k for k, s in ps.items() if not flags(s, mismatch, len(d["seeds"]) - len(d["failed"]))]
+        rows.append(
+            {
+                "name": f"{case}: parameters meeting the bar",
+                "value": f"{len(good)}/{len(ps)}",
+                "unit": "",
+                "target": f"{len(ps)}/{len(ps)}",
+                "note": "see calibration.md",
+            }
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds per case (default {SEEDS})")
+    ap.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
+    ap.add_argument("--workers", type=int, default=WORKERS, help=f"worker processes (default {WORKERS})")
+    ap.add_argument(
+        "--ablation", action="store_true", help="each mismatch effect alone (writes calibration-ablation.*)"
+    )
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    a = ap.parse_args(argv)
+    if a.list:
+        print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
+        return 0
+    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

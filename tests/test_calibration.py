@@ -1,0 +1,121 @@
+"""The calibration benchmark's machinery (benchmarks/calibration.py, issue 11): its statistics
+on synthetic estimates with a known σ, its flags, its tables, and one small real run."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "calibration.py"
+_spec = importlib.util.spec_from_file_location("calibration", _PATH)
+cal = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("calibration", cal)
+_spec.loader.exec_module(cal)
+
+
+def _draws(n: int, sigma: float, true_sigma: float, bias: float = 0.0, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    truth = np.full(n, 2.0)
+    return truth + bias + true_sigma * rng.standard_normal(n), np.full(n, sigma), truth
+
+
+def test_honest_sigma_gives_unit_ratio_and_gaussian_coverage():
+    s = cal.summarize(*_draws(4000, 0.1, 0.1))
+    assert s["n"] == 4000 and s["n_no_sigma"] == 0 and s["n_sigma_le_0"] == 0
+    assert s["sd_over_sigma"] == pytest.approx(1.0, abs=0.03)
+    assert abs(s["bias_over_sigma"]) < 0.05
+    assert s["cover2"] == pytest.approx(0.9545, abs=0.01)
+    assert s["cover3"] == pytest.approx(0.9973, abs=0.003)
+    assert s["sigma_rel_pct"] == pytest.approx(5.0)
+
+
+def test_wrong_sigma_and_bias_are_measured():
+    big = cal.summarize(*_draws(4000, 0.2, 0.1))  # σ twice too large
+    assert big["sd_over_sigma"] == pytest.approx(0.5, abs=0.02) and big["cover2"] > 0.999
+    small = cal.summarize(*_draws(4000, 0.05, 0.1))  # σ twice too small: ±2σ covers ±1 true SD
+    assert small["sd_over_sigma"] == pytest.approx(2.0, abs=0.06)
+    assert small["cover2"] == pytest.approx(0.6827, abs=0.02)
+    biased = cal.summarize(*_draws(4000, 0.1, 0.1, bias=0.3))
+    assert biased["bias_over_sigma"] == pytest.approx(3.0, abs=0.05)
+    assert biased["mean_rel_err_pct"] == pytest.approx(15.0, abs=0.3)
+    assert cal.flags(small, mismatch=False, seeds=4000) == ["σ too small", "2σ coverage < 90 %"]
+    assert cal.flags(big, mismatch=False, seeds=4000) == ["σ too large"]
+    assert "biased" in cal.flags(biased, mismatch=True, seeds=4000)
+    assert cal.flags(cal.summarize(*_draws(4000, 0.1, 0.1)), mismatch=False, seeds=4000) == []
+
+
+def test_zero_and_missing_sigma_are_flagged_not_averaged():
+    v, s, t = _draws(10, 0.1, 0.1)
+    s[:3] = 0.0
+    s[3] = np.nan
+    out = cal.summarize(v, s, t)
+    assert out["n_sigma_le_0"] == 3 and out["n_no_sigma"] == 1
+    assert out["sigma_mean"] == pytest.approx(0.1)  # only the 6 usable σ
+    f = cal.flags(out, mismatch=False, seeds=12)
+    assert f[:3] == ["reported in 10/12 runs", "σ ≤ 0 in 3/10", "no σ in 1/10"]
+    none = cal.summarize(v, np.zeros(10), t)
+    assert math.isnan(none["sd_over_sigma"]) and math.isnan(none["cover2"])
+
+
+def test_aggregate_and_markdown_show_every_case_failure_and_untruthed_parameter():
+    runs = {
+        "delay/eschmann-crazyflie": {
+            0: {
+                "params": {
+                    "tm": {"value": 0.0707, "std": 0.001, "truth": 0.07},
+                    "x": {"value": 1, "std": 1, "truth": None},
+                }
+            },
+            1: {"params": {"tm": {"value": 0.0707, "std": 0.0, "truth": 0.07}}},
+            2: {"error": "ExcitationError: flat"},
+        }
+    }
+    summary = cal.aggregate(runs)
+    d = summary["delay/eschmann-crazyflie"]
+    assert d["no_truth"] == ["x"] and d["failed"] == {"2": "ExcitationError: flat"}
+    assert d["params"]["tm"]["n"] == 2 and d["params"]["tm"]["n_sigma_le_0"] == 1
+    md = cal.markdown(summary, {"seeds": 3, "wall_s": 60.0, "workers": 2, "python": "3"})
+    assert "## delay/eschmann-crazyflie" in md and "Failed identifications: 1" in md
+    row = next(line for line in md.splitlines() if line.startswith("| tm |"))
+    assert "σ ≤ 0 in 1/2" in row and "| +1.000 |" in row  # mean error +1 %, over both seeds
+    assert "not scored): x" in md
+
+
+def test_cases_cover_every_method_and_a_mismatch_twin():
+    names = [c.name for c in cal.CASES]
+    assert len(names) == len(set(names)) == 10
+    for c in cal.CASES:
+        if not c.name.endswith("-mismatch"):
+            assert c.name + "-mismatch" in names
+    assert {c.method for c in cal.CASES} == {"delay", "tls", "online"}
+    assert not cal.CASES[0].mismatch and cal.CASES[-1].mismatch
+
+
+def test_ablation_cases_take_one_effect_at_its_mismatch_value():
+    names = {c.name for c in cal.ABLATION_CASES}
+    assert "delay/eschmann-crazyflie+izz_ratio" in names and "online/kwon-payload+izz_ratio" not in names
+    assert {n for n in names if n.endswith("+mocap_delay")} == {"tls-mocap-AB/six-config-a+b+mocap_delay"}
+    assert all(c.mismatch for c in cal.ABLATION_CASES)
+    assert cal._ablation_overrides("six", "mocap_delay") == {"mocap_delay": 0.008}
+    assert cal._ablation_overrides("eschmann", "izz_ratio") == {"izz_ratio": 2.02}
+    assert set(cal._ablation_overrides("kwon", "imu_bias")) == {"gyro_bias", "acc_bias", "gyro_rw", "acc_rw"}
+
+
+def test_a_real_delay_run_reports_finite_positive_sigma_near_the_truth():
+    """Two short seeds of delay on eschmann-crazyflie through the benchmark's own runner."""
+    case = "delay/eschmann-crazyflie"
+    runs = {case: {s: cal._run_group("eschmann", s, {case}, duration=10.0)[case] for s in (0, 1)}}
+    for r in runs[case].values():
+        p = r["params"]
+        assert {"tm", "thrust_c2", "I_xx", "I_yy", "hover_cmd"} <= set(p)
+        for k, e in p.items():
+            assert np.isfinite(e["std"]) and e["std"] > 0, k
+        for k in ("tm", "thrust_c2", "I_xx", "I_yy"):
+            assert abs(p[k]["value"] / p[k]["truth"] - 1) < 0.05, k
+    s = cal.aggregate(runs)[case]["params"]["tm"]
+    assert s["n"] == 2 and s["cover3"] == 1.0
