@@ -156,19 +156,45 @@ class Vehicle:
 
     def hover_command(self) -> float:
         """Command at which the (lumped mean) thrust curve carries the weight with all rotors
-        equal, along the mean thrust axis."""
-        from scipy.optimize import brentq
-
+        equal, along the mean thrust axis: the lowest command in `[cmd_min, cmd_max]` where the
+        curve rises through the weight share. A curve that carries the weight nowhere, or
+        everywhere (no rising crossing: not a valid curve over the command range), is a
+        `VehicleError` saying what to check."""
         g = 9.80665
         axial = float(np.mean(self.axes[:, 2]))
         need = self.mass * g / (self.n_rotors * axial)
+        where = f"vehicle '{self.name}' ({self.source})"
         if self.thrust_coeffs is None:
-            raise VehicleError(f"vehicle '{self.name}': no thrust curve to compute the hover command")
+            raise VehicleError(f"{where}: no thrust curve to compute the hover command")
+        unset_range = self.motor_input != "normalized" and (self.cmd_min, self.cmd_max) == (0.0, 1.0)
+        hint = (
+            f"; its motor input is {self.motor_input} but it declares no command range "
+            f"(cmd_min/cmd_max are 0..1): set them in the vehicle TOML (e.g. 1000 and 2000 for pwm_us, "
+            f"0 and the maximum rotor speed for rad_s)"
+            if unset_range
+            else ""
+        )
         k = np.mean(np.atleast_2d(self.thrust_coeffs), axis=0)  # the lumped curve, or the motors' mean
-        f = lambda u: float(np.sum(k * u ** np.array(self.thrust_exponents))) - need
-        if f(self.cmd_max) < 0:
-            raise VehicleError(f"vehicle '{self.name}': cannot hover, thrust at full command is below the weight")
-        return float(brentq(f, self.cmd_min if f(self.cmd_min) < 0 else self.cmd_min + 1e-9, self.cmd_max))
+        e = np.array(self.thrust_exponents)
+        poly = np.zeros(int(e.max()) + 1)
+        np.add.at(poly, e, k)
+        poly[0] -= need
+        f = np.polynomial.Polynomial(poly)
+        lo, hi = float(self.cmd_min), float(self.cmd_max)
+        if f(hi) < 0:
+            raise VehicleError(f"{where}: cannot hover, thrust at full command ({hi:g}) is below the weight{hint}")
+        roots = f.roots()
+        real = np.sort(roots[np.abs(roots.imag) <= 1e-9 * max(1.0, abs(hi))].real)
+        rising = real[(real >= lo) & (real <= hi) & (f.deriv()(real) > 0)]
+        if rising.size == 0:
+            raise VehicleError(
+                f"{where}: the thrust curve (coefficients {np.round(k, 6).tolist()} over exponents "
+                f"{list(self.thrust_exponents)}) already carries the weight at the lowest command ({lo:g}) and "
+                f"never rises through it, so it has no hover command{hint}. The curve is not valid over the "
+                "command range: identify it from a thrust flight that spans commands below and above hover "
+                "(e.g. the thrust window, not a roll/pitch one), or use fewer exponents (e.g. 2 only)"
+            )
+        return float(rising[0])
 
     def replace(self, **changes: Any) -> Vehicle:
         return dataclasses.replace(self, **changes)
