@@ -1,0 +1,71 @@
+"""Every method on a simulated hexarotor (M = 6), built from the simulator's building blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rotorid.methods import delay
+from rotorid.sim.control import Gains
+from rotorid.sim.sensors import DEG, Imu
+from rotorid.sim.simulator import FlightSpec, References, fly
+from rotorid.sim.trajectory import band_limited_noise, chirp, doublets
+from rotorid.vehicle import Vehicle, build_vehicle
+
+DUR, DT, CR = 10.0, 1e-3, 500.0
+IXX, IYY = 3.1e-5, 3.3e-5
+IZZ = 1.832 * 0.5 * (IXX + IYY)  # Eschmann eq. 93, so the default C_xy->z holds
+K = np.array([0.0227, -0.0119, 0.1283])  # Crazyflie-like rotors
+
+
+@pytest.fixture(scope="module")
+def hexa() -> tuple[Vehicle, Vehicle, dict]:
+    """A 54 g PX4 hex-x (arm 40 mm) flying the three Eschmann manoeuvres."""
+    user = build_vehicle("hex-x", arm=0.04, mass=0.054, name="sim-hex")
+    true = user.replace(
+        thrust_exponents=(0, 1, 2),
+        thrust_coeffs=K,
+        k_tau=0.0055,
+        tm_rise=0.05,
+        tm_fall=0.05,
+        inertia=np.diag([IXX, IYY, IZZ]),
+        com=np.zeros(3),
+    )
+    imu = Imu(rate=1000.0, gyro_nd=0.014 * DEG, acc_nd=160e-6 * 9.80665)
+    gains = Gains.from_bandwidth(true.inertia, (12.0, 12.0, 10.0), 0.8, pos_wn=(0.8, 0.8, 1.2))
+    t = np.arange(round(DUR * CR) + 1) / CR
+    flights = {}
+    for i, name in enumerate(("thrust", "roll_pitch", "yaw")):
+        rng = np.random.default_rng(100 + i)
+        off, yaw = np.zeros((len(t), 3)), np.zeros(len(t))
+        if name == "thrust":
+            off[:, 2] = doublets(t, 1, 5.5, 0.5, (0.15, 0.6), rng, rise=0.03) + chirp(t, 5.5, 9, 0.3, 6.0, 0.45)
+        elif name == "roll_pitch":
+            off[:, 0] = doublets(t, 1, 9, 25 * DEG, (0.15, 0.6), rng, rise=0.03)
+            off[:, 1] = doublets(t, 1, 9, 25 * DEG, (0.15, 0.6), rng, rise=0.03)
+        else:
+            rate = doublets(t, 1, 9, 4.0, (0.2, 0.8), rng, rise=0.05)
+            yaw = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) * np.diff(t))])
+        off[:, :2] += np.stack([band_limited_noise(t, 2 * DEG, 2.0, rng) for _ in range(2)], axis=1)
+
+        def refs(tt: np.ndarray, off=off, yaw=yaw) -> References:
+            n, z = len(tt), np.zeros((len(tt), 3))
+            return References(np.tile([0.0, 0.0, 1.0], (n, 1)), z, z.copy(), yaw[:n], off[:n])
+
+        spec = FlightSpec(duration=DUR, references=refs, gains=gains, imu=imu, log_rate=1000.0, dt=DT, control_rate=CR)
+        flights[name], _ = fly(true, spec, np.random.default_rng(i), f"sim:hex/{name}")
+    return user, true, flights
+
+
+def test_delay_on_a_hexarotor(hexa) -> None:
+    user, true, f = hexa
+    assert f["thrust"].cmd.shape[1] == 6
+    r = delay.identify([f["thrust"]], user, roll_pitch=[f["roll_pitch"]], yaw=[f["yaw"]])
+    truth = {"tm": 0.05, "I_xx": IXX, "I_yy": IYY, "I_zz": IZZ, "k_tau": 0.0055, "hover_cmd": true.hover_command()}
+    err = {k: 100 * (r.value(k) - v) / v for k, v in truth.items()}
+    assert abs(err["tm"]) < 3, err
+    assert abs(err["hover_cmd"]) < 1, err
+    assert abs(err["I_xx"]) < 5 and abs(err["I_yy"]) < 5 and abs(err["I_zz"]) < 5, err
+    assert abs(err["k_tau"]) < 10, err
+    u = np.full((1, 6), truth["hover_cmd"])
+    np.testing.assert_allclose(Vehicle.from_dict(r.vehicle).thrust(u), true.thrust(u), rtol=0.01)
