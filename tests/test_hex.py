@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rotorid.methods import delay
+from rotorid.methods import delay, tls
 from rotorid.sim.control import Gains
-from rotorid.sim.sensors import DEG, Imu
+from rotorid.sim.scenarios import SIX_ARM, SIX_K_D, SIX_K_T, six_mass_properties
+from rotorid.sim.sensors import DEG, Imu, Mocap
 from rotorid.sim.simulator import FlightSpec, References, fly
 from rotorid.sim.trajectory import band_limited_noise, chirp, doublets
 from rotorid.vehicle import Vehicle, build_vehicle
@@ -69,3 +70,43 @@ def test_delay_on_a_hexarotor(hexa) -> None:
     assert abs(err["k_tau"]) < 10, err
     u = np.full((1, 6), truth["hover_cmd"])
     np.testing.assert_allclose(Vehicle.from_dict(r.vehicle).thrust(u), true.thrust(u), rtol=0.01)
+
+
+def test_tls_on_a_hexarotor() -> None:
+    """Six et al.'s configuration A as a hex-x (rad/s rotor speeds logged), a 20 s pilot flight:
+    k_t within 1 %, I_xx and I_yy within 5 % (the quad test's tolerances)."""
+    m, ms, i_o = six_mass_properties("A")
+    com = ms / m
+    i_com = i_o - m * (com @ com * np.eye(3) - np.outer(com, com))
+    user = build_vehicle("hex-x", SIX_ARM, m, "rad_s", (100.0, 1500.0), name="six-hex")
+    true = user.replace(
+        thrust_coeffs=np.array([SIX_K_T]), k_tau=SIX_K_D / SIX_K_T, tm_rise=0.01, tm_fall=0.01, inertia=i_com, com=com
+    )
+    rng = np.random.default_rng(7)
+    t = np.arange(round(20.0 * CR) + 1) / CR
+    off = np.column_stack([band_limited_noise(t, a, f, rng) for a, f in ((8 * DEG, 1.5), (5 * DEG, 1.5), (0.15, 2.5))])
+    rate = band_limited_noise(t, 25 * DEG, 1.0, rng)
+    yaw = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) * np.diff(t))])
+
+    def refs(tt: np.ndarray) -> References:
+        n, z = len(tt), np.zeros((len(tt), 3))
+        return References(np.tile([0.0, 0.0, 1.5], (n, 1)), z, z.copy(), yaw[:n], off[:n])
+
+    spec = FlightSpec(
+        duration=20.0,
+        references=refs,
+        gains=Gains.from_bandwidth(i_com, (10.0, 10.0, 5.0), 0.8, pos_wn=(1.0, 1.0, 1.2)),
+        imu=Imu(rate=200.0, gyro_nd=0.005 * DEG, acc_nd=400e-6 * 9.80665),
+        mocap=Mocap(rate=200.0, pos_noise=3e-4, att_noise=0.05 * DEG),
+        log_rate=200.0,
+        dt=DT,
+        control_rate=CR,
+        thrust_noise=0.01,
+        log_rotor_speed=True,
+    )
+    flight, _ = fly(true, spec, np.random.default_rng(8), "sim:hex/six")
+    assert flight.rotor_speed.shape[1] == 6
+    r = tls.identify({"A": [flight]}, user)
+    assert r.value("k_t") == pytest.approx(SIX_K_T, rel=0.01)
+    assert r.value("I_xx") == pytest.approx(i_o[0, 0], rel=0.05)
+    assert r.value("I_yy") == pytest.approx(i_o[1, 1], rel=0.05)
