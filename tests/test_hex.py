@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from rotorid.methods import delay, tls
+from rotorid.methods import delay, online, tls
 from rotorid.sim.control import Gains
 from rotorid.sim.scenarios import SIX_ARM, SIX_K_D, SIX_K_T, six_mass_properties
 from rotorid.sim.sensors import DEG, Imu, Mocap
 from rotorid.sim.simulator import FlightSpec, References, fly
-from rotorid.sim.trajectory import band_limited_noise, chirp, doublets
+from rotorid.sim.trajectory import band_limited_noise, chirp, doublets, evaluate, move
 from rotorid.vehicle import Vehicle, build_vehicle
 
 DUR, DT, CR = 10.0, 1e-3, 500.0
@@ -110,3 +112,49 @@ def test_tls_on_a_hexarotor() -> None:
     assert r.value("k_t") == pytest.approx(SIX_K_T, rel=0.01)
     assert r.value("I_xx") == pytest.approx(i_o[0, 0], rel=0.05)
     assert r.value("I_yy") == pytest.approx(i_o[1, 1], rel=0.05)
+
+
+def test_online_on_a_hexarotor() -> None:
+    """Kwon et al.'s payload set-up (Tables 3-5: take-off, x/y translation, 45 deg yaw) on a
+    hex-x: I within 3 %, CoM within 0.3 mm, mass within 0.5 % (the quad test's tolerances)."""
+    com = np.array([0.008, -0.021, 0.0])
+    user = build_vehicle("hex-x", 0.2, 0.5, "rad_s", (0.0, 1300.0), name="kwon-hex").replace(
+        thrust_coeffs=np.array([1.3e-6]), k_tau=1.0 / 0.7
+    )
+    true = user.replace(
+        inertia=np.diag([0.05, 0.05, 0.06]), com=com, imu_offset=com + np.array([-0.018, 0.021, -0.011])
+    )
+    dur = 50.0
+    lim = {"v_max": 0.2, "a_max": 0.2, "j_max": 0.5}
+    mz, mxy = [move(1.0, start=0.1 * dur, **lim)], [move(1.0, start=0.3 * dur, **lim)]
+    myaw = [move(math.radians(45.0), math.radians(20.0), math.radians(15.0), start=0.6 * dur)]
+
+    def refs(t: np.ndarray) -> References:
+        (pxy, vxy, axy), (pz, vz, az) = evaluate(mxy, t), evaluate(mz, t)
+        return References(
+            np.column_stack([pxy, pxy, pz]),
+            np.column_stack([vxy, vxy, vz]),
+            np.column_stack([axy, axy, az]),
+            evaluate(myaw, t)[0],
+            np.zeros((len(t), 3)),
+        )
+
+    imu = Imu(rate=1000.0, gyro_nd=0.006 * DEG, acc_nd=0.004, gyro_res=0.001 * DEG, acc_res=0.001)
+    spec = FlightSpec(
+        duration=dur,
+        references=refs,
+        gains=Gains.kwon(),
+        imu=imu,
+        log_rate=1000.0,
+        mocap=Mocap(1000.0),
+        dt=DT,
+        control_rate=CR,
+        thrust_noise=0.0022,
+        log_rotor_speed=True,
+    )
+    flight, _ = fly(true, spec, np.random.default_rng(9), "sim:hex/kwon")
+    r = online.identify(flight, user)
+    for name, v in (("I_xx", 0.05), ("I_yy", 0.05), ("I_zz", 0.06)):
+        assert r.value(name) == pytest.approx(v, rel=0.03), name
+    assert abs(r.value("com_x") - com[0]) <= 0.3e-3 and abs(r.value("com_y") - com[1]) <= 0.3e-3
+    assert r.value("mass") == pytest.approx(0.5, rel=0.005)
