@@ -297,3 +297,97 @@ def correct_window(flight: Flight, t0: float, t1: float, margin: float = 1.0) ->
             f"{', '.join(f'{a:.1f}-{b:.1f}' for a, b in spans(t, fly)) or 'none'}); choose a window inside one"
         )
     return best
+
+
+# -- what `rotorid info` judges ------------------------------------------------------------------
+#: channels each method reads (tls from the IMU, its default source; `--source mocap` adds pos, quat)
+METHOD_CHANNELS = {
+    "delay": ("acc", "gyro", "cmd"),
+    "tls": ("acc", "gyro", "cmd", "rotor_speed"),
+    "online": ("acc", "gyro", "cmd", "rotor_speed"),
+}
+
+
+@dataclass(frozen=True)
+class RateVerdict:
+    """One channel against one method's minimum rate; `fix` is the reader's advice (e.g. PX4's
+    SDLOG_PROFILE) when too slow, else empty."""
+
+    channel: str
+    topic: str
+    rate_hz: float
+    method: str
+    min_hz: float
+    ok: bool
+    fix: str
+
+
+@dataclass(frozen=True)
+class SegmentRow:
+    """One piece of a log split at drop-outs: one row of a compact table."""
+
+    index: int
+    t0: float
+    t1: float
+    rate_hz: float
+    flying_time: float
+    verdicts: dict[str, str]
+
+
+@dataclass(frozen=True)
+class InfoJudgement:
+    """Rates against every method, whether the vehicle ever armed and flew (in words), and one
+    row per segment."""
+
+    rates: list[RateVerdict]
+    activity: str
+    segments: list[SegmentRow]
+
+    @property
+    def too_slow(self) -> list[RateVerdict]:
+        return [r for r in self.rates if not r.ok]
+
+
+def activity(flights: list[Flight]) -> str:
+    """'never armed', 'armed but never flew' or how long it flew, in words, over all segments."""
+    cs = [c for c, _ in map(collective, flights) if c is not None]
+    if not cs and all(f.landed is None for f in flights):
+        return "cannot tell whether it flew: no motor commands, rotor speeds or landed state in the log"
+    if cs and all(f.landed is None for f in flights):
+        c = np.concatenate(cs)
+        if float(np.ptp(c)) <= 1e-6 * max(1.0, float(np.max(np.abs(c)))):
+            return f"never armed: the motors stay at {float(c[0]):g} for the whole log (a bench or ground log?)"
+    ex = [measure(f) for f in flights]
+    total = sum(e.flying_time for e in ex)
+    n = sum(len(e.flying) for e in ex)
+    if n == 0:
+        return "armed but never flew: the motors never rose to take-off (no flying span)"
+    return f"flew {total:.1f} s in {n} span{'s' if n > 1 else ''}"
+
+
+def judge(
+    flights: list[Flight],
+    min_rates: dict[str, float],
+    channels: dict[str, tuple[str, ...]] = METHOD_CHANNELS,
+) -> InfoJudgement:
+    """What `rotorid info` says about a log (its segments `flights`): each motion channel's
+    original rate (slowest segment) against the minimum (`min_rates`, method -> `MIN_RATE_HZ`)
+    of each method that reads it (`channels`), with the reader's fix when too slow;
+    `activity`; and one `SegmentRow` per segment."""
+    rates: list[RateVerdict] = []
+    first = flights[0]
+    for method, lo in min_rates.items():
+        for ch in channels.get(method, ()):
+            have = [f for f in flights if getattr(f, ch) is not None]
+            if not have:
+                continue
+            r = min(float(f.meta.get("rates", {}).get(ch, f.rate)) for f in have)
+            topic = str(first.meta.get("topics", {}).get(ch, ""))
+            ok = r >= lo
+            fix = "" if ok else str(first.meta.get("rate_hint", "log it faster"))
+            rates.append(RateVerdict(ch, topic, r, method, float(lo), ok, fix))
+    rows = []
+    for i, f in enumerate(flights):
+        e = measure(f)
+        rows.append(SegmentRow(i + 1, float(f.t[0]), float(f.t[-1]), f.rate, e.flying_time, e.verdicts))
+    return InfoJudgement(rates, activity(flights), rows)
