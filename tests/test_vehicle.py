@@ -134,3 +134,32 @@ def test_toml_errors(tmp_path: Path) -> None:
         Vehicle.preset("hexa")
     with pytest.raises(VehicleError, match="neither a preset"):
         Vehicle.load("hexa")
+
+
+def test_hover_command_on_a_curve_that_dips_takes_the_rising_crossing() -> None:
+    # rad/s curve with exponents 0, 1, 2 fitted over 600-900 rad/s: positive constant, negative
+    # slope; it carries the weight share at 0 rad/s, dips below, and rises through it again.
+    v = Vehicle.preset("x500").replace(thrust_exponents=(0, 1, 2), thrust_coeffs=np.array([6.0, -0.03, 4.2e-5]))
+    need = 2.0 * 9.80665 / 4
+    u = v.hover_command()
+    assert 6.0 - 0.03 * u + 4.2e-5 * u**2 == pytest.approx(need, rel=1e-9)
+    assert 0.03 / (2 * 4.2e-5) < u < v.cmd_max  # the rising root, not the falling one near 0
+
+
+def test_hover_command_on_a_curve_that_carries_the_weight_everywhere_is_a_clear_error() -> None:
+    # e.g. delay on a roll/pitch window (log15@55:65): a constant term above the weight share
+    v = Vehicle.preset("crazyflie").replace(thrust_coeffs=np.array([0.09, -0.05, 0.06]))
+    with pytest.raises(VehicleError, match=r"carries the weight at the lowest command \(0\).*thrust flight"):
+        v.hover_command()
+
+
+def test_hover_command_names_a_missing_command_range() -> None:
+    # pwm_us vehicle with the default 0..1 range, curve fitted over 1000-2000 us
+    pwm = Vehicle.preset("quad-x").replace(motor_input="pwm_us", thrust_exponents=(0, 1, 2))
+    with pytest.raises(VehicleError, match=r"pwm_us but it declares no command range.*cmd_min/cmd_max"):
+        pwm.replace(thrust_coeffs=np.array([3.0, -4e-3, 2e-6])).hover_command()
+    with pytest.raises(VehicleError, match=r"cannot hover.*declares no command range"):
+        pwm.replace(thrust_coeffs=np.array([-3.0, 0.0, 2e-6])).hover_command()
+    assert pwm.replace(cmd_min=1000.0, cmd_max=2000.0, thrust_coeffs=np.array([-3.0, 0.0, 2e-6])).hover_command() == (
+        pytest.approx(np.sqrt((9.80665 / 4 + 3.0) / 2e-6), rel=1e-9)
+    )

@@ -176,3 +176,212 @@ def gaps(flight: Flight, factor: float = 5.0) -> list[tuple[float, float]]:
         else:
             merged.append((a, b))
     return merged
+
+
+# -- windows found for the user ------------------------------------------------------------------
+ROLES = ("thrust", "roll_pitch", "yaw", "online")
+
+
+@dataclass(frozen=True)
+class Window:
+    """A proposed window of one flight for one role, with its measured excitation (the role's
+    measure over the window, in `unit`) and the threshold it was held against."""
+
+    role: str
+    t0: float
+    t1: float
+    measure: float
+    unit: str
+    threshold: float
+
+
+def _moving_mean(x: np.ndarray, n: int) -> np.ndarray:
+    """Centred moving average over `n` samples (edges use the samples available)."""
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    i = np.arange(len(x))
+    lo, hi = np.maximum(i - n // 2, 0), np.minimum(i + n - n // 2, len(x))
+    return (c[hi] - c[lo]) / (hi - lo)
+
+
+def role_signal(flight: Flight, role: str, span: float = 2.0, cutoff: float = 20.0) -> tuple[np.ndarray, str]:
+    """Per-sample excitation of `role` over a moving `span` s: thrust — moving std/mean of the
+    collective command; roll_pitch — moving RMS of the smaller of the roll and pitch angular
+    accelerations (both must move); yaw — moving RMS of the yaw angular acceleration (rad/s²)."""
+    n = max(2, round(span * flight.rate))
+    if role == "thrust":
+        c, _ = collective(flight)
+        if c is None:
+            flight.require("cmd")
+        m = _moving_mean(c, n)
+        return np.sqrt(np.maximum(_moving_mean(c**2, n) - m**2, 0.0)) / np.where(m > 0, m, np.inf), UNITS["thrust"]
+    wd2 = _moving_mean_cols(angular_acceleration(flight, cutoff) ** 2, n)
+    return (np.sqrt(np.minimum(wd2[:, 0], wd2[:, 1])) if role == "roll_pitch" else np.sqrt(wd2[:, 2])), UNITS["yaw"]
+
+
+def _moving_mean_cols(x: np.ndarray, n: int) -> np.ndarray:
+    return np.column_stack([_moving_mean(x[:, j], n) for j in range(x.shape[1])])
+
+
+def propose_windows(
+    flight: Flight,
+    role: str,
+    margin: float = 1.0,
+    min_length: float = 2.0,
+    factor: float = 0.5,
+    threshold: float | None = None,
+    span: float = 2.0,
+    max_gap: float = 5.0,
+) -> list[Window]:
+    """Windows for `role` (`ROLES`): inside the flying spans, `margin` s away from take-off
+    and landing (ground contact is not in the models), where the role's moving excitation
+    (`role_signal`) is at least `threshold` — by default `factor` times its median over this
+    flight's flying samples, so the threshold scales with the vehicle (a large vehicle's
+    angular accelerations are smaller). Excited runs less than `max_gap` s apart are joined;
+    windows shorter than `min_length` s are dropped; in time order. `online` gets the first
+    flight from `margin` s before take-off (its estimator switches on at take-off)."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
+    fly, _ = flying_mask(flight)
+    t = flight.t
+    if role == "online":
+        a, b = runs(fly)
+        if not len(a):
+            return []
+        t0 = float(t[max(int(a[0]) - round(margin * flight.rate), 0)])
+        return [Window(role, t0, float(t[b[0] - 1]), float(t[b[0] - 1] - t[a[0]]), "s flying", min_length)]
+    sig, unit = role_signal(flight, role, span)
+    inner = fly.copy()
+    for a, b in zip(*runs(fly), strict=True):
+        inner[a:b] &= (t[a:b] >= t[a] + margin) & (t[a:b] <= t[b - 1] - margin)
+    if not inner.any():
+        return []
+    thr = factor * float(np.median(sig[inner])) if threshold is None else threshold
+    excited = inner & (sig >= thr)
+    gap_a, gap_b = runs(inner & ~excited)
+    for a, b in zip(gap_a, gap_b, strict=True):  # join excited runs across short dips
+        if a > 0 and b < len(t) and excited[a - 1] and excited[b] and t[b] - t[a - 1] < max_gap:
+            excited[a:b] = True
+    out = []
+    for a, b in zip(*runs(excited), strict=True):
+        if t[b - 1] - t[a] >= min_length:
+            out.append(Window(role, float(t[a]), float(t[b - 1]), float(np.sqrt(np.mean(sig[a:b] ** 2))), unit, thr))
+    return out
+
+
+def correct_window(flight: Flight, t0: float, t1: float, margin: float = 1.0) -> tuple[float, float] | None:
+    """The longest flying part of [t0, t1] kept `margin` s away from ground contact, or None
+    when [t0, t1] has no ground contact (nothing to correct). Raises `WindowError` when no
+    flying part of at least 2·margin remains."""
+    fly, _ = flying_mask(flight)
+    t = flight.t
+    sel = (t >= t0) & (t <= t1)
+    if fly[sel].all():
+        return None
+    best = None
+    for a, b in zip(*runs(fly & sel), strict=True):
+        lo = t[a] + (margin if a > 0 and not fly[a - 1] else 0.0)
+        hi = t[b - 1] - (margin if b < len(t) and not fly[b] else 0.0)
+        if hi - lo > 0 and (best is None or hi - lo > best[1] - best[0]):
+            best = (float(lo), float(hi))
+    if best is None:
+        from rotorid.errors import WindowError
+
+        raise WindowError(
+            f"{flight.meta.get('source', 'flight')}: window {t0:g}:{t1:g} s is on the ground (flying spans: "
+            f"{', '.join(f'{a:.1f}-{b:.1f}' for a, b in spans(t, fly)) or 'none'}); choose a window inside one"
+        )
+    return best
+
+
+# -- what `rotorid info` judges ------------------------------------------------------------------
+#: channels each method reads (tls from the IMU, its default source; `--source mocap` adds pos, quat)
+METHOD_CHANNELS = {
+    "delay": ("acc", "gyro", "cmd"),
+    "tls": ("acc", "gyro", "cmd", "rotor_speed"),
+    "online": ("acc", "gyro", "cmd", "rotor_speed"),
+}
+
+
+@dataclass(frozen=True)
+class RateVerdict:
+    """One channel against one method's minimum rate; `fix` is the reader's advice (e.g. PX4's
+    SDLOG_PROFILE) when too slow, else empty."""
+
+    channel: str
+    topic: str
+    rate_hz: float
+    method: str
+    min_hz: float
+    ok: bool
+    fix: str
+
+
+@dataclass(frozen=True)
+class SegmentRow:
+    """One piece of a log split at drop-outs: one row of a compact table."""
+
+    index: int
+    t0: float
+    t1: float
+    rate_hz: float
+    flying_time: float
+    verdicts: dict[str, str]
+
+
+@dataclass(frozen=True)
+class InfoJudgement:
+    """Rates against every method, whether the vehicle ever armed and flew (in words), and one
+    row per segment."""
+
+    rates: list[RateVerdict]
+    activity: str
+    segments: list[SegmentRow]
+
+    @property
+    def too_slow(self) -> list[RateVerdict]:
+        return [r for r in self.rates if not r.ok]
+
+
+def activity(flights: list[Flight]) -> str:
+    """'never armed', 'armed but never flew' or how long it flew, in words, over all segments."""
+    cs = [c for c, _ in map(collective, flights) if c is not None]
+    if not cs and all(f.landed is None for f in flights):
+        return "cannot tell whether it flew: no motor commands, rotor speeds or landed state in the log"
+    if cs and all(f.landed is None for f in flights):
+        c = np.concatenate(cs)
+        if float(np.ptp(c)) <= 1e-6 * max(1.0, float(np.max(np.abs(c)))):
+            return f"never armed: the motors stay at {float(c[0]):g} for the whole log (a bench or ground log?)"
+    ex = [measure(f) for f in flights]
+    total = sum(e.flying_time for e in ex)
+    n = sum(len(e.flying) for e in ex)
+    if n == 0:
+        return "armed but never flew: the motors never rose to take-off (no flying span)"
+    return f"flew {total:.1f} s in {n} span{'s' if n > 1 else ''}"
+
+
+def judge(
+    flights: list[Flight],
+    min_rates: dict[str, float],
+    channels: dict[str, tuple[str, ...]] = METHOD_CHANNELS,
+) -> InfoJudgement:
+    """What `rotorid info` says about a log (its segments `flights`): each motion channel's
+    original rate (slowest segment) against the minimum (`min_rates`, method -> `MIN_RATE_HZ`)
+    of each method that reads it (`channels`), with the reader's fix when too slow;
+    `activity`; and one `SegmentRow` per segment."""
+    rates: list[RateVerdict] = []
+    first = flights[0]
+    for method, lo in min_rates.items():
+        for ch in channels.get(method, ()):
+            have = [f for f in flights if getattr(f, ch) is not None]
+            if not have:
+                continue
+            r = min(float(f.meta.get("rates", {}).get(ch, f.rate)) for f in have)
+            topic = str(first.meta.get("topics", {}).get(ch, ""))
+            ok = r >= lo
+            fix = "" if ok else str(first.meta.get("rate_hint", "log it faster"))
+            rates.append(RateVerdict(ch, topic, r, method, float(lo), ok, fix))
+    rows = []
+    for i, f in enumerate(flights):
+        e = measure(f)
+        rows.append(SegmentRow(i + 1, float(f.t[0]), float(f.t[-1]), f.rate, e.flying_time, e.verdicts))
+    return InfoJudgement(rates, activity(flights), rows)

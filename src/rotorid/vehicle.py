@@ -157,18 +157,44 @@ class Vehicle:
 
     def hover_command(self) -> float:
         """Command at which the (lumped mean) thrust curve carries the weight with all rotors
-        equal, along the mean thrust axis."""
-        from scipy.optimize import brentq
-
+        equal, along the mean thrust axis: the lowest command in `[cmd_min, cmd_max]` where the
+        curve rises through the weight share. A curve that carries the weight nowhere, or
+        everywhere (no rising crossing: not a valid curve over the command range), is a
+        `VehicleError` saying what to check."""
         axial = float(np.mean(self.axes[:, 2]))
         need = self.mass * GRAVITY / (self.n_rotors * axial)
+        where = f"vehicle '{self.name}' ({self.source})"
         if self.thrust_coeffs is None:
-            raise VehicleError(f"vehicle '{self.name}': no thrust curve to compute the hover command")
+            raise VehicleError(f"{where}: no thrust curve to compute the hover command")
+        unset_range = self.motor_input != "normalized" and (self.cmd_min, self.cmd_max) == (0.0, 1.0)
+        hint = (
+            f"; its motor input is {self.motor_input} but it declares no command range "
+            f"(cmd_min/cmd_max are 0..1): set them in the vehicle TOML (e.g. 1000 and 2000 for pwm_us, "
+            f"0 and the maximum rotor speed for rad_s)"
+            if unset_range
+            else ""
+        )
         k = np.mean(np.atleast_2d(self.thrust_coeffs), axis=0)  # the lumped curve, or the motors' mean
-        f = lambda u: float(np.sum(k * u ** np.array(self.thrust_exponents))) - need
-        if f(self.cmd_max) < 0:
-            raise VehicleError(f"vehicle '{self.name}': cannot hover, thrust at full command is below the weight")
-        return float(brentq(f, self.cmd_min if f(self.cmd_min) < 0 else self.cmd_min + 1e-9, self.cmd_max))
+        e = np.array(self.thrust_exponents)
+        poly = np.zeros(int(e.max()) + 1)
+        np.add.at(poly, e, k)
+        poly[0] -= need
+        f = np.polynomial.Polynomial(poly)
+        lo, hi = float(self.cmd_min), float(self.cmd_max)
+        if f(hi) < 0:
+            raise VehicleError(f"{where}: cannot hover, thrust at full command ({hi:g}) is below the weight{hint}")
+        roots = f.roots()
+        real = np.sort(roots[np.abs(roots.imag) <= 1e-9 * max(1.0, abs(hi))].real)
+        rising = real[(real >= lo) & (real <= hi) & (f.deriv()(real) > 0)]
+        if rising.size == 0:
+            raise VehicleError(
+                f"{where}: the thrust curve (coefficients {np.round(k, 6).tolist()} over exponents "
+                f"{list(self.thrust_exponents)}) already carries the weight at the lowest command ({lo:g}) and "
+                f"never rises through it, so it has no hover command{hint}. The curve is not valid over the "
+                "command range: identify it from a thrust flight that spans commands below and above hover "
+                "(e.g. the thrust window, not a roll/pitch one), or use fewer exponents (e.g. 2 only)"
+            )
+        return float(rising[0])
 
     def replace(self, **changes: Any) -> Vehicle:
         return dataclasses.replace(self, **changes)
@@ -176,9 +202,9 @@ class Vehicle:
     # -- presets -------------------------------------------------------------------------
     @staticmethod
     def preset(name: str, **kw: Any) -> Vehicle:
-        """A built-in vehicle: crazyflie, iris, x500, quad-x(arm, mass), quad-plus(arm, mass)."""
+        """A built-in vehicle (see `PRESETS`; `iris`/`x500` are old names of the `-gazebo` ones)."""
         try:
-            make = PRESETS[name]
+            make = PRESETS[PRESET_ALIASES.get(name, name)]
         except KeyError:
             raise VehicleError(
                 f"unknown vehicle preset '{name}'; choose one of {', '.join(PRESETS)} or a .toml file"
@@ -189,7 +215,7 @@ class Vehicle:
     def load(spec: str | Path) -> Vehicle:
         """A preset name or a TOML file path."""
         p = Path(spec)
-        if str(spec) in PRESETS:
+        if str(spec) in PRESETS or str(spec) in PRESET_ALIASES:
             return Vehicle.preset(str(spec))
         if p.suffix == ".toml" or p.exists():
             return Vehicle.from_toml(p)
@@ -220,6 +246,11 @@ class Vehicle:
     def to_toml(self) -> str:
         """The vehicle as TOML text (round-trips through `from_toml`)."""
         return tomli_w.dumps(self.to_dict())
+
+    def to_commented_toml(self) -> str:
+        """The vehicle as TOML with every key explained (units, frame, motor-order diagram);
+        `from_toml` reads it back to the same vehicle."""
+        return commented_toml(self)
 
     def save(self, path: str | Path) -> None:
         """Write TOML atomically (temporary file, then rename)."""
@@ -298,9 +329,10 @@ def quad_plus(arm: float = 0.25, mass: float = 1.0, name: str = "quad-plus") -> 
     return _quad(name, mass, [(arm, 0.0), (0.0, arm), (-arm, 0.0), (0.0, -arm)], [-1, 1, -1, 1])
 
 
-def iris() -> Vehicle:
-    """3DR Iris as in PX4's Gazebo model (1.5 kg; rotor speeds in rad/s)."""
-    v = _quad("iris", 1.5, [(0.13, -0.22), (-0.13, 0.20), (0.13, 0.22), (-0.13, -0.20)], [-1, -1, 1, 1])
+def iris_gazebo() -> Vehicle:
+    """3DR Iris as in PX4's Gazebo Classic model (1.5 kg): motor input = simulated rotor speeds
+    in rad/s (what Gazebo's motor model takes), not what a real PX4 logs (see `iris_px4`)."""
+    v = _quad("iris-gazebo", 1.5, [(0.13, -0.22), (-0.13, 0.20), (0.13, 0.22), (-0.13, -0.20)], [-1, -1, 1, 1])
     return v.replace(
         motor_input="rad_s",
         cmd_max=1100.0,
@@ -312,10 +344,11 @@ def iris() -> Vehicle:
     )
 
 
-def x500() -> Vehicle:
-    """Holybro X500 as in PX4's Gazebo model (2.0 kg, arms 0.174 m along x and y; rad/s)."""
+def x500_gazebo() -> Vehicle:
+    """Holybro X500 as in PX4's Gazebo model (2.0 kg, arms 0.174 m along x and y): motor input =
+    simulated rotor speeds in rad/s, not what a real PX4 logs (see `x500_px4`)."""
     a = 0.174
-    v = _quad("x500", 2.0, [(a, -a), (-a, a), (a, a), (-a, -a)], [-1, -1, 1, 1])
+    v = _quad("x500-gazebo", 2.0, [(a, -a), (-a, a), (a, a), (-a, -a)], [-1, -1, 1, 1])
     return v.replace(
         motor_input="rad_s",
         cmd_max=1000.0,
@@ -327,4 +360,215 @@ def x500() -> Vehicle:
     )
 
 
-PRESETS = {"crazyflie": crazyflie, "iris": iris, "x500": x500, "quad-x": quad_x, "quad-plus": quad_plus}
+def _px4_from_gazebo(v: Vehicle, name: str, doc_of: str) -> Vehicle:
+    """The Gazebo model's geometry, mass and inertia with the motor input a real PX4 logs:
+    `actuator_motors` holds normalized thrust setpoints 0..1 per motor (PX4 motor order); the
+    thrust curve and motor lag are left to be identified."""
+    return v.replace(
+        name=name,
+        motor_input="normalized",
+        cmd_min=0.0,
+        cmd_max=1.0,
+        thrust_exponents=(2,),
+        thrust_coeffs=None,
+        k_tau=None,
+        tm_rise=None,
+        tm_fall=None,
+        source=f"preset ({doc_of} geometry, PX4 normalized actuator_motors)",
+    )
+
+
+def x500_px4() -> Vehicle:
+    """Holybro X500 flown by PX4: 2.0 kg, arms 0.174 m along x and y, PX4 quad-x motor order,
+    normalized motor commands (`actuator_motors`, 0..1) as PX4 logs them."""
+    return _px4_from_gazebo(x500_gazebo(), "x500-px4", "x500 Gazebo")
+
+
+def iris_px4() -> Vehicle:
+    """3DR Iris flown by PX4: 1.5 kg, PX4 quad-x motor order, normalized motor commands
+    (`actuator_motors`, 0..1) as PX4 logs them."""
+    return _px4_from_gazebo(iris_gazebo(), "iris-px4", "Iris Gazebo")
+
+
+PRESETS = {
+    "crazyflie": crazyflie,
+    "x500-px4": x500_px4,
+    "iris-px4": iris_px4,
+    "x500-gazebo": x500_gazebo,
+    "iris-gazebo": iris_gazebo,
+    "quad-x": quad_x,
+    "quad-plus": quad_plus,
+}
+PRESET_ALIASES = {"iris": "iris-gazebo", "x500": "x500-gazebo"}  # names before issue 12
+
+# -- `vehicle init`: layouts and motor-numbering conventions ------------------------------------
+
+# Per layout: (angle of each rotor in degrees, counter-clockwise from forward seen from above,
+# torque_dir) in motor order. torque_dir -1 = propeller spinning counter-clockwise seen from above.
+_TABLES: dict[str, dict[str, list[tuple[float, int]]]] = {
+    # PX4 and ArduPilot share these airframe motor orders.
+    "px4": {
+        "quad-x": [(-45, -1), (135, -1), (45, 1), (-135, 1)],
+        "quad-plus": [(-90, -1), (90, -1), (0, 1), (180, 1)],
+        "hex-x": [(-90, 1), (90, -1), (30, 1), (-150, -1), (-30, -1), (150, 1)],
+    },
+    # Betaflight quad-x: 1 rear-right, 2 front-right, 3 rear-left, 4 front-left (default props).
+    "betaflight": {"quad-x": [(-135, 1), (-45, -1), (135, -1), (45, 1)]},
+}
+_TABLES["ardupilot"] = _TABLES["px4"]
+LAYOUTS = ("quad-x", "quad-plus", "hex-x", "hex-plus", "octo-x", "octo-plus", "y6")
+MOTOR_ORDERS = ("px4", "ardupilot", "betaflight", "sequential")
+
+
+def _sequential(layout: str, motor1_dir: int) -> list[tuple[float, int]]:
+    """Motors numbered clockwise seen from above, starting at the front-right rotor (X layouts,
+    Y6) or the front rotor (+ layouts); directions alternate starting with `motor1_dir`. Y6:
+    arms front-right, rear, front-left, each upper then lower rotor (opposite spin)."""
+    if layout == "y6":
+        return [(a, d) for a in (-60, 180, 60) for d in (motor1_dir, -motor1_dir)]
+    n = {"quad": 4, "hex": 6, "octo": 8}[layout.split("-")[0]]
+    start = -180.0 / n if layout.endswith("-x") else 0.0
+    return [(start - 360.0 * i / n, motor1_dir * (-1) ** i) for i in range(n)]
+
+
+def build_vehicle(
+    layout: str,
+    arm: float,
+    mass: float,
+    motor_input: str = "normalized",
+    cmd_range: tuple[float, float] | None = None,
+    order: str = "px4",
+    motor1_dir: int | None = None,
+    name: str | None = None,
+    coax_gap: float | None = None,
+) -> Vehicle:
+    """A vehicle from its layout (`LAYOUTS`), arm length (m, centre to rotor axis), mass (kg),
+    motor input kind and command range, and motor numbering `order` (`MOTOR_ORDERS`; default
+    PX4's, which ArduPilot shares). `motor1_dir` (-1 counter-clockwise, +1 clockwise seen from
+    above) mirrors every spin direction when it differs from the order's (reversed props);
+    `sequential` numbers clockwise from the front(-right) rotor and alternates from `motor1_dir`
+    (default -1). Y6 coaxial rotors sit `coax_gap` apart in z (default 0.2 arm)."""
+    where = f"vehicle init ({layout})"
+    if layout not in LAYOUTS:
+        raise VehicleError(f"{where}: unknown layout; choose one of {', '.join(LAYOUTS)} (or write a custom TOML)")
+    if order not in MOTOR_ORDERS:
+        raise VehicleError(f"{where}: unknown motor order {order!r}; choose one of {', '.join(MOTOR_ORDERS)}")
+    if not (math.isfinite(arm) and arm > 0):
+        raise VehicleError(f"{where}: arm length must be positive metres, got {arm!r}")
+    if motor1_dir not in (None, -1, 1):
+        raise VehicleError(f"{where}: motor 1 direction must be -1 (counter-clockwise) or +1 (clockwise)")
+    if order == "sequential":
+        table = _sequential(layout, motor1_dir or -1)
+    elif layout in _TABLES[order]:
+        table = _TABLES[order][layout]
+        if motor1_dir is not None and motor1_dir != table[0][1]:
+            table = [(a, -d) for a, d in table]
+    else:
+        raise VehicleError(
+            f"{where}: no {order} motor order tabulated for this layout; use order 'sequential' "
+            "(clockwise from the front) and check it against your autopilot's airframe reference"
+        )
+    gap = 0.2 * arm if coax_gap is None else coax_gap
+    z = [0.0] * len(table) if layout != "y6" else [gap / 2 if i % 2 == 0 else -gap / 2 for i in range(len(table))]
+    rotors = tuple(
+        Rotor(
+            position=np.round([arm * math.cos(math.radians(a)), arm * math.sin(math.radians(a)), zi], 12) + 0.0,
+            torque_dir=d,
+        )
+        for (a, d), zi in zip(table, z, strict=True)
+    )
+    lo, hi = cmd_range if cmd_range is not None else (0.0, 1.0)
+    if not hi > lo:
+        raise VehicleError(f"{where}: command range must have max > min, got {lo!r}..{hi!r}")
+    if motor_input != "normalized" and cmd_range is None:
+        raise VehicleError(
+            f"{where}: a {motor_input} vehicle needs its command range (e.g. 1000..2000 for pwm_us, "
+            "0..max rotor speed for rad_s)"
+        )
+    return Vehicle(
+        name=name or layout,
+        mass=mass,
+        rotors=rotors,
+        motor_input=motor_input,
+        cmd_min=float(lo),
+        cmd_max=float(hi),
+        source=f"vehicle init: {layout}, {order} motor order",
+    )
+
+
+_INPUT_UNIT = {"normalized": "1 (0..1)", "rad_s": "rad/s", "pwm_us": "us (PWM pulse width)"}
+_KEY_DOC = {
+    "name": "name shown in reports",
+    "mass": "kg, weighed with battery and everything flown",
+    "motor_input": "what the motor channel holds: normalized (0..1), rad_s (rotor speed), pwm_us",
+    "cmd_min": "lowest motor command, in the motor_input unit",
+    "cmd_max": "highest motor command, in the motor_input unit",
+    "pwm_min": "us: PWM at command 0 (only to convert pwm_us logs to normalized)",
+    "pwm_max": "us: PWM at full command (only to convert pwm_us logs to normalized)",
+    "thrust_exponents": "exponents j of the thrust curve f_i = sum_j K_j u_i^j (u = motor command)",
+    "thrust_coeffs": "K_j in N / u^j, one per exponent (or one list per motor); identified by delay/tls",
+    "k_tau": "m: drag torque per thrust K_tau = k_d / k_t (identified by delay/tls)",
+    "tm_rise": "s: first-order motor time constant, speeding up (identified by delay)",
+    "tm_fall": "s: first-order motor time constant, slowing down",
+    "inertia": "kg m^2: 3x3 tensor about the CoM, body axes (identified by delay/tls/online)",
+    "com": "m: centre of mass relative to the body origin, body FLU",
+    "imu_offset": "m: IMU position relative to the body origin, body FLU",
+}
+
+
+def _diagram(v: Vehicle) -> list[str]:
+    """Top view (x forward = up, y left = left) with each rotor's number and spin."""
+    w, h = 41, 13
+    xy = v.positions[:, :2]
+    ext = float(np.max(np.abs(xy))) or 1.0
+    cells: dict[tuple[int, int], list[str]] = {}
+    for i, ((x, y), d) in enumerate(zip(xy, v.torque_dirs, strict=True)):
+        rc = (h // 2 - round(x / ext * (h // 2 - 1)), w // 2 - round(y / ext * (w // 2 - 5)))
+        cells.setdefault(rc, []).append(f"{i + 1}{'ccw' if d < 0 else 'cw'}")
+    grid = [[" "] * w for _ in range(h)]
+    grid[0][w // 2] = "^"
+    grid[h // 2][w // 2] = "+"
+    for (r, c), labels in cells.items():
+        text = "/".join(labels)
+        c0 = max(0, min(w - len(text), c - len(text) // 2))
+        grid[r][c0 : c0 + len(text)] = list(text)
+    return [("#   " + "".join(row)).rstrip() for row in grid]
+
+
+def _toml_value(x: Any) -> str:
+    """One TOML value on one line (floats by repr, so they read back bit for bit)."""
+    if isinstance(x, list):
+        return "[" + ", ".join(_toml_value(e) for e in x) + "]"
+    return tomli_w.dumps({"v": x})[4:].strip()
+
+
+def commented_toml(v: Vehicle) -> str:
+    """`Vehicle.to_commented_toml`: TOML whose comments give units, frame and a motor-order
+    diagram; keys not yet known are listed commented out."""
+    d = v.to_dict()
+    unit = _INPUT_UNIT[v.motor_input]
+    lines = [
+        f"# rotorid vehicle {v.name!r} ({v.source})",
+        "# Units SI; body frame FLU: x forward, y left, z up, origin at the geometric centre.",
+        f"# Motor commands in {unit}. Rotor i below is motor output i of the log (1-based).",
+        "# torque_dir: sign of the body-z torque the rotor's drag makes; a propeller spinning",
+        "# counter-clockwise seen from above gives -1 (ccw), clockwise +1 (cw).",
+        "#",
+        "# Top view (front up, left left):",
+        *_diagram(v),
+        "",
+    ]
+    for key, doc in _KEY_DOC.items():
+        if key == "thrust_coeffs":
+            doc = doc.replace("N / u^j", f"N / ({unit.split(' ')[0]})^j")
+        lines.append(f"# {key}: {doc}")
+        if key in d:
+            lines.append(f"{key} = {_toml_value(d[key])}")
+        else:
+            lines.append(f"# {key} = ...   (not known yet)")
+    lines += ["", "# one [[rotor]] per motor, in motor-output order:", "#   position m (body FLU), axis unit thrust"]
+    lines.append("#   direction (default [0, 0, 1]), torque_dir -1 ccw / +1 cw")
+    for i, r in enumerate(d["rotor"]):
+        spin = "ccw" if r["torque_dir"] < 0 else "cw"
+        lines += ["", f"# motor {i + 1} ({spin})", "[[rotor]]"] + [f"{k} = {_toml_value(x)}" for k, x in r.items()]
+    return "\n".join(lines) + "\n"
