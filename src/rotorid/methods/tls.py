@@ -40,7 +40,7 @@ from rotorid.motion import (
     speed_source,
 )
 from rotorid.motion import MIN_RATE_HZ as MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
-from rotorid.result import Estimate, Result, unit_of
+from rotorid.result import Estimate, Result, build_result
 from rotorid.signal import butter_filtfilt
 from rotorid.vehicle import Vehicle
 
@@ -302,23 +302,15 @@ def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
     return ("poorly determined by the data", "fly a more exciting trajectory")
 
 
-def identify(
-    configs: dict[str, list[Flight]],
-    vehicle: Vehicle,
-    masses: dict[str, float] | None = None,
-    weights: dict[str, float] | None = None,
-    settings: TlsSettings | None = None,
-) -> Result:
-    """IDIM-TLS identification (Six et al.) of one or several mass configurations sharing
-    the propeller coefficients (eq. 24-25). `configs` maps a configuration name ("A", "B",
-    ...) to its flights; `masses` gives each configuration's measured mass (config A
-    defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
-    settings = settings or TlsSettings()
-    masses = dict(masses or {})
-    weights = dict(weights or {})
+def _checked_masses(
+    configs: dict[str, list[Flight]], vehicle: Vehicle, masses: dict[str, float], weights: dict[str, float]
+) -> dict[str, float]:
+    """Each configuration's measured mass (config A defaults to `vehicle.mass`), checked with
+    the row weights against the configurations flown."""
     if not configs or not any(configs.values()):
         raise RotoridError("no flights given to identify")
     cfgs = list(configs)
+    masses = dict(masses)
     if "A" in configs:
         masses.setdefault("A", vehicle.mass)
     missing = [c for c in cfgs if c not in masses]
@@ -332,10 +324,114 @@ def identify(
         raise RotoridError(
             f"--weight for unknown configuration(s) {', '.join(sorted(unknown))} (have {', '.join(cfgs)})"
         )
-    rows, resolved = {}, {}
     for c in cfgs:
         if not configs[c]:
             raise RotoridError(f"configuration {c} has no flights")
+    return masses
+
+
+def _estimates(
+    x: np.ndarray, cov: np.ndarray, names: list[str], kept_names: set[str], masses: dict[str, float]
+) -> dict[str, tuple[float, float]]:
+    """(value, σ) of every kept unknown, K_tau = k_d / k_t (first-order propagation) and the
+    CoM ms / m of every configuration."""
+    est: dict[str, tuple[float, float]] = {}
+
+    def put(name: str, value: float, var: float) -> None:
+        est[name] = (float(value), float(np.sqrt(max(var, 0.0))))
+
+    for j, nm in enumerate(names[:2]):
+        if nm in kept_names:
+            put(nm, x[j], cov[j, j])
+    if {"k_t", "k_d"} <= kept_names:
+        kt, kd = x[0], x[1]
+        g = np.array([-kd / kt**2, 1.0 / kt])
+        put("k_tau", kd / kt, g @ cov[:2, :2] @ g)
+    cfgs = list(masses)
+    single = len(cfgs) == 1
+    for ci, c in enumerate(cfgs):
+        sl = slice(2 + 9 * ci, 11 + 9 * ci)
+        suf = "" if single else f"@{c}"
+        for k, p in enumerate(CHI):
+            if names[sl.start + k] in kept_names:
+                put(p + suf, x[sl][k], cov[sl, sl][k, k])
+        for k, axis in enumerate("xyz"):
+            if f"ms_{axis}{suf}" in est:
+                put(f"com_{axis}{suf}", x[sl][k] / masses[c], cov[sl, sl][k, k] / masses[c] ** 2)
+    return est
+
+
+def _observability(
+    names: list[str], fit: Fit, kept: list[int], history: list[dict[str, Any]], cfgs: list[str], r_sigma: float
+) -> dict[str, dict[str, Any]]:
+    """Per unknown: essential (with its final %σ) or cancelled, with why and what to fly."""
+    pct_final = dict(zip([names[j] for j in kept], fit.rel_std_pct.tolist(), strict=True))
+    dropped = {h["name"]: h for h in history}
+    observability: dict[str, dict[str, Any]] = {}
+    for nm in names:
+        if nm in pct_final:
+            observability[nm] = {"identifiable": True, "essential": True, "rel_std_pct": pct_final[nm]}
+            continue
+        h = dropped[nm]
+        reason, advice = _advice(nm, cfgs)
+        why = (
+            "its column is zero (not excited)"
+            if h["why"] == "not excited"
+            else f"cancelled with %σ = {h['rel_std_pct']:.3g} while max/min %σ = {h['ratio']:.3g} ≥ r_σ = {r_sigma:g}"
+        )
+        observability[nm] = {
+            "identifiable": False,
+            "essential": False,
+            "rel_std_pct": h["rel_std_pct"],
+            "value_before_cancel": h["value"],
+            "reason": f"{reason}; {why}",
+            "advice": advice,
+        }
+    return observability
+
+
+def _diagnostics(
+    w: np.ndarray, blocks: np.ndarray, x: np.ndarray, rows: dict[str, Rows], scale: np.ndarray
+) -> dict[str, Any]:
+    """Residual diagnostics per configuration and wrench component (unweighted): rotor and
+    rigid-body wrench, relative error norms (Table III) and the block weights."""
+    res = w @ np.append(x, 1.0)
+    rotor = w[:, :2] @ x[:2]
+    out: dict[str, Any] = {}
+    for ci, c in enumerate(rows):
+        n = len(rows[c].t)
+        start = int(np.flatnonzero(blocks == 6 * ci)[0])
+        sel = slice(start, start + 6 * n)
+        rho = res[sel].reshape(6, n).T
+        wk = -rotor[sel].reshape(6, n).T
+        out[c] = {
+            "t": rows[c].t,
+            "rotor": wk,
+            "rigid": wk + rho,
+            "rel_error_norm_pct": rel_error_norms(rho, wk),
+            "block_scale": scale[6 * ci : 6 * ci + 6],
+        }
+    return out
+
+
+def identify(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None,
+    settings: TlsSettings | None = None,
+) -> Result:
+    """IDIM-TLS identification (Six et al.) of one or several mass configurations sharing
+    the propeller coefficients (eq. 24-25). `configs` maps a configuration name ("A", "B",
+    ...) to its flights; `masses` gives each configuration's measured mass (config A
+    defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
+    settings = settings or TlsSettings()
+    weights = dict(weights or {})
+    masses = _checked_masses(configs, vehicle, dict(masses or {}), weights)
+    cfgs = list(configs)
+    masses = {c: masses[c] for c in cfgs}
+    rows, resolved = {}, {}
+    for c in cfgs:
         rows[c], resolved[c] = idim_rows(configs[c], vehicle, settings)
     w, blocks, names = assemble(rows, masses)
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
@@ -347,74 +443,20 @@ def identify(
     x[kept] = fit.x
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
-    pct_final = dict(zip([names[j] for j in kept], fit.rel_std_pct.tolist(), strict=True))
-
-    params: dict[str, Estimate] = {}
-
-    def put(name: str, value: float, var: float) -> None:
-        params[name] = Estimate(float(value), float(np.sqrt(max(var, 0.0))), unit_of(name))
-
-    for j, nm in enumerate(names[:2]):
-        if nm in kept_names:
-            put(nm, x[j], cov[j, j])
-    if {"k_t", "k_d"} <= kept_names:
-        kt, kd = x[0], x[1]
-        g = np.array([-kd / kt**2, 1.0 / kt])
-        put("k_tau", kd / kt, g @ cov[:2, :2] @ g)
-    single = len(cfgs) == 1
-    for ci, c in enumerate(cfgs):
-        sl = slice(2 + 9 * ci, 11 + 9 * ci)
-        suf = "" if single else f"@{c}"
-        for k, p in enumerate(CHI):
-            if names[sl.start + k] in kept_names:
-                put(p + suf, x[sl][k], cov[sl, sl][k, k])
-        for k, axis in enumerate("xyz"):
-            if f"ms_{axis}{suf}" in params:
-                put(f"com_{axis}{suf}", x[sl][k] / masses[c], cov[sl, sl][k, k] / masses[c] ** 2)
-    dropped = {h["name"]: h for h in history}
-    observability: dict[str, dict[str, Any]] = {}
-    for nm in names:
-        if nm in kept_names:
-            observability[nm] = {"identifiable": True, "essential": True, "rel_std_pct": pct_final[nm]}
-        else:
-            h = dropped[nm]
-            reason, advice = _advice(nm, cfgs)
-            why = (
-                "its column is zero (not excited)"
-                if h["why"] == "not excited"
-                else f"cancelled with %σ = {h['rel_std_pct']:.3g} while max/min %σ = {h['ratio']:.3g} ≥ r_σ = {settings.r_sigma:g}"
-            )
-            observability[nm] = {
-                "identifiable": False,
-                "essential": False,
-                "rel_std_pct": h["rel_std_pct"],
-                "value_before_cancel": h["value"],
-                "reason": f"{reason}; {why}",
-                "advice": advice,
-            }
-    if "k_tau" in params:
-        observability["k_tau"] = {"identifiable": True, "essential": False, "rel_std_pct": params["k_tau"].rel_std_pct}
-
-    # residual diagnostics per configuration and wrench component (unweighted)
-    res = w @ np.append(x, 1.0)
-    rotor = w[:, :2] @ x[:2]
-    diag: dict[str, Any] = {"configs": {}, "history": history, "names": names, "chi": x, "cov": cov}
-    for ci, c in enumerate(cfgs):
-        n = len(rows[c].t)
-        sel = slice(int(np.flatnonzero(blocks == 6 * ci)[0]), int(np.flatnonzero(blocks == 6 * ci)[0]) + 6 * n)
-        rho = res[sel].reshape(6, n).T
-        wk = -rotor[sel].reshape(6, n).T
-        diag["configs"][c] = {
-            "t": rows[c].t,
-            "rotor": wk,
-            "rigid": wk + rho,
-            "rel_error_norm_pct": rel_error_norms(rho, wk),
-            "block_scale": scale[6 * ci : 6 * ci + 6],
+    est = _estimates(x, cov, names, kept_names, masses)
+    observability = _observability(names, fit, kept, history, cfgs, settings.r_sigma)
+    if "k_tau" in est:
+        value, std = est["k_tau"]
+        observability["k_tau"] = {
+            "identifiable": True,
+            "essential": False,
+            "rel_std_pct": Estimate(value, std).rel_std_pct,
         }
-    diag["cond"] = fit.cond
-    diag["sigma_w"] = float(np.sqrt(fit.sigma2))
+    diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
+    diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
 
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m"]
+    single = len(cfgs) == 1
     if "k_d" not in kept_names and single:
         notes.append("k_d is not identifiable from one symmetric configuration (eq. 23): fly configuration B")
     for ci, c in enumerate(cfgs):
@@ -436,12 +478,5 @@ def identify(
         "inertia_about": "origin",
         "rows": {c: 6 * len(rows[c].t) for c in cfgs},
     }
-    result = Result(
-        method="tls",
-        params=params,
-        settings=settings_out,
-        diagnostics=diag,
-        observability=observability,
-        notes=notes,
-    )
+    result = build_result("tls", est, settings_out, diag, observability, notes)
     return with_vehicle(result, vehicle, config=None if single else cfgs[0])
