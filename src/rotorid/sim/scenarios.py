@@ -91,9 +91,9 @@ import numpy as np
 
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight
+from rotorid.frames import GRAVITY
 from rotorid.result import Truth
 from rotorid.sim.control import Gains
-from rotorid.sim.dynamics import G
 from rotorid.sim.sensors import DEG, Imu, Mocap
 from rotorid.sim.simulator import FlightSpec, References, fly
 from rotorid.sim.trajectory import band_limited_noise, chirp, doublets, evaluate, move
@@ -222,7 +222,7 @@ def _effects(name: str, seed: int, o: dict[str, Any], vehicle: Vehicle, imu: Imu
             spec[what] = tuple((1.0 + float(o[key]) * rng.uniform(-1.0, 1.0, m)).tolist())
             rec[what] = list(spec[what])
     if float(o["rotor_drag"]) > 0:
-        f_hover = vehicle.mass * G / m
+        f_hover = vehicle.mass * GRAVITY / m
         spec["rotor_drag"] = float(o["rotor_drag"]) * vehicle.mass / (m * math.sqrt(f_hover))
         rec |= {"rotor_drag_per_mass_at_hover": float(o["rotor_drag"]), "k_rotor_drag": spec["rotor_drag"]}
     changes = {k: tuple(map(float, o[k])) for k in ("gyro_bias", "acc_bias") if o[k] is not None}
@@ -308,11 +308,11 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
     imu = Imu(
         rate=1000.0,
         gyro_nd=0.014 * DEG,
-        acc_nd=160e-6 * 9.80665,
+        acc_nd=160e-6 * GRAVITY,
         gyro_bias=(0.002, -0.003, 0.001),
         acc_bias=(0.03, -0.02, 0.05),
         gyro_res=2000.0 / 32768 * DEG,
-        acc_res=24 * 9.80665 / 32768,
+        acc_res=24 * GRAVITY / 32768,
     )
     fx = _effects(name, seed, o, true, imu)
     imu = fx.imu
@@ -554,7 +554,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     imu = Imu(
         rate=200.0,
         gyro_nd=0.005 * DEG,  # MPU6000-class (Pixhawk 2.4)
-        acc_nd=400e-6 * 9.80665,
+        acc_nd=400e-6 * GRAVITY,
         gyro_bias=(0.001, -0.0015, 0.0008),
         acc_bias=(0.02, -0.015, 0.03),
         gyro_dot_cutoff=30.0 if o["gyro_dot"] else None,
