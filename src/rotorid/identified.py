@@ -43,8 +43,11 @@ def parallel_axis(inertia: np.ndarray, mass: float, offset: np.ndarray) -> np.nd
 
 
 def _mass(result: Result, get: Getter, config: str | None, base: Vehicle) -> float:
-    """The configuration's measured mass (TLS `settings["masses"]`), else an identified `mass`."""
+    """The configuration's measured mass (TLS `settings["masses"]`, the only one of a
+    single-configuration run), else an identified `mass`, else the base's."""
     masses = result.settings.get("masses") or {}
+    if config is None and len(masses) == 1:
+        config = next(iter(masses))
     mass = masses.get(config) if config else None
     mass = mass if mass is not None else get("mass")
     return float(mass) if mass is not None else base.mass
