@@ -17,7 +17,7 @@ import numpy as np
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY_ENU, bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
-from rotorid.signal import butter_filtfilt, derivative, is_uniform, motor_lag
+from rotorid.signal import butter_filtfilt, derivative, is_uniform, motor_lag, runs
 from rotorid.vehicle import Vehicle
 
 #: Wrench components: force then moment about the body origin (the row blocks of W_t, Sec. III-B).
@@ -177,9 +177,8 @@ def airborne_pieces(flight: Flight) -> list[Flight]:
     """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long."""
     f = flight
     if f.landed is not None and f.landed.any():
-        air = ~f.landed
-        edges = np.flatnonzero(np.diff(np.concatenate([[0], air.astype(int), [0]])))
-        parts = [f.window(f.t[a], f.t[b - 1]) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a >= 2]
+        starts, ends = runs(~f.landed)
+        parts = [f.window(f.t[a], f.t[b - 1]) for a, b in zip(starts, ends, strict=True) if b - a >= 2]
     else:
         parts = [f]
     out = []
