@@ -256,8 +256,7 @@ def _job(i: int, row: dict[str, Any], p: Path) -> Job:
         str(k): [_resolve(s, base) for s in ([v] if isinstance(v, str) else v)]
         for k, v in dict(row.get("configs") or {}).items()
     }
-    options = dict(row.get("options") or {})
-    settings_for(method, options, where)  # refuse unknown or invalid options now, not after hours
+    options = normalize_options(method, dict(row.get("options") or {}), where)  # refused now, not after hours
     airframe = str(row["airframe"]).strip()
     if not _is_preset(airframe):
         airframe = str((base / airframe).resolve()) if not Path(airframe).is_absolute() else airframe
@@ -308,26 +307,43 @@ def _date(value: Any, where: str) -> dt.datetime:
     return d.astimezone(dt.UTC).replace(tzinfo=None) if d.tzinfo else d
 
 
-def settings_for(method: str, options: Mapping[str, Any], where: str = "options") -> Any:
-    """The method's settings object from NAME=VALUE options (the settings dataclass's field
-    names; everything not given keeps its default, the same default `rotorid identify` uses)."""
+def _settings_class(method: str) -> type:
     import importlib
 
-    cls = getattr(importlib.import_module(f"rotorid.methods.{method}"), _SETTINGS[method])
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    return getattr(importlib.import_module(f"rotorid.methods.{method}"), _SETTINGS[method])
+
+
+def normalize_options(method: str, options: Mapping[str, Any], where: str = "options") -> dict[str, Any]:
+    """Options as the method's settings take them (lists -> tuples, a lone number for a tuple
+    field -> a 1-tuple, an integer for a float field -> float), checked by building the
+    settings: an unknown name or an invalid value raises `ManifestError` naming `where`."""
+    cls = _settings_class(method)
+    fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}
     bad = sorted(set(options) - set(fields))
     if bad:
         raise ManifestError(f"{where}: unknown {method} option(s) {', '.join(bad)}; allowed: {', '.join(fields)}")
-    kw = {}
+    kw: dict[str, Any] = {}
     for k, v in options.items():
-        tuple_field = str(fields[k].type).startswith("tuple")
-        kw[k] = tuple(v) if isinstance(v, list) else (v,) if tuple_field and isinstance(v, int | float | str) else v
+        if isinstance(v, list | tuple):
+            v = tuple(v)
+        elif fields[k].startswith("tuple") and isinstance(v, int | float | str) and not isinstance(v, bool):
+            v = (v,)
+        elif fields[k].startswith("float") and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        kw[k] = v
     try:
-        return cls(**kw)
+        cls(**kw)
     except RotoridError as e:
         raise ManifestError(f"{where}: {e}") from None
     except (TypeError, ValueError) as e:
         raise ManifestError(f"{where}: invalid {method} options ({e})") from None
+    return kw
+
+
+def settings_for(method: str, options: Mapping[str, Any]) -> Any:
+    """The method's settings object from NAME=VALUE options (the settings dataclass's field
+    names; everything not given keeps its default, the same default `rotorid identify` uses)."""
+    return _settings_class(method)(**normalize_options(method, options))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,7 +543,7 @@ class _client:
             raise RotoridError(f"--workers {self.workers}: give at least one worker")
         if self.scheduler:
             try:
-                self.client = Client(self.scheduler, timeout="10s")
+                self.client = Client(self.scheduler, timeout="5s")
             except (OSError, TimeoutError, ValueError) as e:
                 raise RotoridError(
                     f"cannot reach the Dask scheduler at '{self.scheduler}' ({e}); check the address "
