@@ -276,10 +276,48 @@ def test_bad_manifest_fails_before_running_in_one_line(tmp_path: Path, text: str
     assert "Traceback" not in res.output and not (tmp_path / "out").exists()
 
 
-def test_unreachable_scheduler_is_one_line(tmp_path: Path) -> None:
+def test_unreachable_scheduler_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch, "CONNECT_TIMEOUT", "1s")
     m = tmp_path / "m.csv"
     m.write_text("vehicle,date,method,airframe,logs\nv,2026-01-01,delay,crazyflie,t.parquet\n")
     res = CliRunner().invoke(app, ["batch", str(m), "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "o")])
     assert res.exit_code == 2
     assert "cannot reach the Dask scheduler at 'tcp://127.0.0.1:9'" in " ".join(res.output.split())
     assert not (tmp_path / "o").exists()
+
+
+def test_workers_and_scheduler_together_are_refused(tmp_path: Path) -> None:
+    m = tmp_path / "m.csv"
+    m.write_text("vehicle,date,method,airframe,logs\nv,2026-01-01,delay,crazyflie,t.parquet\n")
+    res = CliRunner().invoke(app, ["batch", str(m), "--workers", "2", "--scheduler", "tcp://127.0.0.1:9"])
+    assert res.exit_code == 2
+    assert "give either --workers" in " ".join(res.output.split())
+
+
+def test_warnings_go_to_their_own_job_when_jobs_share_a_process() -> None:
+    """Jobs in threads of one process (processes=False) each collect only their own warnings,
+    not each other's nor the caller's."""
+    import threading
+    import warnings
+
+    sinks: dict[int, list[str]] = {i: [] for i in range(4)}
+    inside, done = threading.Barrier(5), threading.Barrier(5)
+
+    def job(i: int) -> None:
+        with batch._warnings_into(sinks[i]):
+            inside.wait()  # all four inside at once, and the caller warns meanwhile
+            for k in range(3):
+                warnings.warn(f"job {i} warning {k}", UserWarning, stacklevel=1)
+            done.wait()
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        for t in threads:
+            t.start()
+        inside.wait()
+        warnings.warn("the caller's own warning", UserWarning, stacklevel=1)
+        done.wait()
+        for t in threads:
+            t.join()
+    assert sinks == {i: [f"job {i} warning {k}" for k in range(3)] for i in range(4)}

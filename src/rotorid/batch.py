@@ -42,6 +42,7 @@ when a short history happens to be tight.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime as dt
@@ -49,10 +50,12 @@ import io
 import math
 import os
 import re
+import threading
 import time
 import tomllib
+import uuid
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,6 +94,8 @@ REQUIRED = ("vehicle", "date", "method", "airframe", "logs")
 #: Roles and tables only some methods take.
 _ONLY = {"roll_pitch": "delay", "yaw": "delay", "configs": "tls", "masses": "tls", "weights": "tls"}
 _SETTINGS = {"delay": "DelaySettings", "tls": "TlsSettings", "online": "OnlineSettings"}
+#: How long `--scheduler` waits for the scheduler to answer.
+CONNECT_TIMEOUT = "5s"
 
 
 @dataclass(frozen=True)
@@ -453,16 +458,45 @@ class Outcome:
         return self.result is not None
 
 
+_local = threading.local()
+_hook = threading.Lock()
+
+
+@contextlib.contextmanager
+def _warnings_into(sink: list[str]) -> Iterator[None]:
+    """Collect the warnings this thread raises into `sink`. Unlike `warnings.catch_warnings`,
+    safe when several jobs run in threads of one process (`processes=False`): a hook installed
+    once per process sends each warning to its own thread's sink and passes the others on."""
+    with _hook:
+        if not getattr(warnings.showwarning, "rotorid_batch", False):
+            shown = warnings.showwarning
+
+            def show(
+                message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+            ) -> None:
+                target = getattr(_local, "sink", None)
+                if target is None:
+                    shown(message, category, filename, lineno, file, line)
+                else:
+                    target.append(str(message))
+
+            show.rotorid_batch = True  # type: ignore[attr-defined]
+            warnings.showwarning = show
+    _local.sink = sink
+    try:
+        yield
+    finally:
+        _local.sink = None
+
+
 def run_job(job: Job, allow_corrupt: bool = False) -> dict[str, Any]:
     """Run one job (on a worker). Never raises: a failure becomes the row's `error`. The
-    result travels as its params.json content (plain data, small). BLAS is held to one thread:
-    the parallelism of a fleet is across jobs."""
-    from threadpoolctl import threadpool_limits
-
+    result travels as its params.json content (plain data, small). Worker processes run BLAS
+    on one thread (Dask's nanny sets OMP/MKL/OPENBLAS_NUM_THREADS=1): a fleet's parallelism is
+    across jobs."""
     t0 = time.perf_counter()
-    out: dict[str, Any] = {"row": job.row, "result": None, "error": None}
-    with warnings.catch_warnings(record=True) as caught, threadpool_limits(limits=1):
-        warnings.simplefilter("always")
+    out: dict[str, Any] = {"row": job.row, "result": None, "error": None, "warnings": []}
+    with _warnings_into(out["warnings"]):
         try:
             res = identify_logs(
                 job.method,
@@ -481,7 +515,6 @@ def run_job(job: Job, allow_corrupt: bool = False) -> dict[str, Any]:
             out["error"] = str(e)
         except Exception as e:  # one bad log must not stop a fleet; say it is ours to fix
             out["error"] = f"unexpected {type(e).__name__}: {e} (a rotorid bug: please report it with this log)"
-    out["warnings"] = [str(w.message) for w in caught]
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -502,13 +535,16 @@ def run(
     runs for the batch. `progress(outcome)` is called as each job finishes."""
     from rotorid.result import Result
 
+    if scheduler and workers:
+        raise RotoridError("give either --workers (a cluster on this machine) or --scheduler (an existing one)")
     by_row = {j.row: j for j in jobs}
+    batch_id = uuid.uuid4().hex[:8]
     outcomes: dict[int, Outcome] = {}
     with _client(scheduler, workers or min(os.cpu_count() or 1, max(len(jobs), 1)), processes) as client:
         from distributed import as_completed
 
         futures = [
-            client.submit(run_job, j, allow_corrupt, key=f"rotorid-row{j.row}-{id(jobs):x}", pure=False) for j in jobs
+            client.submit(run_job, j, allow_corrupt, key=f"rotorid-row{j.row}-{batch_id}", pure=False) for j in jobs
         ]
         rows = {f.key: j.row for f, j in zip(futures, jobs, strict=True)}
         for fut in as_completed(futures):
@@ -543,7 +579,7 @@ class _client:
             raise RotoridError(f"--workers {self.workers}: give at least one worker")
         if self.scheduler:
             try:
-                self.client = Client(self.scheduler, timeout="5s")
+                self.client = Client(self.scheduler, timeout=CONNECT_TIMEOUT)
             except (OSError, TimeoutError, ValueError) as e:
                 raise RotoridError(
                     f"cannot reach the Dask scheduler at '{self.scheduler}' ({e}); check the address "
