@@ -321,3 +321,16 @@ def test_warnings_go_to_their_own_job_when_jobs_share_a_process() -> None:
         for t in threads:
             t.join()
     assert sinks == {i: [f"job {i} warning {k}" for k in range(3)] for i in range(4)}
+
+
+def test_manifest_problems_name_their_run(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text("name = 'x'\nmass = -1\n")
+    cases = {
+        "v,2026-01-01,delay,bad.toml,l": "run 1: .*bad.toml: missing key 'rotor'",
+        "v,2026-01-01,delay,crazyflie,l@65:35": "run 1: l@65:35: window '65:35' is empty",
+    }
+    for row, says in cases.items():
+        p = tmp_path / "m.csv"
+        p.write_text(f"vehicle,date,method,airframe,logs\n{row}\n")
+        with pytest.raises(batch.ManifestError, match=says):
+            batch.read_manifest(p)

@@ -46,6 +46,7 @@ import contextlib
 import csv
 import dataclasses
 import datetime as dt
+import functools
 import io
 import math
 import os
@@ -249,7 +250,7 @@ def _job(i: int, row: dict[str, Any], p: Path) -> Job:
         items = [v] if isinstance(v, str) else list(v)
         if not all(isinstance(s, str) for s in items):
             raise ManifestError(f"{where}: '{key}' must list log files (text)")
-        return tuple(_resolve(s, base) for s in items)
+        return tuple(_resolve(s, base, where) for s in items)
 
     def numbers(key: str) -> dict[str, float]:
         try:
@@ -258,7 +259,7 @@ def _job(i: int, row: dict[str, Any], p: Path) -> Job:
             raise ManifestError(f"{where}: '{key}' must map configuration names to numbers") from None
 
     configs = {
-        str(k): [_resolve(s, base) for s in ([v] if isinstance(v, str) else v)]
+        str(k): [_resolve(str(s), base, where) for s in ([v] if isinstance(v, str) else v)]
         for k, v in dict(row.get("configs") or {}).items()
     }
     options = normalize_options(method, dict(row.get("options") or {}), where)  # refused now, not after hours
@@ -267,6 +268,7 @@ def _job(i: int, row: dict[str, Any], p: Path) -> Job:
         airframe = str((base / airframe).resolve()) if not Path(airframe).is_absolute() else airframe
         if not Path(airframe).is_file():
             raise ManifestError(f"{where}: airframe '{row['airframe']}' is neither a preset nor an existing .toml file")
+        _check_airframe(airframe, where)
     return Job(
         row=i,
         vehicle=str(row["vehicle"]).strip(),
@@ -283,17 +285,38 @@ def _job(i: int, row: dict[str, Any], p: Path) -> Job:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _airframe_error(path: str) -> str | None:
+    from rotorid.vehicle import Vehicle
+
+    try:
+        Vehicle.load(path)
+    except RotoridError as e:
+        return str(e)
+    return None
+
+
+def _check_airframe(path: str, where: str) -> None:
+    """Read a vehicle file once per manifest (a broken one fails the manifest, not every row)."""
+    error = _airframe_error(path)
+    if error:
+        raise ManifestError(f"{where}: {error}")
+
+
 def _is_preset(name: str) -> bool:
     from rotorid.vehicle import PRESET_ALIASES, PRESETS
 
     return name in PRESETS or name in PRESET_ALIASES
 
 
-def _resolve(spec: str, base: Path) -> str:
+def _resolve(spec: str, base: Path, where: str) -> str:
     """A log argument with its path made absolute against the manifest's folder (windows kept)."""
     from rotorid.io import parse_spec
 
-    ls = parse_spec(spec.strip())
+    try:
+        ls = parse_spec(spec.strip())
+    except RotoridError as e:
+        raise ManifestError(f"{where}: {e}") from None
     path = ls.path if ls.path.is_absolute() else (base / ls.path).resolve()
     return str(dataclasses.replace(ls, path=path))
 
