@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from rotorid import __version__
 from rotorid.report.html import describe, fmt, pretty_unit, symbol
+from rotorid.result import PARAMS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,6 +29,7 @@ _env = Environment(
     lstrip_blocks=True,
 )
 COLS = 3  # panels per figure row
+_RANK = {name: i for i, name in enumerate(PARAMS)}
 
 
 def vehicle_figure(rows: pd.DataFrame, threshold: float) -> Figure:
@@ -37,7 +40,7 @@ def vehicle_figure(rows: pd.DataFrame, threshold: float) -> Figure:
     from matplotlib.dates import date2num
     from matplotlib.figure import Figure
 
-    groups = list(rows.groupby(["method", "parameter"], sort=False))
+    groups = sorted(rows.groupby(["method", "parameter"], sort=False), key=lambda g: (g[0][0], _order(g[0][1])))
     several = rows["method"].nunique() > 1
     nrow = math.ceil(len(groups) / COLS)
     fig = Figure(figsize=(4.0 * COLS, 2.4 * nrow + 0.4))
@@ -69,6 +72,12 @@ def vehicle_figure(rows: pd.DataFrame, threshold: float) -> Figure:
     return fig
 
 
+def _order(name: str) -> tuple[int, str]:
+    """Parameters in the order of `rotorid.result.PARAMS` (T_m, thrust curve, ..., inertia), then by name."""
+    base = re.sub(r"(_m\d+)?(@[\w.-]+)?$", "", name)
+    return (_RANK.get(base, len(_RANK)), name)
+
+
 def _png(fig: Figure) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
@@ -81,6 +90,9 @@ def render(table: pd.DataFrame, findings: Sequence[Any], runs: pd.DataFrame, tit
     vehicles = []
     for veh, rows in table.groupby("vehicle", sort=True):
         latest = rows.sort_values(["date", "row"]).groupby(["method", "parameter"], sort=False).tail(1)
+        latest = latest.iloc[
+            sorted(range(len(latest)), key=lambda i: (latest["method"].iloc[i], _order(latest["parameter"].iloc[i])))
+        ]
         vehicles.append(
             {
                 "name": veh,
