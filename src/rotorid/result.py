@@ -67,11 +67,23 @@ def unit_of(name: str) -> str:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A parameter estimate with its standard deviation (NaN when unknown) and unit."""
+    """A parameter estimate with its standard deviation (NaN when unknown) and unit.
+
+    `assumption` names, in words, what the value rests on besides the flights (e.g. "I_zz from
+    the assumed yaw-inertia ratio C_xy->z = 1.83 ± 0.4, Eschmann Table II"); "" when the flights
+    measure it. Its σ must carry the assumption's own uncertainty, and an assumed parameter is
+    never reported as "well determined" (DESIGN.md, "Uncertainty").
+    """
 
     value: float
     std: float = float("nan")
     unit: str = ""
+    assumption: str = ""
+
+    @property
+    def assumed(self) -> bool:
+        """True when the value rests on an assumption, not on the flights alone."""
+        return bool(self.assumption)
 
     @property
     def rel_std_pct(self) -> float:
@@ -79,7 +91,10 @@ class Estimate:
         return 100.0 * self.std / abs(self.value) if self.value != 0 else float("inf")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": _num(self.value), "std": _num(self.std), "unit": self.unit}
+        d = {"value": _num(self.value), "std": _num(self.std), "unit": self.unit}
+        if self.assumption:
+            d["assumption"] = self.assumption
+        return d
 
 
 def _num(x: Any) -> Any:
@@ -185,7 +200,10 @@ class Result:
 
         return Result(
             method=d["method"],
-            params={k: Estimate(f(v["value"]), f(v.get("std")), v.get("unit", "")) for k, v in d["params"].items()},
+            params={
+                k: Estimate(f(v["value"]), f(v.get("std")), v.get("unit", ""), v.get("assumption", ""))
+                for k, v in d["params"].items()
+            },
             settings=d.get("settings", {}),
             observability=d.get("observability", {}),
             inputs=d.get("inputs", []),
