@@ -58,7 +58,7 @@ class ToySettings:
 def run(req):
     (f,) = req.flights(req.logs)
     s = req.settings(ToySettings)
-    ratio = f.acc[:, 2] / abs(GRAVITY[2])
+    ratio = f.acc[:, 2] / GRAVITY
     m = req.vehicle.mass * s.gain * ratio.mean()
     std = req.vehicle.mass * ratio.std() / np.sqrt(len(ratio))
     return Result("toy", {"mass": Estimate(m, std, "kg")}, settings={"gain": s.gain},
@@ -100,7 +100,9 @@ def test_plugin_format_and_method_are_listed_by_help_and_info(plugin_dir: Path) 
     r = _cli(plugin_dir, "info")
     assert r.returncode == 0, r.stderr
     assert "Nobody — A Toy Method (2026)" in r.stdout
-    assert [ln.split("│")[1:4] for ln in r.stdout.splitlines() if "│ toy " in ln] == [[" toy       ", " .toy          ", " yes    "]]
+    rows = [[c.strip() for c in ln.split("│")[1:-1]] for ln in r.stdout.splitlines() if ln.startswith("│")]
+    assert ["toy", "Nobody — A Toy Method (2026)"] in rows
+    assert ["toy", ".toy", "yes"] in rows and ["crazyflie", ".bin (none)", "no"] in rows
     r = _cli(Path("/nonexistent"), "--help")  # without the plugin on the path: the built-ins only
     assert r.returncode == 0 and "toy" not in r.stdout
 
@@ -119,7 +121,7 @@ def toy(plugin_dir: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_plugin_method_identifies_reports_and_redraws(toy, tmp_path: Path) -> None:
     t = np.arange(0.0, 2.0, 0.01)
-    az = abs(GRAVITY[2]) * (1.1 + 0.05 * np.sin(7 * t))
+    az = GRAVITY * (1.1 + 0.05 * np.sin(7 * t))
     src = tmp_path / "hover.parquet"
     io.write(Flight(t=t, acc=np.column_stack([0 * t, 0 * t, az])), src)
     runner = CliRunner()
@@ -132,7 +134,7 @@ def test_plugin_method_identifies_reports_and_redraws(toy, tmp_path: Path) -> No
     params = json.loads((out / "params.json").read_text())
     from rotorid.vehicle import Vehicle
 
-    assert params["params"]["mass"]["value"] == pytest.approx(Vehicle.preset("crazyflie").mass * az.mean() / abs(GRAVITY[2]))
+    assert params["params"]["mass"]["value"] == pytest.approx(Vehicle.preset("crazyflie").mass * az.mean() / GRAVITY)
     assert params["inputs"][0]["path"] == str(tmp_path / "hover.toy")
     assert sorted(p.name for p in out.iterdir()) == ["diagnostics.npz", "params.json", "report.html", "toy_ratio.png"]
     assert "Nobody — A Toy Method (2026)" in (out / "report.html").read_text()

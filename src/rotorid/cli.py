@@ -505,3 +505,26 @@ def report(
 
     written = redraw(run)
     console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {run}")
+
+
+@command()
+def batch(
+    manifest: Annotated[
+        Path, typer.Argument(help="CSV or TOML table of runs: vehicle, date, method, airframe, logs (see README).")
+    ],
+    out: Annotated[Path, typer.Option(help="Output folder: params.parquet, runs.csv, fleet.html, runs/.")] = Path(
+        "fleet"
+    ),
+    workers: Annotated[int | None, typer.Option(help="Local Dask worker processes (default: one per core).")] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Address of an existing Dask scheduler, e.g. tcp://host:8786.")
+    ] = None,
+    allow_corrupt: Annotated[
+        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
+    ] = False,
+) -> None:
+    """Identify a fleet on Dask: one run per manifest row, a Parquet table of every parameter
+    per vehicle and date, and fleet.html with each vehicle's parameters over time and drifts."""
+    from rotorid.batch import run_manifest
+
+    run_manifest(manifest, out, workers=workers, scheduler=scheduler, allow_corrupt=allow_corrupt, console=console)

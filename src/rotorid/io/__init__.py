@@ -106,14 +106,21 @@ def detect(path: str | Path) -> Format:
 def read(path: str | Path, hints: dict[str, Any] | None = None, **options: Any) -> list[Flight]:
     """Decode a log file into flights (FLU/ENU, SI).
 
-    `options` go to the reader as given (an unknown one is an error); `hints` are passed only
-    to readers that take them, e.g. the vehicle's `motor_input` and `motors` count, which a
-    PX4 log needs to scale its outputs while a Crazyflie log fixes them itself.
+    `options` go to the reader; one it does not take is dropped when unset (False/None, e.g.
+    `allow_corrupt=False` for a plugin reader without that option) and refused otherwise.
+    `hints` are passed only to readers that take them, e.g. the vehicle's `motor_input` and
+    `motors` count, which a PX4 log needs to scale its outputs while a Crazyflie log fixes them.
     """
     reader = detect(path)
-    accepted = inspect.signature(reader.read).parameters
-    extra = {k: v for k, v in (hints or {}).items() if k in accepted and k not in options}
-    return reader.read(Path(path), **options, **extra)
+    params = inspect.signature(reader.read).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    accepted = set(options) | set(hints or {}) if takes_any else set(params)
+    refused = [k for k, v in options.items() if k not in accepted and v not in (False, None)]
+    if refused:
+        raise RotoridError(f"{path}: the {reader.name} reader does not take {', '.join(refused)}")
+    given = {k: v for k, v in options.items() if k in accepted}
+    extra = {k: v for k, v in (hints or {}).items() if k in accepted and k not in given}
+    return reader.read(Path(path), **given, **extra)
 
 
 def check_motor_units(flight: Flight, motor_input: str) -> Flight:

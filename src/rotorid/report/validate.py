@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rotorid.motion import WRENCH
 from rotorid.report.style import MEASURED, MODEL, figure
-from rotorid.validate import MOTION, WRENCH
+from rotorid.validate import MOTION
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
