@@ -89,7 +89,9 @@ def plugin_dir(tmp_path: Path) -> Path:
 
 def _cli(plugin_dir: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), str(SRC)]), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "rotorid", *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rotorid", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_plugin_format_and_method_are_listed_by_help_and_info(plugin_dir: Path) -> None:
@@ -129,7 +131,9 @@ def test_plugin_method_identifies_reports_and_redraws(toy, tmp_path: Path) -> No
     assert r.exit_code == 0, r.output
     assert np.allclose(np.loadtxt(tmp_path / "hover.toy")[:, 1], az)
     out = tmp_path / "run"
-    r = runner.invoke(app, ["identify", "--method", "toy", "--vehicle", "crazyflie", str(tmp_path / "hover.toy"), "--out", str(out)])
+    r = runner.invoke(
+        app, ["identify", "--method", "toy", "--vehicle", "crazyflie", str(tmp_path / "hover.toy"), "--out", str(out)]
+    )
     assert r.exit_code == 0, r.output
     params = json.loads((out / "params.json").read_text())
     from rotorid.vehicle import Vehicle
@@ -145,5 +149,11 @@ def test_plugin_method_identifies_reports_and_redraws(toy, tmp_path: Path) -> No
     assert r.exit_code == 0, r.output
     assert (out / "toy_ratio.png").read_bytes() == png
     # options of other methods are refused in one line
-    r = runner.invoke(app, ["identify", "--method", "toy", "--vehicle", "crazyflie", str(tmp_path / "hover.toy"), "--variant", "rls"])
-    assert r.exit_code == 2 and r.stderr.strip() == "error: --method toy does not take --variant (online); remove them or choose that method"
+    r = runner.invoke(
+        app, ["identify", "--method", "toy", "--vehicle", "crazyflie", str(tmp_path / "hover.toy"), "--variant", "rls"]
+    )
+    assert (
+        r.exit_code == 2
+        and r.stderr.strip()
+        == "error: --method toy does not take --variant (online); remove them or choose that method"
+    )

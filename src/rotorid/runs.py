@@ -11,6 +11,7 @@ are below. Options a method does not take are refused, naming the method that ta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,12 @@ def floats(text: str | tuple[float, ...] | None, n: int, what: str) -> tuple[flo
     return vals
 
 
+def named(value: Mapping[str, Any] | list[str] | None, what: str) -> dict[str, Any]:
+    """Per-configuration values (`--config`, `--mass`, `--weight`): repeated NAME=VALUE texts
+    as the command line gives them, or a mapping as a manifest gives them."""
+    return dict(value) if isinstance(value, Mapping) else split_kv(list(value or []), what)
+
+
 def option_flag(name: str) -> str:
     """The command-line spelling of an option name: `mass_b` -> `--mass-b`."""
     return "--" + name.replace("_", "-")
@@ -54,12 +61,14 @@ def option_flag(name: str) -> str:
 @dataclass
 class Request:
     """What a method's `run` gets: the main log arguments, the vehicle, the option values the
-    caller gave (by `rotorid identify` option name), and the log arguments read so far."""
+    caller gave (by `rotorid identify` option name) or a settings object built already
+    (`preset`), and the log arguments read so far."""
 
     logs: list[str]
     vehicle: Vehicle
     options: dict[str, Any] = field(default_factory=dict)
     allow_corrupt: bool = False
+    preset: Any = None
     used: list[str] = field(default_factory=list)
 
     def flights(self, specs: list[str]) -> list[Flight]:
@@ -70,7 +79,12 @@ class Request:
         return [f for s in specs for f in load(s, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)]
 
     def settings(self, cls: type, parse: dict[str, Any] | None = None) -> Any:
-        """`cls(**fields)` from the options named like its fields (`parse[name]` converts text)."""
+        """`cls(**fields)` from the options named like its fields (`parse[name]` converts text),
+        or the `preset` settings when the caller built them."""
+        if self.preset is not None:
+            if not isinstance(self.preset, cls):
+                raise RotoridError(f"settings {type(self.preset).__name__} given where {cls.__name__} is needed")
+            return self.preset
         parse = parse or {}
         names = {f.name for f in fields(cls)}
         kw = {k: parse.get(k, lambda v: v)(v) for k, v in self.options.items() if k in names and v is not None}
@@ -97,15 +111,17 @@ def identify(
     vehicle: Vehicle,
     options: dict[str, Any] | None = None,
     allow_corrupt: bool = False,
+    settings: Any = None,
 ) -> Result:
     """Identify `vehicle`'s parameters with `method` from the log arguments `logs`
     (`FILE[@t0:t1,...]`); `options` by `rotorid identify` option name (e.g. {"yaw": [...],
-    "tm_prior": "0.03,0.5"}). The result's `inputs` list every log read with its SHA-256."""
+    "tm_prior": "0.03,0.5"}), or the method's `settings` object with `options` naming only
+    further logs and configurations. The result's `inputs` list every log read with its SHA-256."""
     from rotorid.registry import method as spec_of
 
     options = {k: v for k, v in (options or {}).items() if v is not None}
     refuse_foreign(method, list(options))
-    req = Request(list(logs), vehicle, options, allow_corrupt)
+    req = Request(list(logs), vehicle, options, allow_corrupt, settings)
     result = spec_of(method).load("run")(req)
     result.inputs = provenance(req.used)
     return result
@@ -148,18 +164,19 @@ def run_delay(req: Request) -> Result:
 
 
 def run_tls(req: Request) -> Result:
-    """Six et al.: configuration A (the main logs) plus `config` NAME=LOG ones (`config_b`
+    """Six et al.: configuration A (the main logs) plus `config` NAME=LOG(s) ones (`config_b`
     for B), with measured `mass` and weights `weight` per configuration."""
     from rotorid.methods import tls
 
     opt = req.options
-    cfg = {"A": list(req.logs), **{k: [v] for k, v in split_kv(opt.get("config") or [], "--config").items()}}
+    extra = named(opt.get("config"), "--config")
+    cfg = {"A": list(req.logs), **{k: [v] if isinstance(v, str) else list(v) for k, v in extra.items()}}
     if opt.get("config_b"):
         cfg["B"] = list(opt["config_b"])
-    masses = {k: float(v) for k, v in split_kv(opt.get("mass") or [], "--mass").items()}
+    masses = {k: float(v) for k, v in named(opt.get("mass"), "--mass").items()}
     if opt.get("mass_b") is not None:
         masses["B"] = float(opt["mass_b"])
-    weights = {k: float(v) for k, v in split_kv(opt.get("weight") or [], "--weight").items()}
+    weights = {k: float(v) for k, v in named(opt.get("weight"), "--weight").items()}
     settings = req.settings(tls.TlsSettings, {"band": lambda v: floats(v, 2, "--band")})
     flights = {k: req.flights(v) for k, v in cfg.items()}
     return tls.identify(flights, req.vehicle, masses=masses, weights=weights, settings=settings)
