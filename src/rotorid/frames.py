@@ -2,13 +2,19 @@
 
 Quaternions are scalar-first (w, x, y, z) and rotate body vectors into the world frame.
 All functions accept stacks of vectors (N, 3) or quaternions (N, 4). Thin over scipy's
-`Rotation`.
+`Rotation`, imported on first use (scipy.spatial costs a third of a second to import, and
+`GRAVITY` is needed everywhere).
 """
 
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING
+
 import numpy as np
-from scipy.spatial.transform import Rotation
+
+if TYPE_CHECKING:
+    from scipy.spatial.transform import Rotation
 
 GRAVITY = 9.80665
 """Standard gravity, m/s² (the one definition in rotorid)."""
@@ -35,12 +41,21 @@ def ned_to_enu(v: np.ndarray) -> np.ndarray:
 
 enu_to_ned = ned_to_enu
 
-_R_FRD_FLU = Rotation.from_matrix(np.diag(_FLIP_YZ))
-_R_ENU_NED = Rotation.from_matrix(_NED_ENU)
+
+def _rotation() -> type[Rotation]:
+    from scipy.spatial.transform import Rotation
+
+    return Rotation
+
+
+@functools.cache
+def _r_frd_flu_enu_ned() -> tuple[Rotation, Rotation]:
+    rot = _rotation()
+    return rot.from_matrix(np.diag(_FLIP_YZ)), rot.from_matrix(_NED_ENU)
 
 
 def quat_to_rot(q: np.ndarray) -> Rotation:
-    return Rotation.from_quat(np.asarray(q), scalar_first=True)
+    return _rotation().from_quat(np.asarray(q), scalar_first=True)
 
 
 def rot_to_quat(r: Rotation) -> np.ndarray:
@@ -51,7 +66,8 @@ def rot_to_quat(r: Rotation) -> np.ndarray:
 
 def quat_ned_frd_to_enu_flu(q: np.ndarray) -> np.ndarray:
     """Attitude FRD-body->NED-world (PX4) to FLU-body->ENU-world. Its own inverse."""
-    return rot_to_quat(_R_ENU_NED * quat_to_rot(q) * _R_FRD_FLU)
+    frd_flu, enu_ned = _r_frd_flu_enu_ned()
+    return rot_to_quat(enu_ned * quat_to_rot(q) * frd_flu)
 
 
 quat_enu_flu_to_ned_frd = quat_ned_frd_to_enu_flu
@@ -68,7 +84,7 @@ def world_to_body(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 def bryant_to_quat(eta: np.ndarray) -> np.ndarray:
     """Bryant angles eta = [psi, theta, phi] (R = Rz(psi) Ry(theta) Rx(phi), Six et al.
     Sec. II) to quaternions."""
-    return rot_to_quat(Rotation.from_euler("ZYX", np.asarray(eta)))
+    return rot_to_quat(_rotation().from_euler("ZYX", np.asarray(eta)))
 
 
 def quat_to_bryant(q: np.ndarray) -> np.ndarray:

@@ -1,0 +1,65 @@
+"""Start-up stays light: importing the command line, and `rotorid --help` (which lists every
+registered method and log format), load no heavy numerical or plotting library. Checked by
+what a fresh interpreter has imported, never by timing (benchmarks/bench_startup.py times it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+HEAVY = ("matplotlib", "scipy", "pandas", "pyarrow", "pydantic", "jinja2", "pyulog")
+
+PROBE = """
+import sys
+{body}
+heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r}))
+print(','.join(heavy), file=sys.stderr)
+"""
+
+
+def _heavy_after(body: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    r = subprocess.run(
+        [sys.executable, "-c", PROBE.format(body=body, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    return [m for m in r.stderr.rstrip("\n").rpartition("\n")[2].split(",") if m]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "import rotorid.cli",
+        "import rotorid\nrotorid.RotoridError",
+        "from rotorid.cli import app\ntry:\n    app(['--help'], prog_name='rotorid')\nexcept SystemExit as e:\n"
+        "    assert e.code == 0, e.code",
+    ],
+    ids=["import rotorid.cli", "rotorid.RotoridError", "rotorid --help"],
+)
+def test_start_up_imports_no_heavy_library(body: str) -> None:
+    assert _heavy_after(body) == []
+
+
+def test_heavy_library_is_seen_when_imported() -> None:
+    """The probe itself can fail: a module that does pull in scipy is reported."""
+    assert _heavy_after("import rotorid.signal") == ["scipy"]
+
+
+def test_top_level_names_resolve_on_first_use() -> None:
+    import rotorid
+    from rotorid.vehicle import Vehicle
+
+    assert rotorid.Vehicle is Vehicle
+    assert set(rotorid.__all__) <= set(dir(rotorid))
+    assert all(getattr(rotorid, n) is not None for n in rotorid.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = rotorid.nope
