@@ -33,10 +33,17 @@ if TYPE_CHECKING:
 RUN_FILES = ("params.json", "report.html", "diagnostics.npz", "validation.json")
 
 
+#: zlib level of the PNGs. On the delay run's six figures level 3 encodes in ~35 % less time
+#: than Pillow's default 6 for ~4 % larger files; 1 saves little more, 9 takes 4x as long.
+PNG_COMPRESSION = 3
+
+
 def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
-    """The figure as PNG bytes (rendered by the Agg backend, no pyplot state)."""
+    """The figure as PNG bytes (rendered by the Agg backend, no pyplot state), drawn once:
+    every figure sets its own margins (`subplots_adjust` or a constrained layout), so no
+    tight bounding box is computed (that costs a second full layout of every text)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": PNG_COMPRESSION})
     return buf.getvalue()
 
 
