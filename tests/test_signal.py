@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rotorid.signal import butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
+from rotorid.signal import CHUNK, butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
 
 
 def _lag_reference(u, t, tm_rise, tm_fall):
@@ -37,6 +37,35 @@ def test_motor_lag_long_log_stays_finite():
     y = motor_lag(u, t, 0.01)
     assert np.all(np.isfinite(y))
     np.testing.assert_allclose(y[-2000:], _lag_reference(u[-3000:], t[-3000:], 0.01, 0.01)[-2000:], atol=1e-9)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_motor_lag_blocks_join_exactly(uniform):
+    """Longer than two blocks, with a slow lag (blocks end at `CHUNK` rows, not at S = 500)."""
+    rng = np.random.default_rng(4)
+    n = 2 * CHUNK + 7
+    t = np.arange(n) * 1e-3 if uniform else np.cumsum(rng.uniform(5e-4, 1.5e-3, n))
+    u = rng.random((n, 3))
+    np.testing.assert_allclose(motor_lag(u, t, 0.5), _lag_reference(u, t, 0.5, 0.5), atol=1e-11)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_motor_lag_memory_is_its_output_plus_blocks(uniform):
+    """Peak memory of one lag: the (N, M) output, the step array and a few blocks — not
+    several (N, M) temporaries (which a long flight pays on every T_m evaluation)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    n = 400_000
+    t = np.arange(n) * 1e-3 if uniform else np.cumsum(rng.uniform(5e-4, 1.5e-3, n))
+    u = rng.random((n, 4))
+    tracemalloc.start()
+    try:
+        motor_lag(u, t, 0.4)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < u.nbytes + 2 * t.nbytes + 10 * CHUNK * u.shape[1] * 8, peak / n
 
 
 def test_motor_lag_step_response_is_exponential():

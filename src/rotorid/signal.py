@@ -43,6 +43,11 @@ def decimate(x: np.ndarray, factor: int) -> np.ndarray:
     return np.asarray(x)[:: int(factor)]
 
 
+#: Rows per block of the motor-lag kernels: their temporaries stay a few blocks (~1 MB for
+#: four motors) whatever the flight's length, so memory is linear in the output alone.
+CHUNK = 16_384
+
+
 def is_uniform(t: np.ndarray, rtol: float = 1e-6) -> bool:
     d = np.diff(t)
     return bool(np.ptp(d) <= rtol * np.mean(d))
@@ -69,9 +74,12 @@ def motor_lag(u: np.ndarray, t: np.ndarray, tm: float, y0: np.ndarray | None = N
         y = np.empty_like(u2)
         y[0] = y0
         zi = (a * y0)[None, :]  # state so that y[1] = a*y0 + (1-a)*u[0]
-        y[1:], _ = sps.lfilter([1.0 - a], [1.0, -a], u2[:-1], axis=0, zi=zi)
+        for i in range(0, len(u2) - 1, CHUNK):  # blocks carry the filter state: same numbers
+            j = min(i + CHUNK, len(u2) - 1)
+            y[i + 1 : j + 1], zi = sps.lfilter([1.0 - a], [1.0, -a], u2[i:j], axis=0, zi=zi)
         return y[:, 0] if squeeze else y
-    y = _lag_varying(u2, dt / tm, y0)
+    dt /= tm
+    y = _lag_varying(u2, dt, y0)
     return y[:, 0] if squeeze else y
 
 
@@ -79,22 +87,30 @@ def _lag_varying(u: np.ndarray, s: np.ndarray, y0: np.ndarray) -> np.ndarray:
     """y[k] = e^{-s_k} y[k-1] + (1 - e^{-s_k}) u[k-1] by the closed form
     y[k] = e^{-S_k} (y0 + sum_{j<=k} e^{S_j} (1 - e^{-s_j}) u[j-1]), S = cumsum(s).
 
-    `s` is (N-1,) or (N-1, M) (a step per motor). Evaluated in chunks whose accumulated S
-    stays below 500 so the exponentials stay finite; vectorized within each chunk.
+    `s` is (N-1,) or (N-1, M) (a step per motor). Evaluated in blocks of at most `CHUNK`
+    rows whose accumulated S stays below 500 (so the exponentials stay finite), vectorized
+    within each block: the temporaries are a few blocks whatever the flight's length.
     """
     n = u.shape[0]
-    s = np.broadcast_to(s if s.ndim == 2 else s[:, None], (n - 1, u.shape[1]))
     y = np.empty_like(u)
     y[0] = y0
-    cs_max = np.concatenate([[0.0], np.cumsum(s.max(axis=1))])
     start = 1
     while start < n:
-        stop = int(np.searchsorted(cs_max, cs_max[start - 1] + 500.0, side="right"))
-        stop = max(min(stop, n), start + 1)
-        seg = s[start - 1 : stop - 1]
+        seg = s[start - 1 : start - 1 + CHUNK]
+        seg = seg if seg.ndim == 2 else seg[:, None]
         big_s = np.cumsum(seg, axis=0)
-        acc = np.cumsum(np.exp(big_s) * (-np.expm1(-seg)) * u[start - 1 : stop - 1], axis=0)
-        y[start:stop] = np.exp(-big_s) * (y[start - 1] + acc)
+        k = int(np.searchsorted(big_s.max(axis=1), 500.0, side="right"))
+        k = max(k, 1)  # at least one step per block, even a step longer than 500 T_m
+        stop = start + k
+        big_s, seg = big_s[:k], seg[:k]
+        acc = np.expm1(-seg) * u[start - 1 : stop - 1]  # -(1 - e^{-s_j}) u[j-1]
+        acc *= np.exp(big_s)
+        np.negative(acc, out=acc)
+        np.cumsum(acc, axis=0, out=acc)
+        acc += y[start - 1]
+        np.negative(big_s, out=big_s)
+        np.exp(big_s, out=big_s)
+        np.multiply(big_s, acc, out=y[start:stop])
         start = stop
     return y
 
