@@ -39,12 +39,15 @@ err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def command(name: str | None = None, hidden: bool = False, renamed_from: str | None = None) -> Callable[[F], F]:
-    """Register a command whose input errors print one line and exit 2 (no traceback); with
-    `renamed_from`, also register that old name as a hidden alias that says the new one."""
+def command(
+    name: str | None = None, hidden: bool = False, renamed_from: str | None = None, on: typer.Typer | None = None
+) -> Callable[[F], F]:
+    """Register a command (on `app`, or the sub-command group `on`) whose input errors print one
+    line and exit 2 (no traceback); with `renamed_from`, also register that old name as a
+    hidden alias that says the new one."""
 
     def deco(fn: F) -> F:
-        app.command(name, hidden=hidden)(_guarded(fn))
+        (on or app).command(name, hidden=hidden)(_guarded(fn))
         if renamed_from:
             new = name or fn.__name__.replace("_", "-")
             app.command(renamed_from, hidden=True)(
@@ -461,6 +464,51 @@ def info(
                 c = colour[m.verdict]
                 tab.add_row(f"excitation {axis}", f"{m.value:.3g} {m.unit}  [{c}]{m.verdict}[/]")
             console.print(tab)
+
+
+vehicle_app = typer.Typer(help="Describe your vehicle: `rotorid vehicle init` writes a commented TOML to start from.")
+app.add_typer(vehicle_app, name="vehicle")
+
+
+@command("init", on=vehicle_app)
+def vehicle_init(
+    layout: Annotated[
+        str, typer.Option(help="quad-x, quad-plus, hex-x, hex-plus, octo-x, octo-plus or y6 (custom: edit the TOML).")
+    ],
+    arm: Annotated[float, typer.Option(help="Arm length (m): body centre to each rotor axis.")],
+    mass: Annotated[float, typer.Option(help="Mass (kg) as flown, battery included.")],
+    out: Annotated[Path, typer.Option(help="TOML file to write.")] = Path("vehicle.toml"),
+    motor_input: Annotated[
+        str, typer.Option(help="What the log's motor channel holds: normalized (0..1, PX4), rad_s or pwm_us.")
+    ] = "normalized",
+    cmd_range: Annotated[
+        str | None, typer.Option(help="Motor command range MIN,MAX in the motor_input unit (e.g. 1000,2000).")
+    ] = None,
+    order: Annotated[
+        str, typer.Option(help="Motor numbering: px4, ardupilot, betaflight or sequential (clockwise from the front).")
+    ] = "px4",
+    motor1_spin: Annotated[
+        str | None, typer.Option(help="Spin of motor 1 seen from above, ccw or cw (default: the order's).")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Name shown in reports (default: the layout).")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing --out file.")] = False,
+) -> None:
+    """Write a commented vehicle TOML (units, frame, motor-order diagram) for --vehicle."""
+    from rotorid.runs import floats
+    from rotorid.util import atomic_write_text
+    from rotorid.vehicle import build_vehicle, diagram
+
+    spins = {"ccw": -1, "cw": 1, None: None}
+    if motor1_spin not in spins:
+        raise RotoridError(f"--motor1-spin '{motor1_spin}' must be ccw or cw")
+    rng = floats(cmd_range, 2, "--cmd-range")
+    v = build_vehicle(layout, arm, mass, motor_input, rng, order, spins[motor1_spin], name)  # type: ignore[arg-type]
+    if out.exists() and not force:
+        raise RotoridError(f"{out} exists; give --force to overwrite it or choose another --out")
+    atomic_write_text(out, v.to_commented_toml())
+    console.print(f"wrote [bold]{out}[/]: {v.name}, {v.n_rotors} rotors, {order} motor order, {v.mass:g} kg")
+    console.print("\n".join(ln.removeprefix("#") for ln in diagram(v)), highlight=False)
+    console.print(f"check the motor numbers and spins, then: rotorid identify --vehicle {out} ...", highlight=False)
 
 
 @command()
