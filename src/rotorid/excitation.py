@@ -26,12 +26,16 @@ much larger vehicle, whose angular accelerations are smaller.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rotorid.errors import ExcitationError, RotoridError, WindowError
 from rotorid.flight import Flight
 from rotorid.signal import butter_filtfilt, derivative, runs
+
+if TYPE_CHECKING:
+    from rotorid.vehicle import Vehicle
 
 AXES = ("roll", "pitch", "yaw", "thrust")
 #: axis -> (excited at or above, weak at or above); rad/s² for rotations, std/mean for thrust.
@@ -42,6 +46,28 @@ THRESHOLDS: dict[str, tuple[float, float]] = {
     "thrust": (0.05, 0.01),
 }
 UNITS = {"roll": "rad/s^2", "pitch": "rad/s^2", "yaw": "rad/s^2", "thrust": "std/mean"}
+#: The arm (centre to rotor axis, m) `THRESHOLDS` are tuned for: the Crazyflie 2.1's.
+REF_ARM = 0.0396
+
+
+def thresholds_for(
+    vehicle: Vehicle | None = None, overrides: dict[str, tuple[float, float]] | None = None
+) -> dict[str, tuple[float, float]]:
+    """`THRESHOLDS` for `vehicle`: the angular accelerations a multirotor reaches scale like
+    thrust·arm / inertia ∝ 1/arm for similar proportions (inertia ∝ mass·arm²), so the
+    rotational thresholds are multiplied by `REF_ARM` / (the vehicle's mean arm); thrust
+    (std/mean, dimensionless) is unchanged. `overrides` (axis -> (excited, weak)) win."""
+    out = dict(THRESHOLDS)
+    if vehicle is not None:
+        k = REF_ARM / float(np.mean(np.linalg.norm(vehicle.positions[:, :2], axis=1)))
+        out |= {a: (hi * k, lo * k) for a, (hi, lo) in THRESHOLDS.items() if a != "thrust"}
+    for axis, (hi, lo) in (overrides or {}).items():
+        if axis not in THRESHOLDS:
+            raise RotoridError(f"unknown excitation axis '{axis}'; choose {', '.join(AXES)}")
+        if not hi >= lo >= 0:
+            raise RotoridError(f"excitation threshold {axis}={hi:g},{lo:g}: need excited >= weak >= 0")
+        out[axis] = (float(hi), float(lo))
+    return out
 
 
 @dataclass(frozen=True)
@@ -233,7 +259,8 @@ def propose_windows(
     max_gap: float = 5.0,
 ) -> list[Window]:
     """Windows for `role` (`ROLES`): inside the flying spans, `margin` s away from take-off
-    and landing (ground contact is not in the models), where the role's moving excitation
+    and landing (ground contact is not in the models; a log that starts or ends in the air
+    needs no margin there), where the role's moving excitation
     (`role_signal`) is at least `threshold` — by default `factor` times its median over this
     flight's flying samples, so the threshold scales with the vehicle (a large vehicle's
     angular accelerations are smaller). Excited runs less than `max_gap` s apart are joined;
@@ -251,8 +278,10 @@ def propose_windows(
         return [Window(role, t0, float(t[b[0] - 1]), float(t[b[0] - 1] - t[a[0]]), "s flying", min_length)]
     sig, unit = role_signal(flight, role, span)
     inner = fly.copy()
-    for a, b in zip(*runs(fly), strict=True):
-        inner[a:b] &= (t[a:b] >= t[a] + margin) & (t[a:b] <= t[b - 1] - margin)
+    for a, b in zip(*runs(fly), strict=True):  # a margin where the span meets the ground, not the log's ends
+        lo = t[a] + (margin if a > 0 else 0.0)
+        hi = t[b - 1] - (margin if b < len(t) else 0.0)
+        inner[a:b] &= (t[a:b] >= lo) & (t[a:b] <= hi)
     if not inner.any():
         return []
     thr = factor * float(np.median(sig[inner])) if threshold is None else threshold
@@ -284,13 +313,42 @@ def correct_window(flight: Flight, t0: float, t1: float, margin: float = 1.0) ->
         if hi - lo > 0 and (best is None or hi - lo > best[1] - best[0]):
             best = (float(lo), float(hi))
     if best is None:
-        from rotorid.errors import WindowError
-
         raise WindowError(
             f"{flight.meta.get('source', 'flight')}: window {t0:g}:{t1:g} s is on the ground (flying spans: "
             f"{', '.join(f'{a:.1f}-{b:.1f}' for a, b in spans(t, fly)) or 'none'}); choose a window inside one"
         )
     return best
+
+
+#: The excitation each role's flight must have: role -> the axes whose smallest verdict counts.
+ROLE_AXES = {"thrust": ("thrust",), "roll_pitch": ("roll", "pitch"), "yaw": ("yaw",)}
+ROLE_WORDS = {"thrust": "thrust", "roll_pitch": "roll/pitch", "yaw": "yaw", "online": "online"}
+
+
+def check_role(flight: Flight, role: str, thresholds: dict[str, tuple[float, float]] = THRESHOLDS) -> str | None:
+    """Whether `flight` has the excitation its `role` needs (`ROLE_AXES`, the flight's own
+    `measure`): an `ExcitationError` when it is 'none', naming what was measured and the
+    threshold; a warning text when only 'weak' (saying which other role it looks like, e.g.
+    swapped roll/pitch and yaw flights); None when excited or not checkable (channel missing)."""
+    e = measure(flight, thresholds=thresholds)
+    axis = min(ROLE_AXES[role], key=lambda a: e.axes[a].value / thresholds[a][0])
+    m = e.axes[axis]
+    if m.verdict in ("excited", "n/a"):
+        return None
+    hi, lo = thresholds[axis]
+    said = (
+        f"{flight.source} ({flight.t[0]:.2f}–{flight.t[-1]:.2f} s): the {ROLE_WORDS[role]} flight excites {axis} only {m.value:.3g} {m.unit} "
+        f"(excited >= {hi:.3g}, weak >= {lo:.3g} for this vehicle)"
+    )
+    other = [  # thrust last: every manoeuvre moves the collective
+        r
+        for r in ("roll_pitch", "yaw", "thrust")
+        if r != role and all(e.axes[a].verdict == "excited" for a in ROLE_AXES[r])
+    ]
+    looks = f"; it looks like a {ROLE_WORDS[other[0]]} flight — are the flights swapped?" if other else ""
+    if m.verdict == "none":
+        raise ExcitationError(f"{said}{looks}; give the window where the {ROLE_WORDS[role]} manoeuvre is flown")
+    return f"{said}{looks}"
 
 
 # -- what `rotorid info` judges ------------------------------------------------------------------

@@ -70,13 +70,61 @@ class Request:
     allow_corrupt: bool = False
     preset: Any = None
     used: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
-    def flights(self, specs: list[str]) -> list[Flight]:
-        """Every flight (window) of the log arguments `specs`, read for this vehicle."""
+    def flights(self, specs: list[str], role: str | None = None) -> list[Flight]:
+        """Every flight (window) of the log arguments `specs`, read for this vehicle. With a
+        `role` (`rotorid.excitation.ROLES`) the windows are checked or found (`role_windows`)."""
         from rotorid.io import load
 
-        self.used += specs
-        return [f for s in specs for f in load(s, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)]
+        if role is None:
+            self.used += specs
+            return [f for s in specs for f in load(s, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)]
+        return [f for s in specs for f in self.role_windows(s, role)]
+
+    def role_windows(self, spec: str, role: str) -> list[Flight]:
+        """The flights of one log argument for `role`. Without windows: the windows
+        `rotorid.excitation.propose_windows` finds (said in `notes`; none found is an
+        `ExcitationError`). With windows (except `online`, whose estimator wants the take-off):
+        ground contact inside one is a `WindowError` naming the corrected window. Each
+        flight's excitation is checked against its role (`check_role`: refuse or warn)."""
+        import warnings
+
+        from rotorid import excitation as ex
+        from rotorid.errors import ExcitationError, WindowError
+        from rotorid.io import LogSpec, load, parse_spec
+
+        ls = parse_spec(spec)
+        whole = load(LogSpec(ls.path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)
+        what = ex.ROLE_WORDS[role]
+        if not ls.windows:
+            found = [w for f in whole for w in ex.propose_windows(f, role)]
+            if not found:
+                raise ExcitationError(
+                    f"{ls.path}: no {what} window found (no flying part away from take-off and landing excites "
+                    f"it); run `rotorid info {ls.path}` and give the window as {ls.path}@t0:t1"
+                )
+            ls = LogSpec(ls.path, tuple((round(w.t0, 2), round(w.t1, 2)) for w in found))
+            self.notes.append(f"{what} windows found in {ls.path} (none given): {ls}")
+        elif role != "online":
+            for t0, t1 in ls.windows:
+                for f in whole:
+                    if f.t[0] <= t1 and f.t[-1] >= t0:
+                        fixed = ex.correct_window(f, max(t0, float(f.t[0])), min(t1, float(f.t[-1])))
+                        if fixed is not None:
+                            raise WindowError(
+                                f"{ls.path}@{t0:g}:{t1:g} includes ground contact (take-off or landing is not in "
+                                f"the model); use {ls.path}@{fixed[0]:.2f}:{fixed[1]:.2f}"
+                            )
+        self.used.append(str(ls))
+        flights = load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)
+        if role != "online":
+            limits = ex.thresholds_for(self.vehicle)
+            for f in flights:
+                weak = ex.check_role(f, role, limits)
+                if weak:
+                    warnings.warn(weak, stacklevel=2)
+        return flights
 
     def settings(self, cls: type, parse: dict[str, Any] | None = None) -> Any:
         """`cls(**fields)` from the options named like its fields (`parse[name]` converts text),
@@ -124,6 +172,7 @@ def identify(
     req = Request(list(logs), vehicle, options, allow_corrupt, settings)
     result = spec_of(method).load("run")(req)
     result.inputs = provenance(req.used)
+    result.notes = [*req.notes, *result.notes]
     return result
 
 
@@ -157,9 +206,9 @@ def run_delay(req: Request) -> Result:
             "exponents": lambda v: tuple(v.split(",")) if isinstance(v, str) else tuple(v),
         },
     )
-    thrust = req.flights(req.logs)
-    roll_pitch = req.flights(list(req.options.get("roll_pitch") or []))
-    yaw = req.flights(list(req.options.get("yaw") or []))
+    thrust = req.flights(req.logs, "thrust")
+    roll_pitch = req.flights(list(req.options.get("roll_pitch") or []), "roll_pitch")
+    yaw = req.flights(list(req.options.get("yaw") or []), "yaw")
     return delay.identify(thrust, req.vehicle, roll_pitch=roll_pitch, yaw=yaw, settings=settings)
 
 
@@ -186,7 +235,7 @@ def run_online(req: Request) -> Result:
     """Kwon et al.: one flight (one log, one window) streamed through the estimator."""
     from rotorid.methods import online
 
-    flights = req.flights(req.logs)
+    flights = req.flights(req.logs, "online")
     if len(flights) != 1:
         raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
     settings = req.settings(online.OnlineSettings, {"rate_hz": lambda v: v or None})
