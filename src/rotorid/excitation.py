@@ -351,6 +351,47 @@ def check_role(flight: Flight, role: str, thresholds: dict[str, tuple[float, flo
     return f"{said}{looks}"
 
 
+def log_windows(flights: list[Flight]) -> dict[str, list[Window]]:
+    """`propose_windows` for every role over the pieces of one log (online: the first flight)."""
+    found = {role: [w for f in flights for w in propose_windows(f, role)] for role in ROLES}
+    found["online"] = found["online"][:1]
+    return found
+
+
+def _score(windows: list[Window], role: str, thresholds: dict[str, tuple[float, float]]) -> float:
+    """The best window's measure over the role's 'excited' threshold (0 without windows)."""
+    hi = max(thresholds[a][0] for a in ROLE_AXES[role])
+    return max((w.measure / hi for w in windows), default=0.0)
+
+
+def assign_roles(
+    found: dict[str, dict[str, list[Window]]], thresholds: dict[str, tuple[float, float]] = THRESHOLDS
+) -> dict[str, list[tuple[str, list[Window]]]]:
+    """Which log (`found`: log -> `log_windows`) serves which role, with its windows. A log's
+    windows count for roll/pitch or yaw when their measure reaches the role's 'excited'
+    threshold; with several logs each goes to the one of the two it excites most (the
+    Eschmann flights: one manoeuvre per flight), a single log to every role it excites. Thrust:
+    the logs that serve neither, else every log; both only where thrust is excited. Online:
+    the first log with a flight."""
+    rot = ("roll_pitch", "yaw")
+    out: dict[str, list[tuple[str, list[Window]]]] = {r: [] for r in ROLES}
+    for log, ws in found.items():
+        score = {r: _score(ws[r], r, thresholds) for r in rot}
+        if len(found) == 1:
+            mine = [r for r in rot if score[r] >= 1.0]
+        else:
+            best = max(rot, key=lambda r: score[r])
+            mine = [best] if score[best] >= 1.0 else []
+        for r in mine:
+            out[r].append((log, ws[r]))
+        if ws["online"] and not out["online"]:
+            out["online"].append((log, ws["online"]))
+    busy = {log for r in rot for log, _ in out[r]}
+    pumped = [(log, ws["thrust"]) for log, ws in found.items() if _score(ws["thrust"], "thrust", thresholds) >= 1.0]
+    out["thrust"] = [p for p in pumped if p[0] not in busy] or pumped
+    return out
+
+
 # -- what `rotorid info` judges ------------------------------------------------------------------
 #: channels each method reads (tls from the IMU, its default source; `--source mocap` adds pos, quat)
 METHOD_CHANNELS = {
@@ -384,6 +425,7 @@ class SegmentRow:
     rate_hz: float
     flying_time: float
     verdicts: dict[str, str]
+    excitation: Excitation
 
 
 @dataclass(frozen=True)
@@ -421,11 +463,12 @@ def judge(
     flights: list[Flight],
     min_rates: dict[str, float],
     channels: dict[str, tuple[str, ...]] = METHOD_CHANNELS,
+    thresholds: dict[str, tuple[float, float]] = THRESHOLDS,
 ) -> InfoJudgement:
     """What `rotorid info` says about a log (its segments `flights`): each motion channel's
     original rate (slowest segment) against the minimum (`min_rates`, method -> `MIN_RATE_HZ`)
     of each method that reads it (`channels`), with the reader's fix when too slow;
-    `activity`; and one `SegmentRow` per segment."""
+    `activity`; and one `SegmentRow` per segment (excitation verdicts by `thresholds`)."""
     rates: list[RateVerdict] = []
     first = flights[0]
     for method, lo in min_rates.items():
@@ -440,6 +483,6 @@ def judge(
             rates.append(RateVerdict(ch, topic, r, method, float(lo), ok, fix))
     rows = []
     for i, f in enumerate(flights):
-        e = measure(f)
-        rows.append(SegmentRow(i + 1, float(f.t[0]), float(f.t[-1]), f.rate, e.flying_time, e.verdicts))
+        e = measure(f, thresholds=thresholds)
+        rows.append(SegmentRow(i + 1, float(f.t[0]), float(f.t[-1]), f.rate, e.flying_time, e.verdicts, e))
     return InfoJudgement(rates, activity(flights), rows)

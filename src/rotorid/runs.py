@@ -176,6 +176,42 @@ def identify(
     return result
 
 
+def min_rates() -> dict[str, float]:
+    """Each registered method's minimum log rate (its module's `MIN_RATE_HZ`, if it has one)."""
+    import importlib
+
+    from rotorid.registry import methods
+
+    out = {}
+    for m in methods().values():
+        ref = m.settings if isinstance(m.settings, str) else m.settings.__module__
+        rate = getattr(importlib.import_module(ref.partition(":")[0]), "MIN_RATE_HZ", None)
+        if rate is not None:
+            out[m.name] = float(rate)
+    return out
+
+
+def command(method: str, roles: Mapping[str, list[str]], vehicle: str, out: str = "results/") -> str:
+    """A ready-to-run `rotorid identify` command line (shell-quoted) from the log arguments
+    each role uses (`roles`: thrust / roll_pitch / yaw / online -> ["FILE@t0:t1", ...], as
+    `rotorid.excitation.assign_roles` finds them): delay takes the thrust logs with
+    `--roll-pitch` and `--yaw`; online its one flight; tls the logs whole (it finds the airborne
+    parts itself)."""
+    import shlex
+
+    words = ["rotorid", "identify", "--method", method, "--vehicle", vehicle]
+    if method == "delay":
+        words += roles.get("thrust", [])
+        words += [w for r in ("roll_pitch", "yaw") for spec in roles.get(r, []) for w in (option_flag(r), spec)]
+    elif method == "online":
+        words += roles.get("online", [])[:1]
+    else:
+        from rotorid.io import parse_spec
+
+        words += list(dict.fromkeys(str(parse_spec(s).path) for specs in roles.values() for s in specs))
+    return " ".join(shlex.quote(w) for w in [*words, "--out", out])
+
+
 def provenance(specs: list[str]) -> list[dict[str, Any]]:
     """Path, SHA-256 and windows of each log argument."""
     from rotorid.io import parse_spec
