@@ -171,7 +171,10 @@ def identify(
         list[str] | None, typer.Option(help="Extra mass configuration NAME=LOG[@windows].", rich_help_panel=_TLS)
     ] = None,
     mass: Annotated[
-        list[str] | None, typer.Option(help="Measured mass of a configuration NAME=KG.", rich_help_panel=_TLS)
+        list[str] | None,
+        typer.Option(
+            help="Measured mass KG (any method; overrides the vehicle file), or NAME=KG of a tls configuration."
+        ),
     ] = None,
     weight: Annotated[
         list[str] | None, typer.Option(help="Weight k_w of a configuration NAME=K_W.", rich_help_panel=_TLS)
@@ -223,7 +226,7 @@ def identify(
 
     spec = spec_of(method)
     options = _given(ctx, tuple(dict.fromkeys(o for m in methods().values() for o in m.options)))
-    runs.refuse_foreign(method, list(options))  # before any reading or writing
+    runs.refuse_foreign(method, list(runs.split_mass(options)[0]))  # before any reading or writing
     check_output(out, run=True)  # a bad --out fails now, not after the identification
     veh = Vehicle.load(vehicle)
     with console.status(f"identifying ({method})…"):

@@ -139,6 +139,30 @@ class Request:
         return cls(**kw)
 
 
+def split_mass(options: Mapping[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """Separate a bare `--mass KG` (the vehicle's measured mass, for any method: it overrides
+    the vehicle file) from tls's per-configuration `--mass NAME=KG`; returns the options
+    without it and the mass (None when not given). Two bare masses are refused."""
+    given = options.get("mass")
+    if given is None or isinstance(given, Mapping):
+        return dict(options), None
+    items = [given] if isinstance(given, str | int | float) else list(given)
+    bare = [m for m in items if "=" not in str(m)]
+    if not bare:
+        return dict(options), None
+    if len(bare) > 1:
+        raise RotoridError(f"--mass given twice as a plain number ({', '.join(map(str, bare))}); give it once")
+    try:
+        kg = float(bare[0])
+    except ValueError:
+        raise RotoridError(f"--mass '{bare[0]}' must be a number of kg (or NAME=KG for a tls configuration)") from None
+    if not kg > 0:
+        raise RotoridError(f"--mass {bare[0]} must be a positive number of kg")
+    rest = {k: v for k, v in options.items() if k != "mass"}
+    named_masses = [m for m in items if "=" in str(m)]
+    return (rest | {"mass": named_masses} if named_masses else rest), kg
+
+
 def refuse_foreign(method: str, given: list[str]) -> None:
     """Refuse options `method` does not take, naming the method(s) that do."""
     from rotorid.registry import method as spec_of
@@ -164,12 +188,17 @@ def identify(
     """Identify `vehicle`'s parameters with `method` from the log arguments `logs`
     (`FILE[@t0:t1,...]`); `options` by `rotorid identify` option name (e.g. {"yaw": [...],
     "tm_prior": "0.03,0.5"}), or the method's `settings` object with `options` naming only
-    further logs and configurations. The result's `inputs` list every log read with its SHA-256."""
+    further logs and configurations. A bare `mass` (kg) replaces the vehicle's (`split_mass`).
+    The result's `inputs` list every log read with its SHA-256."""
     from rotorid.registry import method as spec_of
 
-    options = {k: v for k, v in (options or {}).items() if v is not None}
+    options, mass = split_mass({k: v for k, v in (options or {}).items() if v is not None})
     refuse_foreign(method, list(options))
-    req = Request(list(logs), vehicle, options, allow_corrupt, settings)
+    notes = []
+    if mass is not None and mass != vehicle.mass:
+        notes.append(f"mass {mass:g} kg from --mass (the vehicle {vehicle.name} says {vehicle.mass:g} kg)")
+        vehicle = vehicle.replace(mass=mass)
+    req = Request(list(logs), vehicle, options, allow_corrupt, settings, notes=notes)
     result = spec_of(method).load("run")(req)
     result.inputs = provenance(req.used)
     result.notes = [*req.notes, *result.notes]
