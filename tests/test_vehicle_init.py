@@ -157,3 +157,17 @@ def test_vehicle_init_command_writes_the_commented_toml_and_refuses_to_overwrite
         res = CliRunner().invoke(app, [*args[:-2], "--out", str(tmp_path / "new.toml"), *bad])
         assert res.exit_code == 2 and needle in res.stderr, res.output
         assert not (tmp_path / "new.toml").exists()
+
+
+def test_readme_documents_every_vehicle_key() -> None:
+    import dataclasses
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Your vehicle") : readme.index("## Logging a PX4 flight")]
+    documented = {
+        k for row in re.findall(r"^\| (`.+?`) \|", section, flags=re.M) for k in re.findall(r"`\[*(\w+)\]*`", row)
+    }
+    keys = {f.name for f in dataclasses.fields(Vehicle)} - {"rotors", "source"}
+    assert documented == keys | {"rotor", "position", "axis", "torque_dir"}
+    assert "rotorid vehicle init --layout" in section
