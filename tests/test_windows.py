@@ -151,3 +151,28 @@ def test_thresholds_scale_with_the_arm() -> None:
     assert big["roll"] == pytest.approx((2.0, 0.5)) and big["yaw"] == pytest.approx((0.5, 0.1))
     assert big["thrust"] == THRESHOLDS["thrust"]
     assert thresholds_for(Vehicle.preset("crazyflie"))["roll"] == pytest.approx(THRESHOLDS["roll"], rel=1e-3)
+
+
+def test_roles_go_to_the_log_that_excites_them_and_the_command_quotes_paths() -> None:
+    from rotorid import runs
+    from rotorid.excitation import Window, assign_roles
+
+    def w(role: str, m: float) -> list[Window]:
+        return [Window(role, 1.0, 5.0, m, "", 0.0)]
+
+    def log(thrust: float, rp: float, yaw: float) -> dict[str, list[Window]]:
+        return {"thrust": w("thrust", thrust), "roll_pitch": w("roll_pitch", rp), "yaw": w("yaw", yaw), "online": []}
+
+    # the Crazyflie flights (window measures of the real logs): one manoeuvre each
+    found = {"a": log(0.28, 13.0, 2.7), "b": log(0.08, 22.1, 1.6), "c": log(0.37, 10.3, 24.2)}
+    got = {r: [name for name, _ in v] for r, v in assign_roles(found).items()}
+    assert got == {"thrust": ["a"], "roll_pitch": ["b"], "yaw": ["c"], "online": []}
+    # one pilot flight that excites everything serves every role
+    got = assign_roles({"p": log(0.2, 30.0, 8.0)})
+    assert {r: [n for n, _ in v] for r, v in got.items() if v} == {"thrust": ["p"], "roll_pitch": ["p"], "yaw": ["p"]}
+    roles = {"thrust": ["my logs/t.ulg@1:5"], "roll_pitch": ["r.ulg@2:9"], "yaw": [], "online": ["my logs/t.ulg@0:9"]}
+    assert runs.command("delay", roles, "v.toml") == (
+        "rotorid identify --method delay --vehicle v.toml 'my logs/t.ulg@1:5' --roll-pitch r.ulg@2:9 --out results/"
+    )
+    assert runs.command("tls", roles, "v.toml").endswith("--vehicle v.toml 'my logs/t.ulg' r.ulg --out results/")
+    assert runs.command("online", roles, "v.toml", "o/").endswith("'my logs/t.ulg@0:9' --out o/")
