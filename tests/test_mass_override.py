@@ -15,7 +15,7 @@ from rotorid.vehicle import Vehicle
 
 
 def test_bare_mass_scales_the_thrust_curve_and_is_noted(cf_logs) -> None:
-    log = [f"{cf_logs['log10']}@35:65"]
+    log = [f"{cf_logs['log10']}@35:45"]
     cf = Vehicle.preset("crazyflie")
     base = runs.identify("delay", log, cf)
     heavy = runs.identify("delay", log, cf, {"mass": ["0.054"]})
@@ -47,7 +47,7 @@ def test_split_keeps_tls_configuration_masses() -> None:
 
 
 def test_cli_takes_mass_with_delay_and_refuses_a_configuration_mass(cf_logs, tmp_path: Path) -> None:
-    args = ["identify", "--method", "delay", "--vehicle", "crazyflie", f"{cf_logs['log10']}@35:65"]
+    args = ["identify", "--method", "delay", "--vehicle", "crazyflie", f"{cf_logs['log10']}@35:45"]
     res = CliRunner().invoke(app, [*args, "--mass", "0.054", "--out", str(tmp_path / "r")])
     assert res.exit_code == 0, res.output
     assert "mass 0.054 kg from --mass" in " ".join(res.stdout.split())
