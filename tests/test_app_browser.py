@@ -160,10 +160,10 @@ def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path
 
     links = {a.text: a.get_attribute("href") for a in d.find_elements("css selector", "#downloads a")}
     assert {"params.json", "report.html", "vehicle.toml"} <= set(links)
-    assert "rltools: not exported" in _text(d, "downloads")  # a thrust-only run has no inertia to export
+    assert "not exported: rotorpy, rltools, gazebo" in _text(d, "downloads")  # a thrust-only run has no inertia
     with urllib.request.urlopen(links["params.json"]) as r:
         assert json.loads(r.read())["params"]["tm"]["value"] == expected
-    d.switch_to.frame(d.find_element("id", "report"))
+    d.switch_to.frame(d.find_element("id", "report-frame"))
     _wait(d, lambda: d.execute_script("return document.title") == "rotorid — delay identification")
     assert d.execute_script("return document.querySelectorAll('table.params tbody tr').length") == 5
     d.switch_to.default_content()

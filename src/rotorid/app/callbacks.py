@@ -68,14 +68,20 @@ def save_upload(s: Session, contents: str, filename: str | None, max_bytes: int)
 
 
 def open_entry(s: Session, key: str, path: Path, label: str) -> LogEntry:
-    """Read a log with the session's vehicle (as `identify` will), build its panels and, the
-    first time, preload the proposed windows."""
+    """Read a log with the session's vehicle (as `identify` will) and work out its facts —
+    unless this session read the unchanged file before — then build its panels; the first
+    time, preload the proposed windows."""
     from rotorid.cli import _load_all
     from rotorid.vehicle import Vehicle
 
     vehicle = Vehicle.load(s.vehicle)
-    flights = _load_all([str(path)], allow_corrupt=False, vehicle=vehicle)
-    entry = LogEntry(key, path, label, flights, panels.flying_spans(flights))
+    st = path.stat()
+    entry = s.logs.get(key)
+    if entry is None or entry.stamp != (st.st_mtime_ns, st.st_size) or entry.vehicle != s.vehicle:
+        flights = _load_all([str(path)], allow_corrupt=False, vehicle=vehicle)
+        entry = LogEntry(key, path, label, flights, panels.flying_spans(flights), panels.facts(flights))
+        entry.stamp, entry.vehicle = (st.st_mtime_ns, st.st_size), s.vehicle
+    flights = entry.flights
     if key not in s.windows["thrust"]:
         for role, wins in panels.proposed(flights).items():
             s.windows[role][key] = wins
@@ -92,10 +98,11 @@ def open_entry(s: Session, key: str, path: Path, label: str) -> LogEntry:
 def _facts_rows(entry: LogEntry) -> list[Any]:
     from dash import html
 
-    return [html.Tr([html.Td(k), html.Td(v, className=c)]) for k, v, c in panels.facts(entry.flights)]
+    return [html.Tr([html.Td(k), html.Td(v, className=c)]) for k, v, c in entry.facts]
 
 
-def _results(s: Session, job: run.Job) -> list[Any]:
+def _results(s: Session, job: run.Job) -> tuple[list[Any], list[Any]]:
+    """The run's parameter table and downloads (beside the plots), and its report (below)."""
     from dash import html
 
     r = job.result
@@ -119,16 +126,18 @@ def _results(s: Session, job: run.Job) -> list[Any]:
         for key, p in job.files.items()
         if key in ("params", "report", *run.EXPORTS)
     ]
-    links += [html.Li(f"{fmt}: not exported — {msg}", className="msg") for fmt, msg in job.export_errors.items()]
-    return [
-        html.H2(f"run {job.number}: {r.method}"),
+    if job.export_errors:
+        why = html.Ul([html.Li(f"{fmt}: {msg}") for fmt, msg in job.export_errors.items()])
+        links.append(
+            html.Li(html.Details([html.Summary(f"not exported: {', '.join(job.export_errors)}"), why]), className="msg")
+        )
+    summary = [
         html.Table([html.Thead(head), html.Tbody(rows)], className="params", id="params"),
         html.Ul([html.Li(w, className="msg") for w in job.warnings]),
         html.H2("downloads"),
         html.Ul(links, id="downloads"),
-        html.H2("report"),
-        html.Iframe(src=f"{base}/report.html", id="report"),
     ]
+    return summary, [html.H2(f"report of run {job.number}"), html.Iframe(src=f"{base}/report.html", id="report-frame")]
 
 
 def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None:
@@ -250,6 +259,7 @@ def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None
         Output("progress-text", "children"),
         Output("poll", "disabled", allow_duplicate=True),
         Output("results", "children"),
+        Output("report", "children"),
         Output("run-status", "children", allow_duplicate=True),
         Output("run-status", "className", allow_duplicate=True),
         Input("poll", "n_intervals"),
@@ -260,14 +270,13 @@ def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None
         try:
             job = sessions.get(sid).job
         except AppError as e:
-            return no_update, no_update, True, no_update, f"error: {e}", "status error"
+            return no_update, no_update, True, no_update, no_update, f"error: {e}", "status error"
         text = " → ".join(job.steps) or "starting"
         if not job.done:
-            return str(job.fraction), text, False, no_update, no_update, no_update
+            return str(job.fraction), text, False, no_update, no_update, no_update, no_update
         if job.error:
-            return "0", text, True, [], f"error: {job.error}", "status error"
-        s = sessions.get(sid)
-        return "1", text, True, _results(s, job), f"run {job.number} done: {job.out.name}", "status ok"
+            return "0", text, True, [], [], f"error: {job.error}", "status error"
+        return "1", text, True, *_results(sessions.get(sid), job), f"run {job.number} done", "status ok"
 
 
 def _register_role(

@@ -172,24 +172,26 @@ def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
             html.Div(
                 [
                     html.Div([_panel(r) for r in ROLES], className="grow"),
-                    html.Div([html.H2("log facts"), html.Table(id="facts", className="facts")], className="side"),
+                    html.Div(
+                        [
+                            html.H2("log facts"),
+                            html.Table(id="facts", className="facts"),
+                            html.H2("identify (delay, Eschmann et al.)"),
+                            html.Button("identify", id="identify"),
+                            " ",
+                            html.Progress(id="progress", value="0", max="1", style={"width": "12em"}),
+                            html.Div(id="progress-text", className="msg"),
+                            html.Div(id="run-status", className="status"),
+                            html.Div(id="results"),
+                        ],
+                        className="side",
+                    ),
                 ],
                 className="row",
-            ),
-            html.H2("vehicle"),
-            _vehicle_form(),
-            html.H2("identify (delay method, Eschmann et al.)"),
-            html.Div(
-                [
-                    html.Button("identify", id="identify"),
-                    html.Progress(id="progress", value="0", max="1", style={"width": "16em"}),
-                    html.Span(id="progress-text", className="msg"),
-                ],
-                className="row",
-                style={"alignItems": "center"},
             ),
             html.Div(["same as: ", html.Code(id="cli")], style={"margin": ".5em 0"}),
-            html.Div(id="run-status", className="status"),
-            html.Div(id="results"),
+            html.H2("vehicle"),
+            _vehicle_form(),
+            html.Div(id="report"),
         ]
     )

@@ -43,7 +43,9 @@ class Trace:
 
 def _stack(flights: list[Flight], get: Any) -> np.ndarray | None:
     parts = [get(f) for f in flights]
-    return None if any(p is None for p in parts) else np.concatenate(parts)
+    if any(p is None for p in parts):
+        return None
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _motors(f: Flight) -> np.ndarray | None:
@@ -130,7 +132,7 @@ def figure(flights: list[Flight], vehicle: Vehicle, role: str, uirevision: str) 
         resampled_trace_prefix_suffix=("", ""),
         show_mean_aggregation_size=False,
     )
-    t = np.concatenate([f.t for f in flights])
+    t = _stack(flights, lambda f: f.t)
     units: dict[bool, str] = {}
     for tr in traces(flights, vehicle, role):
         y = np.ascontiguousarray(tr.y)  # tsdownsample needs contiguous arrays (columns are strided)
@@ -155,7 +157,8 @@ def figure(flights: list[Flight], vehicle: Vehicle, role: str, uirevision: str) 
 
 
 def flying_spans(flights: list[Flight]) -> list[tuple[float, float]]:
-    return [s for f in flights for s in excitation.measure(f).flying]
+    """The flying spans `excitation.measure` reports, without its filtering."""
+    return [s for f in flights for s in excitation.spans(f.t, excitation.flying_mask(f)[0])]
 
 
 def proposed(flights: list[Flight]) -> dict[str, list[tuple[float, float]]]:

@@ -62,13 +62,16 @@ def safe_name(name: str) -> str:
 @dataclass
 class LogEntry:
     """One opened log: where it is, how the user calls it (its path, or the upload's name),
-    its flights (pieces), flying spans and the per-role panels built for it."""
+    its flights (pieces), flying spans, `info` facts and the per-role panels built for it."""
 
     key: str
     path: Path
     label: str
     flights: list[Any]
     flying: list[tuple[float, float]] = field(default_factory=list)
+    facts: list[tuple[str, str, str]] = field(default_factory=list)
+    stamp: tuple[int, int] = (0, 0)  # the file's (mtime_ns, size) when read
+    vehicle: str = ""  # the vehicle it was read with (readers scale motors by it)
     panels: dict[str, Any] = field(default_factory=dict)
 
 
