@@ -31,8 +31,8 @@ TITLES = {
 FLYING = "rgba(46, 160, 67, 0.10)"
 WINDOW = "rgba(255, 140, 0, 0.28)"
 _AXIS = {"gridcolor": "#EBF0F8", "linecolor": "#EBF0F8", "zerolinecolor": "#EBF0F8", "zerolinewidth": 2, "ticks": ""}
-#: plotly_white's look in a few keys: plotly deep-copies a named template into every figure,
-#: which took a fifth of a panel's build time
+#: plotly_white's look in a few keys, set when the figure is made: plotly otherwise
+#: deep-copies its default template into every figure (a fifth of a panel's build time)
 STYLE = {
     "layout": {
         "colorway": ["#636efa", "#EF553B", "#00cc96", "#ab63fa"],
@@ -140,7 +140,7 @@ def figure(flights: list[Flight], vehicle: Vehicle, role: str, uirevision: str) 
     from plotly_resampler.aggregation import MinMaxAggregator
 
     fig = FigureResampler(
-        make_subplots(specs=[[{"secondary_y": True}]]),
+        make_subplots(specs=[[{"secondary_y": True}]], figure=go.Figure(layout={"template": STYLE})),
         default_n_shown_samples=N_SHOWN,
         default_downsampler=MinMaxAggregator(),
         resampled_trace_prefix_suffix=("", ""),
@@ -148,7 +148,7 @@ def figure(flights: list[Flight], vehicle: Vehicle, role: str, uirevision: str) 
     )
     # one time index for every trace: plotly-resampler checks it is sorted once (pandas caches
     # that on the Index) instead of copying the time into a Series per trace
-    t = pd.Index(_stack(flights, lambda f: f.t))
+    t = pd.Index(_stack(flights, lambda f: f.t), copy=False)
     units: dict[bool, str] = {}
     for tr in traces(flights, vehicle, role):
         y = np.ascontiguousarray(tr.y)  # tsdownsample needs contiguous arrays (columns are strided)
@@ -164,7 +164,6 @@ def figure(flights: list[Flight], vehicle: Vehicle, role: str, uirevision: str) 
         selectdirection="h",
         uirevision=uirevision,
         legend={"orientation": "h", "y": 1.02, "x": 1, "xanchor": "right", "yanchor": "bottom", "font": {"size": 10}},
-        template=STYLE,
     )
     fig.update_xaxes(title_text="time (s)", title_standoff=4)
     fig.update_yaxes(title_text=units.get(False, ""), secondary_y=False)
