@@ -5,8 +5,14 @@ test_app_browser.py)."""
 from __future__ import annotations
 
 import base64
+import os
+import re
 import shlex
+import signal
+import subprocess
+import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +179,36 @@ def test_failed_run_is_one_line_and_marks_the_job_done(sessions: Sessions, cf_lo
     assert job.done and job.result is None and job.fraction == 1.0
     assert "not enough excitation for T_m" in job.error and "\n" not in job.error
     assert job.steps[0] == "read log16 (thrust)" and not (job.out / "params.json").exists()
+
+
+def test_command_serves_everything_itself_on_localhost(tmp_path: Path) -> None:
+    """`rotorid app` in a real process: a bad folder is one line and exit 2; otherwise it prints
+    the 127.0.0.1 URL, the page loads every script from the server itself (no CDN), Ctrl-C
+    stops it and its temporary files go; `rotorid --help` does not import Dash."""
+    cli = [sys.executable, "-c", "from rotorid.cli import app; app()", "app"]
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    res = subprocess.run([*cli, str(tmp_path / "nope"), "--no-browser"], capture_output=True, text=True, env=env)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "nope: not a folder" in res.stderr
+    code = "import sys, rotorid.cli; print(sorted({'dash', 'plotly', 'flask'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "[]\n"
+
+    proc = subprocess.Popen(
+        [*cli, str(tmp_path), "--no-browser", "--port", "0"], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        line = proc.stdout.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert url, line
+        with urllib.request.urlopen(url.group(0), timeout=30) as r:
+            page = r.read().decode()
+        scripts = re.findall(r'<script src="([^"]+)"', page)
+        assert len(scripts) > 3 and all(s.startswith("/_dash-component-suites/") for s in scripts), scripts
+        with urllib.request.urlopen(url.group(0) + scripts[0].lstrip("/"), timeout=30) as r:
+            assert r.status == 200 and len(r.read()) > 1000
+        made = [p.name for p in tmp_path.iterdir()]
+        assert len(made) == 1 and made[0].startswith("rotorid-app-"), made  # its temporary folder
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and out.strip() == "stopped"
+    assert list(tmp_path.iterdir()) == []  # temporary files removed

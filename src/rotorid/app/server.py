@@ -16,13 +16,13 @@ HOST = "127.0.0.1"
 def create_app(folder: str | Path, max_upload_mb: float = 200.0) -> tuple[Any, Sessions]:
     """The Dash app serving logs from `folder` (and uploads up to `max_upload_mb`), and its
     sessions (call `Sessions.cleanup` when done)."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise AppError(f"{root}: not a folder; give the folder that holds your logs")
     import dash
 
     from rotorid.app import callbacks, layout
 
-    root = Path(folder).expanduser()
-    if not root.is_dir():
-        raise AppError(f"{root}: not a folder; give the folder that holds your logs")
     sessions = Sessions()
     app = dash.Dash(
         "rotorid.app",
