@@ -1,7 +1,7 @@
 """`rotorid demo`: simulate the built-in scenarios, identify each with the method of its paper,
 and gather the reports — orchestration only. Simulation is `rotorid.sim.scenarios`,
-identification `rotorid.methods.<method>.identify`, figures `rotorid.report.<method>.figures`,
-cross-validation `rotorid.validate`; this module adds no numerics of its own.
+identification `rotorid.methods.<method>.identify`, figures from the method registry
+(`rotorid.registry`), cross-validation `rotorid.validate`; this module adds no numerics of its own.
 
 | method | scenario | flights |
 | --- | --- | --- |
@@ -17,7 +17,6 @@ A method that fails is listed with its error after the others are written; nothi
 from __future__ import annotations
 
 import base64
-import importlib
 import multiprocessing
 import os
 import queue
@@ -157,6 +156,7 @@ def _post(method: str) -> Progress_:
 
 def run_job(method: str, seed: int, out: Path, durations: dict[str, float] | None = None) -> dict[str, Any]:
     """Simulate, identify and write `out/<method>/`; returns what the index needs (picklable)."""
+    from rotorid.registry import method as spec_of
     from rotorid.report import write_run
 
     t0 = time.perf_counter()
@@ -164,7 +164,7 @@ def run_job(method: str, seed: int, out: Path, durations: dict[str, float] | Non
     job = next(j for j in JOBS if j.method == method)
     result, truth, extra, figure_options = RUNNERS[method](seed, post, durations or DURATIONS)
     post("drawing figures", 0.92)
-    figures = importlib.import_module(f"rotorid.report.{method}").figures(result, **figure_options)
+    figures = spec_of(method).load("figures")(result, **figure_options)
     post("writing report", 0.97)
     written = write_run(result, out / method, figures, truth, title=f"rotorid demo — {method} on {job.scenario}")
     shown = [n for n in written if n not in ("params", "report")][:2]
