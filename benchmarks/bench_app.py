@@ -72,13 +72,13 @@ def synthetic_hour(seed: int = 0):
 def _server_breakdown(path: Path) -> dict[str, float]:
     """The first open's server work, step by step, in this process."""
     from rotorid.app import panels
-    from rotorid.cli import _load_all
+    from rotorid.io import LogSpec, load
     from rotorid.vehicle import Vehicle
 
     v = Vehicle.preset("crazyflie")
     out = {}
     t0 = time.perf_counter()
-    flights = _load_all([str(path)], allow_corrupt=False, vehicle=v)
+    flights = load(LogSpec(path), vehicle=v)
     out["read"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     panels.facts(flights)

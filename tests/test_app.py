@@ -178,7 +178,7 @@ def test_failed_run_is_one_line_and_marks_the_job_done(sessions: Sessions, cf_lo
         time.sleep(0.05)
     assert job.done and job.result is None and job.fraction == 1.0
     assert "not enough excitation for T_m" in job.error and "\n" not in job.error
-    assert job.steps[0] == "read log16 (thrust)" and not (job.out / "params.json").exists()
+    assert job.steps == ["read 1 log window and identify (delay)"] and not (job.out / "params.json").exists()
 
 
 def test_command_serves_everything_itself_on_localhost(tmp_path: Path) -> None:

@@ -530,7 +530,8 @@ def batch(
     run_manifest(manifest, out, workers=workers, scheduler=scheduler, allow_corrupt=allow_corrupt, console=console)
 
 
-def _app(
+@command("app")
+def app_(
     folder: Annotated[Path, typer.Argument(help="Folder whose logs the page may open (nothing outside it).")] = Path(
         "."
     ),
@@ -542,7 +543,3 @@ def _app(
     from rotorid.app import serve
 
     serve(folder, port=port, open_browser=browser, max_upload_mb=max_upload_mb)
-
-
-_app.__name__ = "app"  # the command's name (`app` here is the Typer object)
-command(_app)

@@ -71,14 +71,14 @@ def open_entry(s: Session, key: str, path: Path, label: str) -> LogEntry:
     """Read a log with the session's vehicle (as `identify` will) and work out its facts —
     unless this session read the unchanged file before — then build its panels; the first
     time, preload the proposed windows."""
-    from rotorid.cli import _load_all
+    from rotorid.io import LogSpec, load
     from rotorid.vehicle import Vehicle
 
     vehicle = Vehicle.load(s.vehicle)
     st = path.stat()
     entry = s.logs.get(key)
     if entry is None or entry.stamp != (st.st_mtime_ns, st.st_size) or entry.vehicle != s.vehicle:
-        flights = _load_all([str(path)], allow_corrupt=False, vehicle=vehicle)
+        flights = load(LogSpec(path), vehicle=vehicle)
         entry = LogEntry(key, path, label, flights, panels.flying_spans(flights), panels.facts(flights))
         entry.stamp, entry.vehicle = (st.st_mtime_ns, st.st_size), s.vehicle
     flights = entry.flights

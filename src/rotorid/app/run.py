@@ -1,7 +1,7 @@
-"""One identification started from the app: the same calls, in the same order, as
-`rotorid identify --method delay` (read the windows' logs with the vehicle's hints, identify,
-write params.json, figures and report.html atomically), run in a thread that reports its
-progress, then every export format. `command_line` is the CLI call that repeats it."""
+"""One identification started from the app, through the library calls `rotorid identify
+--method delay` makes (`rotorid.runs.identify`: read the windows' logs for the vehicle and
+identify; `write_run`: params.json, figures and report.html, atomically), run in a thread that
+reports its progress, then every export format. `command_line` is the CLI call that repeats it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from rotorid.app.state import ROLES, Session
 from rotorid.errors import RotoridError
+from rotorid.runs import option_flag
 
 #: export format -> file name written beside params.json
 EXPORTS = {
@@ -22,8 +23,8 @@ EXPORTS = {
     "rltools": "rltools_dynamics.json",
     "gazebo": "gazebo.sdf",
 }
-#: role -> the CLI option that takes its logs (None: positional)
-OPTION = {"thrust": None, "roll_pitch": "--roll-pitch", "yaw": "--yaw"}
+#: role -> the `rotorid identify` option that takes its logs (None: the positional logs)
+OPTION_NAME = {"thrust": None, "roll_pitch": "roll_pitch", "yaw": "yaw"}
 
 
 def specs(session: Session, labels: bool = False) -> dict[str, list[str]]:
@@ -46,7 +47,7 @@ def command_line(session: Session, out: str = "results") -> str:
     args = ["rotorid", "identify", "--method", "delay", "--vehicle", session.vehicle_label]
     for role, items in specs(session, labels=True).items():
         for s in items:
-            args += [s] if OPTION[role] is None else [OPTION[role], s]
+            args += [s] if OPTION_NAME[role] is None else [option_flag(OPTION_NAME[role]), s]
     return shlex.join([*args, "--out", out])
 
 
@@ -78,8 +79,7 @@ def start(session: Session) -> Job:
     if not todo["thrust"]:
         raise RotoridError("set at least one thrust window (drag on the thrust panel) before identifying")
     session.runs += 1
-    n_logs = sum(len(v) for v in todo.values())
-    job = Job(session.runs, session.folder_for(f"run{session.runs}"), command_line(session), total=n_logs + 3)
+    job = Job(session.runs, session.folder_for(f"run{session.runs}"), command_line(session), total=3)
     threading.Thread(
         target=_run, args=(job, todo, session.vehicle), daemon=True, name=f"rotorid-run-{job.number}"
     ).start()
@@ -104,25 +104,21 @@ def _run(job: Job, todo: dict[str, list[str]], vehicle: str) -> None:
 
 
 def _identify(job: Job, todo: dict[str, list[str]], vehicle_spec: str) -> None:
-    from rotorid.cli import _inputs, _load_all
+    """`rotorid identify --method delay` through the same library calls: `runs.identify`, then
+    `write_run` with the method's figures, then every export of the written params.json."""
+    from rotorid import runs
     from rotorid.export import export_params
-    from rotorid.methods import delay
-    from rotorid.report import delay as figs
+    from rotorid.registry import method
     from rotorid.report import write_run
     from rotorid.vehicle import Vehicle
 
     veh = Vehicle.load(vehicle_spec)
-    flights: dict[str, list] = {}
-    for role in ROLES:
-        flights[role] = []
-        for spec in todo[role]:
-            job.steps.append(f"read {Path(spec.rpartition('@')[0]).name} ({role.replace('_', '/')})")
-            flights[role] += _load_all([spec], allow_corrupt=False, vehicle=veh)
-    job.steps.append("identify (delay)")
-    result = delay.identify(flights["thrust"], veh, roll_pitch=flights["roll_pitch"], yaw=flights["yaw"])
-    result.inputs = _inputs([s for r in ROLES for s in todo[r]])
+    n = sum(len(v) for v in todo.values())
+    job.steps.append(f"read {n} log window{'s' if n > 1 else ''} and identify (delay)")
+    options = {OPTION_NAME[r]: todo[r] for r in ROLES if OPTION_NAME[r] and todo[r]}
+    result = runs.identify("delay", todo["thrust"], veh, options)
     job.steps.append("write figures and report")
-    job.files = dict(write_run(result, job.out, figs.figures(result)))
+    job.files = dict(write_run(result, job.out, method("delay").load("figures")(result)))
     job.steps.append("export")
     for fmt, name in EXPORTS.items():
         try:
