@@ -100,6 +100,13 @@ def test_windows_text_uses_the_cli_syntax() -> None:
         callbacks.parse_windows("35-40")
 
 
+def test_every_export_format_has_a_download_name() -> None:
+    from rotorid.export import FORMATS
+
+    assert tuple(run.EXPORTS) == FORMATS
+    assert len({Path(n).suffix for n in run.EXPORTS.values()}) == len(FORMATS)
+
+
 def test_command_line_repeats_the_windows(sessions: Sessions) -> None:
     s = sessions.get(sessions.new())
     for key, label in (("a", "/d/log10"), ("b", "/d/log 15"), ("c", "/d/log16")):
