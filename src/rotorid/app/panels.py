@@ -35,7 +35,7 @@ _AXIS = {"gridcolor": "#EBF0F8", "linecolor": "#EBF0F8", "zerolinecolor": "#EBF0
 #: deep-copies its default template into every figure (a fifth of a panel's build time)
 STYLE = {
     "layout": {
-        "colorway": ["#636efa", "#EF553B", "#00cc96", "#ab63fa"],
+        "colorway": ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"],  # four well-apart hues
         "font": {"color": "#2a3f5f"},
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
