@@ -67,6 +67,9 @@ MIN_RATE_HZ = 100.0
 #: (x500, Leshikar, Kaputa, Flightmare, Iris, px4vision, X-wing, five Crazyflie models); their
 #: mean 1.832 is eq. 93.
 TABLE_II_RATIOS = (1.818, 1.627, 2.896, 1.556, 1.896, 1.896, 1.792, 1.760, 1.346, 1.968, 1.876, 1.550)
+#: σ (m/s²) of an uncalibrated MEMS accelerometer's z bias: its zero-g offset, ±20 mg typ. for
+#: the BMI088 of the Crazyflie 2.1 (Bosch BST-BMI088-DS001, Table 2).
+ACC_BIAS_Z_SIGMA = 0.2
 #: σ of C for a vehicle not in the table: the predictive spread s sqrt(1 + 1/n) of the ratios.
 IZZ_RATIO_SIGMA = round(statistics.stdev(TABLE_II_RATIOS) * math.sqrt(1 + 1 / len(TABLE_II_RATIOS)), 2)
 
@@ -84,6 +87,11 @@ class DelaySettings:
       assumption behind I_zz and K_tau, whose σ carry SIGMA. Default: eq. 93's 1.832 (the mean
       over `TABLE_II_RATIOS`) ± their predictive spread for a new vehicle, s sqrt(1 + 1/n)
       (s the sample standard deviation of the n = 12 ratios) = 0.40.
+    - `acc_bias_z`: (VALUE, SIGMA) in m/s² of the accelerometer's z bias, subtracted from the
+      measured specific force. Airborne flights cannot separate it from K_0 (both are constant
+      in eq. 17-21; the hover check of Fig. 6 selects its samples by the biased |acc| too), so
+      SIGMA enters the σ of K_0 and the hover command, which are marked assumed. Default
+      0 ± `ACC_BIAS_Z_SIGMA`; give a calibrated bias (e.g. from a rest log) to tighten them.
     - `inertia_param`: "auto", "direct", "reciprocal" or "tls".
     - `tm_bounds`, `tm_grid`, `tm_xtol`: search range (s), coarse log-spaced points, Brent tolerance.
     - `cutoff_hz`, `filter_order`: zero-phase Butterworth low-pass applied identically to torque
@@ -106,6 +114,7 @@ class DelaySettings:
     per_motor: bool = False
     exponents: tuple[int, ...] = (0, 1, 2)
     izz_ratio: tuple[float, float] = (1.832, IZZ_RATIO_SIGMA)
+    acc_bias_z: tuple[float, float] = (0.0, ACC_BIAS_Z_SIGMA)
     inertia_param: str = "auto"
     tm_bounds: tuple[float, float] = (0.002, 0.5)
     tm_grid: int = 24
@@ -145,6 +154,13 @@ class DelaySettings:
             raise RotoridError(f"izz_ratio {self.izz_ratio} must be C or (C, SIGMA), numbers") from None
         if len(self.izz_ratio) != 2 or not self.izz_ratio[0] > 0 or not self.izz_ratio[1] >= 0:
             raise RotoridError(f"izz_ratio {self.izz_ratio} must be C > 0 or (C > 0, SIGMA >= 0)")
+        b = self.acc_bias_z if isinstance(self.acc_bias_z, tuple | list) else (self.acc_bias_z, ACC_BIAS_Z_SIGMA)
+        try:
+            object.__setattr__(self, "acc_bias_z", tuple(float(v) for v in b))
+        except (TypeError, ValueError):
+            raise RotoridError(f"acc_bias_z {self.acc_bias_z} must be VALUE or (VALUE, SIGMA) in m/s²") from None
+        if len(self.acc_bias_z) != 2 or not self.acc_bias_z[1] >= 0:
+            raise RotoridError(f"acc_bias_z {self.acc_bias_z} must be (VALUE, SIGMA >= 0) in m/s²")
         if self.tm_grid < 5:
             raise RotoridError(f"tm_grid {self.tm_grid} must be at least 5 points")
         if not self.cutoff_hz > 0:
@@ -254,6 +270,7 @@ class ThrustProblem:
     vehicle: Vehicle
     exponents: tuple[int, ...]
     per_motor: bool
+    acc_bias_z: float = 0.0  # m/s², subtracted from the accelerometer's z axis
     rows: np.ndarray = field(init=False)  # active body axes
     b: np.ndarray = field(init=False)
     shared_c0: bool = field(init=False)
@@ -261,7 +278,8 @@ class ThrustProblem:
     def __post_init__(self) -> None:
         ax = self.vehicle.axes  # (M, 3)
         self.rows = np.flatnonzero(np.abs(ax).sum(axis=0) > 1e-9)
-        self.b = np.concatenate([self.vehicle.mass * f.acc[:, self.rows].reshape(-1) for f in self.flights])
+        bias = np.array([0.0, 0.0, self.acc_bias_z])[self.rows]
+        self.b = np.concatenate([self.vehicle.mass * (f.acc[:, self.rows] - bias).reshape(-1) for f in self.flights])
         # constant columns of several motors coincide when their axes are parallel (eq. 21):
         self.shared_c0 = (
             self.per_motor and 0 in self.exponents and np.linalg.matrix_rank(ax[:, self.rows].T) < self.vehicle.n_rotors
@@ -352,6 +370,8 @@ class ThrustUncertainty:
     dirs: list[tuple[float, float]]  # (rise, fall) direction of each estimated motor constant
     prob: ThrustProblem
     pair: tuple[float, float]  # the (rise, fall) constants used
+    bias_grad: np.ndarray  # ∂θ/∂(accelerometer z bias), for the σ it adds (`acc_bias_z`)
+    lik_tm_cov: np.ndarray  # the likelihood's covariance of the motor constant(s) alone (no prior)
 
     def thrust_derivs(self, cmd: np.ndarray, t: np.ndarray) -> np.ndarray:
         """(N, M, P): ∂(rotor thrust)/∂θ for other commands (another flight), θ in `names`
@@ -410,14 +430,21 @@ def thrust_uncertainty(
     z = _ols_influence(j, fit.residual, prob.n_rows)
     cov = _hac_cov(z, lengths, st.autocorr_correction)
     q = len(dirs)
+    # the accelerometer z bias's own uncertainty (`acc_bias_z`): ∂θ/∂β = -(least squares of m e_z)
+    ones = np.concatenate([np.broadcast_to(prob.rows == 2, (len(f.t), prob.n_rows)).reshape(-1) for f in prob.flights])
+    bias_grad = np.concatenate([np.zeros(q), -np.linalg.lstsq(j[:, q:], prob.vehicle.mass * ones, rcond=None)[0]])
     names = (["tm"] if q == 1 else ["tm_rise", "tm_fall"][:q]) + prob.names()
     theta = np.concatenate([[float(np.dot(tm, d)) / float(np.sum(d)) for d in dirs], fit.x])
+    lik_tm = cov[:q, :q]
     if st.tm_prior is not None and q:
         prec = np.linalg.pinv(cov)
         for k in range(q):
             prec[k, k] += max(_prior_terms(float(theta[k]), st.tm_prior)[1], 0.0)
         cov = np.linalg.pinv(prec)
-    return ThrustUncertainty(names, theta, cov, z.sum(axis=0), fit, states, list(dirs), prob, tm_pair)
+    cov = cov + st.acc_bias_z[1] ** 2 * np.outer(bias_grad, bias_grad)
+    return ThrustUncertainty(
+        names, theta, cov, z.sum(axis=0), fit, states, list(dirs), prob, tm_pair, bias_grad, lik_tm
+    )
 
 
 @dataclass
@@ -484,11 +511,7 @@ def _polish(
     which may exceed σ(T_m) on long flights. Returns the pair and its uncertainty."""
     unc = thrust_uncertainty(prob, tm_pair, dirs, st)
     q = len(dirs)
-    lik = unc.cov[:q, :q]
-    if st.tm_prior is not None:  # undo the prior in `cov` to get the likelihood's curvature
-        prec = np.linalg.pinv(unc.cov)[:q, :q]
-        lik = np.linalg.pinv(prec - np.diag([max(_prior_terms(float(v), st.tm_prior)[1], 0.0) for v in unc.theta[:q]]))
-    h_lik = np.linalg.pinv(lik)
+    h_lik = np.linalg.pinv(unc.lik_tm_cov)
     grad = np.array([_prior_terms(float(v), st.tm_prior)[0] for v in unc.theta[:q]])
     h_post = h_lik + np.diag([max(_prior_terms(float(v), st.tm_prior)[1], 0.0) for v in unc.theta[:q]])
     delta = np.linalg.solve(h_post, h_lik @ unc.step[:q] - grad)
@@ -924,7 +947,7 @@ def _identify(
     yaw = _prepare(yaw, vehicle, "yaw", "cmd", "gyro")
     _check_commands(thrust_flights, vehicle)
     out = _Collected()
-    prob = ThrustProblem(thrust_flights, vehicle, st.exponents, st.per_motor)
+    prob = ThrustProblem(thrust_flights, vehicle, st.exponents, st.per_motor, st.acc_bias_z[0])
     sym, tm_pair, unc = _motor_lag_step(prob, st, out)
     ident = _thrust_step(prob, sym, tm_pair, unc, st, out)
     out.settings = {**dataclasses.asdict(st), "tm_search_range": list(_support(st)), "tm_evaluations": sym.evaluations}
@@ -1043,7 +1066,24 @@ def _thrust_step(
     fit, states = unc.fit, unc.states
     ccov = unc.coeff_cov
     std = np.sqrt(np.clip(np.diag(ccov), 0.0, None))
+    gb = unc.bias_grad[len(unc.dirs) :]
+    beta, beta_sd = st.acc_bias_z
+    bias_words = (
+        f"the accelerometer z bias {beta:g} ± {beta_sd:g} m/s² (setting acc_bias_z): airborne flights cannot "
+        "separate it from the constant thrust term K_0"
+    )
+
+    def rests_on_bias(g: float, sd: float) -> bool:  # the bias moves the value by > 0.1 of its other σ
+        return abs(g) * max(beta_sd, abs(beta)) > 0.1 * math.sqrt(max(sd**2 - (g * beta_sd) ** 2, 0.0))
+
     for k, nm in enumerate(prob.names()):
+        if rests_on_bias(gb[k], std[k]):
+            for name in (
+                [f"thrust_c0_m{i + 1}" for i in range(prob.vehicle.n_rotors)]
+                if prob.shared_c0 and nm == "thrust_c0"
+                else [nm]
+            ):
+                out.assumed[name] = bias_words
         if nm == "thrust_c0" and prob.shared_c0:
             for i in range(prob.vehicle.n_rotors):
                 out.put(f"thrust_c0_m{i + 1}", fit.x[k], std[k])
@@ -1068,6 +1108,8 @@ def _thrust_step(
     grad = -(hover**e) / dfdu @ lmap
     hover_std = float(math.sqrt(max(grad @ ccov @ grad, 0.0)))
     out.put("hover_cmd", hover, hover_std)
+    if rests_on_bias(float(grad @ gb), hover_std):
+        out.assumed["hover_cmd"] = bias_words
     out.obs["hover_cmd"] = {"identifiable": True, "rel_std_pct": 100 * hover_std / hover}
 
     meas = prob.b
@@ -1167,16 +1209,20 @@ def _yaw_step(
     st: DelaySettings,
     out: _Collected,
 ) -> None:
-    """Step 4: I_zz from the assumed ratio (eq. 93-94) with its σ (the ratio's own spread
-    included); with a yaw flight K_tau (eq. 95-96), the joint estimate (eq. 73-76) and the
-    roll/pitch model cross-validated on it."""
+    """Step 4: I_zz from the assumed ratio (eq. 93-94) and, with a yaw flight, K_tau by eq. 95-96
+    scaled by it; their σ carry the ratio's own spread and both are marked assumed. The joint
+    estimate (eq. 73-76) is reported as a check, not used: where the yaw flight precesses
+    enough to ground I_zz, it is still a direct parameterization (torque regressed on angular
+    acceleration), biased low by the noise in the angular acceleration (0.3-0.5 % = 5-8 σ on
+    the simulator's `eschmann-crazyflie`, unbiased without sensor and thrust noise). The
+    roll/pitch model is cross-validated on the yaw flight."""
     c, c_sd = st.izz_ratio
     ixx, iyy = out.est["I_xx"][0], out.est["I_yy"][0]
     izz = c * 0.5 * (ixx + iyy)
     izz_std = math.hypot(0.5 * (ixx + iyy) * c_sd, 0.5 * c * _inertia_sigma(rp, np.ones(2), st))
     ratio = f"the assumed yaw-inertia ratio C_xy->z = {c:g} ± {c_sd:.2g}"
     out.put("I_zz", izz, izz_std)
-    out.assumed["I_zz"] = f"I_zz = C (I_xx + I_yy)/2 with {ratio} (Eschmann eq. 93-94; σ from the spread of Table II)"
+    out.assumed["I_zz"] = f"I_zz = C (I_xx + I_yy)/2 with {ratio} (Eschmann eq. 93-94)"
     out.obs["I_zz"] = {
         "identifiable": True,
         "rel_std_pct": 100 * izz_std / izz,
@@ -1185,14 +1231,11 @@ def _yaw_step(
     if not yaw:
         out.notes.append("No yaw flight: K_tau was not identified.")
         return
-    ident = ident.replace(inertia=np.diag([ixx, iyy, izz]))
     ang_y = angular_columns(yaw, ident, unc.pair, st, "yaw", unc.thrust_derivs)
     with _naming(yaw, "fly yaw doublets in that window"):
         ktau, ktau_std, yfit = _k_tau(ang_y, (ixx, iyy), rp, st)
     out.put("k_tau", ktau, ktau_std)
-    out.assumed["k_tau"] = (
-        f"the yaw flight measures I_zz / K_tau only (eq. 95-96); K_tau is scaled by I_zz from {ratio}"
-    )
+    out.assumed["k_tau"] = f"the yaw flight measures I_zz / K_tau only (eq. 95-96); scaled by I_zz from {ratio}"
     out.obs["k_tau"] = {
         "identifiable": True,
         "rel_std_pct": 100 * ktau_std / abs(ktau),
@@ -1202,25 +1245,27 @@ def _yaw_step(
     out.diag.update(
         yaw_drag=ang_y.drag[sub], yaw_lhs=yfit["lhs"][sub], yaw_r2=yfit["r2"], k_tau=ktau, yaw_cond=yfit["cond"]
     )
-    _joint_note(ang_y, st, out)
+    _joint_note(ang_y, rp, st, out)
     _cross_validate(ang_y, rp, st, out)
 
 
-def _joint_note(ang_y: Angular, st: DelaySettings, out: _Collected) -> None:
-    """The joint estimate (eq. 73-76) as a diagnostic and a note (used or not)."""
-    joint = _joint(ang_y, st)
+def _joint_note(ang_y: Angular, rp: dict[str, Any], st: DelaySettings, out: _Collected) -> None:
+    """The joint estimate (eq. 73-76) as a diagnostic and a note."""
+    joint = _joint(ang_y, st, rp["theta_cov"])
     out.diag["joint"] = joint
+    c, c_sd = st.izz_ratio
     if joint["grounded"]:
         out.notes.append(
             f"Joint estimate (eq. 73-76, precession grounds I_zz): I_xx {joint['x'][0]:.4g}, I_yy "
             f"{joint['x'][1]:.4g}, I_zz {joint['x'][2]:.4g} kg m² (%σ {joint['rel_std_pct'][2]:.2g}), "
-            f"K_tau {joint['x'][3]:.4g} m; condition number {joint['cond']:.3g}."
+            f"K_tau {joint['x'][3]:.4g} m; condition number {joint['cond']:.3g}. A check on C = {c:g} ± {c_sd:.2g}, "
+            "not used: this direct fit is biased low by noise in the angular acceleration."
         )
     else:
         out.notes.append(
             f"Joint estimate (eq. 73-76) not usable: the yaw flight has too little precession to ground "
             f"I_zz (%σ {joint['rel_std_pct'][2]:.3g}, condition number {joint['cond']:.3g}); "
-            f"I_zz uses C = {st.izz_ratio[0]:g} instead (Sec. III-A1)."
+            f"I_zz uses C = {c:g} ± {c_sd:.2g} instead (Sec. III-A1; σ from the spread of Table II)."
         )
 
 
@@ -1283,29 +1328,52 @@ def _k_tau(
     return k, math.sqrt(var), {"lhs": lhs, "r2": r2_from_sse(fit.sse, lhs), "cond": fit.cond}
 
 
-def _joint(ang: Angular, st: DelaySettings) -> dict[str, Any]:
-    """Eq. 73-76 with a common K_tau: rows x, y, z of J ω̇ + ω x (J ω) - K_tau Σ d_i f_i e_z = R_pf f."""
+def _joint_system(ang: Angular, dtau: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 73-76 with a common K_tau, rows x, y, z of J ω̇ + ω x (J ω) - K_tau Σ d_i f_i e_z = R_pf f
+    interleaved per sample (3n, 4) and the torque side (3n,); `dtau` (n, 4) is added to the
+    torques and the yaw drag column (a perturbation of the thrust parameters)."""
     a, p = ang.acc, ang.prec
-    n = len(a)
-    z = np.zeros(n)
+    tau, drag = (ang.tau, ang.drag) if dtau is None else (ang.tau + dtau[:, :3], ang.drag + dtau[:, 3])
+    z = np.zeros(len(a))
     rows = [
         np.column_stack([a[:, 0], -p[:, 0], p[:, 0], z]),
         np.column_stack([p[:, 1], a[:, 1], -p[:, 1], z]),
-        np.column_stack([-p[:, 2], p[:, 2], a[:, 2], -ang.drag]),
+        np.column_stack([-p[:, 2], p[:, 2], a[:, 2], -drag]),
     ]
-    big_a = np.vstack(rows)
-    b = np.concatenate([ang.tau[:, 0], ang.tau[:, 1], ang.tau[:, 2]])
+    return np.stack(rows, axis=1).reshape(-1, 4), tau.reshape(-1)
+
+
+def _joint(ang: Angular, st: DelaySettings, theta_cov: np.ndarray | None = None) -> dict[str, Any]:
+    """The joint estimate of eq. 73-76 and its σ: the yaw flight's noise (influence series over
+    the three rows of each sample, `_hac_cov`) plus, given θ's covariance, the thrust
+    parameters' (∂x/∂θ by central differences through the torques, `Angular.sens`)."""
+    big_a, b = _joint_system(ang)
     try:
         fit = ols(big_a, b, what="joint inertia / K_tau (eq. 73-76)")
     except ExcitationError as e:
         return {
             "grounded": False,
             "x": [float("nan")] * 4,
+            "std": [float("nan")] * 4,
             "rel_std_pct": [float("inf")] * 4,
             "cond": float("inf"),
             "error": str(e),
         }
-    tau = integrated_autocorr_time(fit.residual[:n]) if st.autocorr_correction else 1.0
-    rel = (fit.rel_std_pct * math.sqrt(tau)).tolist()
+    lengths = [len(r["t"]) for r in ang.raw]
+    cov = _hac_cov(_ols_influence(big_a, fit.residual, 3), lengths, st.autocorr_correction)
+    if theta_cov is not None and ang.sens is not None:
+        g = np.zeros((4, ang.sens.shape[1]))
+        for j in range(ang.sens.shape[1]):
+            d = ang.sens[:, j, :]
+            nd = float(np.linalg.norm(d))
+            if nd == 0:
+                continue
+            eps = 1e-4 * float(np.linalg.norm(ang.tau)) / nd
+            up, dn = (np.linalg.lstsq(*_joint_system(ang, e * d), rcond=None)[0] for e in (eps, -eps))
+            g[:, j] = (up - dn) / (2 * eps)
+        cov = cov + g @ theta_cov @ g.T
+    std = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(fit.x != 0, 100.0 * std / np.abs(fit.x), np.inf).tolist()
     grounded = bool(fit.x[2] > 0 and rel[2] < st.joint_max_rel_std and fit.x[3] != 0)
-    return {"grounded": grounded, "x": fit.x.tolist(), "rel_std_pct": rel, "cond": fit.cond}
+    return {"grounded": grounded, "x": fit.x.tolist(), "std": std.tolist(), "rel_std_pct": rel, "cond": fit.cond}
