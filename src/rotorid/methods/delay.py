@@ -63,6 +63,10 @@ MAX_PLOT_POINTS = 2500
 #: Lowest original logging rate of the motor commands and IMU: a 30-100 ms motor lag needs
 #: several samples per time constant (PX4 logs actuator_motors at 10 Hz unless told otherwise).
 MIN_RATE_HZ = 100.0
+#: Thrust residual's integrated autocorrelation time above which the notes say the residuals
+#: are structured: the lag model leaves white accelerometer noise (tau_int 1), so beyond 2 the
+#: correlation has halved the effective samples, which noise alone does not do.
+STRUCTURED_TAU = 2.0
 #: Eschmann et al. Table II: C_xy->z = I_zz / ((I_xx + I_yy)/2) of the 12 quadrotors listed
 #: (x500, Leshikar, Kaputa, Flightmare, Iris, px4vision, X-wing, five Crazyflie models); their
 #: mean 1.832 is eq. 93.
@@ -1127,8 +1131,15 @@ def _thrust_step(
     out.notes.append(
         "Measured quantity: b = m · acc (the accelerometer's specific force, rotor force / mass, eq. 5 and 17); "
         f"body row(s) {', '.join('xyz'[r] for r in prob.rows)} used. Standard deviations account for the "
-        f"residual autocorrelation (integrated autocorrelation time {sym.tau_int:.1f} samples)."
+        f"residual autocorrelation at the optimum (integrated autocorrelation time {sym.tau_int:.1f} samples)."
     )
+    if sym.tau_int > STRUCTURED_TAU:
+        out.notes.append(
+            f"Residuals are structured: the thrust residual at the optimum is correlated over {sym.tau_int:.0f} samples "
+            "where the lag model leaves white sensor noise, so the model misses something (e.g. a time offset "
+            "between the motor commands and the IMU, which T_m absorbs: T_m is then the effective command-to-"
+            "acceleration lag; or motors that differ). σ includes the residual's correlation, not such a bias."
+        )
     return ident
 
 
