@@ -4,13 +4,16 @@ assumptions whose spread the σ carry, and no σ = 0 or "well determined" on an 
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 
 import numpy as np
 import pytest
 from scipy.signal import lfilter
+from typer.testing import CliRunner
 
+from rotorid.cli import app
 from rotorid.errors import RotoridError
 from rotorid.methods import delay
 from rotorid.report.html import verdict
@@ -132,3 +135,19 @@ def test_accelerometer_bias_is_subtracted_and_its_spread_carried(cf):
     assert abs(default.value("thrust_c0") - K[0]) < 3 * e0.std
     assert not default.params["thrust_c2"].assumed and not default.params["tm"].assumed
     assert given.params["thrust_c0"].std < 0.25 * e0.std  # the 0.01 m/s² left is small
+
+
+def test_cli_takes_the_ratio_and_the_bias_with_their_sigma(cf_logs, tmp_path):
+    """`--izz-ratio C,SIGMA` and `--acc-bias-z VALUE,SIGMA` reach the settings; params.json names
+    the assumption; a malformed value is one clear line and exit 2."""
+    base = ["identify", "--method", "delay", "--vehicle", "crazyflie", f"{cf_logs['log10']}@35:65"]
+    res = CliRunner().invoke(
+        app, [*base, "--izz-ratio", "2.0,0.1", "--acc-bias-z", "0.05,0.01", "--out", str(tmp_path / "a")]
+    )
+    assert res.exit_code == 0, res.output
+    p = json.loads((tmp_path / "a" / "params.json").read_text())
+    assert p["settings"]["izz_ratio"] == [2.0, 0.1] and p["settings"]["acc_bias_z"] == [0.05, 0.01]
+    assert "0.05 ± 0.01 m/s²" in p["params"]["thrust_c0"]["assumption"]
+    assert "assumption" not in p["params"]["tm"]
+    bad = CliRunner().invoke(app, [*base, "--izz-ratio", "1,2,3", "--out", str(tmp_path / "b")])
+    assert bad.exit_code == 2 and "--izz-ratio '1,2,3' must be VALUE or VALUE,SIGMA" in bad.output
