@@ -151,3 +151,26 @@ def test_cli_takes_the_ratio_and_the_bias_with_their_sigma(cf_logs, tmp_path):
     assert "assumption" not in p["params"]["tm"]
     bad = CliRunner().invoke(app, [*base, "--izz-ratio", "1,2,3", "--out", str(tmp_path / "b")])
     assert bad.exit_code == 2 and "--izz-ratio '1,2,3' must be VALUE or VALUE,SIGMA" in bad.output
+
+
+def test_a_dead_time_the_lag_model_absorbs_widens_sigma_to_cover_it(cf):
+    """Accelerometer samples 10 ms late (a sensor or logging offset): the lag-only T_m absorbs
+    it (biased far beyond its statistical σ); the dead-time check finds the offset and widens σ
+    by the two models' difference, so the truth is covered. Without an offset nothing changes."""
+    f = thrust_flight(seed=21, duration=8.0, noise=0.3, jitter=False)
+    k = 5  # 10 ms at 500 Hz
+    late = f.replace(t=f.t[k:], acc=f.acc[:-k], gyro=f.gyro[k:], cmd=f.cmd[k:])
+    r = delay.identify([late], cf)
+    plain = delay.identify([late], cf, settings=delay.DelaySettings(dead_time_check=False))
+    e, e0 = r.params["tm"], plain.params["tm"]
+    assert e.value == e0.value and e0.value - 0.05 > 5 * e0.std  # the offset biases the lag-only T_m
+    assert r.diagnostics["dead_time"] == pytest.approx(0.010, abs=0.002) and r.diagnostics["dead_time_p"] < 0.01
+    assert r.diagnostics["dead_time_tm"] == pytest.approx(0.05, rel=0.05)
+    assert abs(e.value - 0.05) < 2 * e.std
+    assert any(n.startswith("Residuals are structured: a dead time of") for n in r.notes)
+    clean = delay.identify([f], cf)
+    assert clean.diagnostics["dead_time_p"] >= 0.01
+    assert (
+        clean.params["tm"].std
+        == delay.identify([f], cf, settings=delay.DelaySettings(dead_time_check=False)).params["tm"].std
+    )
