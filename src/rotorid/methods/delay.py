@@ -1035,9 +1035,12 @@ def _motor_lag_step(
         tau_int=sym.tau_int,
     )
     if not st.asymmetric_tm:
-        if sym.unc is not None and st.dead_time_check:
-            _dead_time_check(prob, sym, st, out)
+        if sym.unc is not None and st.dead_time_check and _dead_time_check(prob, sym, st, out):
             tm_obs["rel_std_pct"] = 100 * sym.std / sym.tm
+            tm_obs["reason"] = (
+                f"σ includes the model-structure term: a {1e3 * out.diag['dead_time']:.1f} ms dead time with "
+                f"T_m {out.diag['dead_time_tm']:.4g} s fits better than the pure lag"
+            )
         out.put("tm", sym.tm, sym.std)
         out.obs["tm"] = tm_obs
         return sym, tm_pair, sym.unc or thrust_uncertainty(prob, tm_pair, [], st)
@@ -1046,7 +1049,7 @@ def _motor_lag_step(
     return sym, tm_pair, asym.unc or thrust_uncertainty(prob, tm_pair, [], st)
 
 
-def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: _Collected) -> None:
+def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: _Collected) -> bool:
     """Model-structure check of the lag model: a dead time d between the commands and the
     accelerometer (a logging or sensor time offset, which T_m absorbs otherwise; 0 <= d <=
     `dead_time_max`) fitted jointly with T_m. When the data support it (likelihood ratio at
@@ -1054,7 +1057,8 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     d = 0), the reported lag-only values stay (the paper's model, and the effective lag a
     controller sees) and the difference Δθ between the two models' T_m and thrust
     coefficients enters their covariance (Δθ Δθᵀ: the model-structure uncertainty, which
-    the roll/pitch and yaw steps propagate like the rest); a note says so in words."""
+    the roll/pitch and yaw steps propagate like the rest); a note says so in words. Returns
+    whether it did."""
     lo, hi = _support(st)
     n_eff = sym.n / sym.tau_int
     sse = lambda x: float(ols(prob.design_states(prob.states((x[0], x[0]), x[1])), prob.b).sse)
@@ -1070,7 +1074,7 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     p = 0.5 * float(stats.chi2.sf(2 * lr, 1))
     out.diag.update(dead_time=dead, dead_time_tm=tm_d, dead_time_p=p)
     if not p < 0.01:
-        return
+        return False
     x_d = ols(prob.design_states(prob.states((tm_d, tm_d), dead)), prob.b).x
     delta = np.concatenate([[sym.tm - tm_d], sym.unc.fit.x - x_d])
     sym.unc.cov = sym.unc.cov + np.outer(delta, delta)
@@ -1081,6 +1085,7 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
         f"instead of {sym.tm:.4g} s. T_m is reported as the effective command-to-acceleration lag (the paper's model) "
         "and σ of T_m, the thrust curve and what rests on them includes the difference between the two models."
     )
+    return True
 
 
 def _asymmetric_step(
