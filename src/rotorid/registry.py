@@ -75,6 +75,7 @@ _DELAY_OPTIONS = (
     "per_motor",
     "exponents",
     "izz_ratio",
+    "acc_bias_z",
     "inertia_param",
     "cutoff_hz",
     "tm_bounds",
