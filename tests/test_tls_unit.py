@@ -223,6 +223,6 @@ def test_landed_samples_are_left_out() -> None:
     st = tls.TlsSettings(essential=False, band=(0, 8))
     ref = tls.identify({"A": [fl.window(3.0 + 0.5 / 200, 9.0 - 0.5 / 200)]}, v, settings=st)
     got = tls.identify({"A": [junk]}, v, settings=st)
-    for k in ("k_t", "k_d", "I_xx", "I_yy", "I_zz"):
-        assert got.params[k].value == pytest.approx(ref.params[k].value, rel=1e-6), k
+    for k in ("k_t", "k_d", "I_xx", "I_yy", "I_zz"):  # the pieces' ends differ by a sample: filter edges
+        assert got.params[k].value == pytest.approx(ref.params[k].value, rel=1e-4), k
     assert got.params["k_t"].value == pytest.approx(TRUE["k_t"], rel=1e-3)

@@ -28,7 +28,7 @@ import numpy as np
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
-from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls
+from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls, tls_hac_cov
 from rotorid.motion import (
     MIN_PIECE,
     WRENCH,
@@ -60,8 +60,12 @@ class TlsSettings:
       `parallel_cutoff` is the low-pass applied to every column of W_t before decimation.
     - `r_sigma`: essential parameters are kept when max/min %sigma < r_sigma (Sec. III-B).
     - `weighted`: scale each wrench-row block by the inverse of its residual std.
-    - `decimate`: default fs / (5 parallel_cutoff).
+    - `decimate`: default floor(fs / (2 parallel_cutoff)) (`TlsSettings.decimation`).
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
+    - `covariance`: "hac" (default) reports the Newey-West sandwich of the final fit
+      (`regression.tls_hac_cov`), valid when the rows stay correlated; "eq20" the paper's
+      eq. 18-20 (independent rows). The essential-parameter selection always ranks by eq. 20's
+      %σ, the scale the paper's r_σ = 250 was set on.
     """
 
     source: str = "imu"
@@ -77,6 +81,7 @@ class TlsSettings:
     essential: bool = True
     mocap_delay: float = 0.0
     max_weight_iter: int = 20
+    covariance: str = "hac"
 
     @property
     def motion(self) -> MotionSettings:
@@ -93,13 +98,25 @@ class TlsSettings:
         )
 
     def decimation(self, ms: MotionSettings) -> int:
-        """Decimation factor for concrete motion settings: `decimate` or fs / (5 parallel_cutoff)."""
-        return self.decimate or max(1, int(ms.fs / (5.0 * ms.parallel_cutoff)))
+        """Decimation factor for concrete motion settings: `decimate`, or floor(fs / (2 f_c))
+        with f_c = `parallel_cutoff`.
+
+        Every column of W_t is low-passed at f_c first, so the rows carry at most 2 f_c
+        independent samples per second (Shannon): the autocorrelation of noise band-limited
+        to f_c is sinc(2 f_c tau), zero first at tau = 1/(2 f_c). Keeping one row per 1/(2 f_c)
+        leaves rows as nearly uncorrelated as the filter allows, which eq. 18 assumes; denser
+        rows add no information but make eq. 20's sigma too small (at 200 Hz and 15 Hz the old
+        fs/(5 f_c) = 2 kept rows whose residual autocorrelation time was 4-7 rows). Whatever
+        correlation remains (model error, slow drifts) is left to the HAC covariance
+        (`regression.tls_hac_cov`)."""
+        return self.decimate or max(1, int(ms.fs / (2.0 * ms.parallel_cutoff)))
 
     def resolve(self, fs: float) -> dict[str, Any]:
         """Concrete settings for data sampled at `fs` Hz (every default filled in)."""
         if not self.r_sigma > 1:
             raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
+        if self.covariance not in ("hac", "eq20"):
+            raise RotoridError(f"TLS covariance must be 'hac' or 'eq20', got '{self.covariance}'")
         ms = self.motion.at(fs)
         return asdict(self) | ms.to_dict() | {"decimate": int(self.decimation(ms))}
 
@@ -173,8 +190,9 @@ def idim_rows(flights: list[Flight], vehicle: Vehicle, settings: TlsSettings) ->
         n = len(p.t)
         cols = np.concatenate([dk.reshape(n, -1), d.reshape(n, -1), dm], axis=1)
         cols = butter_filtfilt(cols, ms.fs, ms.parallel_cutoff, order=ms.order)
-        keep = (p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim)
-        sel = np.flatnonzero(keep)[:: settings.decimation(own)]
+        keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
+        # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
+        sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         if len(sel) < 2:
             continue
         cols = cols[sel]
@@ -272,6 +290,29 @@ def essential(
             }
         )
         del kept[i]
+
+
+def hac_covariance(
+    w: np.ndarray,
+    blocks: np.ndarray,
+    rows: dict[str, Rows],
+    cols: list[int],
+    active: np.ndarray,
+    scale: np.ndarray,
+    x: np.ndarray,
+) -> np.ndarray:
+    """Covariance of the final (weighted) fit of the columns `cols` over the fitted row blocks
+    (`active`), robust to rows correlated in time (`regression.tls_hac_cov`): the six wrench
+    rows of one instant share its time step, and lags never cross pieces or configurations."""
+    sizes = [len(r.t) for r in rows.values()]
+    start = np.cumsum([0, *sizes[:-1]])
+    instant = np.concatenate([s0 + np.tile(np.arange(n), 6) for s0, n in zip(start, sizes, strict=True)])
+    pieces = [r.piece for r in rows.values()]
+    offsets = np.cumsum([0, *(int(p.max()) + 1 for p in pieces[:-1])])
+    segment = np.concatenate([p + o for p, o in zip(pieces, offsets, strict=True)])
+    keep = active[blocks]
+    wk = w[keep][:, [*cols, w.shape[1] - 1]] * scale[blocks[keep]][:, None]
+    return tls_hac_cov(wk, x, instant[keep], segment)
 
 
 def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
@@ -436,6 +477,8 @@ def identify(
     w, blocks, names = assemble(rows, masses)
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
     fit, kept, scale, history, active = essential(w, blocks, base, names, settings)
+    if settings.covariance == "hac":
+        fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x))
 
     nfull = len(names)
     x = np.zeros(nfull)
