@@ -136,3 +136,20 @@ def test_default_decimation_leaves_the_rows_nearly_uncorrelated(six_ab) -> None:
     eq20 = tls.identify({"A": fl}, a.vehicle, settings=tls.TlsSettings(covariance="eq20"))
     for k in ("k_t", "I_xx", "I_yy", "ms_x"):
         assert res[None].params[k].std >= 0.9 * eq20.params[k].std, k
+
+
+def test_mocap_withholds_the_yaw_pair_with_the_reason(six_ab) -> None:
+    """Six et al. Table II reports no k_d or I_zz from MOCAP: rotorid fits them but reports
+    neither (nor k_tau), and says why in the notes and the observability entries."""
+    a, b = six_ab
+    cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
+    mo = tls.identify(
+        cfg, a.vehicle, masses={"B": b.vehicle.mass}, settings=tls.TlsSettings(source="mocap", mocap_delay=0.005)
+    )
+    for k in ("k_d", "k_tau", "I_zz@A", "I_zz@B"):
+        o = mo.observability[k]
+        assert k not in mo.params and o["identifiable"] is False and "errors in variables" in o["reason"]
+        assert "--source imu" in o["advice"]
+    assert any("not reported from motion capture" in n for n in mo.notes)
+    assert {"k_t", "I_xx@B", "ms_x@B"} <= set(mo.params)
+    assert all(e.std > 0 for e in mo.params.values())
