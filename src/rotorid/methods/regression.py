@@ -232,3 +232,33 @@ def tls_hac_cov(
     meat = hac_meat(scores, segment, newey_west_lags(nsteps) if lags is None else lags)
     cov = binv @ meat @ binv * (r / (r - nt))
     return 0.5 * (cov + cov.T)
+
+
+def andrews_lags(scores: np.ndarray) -> int:
+    """Data-driven Bartlett bandwidth (Andrews 1991, Econometrica 59, eq. 6.2 with an AR(1)
+    plug-in per score component): L = 1.1447 (alpha T)^(1/3), alpha = 4 rho^2 / ((1-rho)^2
+    (1+rho)^2) for each component's lag-1 autocorrelation rho; the largest L over the
+    components (each parameter's scores need their own correlation covered)."""
+    g = np.asarray(scores, dtype=float)
+    g = g - g.mean(axis=0)
+    den = np.sum(g * g, axis=0)
+    ok = den > 0
+    if len(g) < 3 or not ok.any():
+        return 0
+    rho = np.clip(np.sum(g[1:, ok] * g[:-1, ok], axis=0) / den[ok], -0.97, 0.97)
+    alpha = 4.0 * rho**2 / ((1.0 - rho) ** 2 * (1.0 + rho) ** 2)
+    return int(min(1.1447 * float(np.max(alpha) * len(g)) ** (1.0 / 3.0), len(g) - 1))
+
+
+def rls_hac_cov(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray, lags: int | None = None) -> np.ndarray:
+    """Covariance of a (recursive) weighted least-squares estimate robust to heteroscedastic,
+    autocorrelated row errors: bread M bread, `bread` = (P0^-1 + sum h h^T / r)^-1 (the RLS's
+    own covariance without a-posteriori scaling), M the Newey-West meat (`hac_meat`) of the
+    per-step scores g_t = sum_k h_tk e_tk / r_tk; `h` (T, K, p) the regressor rows of each
+    step, `e` (T, K) their residuals at the final estimate, `r` (T, K) the row variances the
+    estimator weighted them with; `lags` defaults to `andrews_lags` of the scores. With
+    independent rows and correct r this is the RLS covariance itself."""
+    g = np.einsum("tkp,tk->tp", np.asarray(h, dtype=float), np.asarray(e, dtype=float) / np.asarray(r, dtype=float))
+    lags = andrews_lags(g) if lags is None else lags
+    cov = bread @ hac_meat(g, np.zeros(len(g), dtype=int), lags) @ bread
+    return 0.5 * (cov + cov.T)
