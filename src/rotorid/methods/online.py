@@ -35,6 +35,11 @@ Where the paper leaves room or a literal reading fails (`OnlineSettings` lists t
 defaults here were chosen on the kwon-payload scenario; `OnlineSettings.literal()` restores
 the literal algorithms for comparison (benchmarks/bench_online.py).
 
+Uncertainty: the streaming state (`OnlineState.theta1_std`, the trajectories) carries the RLS's
+own covariance scaled by its a-posteriori residual variance, what a live loop can afford;
+`identify` reports the HAC sandwich over the whole flight (`_final_std`), and leaves out a
+parameter the flight never informed (the value would be the initial guess).
+
 Discretisation: Alg. 4 differentiates ω̂ between two samples; the moment, thrust, rate and
 accelerometer entering H1/H2 are the means of the same two samples (the midpoint the forward
 difference belongs to), and the KF predicts with the mean moment.
