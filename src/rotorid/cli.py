@@ -216,6 +216,10 @@ def identify(
     mocap_delay: Annotated[
         float, typer.Option(help="Seconds the mocap pose lags the commands.", rich_help_panel=_TLS)
     ] = 0.0,
+    acc_bias: Annotated[
+        bool,
+        typer.Option(help="Estimate an accelerometer bias per airborne piece (IMU source).", rich_help_panel=_TLS),
+    ] = False,
     variant: Annotated[
         str, typer.Option(help="kwon (the paper's method), rls or rls-lpf.", rich_help_panel=_ONLINE)
     ] = "kwon",

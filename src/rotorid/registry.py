@@ -93,6 +93,7 @@ _TLS_OPTIONS = (
     "weighted",
     "speed",
     "mocap_delay",
+    "acc_bias",
 )
 _ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow")
 
