@@ -157,8 +157,21 @@ def identify(
         str, typer.Option(help="Thrust-curve exponents, e.g. 0,1,2 or 2.", rich_help_panel=_DELAY)
     ] = "0,1,2",
     izz_ratio: Annotated[
-        float, typer.Option(help="C_xy->z in I_zz = C (I_xx+I_yy)/2.", rich_help_panel=_DELAY)
-    ] = 1.832,
+        str | None,
+        typer.Option(
+            help="C_xy->z in I_zz = C (I_xx+I_yy)/2: C or C,SIGMA (default 1.832,0.40, the spread of Eschmann "
+            "Table II); I_zz and K_tau carry SIGMA.",
+            rich_help_panel=_DELAY,
+        ),
+    ] = None,
+    acc_bias_z: Annotated[
+        str | None,
+        typer.Option(
+            help="Accelerometer z bias VALUE or VALUE,SIGMA in m/s² (default 0,0.2): subtracted; K_0 and the "
+            "hover command carry SIGMA.",
+            rich_help_panel=_DELAY,
+        ),
+    ] = None,
     inertia_param: Annotated[
         str, typer.Option(help="auto, direct, reciprocal or tls.", rich_help_panel=_DELAY)
     ] = "auto",
@@ -203,6 +216,10 @@ def identify(
     mocap_delay: Annotated[
         float, typer.Option(help="Seconds the mocap pose lags the commands.", rich_help_panel=_TLS)
     ] = 0.0,
+    acc_bias: Annotated[
+        bool,
+        typer.Option(help="Estimate an accelerometer bias per airborne piece (IMU source).", rich_help_panel=_TLS),
+    ] = False,
     variant: Annotated[
         str, typer.Option(help="kwon (the paper's method), rls or rls-lpf.", rich_help_panel=_ONLINE)
     ] = "kwon",

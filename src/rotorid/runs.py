@@ -47,6 +47,18 @@ def floats(text: str | tuple[float, ...] | None, n: int, what: str) -> tuple[flo
     return vals
 
 
+def value_sigma(text: str | float | tuple[float, ...], what: str) -> float | tuple[float, ...]:
+    """`"V"` -> V, `"V,SIGMA"` -> (V, SIGMA) (numbers and tuples pass through): a value with an
+    optional σ, the method's default σ applying when none is given."""
+    if not isinstance(text, str):
+        return text
+    n = text.count(",") + 1
+    if n > 2:
+        raise RotoridError(f"{what} '{text}' must be VALUE or VALUE,SIGMA")
+    vals = floats(text, n, what)
+    return vals[0] if n == 1 else vals
+
+
 def named(value: Mapping[str, Any] | list[str] | None, what: str) -> dict[str, Any]:
     """Per-configuration values (`--config`, `--mass`, `--weight`): repeated NAME=VALUE texts
     as the command line gives them, or a mapping as a manifest gives them."""
@@ -268,6 +280,8 @@ def run_delay(req: Request) -> Result:
         {
             "tm_prior": lambda v: floats(v, 2, "--tm-prior"),
             "tm_bounds": lambda v: floats(v, 2, "--tm-bounds"),
+            "izz_ratio": lambda v: value_sigma(v, "--izz-ratio"),
+            "acc_bias_z": lambda v: value_sigma(v, "--acc-bias-z"),
             "exponents": lambda v: tuple(v.split(",")) if isinstance(v, str) else tuple(v),
         },
     )
