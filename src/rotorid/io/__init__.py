@@ -45,7 +45,7 @@ def register(name: str, suffixes: tuple[str, ...], magic: bytes | None = None) -
 def _ensure_loaded() -> None:
     from rotorid.io import crazyflie  # noqa: F401  (registers itself)
 
-    for mod in ("ulog", "table"):
+    for mod in ("ulog", "table", "dataflash", "blackbox"):
         try:
             __import__(f"rotorid.io.{mod}")
         except ModuleNotFoundError as e:
@@ -166,12 +166,12 @@ def load(spec: str | LogSpec, **options: Any) -> list[Flight]:
     return out
 
 
-WRITERS = {".csv": "table", ".parquet": "table", ".ulg": "ulog"}
+WRITERS = {".csv": "table", ".parquet": "table", ".ulg": "ulog", ".bin": "dataflash"}
 
 
 def write(flight: Flight, path: str | Path) -> Path:
     """Write a flight atomically in the format of the suffix: .csv/.parquet (interchange) or
-    .ulg (PX4 ULog, FRD/NED topics)."""
+    .ulg (PX4 ULog, FRD/NED topics) or .bin (ArduPilot DataFlash)."""
     p = Path(path)
     mod = WRITERS.get(p.suffix.lower())
     if mod is None:
