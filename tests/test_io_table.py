@@ -27,7 +27,15 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 #: Values a reader accepts per channel (rotorid.io.guard.LIMITS): any float64 inside them.
-PLAUSIBLE = {"acc": 150.0, "gyro": 34.0, "gyro_dot": 4000.0, "cmd": 1.0, "rotor_speed": 9000.0, "pos": 9e4, "vel": 190.0}
+PLAUSIBLE = {
+    "acc": 150.0,
+    "gyro": 34.0,
+    "gyro_dot": 4000.0,
+    "cmd": 1.0,
+    "rotor_speed": 9000.0,
+    "pos": 9e4,
+    "vel": 190.0,
+}
 
 
 @st.composite
