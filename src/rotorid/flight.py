@@ -26,6 +26,8 @@ GAP_PERIODS = 5.0
 #: decided before allocating, so corrupt time stamps cannot ask for a huge grid.
 GRID_FACTOR = 4
 GRID_SLACK = 1000
+#: `Flight.resample` may upsample at most this much (its grid bound grows with the factor).
+UPSAMPLE_MAX = 100.0
 
 #: Channel name -> (columns or None for "M motors", unit, interpolation kind).
 CHANNELS: dict[str, tuple[int | None, str, str]] = {
@@ -239,7 +241,7 @@ class Flight:
         quaternions are interpolated by slerp.
         """
         rate = rate or self.rate
-        n = grid_size(self.duration, rate, len(self.t) * max(1.0, rate / self.rate), self.source)
+        n = grid_size(self.duration, rate, len(self.t) * min(max(1.0, rate / self.rate), UPSAMPLE_MAX), self.source)
         t = self.t[0] + np.arange(n) / rate
         series = {c: Series(self.t, getattr(self, c)) for c in self.channels}
         kw = {c: _interp(s, t, CHANNELS[c][2]) for c, s in series.items()}

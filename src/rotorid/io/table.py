@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rotorid.errors import LogFormatError, RotoridError
+from rotorid.errors import LogFormatError, RotoridError, quote
 from rotorid.flight import Flight
 from rotorid.io import guard, register
 from rotorid.util import atomic_write
@@ -36,6 +36,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 #: Per-motor groups: channel -> column prefix.
 MOTOR_GROUPS: dict[str, str] = {"cmd": "cmd_", "rotor_speed": "rpm_"}
 _MOTOR_COL = re.compile(r"^(cmd|rpm)_(\d+)$")
+#: More motor columns than any multirotor has (a higher index is a corrupt header).
+MAX_MOTORS = 64
 _META_KEY = b"rotorid.meta"
 _TIME_NAMES = ("time", "timestamp", "ts", "time_s", "t_s", "seconds")
 
@@ -69,6 +71,7 @@ def to_arrays(flight: Flight) -> dict[str, np.ndarray]:
 def _valid_names(present: list[str]) -> list[str]:
     """Every name a reader accepts, for suggestions (motor columns up to the count present + 1)."""
     n = 1 + max((int(m.group(2)) for c in present if (m := _MOTOR_COL.match(c))), default=7)
+    n = min(n, MAX_MOTORS)
     motors = [f"{p}{i}" for p in MOTOR_GROUPS.values() for i in range(n + 1)]
     return ["t", "landed", *(c for g in GROUPS.values() for c in g), *motors]
 
@@ -76,6 +79,13 @@ def _valid_names(present: list[str]) -> list[str]:
 def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] | None = None) -> Flight:
     """{column name: 1-D array} -> Flight, checking the schema (FORMATS.md)."""
     names = list(cols)
+    for c in names:
+        m = _MOTOR_COL.match(c)
+        if m and int(m.group(2)) >= MAX_MOTORS:
+            raise LogFormatError(
+                f"{source}: column {quote(c)} numbers motor {quote(m.group(2), 20)}; rotorid reads at most "
+                f"{MAX_MOTORS} motors (cmd_0..cmd_{MAX_MOTORS - 1}) — the header is corrupt"
+            )
     valid = set(_valid_names(names))
     for c in names:
         if c not in valid and not _MOTOR_COL.match(c):
@@ -86,7 +96,7 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
             )
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise LogFormatError(
-                f"{source}: unknown column '{c}'; {hint}valid columns are t, acc_x.., gyro_x.., gyro_dot_x.., "
+                f"{source}: unknown column {quote(c)}; {hint}valid columns are t, acc_x.., gyro_x.., gyro_dot_x.., "
                 "cmd_0.., rpm_0.., qw qx qy qz, px py pz, vx vy vz, landed (FORMATS.md)"
             )
     if "t" not in cols:

@@ -151,7 +151,8 @@ class _Topics:
         missing = [f for f in fields if f not in d]
         if missing:
             raise LogFormatError(f"{self.path}: topic '{topic}' lacks field(s) {quote(', '.join(missing))}")
-        return np.column_stack([d[f].astype(np.float64) for f in fields])
+        with np.errstate(invalid="ignore"):  # a signalling NaN in a float field: decided by `put`
+            return np.column_stack([d[f].astype(np.float64) for f in fields])
 
     def param(self, *names: str) -> float | None:
         """The first of the named parameters that is in the log, as a finite float."""
@@ -228,6 +229,19 @@ class _Channels:
         self.notes: list[str] = []
 
     def put(self, ch: str, topic: str, t: np.ndarray, v: np.ndarray) -> None:
+        """Add channel `ch` from `topic`; samples holding NaN/inf are dropped with a warning
+        (the grid then bridges them, or splits the log where they leave a gap)."""
+        ok = np.all(np.isfinite(v.reshape(len(v), -1)), axis=1)
+        if not ok.all():
+            warnings.warn(
+                f"{self.topics.path}: {topic}: {int((~ok).sum())} samples of '{ch}' hold NaN/inf "
+                f"(first at t = {t[~ok][0]:.3f} s); dropped them",
+                stacklevel=4,
+            )
+            t, v = t[ok], v[ok]
+        if len(t) < 2:
+            self.notes.append(f"{topic} -> {ch}: fewer than 2 finite samples; not read")
+            return
         self.series[ch] = _clean(t, v, self.notes, f"{topic} -> {ch}")
         self.source[ch] = topic
 
@@ -271,30 +285,22 @@ def _read_motors(
     if motor_input not in ("normalized", "pwm_us"):
         raise RotoridError(f"{path}: motor_input must be 'normalized' or 'pwm_us' for a ULog, got {motor_input!r}")
     n_motors = motors
-    if tp.get("actuator_motors") and motor_input == "normalized":
-        cols = _motor_columns(tp, "actuator_motors", "control", motors, c.notes)
-        u = tp.columns("actuator_motors", [f"control[{i}]" for i in cols])
-        if np.isnan(u).any():
-            c.notes.append("actuator_motors: NaN (PX4's 'motor stopped') read as 0")
-        c.put("cmd", "actuator_motors", tp.time("actuator_motors"), np.nan_to_num(u, nan=0.0))
-        c.units["cmd"] = clip(tp.info.get(CMD_UNIT_INFO, "normalized"))
-        n_motors = len(cols)
-    elif tp.get("actuator_outputs"):
-        cols = _motor_columns(tp, "actuator_outputs", "output", motors, c.notes)
-        pwm = tp.columns("actuator_outputs", [f"output[{i}]" for i in cols])
-        u = _pwm_to_normalized(tp, pwm, cols, pwm_range) if motor_input == "normalized" else None
-        if u is None:
-            if motor_input == "normalized":
-                warnings.warn(
-                    f"{path}: actuator_outputs are PWM µs and the log has no PWM_MAIN_MIN/MAX (or PWM_MIN/MAX) "
-                    "parameters; kept raw µs — give the range (pwm_range) to get normalized commands",
-                    stacklevel=4,
-                )
-            u, c.units["cmd"] = pwm, "pwm_us"
+    topic = "actuator_motors" if tp.get("actuator_motors") and motor_input == "normalized" else "actuator_outputs"
+    if tp.get(topic):
+        prefix = "control" if topic == "actuator_motors" else "output"
+        cols = _motor_columns(tp, topic, prefix, motors, c.notes)
+        if cols:
+            u = tp.columns(topic, [f"{prefix}[{i}]" for i in cols])
+            if topic == "actuator_motors":
+                if np.isnan(u).any():
+                    c.notes.append("actuator_motors: NaN (PX4's 'motor stopped') read as 0")
+                c.put("cmd", topic, tp.time(topic), np.nan_to_num(u, nan=0.0))
+                c.units["cmd"] = clip(tp.info.get(CMD_UNIT_INFO, "normalized"))
+            else:
+                _put_pwm(c, u, cols, motor_input, pwm_range, path)
+            n_motors = len(cols)
         else:
-            c.units["cmd"] = "normalized"
-        c.put("cmd", "actuator_outputs", tp.time("actuator_outputs"), u)
-        n_motors = len(cols)
+            c.notes.append(f"{topic}: no output holds motor data; no motor commands read")
     d = tp.get("esc_status")
     if d:
         n_esc = int(np.clip(np.max(d["esc_count"]), 0, 255)) if "esc_count" in d else 0
@@ -304,6 +310,25 @@ def _read_motors(
             c.put("rotor_speed", "esc_status", tp.time("esc_status"), rpm * RPM_TO_RAD_S)
             c.units["rotor_speed"] = "rad/s (from esc_rpm)"
     return n_motors
+
+
+def _put_pwm(
+    c: _Channels, pwm: np.ndarray, cols: list[int], motor_input: str, pwm_range: tuple[float, float] | None, path: Path
+) -> None:
+    """actuator_outputs (PWM µs) as commands: normalized by the PWM range when known and
+    wanted, else raw µs (with a warning when normalized ones were wanted)."""
+    u = _pwm_to_normalized(c.topics, pwm, cols, pwm_range) if motor_input == "normalized" else None
+    if u is None:
+        if motor_input == "normalized":
+            warnings.warn(
+                f"{path}: actuator_outputs are PWM µs and the log has no PWM_MAIN_MIN/MAX (or PWM_MIN/MAX) "
+                "parameters; kept raw µs — give the range (pwm_range) to get normalized commands",
+                stacklevel=5,
+            )
+        u, c.units["cmd"] = pwm, "pwm_us"
+    else:
+        c.units["cmd"] = "normalized"
+    c.put("cmd", "actuator_outputs", c.topics.time("actuator_outputs"), u)
 
 
 def _read_state(c: _Channels, path: Path) -> None:
