@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rotorid.frames import GRAVITY as G
 from rotorid.sim import scenarios
-from rotorid.sim.dynamics import Body, G, accelerations, hover_state, integrate, rotate
+from rotorid.sim.dynamics import Body, accelerations, hover_state, integrate, rotate
 from rotorid.sim.sensors import Imu, bias_walk, imu
 from rotorid.vehicle import quad_x
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from rotorid.frames import GRAVITY as G
 from rotorid.sim.control import ThrustInverse, euler_zxy
-from rotorid.sim.dynamics import Body, G, accelerations, hover_state, integrate, rotate
+from rotorid.sim.dynamics import Body, accelerations, hover_state, integrate, rotate
 from rotorid.sim.sensors import Imu, Mocap, imu, mocap
 from rotorid.sim.trajectory import evaluate, move
 from rotorid.vehicle import Vehicle, crazyflie, quad_x

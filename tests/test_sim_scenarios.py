@@ -7,9 +7,9 @@ import pytest
 
 from rotorid.errors import RotoridError
 from rotorid.excitation import measure
+from rotorid.frames import GRAVITY as G
 from rotorid.signal import motor_lag
 from rotorid.sim import scenarios
-from rotorid.sim.dynamics import G
 from rotorid.sim.scenarios import SIX_I_A, SIX_MS_A, six_mass_properties
 
 

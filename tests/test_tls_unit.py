@@ -11,12 +11,11 @@ from scipy.integrate import cumulative_trapezoid
 
 from rotorid.errors import MissingChannelError, RotoridError
 from rotorid.flight import Flight
-from rotorid.frames import body_to_world, bryant_rates, bryant_to_quat
+from rotorid.frames import GRAVITY, body_to_world, bryant_rates, bryant_to_quat
 from rotorid.methods import tls
 from rotorid.methods.regression import block_weighted_tls
 from rotorid.vehicle import Rotor, Vehicle
 
-G = 9.80665
 TRUE = {"k_t": 12.0, "k_d": 0.2, "ms": np.array([0.004, -0.002, -0.006]), "I": (0.017, 0.018, 0.029, 2e-4, -1e-4, 3e-4)}
 
 
@@ -72,7 +71,7 @@ def kinematic_flight(
     extra = np.cross(omd, ms) + np.cross(om, np.cross(om, ms))
     mix = v.mixer(k_tau=TRUE["k_d"] / TRUE["k_t"])
     s = np.zeros((len(tf), 3))
-    s[:, 2] = G + sz
+    s[:, 2] = GRAVITY + sz
     if np.linalg.matrix_rank(mix) == 6:  # fully actuated: lateral specific force is free
         s[:, :2] = 0.3 * np.sin(2 * np.pi * np.outer(tf, [0.3, 0.45]))
     else:  # planar rotors: no lateral rotor force, eq. (1) fixes s_x, s_y
@@ -82,7 +81,7 @@ def kinematic_flight(
     assert thrust.min() > 0
     u = np.sqrt(thrust / TRUE["k_t"])
     q = bryant_to_quat(eta)
-    vel = cumulative_trapezoid(body_to_world(q, s) + np.array([0, 0, -G]), tf, axis=0, initial=0)
+    vel = cumulative_trapezoid(body_to_world(q, s) + np.array([0, 0, -GRAVITY]), tf, axis=0, initial=0)
     pos = cumulative_trapezoid(vel, tf, axis=0, initial=0)
     r = v.imu_offset
     acc = s + np.cross(omd, r) + np.cross(om, np.cross(om, r))

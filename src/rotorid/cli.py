@@ -459,3 +459,26 @@ def export(
     table.write(flights[0], to)
     f = flights[0]
     console.print(f"wrote [bold]{to}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")
+
+
+@command
+def batch(
+    manifest: Annotated[
+        Path, typer.Argument(help="CSV or TOML table of runs: vehicle, date, method, airframe, logs (see README).")
+    ],
+    out: Annotated[Path, typer.Option(help="Output folder: params.parquet, runs.csv, fleet.html, runs/.")] = Path(
+        "fleet"
+    ),
+    workers: Annotated[int | None, typer.Option(help="Local Dask worker processes (default: one per core).")] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Address of an existing Dask scheduler, e.g. tcp://host:8786.")
+    ] = None,
+    allow_corrupt: Annotated[
+        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
+    ] = False,
+) -> None:
+    """Identify a fleet on Dask: one run per manifest row, a Parquet table of every parameter
+    per vehicle and date, and fleet.html with each vehicle's parameters over time and drifts."""
+    from rotorid.batch import run_manifest
+
+    run_manifest(manifest, out, workers=workers, scheduler=scheduler, allow_corrupt=allow_corrupt, console=console)

@@ -386,12 +386,12 @@ def export_params(
     max_rotor_speed: float | None = None,
     config: str | None = None,
 ) -> Path:
-    """Read a `params.json`, build the identified vehicle (`rotorid.validate.vehicle_from_result`
+    """Read a `params.json`, build the identified vehicle (`rotorid.identified.vehicle_from_result`
     on the base vehicle: `vehicle` if given, else the one stored in params.json) and write it in
     format `fmt` to `out` atomically (nothing is written when anything is missing). For a
     combined multi-configuration result `config` picks the configuration (default: the first)."""
+    from rotorid.identified import vehicle_from_result
     from rotorid.result import Result
-    from rotorid.validate import vehicle_from_result
 
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,22 +52,38 @@ PARAMS: dict[str, tuple[str, str]] = {
 }
 
 _SUFFIX = re.compile(r"^(?P<base>.+?)(?:_m\d+)?(?:@(?P<cfg>[\w.-]+))?$")
+_THRUST_COEFF = re.compile(r"^thrust_c\d+$")
 
 
 def unit_of(name: str) -> str:
-    """Unit of a canonical parameter name (with optional `_mK` motor or `@config` suffix)."""
+    """Unit of a canonical parameter name (with optional `_mK` motor or `@config` suffix);
+    a thrust-curve coefficient `thrust_cJ` of any power J is in N."""
     m = _SUFFIX.match(name)
     base = m.group("base") if m else name
+    if _THRUST_COEFF.match(base):
+        return "N"
     return PARAMS.get(base, PARAMS.get(name, ("", "")))[0]
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A parameter estimate with its standard deviation (NaN when unknown) and unit."""
+    """A parameter estimate with its standard deviation (NaN when unknown) and unit.
+
+    `assumption` names, in words, what the value rests on besides the flights (e.g. "I_zz from
+    the assumed yaw-inertia ratio C_xy->z = 1.83 ± 0.4, Eschmann Table II"); "" when the flights
+    measure it. Its σ must carry the assumption's own uncertainty, and an assumed parameter is
+    never reported as "well determined" (DESIGN.md, "Uncertainty").
+    """
 
     value: float
     std: float = float("nan")
     unit: str = ""
+    assumption: str = ""
+
+    @property
+    def assumed(self) -> bool:
+        """True when the value rests on an assumption, not on the flights alone."""
+        return bool(self.assumption)
 
     @property
     def rel_std_pct(self) -> float:
@@ -74,7 +91,10 @@ class Estimate:
         return 100.0 * self.std / abs(self.value) if self.value != 0 else float("inf")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": _num(self.value), "std": _num(self.std), "unit": self.unit}
+        d = {"value": _num(self.value), "std": _num(self.std), "unit": self.unit}
+        if self.assumption:
+            d["assumption"] = self.assumption
+        return d
 
 
 def _num(x: Any) -> Any:
@@ -110,6 +130,11 @@ class Result:
       small); `observability`: per-parameter verdicts {name: {"identifiable": bool,
       "rel_std_pct": .., "reason": "..", "advice": ".."}}.
     - `inputs`: [{"path", "sha256", "windows"}]; `notes`: plain-language remarks.
+    - `vehicle`: the identified vehicle (`Vehicle.to_dict()`): the vehicle the method was
+      given with every quantity the result identified replaced
+      (`rotorid.identified.vehicle_from_result(result, input_vehicle)`), the same for every
+      method; None when it could not be built (a note says why). Mapping the result onto it
+      again gives it back, so validation and export may start from it.
     """
 
     method: str
@@ -134,13 +159,12 @@ class Result:
         head = f"{'parameter':<16}{'value':>14}{'std':>12}{'%σ':>8}  {'unit':<9}"
         if truth is not None:
             head += f"{'truth':>14}{'error %':>9}"
+        errors = compare(self, truth) if truth is not None else {}
         lines = [f"rotorid {self.method} — {len(self.params)} parameters", "=" * len(head), head, "-" * len(head)]
         for k, e in self.params.items():
             row = f"{k:<16}{e.value:>14.6g}{e.std:>12.3g}{e.rel_std_pct:>8.2f}  {e.unit:<9}"
-            if truth is not None and k in truth.params:
-                tv = truth.params[k]
-                err = 100.0 * (e.value - tv) / abs(tv) if tv != 0 else float("nan")
-                row += f"{tv:>14.6g}{err:>9.2f}"
+            if k in errors:
+                row += f"{truth.params[k]:>14.6g}{errors[k]:>9.2f}"
             lines.append(row)
         lines.append("=" * len(head))
         lines += [f"note: {n}" for n in self.notes]
@@ -176,7 +200,10 @@ class Result:
 
         return Result(
             method=d["method"],
-            params={k: Estimate(f(v["value"]), f(v.get("std")), v.get("unit", "")) for k, v in d["params"].items()},
+            params={
+                k: Estimate(f(v["value"]), f(v.get("std")), v.get("unit", ""), v.get("assumption", ""))
+                for k, v in d["params"].items()
+            },
             settings=d.get("settings", {}),
             observability=d.get("observability", {}),
             inputs=d.get("inputs", []),
@@ -224,9 +251,31 @@ class Truth:
 def compare(result: Result, truth: Truth) -> dict[str, float]:
     """Relative error in percent, 100 (estimate - truth) / |truth|, for every parameter both
     know (NaN where the truth is zero)."""
-    out = {}
-    for k, e in result.params.items():
-        if k in truth.params:
-            tv = truth.params[k]
-            out[k] = 100.0 * (e.value - tv) / abs(tv) if tv != 0 else float("nan")
-    return out
+    return {k: rel_error_pct(e.value, truth.params[k]) for k, e in result.params.items() if k in truth.params}
+
+
+def rel_error_pct(value: float, truth: float) -> float:
+    """100 (value - truth) / |truth| (NaN where the truth is zero)."""
+    return 100.0 * (value - truth) / abs(truth) if truth != 0 else float("nan")
+
+
+def build_result(
+    method: str,
+    estimates: Mapping[str, tuple[float, float]],
+    settings: dict[str, Any],
+    diagnostics: dict[str, Any] | None = None,
+    observability: dict[str, dict[str, Any]] | None = None,
+    notes: list[str] | None = None,
+) -> Result:
+    """The `Result` of a method: one `Estimate` per canonical name from (value, σ), its unit
+    from `unit_of`, in the order given. The method then sets `Result.vehicle`
+    (`rotorid.identified.with_vehicle`)."""
+    params = {name: Estimate(float(v), float(s), unit_of(name)) for name, (v, s) in estimates.items()}
+    return Result(
+        method=method,
+        params=params,
+        settings=settings,
+        diagnostics=diagnostics if diagnostics is not None else {},
+        observability=observability if observability is not None else {},
+        notes=notes if notes is not None else [],
+    )

@@ -1,6 +1,6 @@
 """Cross-validation on held-out flights (Six et al. Sec. IV-B4), for results of any method.
 
-`vehicle_from_result` turns a `Result` (delay, tls or online) plus a base `Vehicle` into the
+`identified.vehicle_from_result` turns a `Result` (delay, tls or online) plus a base `Vehicle` into the
 identified model. `validate` replays a held-out flight's logged motor commands through the
 rotor model (with the motor lag if identified) and compares
 
@@ -9,21 +9,23 @@ rotor model (with the motor lag if identified) and compares
 - the specific force and angular acceleration the model predicts (Newton-Euler eq. 1-2
   solved for them, given the measured body rates) with the measured ones: RMSE and R².
 
-Motion is measured and filtered exactly as the TLS method does (`rotorid.methods.tls.motion`).
+Motion is measured and filtered exactly as the TLS method does (`rotorid.motion.motion`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rotorid.errors import RotoridError, VehicleError
+from rotorid.errors import RotoridError
 from rotorid.flight import Flight
+from rotorid.identified import parallel_axis, vehicle_from_result
 from rotorid.methods.regression import r2
+from rotorid.motion import WRENCH, MotionSettings, airborne_pieces, motion, rel_error_norms
 from rotorid.result import Result
 from rotorid.signal import butter_filtfilt
 from rotorid.util import atomic_write_text
@@ -32,106 +34,7 @@ from rotorid.vehicle import Vehicle
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-WRENCH = ("F_x", "F_y", "F_z", "M_x", "M_y", "M_z")
 MOTION = ("s_x", "s_y", "s_z", "omega_dot_x", "omega_dot_y", "omega_dot_z")
-_INERTIA = ("I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
-
-
-def _getter(result: Result, config: str | None):
-    def get(name: str) -> float | None:
-        for n in ([f"{name}@{config}"] if config else []) + [name]:
-            if n in result.params and np.isfinite(result.params[n].value):
-                return float(result.params[n].value)
-        return None
-
-    return get
-
-
-def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None) -> Vehicle:
-    """The identified vehicle: `base` with every quantity the result identified replaced.
-
-    Reads canonical names (`rotorid.result.PARAMS`), preferring `NAME@config` when `config`
-    is given (default for a combined TLS result: its first configuration): mass (or `settings["masses"][config]`), thrust curve `thrust_cJ` (lumped) or
-    `thrust_cJ_mK` (per motor) or `k_t` (f = k_t u^2), `k_tau` (or k_d/k_t), motor lag `tm`
-    or `tm_rise`/`tm_fall` (or the T_m a TLS run assumed), inertia `I_*` (products default
-    to 0; a diagonal element not identified is taken from `base`, else I_zz = I_xx + I_yy;
-    moved from the body origin to the CoM by the parallel-axis theorem when
-    `settings["inertia_about"] == "origin"`, as TLS reports it), CoM `com_*` (or ms/m),
-    IMU position `imu_*`.
-    """
-    cfgs = result.settings.get("configs") or []
-    if config is None and len(cfgs) > 1:
-        config = cfgs[0]  # a combined TLS result: the first configuration (the vehicle flown)
-    get = _getter(result, config)
-    ch: dict[str, Any] = {"source": f"result:{result.method}", "name": base.name + (f"@{config}" if config else "")}
-    masses = result.settings.get("masses") or {}
-    mass = masses.get(config) if config else None
-    mass = mass if mass is not None else get("mass")
-    ch["mass"] = float(mass) if mass is not None else base.mass
-    lumped = {int(k[len("thrust_c") :]): v.value for k, v in result.params.items() if k[len("thrust_c") :].isdigit()}
-    per_motor: dict[int, dict[int, float]] = {}
-    for k, v in result.params.items():
-        if k.startswith("thrust_c") and "_m" in k:
-            e, _, m = k[len("thrust_c") :].partition("_m")
-            if e.isdigit() and m.isdigit():
-                per_motor.setdefault(int(e), {})[int(m)] = v.value
-    if per_motor:
-        exps = sorted(per_motor)
-        ch["thrust_exponents"] = tuple(exps)
-        ch["thrust_coeffs"] = np.array([[per_motor[e][m + 1] for e in exps] for m in range(base.n_rotors)])
-    elif lumped:
-        exps = sorted(lumped)
-        ch["thrust_exponents"] = tuple(exps)
-        ch["thrust_coeffs"] = np.array([lumped[e] for e in exps])
-    elif get("k_t") is not None:
-        ch["thrust_exponents"] = (2,)
-        ch["thrust_coeffs"] = np.array([get("k_t")])
-    k_tau = get("k_tau")
-    if k_tau is None and get("k_d") is not None and get("k_t") is not None:
-        k_tau = get("k_d") / get("k_t")
-    if k_tau is not None:
-        ch["k_tau"] = k_tau
-    tm = get("tm")
-    if tm is None and result.method == "tls":
-        tm = result.settings.get("tm")
-    if tm is not None:
-        ch["tm_rise"] = ch["tm_fall"] = float(tm)
-    for k in ("tm_rise", "tm_fall"):
-        if get(k) is not None:
-            ch[k] = get(k)
-    vals = {n: get(n) for n in _INERTIA}
-    if any(v is not None for v in vals.values()):
-        prev = base.inertia
-        diag = []
-        for i, n in enumerate(_INERTIA[:3]):
-            v = vals[n] if vals[n] is not None else (prev[i, i] if prev is not None else None)
-            diag.append(v)
-        if diag[2] is None and diag[0] is not None and diag[1] is not None:
-            diag[2] = diag[0] + diag[1]
-        if any(v is None for v in diag):
-            raise VehicleError(
-                f"result ({result.method}) identifies only some of I_xx, I_yy, I_zz and the base vehicle "
-                f"'{base.name}' has no inertia to fill the rest; give --vehicle with an inertia"
-            )
-        xy, xz, yz = (vals[n] or 0.0 for n in _INERTIA[3:])
-        ch["inertia"] = np.array([[diag[0], xy, xz], [xy, diag[1], yz], [xz, yz, diag[2]]])
-    com = [get(f"com_{a}") for a in "xyz"]
-    ms = [get(f"ms_{a}") for a in "xyz"]
-    if any(v is not None for v in com + ms):
-        prev = base.com if base.com is not None else np.zeros(3)
-        ch["com"] = np.array(
-            [
-                c if c is not None else (s / ch["mass"] if s is not None else p)
-                for c, s, p in zip(com, ms, prev, strict=True)
-            ]
-        )
-    if "inertia" in ch and result.settings.get("inertia_about") == "origin":
-        c = ch.get("com", base.com if base.com is not None else np.zeros(3))
-        ch["inertia"] = ch["inertia"] - ch["mass"] * (c @ c * np.eye(3) - np.outer(c, c))  # parallel axis
-    imu = [get(f"imu_{a}") for a in "xyz"]
-    if any(v is not None for v in imu):
-        ch["imu_offset"] = np.array([v if v is not None else p for v, p in zip(imu, base.imu_offset, strict=True)])
-    return base.replace(**ch)
 
 
 @dataclass
@@ -177,7 +80,7 @@ def _inertia_origin(v: Vehicle) -> tuple[np.ndarray, np.ndarray]:
     c = v.com if v.com is not None else np.zeros(3)
     if v.inertia is None:
         raise RotoridError(f"vehicle '{v.name}' has no inertia; the result must identify it or --vehicle give it")
-    return v.mass * c, v.inertia + v.mass * (c @ c * np.eye(3) - np.outer(c, c))
+    return v.mass * c, parallel_axis(v.inertia, v.mass, c)
 
 
 def wrenches(v: Vehicle, omega: np.ndarray, omega_dot: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -212,13 +115,11 @@ def validate(
     """Cross-validate `result` on held-out `flights` (Sec. IV-B4, Table III, Figs. 3-4).
 
     The rotor terms are the logged commands through the identified motor lag, or, for a TLS
-    result, whatever channel its identification used (`TlsSettings.speed`).
+    result, whatever channel its identification used (`MotionSettings.speed`).
 
     `base` defaults to `result.vehicle`; `config` picks `NAME@config` parameters of a
     combined TLS result; `source` ("imu"/"mocap") defaults to the result's, else IMU when
     the flight has it."""
-    from rotorid.methods import tls
-
     if base is None:
         if result.vehicle is None:
             raise RotoridError("the result carries no vehicle; give the base vehicle with --vehicle")
@@ -235,7 +136,7 @@ def validate(
         source = result.settings.get("source") if result.method == "tls" else None
         source = source or ("imu" if flights[0].acc is not None and flights[0].gyro is not None else "mocap")
     rs = result.settings if result.method == "tls" else {}
-    settings = tls.TlsSettings(
+    settings = MotionSettings(
         source=source,
         tm=v.tm_rise,
         band=tuple(rs["band"]) if rs.get("band") else None,
@@ -250,17 +151,17 @@ def validate(
         notes.append("no torque coefficient (k_tau/k_d) identified: the yaw moment is not predicted")
     if v.tm_rise is not None and v.tm_fall is not None and not np.isclose(v.tm_rise, v.tm_fall):
         notes.append("asymmetric motor lag replayed with the mean time constant")
-        settings = tls.TlsSettings(**{**settings.__dict__, "tm": 0.5 * (v.tm_rise + v.tm_fall)})
+        settings = replace(settings, tm=0.5 * (v.tm_rise + v.tm_fall))
     unmodeled = ~np.array([modeled[c] for c in WRENCH])
     ts, meas, pred, rig, rot = [], [], [], [], []
-    for piece in (p for f in flights for p in tls._pieces(f)):
-        cfg = settings.resolve(piece.rate)
-        mo = tls.motion(piece, v, cfg)
+    for piece in (p for f in flights for p in airborne_pieces(f)):
+        cfg = settings.at(piece.rate)
+        mo = motion(piece, v, cfg)
         rotor = v.thrust(mo.u) @ v.mixer(k_tau=v.k_tau or 0.0).T
         rigid = wrenches(v, mo.omega, mo.omega_dot, mo.s)
         series = np.concatenate([rotor, rigid, mo.s, mo.omega_dot, mo.omega], axis=1)
-        series = butter_filtfilt(series, cfg["fs"], cfg["parallel_cutoff"], order=cfg["order"])
-        keep = (piece.t >= piece.t[0] + cfg["trim"]) & (piece.t <= piece.t[-1] - cfg["trim"])
+        series = butter_filtfilt(series, cfg.fs, cfg.parallel_cutoff, order=cfg.order)
+        keep = (piece.t >= piece.t[0] + cfg.trim) & (piece.t <= piece.t[-1] - cfg.trim)
         sl = series[keep]
         rotor, rigid, s, od, om = sl[:, :6], sl[:, 6:12], sl[:, 12:15], sl[:, 15:18], sl[:, 18:21]
         drive = np.where(unmodeled, rigid, rotor)
@@ -278,7 +179,7 @@ def validate(
         ok = modeled["M_z"] or name != "omega_dot_z"
         rmse, fit = _rmse_r2(measured[:, j], predicted[:, j]) if ok else (float("nan"), float("nan"))
         metrics[name] = {"rmse": rmse, "r2": fit, "unit": "m/s^2" if name.startswith("s_") else "rad/s^2"}
-    norms = tls.rel_error_norms(rigid - rotor, rotor)
+    norms = rel_error_norms(rigid - rotor, rotor)
     norms = {k: (val if modeled[k] else float("nan")) for k, val in norms.items()}
     return Validation(
         metrics=metrics,
@@ -290,7 +191,7 @@ def validate(
         rigid=rigid,
         rotor=rotor,
         vehicle=v.to_dict(),
-        settings={**settings.resolve(flights[0].rate), "config": config, "method": result.method},
+        settings={**settings.at(flights[0].rate).to_dict(), "config": config, "method": result.method},
         notes=notes,
     )
 

@@ -49,12 +49,13 @@ from threadpoolctl import threadpool_limits
 
 from rotorid.errors import ExcitationError, RotoridError, VehicleError
 from rotorid.flight import Flight
-from rotorid.methods.regression import Fit, ols, r2, tls
-from rotorid.result import Estimate, Result, unit_of
+from rotorid.frames import GRAVITY
+from rotorid.identified import with_vehicle
+from rotorid.methods.regression import Fit, ols, r2, r2_from_sse, tls
+from rotorid.result import Result, build_result
 from rotorid.signal import butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
-G = 9.80665
 INERTIA_PARAMS = ("direct", "reciprocal", "tls")
 #: Figures get at most this many points per scatter (diagnostics are subsampled evenly).
 MAX_PLOT_POINTS = 2500
@@ -663,28 +664,51 @@ def _identify(
     roll_pitch = _prepare(roll_pitch, vehicle, "roll/pitch", "cmd", "gyro")
     yaw = _prepare(yaw, vehicle, "yaw", "cmd", "gyro")
     _check_commands(thrust_flights, vehicle)
-
-    params: dict[str, Estimate] = {}
-    obs: dict[str, dict[str, Any]] = {}
-    notes: list[str] = []
-    diag: dict[str, Any] = {}
-
-    def put(name: str, value: float, std: float, unit: str | None = None) -> None:
-        params[name] = Estimate(float(value), float(std), unit if unit is not None else (unit_of(name) or "N"))
-
-    # -- 1. T_m ------------------------------------------------------------------------------
+    out = _Collected()
     prob = ThrustProblem(thrust_flights, vehicle, st.exponents, st.per_motor)
+    sym, tm_pair, fit, states = _motor_lag_step(prob, st, out)
+    ident = _thrust_step(prob, sym, tm_pair, fit, states, st, out)
+    out.settings = {**dataclasses.asdict(st), "tm_search_range": list(_support(st)), "tm_evaluations": sym.evaluations}
+    rp = _roll_pitch_step(roll_pitch, ident, tm_pair, st, out) if roll_pitch else None
+    if rp is None:
+        out.notes.append("No roll/pitch flight: I_xx, I_yy (and so I_zz, K_tau) were not identified.")
+    else:
+        _yaw_step(yaw, ident, tm_pair, rp, st, out)
+    result = build_result("delay", out.est, out.settings, out.diag, out.obs, out.notes)
+    return with_vehicle(result, vehicle)
+
+
+@dataclass
+class _Collected:
+    """What the steps of `_identify` gather for the `Result`: (value, σ) per parameter,
+    observability, notes, diagnostics and settings."""
+
+    est: dict[str, tuple[float, float]] = field(default_factory=dict)
+    obs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    diag: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def put(self, name: str, value: float, std: float) -> None:
+        self.est[name] = (float(value), float(std))
+
+
+def _motor_lag_step(
+    prob: ThrustProblem, st: DelaySettings, out: _Collected
+) -> tuple[TmSearch, tuple[float, float], Fit, list[np.ndarray]]:
+    """Step 1: T_m (or rising/falling constants) from the thrust flight; the thrust fit and
+    motor states at the chosen constants. Raises `ExcitationError` when the thrust does not
+    follow the commands or fits equally well for every T_m."""
     sym = search_tm(prob, st)
     tm_pair = (sym.tm, sym.tm)
-    src = ", ".join(sorted({f.source for f in thrust_flights}))
+    src = ", ".join(sorted({f.source for f in prob.flights}))
     fit, states = prob.fit(tm_pair)
-    sst = float(np.sum((prob.b - prob.b.mean()) ** 2))
-    thrust_r2 = 1.0 - fit.sse / sst if sst > 0 else 0.0
+    thrust_r2 = r2_from_sse(fit.sse, prob.b)
     lr = 0.5 * (sym.n / sym.tau_int) * math.log(float(np.max(sym.sse)) / float(np.min(sym.sse)))
-    if thrust_r2 < st.min_thrust_r2 or lr < 0.5 * stats.chi2.ppf(0.999, 1):
+    if not thrust_r2 >= st.min_thrust_r2 or lr < 0.5 * stats.chi2.ppf(0.999, 1):
         raise ExcitationError(
             f"{src}: not enough excitation for T_m: the measured thrust (mass x accelerometer z) "
-            f"{'does not follow the motor commands' if thrust_r2 < st.min_thrust_r2 else 'fits equally well for every T_m'} "
+            f"{'does not follow the motor commands' if not thrust_r2 >= st.min_thrust_r2 else 'fits equally well for every T_m'} "
             f"(R² {thrust_r2:.2f}, log-likelihood range {lr:.2g}); fly the thrust manoeuvre (repeated climbs and "
             "descents with sharp throttle changes)"
         )
@@ -696,8 +720,8 @@ def _identify(
             "reason": f"T_m optimum {sym.tm:.4g} s lies at the edge of the search range [{lo:.4g}, {hi:.4g}] s",
             "advice": "widen tm_bounds if the motor can be that fast/slow, or fly sharper throttle steps",
         }
-        notes.append(f"T_m: the optimum {sym.tm:.4g} s is at the edge of the search range [{lo:.4g}, {hi:.4g}] s.")
-    diag.update(
+        out.notes.append(f"T_m: the optimum {sym.tm:.4g} s is at the edge of the search range [{lo:.4g}, {hi:.4g}] s.")
+    out.diag.update(
         tm_grid=sym.grid,
         tm_sse=sym.sse,
         tm_rmse=np.sqrt(sym.sse / sym.n),
@@ -708,57 +732,72 @@ def _identify(
         thrust_r2=thrust_r2,
         tau_int=sym.tau_int,
     )
-    if st.asymmetric_tm:
-        asym = search_tm_asymmetric(prob, sym, st)
-        tm_pair = (asym.tm_rise, asym.tm_fall)
-        fit, states = prob.fit(tm_pair)
-        supported = asym.p_value < 0.01
-        drop = 100.0 * (1.0 - asym.sse / float(np.min(sym.sse)))
-        put("tm_rise", asym.tm_rise, asym.std[0], "s")
-        put("tm_fall", asym.tm_fall, asym.std[1], "s")
-        for k, v, s in (("tm_rise", asym.tm_rise, asym.std[0]), ("tm_fall", asym.tm_fall, asym.std[1])):
-            obs[k] = (
-                {"identifiable": True, "rel_std_pct": 100 * s / v if s == s else float("nan")}
-                if not asym.at_edge
-                else {**tm_obs, "identifiable": False, "reason": "rising/falling optimum at the edge of the range"}
-            )
-        notes.append(
-            f"Separate rising/falling constants T_rise = {asym.tm_rise:.4g} s, T_fall = {asym.tm_fall:.4g} s "
-            f"(symmetric T_m = {sym.tm:.4g} s) lower the residual by {drop:.2f} % (F = {asym.f_stat:.3g}, "
-            f"p = {asym.p_value:.2g} with {sym.n / sym.tau_int:.0f} effective samples): the data "
-            f"{'support' if supported else 'do not support'} the split."
-        )
-        diag.update(
-            tm_rise=asym.tm_rise,
-            tm_fall=asym.tm_fall,
-            asym_f=asym.f_stat,
-            asym_p=asym.p_value,
-            asym_supported=supported,
-        )
-    else:
-        put("tm", sym.tm, sym.std, "s")
-        obs["tm"] = tm_obs
+    if not st.asymmetric_tm:
+        out.put("tm", sym.tm, sym.std)
+        out.obs["tm"] = tm_obs
+        return sym, tm_pair, fit, states
+    tm_pair = _asymmetric_step(prob, sym, tm_obs, st, out)
+    fit, states = prob.fit(tm_pair)
+    return sym, tm_pair, fit, states
 
-    # -- 2. thrust curve, hover ------------------------------------------------------------------
+
+def _asymmetric_step(
+    prob: ThrustProblem, sym: TmSearch, tm_obs: dict[str, Any], st: DelaySettings, out: _Collected
+) -> tuple[float, float]:
+    """Step 1b: separate rising/falling constants and whether the data support the split."""
+    asym = search_tm_asymmetric(prob, sym, st)
+    supported = asym.p_value < 0.01
+    drop = 100.0 * (1.0 - asym.sse / float(np.min(sym.sse)))
+    out.put("tm_rise", asym.tm_rise, asym.std[0])
+    out.put("tm_fall", asym.tm_fall, asym.std[1])
+    for k, v, s in (("tm_rise", asym.tm_rise, asym.std[0]), ("tm_fall", asym.tm_fall, asym.std[1])):
+        out.obs[k] = (
+            {"identifiable": True, "rel_std_pct": 100 * s / v if s == s else float("nan")}
+            if not asym.at_edge
+            else {**tm_obs, "identifiable": False, "reason": "rising/falling optimum at the edge of the range"}
+        )
+    out.notes.append(
+        f"Separate rising/falling constants T_rise = {asym.tm_rise:.4g} s, T_fall = {asym.tm_fall:.4g} s "
+        f"(symmetric T_m = {sym.tm:.4g} s) lower the residual by {drop:.2f} % (F = {asym.f_stat:.3g}, "
+        f"p = {asym.p_value:.2g} with {sym.n / sym.tau_int:.0f} effective samples): the data "
+        f"{'support' if supported else 'do not support'} the split."
+    )
+    out.diag.update(
+        tm_rise=asym.tm_rise, tm_fall=asym.tm_fall, asym_f=asym.f_stat, asym_p=asym.p_value, asym_supported=supported
+    )
+    return asym.tm_rise, asym.tm_fall
+
+
+def _thrust_step(
+    prob: ThrustProblem,
+    sym: TmSearch,
+    tm_pair: tuple[float, float],
+    fit: Fit,
+    states: list[np.ndarray],
+    st: DelaySettings,
+    out: _Collected,
+) -> Vehicle:
+    """Step 2: the thrust curve (σ scaled by the residual autocorrelation) and the hover
+    command with its σ; returns the vehicle with the identified curve and motor lag."""
     scale = math.sqrt(sym.tau_int)
-    names = prob.names()
     std = fit.std * scale
-    for k, nm in enumerate(names):
+    for k, nm in enumerate(prob.names()):
         if nm == "thrust_c0" and prob.shared_c0:
-            for i in range(vehicle.n_rotors):
-                put(f"thrust_c0_m{i + 1}", fit.x[k], std[k])
-            notes.append(
+            for i in range(prob.vehicle.n_rotors):
+                out.put(f"thrust_c0_m{i + 1}", fit.x[k], std[k])
+            out.notes.append(
                 "Per-motor curves: the constant term K_0 cannot be split among rotors with parallel axes "
                 "(identical regressor columns in eq. 21); it is shared."
             )
         else:
-            put(nm, fit.x[k], std[k])
-        obs[nm if not (nm == "thrust_c0" and prob.shared_c0) else "thrust_c0_m1"] = {
+            out.put(nm, fit.x[k], std[k])
+        out.obs[nm if not (nm == "thrust_c0" and prob.shared_c0) else "thrust_c0_m1"] = {
             "identifiable": True,
             "rel_std_pct": float(100 * std[k] / abs(fit.x[k])) if fit.x[k] else float("inf"),
         }
-    coeffs = prob.coeffs(fit.x)
-    ident = vehicle.replace(thrust_exponents=st.exponents, thrust_coeffs=coeffs, tm_rise=tm_pair[0], tm_fall=tm_pair[1])
+    ident = prob.vehicle.replace(
+        thrust_exponents=st.exponents, thrust_coeffs=prob.coeffs(fit.x), tm_rise=tm_pair[0], tm_fall=tm_pair[1]
+    )
     hover = ident.hover_command()
     lmap = prob.mean_curve_map()
     e = np.array(st.exponents, dtype=float)
@@ -766,152 +805,165 @@ def _identify(
     dfdu = float(np.sum(kbar * np.where(e > 0, e * hover ** np.maximum(e - 1, 0), 0.0)))
     grad = -(hover**e) / dfdu @ lmap
     hover_std = float(math.sqrt(max(grad @ fit.cov @ grad, 0.0)) * scale)
-    put("hover_cmd", hover, hover_std, "1")
-    obs["hover_cmd"] = {"identifiable": True, "rel_std_pct": 100 * hover_std / hover}
+    out.put("hover_cmd", hover, hover_std)
+    out.obs["hover_cmd"] = {"identifiable": True, "rel_std_pct": 100 * hover_std / hover}
 
     meas = prob.b
-    pred = fit.x @ prob.design_states(states).T
     nodelay_fit, _ = prob.fit((0.0, 0.0))
     sub = _subsample(len(meas))
-    diag.update(
+    out.diag.update(
         thrust_meas=meas[sub],
-        thrust_pred=pred[sub],
+        thrust_pred=(fit.x @ prob.design_states(states).T)[sub],
         thrust_pred_nodelay=(meas - nodelay_fit.residual)[sub],
-        thrust_t=np.concatenate([f.t for f in thrust_flights])[sub] if prob.n_rows == 1 else sub.astype(float),
-        thrust_nodelay_r2=1.0 - nodelay_fit.sse / sst,
+        thrust_t=np.concatenate([f.t for f in prob.flights])[sub] if prob.n_rows == 1 else sub.astype(float),
+        thrust_nodelay_r2=r2_from_sse(nodelay_fit.sse, meas),
         thrust_cond=fit.cond,
     )
-    # hover check (Fig. 6): motor states where |specific force| ~ g (zero world acceleration)
-    acc = np.vstack([f.acc for f in thrust_flights])
-    ws = np.vstack(states).mean(axis=1)
-    cmds = np.vstack([f.cmd for f in thrust_flights]).mean(axis=1)
-    dev = np.abs(np.linalg.norm(acc, axis=1) - G)
-    near = dev <= np.quantile(dev, st.hover_fraction)
-    diag.update(hover_states=ws[near], hover_cmds=cmds[near], hover_pred=hover)
-    med = float(np.median(ws[near]))
-    notes.append(
-        f"Hover check (Fig. 6): the motor states of the {100 * st.hover_fraction:g} % of samples nearest zero "
-        f"world acceleration have median {med:.4f}; the thrust curve predicts hover at {hover:.4f} "
-        f"({100 * (hover - med) / med:+.2f} %)."
-    )
-    diag["hover_median"] = med
-    notes.append(
+    _hover_check(prob, states, hover, st, out)
+    out.notes.append(
         "Measured quantity: b = m · acc (the accelerometer's specific force, rotor force / mass, eq. 5 and 17); "
         f"body row(s) {', '.join('xyz'[r] for r in prob.rows)} used. Standard deviations account for the "
         f"residual autocorrelation (integrated autocorrelation time {sym.tau_int:.1f} samples)."
     )
+    return ident
 
-    settings_out = {**dataclasses.asdict(st), "tm_search_range": list(_support(st)), "tm_evaluations": sym.evaluations}
 
-    # -- 3. roll/pitch inertia ----------------------------------------------------------------
-    inertia = None
-    if roll_pitch:
-        ang = angular_columns(roll_pitch, ident, tm_pair, st, "roll/pitch")
-        ang.tau_int = _residual_tau(ang) if st.autocorr_correction else 1.0
-        with _naming(roll_pitch, "fly roll and pitch doublets in that window"):
-            rp = roll_pitch_inertia(ang, st)
-        chosen = rp["chosen"]
-        (ixx, sxx), (iyy, syy) = rp["fits"][chosen]
-        put("I_xx", ixx, sxx, "kg m^2")
-        put("I_yy", iyy, syy, "kg m^2")
-        inertia = (ixx, iyy)
-        settings_out["inertia_param_chosen"] = chosen
-        fits = rp["fits"]
-        spread = max(abs(fits["direct"][k][0] - fits["reciprocal"][k][0]) / fits[chosen][k][0] for k in (0, 1))
-        for k, nm in enumerate(("I_xx", "I_yy")):
-            v, s = fits[chosen][k]
-            obs[nm] = {
-                "identifiable": True,
-                "rel_std_pct": 100 * s / v,
-                "reason": f"direct and reciprocal fits differ by {100 * spread:.0f} % (errors in variables)"
-                if spread > 0.1
-                else "",
-            }
-        notes.append(
-            "Roll/pitch inertia by parameterization (I_xx, I_yy; held-out R² of the angular-rate change over "
-            f"{1e3 * st.pred_horizon:g} ms): "
-            + "; ".join(
-                f"{h}: {fits[h][0][0]:.4g}, {fits[h][1][0]:.4g} kg m² (R² {rp['holdout_r2'][h]:.3f})"
-                for h in INERTIA_PARAMS
-            )
-            + f". Chosen: {chosen}"
-            + (" (best held-out prediction)." if st.inertia_param == "auto" else " (requested).")
+def _hover_check(
+    prob: ThrustProblem, states: list[np.ndarray], hover: float, st: DelaySettings, out: _Collected
+) -> None:
+    """Hover check (Fig. 6): motor states where |specific force| ~ g (zero world acceleration)
+    against the hover command the thrust curve predicts."""
+    acc = np.vstack([f.acc for f in prob.flights])
+    ws = np.vstack(states).mean(axis=1)
+    cmds = np.vstack([f.cmd for f in prob.flights]).mean(axis=1)
+    dev = np.abs(np.linalg.norm(acc, axis=1) - GRAVITY)
+    near = dev <= np.quantile(dev, st.hover_fraction)
+    out.diag.update(hover_states=ws[near], hover_cmds=cmds[near], hover_pred=hover)
+    med = float(np.median(ws[near]))
+    out.notes.append(
+        f"Hover check (Fig. 6): the motor states of the {100 * st.hover_fraction:g} % of samples nearest zero "
+        f"world acceleration have median {med:.4f}; the thrust curve predicts hover at {hover:.4f} "
+        f"({100 * (hover - med) / med:+.2f} %)."
+    )
+    out.diag["hover_median"] = med
+
+
+def _roll_pitch_step(
+    roll_pitch: list[Flight], ident: Vehicle, tm_pair: tuple[float, float], st: DelaySettings, out: _Collected
+) -> dict[str, Any]:
+    """Step 3: I_xx, I_yy by the chosen parameterization (eq. 80-82); returns
+    `roll_pitch_inertia`'s fits and choice."""
+    ang = angular_columns(roll_pitch, ident, tm_pair, st, "roll/pitch")
+    ang.tau_int = _residual_tau(ang) if st.autocorr_correction else 1.0
+    with _naming(roll_pitch, "fly roll and pitch doublets in that window"):
+        rp = roll_pitch_inertia(ang, st)
+    chosen, fits = rp["chosen"], rp["fits"]
+    out.settings["inertia_param_chosen"] = chosen
+    spread = max(abs(fits["direct"][k][0] - fits["reciprocal"][k][0]) / fits[chosen][k][0] for k in (0, 1))
+    for k, nm in enumerate(("I_xx", "I_yy")):
+        v, s = fits[chosen][k]
+        out.put(nm, v, s)
+        out.obs[nm] = {
+            "identifiable": True,
+            "rel_std_pct": 100 * s / v,
+            "reason": f"direct and reciprocal fits differ by {100 * spread:.0f} % (errors in variables)"
+            if spread > 0.1
+            else "",
+        }
+    out.notes.append(
+        "Roll/pitch inertia by parameterization (I_xx, I_yy; held-out R² of the angular-rate change over "
+        f"{1e3 * st.pred_horizon:g} ms): "
+        + "; ".join(
+            f"{h}: {fits[h][0][0]:.4g}, {fits[h][1][0]:.4g} kg m² (R² {rp['holdout_r2'][h]:.3f})"
+            for h in INERTIA_PARAMS
         )
-        sub = _subsample(len(ang.acc))
-        diag.update(
-            rp_acc=ang.acc[sub, :2],
-            rp_tau=ang.tau[sub, :2],
-            rp_fits={h: [v for v, _ in fits[h]] for h in INERTIA_PARAMS},
-            rp_holdout_r2=rp["holdout_r2"],
-            rp_chosen=chosen,
+        + f". Chosen: {chosen}"
+        + (" (best held-out prediction)." if st.inertia_param == "auto" else " (requested).")
+    )
+    sub = _subsample(len(ang.acc))
+    out.diag.update(
+        rp_acc=ang.acc[sub, :2],
+        rp_tau=ang.tau[sub, :2],
+        rp_fits={h: [v for v, _ in fits[h]] for h in INERTIA_PARAMS},
+        rp_holdout_r2=rp["holdout_r2"],
+        rp_chosen=chosen,
+    )
+    return rp
+
+
+def _yaw_step(
+    yaw: list[Flight],
+    ident: Vehicle,
+    tm_pair: tuple[float, float],
+    rp: dict[str, Any],
+    st: DelaySettings,
+    out: _Collected,
+) -> None:
+    """Step 4: I_zz from the assumed ratio (eq. 93-94); with a yaw flight K_tau (eq. 95-96),
+    the joint estimate (eq. 73-76) and the roll/pitch model cross-validated on it."""
+    ixx, sxx = out.est["I_xx"]
+    iyy, syy = out.est["I_yy"]
+    izz = st.izz_ratio * 0.5 * (ixx + iyy)
+    izz_std = st.izz_ratio * 0.5 * math.hypot(sxx, syy)
+    out.put("I_zz", izz, izz_std)
+    out.obs["I_zz"] = {
+        "identifiable": True,
+        "rel_std_pct": 100 * izz_std / izz,
+        "reason": f"from I_zz = {st.izz_ratio:g} (I_xx + I_yy)/2 (eq. 93-94), not measured",
+    }
+    if not yaw:
+        out.notes.append("No yaw flight: K_tau was not identified.")
+        return
+    ident = ident.replace(inertia=np.diag([ixx, iyy, izz]))
+    ang_y = angular_columns(yaw, ident, tm_pair, st, "yaw")
+    with _naming(yaw, "fly yaw doublets in that window"):
+        ktau, ktau_std, yfit = _k_tau(ang_y, (ixx, iyy), izz, izz_std, st)
+    out.put("k_tau", ktau, ktau_std)
+    out.obs["k_tau"] = {
+        "identifiable": True,
+        "rel_std_pct": 100 * ktau_std / abs(ktau),
+        "reason": "scale set by the assumed I_zz ratio (eq. 93)",
+    }
+    sub = _subsample(len(ang_y.drag))
+    out.diag.update(
+        yaw_drag=ang_y.drag[sub], yaw_lhs=yfit["lhs"][sub], yaw_r2=yfit["r2"], k_tau=ktau, yaw_cond=yfit["cond"]
+    )
+    _joint_note(ang_y, st, out)
+    _cross_validate(ang_y, rp, st, out)
+
+
+def _joint_note(ang_y: Angular, st: DelaySettings, out: _Collected) -> None:
+    """The joint estimate (eq. 73-76) as a diagnostic and a note (used or not)."""
+    joint = _joint(ang_y, st)
+    out.diag["joint"] = joint
+    if joint["grounded"]:
+        out.notes.append(
+            f"Joint estimate (eq. 73-76, precession grounds I_zz): I_xx {joint['x'][0]:.4g}, I_yy "
+            f"{joint['x'][1]:.4g}, I_zz {joint['x'][2]:.4g} kg m² (%σ {joint['rel_std_pct'][2]:.2g}), "
+            f"K_tau {joint['x'][3]:.4g} m; condition number {joint['cond']:.3g}."
         )
     else:
-        notes.append("No roll/pitch flight: I_xx, I_yy (and so I_zz, K_tau) were not identified.")
+        out.notes.append(
+            f"Joint estimate (eq. 73-76) not usable: the yaw flight has too little precession to ground "
+            f"I_zz (%σ {joint['rel_std_pct'][2]:.3g}, condition number {joint['cond']:.3g}); "
+            f"I_zz uses C = {st.izz_ratio:g} instead (Sec. III-A1)."
+        )
 
-    # -- 4. I_zz, K_tau ---------------------------------------------------------------------------
-    if inertia is not None:
-        izz = st.izz_ratio * 0.5 * (inertia[0] + inertia[1])
-        izz_std = st.izz_ratio * 0.5 * math.hypot(params["I_xx"].std, params["I_yy"].std)
-        put("I_zz", izz, izz_std, "kg m^2")
-        obs["I_zz"] = {
-            "identifiable": True,
-            "rel_std_pct": 100 * izz_std / izz,
-            "reason": f"from I_zz = {st.izz_ratio:g} (I_xx + I_yy)/2 (eq. 93-94), not measured",
-        }
-        ident = ident.replace(inertia=np.diag([inertia[0], inertia[1], izz]))
-        if yaw:
-            ang_y = angular_columns(yaw, ident, tm_pair, st, "yaw")
-            with _naming(yaw, "fly yaw doublets in that window"):
-                ktau, ktau_std, yfit = _k_tau(ang_y, inertia, izz, izz_std, st)
-            put("k_tau", ktau, ktau_std, "m")
-            obs["k_tau"] = {
-                "identifiable": True,
-                "rel_std_pct": 100 * ktau_std / abs(ktau),
-                "reason": "scale set by the assumed I_zz ratio (eq. 93)",
-            }
-            ident = ident.replace(k_tau=ktau)
-            sub = _subsample(len(ang_y.drag))
-            diag.update(
-                yaw_drag=ang_y.drag[sub], yaw_lhs=yfit["lhs"][sub], yaw_r2=yfit["r2"], k_tau=ktau, yaw_cond=yfit["cond"]
-            )
-            joint = _joint(ang_y, st)
-            diag["joint"] = joint
-            if joint["grounded"]:
-                notes.append(
-                    f"Joint estimate (eq. 73-76, precession grounds I_zz): I_xx {joint['x'][0]:.4g}, I_yy "
-                    f"{joint['x'][1]:.4g}, I_zz {joint['x'][2]:.4g} kg m² (%σ {joint['rel_std_pct'][2]:.2g}), "
-                    f"K_tau {joint['x'][3]:.4g} m; condition number {joint['cond']:.3g}."
-                )
-            else:
-                notes.append(
-                    f"Joint estimate (eq. 73-76) not usable: the yaw flight has too little precession to ground "
-                    f"I_zz (%σ {joint['rel_std_pct'][2]:.3g}, condition number {joint['cond']:.3g}); "
-                    f"I_zz uses C = {st.izz_ratio:g} instead (Sec. III-A1)."
-                )
-            # cross-validation of the roll/pitch model on the yaw flight(s)
-            xval = {}
-            for h in INERTIA_PARAMS:
-                ixx, iyy = (v for v, _ in rp["fits"][h])
-                xval[h] = predict_scores(ang_y, (ixx, iyy, st.izz_ratio * 0.5 * (ixx + iyy)), st)
-            diag["xval"] = xval
-            c = xval[chosen]
-            notes.append(
-                f"Cross-validation on the yaw flight(s): the roll/pitch model ({chosen}) predicts angular "
-                f"acceleration with R² {c['r2_acc'][0]:.2f} (x), {c['r2_acc'][1]:.2f} (y), relative error "
-                f"{c['rel_err_acc'][0]:.2f}, {c['rel_err_acc'][1]:.2f}; angular-rate change R² "
-                f"{c['r2_dw'][0]:.2f}, {c['r2_dw'][1]:.2f}."
-            )
-        else:
-            notes.append("No yaw flight: K_tau was not identified.")
 
-    return Result(
-        method="delay",
-        params=params,
-        settings=settings_out,
-        diagnostics=diag,
-        observability=obs,
-        notes=notes,
-        vehicle=ident.to_dict(),
+def _cross_validate(ang_y: Angular, rp: dict[str, Any], st: DelaySettings, out: _Collected) -> None:
+    """Cross-validation of every roll/pitch model on the yaw flight(s)."""
+    xval = {}
+    for h in INERTIA_PARAMS:
+        ixx, iyy = (v for v, _ in rp["fits"][h])
+        xval[h] = predict_scores(ang_y, (ixx, iyy, st.izz_ratio * 0.5 * (ixx + iyy)), st)
+    out.diag["xval"] = xval
+    chosen = rp["chosen"]
+    c = xval[chosen]
+    out.notes.append(
+        f"Cross-validation on the yaw flight(s): the roll/pitch model ({chosen}) predicts angular "
+        f"acceleration with R² {c['r2_acc'][0]:.2f} (x), {c['r2_acc'][1]:.2f} (y), relative error "
+        f"{c['rel_err_acc'][0]:.2f}, {c['rel_err_acc'][1]:.2f}; angular-rate change R² "
+        f"{c['r2_dw'][0]:.2f}, {c['r2_dw'][1]:.2f}."
     )
 
 
@@ -944,8 +996,7 @@ def _k_tau(
     k = float(fit.x[0])
     tau = integrated_autocorr_time(fit.residual) if st.autocorr_correction else 1.0
     std = abs(k) * math.hypot(float(fit.std[0]) * math.sqrt(tau) / abs(k), izz_std / izz)
-    sst = float(np.sum((lhs - lhs.mean()) ** 2))
-    return k, std, {"lhs": lhs, "r2": 1.0 - fit.sse / sst if sst > 0 else float("nan"), "cond": fit.cond}
+    return k, std, {"lhs": lhs, "r2": r2_from_sse(fit.sse, lhs), "cond": fit.cond}
 
 
 def _joint(ang: Angular, st: DelaySettings) -> dict[str, Any]:

@@ -50,13 +50,14 @@ import numpy as np
 
 from rotorid.errors import ExcitationError, MissingChannelError, RotoridError, VehicleError
 from rotorid.flight import Flight
-from rotorid.result import Estimate, Result, unit_of
+from rotorid.frames import GRAVITY
+from rotorid.identified import with_vehicle
+from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
 #: Lowest original logging rate of IMU and rotor channels (Kwon et al. ran the estimator at 100 Hz).
 MIN_RATE_HZ = 50.0
 
-G = 9.80665
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
 _ROWS = (0, 5, 10, 15, 20)
@@ -358,7 +359,7 @@ class OnlineEstimator:
 
     # -- the step ---------------------------------------------------------------------------
     def _step(self, t: float, g: list[float], acc: list[float], q: list[float] | None, F: list[float], M: list[float]):
-        s = self.settings
+        """One estimator step: enable check, KF (Alg. 1-2, 4), regressors (Alg. 3, 6), RLS (Alg. 5, 7)."""
         self._state = None
         if self._t is None:  # first sample: initial state only
             self._t = t
@@ -373,67 +374,98 @@ class OnlineEstimator:
         self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
         Fm = (0.5 * (F0[0] + F[0]), 0.5 * (F0[1] + F[1]), 0.5 * (F0[2] + F[2]))
         Mm = (0.5 * (M0[0] + M[0]), 0.5 * (M0[1] + M[1]), 0.5 * (M0[2] + M[2]))
-        am = (0.5 * (a0[0] + acc[0]), 0.5 * (a0[1] + acc[1]), 0.5 * (a0[2] + acc[2]))
-
-        # enable condition: LPF'd gravity-rejected vertical acceleration (Sec. III, Fig. 3)
         if not self.enabled:
-            if q is not None:
-                w_, x_, y_, z_ = q
-                az = 2 * (x_ * z_ - w_ * y_) * acc[0] + 2 * (y_ * z_ + w_ * x_) * acc[1]
-                az += (1 - 2 * (x_ * x_ + y_ * y_)) * acc[2]
-                az -= G
-            else:
-                az = math.sqrt(acc[0] ** 2 + acc[1] ** 2 + acc[2] ** 2) - G
-            k = dt / (s.enable_tau + dt)
-            self._az += k * (az - self._az)
-            if abs(self._az) > s.a_z_allow:
-                self.enabled = True
-                self.t_enabled = t
-
-        th = self.th1
+            self._check_enable(t, dt, acc, q)
         w0 = self.w
         if self._kf:
-            # Alg. 1: process model (eq. 22) with u = M - com x F about the estimated CoM
-            cx, cy, cz = th[3], th[4], self._com_z
-            u = (
-                Mm[0] - (cy * Fm[2] - cz * Fm[1]),
-                Mm[1] - (cz * Fm[0] - cx * Fm[2]),
-                Mm[2] - (cx * Fm[1] - cy * Fm[0]),
-            )
-            jmin = s.j_min
-            J = [th[k] if th[k] > jmin[k] else jmin[k] for k in range(3)]
-            p_, q_, r_ = w0
-            gyro_t = ((J[2] - J[1]) * q_ * r_, (J[0] - J[2]) * p_ * r_, (J[1] - J[0]) * p_ * q_)
-            w1, pnew, va, act = [], [], [], []
-            R, c, qdt, dt2, ns = s.w_meas * s.w_meas, s.c, s.q_omega * dt, dt * dt, s.n_sigma
-            chi = self._chi1
-            sc1 = dt2 * (chi[0] / chi[1] if chi[1] > 10 else 1.0)
-            for wk, pk, uk, gt, jk, sjj, gk in zip(w0, self.p, u, gyro_t, J, self.s1[0:13:6], g, strict=True):
-                wb = wk + (uk - gt) / jk * dt
-                pb = pk + uk * uk * sjj * sc1 / (jk * jk * jk * jk) + qdt  # eq. 29
-                # Alg. 2: measurement update with the adaptive weight
-                r = abs(gk - wb)
-                rm = R * r / c if r > c else R
-                kk = pb / (pb + 1.0 / rm)
-                w1.append(wb + kk * (gk - wb))
-                pnew.append((1.0 - kk) * pb)
-                va.append(kk * kk / rm / dt2)  # variance the measurement adds to α̂_k
-                # Alg. 4: correction law on the previous-step rate and its std
-                act.append(abs(wk) >= ns * math.sqrt(pk))
-            self.p = pnew
+            w1, act, va = self._kf_step(dt, Fm, Mm, g)
         else:
-            w1 = g
-            act = [True, True, True]
-            va = None
+            w1, act, va = g, [True, True, True], None
         self.w = w1
         al = ((w1[0] - w0[0]) / dt, (w1[1] - w0[1]) / dt, (w1[2] - w0[2]) / dt)
         self._alpha = al
         self.active = act
         if not self.enabled:
             return
-        p_, q_, r_ = (0.5 * (w0[0] + w1[0]), 0.5 * (w0[1] + w1[1]), 0.5 * (w0[2] + w1[2]))
+        am = (0.5 * (a0[0] + acc[0]), 0.5 * (a0[1] + acc[1]), 0.5 * (a0[2] + acc[2]))
+        om = (0.5 * (w0[0] + w1[0]), 0.5 * (w0[1] + w1[1]), 0.5 * (w0[2] + w1[2]))
+        h1, y1, h2, y2 = self._regressors(om, al, act, Fm, Mm, am)
+        if self._lpf:
+            h1, y1, h2, y2 = self._lowpass(h1, y1, h2, y2)
+        s = self.settings
+        rv = 1.0 / (s.w_rls * s.w_rls)  # moment variance of R_RLS
+        if s.eiv and va is not None:
+            th, S = self.th1, self.s1
+            r1 = [rv + (th[k] * th[k] + S[6 * k]) * va[k] if act[k] else rv for k in range(3)]
+        else:
+            r1 = [rv, rv, rv]
+        self._rls1(h1, y1, r1)
+        self._rls2(h2, y2, s.w_rls2 * s.w_rls2)
 
-        # Alg. 3-4: H1 rows (3 x 5) of M - cz [-Fy, Fx, 0] = H1 θ1
+    def _check_enable(self, t: float, dt: float, acc: list[float], q: list[float] | None) -> None:
+        """Enable condition: LPF'd gravity-rejected vertical acceleration (Sec. III, Fig. 3)."""
+        if q is not None:
+            w_, x_, y_, z_ = q
+            az = 2 * (x_ * z_ - w_ * y_) * acc[0] + 2 * (y_ * z_ + w_ * x_) * acc[1]
+            az += (1 - 2 * (x_ * x_ + y_ * y_)) * acc[2]
+            az -= GRAVITY
+        else:
+            az = math.sqrt(acc[0] ** 2 + acc[1] ** 2 + acc[2] ** 2) - GRAVITY
+        s = self.settings
+        k = dt / (s.enable_tau + dt)
+        self._az += k * (az - self._az)
+        if abs(self._az) > s.a_z_allow:
+            self.enabled = True
+            self.t_enabled = t
+
+    def _kf_step(
+        self, dt: float, Fm: tuple[float, ...], Mm: tuple[float, ...], g: list[float]
+    ) -> tuple[list[float], list[bool], list[float]]:
+        """Alg. 1-2 and 4: the KF of the body rate (process model eq. 22 with u = M - com x F
+        about the estimated CoM, adaptive measurement weight) and the correction law. Returns
+        the new rate, which MOI columns are active and the variance each measurement adds to α̂."""
+        s, th = self.settings, self.th1
+        cx, cy, cz = th[3], th[4], self._com_z
+        u = (
+            Mm[0] - (cy * Fm[2] - cz * Fm[1]),
+            Mm[1] - (cz * Fm[0] - cx * Fm[2]),
+            Mm[2] - (cx * Fm[1] - cy * Fm[0]),
+        )
+        jmin = s.j_min
+        J = [th[k] if th[k] > jmin[k] else jmin[k] for k in range(3)]
+        p_, q_, r_ = w0 = self.w
+        gyro_t = ((J[2] - J[1]) * q_ * r_, (J[0] - J[2]) * p_ * r_, (J[1] - J[0]) * p_ * q_)
+        w1, pnew, va, act = [], [], [], []
+        R, c, qdt, dt2, ns = s.w_meas * s.w_meas, s.c, s.q_omega * dt, dt * dt, s.n_sigma
+        chi = self._chi1
+        sc1 = dt2 * (chi[0] / chi[1] if chi[1] > 10 else 1.0)
+        for wk, pk, uk, gt, jk, sjj, gk in zip(w0, self.p, u, gyro_t, J, self.s1[0:13:6], g, strict=True):
+            wb = wk + (uk - gt) / jk * dt
+            pb = pk + uk * uk * sjj * sc1 / (jk * jk * jk * jk) + qdt  # eq. 29
+            # Alg. 2: measurement update with the adaptive weight
+            r = abs(gk - wb)
+            rm = R * r / c if r > c else R
+            kk = pb / (pb + 1.0 / rm)
+            w1.append(wb + kk * (gk - wb))
+            pnew.append((1.0 - kk) * pb)
+            va.append(kk * kk / rm / dt2)  # variance the measurement adds to α̂_k
+            # Alg. 4: correction law on the previous-step rate and its std
+            act.append(abs(wk) >= ns * math.sqrt(pk))
+        self.p = pnew
+        return w1, act, va
+
+    def _regressors(
+        self,
+        om: tuple[float, ...],
+        al: tuple[float, ...],
+        act: list[bool],
+        Fm: tuple[float, ...],
+        Mm: tuple[float, ...],
+        am: tuple[float, ...],
+    ) -> tuple[list[list[float]], list[float], list[list[float]], list[float]]:
+        """Alg. 3-4: H1 rows (3 x 5) of M - cz [-Fy, Fx, 0] = H1 θ1 (MOI columns of inactive
+        axes zeroed); Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z], IMU x, y relative to the CoM."""
+        p_, q_, r_ = om
         h1 = [
             [al[0], -q_ * r_, q_ * r_, 0.0, Fm[2]],
             [p_ * r_, al[1], -p_ * r_, -Fm[2], 0.0],
@@ -443,8 +475,7 @@ class OnlineEstimator:
             if not act[k]:
                 h1[0][k] = h1[1][k] = h1[2][k] = 0.0
         y1 = [Mm[0] + self._com_z * Fm[1], Mm[1] - self._com_z * Fm[0], Mm[2]]
-
-        # Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z]; IMU x, y relative to the CoM
+        th = self.th1
         x = self._imu_xy[0] - th[3]
         y = self._imu_xy[1] - th[4]
         A = (
@@ -462,29 +493,20 @@ class OnlineEstimator:
             [am[j] - (x * A[j][0] if c0 else 0.0) - (y * A[j][1] if c1 else 0.0), -A[j][2] if c2 else 0.0]
             for j in range(3)
         ]
-        y2 = list(Fm)
+        return h1, y1, h2, list(Fm)
 
-        if self._lpf:  # eq. 36-39
-            flat = [v for row in h1 for v in row] + y1 + [v for row in h2 for v in row] + y2
-            if self._h1f is None:
-                self._h1f = flat
-            else:
-                af = s.lpf_alpha
-                self._h1f = [fo + af * (fn - fo) for fo, fn in zip(self._h1f, flat, strict=True)]
-            f = self._h1f
-            h1 = [f[0:5], f[5:10], f[10:15]]
-            y1 = f[15:18]
-            h2 = [f[18:20], f[20:22], f[22:24]]
-            y2 = f[24:27]
-
-        rv = 1.0 / (s.w_rls * s.w_rls)  # moment variance of R_RLS
-        if s.eiv and va is not None:
-            S = self.s1
-            r1 = [rv + (th[k] * th[k] + S[6 * k]) * va[k] if act[k] else rv for k in range(3)]
+    def _lowpass(
+        self, h1: list[list[float]], y1: list[float], h2: list[list[float]], y2: list[float]
+    ) -> tuple[list[list[float]], list[float], list[list[float]], list[float]]:
+        """The rls-lpf variant (eq. 36-39): first-order low-pass of every regressor and output."""
+        flat = [v for row in h1 for v in row] + y1 + [v for row in h2 for v in row] + y2
+        if self._h1f is None:
+            self._h1f = flat
         else:
-            r1 = [rv, rv, rv]
-        self._rls1(h1, y1, r1)
-        self._rls2(h2, y2, s.w_rls2 * s.w_rls2)
+            af = self.settings.lpf_alpha
+            self._h1f = [fo + af * (fn - fo) for fo, fn in zip(self._h1f, flat, strict=True)]
+        f = self._h1f
+        return [f[0:5], f[5:10], f[10:15]], f[15:18], [f[18:20], f[20:22], f[22:24]], f[24:27]
 
     def _rls1(self, H: list[list[float]], y: list[float], rv: list[float]) -> None:
         """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances."""
@@ -611,9 +633,9 @@ def identify(
             "give a log that includes the take-off"
         )
     st = est.state
-    params = {name: Estimate(st.theta1[i], st.theta1_std[i], unit_of(name)) for i, name in enumerate(THETA1)}
-    params["mass"] = Estimate(st.mass, st.mass_std, "kg")
-    params["imu_z"] = Estimate(st.imu_z, st.imu_z_std, "m")
+    estimates = {name: (st.theta1[i], st.theta1_std[i]) for i, name in enumerate(THETA1)}
+    estimates |= {"mass": (st.mass, st.mass_std), "imu_z": (st.imu_z, st.imu_z_std)}
+    params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
     kwon = settings.variant == "kwon"
     frac = tr["active"][en].mean(axis=0) if kwon else np.ones(3)
@@ -653,23 +675,16 @@ def identify(
         )
     if truth:
         diagnostics["truth"] = dict(truth)
-        for name, e in params.items():
-            if name in truth and truth[name] != 0:
-                notes.append(
-                    f"{name}: {e.value:.6g} / true {truth[name]:.6g} {e.unit} "
-                    f"({100 * (e.value - truth[name]) / abs(truth[name]):+.2f} %)"
-                )
-    return Result(
-        method="online",
-        params=params,
-        settings={
-            **dataclasses.asdict(settings),
-            "motor_source": est._source,
-            "motor_lag": est._source == "cmd" and vehicle.tm_rise is not None,
-            "log_rate_hz": flight.rate,
-        },
-        diagnostics=diagnostics,
-        observability=observability,
-        notes=notes,
-        vehicle=vehicle.to_dict(),
-    )
+        notes += [
+            f"{name}: {v:.6g} / true {truth[name]:.6g} {unit_of(name)} ({rel_error_pct(v, truth[name]):+.2f} %)"
+            for name, (v, _) in estimates.items()
+            if name in truth and truth[name] != 0
+        ]
+    settings_out = {
+        **dataclasses.asdict(settings),
+        "motor_source": est._source,
+        "motor_lag": est._source == "cmd" and vehicle.tm_rise is not None,
+        "log_rate_hz": flight.rate,
+    }
+    result = build_result("online", estimates, settings_out, diagnostics, observability, notes)
+    return with_vehicle(result, vehicle)

@@ -39,8 +39,14 @@ class Fit:
 def r2(y: np.ndarray, yhat: np.ndarray) -> float:
     """Coefficient of determination 1 - SSE/SST of a prediction `yhat` of `y` (NaN if y is constant)."""
     y, yhat = np.asarray(y, dtype=float), np.asarray(yhat, dtype=float)
+    return r2_from_sse(float(np.sum((y - yhat) ** 2)), y)
+
+
+def r2_from_sse(sse: float, y: np.ndarray) -> float:
+    """1 - SSE/SST for a fit of `y` whose residual sum of squares is `sse` (NaN if y is constant)."""
+    y = np.asarray(y, dtype=float)
     sst = float(np.sum((y - y.mean()) ** 2))
-    return 1.0 - float(np.sum((y - yhat) ** 2)) / sst if sst > 0 else float("nan")
+    return 1.0 - sse / sst if sst > 0 else float("nan")
 
 
 def _cond(a: np.ndarray) -> float:

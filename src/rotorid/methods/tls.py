@@ -20,30 +20,34 @@ first-order motor lag with a given T_m, or measured rotor speeds.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
-from rotorid.frames import GRAVITY_ENU, bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
+from rotorid.identified import with_vehicle
 from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls
-from rotorid.result import Estimate, Result, unit_of
-from rotorid.signal import butter_filtfilt, derivative, is_uniform, motor_lag
+from rotorid.motion import (
+    MIN_PIECE,
+    WRENCH,
+    Motion,
+    MotionSettings,
+    airborne_pieces,
+    motion,
+    rel_error_norms,
+    speed_source,
+)
+from rotorid.motion import MIN_RATE_HZ as MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
+from rotorid.result import Estimate, Result, build_result
+from rotorid.signal import butter_filtfilt
 from rotorid.vehicle import Vehicle
 
 #: Rigid-body unknowns chi of eq. (10), in the paper's order.
 CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
 #: Propeller unknowns chi_k.
 CHI_K = ("k_t", "k_d")
-#: Wrench components, the row blocks of W_t (Sec. III-B, weighting step 1).
-WRENCH = ("F_x", "F_y", "F_z", "M_x", "M_y", "M_z")
-#: Minimum airborne piece kept (s); shorter pieces are dominated by filter edge effects.
-MIN_PIECE = 2.0
-#: Lowest original logging rate of the motion and rotor channels: the default filter band
-#: reaches 15 Hz and needs a few samples per period (Six et al. flew at 200 Hz).
-MIN_RATE_HZ = 50.0
 
 
 @dataclass(frozen=True)
@@ -51,24 +55,13 @@ class TlsSettings:
     """Options of the IDIM-TLS method. None means "chosen from the data" (the resolved value
     is recorded in `Result.settings`).
 
-    - `source`: "imu" (accelerometer + gyro) or "mocap" (pos + quat twice differentiated).
-    - `tm`: motor time constant (s); commands pass through `signal.motor_lag` first.
+    - `source`, `tm`, `band`, `speed`, `parallel_cutoff`, `trim`, `order`, `mocap_delay`: how
+      motion and rotor terms are measured and filtered (`rotorid.motion.MotionSettings`);
+      `parallel_cutoff` is the low-pass applied to every column of W_t before decimation.
     - `r_sigma`: essential parameters are kept when max/min %sigma < r_sigma (Sec. III-B).
-    - `band`: (low, high) Hz of the zero-phase Butterworth applied to the signals that are
-      differentiated (gyro; mocap pose); low = 0 means low-pass. Default (0, min(15, fs/8))
-      for the IMU and (0, min(8, fs/8)) for mocap (noise grows with f^2 through the double
-      derivative); a low cut adds nothing once a signal is differentiated and lengthens
-      edge transients.
     - `weighted`: scale each wrench-row block by the inverse of its residual std.
-    - `speed`: rotor terms from "cmd", "rotor_speed", or "auto" (measured rotor speed if the
-      log has it and the vehicle's motor input is rad/s, else the commands).
-    - `parallel_cutoff`: low-pass (Hz) applied to every column of W_t before decimation;
-      default the band's high corner. `decimate`: default fs / (5 parallel_cutoff).
-    - `trim`: seconds dropped at both ends of every piece after filtering (default 3/high,
-      plus 2/low with a low cut). `order`: Butterworth order.
+    - `decimate`: default fs / (5 parallel_cutoff).
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
-    - `mocap_delay`: seconds by which the motion-capture pose lags the commands (the paper
-      reports >= 5 ms); the pose is read at t + delay.
     """
 
     source: str = "imu"
@@ -85,110 +78,30 @@ class TlsSettings:
     mocap_delay: float = 0.0
     max_weight_iter: int = 20
 
+    @property
+    def motion(self) -> MotionSettings:
+        """The motion-measurement part of the settings (defaults not yet filled)."""
+        return MotionSettings(
+            source=self.source,
+            tm=self.tm,
+            band=self.band,
+            speed=self.speed,
+            parallel_cutoff=self.parallel_cutoff,
+            trim=self.trim,
+            order=self.order,
+            mocap_delay=self.mocap_delay,
+        )
+
+    def decimation(self, ms: MotionSettings) -> int:
+        """Decimation factor for concrete motion settings: `decimate` or fs / (5 parallel_cutoff)."""
+        return self.decimate or max(1, int(ms.fs / (5.0 * ms.parallel_cutoff)))
+
     def resolve(self, fs: float) -> dict[str, Any]:
         """Concrete settings for data sampled at `fs` Hz (every default filled in)."""
-        if self.source not in ("imu", "mocap"):
-            raise RotoridError(f"--source must be 'imu' or 'mocap', got '{self.source}'")
-        if self.speed not in ("auto", "cmd", "rotor_speed"):
-            raise RotoridError(f"speed source must be auto, cmd or rotor_speed, got '{self.speed}'")
-        if self.tm is not None and not self.tm >= 0:
-            raise RotoridError(f"--tm must be a non-negative time constant in seconds, got {self.tm}")
         if not self.r_sigma > 1:
             raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
-        default_high = 15.0 if self.source == "imu" else 8.0  # the pose is differentiated twice
-        low, high = self.band if self.band is not None else (0.0, min(default_high, fs / 8.0))
-        if not 0 <= low < high < fs / 2:
-            raise RotoridError(
-                f"--band {low:g},{high:g} Hz must satisfy 0 <= LOW < HIGH < {fs / 2:g} Hz (half the {fs:g} Hz rate)"
-            )
-        pc = self.parallel_cutoff or high
-        if not 0 < pc < fs / 2:
-            raise RotoridError(f"parallel cut-off {pc:g} Hz must lie inside (0, {fs / 2:g}) Hz")
-        dec = self.decimate or max(1, int(fs / (5.0 * pc)))
-        trim = self.trim if self.trim is not None else 3.0 / high + (2.0 / low if low > 0 else 0.0)
-        d = asdict(self)
-        d.update(band=[float(low), float(high)], parallel_cutoff=float(pc), decimate=int(dec), trim=float(trim))
-        d["fs"] = float(fs)
-        return d
-
-
-@dataclass(frozen=True)
-class Motion:
-    """Filtered full-rate signals of one airborne piece: time, body rate, angular acceleration,
-    specific force at the body origin (a_d - R^-1 g), and rotor terms u (N, M)."""
-
-    t: np.ndarray
-    omega: np.ndarray
-    omega_dot: np.ndarray
-    s: np.ndarray
-    u: np.ndarray
-
-
-def _filt(x: np.ndarray, fs: float, low: float, high: float, order: int) -> np.ndarray:
-    return butter_filtfilt(x, fs, (low, high) if low > 0 else high, order=order)
-
-
-def speed_source(flight: Flight, vehicle: Vehicle, speed: str) -> str:
-    """Which channel supplies the rotor terms: "cmd" or "rotor_speed" (see `TlsSettings.speed`)."""
-    if speed == "auto":
-        return "rotor_speed" if flight.rotor_speed is not None and vehicle.motor_input == "rad_s" else "cmd"
-    return speed
-
-
-def rotor_terms(flight: Flight, vehicle: Vehicle, speed: str, tm: float | None) -> np.ndarray:
-    """Rotor states u (N, M): measured rotor speeds, or the commands through the motor lag
-    (`signal.motor_lag`) when `tm` is given (the paper neglects the lag: tm None)."""
-    src = speed_source(flight, vehicle, speed)
-    flight.require_rate(MIN_RATE_HZ, src)
-    u = getattr(flight, src)
-    if u.shape[1] != vehicle.n_rotors:
-        raise RotoridError(
-            f"{flight.source}: channel '{src}' has {u.shape[1]} motors but vehicle '{vehicle.name}' "
-            f"has {vehicle.n_rotors} rotors; check the vehicle description"
-        )
-    return motor_lag(u, flight.t, tm) if (src == "cmd" and tm) else u
-
-
-def motion(flight: Flight, vehicle: Vehicle, cfg: dict[str, Any]) -> Motion:
-    """Filtered motion of one uniformly sampled piece (Sec. III-C).
-
-    IMU: omega = low-passed gyro; omega_dot = central differences of the band-passed gyro;
-    the specific force at the origin is the accelerometer's minus the lever-arm terms
-    omega_dot x r + omega x (omega x r), r = `vehicle.imu_offset`.
-    MOCAP: Bryant angles eta and position zeta band-passed and differentiated twice;
-    omega, omega_dot by eq. (4)-(5), a_d by eq. (3); s = R^T (zeta_dd - g).
-    """
-    fs, (low, high), order = cfg["fs"], cfg["band"], cfg["order"]
-    t = flight.t
-    u = rotor_terms(flight, vehicle, cfg["speed"], cfg["tm"])
-    if cfg["source"] == "imu":
-        flight.require_rate(MIN_RATE_HZ, "acc", "gyro")
-        omega = _filt(flight.gyro, fs, 0.0, high, order)
-        omega_dot = derivative(_filt(flight.gyro, fs, low, high, order), t)
-        r = vehicle.imu_offset
-        acc = _filt(flight.acc, fs, 0.0, high, order)
-        lever = np.cross(omega_dot, r) + np.cross(omega, np.cross(omega, r))
-        s = acc - lever
-    else:
-        flight.require_rate(MIN_RATE_HZ, "pos", "quat")
-        eta_raw, pos = quat_to_bryant(flight.quat), flight.pos
-        if cfg["mocap_delay"]:
-            ts = np.clip(t + cfg["mocap_delay"], t[0], t[-1])
-            eta_raw, pos = (np.column_stack([np.interp(ts, t, c) for c in x.T]) for x in (eta_raw, pos))
-        if np.any(np.abs(eta_raw[:, 1]) > np.radians(80)):
-            i = int(np.flatnonzero(np.abs(eta_raw[:, 1]) > np.radians(80))[0])
-            raise RotoridError(
-                f"{flight.source}: pitch reaches {np.degrees(eta_raw[i, 1]):.0f} deg at t={t[i]:.3f} s, "
-                "where Bryant angles are singular (eq. 4); cut that part out with a window"
-            )
-        eta = _filt(eta_raw, fs, 0.0, high, order)
-        eta_b = _filt(eta_raw, fs, low, high, order)
-        eta_d = derivative(eta_b, t)
-        eta_dd = derivative(eta_d, t)
-        omega, omega_dot = bryant_rates(eta, eta_d, eta_dd)
-        zeta_dd = derivative(_filt(pos, fs, low, high, order), t, order=2)
-        s = world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY_ENU)
-    return Motion(t=t, omega=omega, omega_dot=omega_dot, s=s, u=u)
+        ms = self.motion.at(fs)
+        return asdict(self) | ms.to_dict() | {"decimate": int(self.decimation(ms))}
 
 
 def _skew(v: np.ndarray) -> np.ndarray:
@@ -231,23 +144,6 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
     return dk, d, dm
 
 
-def _pieces(flight: Flight) -> list[Flight]:
-    """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long."""
-    f = flight
-    if f.landed is not None and f.landed.any():
-        air = ~f.landed
-        edges = np.flatnonzero(np.diff(np.concatenate([[0], air.astype(int), [0]])))
-        parts = [f.window(f.t[a], f.t[b - 1]) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a >= 2]
-    else:
-        parts = [f]
-    out = []
-    for p in parts:
-        p = p if is_uniform(p.t, 1e-3) else p.resample()
-        if p.duration >= MIN_PIECE:
-            out.append(p)
-    return out
-
-
 @dataclass(frozen=True)
 class Rows:
     """The filtered, decimated IDIM of one configuration: time (n,), D_k (n,6,2), D (n,6,9),
@@ -264,20 +160,21 @@ def idim_rows(flights: list[Flight], vehicle: Vehicle, settings: TlsSettings) ->
     """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
     D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
     the piece ends. Returns the rows and the resolved settings."""
-    pieces = [p for f in flights for p in _pieces(f)]
+    pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
         raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
     cfg = settings.resolve(min(p.rate for p in pieces))
     ts, dks, ds, dms, idx = [], [], [], [], []
     for k, p in enumerate(pieces):
-        c = settings.resolve(p.rate) | {k2: cfg[k2] for k2 in ("band", "parallel_cutoff", "trim")}
-        dk, d, dm = observation(motion(p, vehicle, c), vehicle)
+        own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
+        ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
+        dk, d, dm = observation(motion(p, vehicle, ms), vehicle)
         n = len(p.t)
         cols = np.concatenate([dk.reshape(n, -1), d.reshape(n, -1), dm], axis=1)
-        cols = butter_filtfilt(cols, c["fs"], c["parallel_cutoff"], order=c["order"])
-        keep = (p.t >= p.t[0] + c["trim"]) & (p.t <= p.t[-1] - c["trim"])
-        sel = np.flatnonzero(keep)[:: c["decimate"]]
+        cols = butter_filtfilt(cols, ms.fs, ms.parallel_cutoff, order=ms.order)
+        keep = (p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim)
+        sel = np.flatnonzero(keep)[:: settings.decimation(own)]
         if len(sel) < 2:
             continue
         cols = cols[sel]
@@ -405,23 +302,15 @@ def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
     return ("poorly determined by the data", "fly a more exciting trajectory")
 
 
-def identify(
-    configs: dict[str, list[Flight]],
-    vehicle: Vehicle,
-    masses: dict[str, float] | None = None,
-    weights: dict[str, float] | None = None,
-    settings: TlsSettings | None = None,
-) -> Result:
-    """IDIM-TLS identification (Six et al.) of one or several mass configurations sharing
-    the propeller coefficients (eq. 24-25). `configs` maps a configuration name ("A", "B",
-    ...) to its flights; `masses` gives each configuration's measured mass (config A
-    defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
-    settings = settings or TlsSettings()
-    masses = dict(masses or {})
-    weights = dict(weights or {})
+def _checked_masses(
+    configs: dict[str, list[Flight]], vehicle: Vehicle, masses: dict[str, float], weights: dict[str, float]
+) -> dict[str, float]:
+    """Each configuration's measured mass (config A defaults to `vehicle.mass`), checked with
+    the row weights against the configurations flown."""
     if not configs or not any(configs.values()):
         raise RotoridError("no flights given to identify")
     cfgs = list(configs)
+    masses = dict(masses)
     if "A" in configs:
         masses.setdefault("A", vehicle.mass)
     missing = [c for c in cfgs if c not in masses]
@@ -435,10 +324,114 @@ def identify(
         raise RotoridError(
             f"--weight for unknown configuration(s) {', '.join(sorted(unknown))} (have {', '.join(cfgs)})"
         )
-    rows, resolved = {}, {}
     for c in cfgs:
         if not configs[c]:
             raise RotoridError(f"configuration {c} has no flights")
+    return masses
+
+
+def _estimates(
+    x: np.ndarray, cov: np.ndarray, names: list[str], kept_names: set[str], masses: dict[str, float]
+) -> dict[str, tuple[float, float]]:
+    """(value, σ) of every kept unknown, K_tau = k_d / k_t (first-order propagation) and the
+    CoM ms / m of every configuration."""
+    est: dict[str, tuple[float, float]] = {}
+
+    def put(name: str, value: float, var: float) -> None:
+        est[name] = (float(value), float(np.sqrt(max(var, 0.0))))
+
+    for j, nm in enumerate(names[:2]):
+        if nm in kept_names:
+            put(nm, x[j], cov[j, j])
+    if {"k_t", "k_d"} <= kept_names:
+        kt, kd = x[0], x[1]
+        g = np.array([-kd / kt**2, 1.0 / kt])
+        put("k_tau", kd / kt, g @ cov[:2, :2] @ g)
+    cfgs = list(masses)
+    single = len(cfgs) == 1
+    for ci, c in enumerate(cfgs):
+        sl = slice(2 + 9 * ci, 11 + 9 * ci)
+        suf = "" if single else f"@{c}"
+        for k, p in enumerate(CHI):
+            if names[sl.start + k] in kept_names:
+                put(p + suf, x[sl][k], cov[sl, sl][k, k])
+        for k, axis in enumerate("xyz"):
+            if f"ms_{axis}{suf}" in est:
+                put(f"com_{axis}{suf}", x[sl][k] / masses[c], cov[sl, sl][k, k] / masses[c] ** 2)
+    return est
+
+
+def _observability(
+    names: list[str], fit: Fit, kept: list[int], history: list[dict[str, Any]], cfgs: list[str], r_sigma: float
+) -> dict[str, dict[str, Any]]:
+    """Per unknown: essential (with its final %σ) or cancelled, with why and what to fly."""
+    pct_final = dict(zip([names[j] for j in kept], fit.rel_std_pct.tolist(), strict=True))
+    dropped = {h["name"]: h for h in history}
+    observability: dict[str, dict[str, Any]] = {}
+    for nm in names:
+        if nm in pct_final:
+            observability[nm] = {"identifiable": True, "essential": True, "rel_std_pct": pct_final[nm]}
+            continue
+        h = dropped[nm]
+        reason, advice = _advice(nm, cfgs)
+        why = (
+            "its column is zero (not excited)"
+            if h["why"] == "not excited"
+            else f"cancelled with %σ = {h['rel_std_pct']:.3g} while max/min %σ = {h['ratio']:.3g} ≥ r_σ = {r_sigma:g}"
+        )
+        observability[nm] = {
+            "identifiable": False,
+            "essential": False,
+            "rel_std_pct": h["rel_std_pct"],
+            "value_before_cancel": h["value"],
+            "reason": f"{reason}; {why}",
+            "advice": advice,
+        }
+    return observability
+
+
+def _diagnostics(
+    w: np.ndarray, blocks: np.ndarray, x: np.ndarray, rows: dict[str, Rows], scale: np.ndarray
+) -> dict[str, Any]:
+    """Residual diagnostics per configuration and wrench component (unweighted): rotor and
+    rigid-body wrench, relative error norms (Table III) and the block weights."""
+    res = w @ np.append(x, 1.0)
+    rotor = w[:, :2] @ x[:2]
+    out: dict[str, Any] = {}
+    for ci, c in enumerate(rows):
+        n = len(rows[c].t)
+        start = int(np.flatnonzero(blocks == 6 * ci)[0])
+        sel = slice(start, start + 6 * n)
+        rho = res[sel].reshape(6, n).T
+        wk = -rotor[sel].reshape(6, n).T
+        out[c] = {
+            "t": rows[c].t,
+            "rotor": wk,
+            "rigid": wk + rho,
+            "rel_error_norm_pct": rel_error_norms(rho, wk),
+            "block_scale": scale[6 * ci : 6 * ci + 6],
+        }
+    return out
+
+
+def identify(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None,
+    settings: TlsSettings | None = None,
+) -> Result:
+    """IDIM-TLS identification (Six et al.) of one or several mass configurations sharing
+    the propeller coefficients (eq. 24-25). `configs` maps a configuration name ("A", "B",
+    ...) to its flights; `masses` gives each configuration's measured mass (config A
+    defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
+    settings = settings or TlsSettings()
+    weights = dict(weights or {})
+    masses = _checked_masses(configs, vehicle, dict(masses or {}), weights)
+    cfgs = list(configs)
+    masses = {c: masses[c] for c in cfgs}
+    rows, resolved = {}, {}
+    for c in cfgs:
         rows[c], resolved[c] = idim_rows(configs[c], vehicle, settings)
     w, blocks, names = assemble(rows, masses)
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
@@ -450,74 +443,20 @@ def identify(
     x[kept] = fit.x
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
-    pct_final = dict(zip([names[j] for j in kept], fit.rel_std_pct.tolist(), strict=True))
-
-    params: dict[str, Estimate] = {}
-
-    def put(name: str, value: float, var: float) -> None:
-        params[name] = Estimate(float(value), float(np.sqrt(max(var, 0.0))), unit_of(name))
-
-    for j, nm in enumerate(names[:2]):
-        if nm in kept_names:
-            put(nm, x[j], cov[j, j])
-    if {"k_t", "k_d"} <= kept_names:
-        kt, kd = x[0], x[1]
-        g = np.array([-kd / kt**2, 1.0 / kt])
-        put("k_tau", kd / kt, g @ cov[:2, :2] @ g)
-    single = len(cfgs) == 1
-    for ci, c in enumerate(cfgs):
-        sl = slice(2 + 9 * ci, 11 + 9 * ci)
-        suf = "" if single else f"@{c}"
-        for k, p in enumerate(CHI):
-            if names[sl.start + k] in kept_names:
-                put(p + suf, x[sl][k], cov[sl, sl][k, k])
-        for k, axis in enumerate("xyz"):
-            if f"ms_{axis}{suf}" in params:
-                put(f"com_{axis}{suf}", x[sl][k] / masses[c], cov[sl, sl][k, k] / masses[c] ** 2)
-    dropped = {h["name"]: h for h in history}
-    observability: dict[str, dict[str, Any]] = {}
-    for nm in names:
-        if nm in kept_names:
-            observability[nm] = {"identifiable": True, "essential": True, "rel_std_pct": pct_final[nm]}
-        else:
-            h = dropped[nm]
-            reason, advice = _advice(nm, cfgs)
-            why = (
-                "its column is zero (not excited)"
-                if h["why"] == "not excited"
-                else f"cancelled with %σ = {h['rel_std_pct']:.3g} while max/min %σ = {h['ratio']:.3g} ≥ r_σ = {settings.r_sigma:g}"
-            )
-            observability[nm] = {
-                "identifiable": False,
-                "essential": False,
-                "rel_std_pct": h["rel_std_pct"],
-                "value_before_cancel": h["value"],
-                "reason": f"{reason}; {why}",
-                "advice": advice,
-            }
-    if "k_tau" in params:
-        observability["k_tau"] = {"identifiable": True, "essential": False, "rel_std_pct": params["k_tau"].rel_std_pct}
-
-    # residual diagnostics per configuration and wrench component (unweighted)
-    res = w @ np.append(x, 1.0)
-    rotor = w[:, :2] @ x[:2]
-    diag: dict[str, Any] = {"configs": {}, "history": history, "names": names, "chi": x, "cov": cov}
-    for ci, c in enumerate(cfgs):
-        n = len(rows[c].t)
-        sel = slice(int(np.flatnonzero(blocks == 6 * ci)[0]), int(np.flatnonzero(blocks == 6 * ci)[0]) + 6 * n)
-        rho = res[sel].reshape(6, n).T
-        wk = -rotor[sel].reshape(6, n).T
-        diag["configs"][c] = {
-            "t": rows[c].t,
-            "rotor": wk,
-            "rigid": wk + rho,
-            "rel_error_norm_pct": rel_error_norms(rho, wk),
-            "block_scale": scale[6 * ci : 6 * ci + 6],
+    est = _estimates(x, cov, names, kept_names, masses)
+    observability = _observability(names, fit, kept, history, cfgs, settings.r_sigma)
+    if "k_tau" in est:
+        value, std = est["k_tau"]
+        observability["k_tau"] = {
+            "identifiable": True,
+            "essential": False,
+            "rel_std_pct": Estimate(value, std).rel_std_pct,
         }
-    diag["cond"] = fit.cond
-    diag["sigma_w"] = float(np.sqrt(fit.sigma2))
+    diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
+    diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
 
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m"]
+    single = len(cfgs) == 1
     if "k_d" not in kept_names and single:
         notes.append("k_d is not identifiable from one symmetric configuration (eq. 23): fly configuration B")
     for ci, c in enumerate(cfgs):
@@ -539,27 +478,5 @@ def identify(
         "inertia_about": "origin",
         "rows": {c: 6 * len(rows[c].t) for c in cfgs},
     }
-    result = Result(
-        method="tls",
-        params=params,
-        settings=settings_out,
-        diagnostics=diag,
-        observability=observability,
-        notes=notes,
-    )
-    from rotorid.validate import vehicle_from_result
-
-    try:
-        result.vehicle = vehicle_from_result(result, vehicle, config=None if single else cfgs[0]).to_dict()
-    except RotoridError as e:
-        result.notes.append(f"no identified vehicle written: {e}")
-    return result
-
-
-def rel_error_norms(rho: np.ndarray, wk: np.ndarray) -> dict[str, float]:
-    """Relative error norms ||rho_j|| / ||W_k chi_k||_j per wrench component (Table III), in
-    percent; NaN where the rotor model produces nothing in that component."""
-    num = np.linalg.norm(rho, axis=0)
-    den = np.linalg.norm(wk, axis=0)
-    ok = den > 1e-9 * max(float(den.max()), 1e-300)
-    return {c: float(100 * num[j] / den[j]) if ok[j] else float("nan") for j, c in enumerate(WRENCH)}
+    result = build_result("tls", est, settings_out, diag, observability, notes)
+    return with_vehicle(result, vehicle, config=None if single else cfgs[0])

@@ -99,10 +99,12 @@ def verdict(e: Estimate, obs: dict[str, Any] | None) -> tuple[str, str]:
             text += f" — {obs['advice']}"
         return "bad", text
     pct = obs.get("rel_std_pct", e.rel_std_pct)
+    if e.assumed:
+        return "assumed", f"assumed (%σ {pct:.2g}, the assumption's spread included): {e.assumption}"
     reason = obs.get("reason")
     if not _finite(pct):
-        base = "identified (no uncertainty available)"
-        cls = "ok"
+        base = "no uncertainty available: cannot say how well determined"
+        cls = "warn"
     elif pct <= WELL_PCT:
         base, cls = f"well determined (%σ {pct:.2g})", "ok"
     elif pct <= LOOSE_PCT:
@@ -187,7 +189,7 @@ def render_html(result: Result, images: dict[str, str], truth: Truth | None = No
     from rotorid import __version__
 
     rows = param_rows(result, truth)
-    counts = {c: sum(r["cls"] == c for r in rows) for c in ("ok", "warn", "bad")}
+    counts = {c: sum(r["cls"] == c for r in rows) for c in ("ok", "warn", "assumed", "bad")}
     return _env.get_template("report.html.j2").render(
         title=title or f"rotorid — {result.method} identification",
         result=result,

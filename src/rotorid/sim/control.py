@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rotorid.sim.dynamics import Body, G
+from rotorid.frames import GRAVITY
+from rotorid.sim.dynamics import Body
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ class CascadeController:
         m = self.m
         fx = m * (rax + kpx * (rpx - px) + kdx * (rvx - vx))
         fy = m * (ray + kpy * (rpy - py) + kdy * (rvy - vy))
-        fz = max(m * (raz + kpz * (rpz - pz) + kdz * (rvz - vz) + G), 0.1 * m * G)
+        fz = max(m * (raz + kpz * (rpz - pz) + kdz * (rvz - vz) + GRAVITY), 0.1 * m * GRAVITY)
         fh = math.sqrt(fx * fx + fy * fy)
         if fh > self.tan_tilt * fz:  # tilt limit of the position loop (as autopilots have)
             fx, fy = fx * self.tan_tilt * fz / fh, fy * self.tan_tilt * fz / fh

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rotorid.errors import VehicleError
-from rotorid.frames import GRAVITY as G
+from rotorid.frames import GRAVITY
 from rotorid.vehicle import Vehicle
 
 #: controller(k, state) -> motor commands; state is the 13-tuple at step k.
@@ -189,7 +189,7 @@ def integrate(
     inv_m = 1.0 / body.mass
     (jxx, jxy, jxz), (_, jyy, jyz), (_, _, jzz) = body.inertia.tolist()
     (ixx, ixy, ixz), (iyx, iyy, iyz), (izx, izy, izz) = np.linalg.inv(body.inertia).tolist()
-    gz = -G
+    gz = -GRAVITY
     dx, dy, dz = body.drag.tolist()
     has_drag = bool(np.any(body.drag))
     cols = [tuple(body.B[:, i].tolist()) for i in range(m_rot)]
@@ -449,7 +449,7 @@ def accelerations(body: Body, traj: Trajectory) -> dict[str, np.ndarray]:
     if body.rotor_drag is not None:
         rw = body.rotor_drag_wrench(traj.u, v_body, w)
         force, moment = force + rw[:, :3], moment + rw[:, 3:]
-    acc = rotate(q, force) / body.mass + np.array([0.0, 0.0, -G])
+    acc = rotate(q, force) / body.mass + np.array([0.0, 0.0, -GRAVITY])
     h = w @ body.inertia.T
     wdot = np.linalg.solve(body.inertia, (moment - np.cross(w, h)).T).T
     return {"force": force, "moment": moment, "acc_com": acc, "spec_com": force / body.mass, "omega_dot": wdot}

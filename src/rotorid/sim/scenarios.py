@@ -91,9 +91,9 @@ import numpy as np
 
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight
+from rotorid.frames import GRAVITY
 from rotorid.result import Truth
 from rotorid.sim.control import Gains
-from rotorid.sim.dynamics import G
 from rotorid.sim.sensors import DEG, Imu, Mocap
 from rotorid.sim.simulator import FlightSpec, References, fly
 from rotorid.sim.trajectory import band_limited_noise, chirp, doublets, evaluate, move
@@ -222,7 +222,7 @@ def _effects(name: str, seed: int, o: dict[str, Any], vehicle: Vehicle, imu: Imu
             spec[what] = tuple((1.0 + float(o[key]) * rng.uniform(-1.0, 1.0, m)).tolist())
             rec[what] = list(spec[what])
     if float(o["rotor_drag"]) > 0:
-        f_hover = vehicle.mass * G / m
+        f_hover = vehicle.mass * GRAVITY / m
         spec["rotor_drag"] = float(o["rotor_drag"]) * vehicle.mass / (m * math.sqrt(f_hover))
         rec |= {"rotor_drag_per_mass_at_hover": float(o["rotor_drag"]), "k_rotor_drag": spec["rotor_drag"]}
     changes = {k: tuple(map(float, o[k])) for k in ("gyro_bias", "acc_bias") if o[k] is not None}
@@ -308,11 +308,11 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
     imu = Imu(
         rate=1000.0,
         gyro_nd=0.014 * DEG,
-        acc_nd=160e-6 * 9.80665,
+        acc_nd=160e-6 * GRAVITY,
         gyro_bias=(0.002, -0.003, 0.001),
         acc_bias=(0.03, -0.02, 0.05),
         gyro_res=2000.0 / 32768 * DEG,
-        acc_res=24 * 9.80665 / 32768,
+        acc_res=24 * GRAVITY / 32768,
     )
     fx = _effects(name, seed, o, true, imu)
     imu = fx.imu
@@ -406,6 +406,29 @@ def _spread_truth(
 
 
 # -- kwon-payload --------------------------------------------------------------------------
+def _kwon_references(dur: float) -> Callable[[np.ndarray], References]:
+    """Kwon et al. Table 5 moves: climb 1 m at 0.1 dur, 1 m in x and y at 0.3 dur, a 45° yaw at 0.6 dur."""
+    t1, t2, t3 = 0.1 * dur, 0.3 * dur, 0.6 * dur
+    lim = {"v_max": 0.2, "a_max": 0.2, "j_max": 0.5}  # Table 5
+    mz, mx, my = [move(1.0, start=t1, **lim)], [move(1.0, start=t2, **lim)], [move(1.0, start=t2, **lim)]
+    myaw = [move(math.radians(45.0), math.radians(20.0), math.radians(15.0), start=t3)]
+
+    def refs(t: np.ndarray) -> References:
+        px, vx, ax = evaluate(mx, t)
+        py, vy, ay = evaluate(my, t)
+        pz, vz, az = evaluate(mz, t)
+        psi, _, _ = evaluate(myaw, t)
+        return References(
+            np.column_stack([px, py, pz]),
+            np.column_stack([vx, vy, vz]),
+            np.column_stack([ax, ay, az]),
+            psi,
+            np.zeros((len(t), 3)),
+        )
+
+    return refs
+
+
 def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     rise, fall = _tm(o)
     com = np.array([0.008, -0.021, 0.0])  # Table 3 (CoM relative to the geometric centre)
@@ -442,27 +465,10 @@ def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     dur = float(o["duration"] or 50.0)
     if dur < 10.0:
         raise RotoridError(f"kwon-payload: duration {dur:g} s is too short for the three intervals (>= 10 s)")
-    t1, t2, t3 = 0.1 * dur, 0.3 * dur, 0.6 * dur
-    lim = {"v_max": 0.2, "a_max": 0.2, "j_max": 0.5}  # Table 5
-    mz, mx, my = [move(1.0, start=t1, **lim)], [move(1.0, start=t2, **lim)], [move(1.0, start=t2, **lim)]
-    myaw = [move(math.radians(45.0), math.radians(20.0), math.radians(15.0), start=t3)]
-
-    def refs(t: np.ndarray) -> References:
-        px, vx, ax = evaluate(mx, t)
-        py, vy, ay = evaluate(my, t)
-        pz, vz, az = evaluate(mz, t)
-        psi, _, _ = evaluate(myaw, t)
-        return References(
-            np.column_stack([px, py, pz]),
-            np.column_stack([vx, vy, vz]),
-            np.column_stack([ax, ay, az]),
-            psi,
-            np.zeros((len(t), 3)),
-        )
-
+    t2, t3 = 0.3 * dur, 0.6 * dur
     spec = FlightSpec(
         duration=dur,
-        references=refs,
+        references=_kwon_references(dur),
         gains=Gains.kwon(),
         imu=imu,
         log_rate=rate,
@@ -481,20 +487,10 @@ def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         },
     )
     flights, states = _fly_all(name, seed, true, {"trajectory": spec}, progress)
-    imu_o = true.imu_offset
-    truth = {
-        "mass": true.mass,
-        "I_xx": 0.050,
-        "I_yy": 0.050,
-        "I_zz": 0.060,
-        "com_x": float(com[0]),
-        "com_y": float(com[1]),
-        "com_z": float(com[2]),
-        "imu_x": float(imu_o[0]),
-        "imu_y": float(imu_o[1]),
-        "imu_z": float(imu_o[2]),
-        **_tm_truth(rise, fall),
-    }
+    truth = {"mass": true.mass, "I_xx": 0.050, "I_yy": 0.050, "I_zz": 0.060}
+    truth |= {f"com_{a}": float(v) for a, v in zip("xyz", com, strict=True)}
+    truth |= {f"imu_{a}": float(v) for a, v in zip("xyz", true.imu_offset, strict=True)}
+    truth |= _tm_truth(rise, fall)
     # the user knows C_T (Sec. IV-B); with motor spread the truth records its true mean and spread
     true, truth = _spread_truth(true, truth, fx, np.array([c_t]), rise, fall, names=("k_t",))
     tv = _truth_vehicle(
@@ -531,6 +527,21 @@ def six_mass_properties(config: str) -> tuple[float, np.ndarray, np.ndarray]:
     return m, ms, i_o
 
 
+def _six_pilot(t: np.ndarray, rng: np.random.Generator) -> Callable[[np.ndarray], References]:
+    """A pilot's references around a 1.5 m hover: roll and thrust most active, pitch and yaw
+    less (Six Sec. IV-A)."""
+    off = np.column_stack(
+        [
+            band_limited_noise(t, 8 * DEG, 1.5, rng),
+            band_limited_noise(t, 5 * DEG, 1.5, rng),
+            band_limited_noise(t, 0.15, 2.5, rng),
+        ]
+    )
+    rate = band_limited_noise(t, 25 * DEG, 1.0, rng)
+    yaw = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) * np.diff(t))])
+    return _hold_refs((0.0, 0.0, 1.5), off, yaw)
+
+
 def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     config = "A" if MISMATCH.get(name, (name,))[0].endswith("-a") else "B"
     rise, fall = _tm(o)
@@ -554,7 +565,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     imu = Imu(
         rate=200.0,
         gyro_nd=0.005 * DEG,  # MPU6000-class (Pixhawk 2.4)
-        acc_nd=400e-6 * 9.80665,
+        acc_nd=400e-6 * GRAVITY,
         gyro_bias=(0.001, -0.0015, 0.0008),
         acc_bias=(0.02, -0.015, 0.03),
         gyro_dot_cutoff=30.0 if o["gyro_dot"] else None,
@@ -571,20 +582,9 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     t = _ctrl_grid(dur, dt, cr)
     specs = {}
     for fname in ("train", "test"):
-        rng = _rng(name, seed, fname + "/pilot")
-        # A pilot: roll and thrust most active, pitch and yaw less (Six Sec. IV-A).
-        off = np.column_stack(
-            [
-                band_limited_noise(t, 8 * DEG, 1.5, rng),
-                band_limited_noise(t, 5 * DEG, 1.5, rng),
-                band_limited_noise(t, 0.15, 2.5, rng),
-            ]
-        )
-        rate = band_limited_noise(t, 25 * DEG, 1.0, rng)
-        yaw = np.concatenate([[0.0], np.cumsum(0.5 * (rate[1:] + rate[:-1]) * np.diff(t))])
         specs[fname] = FlightSpec(
             duration=dur,
-            references=_hold_refs((0.0, 0.0, 1.5), off, yaw),
+            references=_six_pilot(t, _rng(name, seed, fname + "/pilot")),
             gains=gains,
             imu=imu,
             mocap=mocap,
@@ -600,20 +600,11 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     flights, states = _fly_all(name, seed, true, specs, progress)
     names = ("I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
     idx = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
-    truth = {
-        "mass": m,
-        "k_t": SIX_K_T,
-        "k_d": SIX_K_D,
-        "k_tau": k_tau,
-        "ms_x": float(ms[0]),
-        "ms_y": float(ms[1]),
-        "ms_z": float(ms[2]),
-        **{n: float(i_o[i, j]) for n, (i, j) in zip(names, idx, strict=True)},
-        "com_x": float(com[0]),
-        "com_y": float(com[1]),
-        "com_z": float(com[2]),
-        **_tm_truth(rise, fall),
-    }
+    truth = {"mass": m, "k_t": SIX_K_T, "k_d": SIX_K_D, "k_tau": k_tau}
+    truth |= {f"ms_{a}": float(v) for a, v in zip("xyz", ms, strict=True)}
+    truth |= {n: float(i_o[i, j]) for n, (i, j) in zip(names, idx, strict=True)}
+    truth |= {f"com_{a}": float(v) for a, v in zip("xyz", com, strict=True)}
+    truth |= _tm_truth(rise, fall)
     true, truth = _spread_truth(true, truth, fx, np.array([SIX_K_T]), rise, fall, names=("k_t",))
     if fx.record:
         fx.record["mocap_delay"] = float(o["mocap_delay"])

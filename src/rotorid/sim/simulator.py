@@ -15,7 +15,7 @@ import numpy as np
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight, Series, align
 from rotorid.sim.control import CascadeController, Gains
-from rotorid.sim.dynamics import Body, accelerations, hover_state, integrate
+from rotorid.sim.dynamics import Body, Trajectory, accelerations, hover_state, integrate
 from rotorid.sim.sensors import Imu, Mocap, imu, mocap, origin_position
 from rotorid.vehicle import Vehicle
 
@@ -125,11 +125,19 @@ def fly(
         mc = mocap(spec.mocap, t_all, pos_o, q, t_mc, rng)
         series["pos"] = Series(t_mc, mc["pos"])
         series["quat"] = Series(t_mc, mc["quat"])
-    meta = {
+    flight, _ = align(series, rate=spec.log_rate, meta=_meta(spec, source))
+    n = len(flight.t)
+    states = {"t": t_log[:n], **_states(vehicle, body, traj, acc, pos_o, i_log[:n])}
+    return flight, states
+
+
+def _meta(spec: FlightSpec, source: str) -> dict[str, Any]:
+    """The logged flight's metadata: source, format and the simulation settings."""
+    return {
         "source": source,
         "format": "rotorid-sim",
         "sim": {
-            "dt": dt,
+            "dt": spec.dt,
             "control_rate": spec.control_rate,
             "imu_rate": spec.imu.rate,
             "mocap_rate": spec.mocap.rate if spec.mocap else None,
@@ -139,17 +147,19 @@ def fly(
             **spec.meta,
         },
     }
-    flight, _ = align(series, rate=spec.log_rate, meta=meta)
-    n = len(flight.t)
-    i = i_log[:n]
+
+
+def _states(
+    vehicle: Vehicle, body: Body, traj: Trajectory, acc: dict[str, np.ndarray], pos_o: np.ndarray, i: np.ndarray
+) -> dict[str, np.ndarray]:
+    """True states at the simulation steps `i` (the log instants), see `fly`."""
     lever = np.asarray(vehicle.imu_offset) - body.com
     w, wd = traj.x[i, 10:13], acc["omega_dot"][i]
-    states = {
-        "t": t_log[:n],
+    return {
         "pos": pos_o[i],
         "pos_com": traj.x[i, :3],
         "vel_com": traj.x[i, 3:6],
-        "quat": q[i],
+        "quat": traj.x[i, 6:10],
         "omega": w,
         "omega_dot": wd,
         "acc_com": acc["acc_com"][i],
@@ -160,4 +170,3 @@ def fly(
         "force": acc["force"][i],
         "moment": acc["moment"][i],
     }
-    return flight, states

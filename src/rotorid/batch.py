@@ -1,0 +1,945 @@
+"""Fleets: many identifications from one manifest, run on Dask, collected into one table of
+every parameter (with σ) per vehicle and date, and each vehicle's drift against its own history.
+
+```python
+from rotorid import batch
+jobs = batch.read_manifest("fleet.toml")            # or fleet.csv
+outcomes = batch.run(jobs, workers=2)               # or scheduler="tcp://host:8786"
+table = batch.collect(outcomes)                     # one row per (run, parameter)
+table, findings = batch.assess(table)               # drift statistic per row, findings in words
+```
+
+`rotorid batch MANIFEST` does all of this and writes `params.parquet`, `runs.csv`, one
+`params.json` per run and `fleet.html` (see `write`).
+
+Every run calls `identify_logs`, the same assembly of inputs and the same method functions as
+`rotorid identify`, so a fleet row holds exactly the numbers a single run gives. A run that
+fails (unreadable log, window outside the log, poor excitation, or an unexpected error) is
+reported in its row and the batch goes on.
+
+Drift rule (`DriftRule`, applied by `assess` per vehicle, method and parameter, values in date
+order, ties in manifest order). The *baseline* is the vehicle's own earlier values that were not
+flagged. A value x_k with σ_k is compared once the baseline holds at least `min_history` values
+x_i (σ_i), i in B, n = |B|:
+
+    m   = mean(x_B)                               baseline mean
+    s   = max(std(x_B, ddof=1), rms(σ_B))         per-flight scatter: the baseline's own spread, or
+                                                  the σ its estimates claim, whichever is larger
+    u   = sqrt(max(σ_k, s)² + s² / n)             uncertainty of x_k − m: the new value's scatter
+                                                  (its own σ or the history's, the larger) plus
+                                                  the standard error of the mean
+    z_k = (x_k − m) / u                           flagged when |z_k| > `threshold` (3)
+
+A flagged value does not join the baseline, so a step change stays flagged on every later
+flight instead of being absorbed. A *drift* is the trailing run of flagged values of one sign
+that reaches the vehicle's latest flight: "T_m up 25 % since 2026-03-14: check
+motors/propellers", the change being the mean of the run against m. A flagged value followed by
+unflagged ones is an *outlier* (one odd flight, often a bad log), listed but not a drift. Taking
+the larger of the observed spread and the claimed σ keeps the rule honest both when the σ are
+optimistic (real flights vary more than one log's noise says: battery voltage, temperature) and
+when a short history happens to be tight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import datetime as dt
+import functools
+import io
+import math
+import os
+import re
+import threading
+import time
+import tomllib
+import uuid
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rotorid.errors import RotoridError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+
+    from rotorid.result import Result
+    from rotorid.vehicle import Vehicle
+
+
+class ManifestError(RotoridError):
+    """The fleet manifest is malformed (missing column, bad date, unknown option, ...)."""
+
+
+#: Manifest columns: what each holds. Lists (logs, roles) are `;`-separated in CSV, arrays in TOML.
+COLUMNS: dict[str, str] = {
+    "vehicle": "the vehicle's name in the fleet (serial, call sign)",
+    "date": "ISO date or date-time of the flight (2026-03-14 or 2026-03-14T09:30)",
+    "method": "delay, tls or online",
+    "airframe": "preset name or vehicle .toml (what `identify --vehicle` takes)",
+    "logs": "log files with optional windows FILE@t0:t1 (delay: thrust; tls: configuration A)",
+    "roll_pitch": "[delay] roll/pitch excitation logs",
+    "yaw": "[delay] yaw excitation logs",
+    "configs": "[tls] further mass configurations NAME=LOG",
+    "masses": "[tls] measured mass of a configuration NAME=KG",
+    "weights": "[tls] weight k_w of a configuration NAME=K_W",
+    "options": "method settings NAME=VALUE (the fields of DelaySettings, TlsSettings, OnlineSettings)",
+}
+REQUIRED = ("vehicle", "date", "method", "airframe", "logs")
+#: Roles and tables only some methods take.
+_ONLY = {"roll_pitch": "delay", "yaw": "delay", "configs": "tls", "masses": "tls", "weights": "tls"}
+_SETTINGS = {"delay": "DelaySettings", "tls": "TlsSettings", "online": "OnlineSettings"}
+#: How long `--scheduler` waits for the scheduler to answer.
+CONNECT_TIMEOUT = "5s"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One manifest row: one identification. Paths are absolute (resolved against the
+    manifest's folder), so a worker anywhere that sees the same file system can run it."""
+
+    row: int
+    vehicle: str
+    date: dt.datetime
+    method: str
+    airframe: str
+    logs: tuple[str, ...]
+    roll_pitch: tuple[str, ...] = ()
+    yaw: tuple[str, ...] = ()
+    configs: dict[str, list[str]] = field(default_factory=dict)
+    masses: dict[str, float] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The date as written in reports: ISO date, with the time only when it is not midnight."""
+        return (
+            self.date.date().isoformat() if self.date.time() == dt.time() else self.date.isoformat(timespec="minutes")
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# manifest
+# ---------------------------------------------------------------------------------------------
+def read_manifest(path: str | Path) -> list[Job]:
+    """Parse a CSV or TOML manifest into jobs, checking everything but the logs themselves
+    (columns, dates, methods, airframes, option names and values); a missing or unreadable log
+    fails only its own row when the batch runs.
+
+    CSV: a header with the `COLUMNS` (the `REQUIRED` ones at least); lists separated by `;`;
+    `configs`, `masses`, `weights` and `options` as `NAME=VALUE; NAME=VALUE`. TOML: an optional
+    `[defaults]` table and one `[[run]]` table per run with the same keys (arrays and tables).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ManifestError(f"{p}: no such manifest file")
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        rows = _csv_rows(p)
+    elif suffix == ".toml":
+        rows = _toml_rows(p)
+    else:
+        raise ManifestError(f"{p}: a manifest is a .csv or .toml file")
+    if not rows:
+        raise ManifestError(f"{p}: the manifest lists no runs")
+    return [_job(i, row, p) for i, row in enumerate(rows, start=1)]
+
+
+def _csv_rows(p: Path) -> list[dict[str, Any]]:
+    try:
+        with open(p, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f, skipinitialspace=True)
+            header = [h.strip() for h in reader.fieldnames or []]
+            _check_columns(header, p, "column")
+            rows = []
+            for raw in reader:
+                if None in raw:
+                    raise ManifestError(f"{p}: line {reader.line_num} has more cells than the header")
+                cells = {k.strip(): (v or "").strip() for k, v in raw.items()}
+                if any(cells.values()):
+                    rows.append({k: _csv_cell(k, v, p, reader.line_num) for k, v in cells.items() if v})
+    except UnicodeDecodeError:
+        raise ManifestError(f"{p}: not a text (UTF-8) CSV file") from None
+    except csv.Error as e:
+        raise ManifestError(f"{p}: not a valid CSV file ({e})") from None
+    return rows
+
+
+def _csv_cell(column: str, text: str, p: Path, line: int) -> Any:
+    items = [s.strip() for s in text.split(";") if s.strip()]
+    if column in ("configs", "masses", "weights", "options"):
+        out: dict[str, Any] = {}
+        for it in items:
+            name, sep, value = (s.strip() for s in it.partition("="))
+            if not sep or not name or not value:
+                raise ManifestError(f"{p}: line {line}, {column}: '{it}' must look like NAME=VALUE")
+            if column == "configs":
+                out.setdefault(name, []).append(value)
+            else:
+                out[name] = _value(value)
+        return out
+    return items if column in ("logs", "roll_pitch", "yaw") else text
+
+
+def _value(text: str) -> Any:
+    """A CSV option value: true/false, none, an integer, a number, comma-separated numbers, else text."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    parts = text.split(",")
+    try:
+        nums = [int(x) if re.fullmatch(r"\s*[+-]?\d+\s*", x) else float(x) for x in parts]
+    except ValueError:
+        return text
+    return nums[0] if len(nums) == 1 else tuple(nums)
+
+
+def _toml_rows(p: Path) -> list[dict[str, Any]]:
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ManifestError(f"{p}: not valid TOML ({e})") from None
+    extra = sorted(set(doc) - {"defaults", "run"})
+    if extra:
+        raise ManifestError(f"{p}: unknown table(s) {', '.join(extra)}; a manifest has [defaults] and [[run]]")
+    defaults = doc.get("defaults", {})
+    runs = doc.get("run", [])
+    if not isinstance(defaults, dict) or not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise ManifestError(f"{p}: write [defaults] as a table and each run as a [[run]] table")
+    _check_columns(list(defaults), p, "key in [defaults]", required=False)
+    rows = []
+    for i, r in enumerate(runs, start=1):
+        _check_columns([*defaults, *r], p, f"key in run {i}")
+        rows.append({**defaults, **r, "options": {**defaults.get("options", {}), **r.get("options", {})}})
+    return rows
+
+
+def _check_columns(names: list[str], p: Path, what: str, required: bool = True) -> None:
+    unknown = [n for n in names if n not in COLUMNS]
+    if unknown:
+        raise ManifestError(f"{p}: unknown {what} '{unknown[0]}'; use {', '.join(COLUMNS)}")
+    missing = [n for n in REQUIRED if n not in names] if required else []
+    if missing:
+        raise ManifestError(f"{p}: missing {what} {', '.join(missing)} (needed: {', '.join(REQUIRED)})")
+
+
+def _job(i: int, row: dict[str, Any], p: Path) -> Job:
+    where = f"{p}: run {i}"
+    missing = [k for k in REQUIRED if not row.get(k)]
+    if missing:
+        raise ManifestError(f"{where}: {', '.join(missing)} empty")
+    method = str(row["method"]).strip()
+    if method not in _SETTINGS:
+        raise ManifestError(f"{where}: unknown method '{method}'; choose {', '.join(_SETTINGS)}")
+    for key, only in _ONLY.items():
+        if row.get(key) and method != only:
+            raise ManifestError(f"{where}: '{key}' is for --method {only}, not {method}")
+    base = p.parent
+
+    def specs(key: str) -> tuple[str, ...]:
+        v = row.get(key) or ()
+        items = [v] if isinstance(v, str) else list(v)
+        if not all(isinstance(s, str) for s in items):
+            raise ManifestError(f"{where}: '{key}' must list log files (text)")
+        return tuple(_resolve(s, base, where) for s in items)
+
+    def numbers(key: str) -> dict[str, float]:
+        try:
+            return {str(k): float(v) for k, v in dict(row.get(key) or {}).items()}
+        except (TypeError, ValueError):
+            raise ManifestError(f"{where}: '{key}' must map configuration names to numbers") from None
+
+    configs = {
+        str(k): [_resolve(str(s), base, where) for s in ([v] if isinstance(v, str) else v)]
+        for k, v in dict(row.get("configs") or {}).items()
+    }
+    options = normalize_options(method, dict(row.get("options") or {}), where)  # refused now, not after hours
+    airframe = str(row["airframe"]).strip()
+    if not _is_preset(airframe):
+        airframe = str((base / airframe).resolve()) if not Path(airframe).is_absolute() else airframe
+        if not Path(airframe).is_file():
+            raise ManifestError(f"{where}: airframe '{row['airframe']}' is neither a preset nor an existing .toml file")
+        _check_airframe(airframe, where)
+    return Job(
+        row=i,
+        vehicle=str(row["vehicle"]).strip(),
+        date=_date(row["date"], where),
+        method=method,
+        airframe=airframe,
+        logs=specs("logs"),
+        roll_pitch=specs("roll_pitch"),
+        yaw=specs("yaw"),
+        configs=configs,
+        masses=numbers("masses"),
+        weights=numbers("weights"),
+        options=options,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _airframe_error(path: str) -> str | None:
+    from rotorid.vehicle import Vehicle
+
+    try:
+        Vehicle.load(path)
+    except RotoridError as e:
+        return str(e)
+    return None
+
+
+def _check_airframe(path: str, where: str) -> None:
+    """Read a vehicle file once per manifest (a broken one fails the manifest, not every row)."""
+    error = _airframe_error(path)
+    if error:
+        raise ManifestError(f"{where}: {error}")
+
+
+def _is_preset(name: str) -> bool:
+    from rotorid.vehicle import PRESET_ALIASES, PRESETS
+
+    return name in PRESETS or name in PRESET_ALIASES
+
+
+def _resolve(spec: str, base: Path, where: str) -> str:
+    """A log argument with its path made absolute against the manifest's folder (windows kept)."""
+    from rotorid.io import parse_spec
+
+    try:
+        ls = parse_spec(spec.strip())
+    except RotoridError as e:
+        raise ManifestError(f"{where}: {e}") from None
+    path = ls.path if ls.path.is_absolute() else (base / ls.path).resolve()
+    return str(dataclasses.replace(ls, path=path))
+
+
+def _date(value: Any, where: str) -> dt.datetime:
+    """A manifest date (TOML date/date-time or ISO text) as a naive UTC datetime."""
+    if isinstance(value, dt.datetime):
+        d = value
+    elif isinstance(value, dt.date):
+        d = dt.datetime.combine(value, dt.time())
+    else:
+        try:
+            d = dt.datetime.fromisoformat(str(value).strip())
+        except ValueError:
+            raise ManifestError(f"{where}: date '{value}' is not an ISO date like 2026-03-14") from None
+    return d.astimezone(dt.UTC).replace(tzinfo=None) if d.tzinfo else d
+
+
+def _settings_class(method: str) -> type:
+    import importlib
+
+    return getattr(importlib.import_module(f"rotorid.methods.{method}"), _SETTINGS[method])
+
+
+def normalize_options(method: str, options: Mapping[str, Any], where: str = "options") -> dict[str, Any]:
+    """Options as the method's settings take them (lists -> tuples, a lone number for a tuple
+    field -> a 1-tuple, an integer for a float field -> float), checked by building the
+    settings: an unknown name or an invalid value raises `ManifestError` naming `where`."""
+    cls = _settings_class(method)
+    fields = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+    bad = sorted(set(options) - set(fields))
+    if bad:
+        raise ManifestError(f"{where}: unknown {method} option(s) {', '.join(bad)}; allowed: {', '.join(fields)}")
+    kw: dict[str, Any] = {}
+    for k, v in options.items():
+        if isinstance(v, list | tuple):
+            v = tuple(v)
+        elif fields[k].startswith("tuple") and isinstance(v, int | float | str) and not isinstance(v, bool):
+            v = (v,)
+        elif fields[k].startswith("float") and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        kw[k] = v
+    try:
+        cls(**kw)
+    except RotoridError as e:
+        raise ManifestError(f"{where}: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise ManifestError(f"{where}: invalid {method} options ({e})") from None
+    return kw
+
+
+def settings_for(method: str, options: Mapping[str, Any]) -> Any:
+    """The method's settings object from NAME=VALUE options (the settings dataclass's field
+    names; everything not given keeps its default, the same default `rotorid identify` uses)."""
+    return _settings_class(method)(**normalize_options(method, options))
+
+
+# ---------------------------------------------------------------------------------------------
+# one identification (what `rotorid identify` assembles)
+# ---------------------------------------------------------------------------------------------
+def load_flights(specs: Iterable[str], vehicle: Vehicle, allow_corrupt: bool = False) -> list:
+    """Every flight (window) of the log arguments, read with the vehicle's motor input kind and
+    rotor count as reader hints; flights whose motor channels cannot mean what the vehicle
+    declares are refused (`rotorid.io.check_motor_units`)."""
+    from rotorid.io import check_motor_units, load
+
+    hints: dict[str, Any] = {"motors": vehicle.n_rotors}
+    if vehicle.motor_input != "rad_s":  # a log's commands are never rotor speeds: those come from ESC rpm
+        hints["motor_input"] = vehicle.motor_input
+    return [
+        check_motor_units(f, vehicle.motor_input)
+        for s in specs
+        for f in load(s, allow_corrupt=allow_corrupt, hints=hints)
+    ]
+
+
+def provenance(specs: Iterable[str]) -> list[dict[str, Any]]:
+    """`Result.inputs` of log arguments: path, SHA-256 and windows."""
+    from rotorid.io import parse_spec
+    from rotorid.util import sha256
+
+    out = []
+    for s in specs:
+        ls = parse_spec(s)
+        out.append(
+            {
+                "path": str(ls.path),
+                "sha256": sha256(ls.path) if ls.path.is_file() else None,
+                "windows": list(ls.windows),
+            }
+        )
+    return out
+
+
+def identify_logs(
+    method: str,
+    airframe: str | Vehicle,
+    logs: Sequence[str],
+    *,
+    roll_pitch: Sequence[str] = (),
+    yaw: Sequence[str] = (),
+    configs: Mapping[str, Sequence[str]] | None = None,
+    masses: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | None = None,
+    options: Mapping[str, Any] | None = None,
+    allow_corrupt: bool = False,
+) -> Result:
+    """One identification from log arguments, assembled as `rotorid identify` does: load the
+    flights with the vehicle's hints, build the method's settings from `options`, call the
+    method, record the inputs. `logs` are the thrust flights (delay), configuration A (tls) or
+    the one flight (online); `configs` adds tls configurations by name."""
+    from rotorid.vehicle import Vehicle
+
+    veh = airframe if isinstance(airframe, Vehicle) else Vehicle.load(airframe)
+    settings = settings_for(method, options or {})
+    if method == "delay":
+        from rotorid.methods import delay
+
+        result = delay.identify(
+            load_flights(logs, veh, allow_corrupt),
+            veh,
+            roll_pitch=load_flights(roll_pitch, veh, allow_corrupt),
+            yaw=load_flights(yaw, veh, allow_corrupt),
+            settings=settings,
+        )
+        specs = [*logs, *roll_pitch, *yaw]
+    elif method == "tls":
+        from rotorid.methods import tls
+
+        cfg = {"A": list(logs), **{k: list(v) for k, v in (configs or {}).items()}}
+        flights = {k: load_flights(v, veh, allow_corrupt) for k, v in cfg.items()}
+        result = tls.identify(flights, veh, masses=dict(masses or {}), weights=dict(weights or {}), settings=settings)
+        specs = [s for v in cfg.values() for s in v]
+    else:
+        from rotorid.methods import online
+
+        flights = load_flights(logs, veh, allow_corrupt)
+        if len(flights) != 1:
+            raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
+        result = online.identify(flights[0], veh, settings)
+        specs = list(logs)
+    result.inputs = provenance(specs)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# running on Dask
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """What one job gave: the result (None when it failed), the error in one line, the
+    warnings it raised (e.g. a corrupt log decoded in part) and its wall time on the worker."""
+
+    job: Job
+    result: Result | None
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = float("nan")
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+_local = threading.local()
+_hook = threading.Lock()
+
+
+@contextlib.contextmanager
+def _warnings_into(sink: list[str]) -> Iterator[None]:
+    """Collect the warnings this thread raises into `sink`. Unlike `warnings.catch_warnings`,
+    safe when several jobs run in threads of one process (`processes=False`): a hook installed
+    once per process sends each warning to its own thread's sink and passes the others on."""
+    with _hook:
+        if not getattr(warnings.showwarning, "rotorid_batch", False):
+            shown = warnings.showwarning
+
+            def show(
+                message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+            ) -> None:
+                target = getattr(_local, "sink", None)
+                if target is None:
+                    shown(message, category, filename, lineno, file, line)
+                else:
+                    target.append(str(message))
+
+            show.rotorid_batch = True  # type: ignore[attr-defined]
+            warnings.showwarning = show
+    _local.sink = sink
+    try:
+        yield
+    finally:
+        _local.sink = None
+
+
+def run_job(job: Job, allow_corrupt: bool = False) -> dict[str, Any]:
+    """Run one job (on a worker). Never raises: a failure becomes the row's `error`. The
+    result travels as its params.json content (plain data, small). Worker processes run BLAS
+    on one thread (Dask's nanny sets OMP/MKL/OPENBLAS_NUM_THREADS=1): a fleet's parallelism is
+    across jobs."""
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"row": job.row, "result": None, "error": None, "warnings": []}
+    with _warnings_into(out["warnings"]):
+        try:
+            res = identify_logs(
+                job.method,
+                job.airframe,
+                job.logs,
+                roll_pitch=job.roll_pitch,
+                yaw=job.yaw,
+                configs=job.configs,
+                masses=job.masses,
+                weights=job.weights,
+                options=job.options,
+                allow_corrupt=allow_corrupt,
+            )
+            out["result"] = res.to_dict()
+        except RotoridError as e:
+            out["error"] = str(e)
+        except Exception as e:  # one bad log must not stop a fleet; say it is ours to fix
+            out["error"] = f"unexpected {type(e).__name__}: {e} (a rotorid bug: please report it with this log)"
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def run(
+    jobs: Sequence[Job],
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    processes: bool = True,
+    allow_corrupt: bool = False,
+    progress: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Run every job on Dask and return the outcomes in manifest order. `scheduler` connects to
+    an existing cluster (its workers must have rotorid installed and see the log files at the
+    same paths); otherwise a `distributed.LocalCluster` with `workers` single-threaded workers
+    (default: one per core, at most one per job; `processes=False` keeps them in this process)
+    runs for the batch. `progress(outcome)` is called as each job finishes."""
+    from rotorid.result import Result
+
+    if scheduler and workers:
+        raise RotoridError("give either --workers (a cluster on this machine) or --scheduler (an existing one)")
+    by_row = {j.row: j for j in jobs}
+    batch_id = uuid.uuid4().hex[:8]
+    outcomes: dict[int, Outcome] = {}
+    with _client(scheduler, workers or min(os.cpu_count() or 1, max(len(jobs), 1)), processes) as client:
+        from distributed import as_completed
+
+        futures = [
+            client.submit(run_job, j, allow_corrupt, key=f"rotorid-row{j.row}-{batch_id}", pure=False) for j in jobs
+        ]
+        rows = {f.key: j.row for f, j in zip(futures, jobs, strict=True)}
+        for fut in as_completed(futures):
+            row = rows[fut.key]
+            try:
+                d = fut.result()
+            except Exception as e:  # the worker itself died (out of memory, killed)
+                o = Outcome(by_row[row], None, f"worker lost while running this row ({type(e).__name__}: {e})")
+            else:
+                res = Result.from_dict(d["result"]) if d["result"] is not None else None
+                o = Outcome(by_row[row], res, d["error"], d["warnings"], d["seconds"])
+            outcomes[row] = o
+            if progress is not None:
+                progress(o)
+    return [outcomes[j.row] for j in jobs]
+
+
+class _client:
+    """Context manager: a Dask client on `scheduler`, or on a LocalCluster made for the batch."""
+
+    def __init__(self, scheduler: str | None, workers: int, processes: bool) -> None:
+        self.scheduler, self.workers, self.processes = scheduler, workers, processes
+        self.cluster: Any = None
+        self.client: Any = None
+
+    def __enter__(self) -> Any:
+        import logging
+
+        from distributed import Client, LocalCluster
+
+        if self.workers < 1:
+            raise RotoridError(f"--workers {self.workers}: give at least one worker")
+        if self.scheduler:
+            try:
+                self.client = Client(self.scheduler, timeout=CONNECT_TIMEOUT)
+            except (OSError, TimeoutError, ValueError) as e:
+                raise RotoridError(
+                    f"cannot reach the Dask scheduler at '{self.scheduler}' ({e}); check the address "
+                    "(e.g. tcp://host:8786) or leave out --scheduler to run on this machine"
+                ) from None
+            return self.client
+        self.cluster = LocalCluster(
+            n_workers=self.workers,
+            threads_per_worker=1,
+            processes=self.processes,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        self.client = Client(self.cluster)
+        return self.client
+
+    def __exit__(self, *exc: object) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# the table and the drift rule
+# ---------------------------------------------------------------------------------------------
+TABLE_COLUMNS = ("vehicle", "date", "method", "row", "parameter", "value", "std", "unit")
+
+
+def collect(outcomes: Iterable[Outcome]) -> pd.DataFrame:
+    """One row per (run, parameter) of the successful runs: vehicle, date, method, manifest
+    row, parameter, value, std, unit, sorted by vehicle, method, parameter, date and row."""
+    import pandas as pd
+
+    recs = [
+        (o.job.vehicle, o.job.date, o.job.method, o.job.row, name, e.value, e.std, e.unit)
+        for o in outcomes
+        if o.result is not None
+        for name, e in o.result.params.items()
+    ]
+    df = pd.DataFrame.from_records(recs, columns=list(TABLE_COLUMNS))
+    df["date"] = pd.to_datetime(df["date"])
+    df["row"] = df["row"].astype("int64")
+    df[["value", "std"]] = df[["value", "std"]].astype("float64")
+    return df.sort_values(["vehicle", "method", "parameter", "date", "row"], kind="stable", ignore_index=True)
+
+
+@dataclass(frozen=True)
+class DriftRule:
+    """Flag a value beyond `threshold` σ of its vehicle's own history once that history holds
+    `min_history` values (see the module docstring for the formulas)."""
+
+    threshold: float = 3.0
+    min_history: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.threshold > 0 or self.min_history < 2:
+            raise RotoridError(f"drift rule {self}: threshold must be positive and min_history at least 2")
+
+
+#: What to check when a parameter drifts, by parameter (base name, no motor/config suffix).
+ADVICE: dict[str, str] = {
+    "tm": "check motors/propellers",
+    "tm_rise": "check motors/propellers",
+    "tm_fall": "check motors/propellers",
+    "thrust": "check propellers, motors and battery",
+    "k_t": "check propellers, motors and battery",
+    "hover_cmd": "check propellers, motors, battery and payload",
+    "k_d": "check propellers (damage, pitch, wrong type)",
+    "k_tau": "check propellers (damage, pitch, wrong type)",
+    "mass": "check payload and battery",
+    "I": "check payload and battery mounting",
+    "ms": "check payload and battery mounting",
+    "com": "check payload and battery mounting",
+    "imu": "check the flight controller's mounting",
+}
+
+
+def advice(parameter: str) -> str:
+    """What to check when `parameter` drifts (e.g. 'check motors/propellers' for T_m)."""
+    base = re.sub(r"(_m\d+)?(@[\w.-]+)?$", "", parameter)
+    for key in (base, base.split("_")[0], re.sub(r"_c\d+$", "", base)):
+        if key in ADVICE:
+            return ADVICE[key]
+    return "check the vehicle"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A drift (the latest flights off the vehicle's history) or an outlier (one odd flight)."""
+
+    kind: str  # "drift" or "outlier"
+    vehicle: str
+    method: str
+    parameter: str
+    since: str  # date label of the first flagged flight
+    flights: int  # flagged flights in the run
+    baseline: float  # mean of the history before
+    value: float  # mean of the flagged values
+    unit: str
+    z: float  # largest |z| of the run, with its sign
+    message: str  # in words: "T_m up 25 % since 2026-03-14: check motors/propellers"
+
+
+def _z_scores(x: np.ndarray, s: np.ndarray, rule: DriftRule) -> tuple[np.ndarray, ...]:
+    """Baseline mean, scatter, σ of the difference (u), z and flag of each value of one (vehicle, method, parameter)
+    history in date order: the recurrence of the module docstring (flagged values stay out of
+    the baseline)."""
+    n = len(x)
+    mean, scatter, dev, z = (np.full(n, np.nan) for _ in range(4))
+    flag = np.zeros(n, dtype=bool)
+    base: list[int] = []
+    for k in range(n):  # over flights (a handful per vehicle), not samples
+        if len(base) >= rule.min_history and np.isfinite(x[k]):
+            xb, sb = x[base], s[base]
+            sig = np.sqrt(np.nanmean(sb**2)) if np.isfinite(sb).any() else 0.0
+            sc = max(float(np.std(xb, ddof=1)), float(sig))
+            u = math.hypot(max(s[k], sc) if np.isfinite(s[k]) else sc, sc / math.sqrt(len(base)))
+            mean[k], scatter[k], dev[k] = xb.mean(), sc, u
+            z[k] = (
+                (x[k] - mean[k]) / u if u > 0 else (0.0 if x[k] == mean[k] else math.copysign(math.inf, x[k] - mean[k]))
+            )
+            flag[k] = abs(z[k]) > rule.threshold
+        if not flag[k] and np.isfinite(x[k]):
+            base.append(k)
+    return mean, scatter, dev, z, flag
+
+
+def assess(table: pd.DataFrame, rule: DriftRule | None = None) -> tuple[pd.DataFrame, list[Finding]]:
+    """Apply the drift rule to every (vehicle, method, parameter) history of `collect`'s table:
+    returns the table with `baseline` (m), `scatter` (s), `dev_std` (u), `z` and `flagged` columns (NaN/False where the
+    history is too short) and the findings, drifts first."""
+    from rotorid.report.html import pretty_unit, symbol
+
+    rule = rule or DriftRule()
+    t = table.sort_values(["vehicle", "method", "parameter", "date", "row"], kind="stable", ignore_index=True)
+    cols = {k: np.full(len(t), np.nan) for k in ("baseline", "scatter", "dev_std", "z")}
+    flagged = np.zeros(len(t), dtype=bool)
+    findings: list[Finding] = []
+    for (veh, method, par), idx in t.groupby(["vehicle", "method", "parameter"], sort=False).indices.items():
+        x, s = t["value"].to_numpy()[idx], t["std"].to_numpy()[idx]
+        m, sc, u, z, f = _z_scores(x, s, rule)
+        for k, v in zip(cols, (m, sc, u, z), strict=True):
+            cols[k][idx] = v
+        flagged[idx] = f
+        dates = t["date"].to_numpy()[idx]
+        unit = str(t["unit"].iloc[idx[0]])
+        for kind, run in _runs(f, z):
+            first = run[0]
+            mu = float(np.mean(x[run]))
+            zmax = float(z[run][np.argmax(np.abs(z[run]))])
+            label = _label(dates[first])
+            change = _change_words(symbol(par), mu, m[first], sc[first], pretty_unit(unit))
+            words = f"{change} since {label}" if kind == "drift" else f"{change} on {label} only (one odd flight)"
+            findings.append(
+                Finding(
+                    kind, veh, method, par, label, len(run), float(m[first]), mu, unit, zmax, f"{words}: {advice(par)}"
+                )
+            )
+    out = t.assign(**cols, flagged=flagged)
+    findings.sort(key=lambda d: (d.kind != "drift", d.vehicle, d.method, d.parameter, d.since))
+    return out, findings
+
+
+def _runs(flag: np.ndarray, z: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Runs of consecutive flagged values of one sign: ('drift', indices) for the run that
+    reaches the last value, ('outlier', indices) for each earlier one."""
+    runs: list[list[int]] = []
+    for k in np.flatnonzero(flag):
+        if runs and runs[-1][-1] == k - 1 and np.sign(z[k]) == np.sign(z[runs[-1][-1]]):
+            runs[-1].append(int(k))
+        else:
+            runs.append([int(k)])
+    last = len(flag) - 1
+    return [("drift" if r[-1] == last else "outlier", np.array(r)) for r in runs]
+
+
+def _label(d: Any) -> str:
+    import pandas as pd
+
+    ts = pd.Timestamp(d)
+    return ts.date().isoformat() if ts == ts.normalize() else ts.isoformat(timespec="minutes")
+
+
+def _change_words(sym: str, value: float, baseline: float, scatter: float, unit: str) -> str:
+    """'T_m up 25 %' — in percent when the baseline is clearly non-zero, else in units."""
+    direction = "up" if value > baseline else "down"
+    if abs(baseline) > 3 * scatter and baseline != 0:
+        return f"{sym} {direction} {abs(100 * (value - baseline) / baseline):.0f} %"
+    return f"{sym} {direction} {abs(value - baseline):.3g} {unit}".rstrip()
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs
+# ---------------------------------------------------------------------------------------------
+def runs_table(outcomes: Sequence[Outcome]) -> pd.DataFrame:
+    """One row per manifest row: vehicle, date, method, status, parameters, seconds, error, warnings."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "row": [o.job.row for o in outcomes],
+            "vehicle": [o.job.vehicle for o in outcomes],
+            "date": [o.job.label for o in outcomes],
+            "method": [o.job.method for o in outcomes],
+            "status": ["ok" if o.ok else "failed" for o in outcomes],
+            "parameters": [len(o.result.params) if o.result else 0 for o in outcomes],
+            "seconds": [round(o.seconds, 3) for o in outcomes],
+            "error": [o.error or "" for o in outcomes],
+            "warnings": [" | ".join(o.warnings) for o in outcomes],
+            "logs": [" ".join([*o.job.logs, *o.job.roll_pitch, *o.job.yaw]) for o in outcomes],
+        }
+    )
+
+
+def _run_file(job: Job) -> str:
+    safe = re.sub(r"[^\w.-]+", "_", job.vehicle) or "vehicle"
+    return f"runs/{safe}/{job.label.replace(':', '')}-{job.method}-row{job.row}.params.json"
+
+
+def write(
+    out: Path,
+    outcomes: Sequence[Outcome],
+    table: pd.DataFrame,
+    findings: Sequence[Finding],
+    title: str,
+    rule: DriftRule | None = None,
+) -> dict[str, Path]:
+    """Write `params.parquet` (the assessed table), `runs.csv`, each run's params.json under
+    `runs/` and `fleet.html`, each atomically. Returns the paths of the four kinds."""
+    from rotorid.report.fleet import render
+    from rotorid.util import atomic_write, atomic_write_text
+
+    html = render(
+        table, findings, runs_table(outcomes), title, (rule or DriftRule()).threshold
+    )  # render first: a failure writes nothing
+    buf = io.StringIO()
+    runs_table(outcomes).to_csv(buf, index=False)
+    for o in outcomes:
+        if o.result is not None:
+            o.result.save(out / _run_file(o.job))
+    atomic_write(out / "params.parquet", lambda p: table.to_parquet(p, index=False))
+    atomic_write_text(out / "runs.csv", buf.getvalue())
+    atomic_write_text(out / "fleet.html", html)
+    return {
+        "params": out / "params.parquet",
+        "runs": out / "runs.csv",
+        "report": out / "fleet.html",
+        "each": out / "runs",
+    }
+
+
+def run_manifest(
+    manifest: Path,
+    out: Path,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    processes: bool = True,
+    allow_corrupt: bool = False,
+    rule: DriftRule | None = None,
+    console: Console | None = None,
+) -> tuple[list[Outcome], list[Finding]]:
+    """`rotorid batch`: read the manifest, run it on Dask with a progress bar on `console`,
+    assess drift, write the outputs into `out` and print the failed rows and findings."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rotorid.report import check_output
+
+    console = console or Console()
+    jobs = read_manifest(manifest)
+    check_output(out)  # a bad --out fails now, not after the batch
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    ) as bar:
+        task = bar.add_task(f"identifying {len(jobs)} runs", total=len(jobs))
+        failed = 0
+
+        def tick(o: Outcome) -> None:
+            nonlocal failed
+            failed += not o.ok
+            text = f"identifying {len(jobs)} runs" + (f" ({failed} failed)" if failed else "")
+            bar.update(task, advance=1, description=text)
+
+        outcomes = run(
+            jobs, workers=workers, scheduler=scheduler, processes=processes, allow_corrupt=allow_corrupt, progress=tick
+        )
+    table, findings = assess(collect(outcomes), rule)
+    written = write(Path(out), outcomes, table, findings, f"rotorid fleet — {Path(manifest).name}", rule)
+    for o in outcomes:
+        if not o.ok:
+            console.print(
+                f"[red]row {o.job.row}[/] ({o.job.vehicle}, {o.job.label}) failed: {o.error}", highlight=False
+            )
+    for d in findings:
+        colour = "bold red" if d.kind == "drift" else "yellow"
+        console.print(f"[{colour}]{d.kind}[/] {d.vehicle}: {d.message}", highlight=False)
+    ok = sum(o.ok for o in outcomes)
+    console.print(
+        f"{ok} of {len(outcomes)} runs identified, {sum(d.kind == 'drift' for d in findings)} drift(s); "
+        f"wrote [bold]{written['report']}[/], {written['params'].name}, {written['runs'].name} in {out}"
+    )
+    return outcomes, findings
+
+
+# ---------------------------------------------------------------------------------------------
+# a simulated fleet (tests, benchmark, trying it out)
+# ---------------------------------------------------------------------------------------------
+def simulate_fleet(
+    out: Path,
+    vehicles: Mapping[str, Mapping[str, Any]],
+    dates: Sequence[str],
+    drift: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    duration: float = 4.0,
+    seed: int = 0,
+) -> Path:
+    """Simulate an `eschmann-crazyflie` fleet (three excitation flights per vehicle and date,
+    `simulate --set` overrides per vehicle, and from `drift[(vehicle, date)]` on those overrides
+    changed), write the flights as Parquet under `out` and a CSV manifest; returns its path."""
+    from rotorid.io import write as write_flight
+    from rotorid.sim import scenarios
+    from rotorid.util import atomic_write_text
+
+    out = Path(out)
+    rows = []
+    for v_i, (veh, overrides) in enumerate(vehicles.items()):
+        current = dict(overrides)
+        for d_i, date in enumerate(dates):
+            current |= (drift or {}).get((veh, date), {})
+            sc = scenarios.run("eschmann-crazyflie", seed=seed + 1000 * v_i + d_i, duration=duration, **current)
+            files = {k: write_flight(f, out / veh / date / f"{k}.parquet") for k, f in sc.flights.items()}
+            rel = {k: str(p.relative_to(out)) for k, p in files.items()}
+            rows.append([veh, date, "delay", "crazyflie", rel["thrust"], rel["roll_pitch"], rel["yaw"]])
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["vehicle", "date", "method", "airframe", "logs", "roll_pitch", "yaw"])
+    w.writerows(rows)
+    atomic_write_text(out / "manifest.csv", buf.getvalue())
+    return out / "manifest.csv"

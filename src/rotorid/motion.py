@@ -1,0 +1,198 @@
+"""Rigid-body motion and rotor terms measured from a flight, shared by the TLS method
+(`rotorid.methods.tls`) and cross-validation (`rotorid.validate`) (Six et al. Sec. III-C).
+
+`airborne_pieces` cuts a flight into airborne, uniformly sampled pieces; `motion` filters and
+differentiates one piece into body rate, angular acceleration and specific force at the body
+origin, with the rotor terms u; `MotionSettings` says how (source, filter band, motor lag);
+`rel_error_norms` compares a modelled wrench with the rigid-body one (Table III).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from rotorid.errors import RotoridError
+from rotorid.flight import Flight
+from rotorid.frames import GRAVITY_ENU, bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
+from rotorid.signal import butter_filtfilt, derivative, is_uniform, motor_lag, runs
+from rotorid.vehicle import Vehicle
+
+#: Wrench components: force then moment about the body origin (the row blocks of W_t, Sec. III-B).
+WRENCH = ("F_x", "F_y", "F_z", "M_x", "M_y", "M_z")
+#: Minimum airborne piece kept (s); shorter pieces are dominated by filter edge effects.
+MIN_PIECE = 2.0
+#: Lowest original logging rate of the motion and rotor channels: the default filter band
+#: reaches 15 Hz and needs a few samples per period (Six et al. flew at 200 Hz).
+MIN_RATE_HZ = 50.0
+
+
+@dataclass(frozen=True)
+class MotionSettings:
+    """How motion and rotor terms are measured. None means "chosen from the data";
+    `at(fs)` fills every default for data sampled at `fs` Hz.
+
+    - `source`: "imu" (accelerometer + gyro) or "mocap" (pos + quat twice differentiated).
+    - `tm`: motor time constant (s); commands pass through `signal.motor_lag` first.
+    - `band`: (low, high) Hz of the zero-phase Butterworth applied to the signals that are
+      differentiated (gyro; mocap pose); low = 0 means low-pass. Default (0, min(15, fs/8))
+      for the IMU and (0, min(8, fs/8)) for mocap (noise grows with f^2 through the double
+      derivative).
+    - `speed`: rotor terms from "cmd", "rotor_speed", or "auto" (measured rotor speed if the
+      log has it and the vehicle's motor input is rad/s, else the commands).
+    - `parallel_cutoff`: low-pass (Hz) applied to every derived signal before use; default the
+      band's high corner. `trim`: seconds dropped at both ends of every piece after filtering
+      (default 3/high, plus 2/low with a low cut). `order`: Butterworth order.
+    - `mocap_delay`: seconds by which the motion-capture pose lags the commands; the pose is
+      read at t + delay. `fs`: the sampling rate (set by `at`).
+    """
+
+    source: str = "imu"
+    tm: float | None = None
+    band: tuple[float, float] | None = None
+    speed: str = "auto"
+    parallel_cutoff: float | None = None
+    trim: float | None = None
+    order: int = 4
+    mocap_delay: float = 0.0
+    fs: float | None = None
+
+    def at(self, fs: float) -> MotionSettings:
+        """Concrete settings for data sampled at `fs` Hz (every default filled in, checked)."""
+        if self.source not in ("imu", "mocap"):
+            raise RotoridError(f"--source must be 'imu' or 'mocap', got '{self.source}'")
+        if self.speed not in ("auto", "cmd", "rotor_speed"):
+            raise RotoridError(f"speed source must be auto, cmd or rotor_speed, got '{self.speed}'")
+        if self.tm is not None and not self.tm >= 0:
+            raise RotoridError(f"--tm must be a non-negative time constant in seconds, got {self.tm}")
+        default_high = 15.0 if self.source == "imu" else 8.0  # the pose is differentiated twice
+        low, high = self.band if self.band is not None else (0.0, min(default_high, fs / 8.0))
+        if not 0 <= low < high < fs / 2:
+            raise RotoridError(
+                f"--band {low:g},{high:g} Hz must satisfy 0 <= LOW < HIGH < {fs / 2:g} Hz (half the {fs:g} Hz rate)"
+            )
+        pc = self.parallel_cutoff or high
+        if not 0 < pc < fs / 2:
+            raise RotoridError(f"parallel cut-off {pc:g} Hz must lie inside (0, {fs / 2:g}) Hz")
+        trim = self.trim if self.trim is not None else 3.0 / high + (2.0 / low if low > 0 else 0.0)
+        return replace(self, band=(float(low), float(high)), parallel_cutoff=float(pc), trim=float(trim), fs=float(fs))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as plain values (band as a list), for `Result.settings`."""
+        d = asdict(self)
+        if self.band is not None:
+            d["band"] = list(self.band)
+        return d
+
+
+@dataclass(frozen=True)
+class Motion:
+    """Filtered full-rate signals of one airborne piece: time, body rate, angular acceleration,
+    specific force at the body origin (a_d - R^-1 g), and rotor terms u (N, M)."""
+
+    t: np.ndarray
+    omega: np.ndarray
+    omega_dot: np.ndarray
+    s: np.ndarray
+    u: np.ndarray
+
+
+def _filt(x: np.ndarray, fs: float, low: float, high: float, order: int) -> np.ndarray:
+    return butter_filtfilt(x, fs, (low, high) if low > 0 else high, order=order)
+
+
+def speed_source(flight: Flight, vehicle: Vehicle, speed: str) -> str:
+    """Which channel supplies the rotor terms: "cmd" or "rotor_speed" (see `MotionSettings.speed`)."""
+    if speed == "auto":
+        return "rotor_speed" if flight.rotor_speed is not None and vehicle.motor_input == "rad_s" else "cmd"
+    return speed
+
+
+def rotor_terms(flight: Flight, vehicle: Vehicle, speed: str, tm: float | None) -> np.ndarray:
+    """Rotor states u (N, M): measured rotor speeds, or the commands through the motor lag
+    (`signal.motor_lag`) when `tm` is given (the paper neglects the lag: tm None)."""
+    src = speed_source(flight, vehicle, speed)
+    flight.require_rate(MIN_RATE_HZ, src)
+    u = getattr(flight, src)
+    if u.shape[1] != vehicle.n_rotors:
+        raise RotoridError(
+            f"{flight.source}: channel '{src}' has {u.shape[1]} motors but vehicle '{vehicle.name}' "
+            f"has {vehicle.n_rotors} rotors; check the vehicle description"
+        )
+    return motor_lag(u, flight.t, tm) if (src == "cmd" and tm) else u
+
+
+def _imu_motion(flight: Flight, vehicle: Vehicle, st: MotionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """omega = low-passed gyro; omega_dot = central differences of the band-passed gyro; the
+    specific force at the origin is the accelerometer's minus the lever-arm terms
+    omega_dot x r + omega x (omega x r), r = `vehicle.imu_offset` (Sec. III-C1)."""
+    flight.require_rate(MIN_RATE_HZ, "acc", "gyro")
+    (low, high), fs, order = st.band, st.fs, st.order
+    omega = _filt(flight.gyro, fs, 0.0, high, order)
+    omega_dot = derivative(_filt(flight.gyro, fs, low, high, order), flight.t)
+    r = vehicle.imu_offset
+    acc = _filt(flight.acc, fs, 0.0, high, order)
+    lever = np.cross(omega_dot, r) + np.cross(omega, np.cross(omega, r))
+    return omega, omega_dot, acc - lever
+
+
+def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bryant angles eta and position zeta band-passed and differentiated twice; omega,
+    omega_dot by eq. (4)-(5), a_d by eq. (3); s = R^T (zeta_dd - g)."""
+    flight.require_rate(MIN_RATE_HZ, "pos", "quat")
+    (low, high), fs, order, t = st.band, st.fs, st.order, flight.t
+    eta_raw, pos = quat_to_bryant(flight.quat), flight.pos
+    if st.mocap_delay:
+        ts = np.clip(t + st.mocap_delay, t[0], t[-1])
+        eta_raw, pos = (np.column_stack([np.interp(ts, t, c) for c in x.T]) for x in (eta_raw, pos))
+    if np.any(np.abs(eta_raw[:, 1]) > np.radians(80)):
+        i = int(np.flatnonzero(np.abs(eta_raw[:, 1]) > np.radians(80))[0])
+        raise RotoridError(
+            f"{flight.source}: pitch reaches {np.degrees(eta_raw[i, 1]):.0f} deg at t={t[i]:.3f} s, "
+            "where Bryant angles are singular (eq. 4); cut that part out with a window"
+        )
+    eta = _filt(eta_raw, fs, 0.0, high, order)
+    eta_d = derivative(_filt(eta_raw, fs, low, high, order), t)
+    omega, omega_dot = bryant_rates(eta, eta_d, derivative(eta_d, t))
+    zeta_dd = derivative(_filt(pos, fs, low, high, order), t, order=2)
+    return omega, omega_dot, world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY_ENU)
+
+
+def motion(flight: Flight, vehicle: Vehicle, settings: MotionSettings) -> Motion:
+    """Filtered motion of one uniformly sampled piece (Sec. III-C), from the IMU or from
+    motion capture (`settings.source`); `settings` concrete (`MotionSettings.at`)."""
+    if settings.fs is None:
+        settings = settings.at(flight.rate)
+    u = rotor_terms(flight, vehicle, settings.speed, settings.tm)
+    if settings.source == "imu":
+        omega, omega_dot, s = _imu_motion(flight, vehicle, settings)
+    else:
+        omega, omega_dot, s = _mocap_motion(flight, settings)
+    return Motion(t=flight.t, omega=omega, omega_dot=omega_dot, s=s, u=u)
+
+
+def airborne_pieces(flight: Flight) -> list[Flight]:
+    """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long."""
+    f = flight
+    if f.landed is not None and f.landed.any():
+        starts, ends = runs(~f.landed)
+        parts = [f.window(f.t[a], f.t[b - 1]) for a, b in zip(starts, ends, strict=True) if b - a >= 2]
+    else:
+        parts = [f]
+    out = []
+    for p in parts:
+        p = p if is_uniform(p.t, 1e-3) else p.resample()
+        if p.duration >= MIN_PIECE:
+            out.append(p)
+    return out
+
+
+def rel_error_norms(rho: np.ndarray, wk: np.ndarray) -> dict[str, float]:
+    """Relative error norms ||rho_j|| / ||W_k chi_k||_j per wrench component (Table III), in
+    percent; NaN where the rotor model produces nothing in that component."""
+    num = np.linalg.norm(rho, axis=0)
+    den = np.linalg.norm(wk, axis=0)
+    ok = den > 1e-9 * max(float(den.max()), 1e-300)
+    return {c: float(100 * num[j] / den[j]) if ok[j] else float("nan") for j, c in enumerate(WRENCH)}
