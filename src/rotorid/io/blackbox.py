@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from rotorid import frames
-from rotorid.errors import LogFormatError
+from rotorid.errors import LogFormatError, quote
 from rotorid.flight import Flight, Series, align
-from rotorid.io import dropouts, register
+from rotorid.io import dropouts, guard, register
 
 MAGIC = b"H Product:Blackbox"
 RATE_HINT = (
@@ -71,20 +71,34 @@ def _quiet() -> Any:
         log.setLevel(level)
 
 
-def _float_bits(value: Any) -> float:
+def _number(headers: dict[str, Any], key: str, path: Path) -> float | None:
+    """Header `key` as a finite number (None if absent); anything else is a LogFormatError."""
+    if key not in headers:
+        return None
+    v = headers[key]
+    try:
+        x = float(int(v, 0) if isinstance(v, str) else v)
+    except (TypeError, ValueError, OverflowError):
+        x = np.nan
+    if not np.isfinite(x):
+        raise LogFormatError(f"{path}: header {key} is {quote(v)}, not a number; the header is corrupt")
+    return x
+
+
+def _float_bits(headers: dict[str, Any], key: str, path: Path) -> float | None:
     """A header float written as its IEEE-754 bits (e.g. gyro_scale 0x3f800000 = 1.0)."""
-    v = int(value, 16) if isinstance(value, str) else int(value)
-    return struct.unpack("<f", struct.pack("<I", v & 0xFFFFFFFF))[0]
+    v = _number(headers, key, path)
+    return None if v is None else struct.unpack("<f", struct.pack("<I", int(v) & 0xFFFFFFFF))[0]
 
 
 def _gyro_deg_s_scale(headers: dict[str, Any], path: Path) -> float:
     """deg/s per gyroADC count: Cleanflight/Betaflight/INAV write gyro_scale as deg/s per
     count; Baseflight as rad/µs per count."""
-    if "gyro_scale" not in headers:
+    scale = _float_bits(headers, "gyro_scale", path)
+    if scale is None:
         return 1.0
-    scale = _float_bits(headers["gyro_scale"])
     if not np.isfinite(scale) or scale <= 0:
-        raise LogFormatError(f"{path}: header gyro_scale {headers['gyro_scale']!r} is not a positive float")
+        raise LogFormatError(f"{path}: header gyro_scale {quote(headers['gyro_scale'])} is not a positive float")
     if "baseflight" in str(headers.get("Firmware type", "")).lower():
         return scale * 1e6 * 180.0 / np.pi
     return scale
@@ -107,7 +121,7 @@ def _section(parser: Any, index: int, path: Path) -> tuple[dict[str, Any], list[
                 seen_intra = True
             rows.append(fr.data)
     except Exception as e:  # orangebox raises RuntimeError at a cut end, others on corrupt bytes
-        stop = f"{type(e).__name__}: {e}"
+        stop = f"{type(e).__name__}: {quote(e)}"
     return headers, names, rows, stop
 
 
@@ -147,7 +161,7 @@ def _flight(
         series["gyro"] = Series(t, np.radians(_columns(rows, names, gyro_f) * _gyro_deg_s_scale(headers, path)))
     acc_f = [f"accSmooth[{i}]" for i in range(3)]
     if all(f in names for f in acc_f):
-        one_g = float(headers.get("acc_1G", 0) or 0)
+        one_g = _number(headers, "acc_1G", path) or 0.0
         if one_g > 0:
             series["acc"] = Series(t, _columns(rows, names, acc_f) / one_g * frames.GRAVITY)
         else:
@@ -160,13 +174,15 @@ def _flight(
         units["cmd"] = f"normalized (motorOutput {lo:g}..{hi:g})"
     erpm_f = _indexed(names, "eRPM")
     if erpm_f:
-        poles = motor_poles or int(headers.get("motor_poles", 0) or 0)
+        poles = motor_poles or int(_number(headers, "motor_poles", path) or 0)
         if poles > 0:
             rpm = _columns(rows, names, erpm_f) * 100.0 / (poles / 2.0)
             series["rotor_speed"] = Series(t, rpm * 2.0 * np.pi / 60.0)
             units["rotor_speed"] = f"rad/s (from eRPM, {poles} motor poles)"
         else:
-            warnings.warn(f"{path}: eRPM logged but motor_poles unknown; give motor_poles= to read rotor speed", stacklevel=4)
+            warnings.warn(
+                f"{path}: eRPM logged but motor_poles unknown; give motor_poles= to read rotor speed", stacklevel=4
+            )
     for ch, s in list(series.items()):
         ok = np.all(np.isfinite(s.values), axis=1)
         if not ok.all():
@@ -174,22 +190,23 @@ def _flight(
             series[ch] = Series(s.t[ok], s.values[ok])
     facts = {k: headers[k] for k in _HEADER_FACTS if k in headers}
     if "gyro_scale" in headers:
-        facts["gyro_scale"] = _float_bits(headers["gyro_scale"])
+        facts["gyro_scale"] = _float_bits(headers, "gyro_scale", path)
     meta = {"log_index": index, "header": facts, "units": units, "notes": notes}
     return series, meta
 
 
 def _motor_range(headers: dict[str, Any], path: Path) -> tuple[float, float]:
     mo = headers.get("motorOutput")
-    if isinstance(mo, list | tuple) and len(mo) == 2 and mo[1] > mo[0]:
+    if isinstance(mo, list | tuple) and len(mo) == 2 and all(isinstance(x, int | float) for x in mo) and mo[1] > mo[0]:
         return float(mo[0]), float(mo[1])
-    lo, hi = headers.get("minthrottle"), headers.get("maxthrottle")
-    if isinstance(lo, int) and isinstance(hi, int) and hi > lo:
-        return float(lo), float(hi)
-    raise LogFormatError(f"{path}: header motorOutput {mo!r} is not a min,max range; cannot normalize motor[]")
+    lo, hi = _number(headers, "minthrottle", path), _number(headers, "maxthrottle", path)
+    if lo is not None and hi is not None and hi > lo:
+        return lo, hi
+    raise LogFormatError(f"{path}: header motorOutput {quote(mo)} is not a min,max range; cannot normalize motor[]")
 
 
 @register("blackbox", (".bbl", ".bfl"), magic=MAGIC)
+@guard.reader
 def read(
     path: Path, motor_poles: int | None = None, rate: float | None = None, allow_corrupt: bool = False
 ) -> list[Flight]:
@@ -202,13 +219,10 @@ def read(
     from orangebox import Parser
 
     path = Path(path)
-    try:
-        with _quiet(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # orangebox's own deprecation noise
-            parser = Parser.load(str(path))
-            n_logs = parser.reader.log_count
-    except Exception as e:  # orangebox raises bare exceptions on malformed headers
-        raise LogFormatError(f"{path}: not a readable blackbox log ({type(e).__name__}: {e})") from None
+    with _quiet(), warnings.catch_warnings(), guard.library(path, "orangebox", what="blackbox"):
+        warnings.simplefilter("ignore")  # orangebox's own deprecation noise
+        parser = Parser.load(str(path))
+        n_logs = parser.reader.log_count
     if n_logs < 1:
         raise LogFormatError(f"{path}: no blackbox log section (no 'H Product:Blackbox' header)")
     flights: list[Flight] = []
@@ -218,10 +232,12 @@ def read(
             with _quiet():
                 headers, names, rows, stop = _section(parser, index, path)
         except Exception as e:
-            skipped.append(f"log {index}: unreadable header ({type(e).__name__}: {e})")
+            skipped.append(f"log {index}: unreadable header ({type(e).__name__}: {quote(e)})")
             continue
         if stop is not None:
-            msg = f"{path}: log {index} is cut or corrupt after {len(rows)} frames ({stop}); decoded the frames before it"
+            msg = (
+                f"{path}: log {index} is cut or corrupt after {len(rows)} frames ({stop}); decoded the frames before it"
+            )
             warnings.warn(msg, stacklevel=2)
         if len(rows) < 2:
             skipped.append(f"log {index}: fewer than two decodable frames")
@@ -240,7 +256,7 @@ def read(
         }
         meta["notes"] += skipped
         flight, _ = align(series, rate=rate or max(s.rate for s in series.values()), meta=meta)
-        flights += dropouts.split(flight, dropouts.find(series), path)
+        flights += dropouts.split(flight, series, path)
     if not flights:
         raise LogFormatError(f"{path}: no flight data in {n_logs} log section(s): {'; '.join(skipped)}")
     if skipped:

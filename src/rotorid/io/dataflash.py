@@ -31,7 +31,7 @@ import numpy as np
 from rotorid import frames
 from rotorid.errors import LogFormatError, RotoridError
 from rotorid.flight import Flight, Series, align
-from rotorid.io import dropouts, register
+from rotorid.io import dropouts, guard, register
 from rotorid.io.ulog import _clean
 from rotorid.util import atomic_write_bytes
 
@@ -110,12 +110,13 @@ class _Log:
         self.path = path
         if path.stat().st_size < HEAD:
             raise LogFormatError(f"{path}: too short for a DataFlash log ({path.stat().st_size} bytes)")
-        quiet = io.StringIO()
-        try:
-            with contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
-                self._r = _indexer()(str(path), zero_time_base=False)
-        except Exception as e:  # pymavlink raises bare Exception, struct/Index/Key errors on corrupt input
-            raise LogFormatError(f"{path}: not a readable DataFlash log ({type(e).__name__}: {e})") from None
+        quiet = io.StringIO()  # pymavlink prints every bad header it skips
+        with (
+            contextlib.redirect_stderr(quiet),
+            contextlib.redirect_stdout(quiet),
+            guard.library(path, "pymavlink", what="DataFlash"),
+        ):
+            self._r = _indexer()(str(path), zero_time_base=False)
         self.buf = np.frombuffer(self._r.data_map, dtype=np.uint8)
         self.by_name = {f.name: f for t, f in self._r.formats.items() if isinstance(t, int) and t != 0x80}
         ends = [offs[-1] + f.len for t, f in self._r.formats.items() if (offs := self._r.offsets[t])]
@@ -131,7 +132,8 @@ class _Log:
         self.params: dict[str, float] = {}
         if "PARM" in self.by_name:
             p = self.table("PARM")
-            self.params = {_text(n): float(v) for n, v in zip(p["Name"], p["Value"], strict=True)}
+            named = zip(p["Name"], p["Value"].astype(np.float64), strict=True)
+            self.params = {_text(n): float(v) for n, v in named if np.isfinite(v)}  # a NaN value is no setting
 
     def has(self, name: str) -> bool:
         f = self.by_name.get(name)
@@ -217,7 +219,11 @@ def _batch(log: _Log, instance: int, notes: list[str]) -> dict[str, Series]:
     for sensor, ch in ((0, "acc"), (1, "gyro")):
         sel = (h["type"] == sensor) & (h["instance"] == instance)
         if sel.any():
-            out[ch] = _clean(t[sel].ravel(), frames.frd_to_flu(xyz[sel].reshape(-1, 3)), notes, f"ISBD -> {ch}")
+            s = _finite(
+                Series(t[sel].ravel(), frames.frd_to_flu(xyz[sel].reshape(-1, 3))), log.path, f"ISBD -> {ch}", notes
+            )
+            if s is not None:
+                out[ch] = s
     if not out:
         raise RotoridError(f"{log.path}: the batch sampler holds no samples of IMU {instance}")
     return out
@@ -261,7 +267,20 @@ def _attitude(log: _Log) -> tuple[np.ndarray, np.ndarray]:
     return t, frames.quat_ned_frd_to_enu_flu(q_ned)
 
 
+def _finite(s: Series, path: Path, what: str, notes: list[str]) -> Series | None:
+    """`s` sorted by time without repeated stamps or samples holding NaN/inf (dropped with a
+    warning); None if fewer than two samples are left."""
+    ok = np.isfinite(s.t) & np.all(np.isfinite(s.values.reshape(len(s.t), -1)), axis=1)
+    if not ok.all():
+        warnings.warn(f"{path}: {what}: dropped {int((~ok).sum())} samples holding NaN/inf", stacklevel=4)
+    if ok.sum() < 2:
+        notes.append(f"{what}: fewer than 2 finite samples; not read")
+        return None
+    return _clean(s.t[ok], s.values[ok], notes, what)
+
+
 @register("dataflash", (".bin",), magic=MAGIC)
+@guard.reader
 def read(
     path: Path,
     imu: int | None = None,
@@ -292,8 +311,9 @@ def read(
     units: dict[str, str] = {}
 
     def put(ch: str, msg: str, t: np.ndarray, v: np.ndarray) -> None:
-        series[ch] = _clean(t, v, notes, f"{msg} -> {ch}")
-        source[ch] = msg
+        s = _finite(Series(t, v), path, f"{msg} -> {ch}", notes)
+        if s is not None:
+            series[ch], source[ch] = s, msg
 
     if imu_source == "batch":
         inst = _pick(np.unique(log.table("ISBH")["instance"]) if log.has("ISBH") else np.array([0]), imu, "IMU", path)
@@ -331,16 +351,13 @@ def read(
             notes.append(f"RCOU: motors on output channels {chans}")
     if log.has("ESC") and n_motors:
         esc = log.table("ESC")
-        chans = chans or list(range(1, n_motors + 1))
-        per = [esc[esc["Instance"] == c - 1] for c in chans]
-        if all(len(p) >= 2 for p in per):
-            t0, rpm0 = log.columns("ESC", ["RPM"], per[0])
-            cols = [rpm0[:, 0]]
-            for p in per[1:]:
-                t, v = log.columns("ESC", ["RPM"], p)
-                s = _clean(t, v[:, 0], notes, "ESC")
-                cols.append(np.interp(t0, s.t, s.values))
-            put("rotor_speed", "ESC", t0, np.column_stack(cols))
+        per = [
+            _finite(Series(*log.columns("ESC", ["RPM"], esc[esc["Instance"] == c - 1])), path, f"ESC {c}", notes)
+            for c in (chans or range(1, n_motors + 1))
+        ]
+        if all(p is not None for p in per):
+            t0 = per[0].t
+            put("rotor_speed", "ESC", t0, np.column_stack([np.interp(t0, p.t, p.values[:, 0]) for p in per]))
             units["rotor_speed"] = "rad/s (from ESC rpm)"
         else:
             notes.append("ESC: telemetry missing for some motors; rotor_speed not read")
@@ -367,7 +384,7 @@ def read(
         "params": {k: log.params[k] for k in sorted(log.params) if k.startswith(("LOG_", "INS_LOG", "MOT_PWM"))},
     }
     flight, _ = align(ok, rate=rate or max(s.rate for s in ok.values()), meta=meta)
-    return dropouts.split(flight, dropouts.find(ok), path)
+    return dropouts.split(flight, ok, path)
 
 
 # -- writing ---------------------------------------------------------------------------------
