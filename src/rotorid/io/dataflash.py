@@ -22,14 +22,19 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import sys
+import tempfile
+import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rotorid import frames
-from rotorid.errors import LogFormatError, RotoridError
+from rotorid.errors import LogFormatError, RotoridError, quote
 from rotorid.flight import Flight, Series, align
 from rotorid.io import dropouts, guard, register
 from rotorid.io.ulog import _clean
@@ -57,12 +62,26 @@ _SI = {
     "degheading": np.pi / 180.0,
     "us": 1.0,
 }
-_DOCUMENTED = {  # units ArduPilot documents, for logs too old to carry FMTU
-    "IMU": {"GyrX": "rad/s", "AccX": "m/s/s"},
-    "RCOU": {"C1": "us"},
+_DOCUMENTED = {  # units ArduPilot documents by column prefix, for logs too old to carry FMTU
+    "IMU": {"Gyr": "rad/s", "Acc": "m/s/s"},
+    "RCOU": {"C": "us"},
     "ESC": {"RPM": "rpm"},
-    "ATT": {"Roll": "deg"},
+    "ATT": {"Roll": "deg", "Pitch": "deg", "Yaw": "deg"},
 }
+#: columns rotorid reads per message, "S" text or "n" number: a FMT without them is corrupt
+_NEEDS = {
+    "FMTU": {"FmtType": "n", "UnitIds": "S", "MultIds": "S"},
+    "PARM": {"Name": "S", "Value": "n"},
+    "IMU": {"TimeUS": "n", "I": "n", **{f"{q}{a}": "n" for q in ("Acc", "Gyr") for a in "XYZ"}},
+    "ISBH": {"N": "n", "type": "n", "instance": "n", "mul": "n", "SampleUS": "n", "smp_rate": "n"},
+    "ISBD": {"N": "n", "seqno": "n", **dict.fromkeys("xyz", "n")},
+    "RCOU": {"TimeUS": "n", "C1": "n"},
+    "ESC": {"TimeUS": "n", "Instance": "n", "RPM": "n"},
+    "ATT": {"TimeUS": "n", "Roll": "n", "Pitch": "n", "Yaw": "n"},
+}
+#: one pymavlink index at a time: its C indexer prints to the process's stderr (fd 2), which
+#: `_captured_stderr` points at a file while it runs
+_FD2 = threading.Lock()
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -103,6 +122,24 @@ def _indexer() -> type:
     return Index
 
 
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[io.StringIO]:
+    """Everything written to stderr inside the block, by Python or by C code (fd 2)."""
+    text = io.StringIO()
+    with _FD2, tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            with contextlib.redirect_stderr(text), contextlib.redirect_stdout(text):
+                yield text
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text.write(tmp.read().decode("ascii", errors="replace"))
+
+
 class _Log:
     """One DataFlash file indexed by pymavlink; `table(name)` decodes a message type at once."""
 
@@ -110,13 +147,10 @@ class _Log:
         self.path = path
         if path.stat().st_size < HEAD:
             raise LogFormatError(f"{path}: too short for a DataFlash log ({path.stat().st_size} bytes)")
-        quiet = io.StringIO()  # pymavlink prints every bad header it skips
-        with (
-            contextlib.redirect_stderr(quiet),
-            contextlib.redirect_stdout(quiet),
-            guard.library(path, "pymavlink", what="DataFlash"),
-        ):
+        with _captured_stderr() as said, guard.library(path, "pymavlink", what="DataFlash"):
             self._r = _indexer()(str(path), zero_time_base=False)
+        #: bytes pymavlink skipped because no message started there (it prints one line each)
+        self.skipped = sum(1 for line in said.getvalue().splitlines() if line.startswith("bad header"))
         self.buf = np.frombuffer(self._r.data_map, dtype=np.uint8)
         self.by_name = {f.name: f for t, f in self._r.formats.items() if isinstance(t, int) and t != 0x80}
         ends = [offs[-1] + f.len for t, f in self._r.formats.items() if (offs := self._r.offsets[t])]
@@ -145,6 +179,12 @@ class _Log:
             return self._cache[name]
         fmt = self.by_name[name]
         dt = _dtype(fmt, self.path)
+        for col, kind in _NEEDS.get(name, {}).items():
+            if col not in fmt.columns or (dt[col].kind == "S") != (kind == "S"):
+                raise LogFormatError(
+                    f"{self.path}: message {name} has no {'text' if kind == 'S' else 'numeric'} column {col} "
+                    f"(columns {quote(','.join(fmt.columns))}); its FMT definition is corrupt"
+                )
         offs = np.asarray(self._r.offsets[fmt.type], dtype=np.int64)
         whole = offs[offs + fmt.len <= len(self.buf)]
         rows = self.buf[whole[:, None] + np.arange(HEAD, fmt.len)]
@@ -169,9 +209,9 @@ class _Log:
         rec = self.table(name) if rows is None else rows
         scale, unit = self.scale(name, cols[0])
         if not unit:
-            unit = next((u for c, u in _DOCUMENTED.get(name, {}).items()), "")
+            unit = next((u for pre, u in _DOCUMENTED.get(name, {}).items() if cols[0].startswith(pre)), "")
         if unit not in _SI:
-            raise LogFormatError(f"{self.path}: {name}.{cols[0]} is in '{unit}', which rotorid does not convert")
+            raise LogFormatError(f"{self.path}: {name}.{cols[0]} is in {quote(unit)}, which rotorid does not convert")
         t_scale, _ = self.scale(name, "TimeUS")
         t = rec["TimeUS"].astype(np.float64) * (t_scale if t_scale != 1.0 else 1e-6)
         v = np.column_stack([rec[c].astype(np.float64) for c in cols]) * scale * _SI[unit]
@@ -368,6 +408,10 @@ def read(
         raise LogFormatError(
             f"{path}: no IMU, RCOU, ESC or ATT messages with at least two samples; check LOG_BITMASK ({RATE_HINT})"
         )
+    if log.skipped:
+        msg = f"{path}: skipped {log.skipped} bytes where no message started (corrupt stretches of the log)"
+        notes.append(msg)
+        warnings.warn(msg, stacklevel=2)
     if log.cut:
         msg = f"{path}: the log ends mid-message after byte {log.whole_end} of {len(log.buf)} (cut short, e.g. power loss); "
         msg += "decoded the whole messages before it"
