@@ -84,7 +84,7 @@ def _flight(n: int, rate: float, t0: float, seed: int, motors: int = 4) -> Fligh
     q = frames.rot_to_quat(rot.from_euler("ZYX", np.column_stack([yaw, 0.2 * np.sin(2 * t), -0.1 * np.cos(t)])))
     return Flight(
         t=t,
-        acc=rng.normal(0, 3, (n, 3)) + [0, 0, frames.GRAVITY],
+        acc=rng.normal(0, 3, (n, 3)) + np.array([0.0, 0.0, frames.GRAVITY]),
         gyro=rng.normal(0, 2, (n, 3)),
         cmd=rng.uniform(0, 1, (n, motors)),
         rotor_speed=rng.uniform(0, 3000, (n, motors)),
@@ -139,7 +139,8 @@ def test_pymavlink_reads_what_we_write(tmp_path: Path) -> None:
     assert log.recv_match(type="IMU") is None
     log.rewind()
     rcou = log.recv_match(type="RCOU")
-    assert rcou.C1 == round(1100 + 800 * f.cmd[0, 0]) and rcou.C5 == 0
+    expected_c1 = round(1100 + 800 * f.cmd[0, 0])
+    assert expected_c1 == rcou.C1 and rcou.C5 == 0
     log.rewind()
     att = log.recv_match(type="ATT")  # NED Euler angles in degrees, as ArduPilot logs them
     ypr = np.degrees(frames.quat_to_rot(frames.quat_enu_flu_to_ned_frd(f.quat[:1])).as_euler("ZYX"))[0]
