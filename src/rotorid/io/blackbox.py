@@ -113,15 +113,15 @@ def _section(parser: Any, index: int, path: Path) -> tuple[dict[str, Any], list[
     rows: list[tuple] = []
     seen_intra = False
     stop = None
-    try:
+    try:  # orangebox raises at a cut end (RuntimeError) and on corrupt bytes (TypeError, ...)
         for fr in parser.frames():
             if not seen_intra:
                 if fr.type.value != "I":
                     continue
                 seen_intra = True
             rows.append(fr.data)
-    except Exception as e:  # orangebox raises RuntimeError at a cut end, others on corrupt bytes
-        stop = f"{type(e).__name__}: {quote(e)}"
+    except Exception as e:
+        stop = f"orangebox: {type(e).__name__}: {quote(e)}"
     return headers, names, rows, stop
 
 
@@ -238,7 +238,7 @@ def read(
             msg = (
                 f"{path}: log {index} is cut or corrupt after {len(rows)} frames ({stop}); decoded the frames before it"
             )
-            warnings.warn(msg, stacklevel=2)
+            warnings.warn(msg, stacklevel=3)  # past guard.reader
         if len(rows) < 2:
             skipped.append(f"log {index}: fewer than two decodable frames")
             continue
@@ -260,5 +260,5 @@ def read(
     if not flights:
         raise LogFormatError(f"{path}: no flight data in {n_logs} log section(s): {'; '.join(skipped)}")
     if skipped:
-        warnings.warn(f"{path}: skipped {'; '.join(skipped)}", stacklevel=2)
+        warnings.warn(f"{path}: skipped {'; '.join(skipped)}", stacklevel=3)
     return flights

@@ -380,7 +380,7 @@ def read(
                     warnings.warn(
                         f"{path}: RCOU is PWM µs and the log has no MOT_PWM_MIN/MAX (or RC3_MIN/MAX) parameters; "
                         "kept raw µs — give the range (pwm_range) to get normalized commands",
-                        stacklevel=2,
+                        stacklevel=3,
                     )
                 units["cmd"] = "pwm_us"
                 put("cmd", "RCOU", t, pwm)
@@ -411,12 +411,12 @@ def read(
     if log.skipped:
         msg = f"{path}: skipped {log.skipped} bytes where no message started (corrupt stretches of the log)"
         notes.append(msg)
-        warnings.warn(msg, stacklevel=2)
+        warnings.warn(msg, stacklevel=3)  # past guard.reader
     if log.cut:
         msg = f"{path}: the log ends mid-message after byte {log.whole_end} of {len(log.buf)} (cut short, e.g. power loss); "
         msg += "decoded the whole messages before it"
         notes.append(msg)
-        warnings.warn(msg, stacklevel=2)
+        warnings.warn(msg, stacklevel=3)  # past guard.reader
     meta: dict[str, Any] = {
         "source": str(path),
         "format": "dataflash",

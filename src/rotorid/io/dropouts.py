@@ -20,6 +20,6 @@ def split(flight: Flight, series: dict[str, Series], path: Path) -> list[Flight]
         warnings.warn(
             f"{path}: {len(gaps)} logging drop-out(s) ({shown}{', …' if len(gaps) > 3 else ''}); "
             "the log is split there instead of interpolated",
-            stacklevel=3,
+            stacklevel=4,
         )
     return flight.without(gaps)
