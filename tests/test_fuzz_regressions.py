@@ -228,6 +228,23 @@ def test_normalized_commands_outside_0_1(tmp_path: Path) -> None:
         _read(tmp_path, ulog_bytes([fmt], "actuator_motors", rows))
 
 
+@pytest.mark.parametrize(("unit", "ok"), [("rad_s", True), ("normalized", False), (None, False)])
+def test_command_bound_follows_the_declared_unit(tmp_path: Path, unit: str | None, ok: bool) -> None:
+    """Rotor-speed commands (rad/s, a simulated 'rad_s' vehicle) pass where the flight and so
+    the ULog's info declare rad/s; the same numbers under PX4's normalized default are refused."""
+    t = np.arange(100) / 200.0
+    units = {"cmd": unit} if unit else {}
+    f = Flight(t=t, cmd=np.full((100, 4), 1059.4), meta={"source": "sim", "units": units})
+    p = ulog.write(f, tmp_path / "six.ulg")
+    if ok:
+        (g,) = read(p)
+        assert g.meta["units"]["cmd"] == "rad_s"
+        np.testing.assert_allclose(g.cmd, 1059.4, rtol=1e-6)
+    else:
+        with pytest.raises(LogFormatError, match=r"'cmd' column 0 reads 1059\.4 normalized commands"):
+            read(p)
+
+
 @pytest.mark.parametrize(
     ("step_us", "match"),
     [(2, r"logged at 5e\+05 Hz, outside the 1 Hz–100000 Hz"), (1_500_000, r"logged at 0\.6667 Hz")],
