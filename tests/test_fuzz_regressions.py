@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 import warnings
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -159,6 +160,22 @@ def test_resync_loop_is_bounded(tmp_path: Path, worker: fuzzing.Worker) -> None:
     kind, msg = worker.run(data, ".ulg")
     assert kind == fuzzing.ROTORID, msg
     assert "keeps re-reading the file" in msg or "sought to byte" in msg
+
+
+def test_signalling_nan_is_dropped_not_a_runtime_warning(tmp_path: Path) -> None:
+    """A Crazyflie float holding a signalling NaN: was numpy's 'invalid value encountered in
+    cast' RuntimeWarning; now the sample is dropped with a warning and the log split there."""
+    _, events = fixed_frequency(400)
+    marker = 12345.0
+    events[100] = (0, events[100][1], [marker, *events[100][2][1:]])
+    data = log_bytes([CF_TYPE], events)
+    body = data[:-4].replace(struct.pack("<f", marker), b"\x01\x00\x80\x7f")  # sNaN
+    p = _write(tmp_path, body + struct.pack("<I", zlib.crc32(body)), "cf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(UserWarning, match=r"1 samples hold NaN/inf \(first at t = 1\.100000 s\)"):
+            a, b = read(p)
+    assert (len(a.t), len(b.t)) == (100, 299)
 
 
 # -- hangs and huge allocations ----------------------------------------------------------------
