@@ -1,7 +1,8 @@
 """`make bench`: run every benchmarks/bench_*.py, the calibration Monte Carlo
 (calibration.py) and a short reader fuzzing pass (fuzz.py), write
-benchmarks/results/<name>.json and benchmarks/results/README.md (a markdown table). Benchmarks are not tests: they measure. `run.py NAME ...` runs only those
-(e.g. `run.py tls calibration`).
+benchmarks/results/<name>.json and benchmarks/results/README.md (a markdown table).
+Benchmarks are not tests: they measure. `run.py NAME ...` runs only those (e.g. `run.py tls
+calibration`).
 
 Each module defines `run() -> list[dict]`, each dict a row with at least `name`, `value`,
 `unit` and optionally `target` and `note`; a module whose own output already uses

@@ -256,7 +256,8 @@ def _classify(path: Path, options: dict[str, Any]) -> tuple[str, str]:
     return (IMPLAUSIBLE, why) if why else (OK, "")
 
 
-def _serve(conn: Any, folder: str) -> None:
+def _serve(conn: Any, parent_end: Any, folder: str) -> None:
+    parent_end.close()  # the fork's copy of the parent's end: else closing that never ends recv
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     base = _vm_bytes()
     n = 0
@@ -290,7 +291,7 @@ class Worker:
     def _start(self) -> None:
         ctx = mp.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, self.tmp.name), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, self.conn, self.tmp.name), daemon=True)
         self.proc.start()
         child.close()
 

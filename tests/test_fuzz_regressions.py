@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 import warnings
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -161,6 +162,22 @@ def test_resync_loop_is_bounded(tmp_path: Path, worker: fuzzing.Worker) -> None:
     assert "keeps re-reading the file" in msg or "sought to byte" in msg
 
 
+def test_signalling_nan_is_dropped_not_a_runtime_warning(tmp_path: Path) -> None:
+    """A Crazyflie float holding a signalling NaN: was numpy's 'invalid value encountered in
+    cast' RuntimeWarning; now the sample is dropped with a warning and the log split there."""
+    _, events = fixed_frequency(400)
+    marker = 12345.0
+    events[100] = (0, events[100][1], [marker, *events[100][2][1:]])
+    data = log_bytes([CF_TYPE], events)
+    body = data[:-4].replace(struct.pack("<f", marker), b"\x01\x00\x80\x7f")  # sNaN
+    p = _write(tmp_path, body + struct.pack("<I", zlib.crc32(body)), "cf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(UserWarning, match=r"1 samples hold NaN/inf \(first at t = 1\.100000 s\)"):
+            a, b = read(p)
+    assert (len(a.t), len(b.t)) == (100, 299)
+
+
 # -- hangs and huge allocations ----------------------------------------------------------------
 def test_multi_event_crazyflie_time_jump(worker: fuzzing.Worker) -> None:
     """Two event types, one time stamp jumping by 2^40 µs: align asked for a grid of 10^12
@@ -226,6 +243,23 @@ def test_normalized_commands_outside_0_1(tmp_path: Path) -> None:
     rows = [struct.pack("<Q4f", 1_000_000 + 4000 * k, 0.5, 0.5, 1.5 if k == 5 else 0.5, 0.5) for k in range(30)]
     with pytest.raises(LogFormatError, match=r"'cmd' column 2 reads 1\.5 normalized commands at t = 0\.020 s"):
         _read(tmp_path, ulog_bytes([fmt], "actuator_motors", rows))
+
+
+@pytest.mark.parametrize(("unit", "ok"), [("rad_s", True), ("normalized", False), (None, False)])
+def test_command_bound_follows_the_declared_unit(tmp_path: Path, unit: str | None, ok: bool) -> None:
+    """Rotor-speed commands (rad/s, a simulated 'rad_s' vehicle) pass where the flight and so
+    the ULog's info declare rad/s; the same numbers under PX4's normalized default are refused."""
+    t = np.arange(100) / 200.0
+    units = {"cmd": unit} if unit else {}
+    f = Flight(t=t, cmd=np.full((100, 4), 1059.4), meta={"source": "sim", "units": units})
+    p = ulog.write(f, tmp_path / "six.ulg")
+    if ok:
+        (g,) = read(p)
+        assert g.meta["units"]["cmd"] == "rad_s"
+        np.testing.assert_allclose(g.cmd, 1059.4, rtol=1e-6)
+    else:
+        with pytest.raises(LogFormatError, match=r"'cmd' column 0 reads 1059\.4 normalized commands"):
+            read(p)
 
 
 @pytest.mark.parametrize(

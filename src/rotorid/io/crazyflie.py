@@ -162,10 +162,7 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
                 raise LogFormatError(msg)
             warnings.warn(f"{msg}; decoded the events before it", stacklevel=2)
             arr = arr[: bad[0]]
-        out[et.name] = {
-            "t": arr["ts"].astype(np.float64) * ts_scale,
-            **{n: arr[n].astype(np.float64) for n in et.variables},
-        }
+        out[et.name] = _columns(arr, et.variables, ts_scale)
         return version, out
     sizes = {eid: 2 + ts_size + et.dtype.itemsize for eid, et in types.items()}
     starts = _record_starts(body, sizes, path, strict=crc_ok and not allow_corrupt)
@@ -176,11 +173,16 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
         rec = np.dtype([("id", "<u2"), ("ts", ts_dt), *[(n, et.dtype.fields[n][0]) for n in et.variables]])
         raw = body[s[:, None] + np.arange(rec.itemsize)].tobytes() if s.size else b""
         arr = np.frombuffer(raw, dtype=rec)
-        out[et.name] = {
-            "t": arr["ts"].astype(np.float64) * ts_scale,
-            **{n: arr[n].astype(np.float64) for n in et.variables},
-        }
+        out[et.name] = _columns(arr, et.variables, ts_scale)
     return version, out
+
+
+def _columns(arr: np.ndarray, variables: tuple[str, ...], ts_scale: float) -> dict[str, np.ndarray]:
+    """Decoded events as float64 columns: time stamps in s and every variable. A signalling
+    NaN in a float field casts without numpy's warning: `read` drops non-finite samples and
+    says so."""
+    with np.errstate(invalid="ignore"):
+        return {"t": arr["ts"].astype(np.float64) * ts_scale, **{n: arr[n].astype(np.float64) for n in variables}}
 
 
 _CHANNELS = {
