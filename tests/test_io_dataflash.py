@@ -203,6 +203,18 @@ def test_writer_refuses_what_dataflash_cannot_hold(tmp_path: Path) -> None:
         read(dataflash.write(f, tmp_path / "y.bin"), motor_input="rad_s")
 
 
+def test_rad_s_commands_leave_only_the_rotor_speeds(tmp_path: Path) -> None:
+    """A rad_s vehicle's commands have no DataFlash message: the writer says so and writes the
+    rotor speeds; the reader takes every ESC instance as a motor when there is no RCOU."""
+    f = _flight(200, 400.0, 1.0, seed=10)
+    f = f.replace(cmd=f.rotor_speed, meta={"source": "sim", "units": {"cmd": "rad_s"}})
+    with pytest.warns(UserWarning, match="no message for motor commands in rad/s"):
+        path = dataflash.write(f, tmp_path / "w.bin")
+    (g,) = read(path)
+    assert "cmd" not in g.channels and g.meta["topics"]["rotor_speed"] == "ESC"
+    np.testing.assert_allclose(g.rotor_speed, f.rotor_speed, rtol=1e-6, atol=1e-3)
+
+
 def test_raw_pwm_when_asked(tmp_path: Path) -> None:
     f = _flight(50, 100.0, 0.0, seed=8)
     (g,) = read(dataflash.write(f, tmp_path / "p.bin", pwm=(1000.0, 2000.0)), motor_input="pwm_us")
@@ -236,28 +248,25 @@ def test_cli_simulates_dataflash(tmp_path: Path) -> None:
 
 
 # -- robustness --------------------------------------------------------------------------------
-def test_mutation_fuzzing_only_rotorid_errors(fixture_log: Path, tmp_path: Path) -> None:
-    """Truncation, flipped bytes, absurd lengths and noise on the real log and on a written one:
-    only RotoridError, no hang, no allocation beyond the guard's bound (a forked worker with an
-    address-space cap and a time limit, from tests/fuzzing.py)."""
+def test_mutation_fuzzing(fixture_log: Path, tmp_path: Path) -> None:
+    """Truncation, flipped bytes, absurd lengths and noise on the whole real log (its first
+    32 kB, fuzzed in tests/test_fuzz_readers.py, hold headers only) and on a written log with
+    every message the reader decodes (IMU, RCOU, ESC, ATT, PARM, FMTU): only RotoridError, no
+    hang, no allocation beyond the guard's bound (tests/fuzzing.py's worker)."""
     from fuzzing import OK, ROTORID, Worker, apply_ops, random_ops
 
     seeds = [
-        fixture_log.read_bytes()[:32_768],
+        fixture_log.read_bytes(),
         dataflash.write(_flight(120, 400.0, 1.0, seed=9), tmp_path / "s.bin").read_bytes(),
     ]
     rng = random.Random(13)
     worker = Worker(timeout=10.0)
     try:
-        bad = []
-        for k in range(60):
-            data = apply_ops(seeds[k % 2], random_ops(rng))
-            kind, detail = worker.run(data, ".bin")
-            if kind not in (OK, ROTORID):
-                bad.append((k, kind, detail))
+        outcomes = [worker.run(apply_ops(seeds[k % 2], random_ops(rng)), ".bin") for k in range(60)]
     finally:
         worker.close()
-    assert bad == []
+    assert [o for o in outcomes if o[0] not in (OK, ROTORID)] == []
+    assert {kind for kind, _ in outcomes} == {OK, ROTORID}  # both kinds of outcome are exercised
 
 
 def test_not_a_dataflash_log(tmp_path: Path) -> None:

@@ -68,13 +68,14 @@ _DOCUMENTED = {  # units ArduPilot documents by column prefix, for logs too old 
     "ESC": {"RPM": "rpm"},
     "ATT": {"Roll": "deg", "Pitch": "deg", "Yaw": "deg"},
 }
-#: columns rotorid reads per message, "S" text or "n" number: a FMT without them is corrupt
+#: columns rotorid reads per message ("S" text, "n" number, "a" 32 int16 samples): a FMT
+#: without them is corrupt
 _NEEDS = {
     "FMTU": {"FmtType": "n", "UnitIds": "S", "MultIds": "S"},
     "PARM": {"Name": "S", "Value": "n"},
     "IMU": {"TimeUS": "n", "I": "n", **{f"{q}{a}": "n" for q in ("Acc", "Gyr") for a in "XYZ"}},
     "ISBH": {"N": "n", "type": "n", "instance": "n", "mul": "n", "SampleUS": "n", "smp_rate": "n"},
-    "ISBD": {"N": "n", "seqno": "n", **dict.fromkeys("xyz", "n")},
+    "ISBD": {"N": "n", "seqno": "n", **dict.fromkeys("xyz", "a")},
     "RCOU": {"TimeUS": "n", "C1": "n"},
     "ESC": {"TimeUS": "n", "Instance": "n", "RPM": "n"},
     "ATT": {"TimeUS": "n", "Roll": "n", "Pitch": "n", "Yaw": "n"},
@@ -100,6 +101,10 @@ def _dtype(fmt: Any, path: Path) -> np.dtype:
             fields.append((col, f"S{code[:-1]}"))
         else:
             fields.append((col, "<" + code))
+    if len(set(fmt.columns)) != len(fmt.columns):
+        raise LogFormatError(
+            f"{path}: FMT of {fmt.name} names a column twice ({quote(','.join(fmt.columns))}); the log is corrupt"
+        )
     dt = np.dtype(fields)
     if len(fmt.columns) != len(fmt.format) or dt.itemsize != fmt.len - HEAD:
         raise LogFormatError(
@@ -180,9 +185,10 @@ class _Log:
         fmt = self.by_name[name]
         dt = _dtype(fmt, self.path)
         for col, kind in _NEEDS.get(name, {}).items():
-            if col not in fmt.columns or (dt[col].kind == "S") != (kind == "S"):
+            if col not in fmt.columns or _kind(dt[col]) != kind:
+                what = {"S": "text", "n": "numeric", "a": "sample-array"}[kind]
                 raise LogFormatError(
-                    f"{self.path}: message {name} has no {'text' if kind == 'S' else 'numeric'} column {col} "
+                    f"{self.path}: message {name} has no {what} column {col} "
                     f"(columns {quote(','.join(fmt.columns))}); its FMT definition is corrupt"
                 )
         offs = np.asarray(self._r.offsets[fmt.type], dtype=np.int64)
@@ -216,6 +222,13 @@ class _Log:
         t = rec["TimeUS"].astype(np.float64) * (t_scale if t_scale != 1.0 else 1e-6)
         v = np.column_stack([rec[c].astype(np.float64) for c in cols]) * scale * _SI[unit]
         return t, v
+
+
+def _kind(dt: np.dtype) -> str:
+    """ "a" for a sample array, "S" for text, "n" for a number, "" otherwise."""
+    if dt.subdtype is not None:
+        return "a"
+    return {"S": "S", "i": "n", "u": "n", "f": "n"}.get(dt.kind, "")
 
 
 def _text(b: bytes) -> str:
@@ -269,17 +282,20 @@ def _batch(log: _Log, instance: int, notes: list[str]) -> dict[str, Series]:
     return out
 
 
-def _motor_channels(log: _Log, n_out: int, motors: int | None, notes: list[str]) -> list[int]:
+def _motor_channels(log: _Log, motors: int | None, notes: list[str]) -> list[int]:
     """RCOU channel numbers (1-based) of the motors, in motor order."""
+    rc = log.table("RCOU")
+    outs = sorted(
+        {int(c[1:]) for c in rc.dtype.names if c[:1] == "C" and c[1:].isdigit() and rc.dtype[c].kind in "iuf"}
+    )
     by_func = sorted(
         (MOTOR_FUNCS[int(log.params.get(f"SERVO{c}_FUNCTION", -1))], c)
-        for c in range(1, n_out + 1)
+        for c in outs
         if int(log.params.get(f"SERVO{c}_FUNCTION", -1)) in MOTOR_FUNCS
     )
     chans = [c for _, c in by_func]
     if not chans:
-        rc = log.table("RCOU")
-        chans = [c for c in range(1, n_out + 1) if np.any(rc[f"C{c}"] != 0)]
+        chans = [c for c in outs if np.any(rc[f"C{c}"] != 0)]
         notes.append(f"RCOU: no SERVOn_FUNCTION parameters; took the {len(chans)} non-zero outputs as motors")
     if motors is not None:
         if motors > len(chans):
@@ -370,8 +386,7 @@ def read(
         notes.append(f"IMU instance {inst} (of {', '.join(map(str, _instances(log, 'IMU', 'I')))})")
     n_motors, chans = motors, []
     if log.has("RCOU"):
-        n_out = sum(1 for c in log.by_name["RCOU"].columns if c.startswith("C") and c[1:].isdigit())
-        chans = _motor_channels(log, n_out, motors, notes)
+        chans = _motor_channels(log, motors, notes)
         if chans:
             t, pwm = log.columns("RCOU", [f"C{c}" for c in chans])
             rng = _pwm_range(log, pwm_range) if motor_input == "normalized" else None
@@ -389,11 +404,13 @@ def read(
                 put("cmd", "RCOU", t, np.clip((pwm - rng[0]) / (rng[1] - rng[0]), 0.0, 1.0))
             n_motors = len(chans)
             notes.append(f"RCOU: motors on output channels {chans}")
-    if log.has("ESC") and n_motors:
+    if log.has("ESC"):
         esc = log.table("ESC")
+        # ESC instance i drives output i + 1; without RCOU, every ESC instance logged is a motor
+        outs = chans or (range(1, n_motors + 1) if n_motors else np.unique(esc["Instance"]).astype(int) + 1)
         per = [
             _finite(Series(*log.columns("ESC", ["RPM"], esc[esc["Instance"] == c - 1])), path, f"ESC {c}", notes)
-            for c in (chans or range(1, n_motors + 1))
+            for c in outs
         ]
         if all(p is not None for p in per):
             t0 = per[0].t
@@ -485,20 +502,29 @@ def write(
     SERVOn_FUNCTION = Motor n and MOT_PWM_MIN/MAX), ESC (one instance per motor, rpm float32)
     and ATT (degrees) with `TimeUS` = t·10⁶ rounded to the µs (t must be >= 0). `rates`
     decimates messages ({"RCOU": 10.0} as ArduCopter logs it; default every sample). pos, vel,
-    gyro_dot and landed have no counterpart here and are not written.
+    gyro_dot and landed have no counterpart here and are not written; nor have commands in
+    rad/s (a rad_s vehicle's), which are left out with a warning when rotor speeds go to ESC.
     """
     path = Path(path)
     if flight.t[0] < 0:
         raise RotoridError(f"{flight.source}: DataFlash TimeUS cannot be negative (t starts at {flight.t[0]:g} s)")
-    if flight.cmd is not None:
+    cmd = flight.cmd
+    if cmd is not None:
         unit = str(flight.meta.get("units", {}).get("cmd", "normalized"))
-        if not unit.startswith("normalized") or flight.cmd.min() < 0 or flight.cmd.max() > 1:
+        if unit.startswith("rad") and flight.rotor_speed is not None:
+            warnings.warn(
+                f"{flight.source}: DataFlash has no message for motor commands in rad/s (RCOU holds PWM); "
+                "wrote the rotor speeds (ESC) without them",
+                stacklevel=2,
+            )
+            cmd = None
+        elif not unit.startswith("normalized") or cmd.min() < 0 or cmd.max() > 1:
             raise RotoridError(
                 f"{flight.source}: DataFlash RCOU holds PWM; these motor commands are not normalized 0…1 ({unit}); "
                 "write a ULog or Parquet file instead"
             )
-        if flight.cmd.shape[1] > 12:
-            raise RotoridError(f"{flight.source}: {flight.cmd.shape[1]} motors; ArduPilot drives at most 12")
+    if cmd is not None and cmd.shape[1] > 12:
+        raise RotoridError(f"{flight.source}: {cmd.shape[1]} motors; ArduPilot drives at most 12")
     t_us = np.rint(flight.t * 1e6).astype(np.uint64)
     n = len(t_us)
 
@@ -515,9 +541,9 @@ def write(
         imu = {f"Gyr{a}": gyro[:, k] for k, a in enumerate("XYZ")} | {f"Acc{a}": acc[:, k] for k, a in enumerate("XYZ")}
         data.append(_records("IMU", len(i), TimeUS=t_us[i], T=25.0, GH=1, AH=1, GHz=hz, AHz=hz, **imu))
     m = flight.n_motors
-    if flight.cmd is not None:
+    if cmd is not None:
         i = keep("RCOU")
-        us = np.rint(pwm[0] + flight.cmd[i] * (pwm[1] - pwm[0]))
+        us = np.rint(pwm[0] + cmd[i] * (pwm[1] - pwm[0]))
         data.append(_records("RCOU", len(i), TimeUS=t_us[i], **{f"C{k + 1}": us[:, k] for k in range(m)}))
     if flight.rotor_speed is not None:
         i = keep("ESC")
@@ -532,7 +558,7 @@ def write(
     if not data:
         raise RotoridError(f"{flight.source}: the flight has no channel a DataFlash log can hold")
     all_params: dict[str, float] = {"LOG_BITMASK": LOG_BITMASK_FAST}
-    if flight.cmd is not None:
+    if cmd is not None:
         all_params |= {"MOT_PWM_MIN": pwm[0], "MOT_PWM_MAX": pwm[1]}
         all_params |= {f"SERVO{k + 1}_FUNCTION": 33 + k if k < 8 else 74 + k for k in range(m)}
     all_params |= params or {}
