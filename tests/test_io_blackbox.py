@@ -6,10 +6,13 @@ tests/test_fuzz_readers.py."""
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from rotorid import frames
@@ -150,6 +153,29 @@ def test_erpm_to_rotor_speed_with_motor_poles() -> None:
     with pytest.warns(UserWarning, match="motor_poles unknown"):
         series, _ = _section(names, rows)
     assert "rotor_speed" not in series
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    scale=st.floats(0.0625, 8.0, width=32),
+    one_g=st.sampled_from([256, 512, 1024, 2048, 4096]),
+    lo=st.integers(0, 1100),
+    span=st.integers(100, 2000),
+    raw=st.lists(st.tuples(*[st.integers(-4000, 4000)] * 6, st.integers(0, 3200)), min_size=2, max_size=30),
+)
+def test_header_scales_convert_every_frame(scale: float, one_g: int, lo: int, span: int, raw: list) -> None:
+    """gyroADC × gyro_scale (float bits) deg/s -> rad/s, accSmooth / acc_1G g -> m/s², motor
+    over motorOutput -> 0…1 clipped, time µs -> s, for any header and frames."""
+    names = ["time", *(f"gyroADC[{i}]" for i in range(3)), *(f"accSmooth[{i}]" for i in range(3)), "motor[0]"]
+    rows = [(1000 * k, *r) for k, r in enumerate(raw)]
+    bits = hex(struct.unpack("<I", struct.pack("<f", scale))[0])
+    series, meta = _section(names, rows, gyro_scale=bits, acc_1G=one_g, motorOutput=[lo, lo + span])
+    v = np.array(raw, dtype=float)
+    np.testing.assert_allclose(series["gyro"].values, np.radians(v[:, :3] * scale), rtol=1e-12)
+    np.testing.assert_allclose(series["acc"].values, v[:, 3:6] / one_g * frames.GRAVITY, rtol=1e-12)
+    np.testing.assert_allclose(series["cmd"].values[:, 0], np.clip((v[:, 6] - lo) / span, 0, 1))
+    np.testing.assert_allclose(series["gyro"].t, np.arange(len(raw)) * 1e-3)
+    assert meta["header"]["gyro_scale"] == scale
 
 
 def test_corrupt_header_numbers_are_format_errors() -> None:

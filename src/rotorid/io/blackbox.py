@@ -109,7 +109,7 @@ def _section(parser: Any, index: int, path: Path) -> tuple[dict[str, Any], list[
     frame), plus why decoding stopped early (None if the section ended cleanly)."""
     parser.set_log_index(index)
     headers = dict(parser.headers)
-    names = list(parser.field_names)
+    names = [str(n) for n in parser.field_names]  # a corrupt header can make a name a number
     rows: list[tuple] = []
     seen_intra = False
     stop = None
