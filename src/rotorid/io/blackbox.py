@@ -33,8 +33,8 @@ from rotorid.io import dropouts, guard, register
 
 MAGIC = b"H Product:Blackbox"
 RATE_HINT = (
-    "log it faster: in the Betaflight CLI `set blackbox_sample_rate = 1/1` (older firmware: blackbox_p_ratio / "
-    "the Blackbox tab's logging rate) so gyro and motors are logged at the PID loop rate, and for rotor speed "
+    "log it faster: in the Betaflight CLI `set blackbox_sample_rate = 1/1` (Betaflight 3.x-4.0: "
+    "`set blackbox_p_ratio = 32`) so gyro and motors are logged at the PID loop rate, and for rotor speed "
     "`set dshot_bidir = ON` with `motor_poles` set to the motors' magnet count"
 )
 _HEADER_FACTS = (
