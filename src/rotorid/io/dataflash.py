@@ -121,6 +121,15 @@ def _indexer() -> type:
     from pymavlink import DFReader
 
     class Index(DFReader.DFReader_binary):
+        def __init__(self, filename: str) -> None:
+            try:
+                super().__init__(filename, zero_time_base=False)
+            except BaseException:  # a corrupt file: pymavlink leaves it open and mapped
+                for res in ("data_map", "filehandle"):
+                    if hasattr(self, res):
+                        getattr(self, res).close()
+                raise
+
         def init_clock(self) -> None:
             self._rewind(keep_messages=True)
 
@@ -153,7 +162,7 @@ class _Log:
         if path.stat().st_size < HEAD:
             raise LogFormatError(f"{path}: too short for a DataFlash log ({path.stat().st_size} bytes)")
         with _captured_stderr() as said, guard.library(path, "pymavlink", what="DataFlash"):
-            self._r = _indexer()(str(path), zero_time_base=False)
+            self._r = _indexer()(str(path))
         #: bytes pymavlink skipped because no message started there (it prints one line each)
         self.skipped = sum(1 for line in said.getvalue().splitlines() if line.startswith("bad header"))
         self.buf = np.frombuffer(self._r.data_map, dtype=np.uint8)
@@ -173,6 +182,15 @@ class _Log:
             p = self.table("PARM")
             named = zip(p["Name"], p["Value"].astype(np.float64), strict=True)
             self.params = {_text(n): float(v) for n, v in named if np.isfinite(v)}  # a NaN value is no setting
+
+    def __enter__(self) -> _Log:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Release the file: pymavlink keeps it open and mapped (decoded tables are copies)."""
+        self.buf = np.empty(0, dtype=np.uint8)
+        self._r.data_map.close()
+        self._r.filehandle.close()
 
     def has(self, name: str) -> bool:
         f = self.by_name.get(name)
@@ -360,7 +378,21 @@ def read(
         raise RotoridError(f"{path}: imu_source must be 'imu' or 'batch', got {imu_source!r}")
     if motor_input not in ("normalized", "pwm_us"):
         raise RotoridError(f"{path}: motor_input must be 'normalized' or 'pwm_us' for a DataFlash log")
-    log = _Log(path)
+    with _Log(path) as log:
+        return _flights(log, imu, imu_source, motors, motor_input, pwm_range, rate)
+
+
+def _flights(
+    log: _Log,
+    imu: int | None,
+    imu_source: str,
+    motors: int | None,
+    motor_input: str,
+    pwm_range: tuple[float, float] | None,
+    rate: float | None,
+) -> list[Flight]:
+    """The channels of an indexed log, aligned and split at drop-outs (see `read`)."""
+    path = log.path
     notes: list[str] = []
     series: dict[str, Series] = {}
     source: dict[str, str] = {}
@@ -395,7 +427,7 @@ def read(
                     warnings.warn(
                         f"{path}: RCOU is PWM µs and the log has no MOT_PWM_MIN/MAX (or RC3_MIN/MAX) parameters; "
                         "kept raw µs — give the range (pwm_range) to get normalized commands",
-                        stacklevel=3,
+                        stacklevel=4,
                     )
                 units["cmd"] = "pwm_us"
                 put("cmd", "RCOU", t, pwm)
@@ -428,12 +460,12 @@ def read(
     if log.skipped:
         msg = f"{path}: skipped {log.skipped} bytes where no message started (corrupt stretches of the log)"
         notes.append(msg)
-        warnings.warn(msg, stacklevel=3)  # past guard.reader
+        warnings.warn(msg, stacklevel=4)  # past read and guard.reader
     if log.cut:
         msg = f"{path}: the log ends mid-message after byte {log.whole_end} of {len(log.buf)} (cut short, e.g. power loss); "
         msg += "decoded the whole messages before it"
         notes.append(msg)
-        warnings.warn(msg, stacklevel=3)  # past guard.reader
+        warnings.warn(msg, stacklevel=4)  # past read and guard.reader
     meta: dict[str, Any] = {
         "source": str(path),
         "format": "dataflash",
