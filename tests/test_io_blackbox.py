@@ -189,6 +189,18 @@ def test_corrupt_header_numbers_are_format_errors() -> None:
     np.testing.assert_allclose(series["gyro"].values[0], np.radians([2.0, 4.0, 6.0]))
 
 
+def test_inav_is_refused_not_guessed() -> None:
+    """INAV documents other body axes than Betaflight (X forward, Y right, Z up) and no
+    fixture confirms its logged signs: a clear error instead of a silent guess."""
+    names = ["time", "gyroADC[0]", "gyroADC[1]", "gyroADC[2]"]
+    with pytest.raises(LogFormatError, match=r"an INAV log \('Cleanflight INAV 2.0.0'\).*does not read INAV"):
+        _section(
+            names,
+            [(0, 1, 2, 3), (1000, 1, 2, 3)],
+            **{"Firmware type": "Cleanflight", "Firmware revision": "INAV 2.0.0"},
+        )
+
+
 def test_not_a_blackbox_log(tmp_path: Path) -> None:
     p = tmp_path / "x.bbl"
     p.write_bytes(b"H Product:Blackbox flight data recorder by Nicholas Sherlock\n" + bytes(64))

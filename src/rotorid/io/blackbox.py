@@ -1,9 +1,12 @@
 """Betaflight / Cleanflight / INAV blackbox logs (`.bbl`, `.bfl`) through orangebox, the
 Python port of the community's blackbox decoder (FORMATS.md).
 
-Axes: Cleanflight and its forks align gyro and accelerometer to X forward, Y left, Z up
+Axes: Cleanflight and Betaflight align the accelerometer (and gyro) X forward, Y left, Z up
 (betaflight src/main/flight/imu.c), i.e. FLU; the fixtures confirm it (accSmooth ≈ +1 g on z,
-roll/pitch/yaw rates follow the motor differentials of Betaflight's quad-X order). So:
+angular accelerations follow the motor differentials of Betaflight's quad-X order with FLU
+signs, tests/test_io_blackbox.py). INAV documents another convention (X forward, Y right,
+Z up, same file) that no fixture lets rotorid confirm, so INAV logs are refused rather than
+read with a guessed sign. So:
 `gyroADC` · gyro_scale is deg/s (Cleanflight-family scale; blackbox-log-viewer converts the
 same way) -> rad/s; `accSmooth` / acc_1G is g -> m/s²; `motor[i]` over the header's
 `motorOutput` min..max -> 0…1; `eRPM[i]` (electrical rpm/100, bidirectional DShot) -> rotor
@@ -146,6 +149,13 @@ def _flight(
 ) -> tuple[dict[str, Series], dict[str, Any]]:
     notes: list[str] = []
     units: dict[str, str] = {}
+    firmware = f"{headers.get('Firmware type', '')} {headers.get('Firmware revision', '')}"
+    if "inav" in firmware.lower():
+        raise LogFormatError(
+            f"{path}: an INAV log ({quote(firmware.strip())}): INAV's body axes (X forward, Y right, Z up) differ "
+            "from Betaflight's and no INAV log has confirmed how its blackbox signs them, so rotorid does not "
+            "read INAV yet; convert the log to CSV with FLU axes (FORMATS.md) after checking the signs"
+        )
     if "time" not in names:
         raise LogFormatError(f"{path}: log {index} has no 'time' field")
     t = _columns(rows, names, ["time"])[:, 0] * 1e-6
@@ -153,30 +163,32 @@ def _flight(
     keep[1:] &= t[1:] > np.maximum.accumulate(np.where(np.isfinite(t), t, -np.inf))[:-1]
     if not keep.all():
         notes.append(f"log {index}: dropped {int((~keep).sum())} frames whose time did not advance (corrupt frames)")
-    rows = [r for r, k in zip(rows, keep, strict=True) if k]
     t = t[keep]
+
+    def col(fields: list[str]) -> np.ndarray:
+        return _columns(rows, names, fields)[keep]
+
     series: dict[str, Series] = {}
     gyro_f = [f"gyroADC[{i}]" for i in range(3)]
     if all(f in names for f in gyro_f):
-        series["gyro"] = Series(t, np.radians(_columns(rows, names, gyro_f) * _gyro_deg_s_scale(headers, path)))
+        series["gyro"] = Series(t, np.radians(col(gyro_f) * _gyro_deg_s_scale(headers, path)))
     acc_f = [f"accSmooth[{i}]" for i in range(3)]
     if all(f in names for f in acc_f):
         one_g = _number(headers, "acc_1G", path) or 0.0
         if one_g > 0:
-            series["acc"] = Series(t, _columns(rows, names, acc_f) / one_g * frames.GRAVITY)
+            series["acc"] = Series(t, col(acc_f) / one_g * frames.GRAVITY)
         else:
             notes.append("accSmooth present but the header has no acc_1G: acc not read")
     motor_f = _indexed(names, "motor")
     if motor_f:
         lo, hi = _motor_range(headers, path)
-        u = (_columns(rows, names, motor_f) - lo) / (hi - lo)
-        series["cmd"] = Series(t, np.clip(u, 0.0, 1.0))
+        series["cmd"] = Series(t, np.clip((col(motor_f) - lo) / (hi - lo), 0.0, 1.0))
         units["cmd"] = f"normalized (motorOutput {lo:g}..{hi:g})"
     erpm_f = _indexed(names, "eRPM")
     if erpm_f:
         poles = motor_poles or int(_number(headers, "motor_poles", path) or 0)
         if poles > 0:
-            rpm = _columns(rows, names, erpm_f) * 100.0 / (poles / 2.0)
+            rpm = col(erpm_f) * 100.0 / (poles / 2.0)
             series["rotor_speed"] = Series(t, rpm * 2.0 * np.pi / 60.0)
             units["rotor_speed"] = f"rad/s (from eRPM, {poles} motor poles)"
         else:

@@ -344,6 +344,9 @@ def _attitude(log: _Log) -> tuple[np.ndarray, np.ndarray]:
 def _finite(s: Series, path: Path, what: str, notes: list[str]) -> Series | None:
     """`s` sorted by time without repeated stamps or samples holding NaN/inf (dropped with a
     warning); None if fewer than two samples are left."""
+    if len(s.t) < 2:
+        notes.append(f"{what}: fewer than 2 samples; not read")
+        return None
     ok = np.isfinite(s.t) & np.all(np.isfinite(s.values.reshape(len(s.t), -1)), axis=1)
     if not ok.all():
         warnings.warn(f"{path}: {what}: dropped {int((~ok).sum())} samples holding NaN/inf", stacklevel=4)
