@@ -180,7 +180,7 @@ class _Log:
         self.params: dict[str, float] = {}
         if "PARM" in self.by_name:
             p = self.table("PARM")
-            named = zip(p["Name"], p["Value"].astype(np.float64), strict=True)
+            named = zip(p["Name"], _f64(p["Value"]), strict=True)
             self.params = {_text(n): float(v) for n, v in named if np.isfinite(v)}  # a NaN value is no setting
 
     def __enter__(self) -> _Log:
@@ -237,9 +237,16 @@ class _Log:
         if unit not in _SI:
             raise LogFormatError(f"{self.path}: {name}.{cols[0]} is in {quote(unit)}, which rotorid does not convert")
         t_scale, _ = self.scale(name, "TimeUS")
-        t = rec["TimeUS"].astype(np.float64) * (t_scale if t_scale != 1.0 else 1e-6)
-        v = np.column_stack([rec[c].astype(np.float64) for c in cols]) * scale * _SI[unit]
+        t = _f64(rec["TimeUS"]) * (t_scale if t_scale != 1.0 else 1e-6)
+        v = np.column_stack([_f64(rec[c]) for c in cols]) * scale * _SI[unit]
         return t, v
+
+
+def _f64(a: np.ndarray) -> np.ndarray:
+    """`a` as float64; a signalling NaN in a float32 field becomes a quiet NaN without numpy's
+    warning (the sample is then dropped, with a warning of rotorid's own)."""
+    with np.errstate(invalid="ignore"):
+        return a.astype(np.float64)
 
 
 def _kind(dt: np.dtype) -> str:
@@ -280,12 +287,14 @@ def _batch(log: _Log, instance: int, notes: list[str]) -> dict[str, Series]:
         notes.append(f"ISBD: {int((~ok).sum())} batch messages without their ISBH header dropped")
     owner, dat = owner[ok], dat[ok]
     h = hdr[owner]
-    mul = h["mul"].astype(np.float64)
-    if np.any(mul <= 0) or np.any(h["smp_rate"] <= 0):
-        raise LogFormatError(f"{log.path}: ISBH has a zero multiplier or sample rate; the log is corrupt")
-    k = dat["seqno"].astype(np.float64)[:, None] * 32 + np.arange(32)
-    t = h["SampleUS"].astype(np.float64)[:, None] * 1e-6 + k / h["smp_rate"].astype(np.float64)[:, None]
-    xyz = np.stack([dat[c].astype(np.float64) for c in ("x", "y", "z")], axis=-1) / mul[:, None, None]
+    mul, rate = _f64(h["mul"]), _f64(h["smp_rate"])
+    if not np.all(np.isfinite(mul) & (mul > 0) & np.isfinite(rate) & (rate > 0)):
+        raise LogFormatError(
+            f"{log.path}: ISBH has a multiplier or sample rate that is not a positive number; the log is corrupt"
+        )
+    k = _f64(dat["seqno"])[:, None] * 32 + np.arange(32)
+    t = _f64(h["SampleUS"])[:, None] * 1e-6 + k / rate[:, None]
+    xyz = np.stack([_f64(dat[c]) for c in ("x", "y", "z")], axis=-1) / mul[:, None, None]
     out: dict[str, Series] = {}
     for sensor, ch in ((0, "acc"), (1, "gyro")):
         sel = (h["type"] == sensor) & (h["instance"] == instance)
