@@ -116,7 +116,7 @@ def test_every_fixture_reads_and_exports(bbl: dict[str, Path], tmp_path: Path) -
     # a harder flight than the smooth tune: body-z specific force above 1 g on average (turns)
     assert 1.0 < np.median(f.acc[:, 2]) / frames.GRAVITY < 1.25
     with pytest.warns(UserWarning, match="saturated"):
-        (back,) = read(write(f, tmp_path / "better.parquet"))  # what `rotorid export` writes
+        (back,) = read(write(f, tmp_path / "better.parquet"))  # what `rotorid convert` writes
     np.testing.assert_allclose(back.gyro, f.gyro)
     np.testing.assert_allclose(back.cmd, f.cmd)
 

@@ -170,9 +170,15 @@ def test_io_write_dispatches_by_suffix(scratch: Path) -> None:
     from rotorid import io
 
     f = Flight(t=np.arange(10) / 100.0, gyro=np.ones((10, 3)), meta={"source": "x"})
-    for suffix, fmt in ((".csv", "csv"), (".parquet", "parquet"), (".ulg", "ulog"), (".bin", "dataflash")):
+    for suffix, fmt in (
+        (".csv", "csv"),
+        (".parquet", "parquet"),
+        (".ulg", "ulog"),
+        (".ulog", "ulog"),
+        (".bin", "dataflash"),
+    ):
         (g,) = read(io.write(f, scratch / f"d{suffix}"))
         np.testing.assert_allclose(g.gyro, 1.0)
         assert g.meta["format"] == fmt
-    with pytest.raises(LogFormatError, match=r"rotorid writes .csv, .parquet, .ulg, .bin files, not '.txt'"):
+    with pytest.raises(LogFormatError, match=r"rotorid writes .bin, .csv, .parquet, .ulg, .ulog files, not '.txt'"):
         io.write(f, scratch / "d.txt")
