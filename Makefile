@@ -31,6 +31,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff format src tests benchmarks

@@ -1,6 +1,6 @@
 """Every CLI error path prints exactly one clear line on stderr and exits 2, and leaves nothing
 half-written: broken files, wrong windows, missing channels, unwritable output folders, for
-identify, info, export, export-params, validate and simulate."""
+identify, info, convert, export, validate and simulate."""
 
 from __future__ import annotations
 
@@ -86,35 +86,35 @@ def test_info_and_export_errors(files: dict[str, Path], tmp_path: Path, unwritab
     fails(["info", str(files["garbage"])], "garbage.bin")
     fails(["info", f"{files['log']}@50:60"], "50:60", "outside the log")
     fails(["info", f"{files['log']}@a:b"], "a:b")
-    fails(["export", str(files["garbage"]), "--to", str(tmp_path / "x.csv")], "garbage.bin")
-    fails(["export", str(files["log"]), "--to", str(tmp_path / "x.txt")], "x.txt", ".csv or .parquet")
-    fails(["export", str(files["log"]), "--window", "50:60", "--to", str(tmp_path / "x.csv")], "outside the log")
-    fails(["export", str(files["log"]), "--to", str(unwritable / "x.csv")], "cannot write")
+    fails(["convert", str(files["garbage"]), "--to", str(tmp_path / "x.csv")], "garbage.bin")
+    fails(["convert", str(files["log"]), "--to", str(tmp_path / "x.txt")], "x.txt", ".csv, .parquet")
+    fails(["convert", str(files["log"]), "--window", "50:60", "--to", str(tmp_path / "x.csv")], "outside the log")
+    fails(["convert", str(files["log"]), "--to", str(unwritable / "x.csv")], "cannot write")
     assert list(tmp_path.iterdir()) == [] and not unwritable.exists()
 
 
 def test_export_params_errors(files: dict[str, Path], tmp_path: Path, unwritable: Path) -> None:
     p = str(files["params"])
     out = str(tmp_path / "v.sdf")
-    fails(["export-params", str(tmp_path / "nope.json"), "--format", "toml", "--out", out], "nope.json", "no such")
-    fails(["export-params", str(files["badjson"]), "--format", "toml", "--out", out], "bad.json", "not a rotorid")
-    fails(["export-params", str(files["log"]), "--format", "toml", "--out", out], "flight.parquet")
-    fails(["export-params", p, "--format", "urdf", "--out", out], "unknown export format 'urdf'")
+    fails(["export", str(tmp_path / "nope.json"), "--format", "toml", "--out", out], "nope.json", "no such")
+    fails(["export", str(files["badjson"]), "--format", "toml", "--out", out], "bad.json", "not a rotorid")
+    fails(["export", str(files["log"]), "--format", "toml", "--out", out], "flight.parquet")
+    fails(["export", p, "--format", "urdf", "--out", out], "unknown export format 'urdf'")
     # the result identified no inertia: every target but TOML needs it
-    fails(["export-params", p, "--format", "rltools", "--out", out], "inertia tensor")
-    fails(["export-params", p, "--format", "toml", "--out", out, "--vehicle", "nosuch"], "nosuch")
-    fails(["export-params", p, "--format", "toml", "--out", out, "--config", "B"], "no configuration 'B'")
-    fails(["export-params", p, "--format", "toml", "--out", str(tmp_path)], "is a folder")
-    fails(["export-params", p, "--format", "toml", "--out", str(unwritable / "v.toml")], "cannot write")
+    fails(["export", p, "--format", "rltools", "--out", out], "inertia tensor")
+    fails(["export", p, "--format", "toml", "--out", out, "--vehicle", "nosuch"], "nosuch")
+    fails(["export", p, "--format", "toml", "--out", out, "--config", "B"], "no configuration 'B'")
+    fails(["export", p, "--format", "toml", "--out", str(tmp_path)], "is a folder")
+    fails(["export", p, "--format", "toml", "--out", str(unwritable / "v.toml")], "cannot write")
     assert list(tmp_path.iterdir()) == [] and not unwritable.exists()
-    ok = CliRunner().invoke(app, ["export-params", p, "--format", "toml", "--out", str(tmp_path / "v.toml")])
+    ok = CliRunner().invoke(app, ["export", p, "--format", "toml", "--out", str(tmp_path / "v.toml")])
     assert ok.exit_code == 0 and Vehicle.from_toml(tmp_path / "v.toml").thrust_coeffs.tolist() == [3.6e-6]
     cf = tmp_path / "cf.json"
     Result("delay", {"thrust_c2": Estimate(0.13), "k_tau": Estimate(0.0055), "tm": Estimate(0.07),
                      "I_xx": Estimate(1.6e-5), "I_yy": Estimate(1.6e-5), "I_zz": Estimate(2.9e-5)},
            vehicle=Vehicle.preset("crazyflie").to_dict()).save(cf)  # fmt: skip
-    fails(["export-params", str(cf), "--format", "gazebo", "--out", out], "--max-rotor-speed")
-    fails(["export-params", str(cf), "--format", "rotorpy", "--out", out, "--max-rotor-speed", "-5"], "positive")
+    fails(["export", str(cf), "--format", "gazebo", "--out", out], "--max-rotor-speed")
+    fails(["export", str(cf), "--format", "rotorpy", "--out", out, "--max-rotor-speed", "-5"], "positive")
     assert not Path(out).exists()
 
 
@@ -157,6 +157,8 @@ def test_readme_command_table_matches_help() -> None:
     rows = dict(re.findall(r"^\| `rotorid ([\w-]+)` \| (.+?) \|$", readme, flags=re.M))
     helps = {}
     for c in app.registered_commands:
+        if c.hidden:  # old spellings kept as aliases
+            continue
         name = c.name or c.callback.__name__.replace("_", "-")
         doc = (c.help or c.callback.__doc__ or "").strip().split("\n\n")[0]  # first paragraph, as --help shows it
         helps[name] = " ".join(doc.split())

@@ -1,4 +1,4 @@
-"""`rotorid info` and `rotorid export` through Typer's CliRunner."""
+"""`rotorid info` and `rotorid convert` through Typer's CliRunner."""
 
 from __future__ import annotations
 
@@ -57,14 +57,14 @@ def test_export_csv_and_parquet_equal_the_window(tmp_path: Path, cf_logs: dict[s
     (want,) = load(f"{cf_logs['log10']}@35:36")
     for suffix in (".csv", ".parquet"):
         out = tmp_path / f"w{suffix}"
-        r = run("export", cf_logs["log10"], "--to", out, "--window", "35:36")
+        r = run("convert", cf_logs["log10"], "--to", out, "--window", "35:36")
         assert r.exit_code == 0, r.output
         assert f"wrote {out}" in r.stdout.replace("\n", "")
         (got,) = read(out)
         np.testing.assert_array_equal(got.t, want.t)
         for ch in ("acc", "gyro", "cmd"):
             np.testing.assert_array_equal(getattr(got, ch), getattr(want, ch))
-    r = run("export", f"{cf_logs['log10']}@35:36", "--to", tmp_path / "spec.csv")
+    r = run("convert", f"{cf_logs['log10']}@35:36", "--to", tmp_path / "spec.csv")
     assert r.exit_code == 0
     assert (tmp_path / "spec.csv").read_text() == (tmp_path / "w.csv").read_text()
 
@@ -72,7 +72,7 @@ def test_export_csv_and_parquet_equal_the_window(tmp_path: Path, cf_logs: dict[s
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--to", "{tmp}/o.txt"], "choose a .csv or .parquet file"),
+        (["--to", "{tmp}/o.txt"], "choose a file ending in .csv, .parquet"),
         (["--to", "{tmp}/o.csv", "--window", "100:120"], "lies outside the log"),
         (["--to", "{tmp}/o.csv", "--window", "40:39"], "is empty"),
         (["--to", "{tmp}/o.csv", "--window", "abc"], "not of the form t0:t1"),
@@ -80,13 +80,13 @@ def test_export_csv_and_parquet_equal_the_window(tmp_path: Path, cf_logs: dict[s
     ],
 )
 def test_export_failures_leave_no_file(tmp_path: Path, cf_logs: dict[str, Path], args: list[str], message: str) -> None:
-    r = run("export", cf_logs["log16"], *(a.format(tmp=tmp_path) for a in args))
+    r = run("convert", cf_logs["log16"], *(a.format(tmp=tmp_path) for a in args))
     assert message in one_error_line(r)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_export_window_given_twice(tmp_path: Path, cf_logs: dict[str, Path]) -> None:
-    r = run("export", f"{cf_logs['log16']}@35:36", "--to", tmp_path / "o.csv", "--window", "35:36")
+    r = run("convert", f"{cf_logs['log16']}@35:36", "--to", tmp_path / "o.csv", "--window", "35:36")
     assert "either as" in one_error_line(r)
     assert not (tmp_path / "o.csv").exists()
 
@@ -95,9 +95,9 @@ def test_export_corrupt_log_needs_allow_corrupt(tmp_path: Path, cf_logs: dict[st
     bad = tmp_path / "cut.bin"
     bad.write_bytes(cf_logs["log16"].read_bytes()[:200_000])
     out = tmp_path / "o.parquet"
-    assert "CRC-32 mismatch" in one_error_line(run("export", bad, "--to", out))
+    assert "CRC-32 mismatch" in one_error_line(run("convert", bad, "--to", out))
     assert not out.exists()
-    r = run("export", bad, "--to", out, "--allow-corrupt")
+    r = run("convert", bad, "--to", out, "--allow-corrupt")
     assert r.exit_code == 0
     assert "warning:" in r.stderr and "CRC-32" in r.stderr
     (f,) = read(out)

@@ -1,4 +1,4 @@
-"""End to end: identify a simulated flight -> export the vehicle TOML (`rotorid export-params`)
+"""End to end: identify a simulated flight -> export the vehicle TOML (`rotorid export`)
 -> fly the identified vehicle in closed loop with the same references and noise as the true
 one -> its specific force and angular acceleration match the original flight (R² >= 0.95);
 and `rotorid.validate` replays the original held-out flight through the identified model.
@@ -79,7 +79,7 @@ def identify_and_export(sc: scenarios.Scenario, method: str, tmp: Path):
     sc.vehicle.save(tmp / "known.toml")
     out = CliRunner().invoke(
         app,
-        ["export-params", str(tmp / "params.json"), "--format", "toml", "--out", str(tmp / "id.toml"),
+        ["export", str(tmp / "params.json"), "--format", "toml", "--out", str(tmp / "id.toml"),
          "--vehicle", str(tmp / "known.toml")],
     )  # fmt: skip
     assert out.exit_code == 0, out.output
@@ -124,7 +124,7 @@ def test_validate_replays_the_original_flight_through_the_exported_vehicle(tmp_p
 
 
 def test_command_line_chain(tmp_path: Path) -> None:
-    """The README's flow through the CLI: simulate -> identify -> export-params -> validate."""
+    """The README's flow through the CLI: simulate -> identify -> export -> validate."""
     run = CliRunner()
 
     def ok(*args: str) -> None:
@@ -143,7 +143,7 @@ def test_command_line_chain(tmp_path: Path) -> None:
         "--out",
         str(res),
     )
-    ok("export-params", str(res / "params.json"), "--format", "toml", "--out", str(tmp_path / "id.toml"))
+    ok("export", str(res / "params.json"), "--format", "toml", "--out", str(tmp_path / "id.toml"))
     ok("validate", str(res / "params.json"), str(sim / "test.parquet"), "--out", str(val))
     truth = json.loads((sim / "truth.json").read_text())["params"]
     ident = Vehicle.from_toml(tmp_path / "id.toml")

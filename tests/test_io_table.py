@@ -170,9 +170,9 @@ def test_io_write_dispatches_by_suffix(scratch: Path) -> None:
     from rotorid import io
 
     f = Flight(t=np.arange(10) / 100.0, gyro=np.ones((10, 3)), meta={"source": "x"})
-    for suffix in (".csv", ".parquet", ".ulg"):
+    for suffix in (".csv", ".parquet", ".ulg", ".ulog"):
         (g,) = read(io.write(f, scratch / f"d{suffix}"))
         np.testing.assert_allclose(g.gyro, 1.0)
         assert g.meta["format"] == suffix.strip(".").replace("ulg", "ulog")
-    with pytest.raises(LogFormatError, match=r"rotorid writes .csv, .parquet, .ulg files, not '.txt'"):
+    with pytest.raises(LogFormatError, match=r"rotorid writes .csv, .parquet, .ulg, .ulog files, not '.txt'"):
         io.write(f, scratch / "d.txt")

@@ -111,7 +111,8 @@ def test_yaw_not_predicted_without_torque_coefficient(six_a, res_a) -> None:
 
 def test_cli_identify_then_validate(six_a, tmp_path) -> None:
     """`rotorid identify --method tls` on the training log, then `rotorid validate` on the
-    held-out log: a Rich table, validation.json and the two figures, written atomically."""
+    held-out log: a Rich table, validation.json, the two figures and report.html, the folder
+    replaced whole (a stale file of an earlier run is gone)."""
     train, test, veh = tmp_path / "train.parquet", tmp_path / "test.parquet", tmp_path / "six.toml"
     write(six_a.flights["train"], train)
     write(six_a.flights["test"], test)
@@ -121,6 +122,8 @@ def test_cli_identify_then_validate(six_a, tmp_path) -> None:
         app, ["identify", "--method", "tls", "--vehicle", str(veh), str(train), "--out", str(tmp_path / "id")]
     )
     assert res.exit_code == 0, res.output
+    (tmp_path / "val").mkdir()
+    (tmp_path / "val" / "stale_figure.png").write_bytes(b"old")
     res = runner.invoke(
         app, ["validate", str(tmp_path / "id" / "params.json"), str(test), "--out", str(tmp_path / "val")]
     )
@@ -128,10 +131,15 @@ def test_cli_identify_then_validate(six_a, tmp_path) -> None:
     assert "omega_dot_x" in res.output and "F_z" in res.output
     out = json.loads((tmp_path / "val" / "validation.json").read_text())
     assert out["metrics"]["omega_dot_y"]["r2"] > 0.99 and out["rel_error_norm_pct"]["F_z"] < 1.0
+    assert out["inputs"][0]["path"] == str(test) and len(out["inputs"][0]["sha256"]) == 64
     assert {p.name for p in (tmp_path / "val").iterdir()} == {
         "validation.json",
         "validation_wrench.png",
         "validation_motion.png",
+        "report.html",
     }
+    html = (tmp_path / "val" / "report.html").read_text()
+    r2 = format(out["metrics"]["omega_dot_y"]["r2"], ".4f")
+    assert f"<td>{r2}</td>" in html and html.count('src="data:image/png;base64,') == 2 and "http" not in html
     res = runner.invoke(app, ["validate", str(tmp_path / "id" / "params.json"), str(test), "--config", "B"])
     assert res.exit_code == 2 and "no configuration 'B'" in res.output

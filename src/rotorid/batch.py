@@ -12,7 +12,7 @@ table, findings = batch.assess(table)               # drift statistic per row, f
 `rotorid batch MANIFEST` does all of this and writes `params.parquet`, `runs.csv`, one
 `params.json` per run and `fleet.html` (see `write`).
 
-Every run calls `identify_logs`, the same assembly of inputs and the same method functions as
+Every run calls `identify_logs`, which goes through `rotorid.runs.identify` like
 `rotorid identify`, so a fleet row holds exactly the numbers a single run gives. A run that
 fails (unreadable log, window outside the log, poor excitation, or an unexpected error) is
 reported in its row and the batch goes on.
@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rotorid.errors import RotoridError
+from rotorid.registry import methods
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,12 +90,11 @@ COLUMNS: dict[str, str] = {
     "configs": "[tls] further mass configurations NAME=LOG",
     "masses": "[tls] measured mass of a configuration NAME=KG",
     "weights": "[tls] weight k_w of a configuration NAME=K_W",
-    "options": "method settings NAME=VALUE (the fields of DelaySettings, TlsSettings, OnlineSettings)",
+    "options": "method settings NAME=VALUE (the fields of the method's settings: DelaySettings, ...)",
 }
 REQUIRED = ("vehicle", "date", "method", "airframe", "logs")
 #: Roles and tables only some methods take.
 _ONLY = {"roll_pitch": "delay", "yaw": "delay", "configs": "tls", "masses": "tls", "weights": "tls"}
-_SETTINGS = {"delay": "DelaySettings", "tls": "TlsSettings", "online": "OnlineSettings"}
 #: How long `--scheduler` waits for the scheduler to answer.
 CONNECT_TIMEOUT = "5s"
 
@@ -238,8 +238,9 @@ def _job(i: int, row: dict[str, Any], p: Path) -> Job:
     if missing:
         raise ManifestError(f"{where}: {', '.join(missing)} empty")
     method = str(row["method"]).strip()
-    if method not in _SETTINGS:
-        raise ManifestError(f"{where}: unknown method '{method}'; choose {', '.join(_SETTINGS)}")
+    known = methods()
+    if method not in known:
+        raise ManifestError(f"{where}: unknown method '{method}'; choose {', '.join(known)}")
     for key, only in _ONLY.items():
         if row.get(key) and method != only:
             raise ManifestError(f"{where}: '{key}' is for --method {only}, not {method}")
@@ -336,9 +337,7 @@ def _date(value: Any, where: str) -> dt.datetime:
 
 
 def _settings_class(method: str) -> type:
-    import importlib
-
-    return getattr(importlib.import_module(f"rotorid.methods.{method}"), _SETTINGS[method])
+    return methods()[method].load("settings")
 
 
 def normalize_options(method: str, options: Mapping[str, Any], where: str = "options") -> dict[str, Any]:
@@ -377,40 +376,6 @@ def settings_for(method: str, options: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------------------------------------
 # one identification (what `rotorid identify` assembles)
 # ---------------------------------------------------------------------------------------------
-def load_flights(specs: Iterable[str], vehicle: Vehicle, allow_corrupt: bool = False) -> list:
-    """Every flight (window) of the log arguments, read with the vehicle's motor input kind and
-    rotor count as reader hints; flights whose motor channels cannot mean what the vehicle
-    declares are refused (`rotorid.io.check_motor_units`)."""
-    from rotorid.io import check_motor_units, load
-
-    hints: dict[str, Any] = {"motors": vehicle.n_rotors}
-    if vehicle.motor_input != "rad_s":  # a log's commands are never rotor speeds: those come from ESC rpm
-        hints["motor_input"] = vehicle.motor_input
-    return [
-        check_motor_units(f, vehicle.motor_input)
-        for s in specs
-        for f in load(s, allow_corrupt=allow_corrupt, hints=hints)
-    ]
-
-
-def provenance(specs: Iterable[str]) -> list[dict[str, Any]]:
-    """`Result.inputs` of log arguments: path, SHA-256 and windows."""
-    from rotorid.io import parse_spec
-    from rotorid.util import sha256
-
-    out = []
-    for s in specs:
-        ls = parse_spec(s)
-        out.append(
-            {
-                "path": str(ls.path),
-                "sha256": sha256(ls.path) if ls.path.is_file() else None,
-                "windows": list(ls.windows),
-            }
-        )
-    return out
-
-
 def identify_logs(
     method: str,
     airframe: str | Vehicle,
@@ -424,42 +389,25 @@ def identify_logs(
     options: Mapping[str, Any] | None = None,
     allow_corrupt: bool = False,
 ) -> Result:
-    """One identification from log arguments, assembled as `rotorid identify` does: load the
-    flights with the vehicle's hints, build the method's settings from `options`, call the
-    method, record the inputs. `logs` are the thrust flights (delay), configuration A (tls) or
-    the one flight (online); `configs` adds tls configurations by name."""
+    """One identification from log arguments through `rotorid.runs.identify`, as `rotorid
+    identify` runs it, with the method's settings built from `options` (any settings field).
+    `logs` are the thrust flights (delay), configuration A (tls) or the one flight (online);
+    `configs` adds tls configurations by name."""
+    from rotorid import runs
     from rotorid.vehicle import Vehicle
 
     veh = airframe if isinstance(airframe, Vehicle) else Vehicle.load(airframe)
-    settings = settings_for(method, options or {})
-    if method == "delay":
-        from rotorid.methods import delay
-
-        result = delay.identify(
-            load_flights(logs, veh, allow_corrupt),
-            veh,
-            roll_pitch=load_flights(roll_pitch, veh, allow_corrupt),
-            yaw=load_flights(yaw, veh, allow_corrupt),
-            settings=settings,
-        )
-        specs = [*logs, *roll_pitch, *yaw]
-    elif method == "tls":
-        from rotorid.methods import tls
-
-        cfg = {"A": list(logs), **{k: list(v) for k, v in (configs or {}).items()}}
-        flights = {k: load_flights(v, veh, allow_corrupt) for k, v in cfg.items()}
-        result = tls.identify(flights, veh, masses=dict(masses or {}), weights=dict(weights or {}), settings=settings)
-        specs = [s for v in cfg.values() for s in v]
-    else:
-        from rotorid.methods import online
-
-        flights = load_flights(logs, veh, allow_corrupt)
-        if len(flights) != 1:
-            raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
-        result = online.identify(flights[0], veh, settings)
-        specs = list(logs)
-    result.inputs = provenance(specs)
-    return result
+    roles = {
+        "roll_pitch": list(roll_pitch),
+        "yaw": list(yaw),
+        "config": dict(configs or {}),
+        "mass": dict(masses or {}),
+        "weight": dict(weights or {}),
+    }
+    given = {k: v for k, v in roles.items() if v}
+    return runs.identify(
+        method, list(logs), veh, given, allow_corrupt=allow_corrupt, settings=settings_for(method, options or {})
+    )
 
 
 # ---------------------------------------------------------------------------------------------

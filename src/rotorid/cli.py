@@ -12,12 +12,23 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from rotorid.errors import RotoridError
+
+
+class _Group(TyperGroup):
+    """The top-level help lists the registered methods and log formats (plugins included)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.epilog = registries_text(markup=True)
+        super().format_help(ctx, formatter)
+
 
 app = typer.Typer(
     name="rotorid",
     help="Identify a multirotor's physical parameters from its own flight logs.",
+    cls=_Group,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -28,11 +39,27 @@ err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def command(fn: F) -> F:
-    """Register a command whose input errors print one line and exit 2 (no traceback)."""
+def command(name: str | None = None, hidden: bool = False, renamed_from: str | None = None) -> Callable[[F], F]:
+    """Register a command whose input errors print one line and exit 2 (no traceback); with
+    `renamed_from`, also register that old name as a hidden alias that says the new one."""
 
+    def deco(fn: F) -> F:
+        app.command(name, hidden=hidden)(_guarded(fn))
+        if renamed_from:
+            new = name or fn.__name__.replace("_", "-")
+            app.command(renamed_from, hidden=True)(
+                _guarded(fn, note=f"`rotorid {renamed_from}` is now `rotorid {new}`")
+            )
+        return fn
+
+    return deco
+
+
+def _guarded(fn: F, note: str | None = None) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if note:
+            err.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -44,211 +71,175 @@ def command(fn: F) -> F:
                 for w in caught:
                     err.print(f"[yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
 
-    app.command()(wrapper)
-    return fn
+    return wrapper  # type: ignore[return-value]
 
 
-def split_kv(items: list[str], what: str) -> dict[str, str]:
-    """Parse repeated NAME=VALUE options."""
-    out = {}
-    for it in items:
-        name, sep, value = it.partition("=")
-        if not sep or not name or not value:
-            raise RotoridError(f"{what} '{it}' must look like NAME=VALUE")
-        out[name] = value
-    return out
+def registries_text(markup: bool = False) -> str:
+    """The registered methods (with their papers) and log formats (read/write, suffixes)."""
+    from rotorid.io import formats
+    from rotorid.registry import methods
+
+    b = (lambda x: f"[bold]{x}[/]") if markup else (lambda x: x)
+    ms = "; ".join(f"{b(m.name)} ({m.title})" for m in methods().values())
+    fs = "; ".join(
+        f"{b(f.name)} ({' '.join(s or 'no suffix' for s in f.suffixes) or 'by content'}, "
+        f"{'read/write' if f.write else 'read'})"
+        for f in formats().values()
+    )
+    return f"Methods: {ms}.\n\nLog formats: {fs}."
+
+
+def _version(value: bool) -> None:
+    if value:
+        from rotorid import __version__
+
+        console.print(f"rotorid {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print rotorid's version and exit.", callback=_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Identify a multirotor's physical parameters from its own flight logs."""
 
 
 Logs = Annotated[list[str], typer.Argument(help="Log files, each optionally with windows: FILE@t0:t1[,t2:t3] (s).")]
 
 
-def _inputs(specs: list[str]) -> list[dict[str, Any]]:
-    """Provenance of the log arguments: path, SHA-256 and windows."""
-    from rotorid.io import parse_spec
-    from rotorid.util import sha256
+def _panel(method: str) -> str:
+    from rotorid.registry import METHODS
 
-    out = []
-    for s in specs:
-        ls = parse_spec(s)
-        out.append(
-            {
-                "path": str(ls.path),
-                "sha256": sha256(ls.path) if ls.path.is_file() else None,
-                "windows": list(ls.windows),
-            }
-        )
-    return out
+    return f"--method {method} ({METHODS[method].title})"
 
 
-def _load_all(specs: list[str], allow_corrupt: bool, vehicle: Any = None) -> list:
-    """Every flight (window) of the log arguments; the vehicle's motor input kind and rotor
-    count reach the readers that need them (PX4 PWM scaling), and flights whose motor channels
-    cannot mean what the vehicle declares are refused."""
-    from rotorid.io import check_motor_units, load
-
-    if vehicle is None:
-        return [f for s in specs for f in load(s, allow_corrupt=allow_corrupt)]
-    hints: dict[str, Any] = {"motors": vehicle.n_rotors}
-    if vehicle.motor_input != "rad_s":  # a log's commands are never rotor speeds: those come from ESC rpm
-        hints["motor_input"] = vehicle.motor_input
-    return [
-        check_motor_units(f, vehicle.motor_input)
-        for s in specs
-        for f in load(s, allow_corrupt=allow_corrupt, hints=hints)
-    ]
+def _given(ctx: typer.Context, names: tuple[str, ...]) -> dict[str, Any]:
+    """The options the user typed (not left at their defaults), by name."""
+    typed = ("COMMANDLINE", "ENVIRONMENT")  # by name: Typer may vendor its own click
+    return {n: ctx.params[n] for n in names if getattr(ctx.get_parameter_source(n), "name", None) in typed}
 
 
-def _floats(text: str | None, n: int, what: str) -> tuple[float, ...] | None:
-    if text is None:
-        return None
-    try:
-        vals = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers") from None
-    if len(vals) != n:
-        raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers")
-    return vals
+_DELAY, _TLS, _ONLINE = _panel("delay"), _panel("tls"), _panel("online")
 
 
-@command
+@command()
 def identify(
+    ctx: typer.Context,
     logs: Logs,
-    method: Annotated[str, typer.Option(help="delay (Eschmann et al.), tls (Six et al.) or online (Kwon et al.).")],
+    method: Annotated[str, typer.Option(help="Method: see the panels below and `rotorid info`.")],
     vehicle: Annotated[
         str, typer.Option(help="Preset name (crazyflie, iris, x500, quad-x, quad-plus) or vehicle .toml.")
     ],
-    out: Annotated[Path, typer.Option(help="Output folder for params.json, report.html and figures.")] = Path(
-        "results"
-    ),
+    out: Annotated[
+        Path, typer.Option(help="Output folder for params.json, report.html and figures (replaced whole).")
+    ] = Path("results"),
     allow_corrupt: Annotated[
         bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
     ] = False,
-    # -- delay ---------------------------------------------------------------------------
-    roll_pitch: Annotated[list[str] | None, typer.Option(help="[delay] Roll/pitch excitation log(s).")] = None,
-    yaw: Annotated[list[str] | None, typer.Option(help="[delay] Yaw excitation log(s).")] = None,
-    tm_prior: Annotated[str | None, typer.Option(help="[delay] Log-normal prior on T_m: MEAN,SIGMA (s).")] = None,
-    asymmetric_tm: Annotated[bool, typer.Option(help="[delay] Separate rising and falling T_m.")] = False,
-    per_motor: Annotated[bool, typer.Option(help="[delay] One thrust curve per motor.")] = False,
-    exponents: Annotated[str, typer.Option(help="[delay] Thrust-curve exponents, e.g. 0,1,2 or 2.")] = "0,1,2",
-    izz_ratio: Annotated[float, typer.Option(help="[delay] C_xy->z in I_zz = C (I_xx+I_yy)/2.")] = 1.832,
-    inertia_param: Annotated[str, typer.Option(help="[delay] auto, direct, reciprocal or tls.")] = "auto",
-    cutoff_hz: Annotated[
-        float, typer.Option(help="[delay] Zero-phase low-pass (Hz) for torque and angular acceleration.")
-    ] = 20.0,
-    tm_bounds: Annotated[str, typer.Option(help="[delay] T_m search range LO,HI (s).")] = "0.002,0.5",
-    # -- tls -----------------------------------------------------------------------------
-    config: Annotated[list[str] | None, typer.Option(help="[tls] Extra mass configuration NAME=LOG[@windows].")] = None,
-    mass: Annotated[list[str] | None, typer.Option(help="[tls] Measured mass of a configuration NAME=KG.")] = None,
-    weight: Annotated[list[str] | None, typer.Option(help="[tls] Weight k_w of a configuration NAME=K_W.")] = None,
-    config_b: Annotated[list[str] | None, typer.Option(help="[tls] Shorthand for --config B=LOG.")] = None,
-    mass_b: Annotated[float | None, typer.Option(help="[tls] Shorthand for --mass B=KG.")] = None,
-    source: Annotated[str, typer.Option(help="[tls] Motion data from 'imu' or 'mocap'.")] = "imu",
-    tm: Annotated[float | None, typer.Option(help="[tls] Motor time constant (s) for delay-aware regressors.")] = None,
-    r_sigma: Annotated[float, typer.Option(help="[tls] Essential-parameter threshold max/min %σ.")] = 250.0,
-    band: Annotated[
-        str | None, typer.Option(help="[tls] Band-pass LOW,HIGH in Hz (default chosen from the rate).")
+    roll_pitch: Annotated[
+        list[str] | None, typer.Option(help="Roll/pitch excitation log(s).", rich_help_panel=_DELAY)
     ] = None,
-    weighted: Annotated[bool, typer.Option(help="[tls] Weight each wrench row block by its residual σ.")] = True,
-    speed: Annotated[
-        str, typer.Option(help="[tls] Rotor terms from auto, cmd (the paper) or rotor_speed (measured).")
+    yaw: Annotated[list[str] | None, typer.Option(help="Yaw excitation log(s).", rich_help_panel=_DELAY)] = None,
+    tm_prior: Annotated[
+        str | None, typer.Option(help="Log-normal prior on T_m: MEAN,SIGMA (s).", rich_help_panel=_DELAY)
+    ] = None,
+    asymmetric_tm: Annotated[
+        bool, typer.Option(help="Separate rising and falling T_m.", rich_help_panel=_DELAY)
+    ] = False,
+    per_motor: Annotated[bool, typer.Option(help="One thrust curve per motor.", rich_help_panel=_DELAY)] = False,
+    exponents: Annotated[
+        str, typer.Option(help="Thrust-curve exponents, e.g. 0,1,2 or 2.", rich_help_panel=_DELAY)
+    ] = "0,1,2",
+    izz_ratio: Annotated[
+        float, typer.Option(help="C_xy->z in I_zz = C (I_xx+I_yy)/2.", rich_help_panel=_DELAY)
+    ] = 1.832,
+    inertia_param: Annotated[
+        str, typer.Option(help="auto, direct, reciprocal or tls.", rich_help_panel=_DELAY)
     ] = "auto",
-    mocap_delay: Annotated[float, typer.Option(help="[tls] Seconds the mocap pose lags the commands.")] = 0.0,
-    # -- online --------------------------------------------------------------------------
-    variant: Annotated[str, typer.Option(help="[online] kwon (the paper's method), rls or rls-lpf.")] = "kwon",
+    cutoff_hz: Annotated[
+        float,
+        typer.Option(help="Zero-phase low-pass (Hz) for torque and angular acceleration.", rich_help_panel=_DELAY),
+    ] = 20.0,
+    tm_bounds: Annotated[str, typer.Option(help="T_m search range LO,HI (s).", rich_help_panel=_DELAY)] = "0.002,0.5",
+    config: Annotated[
+        list[str] | None, typer.Option(help="Extra mass configuration NAME=LOG[@windows].", rich_help_panel=_TLS)
+    ] = None,
+    mass: Annotated[
+        list[str] | None, typer.Option(help="Measured mass of a configuration NAME=KG.", rich_help_panel=_TLS)
+    ] = None,
+    weight: Annotated[
+        list[str] | None, typer.Option(help="Weight k_w of a configuration NAME=K_W.", rich_help_panel=_TLS)
+    ] = None,
+    config_b: Annotated[
+        list[str] | None, typer.Option(help="Shorthand for --config B=LOG.", rich_help_panel=_TLS)
+    ] = None,
+    mass_b: Annotated[float | None, typer.Option(help="Shorthand for --mass B=KG.", rich_help_panel=_TLS)] = None,
+    source: Annotated[str, typer.Option(help="Motion data from 'imu' or 'mocap'.", rich_help_panel=_TLS)] = "imu",
+    tm: Annotated[
+        float | None, typer.Option(help="Motor time constant (s) for delay-aware regressors.", rich_help_panel=_TLS)
+    ] = None,
+    r_sigma: Annotated[
+        float, typer.Option(help="Essential-parameter threshold max/min %σ.", rich_help_panel=_TLS)
+    ] = 250.0,
+    band: Annotated[
+        str | None, typer.Option(help="Band-pass LOW,HIGH in Hz (default chosen from the rate).", rich_help_panel=_TLS)
+    ] = None,
+    weighted: Annotated[
+        bool, typer.Option(help="Weight each wrench row block by its residual σ.", rich_help_panel=_TLS)
+    ] = True,
+    speed: Annotated[
+        str,
+        typer.Option(help="Rotor terms from auto, cmd (the paper) or rotor_speed (measured).", rich_help_panel=_TLS),
+    ] = "auto",
+    mocap_delay: Annotated[
+        float, typer.Option(help="Seconds the mocap pose lags the commands.", rich_help_panel=_TLS)
+    ] = 0.0,
+    variant: Annotated[
+        str, typer.Option(help="kwon (the paper's method), rls or rls-lpf.", rich_help_panel=_ONLINE)
+    ] = "kwon",
     rate_hz: Annotated[
-        float, typer.Option(help="[online] Estimator rate; faster logs are block-averaged (0: every sample).")
+        float,
+        typer.Option(help="Estimator rate; faster logs are block-averaged (0: every sample).", rich_help_panel=_ONLINE),
     ] = 100.0,
-    n_sigma: Annotated[float, typer.Option(help="[online] Correction-law threshold |ω̂| >= n_sigma·σ.")] = 1.0,
-    a_z_allow: Annotated[float, typer.Option(help="[online] Enable threshold on vertical acceleration (m/s²).")] = 0.1,
+    n_sigma: Annotated[
+        float, typer.Option(help="Correction-law threshold |ω̂| >= n_sigma·σ.", rich_help_panel=_ONLINE)
+    ] = 1.0,
+    a_z_allow: Annotated[
+        float, typer.Option(help="Enable threshold on vertical acceleration (m/s²).", rich_help_panel=_ONLINE)
+    ] = 0.1,
 ) -> None:
     """Identify parameters from flight logs and write params.json, report.html and figures."""
+    from rotorid import runs
+    from rotorid.registry import method as spec_of
+    from rotorid.registry import methods
     from rotorid.report import check_output, write_run
     from rotorid.vehicle import Vehicle
 
-    check_output(out)  # a bad --out fails now, not after the identification
+    spec = spec_of(method)
+    options = _given(ctx, tuple(dict.fromkeys(o for m in methods().values() for o in m.options)))
+    runs.refuse_foreign(method, list(options))  # before any reading or writing
+    check_output(out, run=True)  # a bad --out fails now, not after the identification
     veh = Vehicle.load(vehicle)
-    if method == "delay":
-        from rotorid.methods import delay
-        from rotorid.report import delay as figs
-
-        settings = delay.DelaySettings(
-            tm_prior=_floats(tm_prior, 2, "--tm-prior"),
-            asymmetric_tm=asymmetric_tm,
-            per_motor=per_motor,
-            exponents=tuple(exponents.split(",")),
-            izz_ratio=izz_ratio,
-            inertia_param=inertia_param,
-            cutoff_hz=cutoff_hz,
-            tm_bounds=_floats(tm_bounds, 2, "--tm-bounds"),
-        )
-        with console.status("identifying (delay)…"):
-            result = delay.identify(
-                _load_all(logs, allow_corrupt, veh),
-                veh,
-                roll_pitch=_load_all(roll_pitch or [], allow_corrupt, veh),
-                yaw=_load_all(yaw or [], allow_corrupt, veh),
-                settings=settings,
-            )
-        specs = [*logs, *(roll_pitch or []), *(yaw or [])]
-    elif method == "tls":
-        from rotorid.methods import tls
-        from rotorid.report import tls as figs
-
-        cfg = {"A": logs, **{k: [v] for k, v in split_kv(config or [], "--config").items()}}
-        if config_b:
-            cfg["B"] = config_b
-        masses = {k: float(v) for k, v in split_kv(mass or [], "--mass").items()}
-        if mass_b is not None:
-            masses["B"] = mass_b
-        weights = {k: float(v) for k, v in split_kv(weight or [], "--weight").items()}
-        settings = tls.TlsSettings(
-            source=source,
-            tm=tm,
-            r_sigma=r_sigma,
-            band=_floats(band, 2, "--band"),
-            weighted=weighted,
-            speed=speed,
-            mocap_delay=mocap_delay,
-        )
-        with console.status("identifying (tls)…"):
-            result = tls.identify(
-                {k: _load_all(v, allow_corrupt, veh) for k, v in cfg.items()},
-                veh,
-                masses=masses,
-                weights=weights,
-                settings=settings,
-            )
-        specs = [s for v in cfg.values() for s in v]
-    elif method == "online":
-        from rotorid.methods import online
-        from rotorid.report import online as figs
-
-        flights = _load_all(logs, allow_corrupt, veh)
-        if len(flights) != 1:
-            raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
-        settings = online.OnlineSettings(variant=variant, rate_hz=rate_hz or None, n_sigma=n_sigma, a_z_allow=a_z_allow)
-        with console.status(f"identifying (online, {variant})…"):
-            result = online.identify(flights[0], veh, settings)
-        specs = list(logs)
-    else:
-        raise RotoridError(f"unknown method '{method}'; choose delay, tls or online")
-    result.inputs = _inputs(specs)
-    written = write_run(result, out, figs.figures(result))
+    with console.status(f"identifying ({method})…"):
+        result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt)
+    written = write_run(result, out, spec.load("figures")(result))
     console.print(result.summary())
     console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
 
 
-@command
-def export_params(
-    params: Annotated[Path, typer.Argument(help="params.json written by `rotorid identify`.")],
+@command(renamed_from="export-params")
+def export(
+    params: Annotated[str, typer.Argument(help="params.json written by `rotorid identify`.")],
     fmt: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--format",
             help="toml (rotorid vehicle), rotorpy (quad_params .py), rltools (dynamics JSON) or gazebo (SDF motor models).",
         ),
-    ],
-    out: Annotated[Path, typer.Option(help="File to write.")],
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="File to write.")] = None,
     vehicle: Annotated[
         str | None,
         typer.Option(help="Base vehicle (preset or .toml) the run used; default: the one stored in params.json."),
@@ -260,15 +251,23 @@ def export_params(
     config: Annotated[
         str | None, typer.Option(help="Mass configuration of a combined tls result (e.g. B); default: the first.")
     ] = None,
+    to: Annotated[Path | None, typer.Option(hidden=True)] = None,
+    window: Annotated[str | None, typer.Option(hidden=True)] = None,
+    allow_corrupt: Annotated[bool, typer.Option(hidden=True)] = False,
 ) -> None:
     """Export identified parameters for rotorid's simulator, RotorPy, RLtools or Gazebo."""
     from rotorid.export import export_params as run
 
-    written = run(params, fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config)
+    if to is not None:  # the old `rotorid export LOG --to FILE`, now `convert`
+        err.print("[yellow]note:[/] `rotorid export LOG --to FILE` is now `rotorid convert`", highlight=False)
+        return convert(params, to, window, allow_corrupt)
+    if fmt is None or out is None:
+        raise RotoridError("rotorid export needs --format FORMAT and --out FILE (see `rotorid export --help`)")
+    written = run(Path(params), fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config)
     console.print(f"wrote [bold]{written}[/] ({fmt})")
 
 
-@command
+@command()
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder for report.html and one folder per method.")] = Path(
         "demo-out"
@@ -292,7 +291,7 @@ def _override_value(text: str) -> Any:
     return vals[0] if len(vals) == 1 else tuple(vals)
 
 
-@command
+@command()
 def simulate(
     scenario: Annotated[str, typer.Argument(help="eschmann-crazyflie, kwon-payload, six-config-a or six-config-b.")],
     out: Annotated[Path, typer.Option(help="Output folder: one log per flight, truth.json, vehicle TOMLs.")],
@@ -303,11 +302,13 @@ def simulate(
         list[str] | None, typer.Option("--set", help="Scenario override NAME=VALUE, e.g. tm=0.03 (repeatable).")
     ] = None,
 ) -> None:
-    """Simulate a named paper scenario with ground truth: writes each flight, truth.json,
-    vehicle.toml (what a user knows) and true_vehicle.toml, each atomically."""
+    """Simulate a named paper scenario with ground truth.
+
+    Writes each flight, truth.json, vehicle.toml (what a user knows) and true_vehicle.toml, each atomically."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from rotorid.io import write
+    from rotorid.runs import split_kv
     from rotorid.sim import scenarios
 
     suffix = {"parquet": ".parquet", "csv": ".csv", "ulog": ".ulg"}.get(fmt)
@@ -335,7 +336,7 @@ def simulate(
     console.print(f"wrote {', '.join(p.name for p in written)}, vehicle.toml, true_vehicle.toml, truth.json in {out}")
 
 
-@command
+@command()
 def validate(
     params: Annotated[Path, typer.Argument(help="params.json written by `rotorid identify` (any method).")],
     logs: Logs,
@@ -353,33 +354,56 @@ def validate(
         bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
     ] = False,
 ) -> None:
-    """Cross-validate identified parameters on held-out flights (Six et al. Sec. IV-B4, Table III)."""
+    """Cross-validate identified parameters on held-out flights (Six et al. Sec. IV-B4, Table III).
+
+    Writes validation.json, the figures and report.html into OUT (replaced whole)."""
     from rich.table import Table
 
-    from rotorid.report import png_bytes
+    from rotorid.io import load
+    from rotorid.report import check_output
+    from rotorid.report.validate import rows, write_validation
     from rotorid.result import Result
-    from rotorid.util import atomic_write_bytes
-    from rotorid.validate import figures
+    from rotorid.runs import provenance
     from rotorid.validate import validate as run
     from rotorid.vehicle import Vehicle
 
+    check_output(out, run=True)
     result = Result.load(params)
     base = Vehicle.load(vehicle) if vehicle else None
+    flights = [f for s in logs for f in load(s, vehicle=base, allow_corrupt=allow_corrupt)]
     with console.status("validating…"):
-        val = run(result, _load_all(logs, allow_corrupt, base), base, config=config, source=source)
+        val = run(result, flights, base, config=config, source=source)
     table = Table(title=f"cross-validation of {params} ({result.method})")
-    for col in ("channel", "RMSE", "R²", "wrench", "‖ρ‖/‖W_k χ_k‖ %"):
+    for col in ("channel", "RMSE", "R²", "wrench", "model error %"):
         table.add_column(col, justify="right")
-    for (name, m), (w, norm) in zip(val.metrics.items(), val.rel_error_norm_pct.items(), strict=True):
-        fmt = lambda x, spec: "—" if x != x else format(x, spec)  # NaN: not modelled / no rotor force
-        table.add_row(name, f"{fmt(m['rmse'], '.4g')} {m['unit']}", fmt(m["r2"], ".4f"), w, fmt(norm, ".2f"))
+    for r in rows(val):
+        table.add_row(r["channel"], r["rmse"], r["r2"], r["wrench"], r["norm"])
     console.print(table)
     for n in val.notes:
         console.print(f"note: {n}")
-    for name, fig in figures(val).items():
-        atomic_write_bytes(out / f"{name}.png", png_bytes(fig))
-    val.save(out / "validation.json")
-    console.print(f"wrote [bold]{out / 'validation.json'}[/] and figures in {out}")
+    written = write_validation(val, result, out, str(params), provenance(logs))
+    console.print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
+
+
+def _registries() -> None:
+    """The method and format registries as two tables."""
+    from rich.table import Table
+
+    from rotorid.io import formats
+    from rotorid.registry import methods
+
+    tab = Table(title="methods (rotorid identify --method NAME)", title_justify="left")
+    for col in ("method", "paper"):
+        tab.add_column(col)
+    for m in methods().values():
+        tab.add_row(m.name, m.paper)
+    console.print(tab)
+    tab = Table(title="log formats (read by content or suffix; write by suffix)", title_justify="left")
+    for col in ("format", "suffixes", "writes"):
+        tab.add_column(col)
+    for f in formats().values():
+        tab.add_row(f.name, " ".join(x or "(none)" for x in f.suffixes), "yes" if f.write else "no")
+    console.print(tab)
 
 
 def _span_text(spans: list[tuple[float, float]], limit: int = 4) -> str:
@@ -389,19 +413,28 @@ def _span_text(spans: list[tuple[float, float]], limit: int = 4) -> str:
     return text + (f" (+{len(spans) - limit} more)" if len(spans) > limit else "")
 
 
-@command
+@command()
 def info(
-    logs: Logs,
+    logs: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Log files, each optionally with windows: FILE@t0:t1[,t2:t3] (s); none: what rotorid reads."
+        ),
+    ] = None,
     allow_corrupt: Annotated[
         bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
     ] = False,
 ) -> None:
-    """Show each log's format, span, channels with rates, gaps, flying spans and excitation per axis."""
+    """Show each log's format, span, channels, rates, gaps, flying spans and excitation per axis.
+
+    Without logs: the methods and log formats rotorid knows (plugins included)."""
     from rich.table import Table
 
     from rotorid import excitation
     from rotorid.io import load
 
+    if not logs:
+        return _registries()
     colour = {"excited": "green", "weak": "yellow", "none": "red", "n/a": "dim"}
     for spec in logs:
         flights = load(spec, allow_corrupt=allow_corrupt)
@@ -430,20 +463,22 @@ def info(
             console.print(tab)
 
 
-@command
-def export(
+@command()
+def convert(
     log: Annotated[str, typer.Argument(help="Log file, optionally with one window: FILE@t0:t1 (s).")],
-    to: Annotated[Path, typer.Option(help="Output file: .csv or .parquet (the interchange format).")],
+    to: Annotated[
+        Path, typer.Option(help="Output file; its suffix picks the format: .csv or .parquet (interchange), .ulg, …")
+    ],
     window: Annotated[str | None, typer.Option(help="Time window t0:t1 in seconds of the log's clock.")] = None,
     allow_corrupt: Annotated[
         bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
     ] = False,
 ) -> None:
-    """Convert any readable log (or one window of it) to CSV or Parquet, atomically."""
-    from rotorid.io import load, parse_spec, table
+    """Convert any readable log (or one window of it) to CSV, Parquet or another writable format, atomically."""
+    from rotorid.io import load, parse_spec, writable, write
 
-    if to.suffix.lower() not in (".csv", ".parquet"):
-        raise RotoridError(f"--to {to}: choose a .csv or .parquet file")
+    if to.suffix.lower() not in writable():
+        raise RotoridError(f"--to {to}: choose a file ending in {', '.join(writable())}")
     spec = parse_spec(log)
     if window is not None:
         if spec.windows:
@@ -454,14 +489,25 @@ def export(
     flights = load(spec, allow_corrupt=allow_corrupt)
     if len(flights) != 1:
         raise RotoridError(
-            f"{spec} gives {len(flights)} flights (windows or pieces); export one at a time with --window t0:t1"
+            f"{spec} gives {len(flights)} flights (windows or pieces); convert one at a time with --window t0:t1"
         )
-    table.write(flights[0], to)
+    write(flights[0], to)
     f = flights[0]
     console.print(f"wrote [bold]{to}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")
 
 
-@command
+@command()
+def report(
+    run: Annotated[Path, typer.Argument(help="Folder written by `rotorid identify` (params.json, diagnostics.npz).")],
+) -> None:
+    """Draw a saved run's figures and report.html again from its files alone (no logs needed)."""
+    from rotorid.report import redraw
+
+    written = redraw(run)
+    console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {run}")
+
+
+@command()
 def batch(
     manifest: Annotated[
         Path, typer.Argument(help="CSV or TOML table of runs: vehicle, date, method, airframe, logs (see README).")

@@ -1,7 +1,7 @@
 """`rotorid demo`: simulate the built-in scenarios, identify each with the method of its paper,
 and gather the reports — orchestration only. Simulation is `rotorid.sim.scenarios`,
-identification `rotorid.methods.<method>.identify`, figures `rotorid.report.<method>.figures`,
-cross-validation `rotorid.validate`; this module adds no numerics of its own.
+identification `rotorid.methods.<method>.identify`, figures from the method registry
+(`rotorid.registry`), cross-validation `rotorid.validate`; this module adds no numerics of its own.
 
 | method | scenario | flights |
 | --- | --- | --- |
@@ -17,7 +17,6 @@ A method that fails is listed with its error after the others are written; nothi
 from __future__ import annotations
 
 import base64
-import importlib
 import multiprocessing
 import os
 import queue
@@ -33,7 +32,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rotorid.errors import RotoridError
-from rotorid.result import Result, Truth
+from rotorid.result import Result, Truth, rel_error_pct
 
 #: Flight length (s) per simulated flight, shorter than the papers' so the demo takes seconds.
 #: At these lengths (seed 0) every parameter the scenarios excite is within 2 % of the truth
@@ -130,7 +129,7 @@ def _online(
     progress("baselines rls, rls-lpf (Kwon Tables 8-10)", 0.8)
     baselines = {v: online.identify(flight, sc.vehicle, online.OnlineSettings(variant=v)) for v in ("rls", "rls-lpf")}
     errors = ", ".join(
-        f"{v} {name} {100 * (b.value(name) - truth[name]) / truth[name]:+.0f} %"
+        f"{v} {name} {rel_error_pct(b.value(name), truth[name]):+.0f} %"
         for v, b in baselines.items()
         for name in ("I_xx", "I_yy", "I_zz")
     )
@@ -157,6 +156,7 @@ def _post(method: str) -> Progress_:
 
 def run_job(method: str, seed: int, out: Path, durations: dict[str, float] | None = None) -> dict[str, Any]:
     """Simulate, identify and write `out/<method>/`; returns what the index needs (picklable)."""
+    from rotorid.registry import method as spec_of
     from rotorid.report import write_run
 
     t0 = time.perf_counter()
@@ -164,7 +164,7 @@ def run_job(method: str, seed: int, out: Path, durations: dict[str, float] | Non
     job = next(j for j in JOBS if j.method == method)
     result, truth, extra, figure_options = RUNNERS[method](seed, post, durations or DURATIONS)
     post("drawing figures", 0.92)
-    figures = importlib.import_module(f"rotorid.report.{method}").figures(result, **figure_options)
+    figures = spec_of(method).load("figures")(result, **figure_options)
     post("writing report", 0.97)
     written = write_run(result, out / method, figures, truth, title=f"rotorid demo — {method} on {job.scenario}")
     shown = [n for n in written if n not in ("params", "report")][:2]
@@ -189,7 +189,7 @@ def table(method: str, result: Result, truth: Truth | None) -> Table:
     t.add_column("error %", justify="right")
     for name, e in result.params.items():
         tv = truth.params.get(name) if truth else None
-        err = 100.0 * (e.value - tv) / abs(tv) if tv not in (None, 0) else None
+        err = rel_error_pct(e.value, tv) if tv not in (None, 0) else None
         style = "" if err is None else ("green" if abs(err) <= 5 else "yellow" if abs(err) <= 20 else "red")
         std = f"{e.std:.2g}" if e.std == e.std else "—"
         t.add_row(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -31,9 +31,6 @@ from rotorid.signal import butter_filtfilt
 from rotorid.util import atomic_write_text
 from rotorid.vehicle import Vehicle
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
-
 MOTION = ("s_x", "s_y", "s_z", "omega_dot_x", "omega_dot_y", "omega_dot_z")
 
 
@@ -41,7 +38,7 @@ MOTION = ("s_x", "s_y", "s_z", "omega_dot_x", "omega_dot_y", "omega_dot_z")
 class Validation:
     """Outcome of `validate`: per-channel RMSE and R² of the predicted specific force and
     angular acceleration, relative error norms per wrench component (Table III, %), and the
-    time series behind them (for figures)."""
+    time series behind them (drawn by `rotorid.report.validate`)."""
 
     metrics: dict[str, dict[str, float]]
     rel_error_norm_pct: dict[str, float]
@@ -194,48 +191,3 @@ def validate(
         settings={**settings.at(flights[0].rate).to_dict(), "config": config, "method": result.method},
         notes=notes,
     )
-
-
-def wrench_figure(
-    t: np.ndarray, rigid: np.ndarray, rotor: np.ndarray, norms: dict[str, float], title: str = ""
-) -> Figure:
-    """Figs. 3-4 of Six et al.: rigid-body (blue) vs rotor-model (red) wrench per component
-    (those with a finite relative error norm), the modelling error on a second axis."""
-    import matplotlib.pyplot as plt
-
-    comps = [j for j, c in enumerate(WRENCH) if np.isfinite(norms.get(c, float("nan")))]
-    fig, axes = plt.subplots(max(len(comps), 1), 1, figsize=(9, 2.1 * max(len(comps), 1)), sharex=True, squeeze=False)
-    for ax, j in zip(axes[:, 0], comps, strict=False):
-        ax.plot(t, rigid[:, j], lw=0.9, color="tab:blue", label="rigid body")
-        ax.plot(t, rotor[:, j], lw=0.9, color="tab:red", label="rotor model")
-        ax.set_ylabel(f"{WRENCH[j]} [{'N' if j < 3 else 'N m'}]")
-        ax2 = ax.twinx()
-        ax2.plot(t, rigid[:, j] - rotor[:, j], lw=0.5, color="0.55")
-        ax2.set_ylabel("error", color="0.4")
-        ax.set_title(f"{title}{WRENCH[j]}: ‖ρ‖/‖W_k χ_k‖ = {norms[WRENCH[j]]:.1f} %", fontsize=9)
-    axes[0, 0].legend(loc="upper right", fontsize=8)
-    axes[-1, 0].set_xlabel("t [s]")
-    fig.subplots_adjust(
-        left=0.1, right=0.9, top=1 - 0.35 / fig.get_figheight(), bottom=0.5 / fig.get_figheight(), hspace=0.45
-    )
-    return fig
-
-
-def figures(val: Validation) -> dict[str, Figure]:
-    """The wrench comparison (`wrench_figure`) and predicted vs measured motion."""
-    import matplotlib.pyplot as plt
-
-    out = {"validation_wrench": wrench_figure(val.t, val.rigid, val.rotor, val.rel_error_norm_pct)}
-    fig, axs = plt.subplots(3, 2, figsize=(10, 6.5), sharex=True)
-    for j, name in enumerate(MOTION):
-        ax = axs[j % 3, j // 3]
-        ax.plot(val.t, val.measured[:, j], lw=0.9, color="tab:blue", label="measured")
-        ax.plot(val.t, val.predicted[:, j], lw=0.9, color="tab:red", label="predicted")
-        m = val.metrics[name]
-        ax.set_title(f"{name}: R² = {m['r2']:.3f}, RMSE = {m['rmse']:.3g} {m['unit']}", fontsize=9)
-    axs[0, 0].legend(loc="upper right", fontsize=8)
-    for ax in axs[-1]:
-        ax.set_xlabel("t [s]")
-    fig.subplots_adjust(left=0.08, right=0.98, top=0.94, bottom=0.08, hspace=0.4, wspace=0.2)
-    out["validation_motion"] = fig
-    return out

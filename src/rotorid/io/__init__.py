@@ -1,5 +1,12 @@
-"""Log readers. `read(path)` picks a reader by magic bytes, then by suffix, and returns a list
-of `Flight`s (one per continuous recording). `load("FILE@t0:t1,t2:t3")` also applies windows.
+"""Log formats: one registry (`FORMATS`) for reading and writing.
+
+`read(path)` picks a reader by magic bytes, then by suffix, and returns a list of `Flight`s (one
+per continuous recording); `load("FILE@t0:t1,t2:t3", vehicle=...)` also applies windows and the
+vehicle's hints; `write(flight, path)` writes the format of the suffix.
+
+A format is a module with a reader decorated by `@register(name, suffixes, magic)`; a
+module-level `write(flight, path) -> Path` beside it makes the format writable too. Built-in
+modules are imported on first use, plugin modules through `rotorid.registry.load_plugins()`.
 
 Readers never estimate: they decode, convert to FLU/ENU and SI, and check what they read.
 """
@@ -11,51 +18,68 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rotorid.errors import LogFormatError, RotoridError, WindowError
 from rotorid.flight import Flight
 
+if TYPE_CHECKING:
+    from rotorid.vehicle import Vehicle
+
 ReadFn = Callable[..., list[Flight]]
+WriteFn = Callable[[Flight, Path], Path]
+
+#: Modules of the built-in formats (imported on first use; each registers itself).
+BUILTIN = ("crazyflie", "ulog", "table")
 
 
 @dataclass(frozen=True)
-class Reader:
+class Format:
+    """A log format: its name, file suffixes, magic bytes and reader; `write` is the
+    module-level `write(flight, path)` of the reader's module, if it has one."""
+
     name: str
     suffixes: tuple[str, ...]
     magic: bytes | None
     read: ReadFn
 
+    @property
+    def write(self) -> WriteFn | None:
+        return getattr(importlib.import_module(self.read.__module__), "write", None)
 
-READERS: dict[str, Reader] = {}
+
+FORMATS: dict[str, Format] = {}
 
 
 def register(name: str, suffixes: tuple[str, ...], magic: bytes | None = None) -> Callable[[ReadFn], ReadFn]:
-    """Decorator: register `fn(path, **options) -> list[Flight]` as the reader `name`."""
+    """Decorator: register `fn(path, **options) -> list[Flight]` as the reader of format `name`."""
 
     def deco(fn: ReadFn) -> ReadFn:
-        READERS[name] = Reader(name, suffixes, magic, fn)
+        FORMATS[name] = Format(name, suffixes, magic, fn)
         return fn
 
     return deco
 
 
-def _ensure_loaded() -> None:
-    from rotorid.io import crazyflie  # noqa: F401  (registers itself)
+def formats() -> dict[str, Format]:
+    """Every registered format (built-in and plugins), by name."""
+    from rotorid.registry import load_plugins
 
-    for mod in ("ulog", "table"):
+    for mod in BUILTIN:
         try:
-            __import__(f"rotorid.io.{mod}")
-        except ModuleNotFoundError as e:
+            importlib.import_module(f"rotorid.io.{mod}")
+        except ModuleNotFoundError as e:  # an optional format whose module is absent
             if e.name != f"rotorid.io.{mod}":
                 raise
+    load_plugins()
+    return FORMATS
 
 
-def detect(path: str | Path) -> Reader:
+def detect(path: str | Path) -> Format:
     """The reader for `path`: by magic bytes first, then by suffix."""
-    _ensure_loaded()
+    known_formats = formats()
     p = Path(path)
     try:
         with open(p, "rb") as f:
@@ -66,14 +90,15 @@ def detect(path: str | Path) -> Reader:
         raise LogFormatError(f"{p}: is a folder, not a log file") from None
     if not head:
         raise LogFormatError(f"{p}: the file is empty")
-    for r in READERS.values():
+    for r in known_formats.values():
         if r.magic and head.startswith(r.magic):
             return r
-    for r in READERS.values():
+    for r in known_formats.values():
         if p.suffix.lower() in r.suffixes:
             return r
     known = ", ".join(
-        f"{r.name} ({' '.join(x if x else 'no suffix' for x in r.suffixes) or 'by content'})" for r in READERS.values()
+        f"{r.name} ({' '.join(x if x else 'no suffix' for x in r.suffixes) or 'by content'})"
+        for r in known_formats.values()
     )
     raise LogFormatError(f"{p}: unknown log format (first bytes {head[:4].hex()}); rotorid reads {known}")
 
@@ -81,14 +106,21 @@ def detect(path: str | Path) -> Reader:
 def read(path: str | Path, hints: dict[str, Any] | None = None, **options: Any) -> list[Flight]:
     """Decode a log file into flights (FLU/ENU, SI).
 
-    `options` go to the reader as given (an unknown one is an error); `hints` are passed only
-    to readers that take them, e.g. the vehicle's `motor_input` and `motors` count, which a
-    PX4 log needs to scale its outputs while a Crazyflie log fixes them itself.
+    `options` go to the reader; one it does not take is dropped when unset (False/None, e.g.
+    `allow_corrupt=False` for a plugin reader without that option) and refused otherwise.
+    `hints` are passed only to readers that take them, e.g. the vehicle's `motor_input` and
+    `motors` count, which a PX4 log needs to scale its outputs while a Crazyflie log fixes them.
     """
     reader = detect(path)
-    accepted = inspect.signature(reader.read).parameters
-    extra = {k: v for k, v in (hints or {}).items() if k in accepted and k not in options}
-    return reader.read(Path(path), **options, **extra)
+    params = inspect.signature(reader.read).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    accepted = set(options) | set(hints or {}) if takes_any else set(params)
+    refused = [k for k, v in options.items() if k not in accepted and v not in (False, None)]
+    if refused:
+        raise RotoridError(f"{path}: the {reader.name} reader does not take {', '.join(refused)}")
+    given = {k: v for k, v in options.items() if k in accepted}
+    extra = {k: v for k, v in (hints or {}).items() if k in accepted and k not in given}
+    return reader.read(Path(path), **given, **extra)
 
 
 def check_motor_units(flight: Flight, motor_input: str) -> Flight:
@@ -134,10 +166,26 @@ def parse_spec(spec: str) -> LogSpec:
     return LogSpec(Path(path), tuple(windows))
 
 
-def load(spec: str | LogSpec, **options: Any) -> list[Flight]:
-    """Read a log argument and cut its windows: one Flight per window (or per recording)."""
+def vehicle_hints(vehicle: Vehicle) -> dict[str, Any]:
+    """What a reader may need from the vehicle: its rotor count and, unless it takes rotor
+    speeds (which come from ESC rpm, never from a log's commands), its motor input kind."""
+    hints: dict[str, Any] = {"motors": vehicle.n_rotors}
+    if vehicle.motor_input != "rad_s":
+        hints["motor_input"] = vehicle.motor_input
+    return hints
+
+
+def load(spec: str | LogSpec, vehicle: Vehicle | None = None, **options: Any) -> list[Flight]:
+    """Read a log argument and cut its windows: one Flight per window (or per recording).
+
+    With a `vehicle`, its hints reach the readers that take them (PX4 PWM scaling) and flights
+    whose motor channels cannot mean what the vehicle declares are refused."""
     s = spec if isinstance(spec, LogSpec) else parse_spec(spec)
-    flights = read(s.path, **options)
+    if vehicle is None:
+        flights = read(s.path, **options)
+    else:
+        hints = vehicle_hints(vehicle)
+        flights = [check_motor_units(f, vehicle.motor_input) for f in read(s.path, hints=hints, **options)]
     if not s.windows:
         return flights
     out = []
@@ -166,15 +214,22 @@ def load(spec: str | LogSpec, **options: Any) -> list[Flight]:
     return out
 
 
-WRITERS = {".csv": "table", ".parquet": "table", ".ulg": "ulog"}
-
-
 def write(flight: Flight, path: str | Path) -> Path:
-    """Write a flight atomically in the format of the suffix: .csv/.parquet (interchange) or
-    .ulg (PX4 ULog, FRD/NED topics)."""
+    """Write a flight atomically in the format of the suffix (e.g. .csv/.parquet interchange,
+    .ulg PX4 ULog with FRD/NED topics): the first registered format that has a writer for it."""
     p = Path(path)
-    mod = WRITERS.get(p.suffix.lower())
-    if mod is None:
-        raise LogFormatError(f"{p}: rotorid writes {', '.join(WRITERS)} files, not '{p.suffix}'")
-    module = importlib.import_module(f"rotorid.io.{mod}")
-    return module.write(flight, p)
+    fmt = writable().get(p.suffix.lower())
+    if fmt is None:
+        raise LogFormatError(f"{p}: rotorid writes {', '.join(writable())} files, not '{p.suffix or 'no suffix'}'")
+    return fmt.write(flight, p)
+
+
+def writable() -> dict[str, Format]:
+    """Suffix -> the first registered format that writes it."""
+    out: dict[str, Format] = {}
+    for f in formats().values():
+        if f.write is not None:
+            for s in f.suffixes:
+                if s:
+                    out.setdefault(s, f)
+    return out

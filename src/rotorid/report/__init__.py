@@ -1,22 +1,27 @@
-"""Reports: matplotlib figures per method (`rotorid.report.<method>`), `write_run`, which writes
-params.json, the figures as PNG and a self-contained report.html for one run, and
+"""Reports: matplotlib figures per method (`rotorid.report.<method>`, named in the method
+registry) and of cross-validation (`rotorid.report.validate`), all drawn with the Figure API in
+one style (`rotorid.report.style`); `write_run`, which writes params.json, the figures'
+data (diagnostics.npz), the figures as PNG and a self-contained report.html for one run;
+`redraw`, which draws a saved run's figures and report again from those files alone; and
 `write_index`, the demo's page that gathers several runs."""
 
 from __future__ import annotations
 
 import base64
+import ctypes
+import ctypes.util
 import io
 import os
+import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")
+import numpy as np
 
 from rotorid.errors import RotoridError
-from rotorid.util import atomic_write_bytes, atomic_write_text
+from rotorid.util import atomic_write_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -24,25 +29,33 @@ if TYPE_CHECKING:
     from rotorid.report.html import IndexEntry
     from rotorid.result import Result, Truth
 
+#: What a run folder holds; a folder with anything else is not replaced by a new run.
+RUN_FILES = ("params.json", "report.html", "diagnostics.npz", "validation.json")
+
 
 def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
-    """The figure as PNG bytes; the figure is closed afterwards (figures are rendered once)."""
-    import matplotlib.pyplot as plt
-
+    """The figure as PNG bytes (rendered by the Agg backend, no pyplot state)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
     return buf.getvalue()
 
 
-def check_output(out: Path) -> Path:
+def check_output(out: Path, run: bool = False) -> Path:
     """Make sure `out` is (or can become) a folder we may write in, without creating anything:
     a temporary folder is made and removed in the nearest existing ancestor. Call it before any
-    long work, so a bad output folder fails at once with one clear line."""
+    long work, so a bad output folder fails at once with one clear line. With `run`, `out`
+    is to be replaced by a run folder, so it must not hold anything but a previous run."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise RotoridError(f"{out}: exists and is not a folder; choose another output folder with --out")
-    anc = out
+    if run and out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if not _run_file(p))
+        if other:
+            raise RotoridError(
+                f"{out}: holds files that are not a rotorid run ({', '.join(other[:3])}"
+                f"{', …' if len(other) > 3 else ''}); choose a new or empty folder with --out"
+            )
+    anc = out.parent if run else out  # a run folder is built beside `out`, then swapped in
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent
     if not anc.is_dir():
@@ -68,6 +81,92 @@ def check_writable(out: Path) -> Path:
     return out
 
 
+def _run_file(p: Path) -> bool:
+    return p.is_file() and (p.name in RUN_FILES or p.suffix == ".png") and not p.is_symlink()
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def write_folder(out: Path, files: dict[str, bytes]) -> dict[str, Path]:
+    """Replace the folder `out` by one holding exactly `files` (name -> content), atomically:
+    everything is written into a temporary folder beside `out`, which then takes its place (an
+    atomic exchange where the system has one), so a reader — or a crash — sees either the
+    previous run or the new one, never a mix or a half-written file."""
+    out = check_output(Path(out), run=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    except OSError as e:
+        raise RotoridError(
+            f"{out}: cannot write here ({e.strerror or e}); choose another output folder with --out"
+        ) from None
+    try:
+        for name, data in files.items():
+            (tmp / name).write_bytes(data)
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp creates 0700; give the folder the usual permissions
+        for name in files:
+            os.chmod(tmp / name, 0o666 & ~_umask())
+        if not out.exists():
+            os.rename(tmp, out)
+        elif _exchange(tmp, out):
+            shutil.rmtree(tmp)  # now the previous run
+        else:
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old / "run")
+            os.rename(tmp, out)
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {name: out / name for name in files}
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, np.ndarray]]:
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _flatten(v, f"{prefix}{k}/")
+            continue
+        a = np.asarray(v)
+        if a.dtype != object:  # figures draw numbers, flags and labels only
+            yield f"{prefix}{k}", a
+
+
+def diagnostics_bytes(diagnostics: dict[str, Any]) -> bytes:
+    """`Result.diagnostics` (nested dicts of arrays, numbers, flags, labels) as a compressed
+    .npz, keys joined by '/'; read back with `load_diagnostics`."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **dict(_flatten(diagnostics)))
+    return buf.getvalue()
+
+
+def load_diagnostics(path: Path) -> dict[str, Any]:
+    """The diagnostics saved by `write_run` (scalars as Python numbers/strings)."""
+    out: dict[str, Any] = {}
+    with np.load(path, allow_pickle=False) as z:
+        for key in z.files:
+            *parents, leaf = key.split("/")
+            node = out
+            for p in parents:
+                node = node.setdefault(p, {})
+            a = z[key]
+            node[leaf] = a.item() if a.ndim == 0 else a
+    return out
+
+
 def write_run(
     result: Result,
     out: Path,
@@ -75,30 +174,45 @@ def write_run(
     truth: Truth | None = None,
     title: str | None = None,
 ) -> dict[str, Path]:
-    """Write `params.json`, `<name>.png` per figure and `report.html` into `out`.
+    """Replace the folder `out` by this run: `params.json`, `diagnostics.npz` (what the figures
+    draw, when the result has diagnostics), `<name>.png` per figure and `report.html`.
 
-    The folder is checked first (without creating it); everything is then rendered in memory
-    and each file written to a temporary name and renamed into place, so a failure leaves no
-    half-written file (and no folder if it did not exist before). Returns the paths written
-    (figure names, then 'params' and 'report').
-    """
+    The folder is checked first (without creating it); everything is rendered in memory and
+    the folder swapped in by `write_folder`, so a failure leaves the previous run whole (and
+    no folder if there was none). Returns the paths written (figure names, then 'params',
+    'diagnostics' if written, and 'report')."""
     from rotorid.report.html import render_html
 
-    out = check_output(Path(out))  # fail fast, before the (slow) figures
+    out = check_output(Path(out), run=True)  # fail fast, before the (slow) figures
     pngs = {name: png_bytes(fig) for name, fig in (figures or {}).items()}
     images = {name: base64.b64encode(data).decode() for name, data in pngs.items()}
-    html = render_html(result, images, truth, title)
-    params = result.to_json() + "\n"
-    check_writable(out)
-    written: dict[str, Path] = {}
-    for name, data in pngs.items():
-        atomic_write_bytes(out / f"{name}.png", data)
-        written[name] = out / f"{name}.png"
-    atomic_write_text(out / "params.json", params)
-    written["params"] = out / "params.json"
-    atomic_write_text(out / "report.html", html)
-    written["report"] = out / "report.html"
-    return written
+    files = {f"{name}.png": data for name, data in pngs.items()}
+    files["params.json"] = (result.to_json() + "\n").encode()
+    if result.diagnostics:
+        files["diagnostics.npz"] = diagnostics_bytes(result.diagnostics)
+    files["report.html"] = render_html(result, images, truth, title).encode()
+    paths = write_folder(out, files)
+    keys = {"params.json": "params", "diagnostics.npz": "diagnostics", "report.html": "report"}
+    return {keys.get(name, name.removesuffix(".png")): p for name, p in paths.items()}
+
+
+def redraw(run: Path, figures: Callable[[Result], dict[str, Figure]] | None = None) -> dict[str, Path]:
+    """Draw a saved run's figures and report.html again from its params.json and
+    diagnostics.npz alone (no logs): e.g. after a change to the figure code. `figures`
+    defaults to the method's, from the registry."""
+    from rotorid.registry import method
+    from rotorid.result import Result
+
+    run = Path(run)
+    result = Result.load(run / "params.json")
+    diag = run / "diagnostics.npz"
+    if not diag.is_file():
+        raise RotoridError(
+            f"{run}: no diagnostics.npz beside params.json, so no figure data to draw from; run identify again"
+        )
+    result.diagnostics = load_diagnostics(diag)
+    draw = figures or method(result.method).load("figures")
+    return write_run(result, run, draw(result))
 
 
 def write_index(

@@ -1,7 +1,8 @@
 """Figures of the delay method (Eschmann et al. Fig. 2, 3, 5, 6, 7, 8) from `result.diagnostics`.
 
-Every figure reads only the result (arrays already subsampled by the method), so a report can
-be redrawn from a saved run without the logs.
+Every figure reads only `result.diagnostics` (arrays already subsampled by the method), which
+`rotorid.report.write_run` saves as diagnostics.npz, so `rotorid report RUN` redraws a saved run
+without the logs.
 """
 
 from __future__ import annotations
@@ -9,18 +10,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
+from rotorid.report.style import figure
+
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from rotorid.result import Result
 
 _COLORS = {"direct": "tab:blue", "reciprocal": "tab:orange", "tls": "tab:green"}
 
 
 def _fig(ncols: int = 1, width: float = 5.2) -> tuple[Figure, Any]:
-    fig = Figure(figsize=(width * ncols, 3.8))
-    axes = fig.subplots(1, ncols)
+    fig, axes = figure(width * ncols, 3.8, 1, ncols)
     # fixed margins: a layout engine would re-solve on every draw (png_bytes draws twice)
     fig.subplots_adjust(left=0.14 / ncols, right=1 - 0.03 / ncols, bottom=0.14, top=0.9, wspace=0.3)
     return fig, axes

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from rotorid.names import parse
 from rotorid.result import PARAMS, compare
 
 if TYPE_CHECKING:
@@ -25,14 +25,14 @@ _env = Environment(
     lstrip_blocks=True,
 )
 
-#: The paper each method implements (shown in the report header).
-METHODS: dict[str, str] = {
-    "delay": "Eschmann, Albani, Loianno — Data-Driven System Identification of Quadrotors Subject to Motor Delays",
-    "tls": "Six, Briot, Erskine, Chriette — Identification of the Propeller Coefficients and Dynamic Parameters "
-    "of a Hovering Quadrotor from Flight Data (IEEE RA-L 2020)",
-    "online": "Kwon, Lee, Yang — Real-Time Observability-Aware Inertia Parameter Estimation for Quadrotors "
-    "(IEEE Access 2023)",
-}
+
+def paper(method: str) -> str:
+    """The paper a method implements (from the method registry; '' for an unknown method)."""
+    from rotorid.registry import methods
+
+    spec = methods().get(method)
+    return spec.paper if spec else ""
+
 
 #: Relative standard deviation (%) up to which an estimate counts as well / loosely determined.
 WELL_PCT = 10.0
@@ -45,31 +45,19 @@ _SYMBOLS = {
     "k_tau": "K_τ",
     "hover_cmd": "hover command",
 }
-_SPLIT = re.compile(r"^(?P<base>.+?)(?P<motor>_m\d+)?(?P<cfg>@[\w.-]+)?$")
 
 
 def symbol(name: str) -> str:
     """A reader-friendly symbol for a canonical parameter name (`k_tau_m2@B` -> `K_τ (motor 2, config B)`)."""
-    m = _SPLIT.match(name)
-    if not m:
-        return name
-    base = m.group("base")
-    text = _SYMBOLS.get(base, base)
-    if base.startswith("thrust_c") and base[8:].isdigit():
-        text = f"K_{base[8:]}"
-    extra = []
-    if m.group("motor"):
-        extra.append(f"motor {m.group('motor')[2:]}")
-    if m.group("cfg"):
-        extra.append(f"config {m.group('cfg')[1:]}")
+    p = parse(name)
+    text = f"K_{p.exponent}" if p.exponent is not None else _SYMBOLS.get(p.base, p.base)
+    extra = ([f"motor {p.motor}"] if p.motor is not None else []) + ([f"config {p.config}"] if p.config else [])
     return f"{text} ({', '.join(extra)})" if extra else text
 
 
 def describe(name: str) -> str:
     """The description of a canonical parameter name from `rotorid.result.PARAMS` ('' if unknown)."""
-    m = _SPLIT.match(name)
-    base = m.group("base") if m else name
-    return PARAMS.get(base, PARAMS.get(name, ("", "")))[1]
+    return PARAMS.get(parse(name).base, PARAMS.get(name, ("", "")))[1]
 
 
 def pretty_unit(unit: str) -> str:
@@ -126,8 +114,7 @@ def excitation_findings(result: Result) -> list[str]:
         if not isinstance(obs, dict) or obs.get("identifiable", True):
             continue
         key = (str(obs.get("reason") or "not excited"), str(obs.get("advice") or ""))
-        m = _SPLIT.match(name)
-        known = name in result.params or (m is not None and m.group("base") in PARAMS)
+        known = name in result.params or parse(name).base in PARAMS
         groups.setdefault(key, []).append(symbol(name) if known else name)
     lines = []
     for (reason, advice), names in groups.items():
@@ -193,7 +180,7 @@ def render_html(result: Result, images: dict[str, str], truth: Truth | None = No
     return _env.get_template("report.html.j2").render(
         title=title or f"rotorid — {result.method} identification",
         result=result,
-        paper=METHODS.get(result.method, ""),
+        paper=paper(result.method),
         rows=rows,
         counts=counts,
         findings=excitation_findings(result),
@@ -239,7 +226,7 @@ def render_index(entries: list[IndexEntry], missing: dict[str, str], title: str 
         sections.append(
             {
                 "method": e.method,
-                "paper": METHODS.get(e.method, ""),
+                "paper": paper(e.method),
                 "scenario": e.scenario,
                 "link": e.link,
                 "rows": rows,

@@ -13,9 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.figure import Figure
+
+from rotorid.report.style import figure
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from rotorid.result import Result, Truth
 
 _PARAMS = {  # name -> (diagnostic key, column or None, label, display scale, display unit)
@@ -62,8 +65,8 @@ def _convergence(
     result: Result, names: tuple[str, ...], truth: dict[str, float], others: dict[str, Result], title: str
 ) -> Figure:
     d = result.diagnostics
-    fig = Figure(figsize=(5.0 * len(names), 3.8), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(names)))
+    fig, axes = figure(5.0 * len(names), 3.8, 1, len(names), layout="constrained", squeeze=False)
+    axes = axes[0]
     runs = {result.settings.get("variant", "online"): result, **others}
     for ax, name in zip(axes, names, strict=True):
         _, _, label, scale, unit = _PARAMS[name]
@@ -110,8 +113,7 @@ def angular_acceleration(result: Result) -> Figure:
     t = np.asarray(d["t"])
     k = _stride(len(t))
     en = np.asarray(d["enabled"])
-    fig = Figure(figsize=(15, 3.8), layout="constrained")
-    axes = fig.subplots(1, 3)
+    fig, axes = figure(15, 3.8, 1, 3, layout="constrained")
     truth = d.get("alpha_true")
     series = {"differentiated gyro": np.asarray(d["alpha_raw"]), f"α̂ ({result.settings.get('variant')})": d["alpha"]}
     colors = ("tab:blue", "tab:red")
@@ -142,8 +144,7 @@ def correction_law(result: Result) -> Figure:
     t = np.asarray(d["t"])
     k = _stride(len(t))
     n_sigma = float(result.settings.get("n_sigma", 1.0))
-    fig = Figure(figsize=(15, 3.6), layout="constrained")
-    axes = fig.subplots(1, 3)
+    fig, axes = figure(15, 3.6, 1, 3, layout="constrained")
     for j, ax in enumerate(axes):
         _decorate(ax, d)
         w, s = np.abs(np.asarray(d["omega"])[:, j]), np.asarray(d["omega_std"])[:, j]

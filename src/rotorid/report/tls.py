@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rotorid.validate import wrench_figure
+from rotorid.report.style import figure
+from rotorid.report.validate import wrench_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -19,14 +20,12 @@ if TYPE_CHECKING:
 def sigma_figure(result: Result) -> Figure:
     """%σ (eq. 22, log scale) of every candidate parameter: kept (essential) in blue, cancelled
     in grey with the %σ it had when cancelled; the dashed line is r_σ × the smallest %σ."""
-    import matplotlib.pyplot as plt
-
     obs = {k: o for k, o in result.observability.items() if "essential" in o and o.get("rel_std_pct") is not None}
     names = list(obs)
     pct = np.array([o["rel_std_pct"] for o in obs.values()], dtype=float)
     kept = np.array([bool(o["identifiable"]) for o in obs.values()])
     shown = np.where(np.isfinite(pct) & (pct > 0), pct, np.nan)
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(names) + 2), 3.6))
+    fig, ax = figure(max(6, 0.45 * len(names) + 2), 3.6)
     ax.bar(np.flatnonzero(kept), shown[kept], color="tab:blue", label="essential")
     ax.bar(np.flatnonzero(~kept), shown[~kept], color="0.7", label="cancelled")
     for i in np.flatnonzero(~np.isfinite(pct)):
@@ -44,8 +43,8 @@ def sigma_figure(result: Result) -> Figure:
 
 
 def figures(result: Result) -> dict[str, Figure]:
-    """`tls_sigma` always; `tls_wrench_<config>` when the result still carries its
-    diagnostics (not after a round trip through params.json)."""
+    """`tls_sigma` always; `tls_wrench_<config>` when the result carries its
+    diagnostics (from the method, or from a saved run's diagnostics.npz)."""
     out = {"tls_sigma": sigma_figure(result)}
     for c, d in (result.diagnostics.get("configs") or {}).items():
         title = f"config {c}: " if len(result.diagnostics["configs"]) > 1 else ""

@@ -1,0 +1,158 @@
+"""The method registry: what the command line, the demo and the reports know about each
+identification method, in one place.
+
+A `MethodSpec` names, as `"module:attribute"` paths imported only when used (so start-up stays
+fast and this module depends on nothing above it):
+
+- `settings`: the method's frozen settings dataclass;
+- `run`: `run(request) -> Result`, which turns a `rotorid.runs.Request` (log specifications,
+  vehicle, option values) into the method's own call (see `rotorid.runs`);
+- `figures`: `figures(result, **options) -> {name: Figure}` (in `rotorid.report`);
+- `options`: the names of the `rotorid identify` options the method takes (all others are
+  refused when given with it); `paper`: the citation shown in reports and `rotorid info`.
+
+Plugins (a new method or log format in another package) register from a module named in the
+`rotorid.plugins` entry-point group; `load_plugins()` imports those modules once. Log formats
+register with `rotorid.io.register`, methods with `register_method` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from rotorid.errors import RotoridError
+
+#: Entry-point group whose modules register extra methods and formats when imported.
+PLUGIN_GROUP = "rotorid.plugins"
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One identification method (see the module docstring for each field)."""
+
+    name: str
+    title: str
+    paper: str
+    settings: str | type
+    run: str | Callable[..., Any]
+    figures: str | Callable[..., Any]
+    options: tuple[str, ...] = ()
+
+    def load(self, field: str) -> Any:
+        """The object a field names (`"module:attribute"` imported now) or the field itself."""
+        return resolve(getattr(self, field))
+
+
+def resolve(ref: Any) -> Any:
+    """`"package.module:attribute"` -> the attribute (imported now); anything else unchanged."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, attr = ref.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in filter(None, attr.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+METHODS: dict[str, MethodSpec] = {}
+
+
+def register_method(spec: MethodSpec) -> MethodSpec:
+    """Add (or replace) a method; returns `spec`."""
+    METHODS[spec.name] = spec
+    return spec
+
+
+_DELAY_OPTIONS = (
+    "roll_pitch",
+    "yaw",
+    "tm_prior",
+    "asymmetric_tm",
+    "per_motor",
+    "exponents",
+    "izz_ratio",
+    "inertia_param",
+    "cutoff_hz",
+    "tm_bounds",
+)
+_TLS_OPTIONS = (
+    "config",
+    "mass",
+    "weight",
+    "config_b",
+    "mass_b",
+    "source",
+    "tm",
+    "r_sigma",
+    "band",
+    "weighted",
+    "speed",
+    "mocap_delay",
+)
+_ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow")
+
+register_method(
+    MethodSpec(
+        "delay",
+        "Eschmann et al.",
+        "Eschmann, Albani, Loianno — Data-Driven System Identification of Quadrotors Subject to Motor Delays",
+        "rotorid.methods.delay:DelaySettings",
+        "rotorid.runs:run_delay",
+        "rotorid.report.delay:figures",
+        _DELAY_OPTIONS,
+    )
+)
+register_method(
+    MethodSpec(
+        "tls",
+        "Six et al.",
+        "Six, Briot, Erskine, Chriette — Identification of the Propeller Coefficients and Dynamic Parameters "
+        "of a Hovering Quadrotor from Flight Data (IEEE RA-L 2020)",
+        "rotorid.methods.tls:TlsSettings",
+        "rotorid.runs:run_tls",
+        "rotorid.report.tls:figures",
+        _TLS_OPTIONS,
+    )
+)
+register_method(
+    MethodSpec(
+        "online",
+        "Kwon et al.",
+        "Kwon, Lee, Yang — Real-Time Observability-Aware Inertia Parameter Estimation for Quadrotors "
+        "(IEEE Access 2023)",
+        "rotorid.methods.online:OnlineSettings",
+        "rotorid.runs:run_online",
+        "rotorid.report.online:figures",
+        _ONLINE_OPTIONS,
+    )
+)
+
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Import every module of the `rotorid.plugins` entry-point group (once)."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in entry_points(group=PLUGIN_GROUP):
+        ep.load()
+
+
+def methods() -> dict[str, MethodSpec]:
+    """Every registered method, plugins included, by name."""
+    load_plugins()
+    return METHODS
+
+
+def method(name: str) -> MethodSpec:
+    """The method `name`, or a `RotoridError` naming the ones there are."""
+    known = methods()
+    if name not in known:
+        raise RotoridError(f"unknown method '{name}'; choose {', '.join(known)}")
+    return known[name]

@@ -1,0 +1,193 @@
+"""One identification run from log arguments: `identify(method, logs, vehicle, options)`.
+
+This is what `rotorid identify` (and any other front end: a batch manifest, the app) calls. It
+holds no numerics: it reads the logs (`rotorid.io.load` with the vehicle's hints), turns option
+values — given as text like on the command line, or typed — into the method's settings
+dataclass, calls the method's `identify`, and records the inputs (path, SHA-256, windows).
+
+Each method's `run(request)` is named in its `rotorid.registry.MethodSpec`; the built-in ones
+are below. Options a method does not take are refused, naming the method that takes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from rotorid.errors import RotoridError
+
+if TYPE_CHECKING:
+    from rotorid.flight import Flight
+    from rotorid.result import Result
+    from rotorid.vehicle import Vehicle
+
+
+def split_kv(items: list[str], what: str) -> dict[str, str]:
+    """Parse repeated NAME=VALUE options."""
+    out = {}
+    for it in items:
+        name, sep, value = it.partition("=")
+        if not sep or not name or not value:
+            raise RotoridError(f"{what} '{it}' must look like NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def floats(text: str | tuple[float, ...] | None, n: int, what: str) -> tuple[float, ...] | None:
+    """`"A,B"` -> (A, B): exactly `n` comma-separated numbers (a tuple passes through)."""
+    if text is None or isinstance(text, tuple):
+        return text
+    try:
+        vals = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers") from None
+    if len(vals) != n:
+        raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers")
+    return vals
+
+
+def named(value: Mapping[str, Any] | list[str] | None, what: str) -> dict[str, Any]:
+    """Per-configuration values (`--config`, `--mass`, `--weight`): repeated NAME=VALUE texts
+    as the command line gives them, or a mapping as a manifest gives them."""
+    return dict(value) if isinstance(value, Mapping) else split_kv(list(value or []), what)
+
+
+def option_flag(name: str) -> str:
+    """The command-line spelling of an option name: `mass_b` -> `--mass-b`."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclass
+class Request:
+    """What a method's `run` gets: the main log arguments, the vehicle, the option values the
+    caller gave (by `rotorid identify` option name) or a settings object built already
+    (`preset`), and the log arguments read so far."""
+
+    logs: list[str]
+    vehicle: Vehicle
+    options: dict[str, Any] = field(default_factory=dict)
+    allow_corrupt: bool = False
+    preset: Any = None
+    used: list[str] = field(default_factory=list)
+
+    def flights(self, specs: list[str]) -> list[Flight]:
+        """Every flight (window) of the log arguments `specs`, read for this vehicle."""
+        from rotorid.io import load
+
+        self.used += specs
+        return [f for s in specs for f in load(s, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)]
+
+    def settings(self, cls: type, parse: dict[str, Any] | None = None) -> Any:
+        """`cls(**fields)` from the options named like its fields (`parse[name]` converts text),
+        or the `preset` settings when the caller built them."""
+        if self.preset is not None:
+            if not isinstance(self.preset, cls):
+                raise RotoridError(f"settings {type(self.preset).__name__} given where {cls.__name__} is needed")
+            return self.preset
+        parse = parse or {}
+        names = {f.name for f in fields(cls)}
+        kw = {k: parse.get(k, lambda v: v)(v) for k, v in self.options.items() if k in names and v is not None}
+        return cls(**kw)
+
+
+def refuse_foreign(method: str, given: list[str]) -> None:
+    """Refuse options `method` does not take, naming the method(s) that do."""
+    from rotorid.registry import method as spec_of
+    from rotorid.registry import methods
+
+    own = set(spec_of(method).options)
+    foreign = [g for g in given if g not in own]
+    if not foreign:
+        return
+    owners = {g: [m.name for m in methods().values() if g in m.options] for g in foreign}
+    what = ", ".join(f"{option_flag(g)} ({'/'.join(owners[g]) or 'no method'})" for g in foreign)
+    raise RotoridError(f"--method {method} does not take {what}; remove them or choose that method")
+
+
+def identify(
+    method: str,
+    logs: list[str],
+    vehicle: Vehicle,
+    options: dict[str, Any] | None = None,
+    allow_corrupt: bool = False,
+    settings: Any = None,
+) -> Result:
+    """Identify `vehicle`'s parameters with `method` from the log arguments `logs`
+    (`FILE[@t0:t1,...]`); `options` by `rotorid identify` option name (e.g. {"yaw": [...],
+    "tm_prior": "0.03,0.5"}), or the method's `settings` object with `options` naming only
+    further logs and configurations. The result's `inputs` list every log read with its SHA-256."""
+    from rotorid.registry import method as spec_of
+
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    refuse_foreign(method, list(options))
+    req = Request(list(logs), vehicle, options, allow_corrupt, settings)
+    result = spec_of(method).load("run")(req)
+    result.inputs = provenance(req.used)
+    return result
+
+
+def provenance(specs: list[str]) -> list[dict[str, Any]]:
+    """Path, SHA-256 and windows of each log argument."""
+    from rotorid.io import parse_spec
+    from rotorid.util import sha256
+
+    out = []
+    for s in specs:
+        ls = parse_spec(s)
+        out.append(
+            {
+                "path": str(ls.path),
+                "sha256": sha256(ls.path) if ls.path.is_file() else None,
+                "windows": list(ls.windows),
+            }
+        )
+    return out
+
+
+def run_delay(req: Request) -> Result:
+    """Eschmann et al.: thrust flights (the main logs), `roll_pitch` and `yaw` flights."""
+    from rotorid.methods import delay
+
+    settings = req.settings(
+        delay.DelaySettings,
+        {
+            "tm_prior": lambda v: floats(v, 2, "--tm-prior"),
+            "tm_bounds": lambda v: floats(v, 2, "--tm-bounds"),
+            "exponents": lambda v: tuple(v.split(",")) if isinstance(v, str) else tuple(v),
+        },
+    )
+    thrust = req.flights(req.logs)
+    roll_pitch = req.flights(list(req.options.get("roll_pitch") or []))
+    yaw = req.flights(list(req.options.get("yaw") or []))
+    return delay.identify(thrust, req.vehicle, roll_pitch=roll_pitch, yaw=yaw, settings=settings)
+
+
+def run_tls(req: Request) -> Result:
+    """Six et al.: configuration A (the main logs) plus `config` NAME=LOG(s) ones (`config_b`
+    for B), with measured `mass` and weights `weight` per configuration."""
+    from rotorid.methods import tls
+
+    opt = req.options
+    extra = named(opt.get("config"), "--config")
+    cfg = {"A": list(req.logs), **{k: [v] if isinstance(v, str) else list(v) for k, v in extra.items()}}
+    if opt.get("config_b"):
+        cfg["B"] = list(opt["config_b"])
+    masses = {k: float(v) for k, v in named(opt.get("mass"), "--mass").items()}
+    if opt.get("mass_b") is not None:
+        masses["B"] = float(opt["mass_b"])
+    weights = {k: float(v) for k, v in named(opt.get("weight"), "--weight").items()}
+    settings = req.settings(tls.TlsSettings, {"band": lambda v: floats(v, 2, "--band")})
+    flights = {k: req.flights(v) for k, v in cfg.items()}
+    return tls.identify(flights, req.vehicle, masses=masses, weights=weights, settings=settings)
+
+
+def run_online(req: Request) -> Result:
+    """Kwon et al.: one flight (one log, one window) streamed through the estimator."""
+    from rotorid.methods import online
+
+    flights = req.flights(req.logs)
+    if len(flights) != 1:
+        raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
+    settings = req.settings(online.OnlineSettings, {"rate_hz": lambda v: v or None})
+    return online.identify(flights[0], req.vehicle, settings)
