@@ -265,9 +265,9 @@ def _preload() -> None:
     """Import what reading and summarizing need (scipy, pyulog, ...): done in the parent,
     before forking, so neither a worker's time limit nor its memory cap pays for imports."""
     from rotorid import excitation  # noqa: F401
-    from rotorid.io import _ensure_loaded
+    from rotorid.io import formats
 
-    _ensure_loaded()
+    formats()
 
 
 def _serve(conn: Any, parent_end: Any, folder: str) -> None:
