@@ -8,7 +8,7 @@ and benchmarks/fuzz.py (a seeded loop of >= 10^6 inputs per reader).
 - `Op` / `apply_ops`: bit flips, byte and field overwrites (absurd length values),
   truncation, duplicated and removed chunks, a valid header followed by noise, and a CRC
   fix-up so Crazyflie mutants get past the checksum.
-- `Worker`: runs `rotorid.io.read` on one input in a forked process with an address-space
+- `Worker`: runs `rotorid.io.read` (and `rotorid info`'s summary) on one input in a forked process with an address-space
   cap (RLIMIT_AS: the process's own size + `MEM_SLACK` + `guard.alloc_bound(len(input))`)
   and a time limit; classifies the outcome.
 - `implausible(flights)`: an independent statement of the physical limits a returned
@@ -231,8 +231,10 @@ def _alloc_bound(size: int) -> int:
 
 
 def _classify(path: Path, options: dict[str, Any]) -> tuple[str, str]:
-    """Read `path`; a RuntimeWarning (overflow, invalid cast) counts as a crash: the reader
-    must decide what such a value means, not let numpy shrug."""
+    """Read `path` and summarize each flight as `rotorid info` does (excitation, gaps); a
+    RuntimeWarning (overflow, invalid cast) counts as a crash: the reader must decide what
+    such a value means, not let numpy shrug."""
+    from rotorid import excitation
     from rotorid.errors import RotoridError
     from rotorid.io import read
 
@@ -241,6 +243,9 @@ def _classify(path: Path, options: dict[str, Any]) -> tuple[str, str]:
             warnings.simplefilter("ignore")
             warnings.simplefilter("error", RuntimeWarning)
             flights = read(path, **options)
+            for f in flights:
+                excitation.measure(f)
+                excitation.gaps(f)
     except RotoridError as e:
         return (ALLOC if "asks for more memory than" in str(e) else ROTORID), str(e)[:200]
     except MemoryError:
@@ -256,10 +261,21 @@ def _classify(path: Path, options: dict[str, Any]) -> tuple[str, str]:
     return (IMPLAUSIBLE, why) if why else (OK, "")
 
 
+def _preload() -> None:
+    """Import what reading and summarizing need (scipy, pyulog, ...): done in the parent,
+    before forking, so neither a worker's time limit nor its memory cap pays for imports."""
+    from rotorid import excitation  # noqa: F401
+    from rotorid.io import formats
+
+    formats()
+
+
 def _serve(conn: Any, parent_end: Any, folder: str) -> None:
     parent_end.close()  # the fork's copy of the parent's end: else closing that never ends recv
+    _preload()
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     base = _vm_bytes()
+    conn.send("ready")
     n = 0
     while True:
         try:
@@ -289,11 +305,14 @@ class Worker:
         self._start()
 
     def _start(self) -> None:
+        _preload()
         ctx = mp.get_context("fork")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_serve, args=(child, self.conn, self.tmp.name), daemon=True)
         self.proc.start()
         child.close()
+        if not self.conn.poll(300.0) or self.conn.recv() != "ready":
+            raise RuntimeError("the fuzz worker did not start")
 
     def _restart(self) -> None:
         self.proc.kill()

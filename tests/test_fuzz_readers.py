@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import fuzzing
 from rotorid.flight import Flight
-from rotorid.io import READERS, Reader
+from rotorid.io import FORMATS, Format
 
 #: Examples per reader (ULog parses slowest: ~25 inputs/s on a loaded core).
 BUDGET = {"crazyflie": 200, "ulog": 60, "table": 100, "ardupilot": 40, "betaflight": 40}
@@ -118,11 +118,11 @@ def _fake_reader(path: Path) -> list[Flight]:
 def test_harness_classifies_each_failure(tag: bytes, kind: str) -> None:
     """A fake reader that hangs, crashes, over-allocates or returns 2000 m/s² is reported as
     such (the fuzz test could fail), and the worker survives a hang."""
-    READERS["fake"] = Reader("fake", (".fake",), tag, _fake_reader)
+    FORMATS["fake"] = Format("fake", (".fake",), tag, _fake_reader)
     try:
         w = fuzzing.Worker(timeout=1.0)  # forked now: the child has the fake reader
     finally:
-        del READERS["fake"]
+        del FORMATS["fake"]
     try:
         got, detail = w.run(tag + bytes(60), ".fake")
         assert got == kind, detail

@@ -19,7 +19,7 @@ from helpers_cf import CF_TYPE, fixed_frequency, log_bytes
 from rotorid import frames, signal
 from rotorid.errors import LogFormatError, RotoridError, clip, one_line, quote
 from rotorid.flight import Flight, Series, align
-from rotorid.io import read, ulog
+from rotorid.io import load, read, ulog
 
 
 @pytest.fixture(scope="module")
@@ -285,6 +285,19 @@ def test_gaps_split_every_reader(tmp_path: Path) -> None:
         a, b = read(_cf(tmp_path, ts=ts))
     assert (len(a.t), len(b.t)) == (200, 200)
     assert b.t[0] - a.t[-1] == pytest.approx(1.001)
+
+
+def test_window_across_a_2s_gap_is_never_bridged(tmp_path: Path) -> None:
+    """Issue 16 part 5: a 2 s hole inside an analysis window gives the two pieces around it
+    (nothing interpolated across), and a NaN in a built Flight is an error naming its time."""
+    ts = {k: 1_000_000 + 1000 * k + (2_000_000 if k >= 200 else 0) for k in range(400)}
+    p = _cf(tmp_path, ts=ts)
+    with pytest.warns(UserWarning, match=r"gap\(s\) longer than 0\.5 s \(1\.20–3\.20 s\)"):
+        a, b = load(f"{p}@1.1:3.3")
+    assert (a.t[0], a.t[-1], b.t[0], b.t[-1]) == pytest.approx((1.1, 1.199, 3.2, 3.3), abs=1.1e-3)
+    assert np.max(np.diff(a.t)) < 0.0011 and np.max(np.diff(b.t)) < 0.0011
+    with pytest.raises(RotoridError, match=r"channel 'gyro' has NaN/inf at t=0\.020000 s"):
+        Flight(t=np.arange(5) / 100.0, gyro=np.where(np.arange(15).reshape(5, 3) == 7, np.nan, 0.0))
 
 
 def test_saturated_gyro_is_a_warning_naming_the_span(tmp_path: Path) -> None:

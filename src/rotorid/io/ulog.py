@@ -433,11 +433,13 @@ def _kv(type_: str, key: str, value: bytes) -> bytes:
     return struct.pack("<B", len(k)) + k + value
 
 
-def _topic_specs(
-    flight: Flight, motors_max: int, pwm: tuple[float, float] | None
-) -> list[tuple[str, list[tuple[str, str, np.ndarray]]]]:
+#: A topic's fields: (ulog type, field name, values (N,) or (N, k)).
+Fields = list[tuple[str, str, np.ndarray]]
+
+
+def _topic_specs(flight: Flight, motors_max: int, pwm: tuple[float, float] | None) -> list[tuple[str, Fields]]:
     """(topic, [(ulog type, field name, values (N,) or (N, k))]) in PX4 conventions (FRD/NED)."""
-    specs: list[tuple[str, list[tuple[str, str, np.ndarray]]]] = []
+    specs: list[tuple[str, Fields]] = []
     if flight.acc is not None:
         specs.append(("vehicle_acceleration", [("float[3]", "xyz", frames.flu_to_frd(flight.acc))]))
     if flight.gyro is not None:
@@ -518,13 +520,36 @@ def write(
     if not specs:
         raise RotoridError(f"{flight.source}: the flight has no channel a ULog topic can hold")
     head = MAGIC + b"\x01" + struct.pack("<Q", int(t0_us))
+    defs = _definitions(flight, specs, params, pwm if pwm_params else None)
+    records = []  # per topic: (timestamps, packed D-message rows)
+    for msg_id, (topic, fields) in enumerate(specs):
+        fmt = f"{topic}:uint64_t timestamp;uint64_t timestamp_sample;" + "".join(f"{ty} {nm};" for ty, nm, _ in fields)
+        defs.append(_msg(_FORMAT, fmt.encode()))
+        keep = np.arange(len(t_us))
+        if rates and topic in rates:
+            keep = keep[:: max(1, round(flight.rate / rates[topic]))]
+        records.append((t_us[keep], _data_rows(msg_id, fields, t_us, keep)))
+    adds = [_msg(_ADD, struct.pack("<BH", 0, i) + topic.encode()) for i, (topic, _) in enumerate(specs)]
+    blob = head + b"".join(defs) + b"".join(adds) + _interleave(records)
+    atomic_write(path, lambda p: p.write_bytes(blob))
+    return path
+
+
+def _definitions(
+    flight: Flight,
+    specs: list[tuple[str, Fields]],
+    params: dict[str, int | float] | None,
+    pwm: tuple[float, float] | None,
+) -> list[bytes]:
+    """Flag bits, info (the commands' unit), parameters (PWM_MAIN_* for `pwm`) and the nested
+    esc_report format, as ULog messages."""
     defs = [_msg(_FLAG_BITS, bytes(16) + struct.pack("<3Q", 0, 0, 0))]
     info = {"sys_name": "rotorid", "ver_hw": "SITL", "sys_os_name": "rotorid-writer"}
     if flight.cmd is not None:  # actuator_motors is normalized in PX4; say so if these are not
         info[CMD_UNIT_INFO] = str(flight.meta.get("units", {}).get("cmd", "normalized"))
     defs += [_msg(_INFO, _kv(f"char[{len(v)}]", k, v.encode())) for k, v in info.items()]
     all_params: dict[str, int | float] = {"SDLOG_PROFILE": SDLOG_PROFILE_SYSID}
-    if pwm is not None and pwm_params and flight.cmd is not None:
+    if pwm is not None and flight.cmd is not None:
         for i in range(1, flight.cmd.shape[1] + 1):
             all_params.update(
                 {f"PWM_MAIN_MIN{i}": int(pwm[0]), f"PWM_MAIN_MAX{i}": int(pwm[1]), f"PWM_MAIN_FUNC{i}": 100 + i}
@@ -537,33 +562,32 @@ def write(
             defs.append(_msg(_PARAM, _kv("float", k, struct.pack("<f", float(v)))))
     if any(topic == "esc_status" for topic, _ in specs):
         defs.append(_msg(_FORMAT, b"esc_report:uint64_t timestamp;int32_t esc_rpm;"))
-    records: list[tuple[np.ndarray, np.ndarray]] = []  # (timestamps, packed D-message rows)
-    for msg_id, (topic, fields) in enumerate(specs):
-        fmt = f"{topic}:uint64_t timestamp;uint64_t timestamp_sample;" + "".join(f"{ty} {nm};" for ty, nm, _ in fields)
-        defs.append(_msg(_FORMAT, fmt.encode()))
-        keep = np.arange(len(t_us))
-        if rates and topic in rates:
-            step = max(1, round(flight.rate / rates[topic]))
-            keep = keep[::step]
-        dt = [("hdr", "<u2"), ("kind", "u1"), ("id", "<u2"), ("timestamp", "<u8"), ("timestamp_sample", "<u8")]
-        for ty, nm, v in fields:
-            if ty.startswith("esc_report"):
-                dt.append((nm, [("timestamp", "<u8"), ("esc_rpm", "<i4")], (v.shape[1],)))
-            else:
-                base = ty.split("[")[0]
-                dt.append((nm, _NP[base], (v.shape[1],)) if v.ndim == 2 else (nm, _NP[base]))
-        rec = np.zeros(len(keep), dtype=np.dtype(dt))
-        rec["hdr"], rec["kind"], rec["id"] = rec.dtype.itemsize - 3, _DATA[0], msg_id
-        rec["timestamp"] = rec["timestamp_sample"] = t_us[keep]
-        for ty, nm, v in fields:
-            if ty.startswith("esc_report"):
-                rec[nm]["timestamp"] = t_us[keep][:, None]
-                rec[nm]["esc_rpm"] = v[keep]
-            else:
-                rec[nm] = v[keep]
-        records.append((t_us[keep], rec.view(np.uint8).reshape(len(keep), rec.dtype.itemsize)))
-    adds = [_msg(_ADD, struct.pack("<BH", 0, i) + topic.encode()) for i, (topic, _) in enumerate(specs)]
-    # interleave every topic's messages in time order, as the PX4 logger writes them
+    return defs
+
+
+def _data_rows(msg_id: int, fields: Fields, t_us: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The D messages of one topic (samples `keep`) as packed rows (n, message bytes)."""
+    dt = [("hdr", "<u2"), ("kind", "u1"), ("id", "<u2"), ("timestamp", "<u8"), ("timestamp_sample", "<u8")]
+    for ty, nm, v in fields:
+        if ty.startswith("esc_report"):
+            dt.append((nm, [("timestamp", "<u8"), ("esc_rpm", "<i4")], (v.shape[1],)))
+        else:
+            base = ty.split("[")[0]
+            dt.append((nm, _NP[base], (v.shape[1],)) if v.ndim == 2 else (nm, _NP[base]))
+    rec = np.zeros(len(keep), dtype=np.dtype(dt))
+    rec["hdr"], rec["kind"], rec["id"] = rec.dtype.itemsize - 3, _DATA[0], msg_id
+    rec["timestamp"] = rec["timestamp_sample"] = t_us[keep]
+    for ty, nm, v in fields:
+        if ty.startswith("esc_report"):
+            rec[nm]["timestamp"] = t_us[keep][:, None]
+            rec[nm]["esc_rpm"] = v[keep]
+        else:
+            rec[nm] = v[keep]
+    return rec.view(np.uint8).reshape(len(keep), rec.dtype.itemsize)
+
+
+def _interleave(records: list[tuple[np.ndarray, np.ndarray]]) -> bytes:
+    """Every topic's messages in time order, as the PX4 logger writes them."""
     ts = np.concatenate([r[0] for r in records])
     sizes = np.concatenate([np.full(len(r[0]), r[1].shape[1]) for r in records])
     order = np.argsort(ts, kind="stable")
@@ -571,10 +595,8 @@ def write(
     offsets[order] = np.concatenate([[0], np.cumsum(sizes[order])[:-1]])
     body = np.empty(int(sizes.sum()), dtype=np.uint8)
     start = 0
-    for _, rows in records:
+    for _, rows in records:  # topics, not samples
         o = offsets[start : start + len(rows)]
         body[o[:, None] + np.arange(rows.shape[1])] = rows
         start += len(rows)
-    blob = head + b"".join(defs) + b"".join(adds) + body.tobytes()
-    atomic_write(path, lambda p: p.write_bytes(blob))
-    return path
+    return body.tobytes()
