@@ -19,7 +19,7 @@ from helpers_cf import CF_TYPE, fixed_frequency, log_bytes
 from rotorid import frames, signal
 from rotorid.errors import LogFormatError, RotoridError, clip, one_line, quote
 from rotorid.flight import Flight, Series, align
-from rotorid.io import load, read, ulog
+from rotorid.io import load, read, table, ulog
 
 
 @pytest.fixture(scope="module")
@@ -260,6 +260,22 @@ def test_command_bound_follows_the_declared_unit(tmp_path: Path, unit: str | Non
     else:
         with pytest.raises(LogFormatError, match=r"'cmd' column 0 reads 1059\.4 normalized commands"):
             read(p)
+
+
+def test_csv_commands_take_the_vehicles_unit(tmp_path: Path) -> None:
+    """A CSV declares no unit: with a normalized vehicle (`rotorid.io.load`'s hint) 1059 is
+    refused as a command; a vehicle driven by rotor speed gives no hint, and 1059 rad/s passes."""
+    t = np.arange(100) / 200.0
+    f = Flight(t=t, cmd=np.full((100, 4), 1059.4), meta={"source": "sim"})
+    p = table.write(f, tmp_path / "six.csv")
+    with pytest.raises(LogFormatError, match=r"'cmd' column 0 reads 1059\.4 normalized commands"):
+        read(p, hints={"motor_input": "normalized"})
+    (g,) = read(p)
+    assert "cmd" not in g.meta.get("units", {}) and g.cmd[0, 0] == pytest.approx(1059.4)
+    (g,) = read(
+        table.write(f.replace(cmd=np.full((100, 4), 0.4)), tmp_path / "n.csv"), hints={"motor_input": "normalized"}
+    )
+    assert g.meta["units"]["cmd"] == "normalized"
 
 
 @pytest.mark.parametrize(

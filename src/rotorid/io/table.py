@@ -198,9 +198,11 @@ def _stored_meta(md: dict[bytes, bytes] | None) -> dict[str, Any]:
 
 @register("table", (".csv", ".parquet"), magic=PARQUET_MAGIC)
 @guard.reader
-def read(path: Path, allow_corrupt: bool = False) -> list[Flight]:
+def read(path: Path, allow_corrupt: bool = False, motor_input: str | None = None) -> list[Flight]:
     """A CSV or Parquet file in the interchange schema as one Flight (`allow_corrupt` is
-    accepted for a uniform reader interface; a table is either readable or not)."""
+    accepted for a uniform reader interface; a table is either readable or not). The
+    commands' unit is the one the file declares (Parquet metadata), else the vehicle's
+    `motor_input` hint when given (a CSV holds no metadata), so the guard bounds them."""
     path = Path(path)
     with open(path, "rb") as f:
         is_parquet = f.read(4) == PARQUET_MAGIC
@@ -211,6 +213,8 @@ def read(path: Path, allow_corrupt: bool = False) -> list[Flight]:
         cols, meta = _read_csv(path)
         fmt = "csv"
     meta = {**meta, "format": fmt, "original_format": meta.get("original_format", meta.get("format", fmt))}
+    if motor_input and "cmd" not in meta.get("units", {}):
+        meta["units"] = {**meta.get("units", {}), "cmd": motor_input}
     return [from_arrays(cols, str(path), meta)]
 
 
