@@ -19,7 +19,7 @@ from helpers_cf import CF_TYPE, fixed_frequency, log_bytes
 from rotorid import frames, signal
 from rotorid.errors import LogFormatError, RotoridError, clip, one_line, quote
 from rotorid.flight import Flight, Series, align
-from rotorid.io import load, read, table, ulog
+from rotorid.io import guard, load, read, table, ulog
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +176,31 @@ def test_signalling_nan_is_dropped_not_a_runtime_warning(tmp_path: Path) -> None
         with pytest.warns(UserWarning, match=r"1 samples hold NaN/inf \(first at t = 1\.100000 s\)"):
             a, b = read(p)
     assert (len(a.t), len(b.t)) == (100, 299)
+
+
+def test_resync_rereading_large_messages_is_bounded(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two chunks removed from a real ULog: pyulog's header parse resyncs by re-reading
+    messages of up to 64 KiB per byte it steps over (70 MB from a 117 kB file, 7-8 s — a
+    hang to the fuzzer). The bytes-read budget stops it after a fraction of the call budget."""
+    ops = [
+        fuzzing.Op("remove", 0.9734432870416792, 0.0, 37445, True),
+        fuzzing.Op("remove", 0.6177909439639407, 0.0, 63960),
+    ]
+    data = fuzzing.apply_ops(fuzzing._ulog_prefix(data_dir / "px4" / "sample_px4_events.ulg", 30_000), ops)
+    files: list[guard.BoundedFile] = []
+
+    class Recorded(guard.BoundedFile):
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)
+            files.append(self)
+
+    monkeypatch.setattr(guard, "BoundedFile", Recorded)
+    with pytest.raises(LogFormatError, match="keeps re-reading the file"):
+        _read(tmp_path, data)
+    f = files[-1]
+    assert f.read_left < 0 and guard.OPS_PER_BYTE * f.size + guard.OPS_SLACK - f.ops_left < f.size
 
 
 # -- hangs and huge allocations ----------------------------------------------------------------

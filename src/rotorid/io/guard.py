@@ -17,10 +17,10 @@ API for reader authors (a new format needs only these):
     (escaped and truncated); `MemoryError` becomes one saying which allocation the file asked
     for.
 ``guard.BoundedFile(path)``
-    The file's bytes as a seekable binary file for a library, with a budget of read/seek
-    calls proportional to the file size (`OPS_PER_BYTE`), so a crafted length or a
-    seek-back loop inside the library ends in a `LogFormatError` instead of a hang; seeking
-    before the start is refused. `.offset` is the current position (for messages).
+    The file's bytes as a seekable binary file for a library, with budgets of read/seek
+    calls and of bytes read proportional to the file size (`OPS_PER_BYTE`,
+    `READ_PER_BYTE`), so a crafted length or a seek-back loop inside the library ends in a
+    `LogFormatError` instead of a hang; seeking before the start is refused. `.offset` is the current position (for messages).
 ``guard.check_count(path, count, item_bytes, available, what)``
     Before allocating for a declared count (events, samples, fields): `count * item_bytes`
     must fit in the `available` bytes of the file, else `LogFormatError`.
@@ -54,6 +54,11 @@ from rotorid.frames import GRAVITY
 #: resync that steps one byte at a time makes ~3 per byte.
 OPS_PER_BYTE = 4
 OPS_SLACK = 4096
+#: ... and may read this many bytes per byte of the file (+ READ_SLACK): a sound parse reads
+#: each byte about once; pyulog's resync re-reads up to 64 KiB per byte it steps over and, in
+#: a loop, parses the same definitions again and again (fuzzing: 600-10 000x the file in 5 s).
+READ_PER_BYTE = 32
+READ_SLACK = 4 << 20
 #: A reader may allocate at most this many bytes per byte of the file (+ ALLOC_SLACK):
 #: float64 channels on a common grid cost ~10x the packed bytes they came from.
 ALLOC_PER_BYTE = 64
@@ -112,30 +117,34 @@ def check_alloc(path: Path | str, nbytes: float, what: str, size: int | None = N
 
 
 class BoundedFile(io.BytesIO):
-    """A file's bytes for a parsing library, with a budget of `OPS_PER_BYTE` read/seek calls
-    per byte: a loop a crafted length keeps going ends in `LogFormatError`, not a hang."""
+    """A file's bytes for a parsing library, with budgets of `OPS_PER_BYTE` read/seek calls
+    and `READ_PER_BYTE` bytes read per byte of the file: a loop a crafted length keeps going
+    ends in `LogFormatError`, not a hang."""
 
     def __init__(self, path: Path | str, data: bytes | None = None) -> None:
         self.path = Path(path)
         super().__init__(self.path.read_bytes() if data is None else data)
         self.size = len(self.getbuffer())
         self.ops_left = OPS_PER_BYTE * self.size + OPS_SLACK
+        self.read_left = READ_PER_BYTE * self.size + READ_SLACK
 
     @property
     def offset(self) -> int:
         return self.tell() if not self.closed else -1
 
-    def _spend(self) -> None:
+    def _spend(self, nbytes: int = 0) -> None:
         self.ops_left -= 1
-        if self.ops_left < 0:
+        self.read_left -= nbytes
+        if self.ops_left < 0 or self.read_left < 0:
             raise LogFormatError(
                 f"{self.path}: the parser keeps re-reading the file near byte {self.tell()} "
                 "(a corrupt length or a resync loop); the file is corrupt"
             )
 
     def read(self, size: int | None = -1, /) -> bytes:
-        self._spend()
-        return super().read(size)
+        data = super().read(size)
+        self._spend(len(data))
+        return data
 
     def seek(self, pos: int, whence: int = 0, /) -> int:
         self._spend()
