@@ -264,10 +264,13 @@ def _classify(path: Path, options: dict[str, Any]) -> tuple[str, str]:
 def _preload() -> None:
     """Import what reading and summarizing need (scipy, pyulog, ...): done in the parent,
     before forking, so neither a worker's time limit nor its memory cap pays for imports."""
-    from rotorid import excitation  # noqa: F401
+    import importlib
+
     from rotorid.io import formats
 
     formats()
+    for lib in ("rotorid.excitation", "pyarrow.parquet", "pandas", "pyulog", "scipy.signal"):
+        importlib.import_module(lib)
 
 
 def _serve(conn: Any, parent_end: Any, folder: str) -> None:

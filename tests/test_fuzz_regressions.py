@@ -203,6 +203,17 @@ def test_resync_rereading_large_messages_is_bounded(
     assert f.read_left < 0 and guard.OPS_PER_BYTE * f.size + guard.OPS_SLACK - f.ops_left < f.size
 
 
+def test_parquet_duplicate_column_is_a_format_error(tmp_path: Path) -> None:
+    """A bit flip that renames rpm_3 to rpm_2: was pyarrow's KeyError ('exists 2 times')."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = np.arange(20) / 100.0
+    pq.write_table(pa.Table.from_arrays([t, t, t], names=["t", "rpm_2", "rpm_2"]), tmp_path / "x.parquet")
+    with pytest.raises(LogFormatError, match=r"column\(s\) 'rpm_2' appear more than once"):
+        read(tmp_path / "x.parquet")
+
+
 # -- hangs and huge allocations ----------------------------------------------------------------
 def test_multi_event_crazyflie_time_jump(worker: fuzzing.Worker) -> None:
     """Two event types, one time stamp jumping by 2^40 µs: align asked for a grid of 10^12

@@ -57,8 +57,8 @@ OPS_SLACK = 4096
 #: ... and may read this many bytes per byte of the file (+ READ_SLACK): a sound parse reads
 #: each byte about once; pyulog's resync re-reads up to 64 KiB per byte it steps over and, in
 #: a loop, parses the same definitions again and again (fuzzing: 600-10 000x the file in 5 s).
-READ_PER_BYTE = 32
-READ_SLACK = 4 << 20
+READ_PER_BYTE = 8
+READ_SLACK = 1 << 20
 #: A reader may allocate at most this many bytes per byte of the file (+ ALLOC_SLACK):
 #: float64 channels on a common grid cost ~10x the packed bytes they came from.
 ALLOC_PER_BYTE = 64

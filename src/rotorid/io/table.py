@@ -9,6 +9,7 @@ Any subset of the channel groups may be present, but a group is all-or-nothing.
 
 from __future__ import annotations
 
+import collections
 import difflib
 import json
 import re
@@ -174,6 +175,9 @@ def _read_parquet(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         table = pf.read()
     if table.num_rows == 0:
         raise LogFormatError(f"{path}: the Parquet file has no rows")
+    twice = sorted(quote(n) for n, k in collections.Counter(table.column_names).items() if k > 1)
+    if twice:
+        raise LogFormatError(f"{path}: column(s) {', '.join(twice)} appear more than once; the file is corrupt")
     return {name: table.column(name).to_numpy() for name in table.column_names}, _stored_meta(table.schema.metadata)
 
 
