@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from rotorid.errors import RotoridError
+
 GRAVITY = 9.80665
 """Standard gravity, m/s² (the one definition in rotorid)."""
 GRAVITY_ENU = np.array([0.0, 0.0, -GRAVITY])
@@ -39,8 +41,23 @@ _R_FRD_FLU = Rotation.from_matrix(np.diag(_FLIP_YZ))
 _R_ENU_NED = Rotation.from_matrix(_NED_ENU)
 
 
+def valid_quat(q: np.ndarray) -> np.ndarray:
+    """Per quaternion: True where it is finite with a norm that can be normalized (> 1e-6)."""
+    q = np.asarray(q, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        n = np.linalg.norm(q, axis=-1)
+    return np.all(np.isfinite(q), axis=-1) & (n > 1e-6)
+
+
 def quat_to_rot(q: np.ndarray) -> Rotation:
-    return Rotation.from_quat(np.asarray(q), scalar_first=True)
+    """scipy `Rotation` of scalar-first quaternions; a zero or non-finite one is a
+    `RotoridError` naming its index (scipy would raise a bare ValueError)."""
+    q = np.asarray(q, dtype=float)
+    ok = valid_quat(q)
+    if not np.all(ok):
+        i = int(np.flatnonzero(~np.atleast_1d(ok))[0])
+        raise RotoridError(f"quaternion {i} is zero or not finite ({np.atleast_2d(q)[i]}); it is no rotation")
+    return Rotation.from_quat(q, scalar_first=True)
 
 
 def rot_to_quat(r: Rotation) -> np.ndarray:
