@@ -1,5 +1,6 @@
-"""I/O speed: Crazyflie decode, `rotorid info` on the three real logs, and the interchange
-and ULog writers/readers on a 60 s, 1 kHz flight. Medians of several runs (wall clock)."""
+"""I/O speed: Crazyflie decode, `rotorid info` on the three real logs, the interchange, ULog
+and DataFlash writers/readers on a 60 s, 1 kHz flight, and read time per MB of the autopilot
+formats (ULog, DataFlash, the real Betaflight blackbox). Medians of several runs (wall clock)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 CF = [DATA / "crazyflie" / n for n in ("log10", "log15", "log16")]
+BBL = DATA / "betaflight" / "example_smooth_tune.BBL"
 
 
 def _median(fn: Callable[[], object], runs: int) -> float:
@@ -51,7 +54,7 @@ def run() -> list[dict]:
     from typer.testing import CliRunner
 
     from rotorid.cli import app
-    from rotorid.io import crazyflie, read, table, ulog
+    from rotorid.io import crazyflie, dataflash, read, table, ulog
 
     rows: list[dict] = []
     if all(p.exists() for p in CF):
@@ -98,7 +101,8 @@ def run() -> list[dict]:
         )
     flight = _flight_60s()
     with tempfile.TemporaryDirectory() as tmp:
-        for suffix, mod, runs in ((".parquet", table, 5), (".csv", table, 1), (".ulg", ulog, 3)):
+        formats = ((".parquet", table, 5), (".csv", table, 1), (".ulg", ulog, 3), (".bin", dataflash, 3))
+        for suffix, mod, runs in formats:
             p = Path(tmp) / f"f{suffix}"
             rows.append(
                 {
@@ -109,16 +113,36 @@ def run() -> list[dict]:
                     "note": f"{p.stat().st_size / 1e6:.1f} MB, 26 columns; median of {runs}",
                 }
             )
+            via = {".ulg": " (via pyulog, then align)", ".bin": " (pymavlink index, numpy decode, align)"}
+            seconds = _median(lambda p=p: read(p), runs)
             rows.append(
                 {
                     "name": f"read 60 s 1 kHz flight {suffix}",
-                    "value": _median(lambda p=p: read(p), runs),
+                    "value": seconds,
                     "unit": "s",
                     "target": "",
-                    "note": f"median of {runs}" + (" (via pyulog, then align)" if suffix == ".ulg" else ""),
+                    "note": f"median of {runs}" + via.get(suffix, ""),
                 }
             )
+            if suffix in via:
+                rows.append(_per_mb(f"read {suffix} per MB (60 s 1 kHz, written by rotorid)", seconds, p, runs))
+    if BBL.exists():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            seconds = _median(lambda: read(BBL), 1)
+        rows.append(_per_mb("read .BBL per MB (real Betaflight, 38.8 s at 2 kHz)", seconds, BBL, 1, " via orangebox"))
     return rows
+
+
+def _per_mb(name: str, seconds: float, path: Path, runs: int, how: str = "") -> dict:
+    mb = path.stat().st_size / 1e6
+    return {
+        "name": name,
+        "value": seconds / mb,
+        "unit": "s/MB",
+        "target": "",
+        "note": f"{mb:.2f} MB{how}; median of {runs}",
+    }
 
 
 if __name__ == "__main__":

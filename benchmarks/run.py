@@ -1,7 +1,8 @@
-"""`make bench`: run every benchmarks/bench_*.py and the calibration Monte Carlo
-(calibration.py), write benchmarks/results/<name>.json and benchmarks/results/README.md (a
-markdown table). Benchmarks are not tests: they measure. `run.py NAME ...` runs only those
-(e.g. `run.py tls calibration`).
+"""`make bench`: run every benchmarks/bench_*.py, the calibration Monte Carlo
+(calibration.py) and a short reader fuzzing pass (fuzz.py), write
+benchmarks/results/<name>.json and benchmarks/results/README.md (a markdown table).
+Benchmarks are not tests: they measure. `run.py NAME ...` runs only those (e.g. `run.py tls
+calibration`).
 
 Each module defines `run() -> list[dict]`, each dict a row with at least `name`, `value`,
 `unit` and optionally `target` and `note`; a module whose own output already uses
@@ -25,7 +26,7 @@ def main(argv: list[str]) -> int:
     OUT.mkdir(exist_ok=True)
     only = set(argv)
     lines = ["| benchmark | measure | value | unit | target | note |", "|---|---|---|---|---|---|"]
-    for path in [*sorted(HERE.glob("bench_*.py")), HERE / "calibration.py"]:
+    for path in [*sorted(HERE.glob("bench_*.py")), HERE / "calibration.py", HERE / "fuzz.py"]:
         stem = path.stem.removeprefix("bench_")
         if only and stem not in only:
             continue

@@ -321,7 +321,7 @@ def simulate(
     out: Annotated[Path, typer.Option(help="Output folder: one log per flight, truth.json, vehicle TOMLs.")],
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same flights).")] = 0,
     duration: Annotated[float | None, typer.Option(help="Seconds per flight (default: the paper's).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="parquet, csv or ulog.")] = "parquet",
+    fmt: Annotated[str, typer.Option("--format", help="parquet, csv, ulog or dataflash.")] = "parquet",
     set_: Annotated[
         list[str] | None, typer.Option("--set", help="Scenario override NAME=VALUE, e.g. tm=0.03 (repeatable).")
     ] = None,
@@ -335,9 +335,9 @@ def simulate(
     from rotorid.runs import split_kv
     from rotorid.sim import scenarios
 
-    suffix = {"parquet": ".parquet", "csv": ".csv", "ulog": ".ulg"}.get(fmt)
+    suffix = {"parquet": ".parquet", "csv": ".csv", "ulog": ".ulg", "dataflash": ".bin"}.get(fmt)
     if suffix is None:
-        raise RotoridError(f"--format '{fmt}' must be parquet, csv or ulog")
+        raise RotoridError(f"--format '{fmt}' must be parquet, csv, ulog or dataflash")
     overrides = {k: _override_value(v) for k, v in split_kv(set_ or [], "--set").items()}
     scenarios.options(scenario, duration=duration, **overrides)  # check before writing anything
     try:

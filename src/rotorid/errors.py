@@ -1,12 +1,48 @@
 """Error types. Every input problem is a `RotoridError` whose message a pilot understands:
 which file, which channel, which time, and what to do about it. The CLI prints the message
-without a traceback and exits with status 2."""
+without a traceback and exits with status 2.
+
+A message is always one printable line: `RotoridError` escapes control characters and line
+breaks in whatever it is given, and text taken from a file (names, strings, library
+messages) goes through `quote` (or `clip`), which also truncates it, so a crafted log cannot print into
+the user's terminal.
+"""
 
 from __future__ import annotations
 
+#: Longest file-derived text `quote` keeps (characters, before escaping).
+QUOTE_MAX = 60
+
+
+def one_line(text: str) -> str:
+    """`text` with every non-printable character (line breaks, escapes, NUL, ...) written as a
+    Python escape (`\\n`, `\\x1b`, `\\u2028`), so it prints as one line and does nothing else."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def clip(text: object, limit: int = QUOTE_MAX) -> str:
+    """File-derived text for a message: escaped to one printable line (`one_line`) and cut to
+    `limit` characters, with "…(N chars)" saying how long it was."""
+    s = text.decode("utf-8", errors="replace") if isinstance(text, bytes | bytearray) else str(text)
+    cut = f"…({len(s)} chars)" if len(s) > limit else ""
+    return one_line(s[:limit]) + cut
+
+
+def quote(text: object, limit: int = QUOTE_MAX) -> str:
+    """`clip(text)` in single quotes: use it for every name or string read from a file, and
+    for a library's message about one."""
+    return f"'{clip(text, limit)}'"
+
 
 class RotoridError(Exception):
-    """Base class of every error caused by input (files, windows, options, vehicles)."""
+    """Base class of every error caused by input (files, windows, options, vehicles).
+
+    The message is made one printable line (`one_line`) whatever it was built from."""
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        super().__init__(one_line(str(message)), *args)
 
 
 class LogFormatError(RotoridError):

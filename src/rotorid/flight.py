@@ -16,6 +16,19 @@ import numpy as np
 
 from rotorid.errors import MissingChannelError, RateError, RotoridError, WindowError
 
+#: A step longer than this (s) in a log's time stamps is a gap: readers split flights there
+#: (rotorid.io.guard.split_gaps) rather than bridge it.
+MAX_GAP = 0.5
+#: Channels put on a common grid by interpolation (`align`) are also split where a channel
+#: misses this many of its own sample periods (a topic dropped out while others went on).
+GAP_PERIODS = 5.0
+#: A uniform grid may hold at most this many samples per sample it is built from (+ GRID_SLACK):
+#: decided before allocating, so corrupt time stamps cannot ask for a huge grid.
+GRID_FACTOR = 4
+GRID_SLACK = 1000
+#: `Flight.resample` may upsample at most this much (its grid bound grows with the factor).
+UPSAMPLE_MAX = 100.0
+
 #: Channel name -> (columns or None for "M motors", unit, interpolation kind).
 CHANNELS: dict[str, tuple[int | None, str, str]] = {
     "acc": (3, "m/s^2", "linear"),
@@ -210,9 +223,12 @@ class Flight:
         """The continuous pieces left after removing the samples strictly inside each
         (t0, t1) interval, e.g. logging drop-outs that alignment would otherwise bridge by
         interpolation (a filter run across them would smear invented data into the fit)."""
-        inside = np.zeros(len(self.t), dtype=bool)
-        for a, b in intervals:
-            inside |= (self.t > a) & (self.t < b)
+        iv = np.asarray(intervals, dtype=float).reshape(-1, 2)
+        # +1 where an interval's inside begins, -1 after it ends: a running sum > 0 is inside
+        marks = np.zeros(len(self.t) + 1, dtype=np.int64)
+        np.add.at(marks, np.searchsorted(self.t, iv[:, 0], side="right"), 1)
+        np.add.at(marks, np.searchsorted(self.t, iv[:, 1], side="left"), -1)
+        inside = np.cumsum(marks[:-1]) > 0
         if not inside.any():
             return [self]
         edges = np.flatnonzero(np.diff(np.concatenate([[0], (~inside).astype(np.int8), [0]])))
@@ -225,7 +241,7 @@ class Flight:
         quaternions are interpolated by slerp.
         """
         rate = rate or self.rate
-        n = int(np.floor(self.duration * rate + 1e-9)) + 1
+        n = grid_size(self.duration, rate, len(self.t) * min(max(1.0, rate / self.rate), UPSAMPLE_MAX), self.source)
         t = self.t[0] + np.arange(n) / rate
         series = {c: Series(self.t, getattr(self, c)) for c in self.channels}
         kw = {c: _interp(s, t, CHANNELS[c][2]) for c, s in series.items()}
@@ -273,12 +289,12 @@ def align(
     if not end > start:
         raise RotoridError(f"{meta.get('source', 'log')}: the channels do not overlap in time")
     rate = rate or max(s.rate for s in series.values())
-    n = int(np.floor((end - start) * rate + 1e-9)) + 1
+    n = grid_size(end - start, rate, max(len(s.t) for s in series.values()), str(meta.get("source", "log")))
     t = start + np.arange(n) / rate
     gaps: list[tuple[float, float]] = []
     dropped: dict[str, float] = {}
     for name, s in series.items():
-        limit = max_gap if max_gap is not None else 5.0 / max(s.rate, 1e-9)
+        limit = max_gap if max_gap is not None else GAP_PERIODS / max(s.rate, 1e-9)
         d = np.diff(s.t)
         gaps += [(float(s.t[i]), float(s.t[i + 1])) for i in np.flatnonzero(d > limit)]
         dropped[name] = float(np.mean((s.t < start) | (s.t > end)))
@@ -289,3 +305,37 @@ def align(
     report = AlignReport(start, end, float(rate), sorted(set(gaps)), dropped)
     meta["align"] = dataclasses.asdict(report)
     return Flight(t=t, meta=meta, **kw), report
+
+
+def grid_size(span: float, rate: float, n_logged: float, source: str) -> int:
+    """Samples of a uniform grid over `span` s at `rate` Hz, refused before allocation when
+    it exceeds GRID_FACTOR × the `n_logged` samples it is built from (+ GRID_SLACK): corrupt
+    time stamps (a jump of hours, an absurd rate) would otherwise ask for a huge grid."""
+    n = span * rate
+    if not (np.isfinite(n) and rate > 0 and 0 <= n <= GRID_FACTOR * n_logged + GRID_SLACK):
+        raise RotoridError(
+            f"{source}: a {rate:.4g} Hz grid over {span:.4g} s would hold {n:.3g} samples for "
+            f"{int(n_logged)} logged; the time stamps jump (corrupt or several recordings) — split the log there"
+        )
+    return int(np.floor(n + 1e-9)) + 1
+
+
+def source_gaps(series: dict[str, Series], periods: float = GAP_PERIODS) -> list[tuple[float, float]]:
+    """Drop-outs of per-topic series before `align` bridges them: steps longer than
+    min(`periods` sample periods, MAX_GAP) in any channel, overlapping ones merged, sorted.
+    Pass the result to `Flight.without` to split the aligned flight there."""
+    a_parts, b_parts = [], []
+    for s in series.values():
+        i = np.flatnonzero(np.diff(s.t) > min(periods / max(s.rate, 1e-9), MAX_GAP))
+        a_parts.append(s.t[i])
+        b_parts.append(s.t[i + 1])
+    a, b = np.concatenate([[], *a_parts]), np.concatenate([[], *b_parts])
+    if not a.size:
+        return []
+    order = np.argsort(a, kind="stable")
+    a, b = a[order], b[order]
+    reach = np.maximum.accumulate(b)  # merge: a new gap starts past every earlier gap's end
+    new = np.concatenate([[True], a[1:] > reach[:-1]])
+    starts = np.flatnonzero(new)
+    ends = np.concatenate([starts[1:], [a.size]]) - 1
+    return [(float(x), float(y)) for x, y in zip(a[starts], reach[ends], strict=True)]

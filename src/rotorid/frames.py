@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rotorid.errors import RotoridError
+
 if TYPE_CHECKING:
     from scipy.spatial.transform import Rotation
 
@@ -54,8 +56,23 @@ def _r_frd_flu_enu_ned() -> tuple[Rotation, Rotation]:
     return rot.from_matrix(np.diag(_FLIP_YZ)), rot.from_matrix(_NED_ENU)
 
 
+def valid_quat(q: np.ndarray) -> np.ndarray:
+    """Per quaternion: True where it is finite with a norm that can be normalized (> 1e-6)."""
+    q = np.asarray(q, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        n = np.linalg.norm(q, axis=-1)
+    return np.all(np.isfinite(q), axis=-1) & (n > 1e-6)
+
+
 def quat_to_rot(q: np.ndarray) -> Rotation:
-    return _rotation().from_quat(np.asarray(q), scalar_first=True)
+    """scipy `Rotation` of scalar-first quaternions; a zero or non-finite one is a
+    `RotoridError` naming its index (scipy would raise a bare ValueError)."""
+    q = np.asarray(q, dtype=float)
+    ok = valid_quat(q)
+    if not np.all(ok):
+        i = int(np.flatnonzero(~np.atleast_1d(ok))[0])
+        raise RotoridError(f"quaternion {i} is zero or not finite ({np.atleast_2d(q)[i]}); it is no rotation")
+    return _rotation().from_quat(q, scalar_first=True)
 
 
 def rot_to_quat(r: Rotation) -> np.ndarray:

@@ -20,6 +20,8 @@ def butter_filtfilt(
     response is squared.
     """
     kind = kind or ("bandpass" if np.ndim(cutoff) else "lowpass")
+    if not (np.isfinite(fs) and fs > 0):
+        raise RotoridError(f"sample rate {fs} Hz is not a positive number: the time stamps are corrupt")
     nyq = 0.5 * fs
     c = np.atleast_1d(cutoff).astype(float)
     if np.any(c <= 0) or np.any(c >= nyq):

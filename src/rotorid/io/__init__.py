@@ -32,7 +32,7 @@ ReadFn = Callable[..., list[Flight]]
 WriteFn = Callable[[Flight, Path], Path]
 
 #: Modules of the built-in formats (imported on first use; each registers itself).
-BUILTIN = ("crazyflie", "ulog", "table")
+BUILTIN = ("crazyflie", "ulog", "table", "dataflash", "blackbox")
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,9 @@ def write(flight: Flight, path: str | Path) -> Path:
     p = Path(path)
     fmt = writable().get(p.suffix.lower())
     if fmt is None:
-        raise LogFormatError(f"{p}: rotorid writes {', '.join(writable())} files, not '{p.suffix or 'no suffix'}'")
+        raise LogFormatError(
+            f"{p}: rotorid writes {', '.join(sorted(writable()))} files, not '{p.suffix or 'no suffix'}'"
+        )
     return fmt.write(flight, p)
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rotorid.errors import LogFormatError
-from rotorid.flight import Flight, Series, align
-from rotorid.io import register
+from rotorid.errors import LogFormatError, quote
+from rotorid.flight import Flight, Series, align, source_gaps
+from rotorid.frames import GRAVITY
+from rotorid.io import guard, register
 
 MAGIC = b"\xbc"
-G = 9.80665
 _TYPES = set("fIiHhBbdQqe?")
 
 
@@ -62,14 +62,18 @@ def parse_header(buf: bytes, path: Path) -> tuple[int, dict[int, EventType], int
                 var, off = cstring(off)
                 if len(var) < 4 or var[-3] != "(" or var[-1] != ")" or var[-2] not in _TYPES:
                     raise LogFormatError(
-                        f"{path}: event '{name}' variable '{var}' has an unknown type (expected name(T), T a struct letter)"
+                        f"{path}: event {quote(name)} variable {quote(var)} has an unknown type (expected name(T), T a struct letter)"
                     )
                 names.append(var[:-3])
                 fields.append((var[:-3], "<" + var[-2]))
             if eid in types:
-                raise LogFormatError(f"{path}: event id {eid} is defined twice ('{types[eid].name}' and '{name}')")
+                raise LogFormatError(
+                    f"{path}: event id {eid} is defined twice ({quote(types[eid].name)} and {quote(name)})"
+                )
             if len(set(names)) != len(names):
-                raise LogFormatError(f"{path}: event '{name}' declares a variable twice ({', '.join(names)})")
+                raise LogFormatError(
+                    f"{path}: event {quote(name)} declares a variable twice ({quote(', '.join(names))})"
+                )
             types[eid] = EventType(eid, name, tuple(names), np.dtype(fields))
     except struct.error:
         raise LogFormatError(f"{path}: header truncated at byte {off}") from None
@@ -158,10 +162,7 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
                 raise LogFormatError(msg)
             warnings.warn(f"{msg}; decoded the events before it", stacklevel=2)
             arr = arr[: bad[0]]
-        out[et.name] = {
-            "t": arr["ts"].astype(np.float64) * ts_scale,
-            **{n: arr[n].astype(np.float64) for n in et.variables},
-        }
+        out[et.name] = _columns(arr, et.variables, ts_scale)
         return version, out
     sizes = {eid: 2 + ts_size + et.dtype.itemsize for eid, et in types.items()}
     starts = _record_starts(body, sizes, path, strict=crc_ok and not allow_corrupt)
@@ -172,15 +173,20 @@ def decode(path: str | Path, allow_corrupt: bool = False) -> tuple[int, dict[str
         rec = np.dtype([("id", "<u2"), ("ts", ts_dt), *[(n, et.dtype.fields[n][0]) for n in et.variables]])
         raw = body[s[:, None] + np.arange(rec.itemsize)].tobytes() if s.size else b""
         arr = np.frombuffer(raw, dtype=rec)
-        out[et.name] = {
-            "t": arr["ts"].astype(np.float64) * ts_scale,
-            **{n: arr[n].astype(np.float64) for n in et.variables},
-        }
+        out[et.name] = _columns(arr, et.variables, ts_scale)
     return version, out
 
 
+def _columns(arr: np.ndarray, variables: tuple[str, ...], ts_scale: float) -> dict[str, np.ndarray]:
+    """Decoded events as float64 columns: time stamps in s and every variable. A signalling
+    NaN in a float field casts without numpy's warning: `read` drops non-finite samples and
+    says so."""
+    with np.errstate(invalid="ignore"):
+        return {"t": arr["ts"].astype(np.float64) * ts_scale, **{n: arr[n].astype(np.float64) for n in variables}}
+
+
 _CHANNELS = {
-    "acc": (("acc.x", "acc.y", "acc.z"), G),
+    "acc": (("acc.x", "acc.y", "acc.z"), GRAVITY),
     "gyro": (("gyro.x", "gyro.y", "gyro.z"), np.pi / 180.0),
 }
 
@@ -194,7 +200,7 @@ def _monotonic_prefix(t: np.ndarray, name: str, path: Path, allow_corrupt: bool)
         return len(t)
     i = int(bad[0])
     what = "repeat" if d[i] == 0 else "go backwards"
-    msg = f"{path}: event '{name}': time stamps {what} at event {i + 1} (t = {t[i]:.6f} s -> {t[i + 1]:.6f} s)"
+    msg = f"{path}: event {quote(name)}: time stamps {what} at event {i + 1} (t = {t[i]:.6f} s -> {t[i + 1]:.6f} s)"
     if not allow_corrupt:
         raise LogFormatError(
             f"{msg}; the file is corrupt or holds several recordings — pass --allow-corrupt to decode the events before it"
@@ -204,6 +210,7 @@ def _monotonic_prefix(t: np.ndarray, name: str, path: Path, allow_corrupt: bool)
 
 
 @register("crazyflie", (".bin", ""), magic=MAGIC)
+@guard.reader
 def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> list[Flight]:
     """A Crazyflie uSD log as Flights: acc g -> m/s^2 (9.80665 on every axis), gyro
     deg/s -> rad/s, motor PWM 0..65535 -> normalized command value/65536. Body axes are FLU.
@@ -236,7 +243,7 @@ def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> 
         if not ok.all():
             bad = np.flatnonzero(~ok)
             warnings.warn(
-                f"{path}: event '{name}': {bad.size} samples hold NaN/inf (first at t = {t[bad[0]]:.6f} s); "
+                f"{path}: event {quote(name)}: {bad.size} samples hold NaN/inf (first at t = {t[bad[0]]:.6f} s); "
                 "dropped them and split the log there",
                 stacklevel=2,
             )
@@ -252,7 +259,7 @@ def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> 
     same_clock = len({id(s.t) for s in series.values()}) == 1
     if not same_clock:
         flight, _ = align(series, rate=rate, meta={**meta, "rates": rates})
-        return [flight]
+        return flight.without(source_gaps(series))
     s0 = next(iter(series.values()))
     keep = next(iter(cut.values()))
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(keep) > 1) + 1, [len(keep)]])

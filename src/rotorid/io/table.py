@@ -9,6 +9,7 @@ Any subset of the channel groups may be present, but a group is all-or-nothing.
 
 from __future__ import annotations
 
+import collections
 import difflib
 import json
 import re
@@ -18,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from rotorid.errors import LogFormatError, RotoridError
+from rotorid.errors import LogFormatError, RotoridError, quote
 from rotorid.flight import Flight
-from rotorid.io import register
+from rotorid.io import guard, register
 from rotorid.util import atomic_write
 
 PARQUET_MAGIC = b"PAR1"
@@ -36,10 +37,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 #: Per-motor groups: channel -> column prefix.
 MOTOR_GROUPS: dict[str, str] = {"cmd": "cmd_", "rotor_speed": "rpm_"}
 _MOTOR_COL = re.compile(r"^(cmd|rpm)_(\d+)$")
-#: Above this angular rate (rad/s, ≈ 2000 deg/s) held for `DEG_S_HOLD` seconds, a gyro column
-#: is most likely in deg/s.
-DEG_S_RATE = 35.0
-DEG_S_HOLD = 0.2
+#: More motor columns than any multirotor has (a higher index is a corrupt header).
+MAX_MOTORS = 64
 _META_KEY = b"rotorid.meta"
 _TIME_NAMES = ("time", "timestamp", "ts", "time_s", "t_s", "seconds")
 
@@ -73,6 +72,7 @@ def to_arrays(flight: Flight) -> dict[str, np.ndarray]:
 def _valid_names(present: list[str]) -> list[str]:
     """Every name a reader accepts, for suggestions (motor columns up to the count present + 1)."""
     n = 1 + max((int(m.group(2)) for c in present if (m := _MOTOR_COL.match(c))), default=7)
+    n = min(n, MAX_MOTORS)
     motors = [f"{p}{i}" for p in MOTOR_GROUPS.values() for i in range(n + 1)]
     return ["t", "landed", *(c for g in GROUPS.values() for c in g), *motors]
 
@@ -80,6 +80,13 @@ def _valid_names(present: list[str]) -> list[str]:
 def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] | None = None) -> Flight:
     """{column name: 1-D array} -> Flight, checking the schema (FORMATS.md)."""
     names = list(cols)
+    for c in names:
+        m = _MOTOR_COL.match(c)
+        if m and int(m.group(2)) >= MAX_MOTORS:
+            raise LogFormatError(
+                f"{source}: column {quote(c)} numbers motor {quote(m.group(2), 20)}; rotorid reads at most "
+                f"{MAX_MOTORS} motors (cmd_0..cmd_{MAX_MOTORS - 1}) — the header is corrupt"
+            )
     valid = set(_valid_names(names))
     for c in names:
         if c not in valid and not _MOTOR_COL.match(c):
@@ -90,7 +97,7 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
             )
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise LogFormatError(
-                f"{source}: unknown column '{c}'; {hint}valid columns are t, acc_x.., gyro_x.., gyro_dot_x.., "
+                f"{source}: unknown column {quote(c)}; {hint}valid columns are t, acc_x.., gyro_x.., gyro_dot_x.., "
                 "cmd_0.., rpm_0.., qw qx qy qz, px py pz, vx vy vz, landed (FORMATS.md)"
             )
     if "t" not in cols:
@@ -125,8 +132,6 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
             raise LogFormatError(f"{source}: column 'landed' must be 0 or 1, got {lv[i]:g} in row {i}")
         kw["landed"] = lv.astype(bool)
     t = _float(cols["t"], "t", source)
-    if "gyro" in kw:
-        _check_gyro_units(t, kw["gyro"], source)
     m = {"source": source, **(meta or {})}
     m["source"] = source
     flight = Flight(t=t, meta=m, **kw)
@@ -142,64 +147,66 @@ def _float(v: np.ndarray, name: str, source: str) -> np.ndarray:
         raise LogFormatError(f"{source}: column '{name}' holds non-numeric values") from None
 
 
-def _check_gyro_units(t: np.ndarray, gyro: np.ndarray, source: str) -> None:
-    """Warn when a gyro column exceeds DEG_S_RATE rad/s for DEG_S_HOLD s in a row (deg/s?)."""
-    high = np.abs(gyro) > DEG_S_RATE
-    for j, axis in enumerate("xyz"):
-        h = high[:, j]
-        if not h.any():
-            continue
-        edges = np.diff(np.concatenate([[0], h.astype(np.int8), [0]]))
-        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
-        longest = float(np.max(t[ends] - t[starts]))
-        if longest >= DEG_S_HOLD:
-            warnings.warn(
-                f"{source}: column 'gyro_{axis}' exceeds {DEG_S_RATE:g} rad/s for {longest:.2f} s; "
-                "it looks like deg/s — the interchange format wants rad/s",
-                stacklevel=3,
-            )
-
-
 def _read_csv(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     import pandas as pd
 
     # pandas 3 parses floats exactly by default; older versions need "round_trip"
     exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
     try:
-        df = pd.read_csv(path, skipinitialspace=True, **exact)
-    except pd.errors.EmptyDataError:
-        raise LogFormatError(f"{path}: the CSV file is empty (expected a header row starting with 't')") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise LogFormatError(f"{path}: not a readable CSV file: {str(e).strip()}") from None
+        with guard.library(path, "pandas", what="CSV"):
+            df = pd.read_csv(path, skipinitialspace=True, **exact)
+    except LogFormatError as e:
+        if isinstance(e.__context__, pd.errors.EmptyDataError):
+            raise LogFormatError(f"{path}: the CSV file is empty (expected a header row starting with 't')") from None
+        raise
     if len(df) == 0:
         raise LogFormatError(f"{path}: the CSV file has a header but no rows")
     return {str(c).strip(): df[c].to_numpy() for c in df.columns}, {}
 
 
 def _read_parquet(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise LogFormatError(f"{path}: not a readable Parquet file: {e}") from None
+    with guard.library(path, "pyarrow", what="Parquet"):
+        pf = pq.ParquetFile(path)
+        md = pf.metadata
+        declared = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+        guard.check_alloc(path, 2.0 * declared + 8.0 * md.num_rows * md.num_columns, "its row groups")
+        table = pf.read()
     if table.num_rows == 0:
         raise LogFormatError(f"{path}: the Parquet file has no rows")
-    md = table.schema.metadata or {}
-    meta: dict[str, Any] = {}
-    if _META_KEY in md:
-        try:
-            meta = json.loads(md[_META_KEY])
-        except ValueError:
-            meta = {}
-    return {name: table.column(name).to_numpy() for name in table.column_names}, meta
+    twice = sorted(quote(n) for n, k in collections.Counter(table.column_names).items() if k > 1)
+    if twice:
+        raise LogFormatError(f"{path}: column(s) {', '.join(twice)} appear more than once; the file is corrupt")
+    return {name: table.column(name).to_numpy() for name in table.column_names}, _stored_meta(table.schema.metadata)
+
+
+def _stored_meta(md: dict[bytes, bytes] | None) -> dict[str, Any]:
+    """The flight meta a Parquet file stores (rotorid's writer), kept only where well formed:
+    a JSON object whose `rates` are positive numbers by channel."""
+    try:
+        meta = json.loads((md or {}).get(_META_KEY, b"{}"))
+    except ValueError:
+        return {}
+    if not isinstance(meta, dict):
+        return {}
+    rates = meta.get("rates")
+    ok = isinstance(rates, dict) and all(isinstance(r, int | float) and 0 < r < np.inf for r in rates.values())
+    if not ok:
+        meta.pop("rates", None)
+    for key in ("units", "topics"):
+        if not isinstance(meta.get(key, {}), dict):
+            meta.pop(key)
+    return meta
 
 
 @register("table", (".csv", ".parquet"), magic=PARQUET_MAGIC)
-def read(path: Path, allow_corrupt: bool = False) -> list[Flight]:
+@guard.reader
+def read(path: Path, allow_corrupt: bool = False, motor_input: str | None = None) -> list[Flight]:
     """A CSV or Parquet file in the interchange schema as one Flight (`allow_corrupt` is
-    accepted for a uniform reader interface; a table is either readable or not)."""
+    accepted for a uniform reader interface; a table is either readable or not). The
+    commands' unit is the one the file declares (Parquet metadata), else the vehicle's
+    `motor_input` hint when given (a CSV holds no metadata), so the guard bounds them."""
     path = Path(path)
     with open(path, "rb") as f:
         is_parquet = f.read(4) == PARQUET_MAGIC
@@ -210,6 +217,8 @@ def read(path: Path, allow_corrupt: bool = False) -> list[Flight]:
         cols, meta = _read_csv(path)
         fmt = "csv"
     meta = {**meta, "format": fmt, "original_format": meta.get("original_format", meta.get("format", fmt))}
+    if motor_input and "cmd" not in meta.get("units", {}):
+        meta["units"] = {**meta.get("units", {}), "cmd": motor_input}
     return [from_arrays(cols, str(path), meta)]
 
 

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from rotorid import frames
-from rotorid.errors import LogFormatError, RotoridError
-from rotorid.flight import Flight, Series, align
-from rotorid.io import register
+from rotorid.errors import LogFormatError, RotoridError, clip, quote
+from rotorid.flight import Flight, Series, align, source_gaps
+from rotorid.frames import frd_to_flu
+from rotorid.io import guard, register
 from rotorid.util import atomic_write
 
 MAGIC = b"ULog\x01\x12\x35"
@@ -56,23 +57,61 @@ _MOTOR_FUNCS = range(101, 113)  # PWM_MAIN_FUNCn values for "Motor 1..12"
 
 
 # -- reading ---------------------------------------------------------------------------------
-def _parse(path: Path) -> Any:
-    from pyulog import ULog
-    from pyulog.core import ULogException
+#: A data message holds at most 65535 bytes, so no logged type flattens to more fields.
+_MAX_FIELDS = 0xFFFF
+#: Time stamps (µs) beyond this are corrupt (2^62 µs ≈ 146 000 years): refused before int64 math.
+_MAX_TIMESTAMP_US = 1 << 62
 
+
+def _parse(path: Path) -> Any:
+    """pyulog's parse of the topics rotorid reads, guarded: the definitions are checked first
+    (`_check_formats`), the library runs on a `guard.BoundedFile` and its errors become
+    LogFormatError with the offset."""
+    from pyulog import ULog
+
+    data = path.read_bytes()
     out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):  # pyulog prints its warnings
-            ulog = ULog(str(path), message_name_filter_list=list(TOPICS))
-    except ULogException as e:
-        raise LogFormatError(f"{path}: not a readable ULog file ({e})") from None
-    except (struct.error, ValueError, IndexError, UnicodeDecodeError) as e:
-        raise LogFormatError(f"{path}: ULog definitions are corrupt ({e})") from None
-    for line in filter(None, (ln.strip() for ln in out.getvalue().splitlines())):
-        warnings.warn(f"{path}: pyulog: {line}", stacklevel=3)
+    with contextlib.redirect_stdout(out):  # pyulog prints its warnings
+        f = guard.BoundedFile(path, data)
+        with guard.library(path, "pyulog", tell=lambda: f.offset, what="ULog"):
+            header = ULog(f, parse_header_only=True)
+        _check_formats(header.message_formats, path)
+        f = guard.BoundedFile(path, data)
+        with guard.library(path, "pyulog", tell=lambda: f.offset, what="ULog"):
+            ulog = ULog(f, message_name_filter_list=list(TOPICS))
+    for line in filter(None, (ln.strip() for ln in out.getvalue().splitlines()[:5])):
+        warnings.warn(f"{path}: pyulog: {clip(line, 120)}", stacklevel=4)
     if getattr(ulog, "file_corruption", False):
-        warnings.warn(f"{path}: the ULog file is corrupt (pyulog skipped damaged data); check the result", stacklevel=3)
+        warnings.warn(f"{path}: the ULog file is corrupt (pyulog skipped damaged data); check the result", stacklevel=4)
     return ulog
+
+
+def _check_formats(formats: dict[str, Any], path: Path) -> None:
+    """Refuse definitions pyulog would expand without end: a type nesting itself, or one
+    flattening to more fields than a message can hold (pyulog expands every subscribed type
+    recursively, field by field)."""
+    sizes: dict[str, int] = {}
+
+    def flat(name: str, stack: tuple[str, ...]) -> int:
+        if name in sizes:
+            return sizes[name]
+        if name in stack:
+            raise LogFormatError(f"{path}: ULog type {quote(name)} contains itself; the definitions are corrupt")
+        fmt = formats.get(name)
+        n = 0
+        for type_name, array_size, _ in fmt.fields if fmt is not None else ():
+            inner = 1 if type_name not in formats else flat(type_name, (*stack, name))
+            n += inner * max(array_size, 1)
+            if n > _MAX_FIELDS:
+                raise LogFormatError(
+                    f"{path}: ULog type {quote(name)} flattens to more than {_MAX_FIELDS} fields; "
+                    "the definitions are corrupt"
+                )
+        sizes[name] = n
+        return n
+
+    for name in formats:
+        flat(name, ())
 
 
 class _Topics:
@@ -81,11 +120,14 @@ class _Topics:
     def __init__(self, ulog: Any, path: Path) -> None:
         self.path = path
         self.t0 = int(ulog.start_timestamp)
+        if self.t0 >= _MAX_TIMESTAMP_US:
+            raise LogFormatError(f"{path}: the ULog header time stamp {self.t0} µs is corrupt")
         self.params: dict[str, Any] = dict(ulog.initial_parameters)
         self.info: dict[str, Any] = dict(ulog.msg_info_dict)
         self.data: dict[str, dict[str, np.ndarray]] = {}
         for d in sorted(ulog.data_list, key=lambda d: d.multi_id):
-            if d.name not in self.data and len(d.data["timestamp"]) >= 2:
+            ts = d.data.get("timestamp")
+            if d.name not in self.data and ts is not None and len(ts) >= 2:
                 self.data[d.name] = d.data
 
     def get(self, topic: str) -> dict[str, np.ndarray] | None:
@@ -96,6 +138,8 @@ class _Topics:
         `timestamp` (+ a `*_timestamp_relative` field when given)."""
         d = self.data[topic]
         ts = d["timestamp_sample"] if "timestamp_sample" in d else d["timestamp"]
+        if np.any(ts >= _MAX_TIMESTAMP_US):
+            raise LogFormatError(f"{self.path}: topic '{topic}' has corrupt time stamps (beyond 2^62 µs)")
         ts = ts.astype(np.int64)
         if relative is not None and relative in d:
             rel = d[relative].astype(np.int64)
@@ -106,8 +150,19 @@ class _Topics:
         d = self.data[topic]
         missing = [f for f in fields if f not in d]
         if missing:
-            raise LogFormatError(f"{self.path}: topic '{topic}' lacks field(s) {', '.join(missing)}")
-        return np.column_stack([d[f].astype(np.float64) for f in fields])
+            raise LogFormatError(f"{self.path}: topic '{topic}' lacks field(s) {quote(', '.join(missing))}")
+        with np.errstate(invalid="ignore"):  # a signalling NaN in a float field: decided by `put`
+            return np.column_stack([d[f].astype(np.float64) for f in fields])
+
+    def param(self, *names: str) -> float | None:
+        """The first of the named parameters that is in the log, as a finite float."""
+        for n in names:
+            if n in self.params:
+                v = self.params[n]
+                if not isinstance(v, int | float) or not np.isfinite(v):
+                    raise LogFormatError(f"{self.path}: parameter {n} has the invalid value {quote(v)}")
+                return float(v)
+        return None
 
 
 def _clean(t: np.ndarray, v: np.ndarray, notes: list[str], what: str) -> Series:
@@ -121,30 +176,25 @@ def _clean(t: np.ndarray, v: np.ndarray, notes: list[str], what: str) -> Series:
     return Series(t[keep], v[keep])
 
 
-def _param(params: dict[str, Any], *names: str) -> float | None:
-    for n in names:
-        if n in params:
-            return float(params[n])
-    return None
-
-
 def _motor_columns(topics: _Topics, topic: str, prefix: str, motors: int | None, notes: list[str]) -> list[int]:
     d = topics.get(topic)
     assert d is not None
-    n_fields = sum(1 for k in d if k.startswith(prefix + "["))
+    n_fields = 0
+    while f"{prefix}[{n_fields}]" in d:  # bounded by the fields the topic has
+        n_fields += 1
     if motors is not None:
         if motors > n_fields:
             raise LogFormatError(f"{topics.path}: topic '{topic}' has {n_fields} outputs, fewer than motors={motors}")
         return list(range(motors))
     if topic == "actuator_motors":
         return [i for i in range(n_fields) if not np.all(np.isnan(d[f"{prefix}[{i}]"]))]
-    funcs = {i: int(topics.params.get(f"PWM_MAIN_FUNC{i + 1}", 0)) for i in range(n_fields)}
+    funcs = {i: topics.param(f"PWM_MAIN_FUNC{i + 1}") or 0.0 for i in range(n_fields)}
     by_func = sorted((f, i) for i, f in funcs.items() if f in _MOTOR_FUNCS)
     if by_func:
         notes.append(f"{topic}: motors taken from PWM_MAIN_FUNCn (channels {[i + 1 for _, i in by_func]})")
         return [i for _, i in by_func]
-    n_out = int(np.max(d["noutputs"])) if "noutputs" in d else n_fields
-    cols = [i for i in range(min(n_out, n_fields)) if np.any(d[f"{prefix}[{i}]"] != 0)]
+    n_out = int(np.clip(np.max(d["noutputs"]), 0, n_fields)) if "noutputs" in d else n_fields
+    cols = [i for i in range(n_out) if np.any(d[f"{prefix}[{i}]"] != 0)]
     notes.append(f"{topic}: no PWM_MAIN_FUNCn parameters; took the {len(cols)} non-zero outputs as motors")
     return cols
 
@@ -156,8 +206,8 @@ def _pwm_to_normalized(
     user's `pwm_range`); None if no range is known. Values below the minimum (disarmed) -> 0."""
     lo, hi = np.empty(len(cols)), np.empty(len(cols))
     for j, i in enumerate(cols):
-        mn = _param(topics.params, f"PWM_MAIN_MIN{i + 1}", "PWM_MIN")
-        mx = _param(topics.params, f"PWM_MAIN_MAX{i + 1}", "PWM_MAX")
+        mn = topics.param(f"PWM_MAIN_MIN{i + 1}", "PWM_MIN")
+        mx = topics.param(f"PWM_MAIN_MAX{i + 1}", "PWM_MAX")
         if pwm_range is not None:
             mn, mx = pwm_range
         if mn is None or mx is None:
@@ -168,7 +218,158 @@ def _pwm_to_normalized(
     return np.clip((pwm - lo) / (hi - lo), 0.0, 1.0)
 
 
+class _Channels:
+    """Channels gathered from topics: series by channel, their source topic, units, notes."""
+
+    def __init__(self, topics: _Topics) -> None:
+        self.topics = topics
+        self.series: dict[str, Series] = {}
+        self.source: dict[str, str] = {}
+        self.units: dict[str, str] = {}
+        self.notes: list[str] = []
+
+    def put(self, ch: str, topic: str, t: np.ndarray, v: np.ndarray) -> None:
+        """Add channel `ch` from `topic`; samples holding NaN/inf are dropped with a warning
+        (the grid then bridges them, or splits the log where they leave a gap)."""
+        ok = np.all(np.isfinite(v.reshape(len(v), -1)), axis=1)
+        if not ok.all():
+            warnings.warn(
+                f"{self.topics.path}: {topic}: {int((~ok).sum())} samples of '{ch}' hold NaN/inf "
+                f"(first at t = {t[~ok][0]:.3f} s); dropped them",
+                stacklevel=4,
+            )
+            t, v = t[ok], v[ok]
+        if len(t) < 2:
+            self.notes.append(f"{topic} -> {ch}: fewer than 2 finite samples; not read")
+            return
+        self.series[ch] = _clean(t, v, self.notes, f"{topic} -> {ch}")
+        self.source[ch] = topic
+
+
+_XYZ = [f"xyz[{i}]" for i in range(3)]
+
+
+def _read_imu(c: _Channels) -> None:
+    """Specific force and angular rate (and PX4's angular acceleration), FRD -> FLU."""
+    tp = c.topics
+    if tp.get("vehicle_acceleration"):
+        c.put(
+            "acc",
+            "vehicle_acceleration",
+            tp.time("vehicle_acceleration"),
+            frd_to_flu(tp.columns("vehicle_acceleration", _XYZ)),
+        )
+    elif tp.get("sensor_combined"):
+        acc = tp.columns("sensor_combined", [f"accelerometer_m_s2[{i}]" for i in range(3)])
+        t = tp.time("sensor_combined", "accelerometer_timestamp_relative")
+        c.put("acc", "sensor_combined", t, frd_to_flu(acc))
+    if tp.get("vehicle_angular_velocity"):
+        t = tp.time("vehicle_angular_velocity")
+        c.put("gyro", "vehicle_angular_velocity", t, frd_to_flu(tp.columns("vehicle_angular_velocity", _XYZ)))
+        if "xyz_derivative[0]" in tp.get("vehicle_angular_velocity"):
+            wd = tp.columns("vehicle_angular_velocity", [f"xyz_derivative[{i}]" for i in range(3)])
+            if np.all(np.isfinite(wd)):
+                c.put("gyro_dot", "vehicle_angular_velocity", t, frd_to_flu(wd))
+            else:
+                c.notes.append("vehicle_angular_velocity.xyz_derivative has NaN/inf: gyro_dot not read")
+    elif tp.get("sensor_combined"):
+        gyro = tp.columns("sensor_combined", [f"gyro_rad[{i}]" for i in range(3)])
+        c.put("gyro", "sensor_combined", tp.time("sensor_combined"), frd_to_flu(gyro))
+
+
+def _read_motors(
+    c: _Channels, motors: int | None, motor_input: str, pwm_range: tuple[float, float] | None, path: Path
+) -> int | None:
+    """Motor commands (normalized, or PWM µs) and measured rotor speeds; the motor count."""
+    tp = c.topics
+    if motor_input not in ("normalized", "pwm_us"):
+        raise RotoridError(f"{path}: motor_input must be 'normalized' or 'pwm_us' for a ULog, got {motor_input!r}")
+    n_motors = motors
+    topic = "actuator_motors" if tp.get("actuator_motors") and motor_input == "normalized" else "actuator_outputs"
+    if tp.get(topic):
+        prefix = "control" if topic == "actuator_motors" else "output"
+        cols = _motor_columns(tp, topic, prefix, motors, c.notes)
+        if cols:
+            u = tp.columns(topic, [f"{prefix}[{i}]" for i in cols])
+            if topic == "actuator_motors":
+                if np.isnan(u).any():
+                    c.notes.append("actuator_motors: NaN (PX4's 'motor stopped') read as 0")
+                c.put("cmd", topic, tp.time(topic), np.nan_to_num(u, nan=0.0))
+                c.units["cmd"] = clip(tp.info.get(CMD_UNIT_INFO, "normalized"))
+            else:
+                _put_pwm(c, u, cols, motor_input, pwm_range, path)
+            n_motors = len(cols)
+        else:
+            c.notes.append(f"{topic}: no output holds motor data; no motor commands read")
+    d = tp.get("esc_status")
+    if d:
+        n_esc = int(np.clip(np.max(d["esc_count"]), 0, 255)) if "esc_count" in d else 0
+        n = min(n_esc, n_motors) if n_motors else n_esc
+        if n > 0:
+            rpm = tp.columns("esc_status", [f"esc[{i}].esc_rpm" for i in range(n)])
+            c.put("rotor_speed", "esc_status", tp.time("esc_status"), rpm * RPM_TO_RAD_S)
+            c.units["rotor_speed"] = "rad/s (from esc_rpm)"
+    return n_motors
+
+
+def _put_pwm(
+    c: _Channels, pwm: np.ndarray, cols: list[int], motor_input: str, pwm_range: tuple[float, float] | None, path: Path
+) -> None:
+    """actuator_outputs (PWM µs) as commands: normalized by the PWM range when known and
+    wanted, else raw µs (with a warning when normalized ones were wanted)."""
+    u = _pwm_to_normalized(c.topics, pwm, cols, pwm_range) if motor_input == "normalized" else None
+    if u is None:
+        if motor_input == "normalized":
+            warnings.warn(
+                f"{path}: actuator_outputs are PWM µs and the log has no PWM_MAIN_MIN/MAX (or PWM_MIN/MAX) "
+                "parameters; kept raw µs — give the range (pwm_range) to get normalized commands",
+                stacklevel=5,
+            )
+        u, c.units["cmd"] = pwm, "pwm_us"
+    else:
+        c.units["cmd"] = "normalized"
+    c.put("cmd", "actuator_outputs", c.topics.time("actuator_outputs"), u)
+
+
+def _read_state(c: _Channels, path: Path) -> None:
+    """Attitude (NED/FRD -> ENU/FLU; samples that are no rotation are dropped, with a
+    warning), local position and velocity."""
+    tp = c.topics
+    if tp.get("vehicle_attitude"):
+        q = tp.columns("vehicle_attitude", [f"q[{i}]" for i in range(4)])
+        t = tp.time("vehicle_attitude")
+        ok = frames.valid_quat(q)
+        if not ok.all():
+            warnings.warn(
+                f"{path}: vehicle_attitude: {int((~ok).sum())} samples are no rotation (zero or NaN quaternion, "
+                f"first at t = {t[~ok][0]:.3f} s); dropped them",
+                stacklevel=4,
+            )
+        if ok.sum() >= 2:
+            c.put("quat", "vehicle_attitude", t[ok], frames.quat_ned_frd_to_enu_flu(q[ok]))
+    if tp.get("vehicle_local_position"):
+        t = tp.time("vehicle_local_position")
+        c.put(
+            "pos", "vehicle_local_position", t, frames.ned_to_enu(tp.columns("vehicle_local_position", ["x", "y", "z"]))
+        )
+        vel = tp.columns("vehicle_local_position", ["vx", "vy", "vz"])
+        c.put("vel", "vehicle_local_position", t, frames.ned_to_enu(vel))
+
+
+def _read_landed(c: _Channels) -> None:
+    """The land detector publishes on change: its last state holds to the end of the log."""
+    tp = c.topics
+    if tp.get("vehicle_land_detected"):
+        ld = tp.columns("vehicle_land_detected", ["landed"])[:, 0] > 0
+        t = tp.time("vehicle_land_detected")
+        end = max(float(s.t[-1]) for s in c.series.values())
+        if t[-1] < end:
+            t, ld = np.append(t, end), np.append(ld, ld[-1])
+        c.put("landed", "vehicle_land_detected", t, ld)
+
+
 @register("ulog", (".ulg", ".ulog"), magic=MAGIC)
+@guard.reader
 def read(
     path: Path,
     motors: int | None = None,
@@ -177,146 +378,43 @@ def read(
     rate: float | None = None,
     allow_corrupt: bool = False,
 ) -> list[Flight]:
-    """A PX4 ULog as one Flight (FLU/ENU, SI) on the grid of its fastest channel.
+    """A PX4 ULog as Flights (FLU/ENU, SI) on the grid of its fastest channel, split at
+    logging drop-outs (`rotorid.flight.source_gaps`) instead of interpolated across them.
 
     `motors` fixes the number of motor outputs (default: from the log); `motor_input` is
     "normalized" (PWM outputs scaled by the PWM_MAIN_MIN/MAX parameters or `pwm_range`) or
     "pwm_us" (raw µs). `allow_corrupt` is accepted for a uniform reader interface; pyulog
     always skips damaged data, with a warning.
     """
-    path = Path(path)
-    topics = _Topics(_parse(path), path)
-    notes: list[str] = []
-    series: dict[str, Series] = {}
-    source: dict[str, str] = {}
-    units: dict[str, str] = {}
-
-    def put(ch: str, topic: str, t: np.ndarray, v: np.ndarray) -> None:
-        series[ch] = _clean(t, v, notes, f"{topic} -> {ch}")
-        source[ch] = topic
-
-    xyz = [f"xyz[{i}]" for i in range(3)]
-    if topics.get("vehicle_acceleration"):
-        put(
-            "acc",
-            "vehicle_acceleration",
-            topics.time("vehicle_acceleration"),
-            frames.frd_to_flu(topics.columns("vehicle_acceleration", xyz)),
-        )
-    elif topics.get("sensor_combined"):
-        acc = topics.columns("sensor_combined", [f"accelerometer_m_s2[{i}]" for i in range(3)])
-        put(
-            "acc",
-            "sensor_combined",
-            topics.time("sensor_combined", "accelerometer_timestamp_relative"),
-            frames.frd_to_flu(acc),
-        )
-    if topics.get("vehicle_angular_velocity"):
-        t = topics.time("vehicle_angular_velocity")
-        put("gyro", "vehicle_angular_velocity", t, frames.frd_to_flu(topics.columns("vehicle_angular_velocity", xyz)))
-        d = topics.get("vehicle_angular_velocity")
-        if "xyz_derivative[0]" in d:
-            wd = topics.columns("vehicle_angular_velocity", [f"xyz_derivative[{i}]" for i in range(3)])
-            if np.all(np.isfinite(wd)):
-                put("gyro_dot", "vehicle_angular_velocity", t, frames.frd_to_flu(wd))
-            else:
-                notes.append("vehicle_angular_velocity.xyz_derivative has NaN/inf: gyro_dot not read")
-    elif topics.get("sensor_combined"):
-        gyro = topics.columns("sensor_combined", [f"gyro_rad[{i}]" for i in range(3)])
-        put("gyro", "sensor_combined", topics.time("sensor_combined"), frames.frd_to_flu(gyro))
-    if motor_input not in ("normalized", "pwm_us"):
-        raise RotoridError(f"{path}: motor_input must be 'normalized' or 'pwm_us' for a ULog, got {motor_input!r}")
-    n_motors = motors
-    if topics.get("actuator_motors") and motor_input == "normalized":
-        cols = _motor_columns(topics, "actuator_motors", "control", motors, notes)
-        u = topics.columns("actuator_motors", [f"control[{i}]" for i in cols])
-        if np.isnan(u).any():
-            notes.append("actuator_motors: NaN (PX4's 'motor stopped') read as 0")
-        put("cmd", "actuator_motors", topics.time("actuator_motors"), np.nan_to_num(u, nan=0.0))
-        units["cmd"] = topics.info.get(CMD_UNIT_INFO, "normalized")
-        n_motors = len(cols)
-    elif topics.get("actuator_outputs"):
-        cols = _motor_columns(topics, "actuator_outputs", "output", motors, notes)
-        pwm = topics.columns("actuator_outputs", [f"output[{i}]" for i in cols])
-        u = _pwm_to_normalized(topics, pwm, cols, pwm_range) if motor_input == "normalized" else None
-        if u is None:
-            if motor_input == "normalized":
-                warnings.warn(
-                    f"{path}: actuator_outputs are PWM µs and the log has no PWM_MAIN_MIN/MAX (or PWM_MIN/MAX) "
-                    "parameters; kept raw µs — give the range (pwm_range) to get normalized commands",
-                    stacklevel=2,
-                )
-            u, units["cmd"] = pwm, "pwm_us"
-        else:
-            units["cmd"] = "normalized"
-        put("cmd", "actuator_outputs", topics.time("actuator_outputs"), u)
-        n_motors = len(cols)
-    if topics.get("esc_status"):
-        d = topics.get("esc_status")
-        n_esc = int(np.max(d["esc_count"])) if "esc_count" in d else 0
-        n = min(n_esc, n_motors) if n_motors else n_esc
-        if n > 0:
-            rpm = topics.columns("esc_status", [f"esc[{i}].esc_rpm" for i in range(n)])
-            put("rotor_speed", "esc_status", topics.time("esc_status"), rpm * RPM_TO_RAD_S)
-            units["rotor_speed"] = "rad/s (from esc_rpm)"
-    if topics.get("vehicle_attitude"):
-        q = topics.columns("vehicle_attitude", [f"q[{i}]" for i in range(4)])
-        put("quat", "vehicle_attitude", topics.time("vehicle_attitude"), frames.quat_ned_frd_to_enu_flu(q))
-    if topics.get("vehicle_local_position"):
-        t = topics.time("vehicle_local_position")
-        put(
-            "pos",
-            "vehicle_local_position",
-            t,
-            frames.ned_to_enu(topics.columns("vehicle_local_position", ["x", "y", "z"])),
-        )
-        put(
-            "vel",
-            "vehicle_local_position",
-            t,
-            frames.ned_to_enu(topics.columns("vehicle_local_position", ["vx", "vy", "vz"])),
-        )
-    if not series:
+    c = _Channels(_Topics(_parse(path), path))
+    _read_imu(c)
+    _read_motors(c, motors, motor_input, pwm_range, path)
+    _read_state(c, path)
+    if not c.series:
         raise LogFormatError(
             f"{path}: none of the topics rotorid reads is in this ULog ({', '.join(TOPICS[:-1])}); "
             "check the logger's SDLOG_PROFILE"
         )
-    if topics.get("vehicle_land_detected"):
-        ld = topics.columns("vehicle_land_detected", ["landed"])[:, 0] > 0
-        t = topics.time("vehicle_land_detected")
-        end = max(float(s.t[-1]) for s in series.values())
-        if t[-1] < end:  # published on change: the last state holds to the end of the log
-            t, ld = np.append(t, end), np.append(ld, ld[-1])
-        put("landed", "vehicle_land_detected", t, ld)
-    rates = {ch: s.rate for ch, s in series.items()}
+    _read_landed(c)
     meta: dict[str, Any] = {
         "source": str(path),
         "format": "ulog",
-        "t0_us": topics.t0,
-        "topics": source,
-        "rates": rates,
+        "t0_us": c.topics.t0,
+        "topics": c.source,
+        "rates": {ch: s.rate for ch, s in c.series.items()},
         "rate_hint": RATE_HINT,
-        "units": units,
-        "notes": notes,
+        "units": c.units,
+        "notes": c.notes,
     }
-    fast = {ch: s for ch, s in series.items() if ch != "landed"}
-    flight, _ = align(series, rate=rate or max(s.rate for s in fast.values()), meta=meta)
-    # the land detector publishes on change: its long intervals are not gaps
-    found = sorted(
-        (float(s.t[i]), float(s.t[i + 1])) for s in fast.values() for i in np.flatnonzero(np.diff(s.t) > 5.0 / s.rate)
-    )
-    gaps: list[tuple[float, float]] = []
-    for a, b in found:  # merge overlapping gaps of channels from one topic
-        if gaps and a <= gaps[-1][1]:
-            gaps[-1] = (gaps[-1][0], max(b, gaps[-1][1]))
-        else:
-            gaps.append((a, b))
+    fast = {ch: s for ch, s in c.series.items() if ch != "landed"}  # landed's long intervals are no gaps
+    flight, _ = align(c.series, rate=rate or max(s.rate for s in fast.values()), meta=meta)
+    gaps = source_gaps(fast)
     flight.meta["align"]["gaps"] = gaps
     if gaps:
         warnings.warn(
             f"{path}: {len(gaps)} logging drop-out(s) ({', '.join(f'{a:.2f}–{b:.2f} s' for a, b in gaps[:3])}"
             f"{', …' if len(gaps) > 3 else ''}); the log is split there instead of interpolated",
-            stacklevel=2,
+            stacklevel=3,
         )
     return flight.without(gaps)
 
@@ -335,11 +433,13 @@ def _kv(type_: str, key: str, value: bytes) -> bytes:
     return struct.pack("<B", len(k)) + k + value
 
 
-def _topic_specs(
-    flight: Flight, motors_max: int, pwm: tuple[float, float] | None
-) -> list[tuple[str, list[tuple[str, str, np.ndarray]]]]:
+#: A topic's fields: (ulog type, field name, values (N,) or (N, k)).
+Fields = list[tuple[str, str, np.ndarray]]
+
+
+def _topic_specs(flight: Flight, motors_max: int, pwm: tuple[float, float] | None) -> list[tuple[str, Fields]]:
     """(topic, [(ulog type, field name, values (N,) or (N, k))]) in PX4 conventions (FRD/NED)."""
-    specs: list[tuple[str, list[tuple[str, str, np.ndarray]]]] = []
+    specs: list[tuple[str, Fields]] = []
     if flight.acc is not None:
         specs.append(("vehicle_acceleration", [("float[3]", "xyz", frames.flu_to_frd(flight.acc))]))
     if flight.gyro is not None:
@@ -420,13 +520,36 @@ def write(
     if not specs:
         raise RotoridError(f"{flight.source}: the flight has no channel a ULog topic can hold")
     head = MAGIC + b"\x01" + struct.pack("<Q", int(t0_us))
+    defs = _definitions(flight, specs, params, pwm if pwm_params else None)
+    records = []  # per topic: (timestamps, packed D-message rows)
+    for msg_id, (topic, fields) in enumerate(specs):
+        fmt = f"{topic}:uint64_t timestamp;uint64_t timestamp_sample;" + "".join(f"{ty} {nm};" for ty, nm, _ in fields)
+        defs.append(_msg(_FORMAT, fmt.encode()))
+        keep = np.arange(len(t_us))
+        if rates and topic in rates:
+            keep = keep[:: max(1, round(flight.rate / rates[topic]))]
+        records.append((t_us[keep], _data_rows(msg_id, fields, t_us, keep)))
+    adds = [_msg(_ADD, struct.pack("<BH", 0, i) + topic.encode()) for i, (topic, _) in enumerate(specs)]
+    blob = head + b"".join(defs) + b"".join(adds) + _interleave(records)
+    atomic_write(path, lambda p: p.write_bytes(blob))
+    return path
+
+
+def _definitions(
+    flight: Flight,
+    specs: list[tuple[str, Fields]],
+    params: dict[str, int | float] | None,
+    pwm: tuple[float, float] | None,
+) -> list[bytes]:
+    """Flag bits, info (the commands' unit), parameters (PWM_MAIN_* for `pwm`) and the nested
+    esc_report format, as ULog messages."""
     defs = [_msg(_FLAG_BITS, bytes(16) + struct.pack("<3Q", 0, 0, 0))]
     info = {"sys_name": "rotorid", "ver_hw": "SITL", "sys_os_name": "rotorid-writer"}
     if flight.cmd is not None:  # actuator_motors is normalized in PX4; say so if these are not
         info[CMD_UNIT_INFO] = str(flight.meta.get("units", {}).get("cmd", "normalized"))
     defs += [_msg(_INFO, _kv(f"char[{len(v)}]", k, v.encode())) for k, v in info.items()]
     all_params: dict[str, int | float] = {"SDLOG_PROFILE": SDLOG_PROFILE_SYSID}
-    if pwm is not None and pwm_params and flight.cmd is not None:
+    if pwm is not None and flight.cmd is not None:
         for i in range(1, flight.cmd.shape[1] + 1):
             all_params.update(
                 {f"PWM_MAIN_MIN{i}": int(pwm[0]), f"PWM_MAIN_MAX{i}": int(pwm[1]), f"PWM_MAIN_FUNC{i}": 100 + i}
@@ -439,33 +562,32 @@ def write(
             defs.append(_msg(_PARAM, _kv("float", k, struct.pack("<f", float(v)))))
     if any(topic == "esc_status" for topic, _ in specs):
         defs.append(_msg(_FORMAT, b"esc_report:uint64_t timestamp;int32_t esc_rpm;"))
-    records: list[tuple[np.ndarray, np.ndarray]] = []  # (timestamps, packed D-message rows)
-    for msg_id, (topic, fields) in enumerate(specs):
-        fmt = f"{topic}:uint64_t timestamp;uint64_t timestamp_sample;" + "".join(f"{ty} {nm};" for ty, nm, _ in fields)
-        defs.append(_msg(_FORMAT, fmt.encode()))
-        keep = np.arange(len(t_us))
-        if rates and topic in rates:
-            step = max(1, round(flight.rate / rates[topic]))
-            keep = keep[::step]
-        dt = [("hdr", "<u2"), ("kind", "u1"), ("id", "<u2"), ("timestamp", "<u8"), ("timestamp_sample", "<u8")]
-        for ty, nm, v in fields:
-            if ty.startswith("esc_report"):
-                dt.append((nm, [("timestamp", "<u8"), ("esc_rpm", "<i4")], (v.shape[1],)))
-            else:
-                base = ty.split("[")[0]
-                dt.append((nm, _NP[base], (v.shape[1],)) if v.ndim == 2 else (nm, _NP[base]))
-        rec = np.zeros(len(keep), dtype=np.dtype(dt))
-        rec["hdr"], rec["kind"], rec["id"] = rec.dtype.itemsize - 3, _DATA[0], msg_id
-        rec["timestamp"] = rec["timestamp_sample"] = t_us[keep]
-        for ty, nm, v in fields:
-            if ty.startswith("esc_report"):
-                rec[nm]["timestamp"] = t_us[keep][:, None]
-                rec[nm]["esc_rpm"] = v[keep]
-            else:
-                rec[nm] = v[keep]
-        records.append((t_us[keep], rec.view(np.uint8).reshape(len(keep), rec.dtype.itemsize)))
-    adds = [_msg(_ADD, struct.pack("<BH", 0, i) + topic.encode()) for i, (topic, _) in enumerate(specs)]
-    # interleave every topic's messages in time order, as the PX4 logger writes them
+    return defs
+
+
+def _data_rows(msg_id: int, fields: Fields, t_us: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The D messages of one topic (samples `keep`) as packed rows (n, message bytes)."""
+    dt = [("hdr", "<u2"), ("kind", "u1"), ("id", "<u2"), ("timestamp", "<u8"), ("timestamp_sample", "<u8")]
+    for ty, nm, v in fields:
+        if ty.startswith("esc_report"):
+            dt.append((nm, [("timestamp", "<u8"), ("esc_rpm", "<i4")], (v.shape[1],)))
+        else:
+            base = ty.split("[")[0]
+            dt.append((nm, _NP[base], (v.shape[1],)) if v.ndim == 2 else (nm, _NP[base]))
+    rec = np.zeros(len(keep), dtype=np.dtype(dt))
+    rec["hdr"], rec["kind"], rec["id"] = rec.dtype.itemsize - 3, _DATA[0], msg_id
+    rec["timestamp"] = rec["timestamp_sample"] = t_us[keep]
+    for ty, nm, v in fields:
+        if ty.startswith("esc_report"):
+            rec[nm]["timestamp"] = t_us[keep][:, None]
+            rec[nm]["esc_rpm"] = v[keep]
+        else:
+            rec[nm] = v[keep]
+    return rec.view(np.uint8).reshape(len(keep), rec.dtype.itemsize)
+
+
+def _interleave(records: list[tuple[np.ndarray, np.ndarray]]) -> bytes:
+    """Every topic's messages in time order, as the PX4 logger writes them."""
     ts = np.concatenate([r[0] for r in records])
     sizes = np.concatenate([np.full(len(r[0]), r[1].shape[1]) for r in records])
     order = np.argsort(ts, kind="stable")
@@ -473,10 +595,8 @@ def write(
     offsets[order] = np.concatenate([[0], np.cumsum(sizes[order])[:-1]])
     body = np.empty(int(sizes.sum()), dtype=np.uint8)
     start = 0
-    for _, rows in records:
+    for _, rows in records:  # topics, not samples
         o = offsets[start : start + len(rows)]
         body[o[:, None] + np.arange(rows.shape[1])] = rows
         start += len(rows)
-    blob = head + b"".join(defs) + b"".join(adds) + body.tobytes()
-    atomic_write(path, lambda p: p.write_bytes(blob))
-    return path
+    return body.tobytes()

@@ -125,17 +125,19 @@ def fly(
         mc = mocap(spec.mocap, t_all, pos_o, q, t_mc, rng)
         series["pos"] = Series(t_mc, mc["pos"])
         series["quat"] = Series(t_mc, mc["quat"])
-    flight, _ = align(series, rate=spec.log_rate, meta=_meta(spec, source))
+    flight, _ = align(series, rate=spec.log_rate, meta=_meta(spec, source, vehicle.motor_input))
     n = len(flight.t)
     states = {"t": t_log[:n], **_states(vehicle, body, traj, acc, pos_o, i_log[:n])}
     return flight, states
 
 
-def _meta(spec: FlightSpec, source: str) -> dict[str, Any]:
-    """The logged flight's metadata: source, format and the simulation settings."""
+def _meta(spec: FlightSpec, source: str, motor_input: str) -> dict[str, Any]:
+    """The logged flight's metadata: source, format, the commands' unit (the vehicle's motor
+    input, so writers record it and readers check against it) and the simulation settings."""
     return {
         "source": source,
         "format": "rotorid-sim",
+        "units": {"cmd": motor_input},
         "sim": {
             "dt": spec.dt,
             "control_rate": spec.control_rate,

@@ -1,0 +1,344 @@
+"""Mutation fuzzing of the log readers (issue 16): seeds, mutations, an isolated worker and
+an oracle. Used by tests/test_fuzz_readers.py (hypothesis draws the mutations, fixed budget)
+and benchmarks/fuzz.py (a seeded loop of >= 10^6 inputs per reader).
+
+- `seeds(data_dir)`: small valid inputs per reader, cut from every fixture in
+  shared/data (its README) plus synthetic ones (multi-event Crazyflie, rotorid's own ULog,
+  CSV, Parquet). Fixtures with no reader yet still go through `rotorid.io.read`.
+- `Op` / `apply_ops`: bit flips, byte and field overwrites (absurd length values),
+  truncation, duplicated and removed chunks, a valid header followed by noise, and a CRC
+  fix-up so Crazyflie mutants get past the checksum.
+- `Worker`: runs `rotorid.io.read` (and `rotorid info`'s summary) on one input in a forked process with an address-space
+  cap (RLIMIT_AS: the process's own size + `MEM_SLACK` + `guard.alloc_bound(len(input))`)
+  and a time limit; classifies the outcome.
+- `implausible(flights)`: an independent statement of the physical limits a returned
+  Flight must respect.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import random
+import resource
+import struct
+import tempfile
+import traceback
+import warnings
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from helpers_cf import CF_TYPE, log_bytes
+
+#: Outcome kinds. "ok" and "rotorid" are the only acceptable ones.
+OK, ROTORID, CRASH, HANG, ALLOC, IMPLAUSIBLE = "ok", "rotorid", "crash", "hang", "alloc", "implausible"
+#: Address space a worker may add on top of its own size and the guard's bound (threads'
+#: stacks and malloc arenas reserve address space without using memory).
+MEM_SLACK = 512 << 20
+KINDS = ("flip", "byte", "field", "truncate", "dup", "remove", "noise", "fixcrc")
+#: Values an "absurd length field" overwrite writes (as 1, 2, 4 or 8 little-endian bytes).
+ABSURD = (0, 1, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFF_FFFF, 0xFFFF_FFFF, 1 << 62, (1 << 64) - 1, 3, 0x1000)
+
+
+@dataclass(frozen=True)
+class Seed:
+    name: str
+    reader: str  # the reader it exercises ("crazyflie", "ulog", "table", or a fixture's folder)
+    data: bytes
+    suffix: str
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Op:
+    """One mutation: `kind` (KINDS), positions `a`, `b` as fractions of the input length
+    (`head` puts `a` in the first 1 KiB, where headers are), and an integer `v`."""
+
+    kind: str
+    a: float
+    b: float
+    v: int
+    head: bool = False
+
+
+def _pos(data: bytes | bytearray, frac: float, head: bool) -> int:
+    span = min(len(data), 1024) if head else len(data)
+    return min(int(frac * span), max(len(data) - 1, 0))
+
+
+def apply_ops(data: bytes, ops: list[Op]) -> bytes:
+    """The mutant of `data` after `ops`, in order (deterministic)."""
+    buf = bytearray(data)
+    for op in ops:
+        if not buf:
+            break
+        i = _pos(buf, op.a, op.head)
+        n = 1 + op.v % 64
+        if op.kind == "flip":
+            buf[i] ^= 1 << (op.v % 8)
+        elif op.kind == "byte":
+            buf[i] = op.v % 256
+        elif op.kind == "field":
+            width = (1, 2, 4, 8)[op.v % 4]
+            value = ABSURD[(op.v // 4) % len(ABSURD)] % (1 << (8 * width))
+            buf[i : i + width] = value.to_bytes(width, "little")
+        elif op.kind == "truncate":
+            del buf[i:]
+        elif op.kind == "dup":
+            j = _pos(buf, op.b, False)
+            buf[j:j] = buf[i : i + n * 16]
+        elif op.kind == "remove":
+            del buf[i : i + n * 16]
+        elif op.kind == "noise":
+            del buf[i:]
+            buf += random.Random(op.v).randbytes(n * 64)
+        elif op.kind == "fixcrc" and len(buf) > 4:
+            buf[-4:] = struct.pack("<I", zlib.crc32(bytes(buf[:-4])))
+    return bytes(buf)
+
+
+def random_ops(rng: random.Random, max_ops: int = 4) -> list[Op]:
+    """A random mutation sequence (the benchmark's loop; hypothesis draws its own)."""
+    ops = [
+        Op(rng.choice(KINDS[:-1]), rng.random(), rng.random(), rng.getrandbits(16), rng.random() < 0.5)
+        for _ in range(rng.randint(1, max_ops))
+    ]
+    if rng.random() < 0.5:
+        ops.append(Op("fixcrc", 0.0, 0.0, 0))
+    return ops
+
+
+# -- seeds -------------------------------------------------------------------------------------
+def _cf_prefix(path: Path, n_events: int) -> bytes:
+    """Header and the first `n_events` events of a real Crazyflie log, with a fresh CRC."""
+    from rotorid.io.crazyflie import parse_header
+
+    buf = path.read_bytes()
+    version, types, off = parse_header(buf, path)
+    size = 2 + (4 if version == 1 else 8) + max(t.dtype.itemsize for t in types.values())
+    body = buf[: off + n_events * size]
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def _cf_multi() -> bytes:
+    """A small Crazyflie log with two event types at different rates (the align path)."""
+    slow = (7, "slow", [("motor.m1", "H"), ("motor.m2", "H"), ("motor.m3", "H"), ("motor.m4", "H")])
+    events = []
+    for k in range(120):
+        events.append((0, 1_000_000 + 1000 * k, [0.0, 0.0, 1.0, 0.1, 0.2, 0.3, 30000, 30000, 30000, 30000]))
+        if k % 4 == 0:
+            events.append((7, 1_000_000 + 1000 * k + 1, [20000, 20000, 20000, 20000]))
+    return log_bytes([CF_TYPE, slow], events)
+
+
+def _ulog_prefix(path: Path, data_bytes: int) -> bytes:
+    """A real ULog cut `data_bytes` after its first data message (definitions kept whole)."""
+    buf = path.read_bytes()
+    off = 16
+    while off + 3 <= len(buf):
+        size, kind = struct.unpack_from("<HB", buf, off)
+        if kind == ord("D"):
+            return buf[: off + data_bytes]
+        off += 3 + size
+    return buf
+
+
+def _small_flight(n: int = 150) -> Any:
+    from rotorid.flight import Flight
+
+    t = 5.0 + np.arange(n) / 250.0
+    s = np.sin(2 * np.pi * 3 * t)[:, None]
+    return Flight(
+        t=t,
+        acc=np.hstack([0.1 * s, -0.2 * s, 9.8 + s]),
+        gyro=np.hstack([s, -s, 0.5 * s]),
+        cmd=0.5 + 0.1 * np.hstack([s, -s, s, -s]),
+        rotor_speed=1500.0 + 100.0 * np.hstack([s, -s, s, -s]),
+        quat=np.tile([1.0, 0.0, 0.0, 0.0], (n, 1)),
+        pos=np.hstack([s, s, 1.0 + s]),
+        vel=np.hstack([s, -s, s]),
+        landed=np.zeros(n, dtype=bool),
+        meta={"source": "seed", "units": {"cmd": "normalized"}},
+    )
+
+
+def seeds(data_dir: Path, scratch: Path) -> list[Seed]:
+    """Small valid inputs per reader from every fixture in `data_dir` and synthetic logs."""
+    from rotorid.io import table, ulog
+
+    out: list[Seed] = []
+    for p in sorted((data_dir / "crazyflie").glob("log*")):
+        out.append(Seed(f"cf-{p.name}", "crazyflie", _cf_prefix(p, 300), ""))
+    out.append(Seed("cf-multi-event", "crazyflie", _cf_multi(), ""))
+    for p in sorted((data_dir / "px4").glob("*.ulg")):
+        out.append(Seed(f"ulog-{p.stem}", "ulog", _ulog_prefix(p, 30_000), ".ulg"))
+    flight = _small_flight()
+    out.append(Seed("ulog-rotorid", "ulog", ulog.write(flight, scratch / "seed.ulg").read_bytes(), ".ulg"))
+    out.append(Seed("ulog-pwm", "ulog", ulog.write(flight, scratch / "pwm.ulg", pwm=(1000, 2000)).read_bytes(), ".ulg"))
+    for fmt in ("csv", "parquet"):
+        out.append(Seed(f"table-{fmt}", "table", table.write(flight, scratch / f"seed.{fmt}").read_bytes(), f".{fmt}"))
+    for folder in ("ardupilot", "betaflight"):  # formats whose readers land later: same dispatch
+        for p in sorted((data_dir / folder).glob("*")):
+            out.append(Seed(f"{folder}-{p.stem}", folder, p.read_bytes()[:32_768], p.suffix))
+    return out
+
+
+# -- oracle -----------------------------------------------------------------------------------
+def implausible(flights: list[Any]) -> str | None:
+    """What is physically impossible in the returned flights (None if nothing): the limits of
+    issue 16 stated independently of rotorid.io.guard."""
+    g = 9.80665
+    for f in flights:
+        if not (np.all(np.isfinite(f.t)) and np.all(np.diff(f.t) > 0)):
+            return "time not finite/increasing"
+        if abs(f.t[0]) > 1e6 or abs(f.t[-1]) > 1e6:
+            return f"time {f.t[-1]:g} s"
+        if len(f.t) > 1 and np.max(np.diff(f.t)) > 0.5 + 1e-9:
+            return f"gap {np.max(np.diff(f.t)):g} s inside a flight"
+        limits = {"acc": 16 * g, "gyro": 35.0, "rotor_speed": 1e4, "vel": 200.0, "pos": 1e5}
+        for ch, lim in limits.items():
+            v = getattr(f, ch)
+            if v is not None and not np.all(np.abs(v) <= lim * (1 + 1e-9)):
+                return f"{ch} beyond {lim:g}"
+        unit = str(f.meta.get("units", {}).get("cmd", ""))
+        if f.cmd is not None and unit.startswith("normalized") and not np.all((f.cmd >= -1e-9) & (f.cmd <= 1 + 1e-9)):
+            return "normalized cmd outside [0, 1]"
+        if f.quat is not None and not np.all(np.abs(np.linalg.norm(f.quat, axis=1) - 1) <= 0.05):
+            return "quaternion not unit"
+        for ch, r in f.meta.get("rates", {}).items():
+            if ch in f.channels and ch != "landed" and not 1.0 <= float(r) <= 1e5:
+                return f"{ch} rate {r:g} Hz"
+    return None
+
+
+# -- the isolated worker ----------------------------------------------------------------------
+def _vm_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _alloc_bound(size: int) -> int:
+    try:
+        from rotorid.io.guard import alloc_bound
+    except ImportError:  # a tree without the guard (to reproduce the failures it fixes)
+        return 64 * size + (64 << 20)
+    return alloc_bound(size)
+
+
+def _classify(path: Path, options: dict[str, Any]) -> tuple[str, str]:
+    """Read `path` and summarize each flight as `rotorid info` does (excitation, gaps); a
+    RuntimeWarning (overflow, invalid cast) counts as a crash: the reader must decide what
+    such a value means, not let numpy shrug."""
+    from rotorid import excitation
+    from rotorid.errors import RotoridError
+    from rotorid.io import read
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warnings.simplefilter("error", RuntimeWarning)
+            flights = read(path, **options)
+            for f in flights:
+                excitation.measure(f)
+                excitation.gaps(f)
+    except RotoridError as e:
+        return (ALLOC if "asks for more memory than" in str(e) else ROTORID), str(e)[:200]
+    except MemoryError:
+        return ALLOC, "MemoryError"
+    except Exception as e:  # the failures the fuzzer hunts
+        frames = traceback.extract_tb(e.__traceback__)
+        ours = [f for f in frames if "rotorid" in Path(f.filename).parts] or frames
+        where = f"{Path(ours[-1].filename).name}:{ours[-1].lineno}"
+        if ours[-1] is not frames[-1]:
+            where += f" > {Path(frames[-1].filename).name}:{frames[-1].lineno}"
+        return CRASH, f"{type(e).__name__} at {where}: {str(e)[:120]}"
+    why = implausible(flights)
+    return (IMPLAUSIBLE, why) if why else (OK, "")
+
+
+def _preload() -> None:
+    """Import what reading and summarizing need (scipy, pyulog, ...): done in the parent,
+    before forking, so neither a worker's time limit nor its memory cap pays for imports."""
+    import importlib
+
+    from rotorid.io import formats
+
+    formats()
+    for lib in ("rotorid.excitation", "pyarrow.parquet", "pandas", "pyulog", "scipy.signal"):
+        importlib.import_module(lib)
+
+
+def _serve(conn: Any, parent_end: Any, folder: str) -> None:
+    parent_end.close()  # the fork's copy of the parent's end: else closing that never ends recv
+    _preload()
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    base = _vm_bytes()
+    conn.send("ready")
+    n = 0
+    while True:
+        try:
+            data, suffix, options = conn.recv()
+        except EOFError:
+            return
+        n += 1
+        path = Path(folder) / f"in{n % 2}{suffix}"
+        path.write_bytes(data)
+        cap = base + MEM_SLACK + _alloc_bound(len(data))
+        resource.setrlimit(resource.RLIMIT_AS, (min(cap, hard) if hard != resource.RLIM_INFINITY else cap, hard))
+        try:
+            result = _classify(path, dict(options))
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        conn.send(result)
+
+
+class Worker:
+    """One forked reader process at a time; `run` returns (kind, detail) for an input and
+    replaces the process after a hang or a death."""
+
+    def __init__(self, timeout: float = 5.0) -> None:
+        self.timeout = timeout
+        self.tmp = tempfile.TemporaryDirectory(prefix="rotorid-fuzz-")
+        self.proc: Any = None
+        self._start()
+
+    def _start(self) -> None:
+        _preload()
+        ctx = mp.get_context("fork")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, self.conn, self.tmp.name), daemon=True)
+        self.proc.start()
+        child.close()
+        if not self.conn.poll(300.0) or self.conn.recv() != "ready":
+            raise RuntimeError("the fuzz worker did not start")
+
+    def _restart(self) -> None:
+        self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+        self._start()
+
+    def run(self, data: bytes, suffix: str, options: tuple[tuple[str, Any], ...] = ()) -> tuple[str, str]:
+        self.conn.send((data, suffix, options))
+        if not self.conn.poll(self.timeout):
+            self._restart()
+            return HANG, f"no answer in {self.timeout:g} s"
+        try:
+            return self.conn.recv()
+        except EOFError:
+            code = self.proc.exitcode
+            self._restart()
+            return CRASH, f"worker died (exit code {code})"
+
+    def close(self) -> None:
+        self.conn.close()
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.tmp.cleanup()

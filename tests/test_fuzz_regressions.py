@@ -1,0 +1,383 @@
+"""One regression test per failure class the reader fuzzing of issue 16 found, each from a
+minimized reproducer built here (a small log + a few byte edits). Inputs that once hung or
+asked for huge allocations run in the fuzz worker (time limit, RLIMIT_AS), so a regression
+fails the test instead of the suite."""
+
+from __future__ import annotations
+
+import struct
+import warnings
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fuzzing
+from helpers_cf import CF_TYPE, fixed_frequency, log_bytes
+from rotorid import frames, signal
+from rotorid.errors import LogFormatError, RotoridError, clip, one_line, quote
+from rotorid.flight import Flight, Series, align
+from rotorid.io import guard, load, read, table, ulog
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[fuzzing.Worker]:
+    w = fuzzing.Worker(timeout=10.0)
+    yield w
+    w.close()
+
+
+def _msg(kind: str, payload: bytes) -> bytes:
+    return struct.pack("<HB", len(payload), ord(kind)) + payload
+
+
+def ulog_bytes(
+    formats: Sequence[str],
+    topic: str,
+    rows: Sequence[bytes],
+    t0: int = 1_000_000,
+    params: Sequence[tuple[str, str, bytes]] = (),
+) -> bytes:
+    """A minimal ULog: header, flag bits, `formats`, parameters (type, name, value bytes), one
+    subscription to `topic` (msg id 0) and its data rows (packed payloads after the id)."""
+    out = ulog.MAGIC + b"\x01" + struct.pack("<Q", t0) + _msg("B", bytes(40))
+    out += b"".join(_msg("F", f.encode()) for f in formats)
+    for ty, name, value in params:
+        key = f"{ty} {name}".encode()
+        out += _msg("P", struct.pack("<B", len(key)) + key + value)
+    out += _msg("A", struct.pack("<BH", 0, 0) + topic.encode())
+    return out + b"".join(_msg("D", struct.pack("<H", 0) + r) for r in rows)
+
+
+def gyro_rows(n: int = 50, t0: int = 1_000_000, dt: int = 4000) -> list[bytes]:
+    return [struct.pack("<Q3f", t0 + k * dt, 0.1, 0.2, 0.3) for k in range(n)]
+
+
+GYRO_FMT = "vehicle_angular_velocity:uint64_t timestamp;float[3] xyz;"
+
+
+def _read(tmp_path: Path, data: bytes, name: str = "x.ulg", **options: object) -> list[Flight]:
+    p = tmp_path / name
+    p.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        return read(p, **options)
+
+
+# -- crashes that were not RotoridError (ULog) ----------------------------------------------
+def test_ulog_reference_sound(tmp_path: Path) -> None:
+    """The hand-built ULog the reproducers start from reads: 50 gyro samples at 250 Hz, FLU."""
+    (f,) = _read(tmp_path, ulog_bytes([GYRO_FMT], "vehicle_angular_velocity", gyro_rows()))
+    assert len(f.t) == 50 and f.rate == pytest.approx(250.0)
+    np.testing.assert_allclose(f.gyro[0], [0.1, -0.2, -0.3], rtol=1e-6)  # FRD -> FLU
+
+
+def test_keyerror_motor_fields_not_numbered_from_zero(tmp_path: Path) -> None:
+    """actuator_motors with a field 'control[3]' only: was KeyError('control[0]')."""
+    fmt = "actuator_motors:uint64_t timestamp;float control[3];"
+    rows = [struct.pack("<Qf", 1_000_000 + 4000 * k, 0.5) for k in range(20)]
+    with pytest.raises(LogFormatError, match="none of the topics rotorid reads"):
+        _read(tmp_path, ulog_bytes([fmt], "actuator_motors", rows))
+
+
+def test_keyerror_topic_without_timestamp(tmp_path: Path) -> None:
+    fmt = "vehicle_angular_velocity:uint64_t time;float[3] xyz;"
+    with pytest.raises(LogFormatError):
+        _read(tmp_path, ulog_bytes([fmt], "vehicle_angular_velocity", gyro_rows()))
+
+
+def test_overflow_header_timestamp(tmp_path: Path) -> None:
+    """A header time stamp beyond int64: was OverflowError in the time conversion."""
+    data = ulog_bytes([GYRO_FMT], "vehicle_angular_velocity", gyro_rows(), t0=(1 << 63) + 5)
+    with pytest.raises(LogFormatError, match=r"header time stamp \d+ µs is corrupt"):
+        _read(tmp_path, data)
+
+
+def test_overflow_sample_timestamps(tmp_path: Path) -> None:
+    rows = gyro_rows()
+    rows[10] = struct.pack("<Q3f", (1 << 64) - 1, 0.1, 0.2, 0.3)
+    with pytest.raises(LogFormatError, match="corrupt time stamps"):
+        _read(tmp_path, ulog_bytes([GYRO_FMT], "vehicle_angular_velocity", rows))
+
+
+def test_valueerror_nan_parameter(tmp_path: Path) -> None:
+    """PWM_MAIN_FUNC1 = NaN: was ValueError from int(nan)."""
+    fmt = "actuator_outputs:uint64_t timestamp;uint32_t noutputs;float[4] output;"
+    rows = [struct.pack("<QI4f", 1_000_000 + 4000 * k, 4, 1500, 1500, 1500, 1500) for k in range(20)]
+    params = [("float", "PWM_MAIN_FUNC1", struct.pack("<f", float("nan")))]
+    with pytest.raises(LogFormatError, match="parameter PWM_MAIN_FUNC1 has the invalid value 'nan'"):
+        _read(tmp_path, ulog_bytes([fmt], "actuator_outputs", rows, params=params))
+
+
+def test_zero_quaternion_is_dropped_not_a_scipy_error(tmp_path: Path) -> None:
+    """A zero attitude quaternion: was ValueError from scipy Rotation in frames.py."""
+    fmt = "vehicle_attitude:uint64_t timestamp;float[4] q;"
+    rows = [struct.pack("<Q4f", 1_000_000 + 4000 * k, *((0, 0, 0, 0) if k == 7 else (1, 0, 0, 0))) for k in range(30)]
+    with pytest.warns(UserWarning, match=r"1 samples are no rotation .* first at t = 0\.028 s"):
+        (f,) = read(_write(tmp_path, ulog_bytes([fmt], "vehicle_attitude", rows)))
+    assert len(f.t) == 30  # the grid bridges the 8 ms hole by slerp between equal attitudes
+    level = frames.quat_ned_frd_to_enu_flu(np.array([[1.0, 0.0, 0.0, 0.0]]))  # PX4 identity in ENU/FLU
+    np.testing.assert_allclose(f.quat, np.repeat(level, 30, axis=0), atol=1e-12)
+    with pytest.raises(RotoridError, match=r"quaternion 1 is zero or not finite"):
+        frames.quat_to_rot(np.array([[1.0, 0, 0, 0], [np.nan, 0, 0, 0]]))
+
+
+def _write(tmp_path: Path, data: bytes, name: str = "x.ulg") -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def test_recursion_in_pyulog(tmp_path: Path, worker: fuzzing.Worker) -> None:
+    """A type that contains itself: was RecursionError from inside pyulog."""
+    fmt = "vehicle_angular_velocity:uint64_t timestamp;vehicle_angular_velocity inner;"
+    kind, msg = worker.run(ulog_bytes([fmt], "vehicle_angular_velocity", gyro_rows()), ".ulg")
+    assert (kind, "contains itself") == (fuzzing.ROTORID, msg[msg.find("contains") :][:15])
+
+
+def test_huge_nested_type(tmp_path: Path, worker: fuzzing.Worker) -> None:
+    """Nested arrays flattening to 65535² fields: pyulog expanded them field by field (hang)."""
+    fmts = ["big:float[65535] x;", "vehicle_angular_velocity:uint64_t timestamp;big[65535] b;"]
+    kind, msg = worker.run(ulog_bytes(fmts, "vehicle_angular_velocity", gyro_rows()), ".ulg")
+    assert kind == fuzzing.ROTORID and "flattens to more than 65535 fields" in msg
+
+
+def test_oserror_seek_before_start(tmp_path: Path) -> None:
+    """A definition claiming 60000 bytes at the end of a short file: pyulog sought before
+    byte 0 (OSError on a real file)."""
+    data = ulog.MAGIC + b"\x01" + struct.pack("<Q", 0) + struct.pack("<HB", 60000, 0x01) + bytes(10)
+    with pytest.raises(LogFormatError, match=r"sought to byte -\d+"):
+        _read(tmp_path, data)
+
+
+def test_resync_loop_is_bounded(tmp_path: Path, worker: fuzzing.Worker) -> None:
+    """A long definition section ending in an over-long unknown message: pyulog's resync
+    seeks back further than it read and parses the same bytes again, forever."""
+    info = b"".join(_msg("I", struct.pack("<B", 12) + b"char[8] k%03d" % i + b"abcdefgh") for i in range(1000))
+    data = ulog.MAGIC + b"\x01" + bytes(8) + info + struct.pack("<HB", 10001, 0x01) + bytes(5000)
+    kind, msg = worker.run(data, ".ulg")
+    assert kind == fuzzing.ROTORID, msg
+    assert "keeps re-reading the file" in msg or "sought to byte" in msg
+
+
+def test_signalling_nan_is_dropped_not_a_runtime_warning(tmp_path: Path) -> None:
+    """A Crazyflie float holding a signalling NaN: was numpy's 'invalid value encountered in
+    cast' RuntimeWarning; now the sample is dropped with a warning and the log split there."""
+    _, events = fixed_frequency(400)
+    marker = 12345.0
+    events[100] = (0, events[100][1], [marker, *events[100][2][1:]])
+    data = log_bytes([CF_TYPE], events)
+    body = data[:-4].replace(struct.pack("<f", marker), b"\x01\x00\x80\x7f")  # sNaN
+    p = _write(tmp_path, body + struct.pack("<I", zlib.crc32(body)), "cf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(UserWarning, match=r"1 samples hold NaN/inf \(first at t = 1\.100000 s\)"):
+            a, b = read(p)
+    assert (len(a.t), len(b.t)) == (100, 299)
+
+
+def test_resync_rereading_large_messages_is_bounded(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two chunks removed from a real ULog: pyulog's header parse resyncs by re-reading
+    messages of up to 64 KiB per byte it steps over (70 MB from a 117 kB file, 7-8 s — a
+    hang to the fuzzer). The bytes-read budget stops it after a fraction of the call budget."""
+    ops = [
+        fuzzing.Op("remove", 0.9734432870416792, 0.0, 37445, True),
+        fuzzing.Op("remove", 0.6177909439639407, 0.0, 63960),
+    ]
+    data = fuzzing.apply_ops(fuzzing._ulog_prefix(data_dir / "px4" / "sample_px4_events.ulg", 30_000), ops)
+    files: list[guard.BoundedFile] = []
+
+    class Recorded(guard.BoundedFile):
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)
+            files.append(self)
+
+    monkeypatch.setattr(guard, "BoundedFile", Recorded)
+    with pytest.raises(LogFormatError, match="keeps re-reading the file"):
+        _read(tmp_path, data)
+    f = files[-1]
+    assert f.read_left < 0 and guard.OPS_PER_BYTE * f.size + guard.OPS_SLACK - f.ops_left < f.size
+
+
+def test_parquet_duplicate_column_is_a_format_error(tmp_path: Path) -> None:
+    """A bit flip that renames rpm_3 to rpm_2: was pyarrow's KeyError ('exists 2 times')."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = np.arange(20) / 100.0
+    pq.write_table(pa.Table.from_arrays([t, t, t], names=["t", "rpm_2", "rpm_2"]), tmp_path / "x.parquet")
+    with pytest.raises(LogFormatError, match=r"column\(s\) 'rpm_2' appear more than once"):
+        read(tmp_path / "x.parquet")
+
+
+# -- hangs and huge allocations ----------------------------------------------------------------
+def test_multi_event_crazyflie_time_jump(worker: fuzzing.Worker) -> None:
+    """Two event types, one time stamp jumping by 2^40 µs: align asked for a grid of 10^12
+    samples (hang, then MemoryError)."""
+    slow = (7, "slow", [("motor.m1", "H")])
+    events = [(0, 1_000_000 + 1000 * k, [0.0, 0.0, 1.0, 0, 0, 0, 1, 2, 3, 4]) for k in range(40)]
+    events += [(7, 1_000_000 + 4000 * k, [20000]) for k in range(10)]
+    events.append((7, 1 << 40, [20000]))
+    events.append((0, (1 << 40) + 1, [0.0, 0.0, 1.0, 0, 0, 0, 1, 2, 3, 4]))
+    kind, msg = worker.run(log_bytes([CF_TYPE, slow], sorted(events, key=lambda e: e[1])), "")
+    assert kind == fuzzing.ROTORID, msg
+    assert "time stamps" in msg
+
+
+def test_flight_grids_are_bounded() -> None:
+    """resample/align with absurd time stamps: refused before allocating (were MemoryError)."""
+    f = Flight(t=np.array([0.0, 0.001, 1e9]), gyro=np.zeros((3, 3)), meta={"source": "jump"})
+    with pytest.raises(RotoridError, match=r"jump: a 1000 Hz grid over 1e\+09 s would hold 1e\+12 samples"):
+        f.resample(1000.0)
+    s = Series(np.array([0.0, 1e-6, 2e-6, 1e6]), np.zeros((4, 3)))
+    with pytest.raises(RotoridError, match="the time stamps jump"):
+        align({"gyro": s}, meta={"source": "x"})
+    with pytest.raises(RotoridError, match="sample rate inf Hz"):
+        signal.butter_filtfilt(np.zeros((10, 3)), float("inf"), 5.0)
+
+
+def test_without_is_linear_in_gaps() -> None:
+    """Flight.without over many intervals: vectorized (was a Python loop over intervals
+    times samples) and the same as the definition."""
+    t = np.arange(200_000) / 1000.0
+    f = Flight(t=t, gyro=np.zeros((len(t), 3)), meta={"source": "x"})
+    gaps = [(k + 0.1, k + 0.2) for k in range(0, 200, 2)]
+    pieces = f.without(gaps)
+    assert len(pieces) == 101
+    assert pieces[0].t[-1] == pytest.approx(0.1) and pieces[1].t[0] == pytest.approx(0.2)
+    assert sum(len(p.t) for p in pieces) == len(t) - 100 * 99  # 99 samples strictly inside each
+
+
+# -- silent nonsense ---------------------------------------------------------------------------
+def _cf(tmp_path: Path, edit: dict[int, list[float]] | None = None, ts: dict[int, int] | None = None) -> Path:
+    """A 400-sample Crazyflie v2 log (1 kHz) with sample values / time stamps replaced."""
+    _, events = fixed_frequency(400)
+    events = [(eid, (ts or {}).get(k, t), (edit or {}).get(k, v)) for k, (eid, t, v) in enumerate(events)]
+    p = tmp_path / "cf"
+    p.write_bytes(log_bytes([CF_TYPE], events))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ([0.0, 0.0, 210.0, 0, 0, 0, 1, 1, 1, 1], r"'acc' column 2 reads 2059\.4 m/s² at t = 1\.100 s"),
+        ([0.0, 0.0, 1.0, 0, 12000.0, 0, 1, 1, 1, 1], r"'gyro' column 1 reads 209\.44 rad/s at t = 1\.100 s"),
+    ],
+)
+def test_impossible_values_are_errors(tmp_path: Path, values: list[float], match: str) -> None:
+    with pytest.raises(LogFormatError, match=match):
+        read(_cf(tmp_path, edit={100: values}))
+
+
+def test_normalized_commands_outside_0_1(tmp_path: Path) -> None:
+    fmt = "actuator_motors:uint64_t timestamp;float[4] control;"
+    rows = [struct.pack("<Q4f", 1_000_000 + 4000 * k, 0.5, 0.5, 1.5 if k == 5 else 0.5, 0.5) for k in range(30)]
+    with pytest.raises(LogFormatError, match=r"'cmd' column 2 reads 1\.5 normalized commands at t = 0\.020 s"):
+        _read(tmp_path, ulog_bytes([fmt], "actuator_motors", rows))
+
+
+@pytest.mark.parametrize(("unit", "ok"), [("rad_s", True), ("normalized", False), (None, False)])
+def test_command_bound_follows_the_declared_unit(tmp_path: Path, unit: str | None, ok: bool) -> None:
+    """Rotor-speed commands (rad/s, a simulated 'rad_s' vehicle) pass where the flight and so
+    the ULog's info declare rad/s; the same numbers under PX4's normalized default are refused."""
+    t = np.arange(100) / 200.0
+    units = {"cmd": unit} if unit else {}
+    f = Flight(t=t, cmd=np.full((100, 4), 1059.4), meta={"source": "sim", "units": units})
+    p = ulog.write(f, tmp_path / "six.ulg")
+    if ok:
+        (g,) = read(p)
+        assert g.meta["units"]["cmd"] == "rad_s"
+        np.testing.assert_allclose(g.cmd, 1059.4, rtol=1e-6)
+    else:
+        with pytest.raises(LogFormatError, match=r"'cmd' column 0 reads 1059\.4 normalized commands"):
+            read(p)
+
+
+def test_csv_commands_take_the_vehicles_unit(tmp_path: Path) -> None:
+    """A CSV declares no unit: with a normalized vehicle (`rotorid.io.load`'s hint) 1059 is
+    refused as a command; a vehicle driven by rotor speed gives no hint, and 1059 rad/s passes."""
+    t = np.arange(100) / 200.0
+    f = Flight(t=t, cmd=np.full((100, 4), 1059.4), meta={"source": "sim"})
+    p = table.write(f, tmp_path / "six.csv")
+    with pytest.raises(LogFormatError, match=r"'cmd' column 0 reads 1059\.4 normalized commands"):
+        read(p, hints={"motor_input": "normalized"})
+    (g,) = read(p)
+    assert "cmd" not in g.meta.get("units", {}) and g.cmd[0, 0] == pytest.approx(1059.4)
+    (g,) = read(
+        table.write(f.replace(cmd=np.full((100, 4), 0.4)), tmp_path / "n.csv"), hints={"motor_input": "normalized"}
+    )
+    assert g.meta["units"]["cmd"] == "normalized"
+
+
+@pytest.mark.parametrize(
+    ("step_us", "match"),
+    [(2, r"logged at 5e\+05 Hz, outside the 1 Hz–100000 Hz"), (1_500_000, r"logged at 0\.6667 Hz")],
+)
+def test_rates_outside_1hz_100khz(tmp_path: Path, step_us: int, match: str) -> None:
+    ts = {k: 1_000_000 + step_us * k for k in range(400)}
+    with pytest.raises(LogFormatError, match=match):
+        read(_cf(tmp_path, ts=ts))
+
+
+def test_absurd_timestamps(tmp_path: Path) -> None:
+    ts = {k: 10_000_000_000_000 + 1000 * k for k in range(400)}  # 1e7 s since boot
+    with pytest.raises(LogFormatError, match=r"time stamps reach 1e\+07 s"):
+        read(_cf(tmp_path, ts=ts))
+
+
+def test_gaps_split_every_reader(tmp_path: Path) -> None:
+    """A 1 s hole in a Crazyflie log (one event type, no alignment) splits it, with a warning."""
+    ts = {k: 1_000_000 + 1000 * k + (1_000_000 if k >= 200 else 0) for k in range(400)}
+    with pytest.warns(UserWarning, match=r"1 gap\(s\) longer than 0\.5 s \(1\.20–2\.20 s\)"):
+        a, b = read(_cf(tmp_path, ts=ts))
+    assert (len(a.t), len(b.t)) == (200, 200)
+    assert b.t[0] - a.t[-1] == pytest.approx(1.001)
+
+
+def test_window_across_a_2s_gap_is_never_bridged(tmp_path: Path) -> None:
+    """Issue 16 part 5: a 2 s hole inside an analysis window gives the two pieces around it
+    (nothing interpolated across), and a NaN in a built Flight is an error naming its time."""
+    ts = {k: 1_000_000 + 1000 * k + (2_000_000 if k >= 200 else 0) for k in range(400)}
+    p = _cf(tmp_path, ts=ts)
+    with pytest.warns(UserWarning, match=r"gap\(s\) longer than 0\.5 s \(1\.20–3\.20 s\)"):
+        a, b = load(f"{p}@1.1:3.3")
+    assert (a.t[0], a.t[-1], b.t[0], b.t[-1]) == pytest.approx((1.1, 1.199, 3.2, 3.3), abs=1.1e-3)
+    assert np.max(np.diff(a.t)) < 0.0011 and np.max(np.diff(b.t)) < 0.0011
+    with pytest.raises(RotoridError, match=r"channel 'gyro' has NaN/inf at t=0\.020000 s"):
+        Flight(t=np.arange(5) / 100.0, gyro=np.where(np.arange(15).reshape(5, 3) == 7, np.nan, 0.0))
+
+
+def test_saturated_gyro_is_a_warning_naming_the_span(tmp_path: Path) -> None:
+    sat = [0.0, 0.0, 1.0, 0, 2000.0, 0, 1, 1, 1, 1]  # 2000 deg/s = 34.9 rad/s, held 5 samples
+    with pytest.warns(
+        UserWarning, match=r"'gyro' is held at its extreme in 1 span\(s\) \(gyro\[1\] = 34\.91 at 1\.050–1\.054 s\)"
+    ):
+        (f,) = read(_cf(tmp_path, edit=dict.fromkeys(range(50, 55), sat)))
+    assert f.gyro[:, 1].max() == pytest.approx(np.radians(2000.0))
+
+
+# -- messages -----------------------------------------------------------------------------------
+def test_messages_are_one_printable_line(tmp_path: Path) -> None:
+    """An event name with a newline and terminal escapes ends up escaped and cut in the error."""
+    name = "evil\n\x1b[2J\x1b[31m" + "x" * 500
+    bad = (0, name, [("a", "f"), ("a", "f")])  # a variable declared twice
+    p = tmp_path / "evil"
+    body = log_bytes([bad], [])
+    p.write_bytes(body)
+    with pytest.raises(LogFormatError) as e:
+        read(p)
+    msg = str(e.value)
+    assert msg.isprintable() and "\\n\\x1b[2J" in msg and f"…({len(name)} chars)" in msg
+    assert len(msg) < 300
+
+
+def test_message_helpers() -> None:
+    assert one_line("a\r\nb\x00\u2028") == "a\\r\\nb\\x00\\u2028"
+    assert quote("ok") == "'ok'"
+    assert clip("é" * 70, 60) == "é" * 60 + "…(70 chars)"
+    assert str(RotoridError("two\nlines")) == "two\\nlines"

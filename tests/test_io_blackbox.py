@@ -1,0 +1,228 @@
+"""Betaflight blackbox: the two real CS110 logs (units, axes confirmed on the data, header
+facts), log sections of a multi-flight file, eRPM -> rotor speed, export, the delay method end
+to end on a fixture window with a stated vehicle. Mutation fuzzing of the fixtures:
+tests/test_fuzz_readers.py."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from rotorid import frames
+from rotorid.cli import app
+from rotorid.errors import LogFormatError
+from rotorid.flight import Flight
+from rotorid.io import blackbox, read, write
+from rotorid.signal import butter_filtfilt, derivative
+
+#: A CS110 as its pilot states it: 110 mm diagonal, Betaflight's quad-X motor order (1 rear
+#: right, 2 front right, 3 rear left, 4 front left), props in (1 and 4 turn clockwise seen
+#: from above, so their drag turns the body counter-clockwise: torque_dir +1). The mass is
+#: not in the log; 105 g is the pilot's statement.
+CS110 = """
+name = "cs110"
+mass = 0.105
+motor_input = "normalized"
+[[rotor]]
+position = [-0.0389, -0.0389, 0.0]
+axis = [0.0, 0.0, 1.0]
+torque_dir = 1
+[[rotor]]
+position = [0.0389, -0.0389, 0.0]
+axis = [0.0, 0.0, 1.0]
+torque_dir = -1
+[[rotor]]
+position = [-0.0389, 0.0389, 0.0]
+axis = [0.0, 0.0, 1.0]
+torque_dir = -1
+[[rotor]]
+position = [0.0389, 0.0389, 0.0]
+axis = [0.0, 0.0, 1.0]
+torque_dir = 1
+"""
+
+
+@pytest.fixture(scope="session")
+def bbl(data_dir: Path) -> dict[str, Path]:
+    out = {n: data_dir / "betaflight" / f"{n}.BBL" for n in ("example_smooth_tune", "better_tune")}
+    if not all(p.exists() for p in out.values()):
+        pytest.skip("Betaflight fixtures not found")
+    return out
+
+
+@pytest.fixture(scope="session")
+def smooth(bbl: dict[str, Path]) -> Flight:
+    (f,) = read(bbl["example_smooth_tune"])
+    return f
+
+
+def test_units_and_header_facts(smooth: Flight) -> None:
+    f = smooth
+    assert f.meta["format"] == "blackbox" and f.meta["log_index"] == 1
+    h = f.meta["header"]
+    assert h["Firmware revision"] == "Betaflight 3.1.5 (4646f9d) OMNIBUSF4" and h["Craft name"] == "CS110"
+    assert h["looptime"] == 125 and h["P interval"] == "1/4" and h["acc_1G"] == 2048
+    assert h["gyro_scale"] == 1.0  # 0x3f800000: the float's bits
+    # 8 kHz loop, every 4th iteration logged
+    assert f.rate == pytest.approx(2000.0, rel=0.02)
+    assert f.t[0] == pytest.approx(33.911, abs=1e-3) and f.duration == pytest.approx(38.77, abs=0.01)
+    # accSmooth / acc_1G in g: hovering all flight long, so the mean specific force is ≈ +1 g up
+    assert np.median(f.acc[:, 2]) == pytest.approx(frames.GRAVITY, rel=0.05)
+    assert np.abs(np.median(f.acc[:, :2], axis=0)).max() < 0.5
+    # gyroADC deg/s -> rad/s: PID-tune oscillations of a few rad/s, no 57x error
+    assert 2.0 < np.abs(f.gyro[:, 0]).max() < 10.0
+    # motor[] over motorOutput 138..2047 -> 0…1; hover near 26 %
+    assert f.meta["units"]["cmd"] == "normalized (motorOutput 138..2047)"
+    assert f.cmd.shape[1] == 4 and f.cmd.min() >= 0.0 and f.cmd.max() <= 1.0
+    assert np.median(f.cmd) == pytest.approx(0.265, abs=0.02)
+    assert "rotor_speed" not in f.channels  # no bidirectional DShot in 2017
+
+
+def test_axes_are_flu_by_the_motor_differentials(smooth: Flight) -> None:
+    """Angular acceleration follows the torque of the motor differentials 20 ms earlier, with
+    the sign FLU predicts for Betaflight's quad-X order: roll (left motors 3, 4 minus right 1,
+    2), pitch (rear 1, 3 minus front 2, 4: nose down is +y), yaw (clockwise props 1, 4 minus
+    2, 3: their drag turns the body counter-clockwise, +z up)."""
+    f = smooth.window(35.0, 70.0)
+    m = f.cmd
+    torque = np.column_stack(
+        [
+            m[:, 2] + m[:, 3] - m[:, 0] - m[:, 1],
+            m[:, 0] + m[:, 2] - m[:, 1] - m[:, 3],
+            m[:, 0] + m[:, 3] - m[:, 1] - m[:, 2],
+        ]
+    )
+    wdot = butter_filtfilt(derivative(f.gyro, f.t), f.rate, 30.0)
+    torque = butter_filtfilt(torque, f.rate, 30.0)
+    lag = round(0.02 * f.rate)
+    r = [np.corrcoef(torque[:-lag, k], wdot[lag:, k])[0, 1] for k in range(3)]
+    assert r[0] > 0.5 and r[1] > 0.3 and r[2] > 0.2, r
+
+
+def test_every_fixture_reads_and_exports(bbl: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.warns(UserWarning, match=r"channel 'gyro' is held at its extreme in 2 span\(s\)"):
+        (f,) = read(bbl["better_tune"])
+    # a flip drives the gyro into its ±2000 deg/s range: the deg/s scale is right
+    assert np.abs(f.gyro).max() == pytest.approx(np.radians(2000.0), rel=0.005)
+    assert f.meta["header"]["P interval"] == "1/8"
+    assert f.rate == pytest.approx(1000.0, rel=0.02)
+    # a harder flight than the smooth tune: body-z specific force above 1 g on average (turns)
+    assert 1.0 < np.median(f.acc[:, 2]) / frames.GRAVITY < 1.25
+    with pytest.warns(UserWarning, match="saturated"):
+        (back,) = read(write(f, tmp_path / "better.parquet"))  # what `rotorid convert` writes
+    np.testing.assert_allclose(back.gyro, f.gyro)
+    np.testing.assert_allclose(back.cmd, f.cmd)
+
+
+def test_one_flight_per_log_section(bbl: dict[str, Path], tmp_path: Path) -> None:
+    """Two log sections on one card (each starts with its own header), the first cut where the
+    second begins, as a flight controller leaves them after a power loss."""
+    p = tmp_path / "two.bbl"
+    p.write_bytes(bbl["example_smooth_tune"].read_bytes()[:300_000] + bbl["better_tune"].read_bytes()[:300_000])
+    with pytest.warns(UserWarning, match=r"log 1 is cut or corrupt after \d+ frames"):
+        first, second = read(p)
+    assert (first.meta["log_index"], second.meta["log_index"]) == (1, 2)
+    assert first.meta["header"]["P interval"] == "1/4" and second.meta["header"]["P interval"] == "1/8"
+    assert first.rate == pytest.approx(2000.0, rel=0.02) and second.rate == pytest.approx(1000.0, rel=0.02)
+    assert first.t[-1] < 40.0 < 75.0 < second.t[0]  # each on its own clock since power-up
+
+
+def _section(names: list[str], rows: list[tuple], **header: object) -> tuple[dict, dict]:
+    headers = {"motorOutput": [48, 2047], "acc_1G": 2048, "gyro_scale": "0x3f800000", **header}
+    series, meta = blackbox._flight(Path("synthetic.bbl"), 1, headers, names, rows, None)
+    return series, meta
+
+
+def test_erpm_to_rotor_speed_with_motor_poles() -> None:
+    """eRPM/100 from bidirectional DShot: rotor rad/s = eRPM·100 / (poles/2) · 2π/60."""
+    names = ["time", *(f"motor[{i}]" for i in range(4)), *(f"eRPM[{i}]" for i in range(4))]
+    rows = [(1000 * k, 48, 1047, 2047, 2047, 100 * k, 200, 300, 400) for k in range(10)]
+    series, meta = _section(names, rows, motor_poles=14)
+    rpm = np.array([[100 * k, 200, 300, 400] for k in range(10)]) * 100 / 7
+    np.testing.assert_allclose(series["rotor_speed"].values, rpm * 2 * np.pi / 60)
+    assert meta["units"]["rotor_speed"] == "rad/s (from eRPM, 14 motor poles)"
+    np.testing.assert_allclose(series["cmd"].values[0], [0.0, 0.5, 1.0, 1.0], atol=1e-3)
+    np.testing.assert_allclose(series["cmd"].t, np.arange(10) * 1e-3)
+    with pytest.warns(UserWarning, match="motor_poles unknown"):
+        series, _ = _section(names, rows)
+    assert "rotor_speed" not in series
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    scale=st.floats(0.0625, 8.0, width=32),
+    one_g=st.sampled_from([256, 512, 1024, 2048, 4096]),
+    lo=st.integers(0, 1100),
+    span=st.integers(100, 2000),
+    raw=st.lists(st.tuples(*[st.integers(-4000, 4000)] * 6, st.integers(0, 3200)), min_size=2, max_size=30),
+)
+def test_header_scales_convert_every_frame(scale: float, one_g: int, lo: int, span: int, raw: list) -> None:
+    """gyroADC × gyro_scale (float bits) deg/s -> rad/s, accSmooth / acc_1G g -> m/s², motor
+    over motorOutput -> 0…1 clipped, time µs -> s, for any header and frames."""
+    names = ["time", *(f"gyroADC[{i}]" for i in range(3)), *(f"accSmooth[{i}]" for i in range(3)), "motor[0]"]
+    rows = [(1000 * k, *r) for k, r in enumerate(raw)]
+    bits = hex(struct.unpack("<I", struct.pack("<f", scale))[0])
+    series, meta = _section(names, rows, gyro_scale=bits, acc_1G=one_g, motorOutput=[lo, lo + span])
+    v = np.array(raw, dtype=float)
+    np.testing.assert_allclose(series["gyro"].values, np.radians(v[:, :3] * scale), rtol=1e-12)
+    np.testing.assert_allclose(series["acc"].values, v[:, 3:6] / one_g * frames.GRAVITY, rtol=1e-12)
+    np.testing.assert_allclose(series["cmd"].values[:, 0], np.clip((v[:, 6] - lo) / span, 0, 1))
+    np.testing.assert_allclose(series["gyro"].t, np.arange(len(raw)) * 1e-3)
+    assert meta["header"]["gyro_scale"] == scale
+
+
+def test_corrupt_header_numbers_are_format_errors() -> None:
+    names = ["time", "gyroADC[0]", "gyroADC[1]", "gyroADC[2]"]
+    rows = [(1000 * k, 1, 2, 3) for k in range(5)]
+    with pytest.raises(LogFormatError, match="header gyro_scale is 'zz', not a number"):
+        _section(names, rows, gyro_scale="zz")
+    with pytest.raises(LogFormatError, match="not a positive float"):
+        _section(names, rows, gyro_scale="0xbf800000")  # -1.0
+    series, _ = _section(names, rows, gyro_scale="0x40000000")  # 2.0 deg/s per count
+    np.testing.assert_allclose(series["gyro"].values[0], np.radians([2.0, 4.0, 6.0]))
+
+
+def test_inav_is_refused_not_guessed() -> None:
+    """INAV documents other body axes than Betaflight (X forward, Y right, Z up) and no
+    fixture confirms its logged signs: a clear error instead of a silent guess."""
+    names = ["time", "gyroADC[0]", "gyroADC[1]", "gyroADC[2]"]
+    with pytest.raises(LogFormatError, match=r"an INAV log \('Cleanflight INAV 2.0.0'\).*does not read INAV"):
+        _section(
+            names,
+            [(0, 1, 2, 3), (1000, 1, 2, 3)],
+            **{"Firmware type": "Cleanflight", "Firmware revision": "INAV 2.0.0"},
+        )
+
+
+def test_not_a_blackbox_log(tmp_path: Path) -> None:
+    p = tmp_path / "x.bbl"
+    p.write_bytes(b"H Product:Blackbox flight data recorder by Nicholas Sherlock\n" + bytes(64))
+    with pytest.raises(LogFormatError, match="no flight data in 1 log section"), pytest.warns(UserWarning):
+        read(p)
+
+
+def test_delay_method_end_to_end_on_a_fixture_window(bbl: dict[str, Path], tmp_path: Path) -> None:
+    """`rotorid identify --method delay` on the hover of the smooth-tune flight with the stated
+    vehicle: it runs through, and its thrust curve agrees with the log's own hover (the motor
+    commands at zero world acceleration, the method's Fig. 6 check)."""
+    veh = tmp_path / "cs110.toml"
+    veh.write_text(CS110)
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        app,
+        [
+            *("identify", f"{bbl['example_smooth_tune']}@35:70", "--method", "delay"),
+            *("--vehicle", str(veh), "--exponents", "1,2", "--out", str(out)),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    params = json.loads((out / "params.json").read_text())["params"]
+    assert 0.01 < params["tm"]["value"] < 0.1  # a 1105-size motor with a 2.5" prop
+    assert params["hover_cmd"]["value"] == pytest.approx(0.26, abs=0.01)
