@@ -110,3 +110,16 @@ def test_t_eta_rows(theta: float) -> None:
         ]
     )
     np.testing.assert_allclose(frames.t_eta(eta)[0], want, atol=1e-15)
+
+
+def test_ned_to_enu_is_an_exact_signed_permutation_even_at_the_float_limits() -> None:
+    """A fuzzed ULog reached ned_to_enu with 1e308-sized positions: the conversion must neither
+    overflow nor turn inf into NaN (the plausibility guard then refuses the values in words)."""
+    import warnings
+
+    v = np.array([[1e308, -np.inf, 2.5], [1.0, 2.0, 3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = frames.ned_to_enu(v)
+    np.testing.assert_array_equal(out, [[-np.inf, 1e308, -2.5], [2.0, 1.0, -3.0]])
+    np.testing.assert_array_equal(frames.enu_to_ned(out), v)

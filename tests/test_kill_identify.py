@@ -54,10 +54,6 @@ def _kill_during(args: list[str], parent: Path, sig: int, when: str, rng: random
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="write_run replaces the files of --out one by one; the atomic folder swap comes from seams-surface",
-    strict=False,  # timing decides whether a kill lands between two renames
-)
 def test_identify_killed_leaves_previous_or_new_run(tmp_path: Path) -> None:
     sim = tmp_path / "sim"
     res = CliRunner().invoke(app, ["simulate", "six-config-a", "--out", str(sim), "--duration", "2"])

@@ -26,6 +26,7 @@ GRAVITY_ENU = np.array([0.0, 0.0, -GRAVITY])
 _FLIP_YZ = np.array([1.0, -1.0, -1.0])
 #: NED <-> ENU swaps x and y and negates z (an involution, so one matrix serves both ways).
 _NED_ENU = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+_ENU_SIGN = np.array([1.0, 1.0, -1.0])
 
 
 def frd_to_flu(v: np.ndarray) -> np.ndarray:
@@ -37,8 +38,9 @@ flu_to_frd = frd_to_flu
 
 
 def ned_to_enu(v: np.ndarray) -> np.ndarray:
-    """World vectors NED -> ENU (swap x/y, negate z). Its own inverse."""
-    return np.asarray(v) @ _NED_ENU.T
+    """World vectors NED -> ENU (swap x/y, negate z). Its own inverse. A permutation with a sign,
+    not a matrix product: exact, and a huge or infinite component stays where it is (no inf·0)."""
+    return np.asarray(v)[..., [1, 0, 2]] * _ENU_SIGN
 
 
 enu_to_ned = ned_to_enu

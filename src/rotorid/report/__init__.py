@@ -14,6 +14,7 @@ import io
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,17 +109,21 @@ def write_folder(out: Path, files: dict[str, bytes]) -> dict[str, Path]:
     atomic exchange where the system has one), so a reader — or a crash — sees either the
     previous run or the new one, never a mix or a half-written file."""
     out = check_output(Path(out), run=True)
+    # the name is chosen before the folder exists, so an interrupt at any moment leaves nothing behind
+    tmp = out.parent / f".{out.name}.new-{uuid.uuid4().hex[:12]}"
+    for stale in (*out.parent.glob(f".{out.name}.new-*"), *out.parent.glob(f".{out.name}.old-*")):
+        shutil.rmtree(stale, ignore_errors=True)  # left by a run killed outright (SIGKILL, power loss)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
-    except OSError as e:
-        raise RotoridError(
-            f"{out}: cannot write here ({e.strerror or e}); choose another output folder with --out"
-        ) from None
-    try:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp.mkdir(mode=0o700)
+        except OSError as e:
+            raise RotoridError(
+                f"{out}: cannot write here ({e.strerror or e}); choose another output folder with --out"
+            ) from None
         for name, data in files.items():
             (tmp / name).write_bytes(data)
-        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp creates 0700; give the folder the usual permissions
+        os.chmod(tmp, 0o777 & ~_umask())  # created 0700 while filled; give the folder the usual permissions
         for name in files:
             os.chmod(tmp / name, 0o666 & ~_umask())
         if not out.exists():
