@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special
 from scipy.integrate import cumulative_trapezoid
 from threadpoolctl import threadpool_limits
 
@@ -320,10 +320,13 @@ class ThrustProblem:
         e = np.array(self.exponents)
         blocks = []
         for w in states:
-            p = np.stack([np.ones_like(w) if j == 0 else w**j for j in self.exponents], axis=-1)  # (N, M, E)
-            if not self.per_motor:
-                blocks.append(np.einsum("nme,mr->nre", p, r, optimize=True).reshape(-1, len(e)))
+            if not self.per_motor:  # column by column: no (N, M, E) stack on every T_m evaluation
+                a = np.empty((len(w), r.shape[1], len(e)))
+                for k, j in enumerate(self.exponents):
+                    a[:, :, k] = r.sum(axis=0) if j == 0 else (w if j == 1 else w**j) @ r
+                blocks.append(a.reshape(-1, len(e)))
                 continue
+            p = np.stack([np.ones_like(w) if j == 0 else w**j for j in self.exponents], axis=-1)  # (N, M, E)
             a = (p[:, :, None, :] * r[None, :, :, None]).transpose(0, 2, 1, 3)  # (N, R, M, E)
             if self.shared_c0:
                 keep = e != 0
@@ -653,7 +656,7 @@ def search_tm_asymmetric(problem: ThrustProblem, sym: TmSearch, settings: DelayS
     p = len(problem.names()) + 2
     dof = max(n_eff - p, 1.0)
     f_stat = max(sse_s - sse_a, 0.0) / (sse_a / dof)
-    return AsymSearch(tr, tf, std, sse_a, float(f_stat), float(stats.f.sf(f_stat, 1, dof)), count[0], at_edge, unc)
+    return AsymSearch(tr, tf, std, sse_a, float(f_stat), float(special.fdtrc(1, dof, f_stat)), count[0], at_edge, unc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1007,7 +1010,7 @@ def _motor_lag_step(
     fit = sym.unc.fit if sym.unc is not None else prob.fit(tm_pair)[0]
     thrust_r2 = r2_from_sse(fit.sse, prob.b)
     lr = 0.5 * (sym.n / sym.tau_int) * math.log(float(np.max(sym.sse)) / float(np.min(sym.sse)))
-    if not thrust_r2 >= st.min_thrust_r2 or lr < 0.5 * stats.chi2.ppf(0.999, 1):
+    if not thrust_r2 >= st.min_thrust_r2 or lr < 0.5 * special.chdtri(1, 0.001):
         raise ExcitationError(
             f"{src}: not enough excitation for T_m: the measured thrust (mass x accelerometer z) "
             f"{'does not follow the motor commands' if not thrust_r2 >= st.min_thrust_r2 else 'fits equally well for every T_m'} "
@@ -1071,7 +1074,7 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     )
     tm_d, dead = float(res.x[0]), float(res.x[1])
     lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / sse(res.x)), 0.0)
-    p = 0.5 * float(stats.chi2.sf(2 * lr, 1))
+    p = 0.5 * float(special.chdtrc(1, 2 * lr))
     out.diag.update(dead_time=dead, dead_time_tm=tm_d, dead_time_p=p)
     if not p < 0.01:
         return False
