@@ -18,7 +18,6 @@ from rotorid.errors import WindowError
 from rotorid.io import load, parse_spec, table
 from rotorid.registry import methods
 from rotorid.sim import scenarios
-
 from test_cli_errors import fails
 
 
