@@ -364,6 +364,7 @@ def validate(
     from rotorid.report.validate import rows, write_validation
     from rotorid.result import Result
     from rotorid.runs import provenance
+    from rotorid.validate import overlaps
     from rotorid.validate import validate as run
     from rotorid.vehicle import Vehicle
 
@@ -371,6 +372,10 @@ def validate(
     result = Result.load(params)
     base = Vehicle.load(vehicle) if vehicle else None
     flights = [f for s in logs for f in load(s, vehicle=base, allow_corrupt=allow_corrupt)]
+    held_out = provenance(logs)
+    overlap = overlaps(result, held_out)
+    for text in overlap:
+        warnings.warn(text, stacklevel=1)
     with console.status("validating…"):
         val = run(result, flights, base, config=config, source=source)
     table = Table(title=f"cross-validation of {params} ({result.method})")
@@ -381,7 +386,8 @@ def validate(
     console.print(table)
     for n in val.notes:
         console.print(f"note: {n}")
-    written = write_validation(val, result, out, str(params), provenance(logs))
+    val.notes[:0] = overlap  # the report says it too
+    written = write_validation(val, result, out, str(params), held_out)
     console.print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
 
 
