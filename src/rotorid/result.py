@@ -294,7 +294,7 @@ class Result:
             head += f"{'truth':>14}{'error %':>9}"
         errors = compare(self, truth) if truth is not None else {}
         lines = [f"rotorid {self.method} — {len(self.params)} parameters", f"verdict: {overall(self)}"]
-        lines += ["=" * len(head), head, "-" * len(head)]
+        lines += ["=" * len(head), head.rstrip(), "-" * len(head)]
         for k, e in self.params.items():
             word = verdict(e, self.observability.get(k)).word
             row = f"{k:<16}{e.value:>14.6g}{e.std:>12.3g}{e.rel_std_pct:>8.2f}  {e.unit:<{unit_w}}  {word:<17}"
