@@ -174,3 +174,20 @@ def test_overlap_needs_the_same_file_and_a_shared_window() -> None:
         "the whole log"
         in overlaps(Result("tls", {}, inputs=[{"path": "a", "sha256": "1" * 64}]), held("1" * 64, []))[0]
     )
+
+
+def test_validation_plots_do_not_bridge_gaps() -> None:
+    """Two held-out pieces 4 s apart: every plotted line breaks between them (a NaN point)."""
+    from rotorid.report.validate import figures, gapped
+    from rotorid.validate import MOTION, Validation
+
+    t = np.concatenate([np.arange(0, 1, 0.01), np.arange(5, 6, 0.01)])
+    y = np.sin(t)[:, None] * np.ones((1, 6))
+    tt, yy = gapped(t, y)
+    assert len(tt) == len(t) + 1 and np.isnan(tt[100]) and np.isnan(yy[100]).all() and tt[101] == 5.0
+    metrics = {m: {"rmse": 0.1, "r2": 0.9, "unit": "m/s^2"} for m in MOTION}
+    val = Validation(metrics, dict.fromkeys(("F_x", "F_y", "F_z", "M_x", "M_y", "M_z"), 1.0),
+                     dict.fromkeys(("F_x", "F_y", "F_z", "M_x", "M_y", "M_z"), True), t, y, y, y, y)  # fmt: skip
+    for fig in figures(val).values():
+        lines = [ln for ax in fig.axes for ln in ax.get_lines()]
+        assert lines and all(np.isnan(np.asarray(ln.get_xdata(), float)).sum() == 1 for ln in lines)
