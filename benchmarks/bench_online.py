@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from rotorid.methods import online
+from rotorid.result import rel_error_pct
 from rotorid.sim import scenarios
 
 SEEDS = range(10)
@@ -41,7 +42,7 @@ def _errors(r, truth: dict[str, float]) -> dict[str, float]:
     out = {}
     for k in NAMES:
         v = r.params[k].value
-        out[k] = 1e3 * (v - truth[k]) if k.startswith("com") else 100.0 * (v - truth[k]) / abs(truth[k])
+        out[k] = 1e3 * (v - truth[k]) if k.startswith("com") else rel_error_pct(v, truth[k])
     return out
 
 

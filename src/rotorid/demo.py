@@ -32,7 +32,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rotorid.errors import RotoridError
-from rotorid.result import Result, Truth
+from rotorid.result import Result, Truth, rel_error_pct
 
 #: Flight length (s) per simulated flight, shorter than the papers' so the demo takes seconds.
 #: At these lengths (seed 0) every parameter the scenarios excite is within 2 % of the truth
@@ -129,7 +129,7 @@ def _online(
     progress("baselines rls, rls-lpf (Kwon Tables 8-10)", 0.8)
     baselines = {v: online.identify(flight, sc.vehicle, online.OnlineSettings(variant=v)) for v in ("rls", "rls-lpf")}
     errors = ", ".join(
-        f"{v} {name} {100 * (b.value(name) - truth[name]) / truth[name]:+.0f} %"
+        f"{v} {name} {rel_error_pct(b.value(name), truth[name]):+.0f} %"
         for v, b in baselines.items()
         for name in ("I_xx", "I_yy", "I_zz")
     )
@@ -189,7 +189,7 @@ def table(method: str, result: Result, truth: Truth | None) -> Table:
     t.add_column("error %", justify="right")
     for name, e in result.params.items():
         tv = truth.params.get(name) if truth else None
-        err = 100.0 * (e.value - tv) / abs(tv) if tv not in (None, 0) else None
+        err = rel_error_pct(e.value, tv) if tv not in (None, 0) else None
         style = "" if err is None else ("green" if abs(err) <= 5 else "yellow" if abs(err) <= 20 else "red")
         std = f"{e.std:.2g}" if e.std == e.std else "—"
         t.add_row(
