@@ -62,9 +62,9 @@ def test_help_groups_every_method_option_under_its_method() -> None:
 
 def test_window_syntax_is_named(six: dict[str, Path]) -> None:
     log = str(six["log"])
-    with pytest.raises(WindowError, match=r"'35-65' after '@' is not a window; write FILE@t0:t1"):
+    with pytest.raises(WindowError, match=r"window '35-65' is not of the form t0:t1 \(seconds\): write e.g."):
         parse_spec(f"{log}@35-65")
-    fails(["info", f"{log}@1-5"], "'1-5' after '@' is not a window", f"{log}@35:65")
+    fails(["info", f"{log}@1-5"], "window '1-5' is not of the form t0:t1", f"e.g. {log}@35:65")
     with pytest.raises(WindowError, match="window '1:2:3' is not of the form t0:t1"):
         parse_spec(f"{log}@1:2:3")
     odd = six["log"].parent / "flight@home.csv"  # a file whose name holds an '@' is still a file

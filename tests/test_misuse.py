@@ -91,7 +91,7 @@ def test_window_syntax_and_the_last_sample(cf_logs, tmp_path: Path) -> None:
     log10 = str(cf_logs["log10"])
     fails(
         ["identify", "--method", "delay", "--vehicle", "crazyflie", f"{log10}@35-65", "--out", str(tmp_path / "o")],
-        f"{log10}@35-65: '35-65' after '@' is not a window; write FILE@t0:t1 in seconds (e.g. {log10}@35:65)",
+        f"{log10}@35-65: window '35-65' is not of the form t0:t1 (seconds): write e.g. {log10}@35:65,",
     )
     end = float(load(log10)[0].t[-1])
     (f,) = load(f"{log10}@70:{end + 0.002:.4f}")  # 2 ms past the end: clipped, not refused

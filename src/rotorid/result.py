@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rotorid.errors import RotoridError
+from rotorid.names import parse
 
 #: Canonical parameter names -> (unit for a normalized motor input, description): the one
 #: name of each parameter in params.json, the terminal, the report and the README. Per-motor
@@ -53,7 +54,6 @@ PARAMS: dict[str, tuple[str, str]] = {
     "imu_z": ("m", "IMU position z"),
 }
 
-_SUFFIX = re.compile(r"^(?P<base>.+?)(?:_m\d+)?(?:@(?P<cfg>[\w.-]+))?$")
 _THRUST_COEFF = re.compile(r"^thrust_c(?P<j>\d+)$")
 
 #: The unit of one motor input (command or rotor speed) by the vehicle's `motor_input` kind;
@@ -70,8 +70,7 @@ def unit_of(name: str, motor_input: str = "normalized") -> str:
     curve coefficient `thrust_cJ` is in N per input^J (N for a normalized command, N/(rad/s)^2
     for J = 2 on rotor speed), `k_t`/`k_d` in N (N m) per input², `hover_cmd` in the input's
     unit ("1" when normalized)."""
-    m = _SUFFIX.match(name)
-    base = m.group("base") if m else name
+    base = parse(name).base
     u = INPUT_UNIT.get(motor_input, "")
     coeff = _THRUST_COEFF.match(base)
     if coeff or base in _PER_INPUT:
@@ -199,8 +198,6 @@ def verdict(e: Estimate, obs: dict[str, Any] | None) -> Verdict:
 
 def _listed(names: list[str]) -> str:
     """Names with per-motor ones folded: thrust_c2_m1 … thrust_c2_m4 -> `thrust_c2 (motors 1–4)`."""
-    from rotorid.names import parse
-
     groups: dict[tuple[str, str | None], list[int | None]] = {}
     for n in names:
         p = parse(n)

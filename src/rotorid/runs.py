@@ -241,9 +241,9 @@ def on_commands(result: Result, vehicle: Vehicle, speed: str) -> Result:
     import warnings
     from dataclasses import replace
 
-    channel = result.settings.get("speed_channel")
-    used = set(channel.values()) if isinstance(channel, dict) else {channel}
-    if vehicle.motor_input == "rad_s" or "cmd" not in used:
+    from rotorid.identified import motor_input
+
+    if motor_input(result, vehicle) == "rad_s":
         return result
     if speed == "auto":
         raise RotoridError(

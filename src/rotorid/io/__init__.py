@@ -156,7 +156,7 @@ def parse_spec(spec: str) -> LogSpec:
         return LogSpec(Path(spec))
     if ":" not in rest:
         raise WindowError(
-            f"{spec}: '{rest}' after '@' is not a window; write FILE@t0:t1 in seconds (e.g. {path}@35:65), "
+            f"{spec}: window '{rest}' is not of the form t0:t1 (seconds): write e.g. {path}@35:65, "
             "several as FILE@t0:t1,t2:t3"
         )
     windows = []
