@@ -534,3 +534,18 @@ def batch(
     from rotorid.batch import run_manifest
 
     run_manifest(manifest, out, workers=workers, scheduler=scheduler, allow_corrupt=allow_corrupt, console=console)
+
+
+@command("app")
+def app_(
+    folder: Annotated[Path, typer.Argument(help="Folder whose logs the page may open (nothing outside it).")] = Path(
+        "."
+    ),
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8050,
+    browser: Annotated[bool, typer.Option(help="Open the page in the default browser.")] = True,
+    max_upload_mb: Annotated[float, typer.Option(help="Largest log the page accepts as an upload (MB).")] = 200.0,
+) -> None:
+    """Open a local web page: pick windows on the plots, describe the vehicle, identify, download."""
+    from rotorid.app import serve
+
+    serve(folder, port=port, open_browser=browser, max_upload_mb=max_upload_mb)

@@ -1,0 +1,197 @@
+"""Latency of `rotorid app` on a 1 h log at 1 kHz (3.6 M samples; acc, gyro, 4 motor commands)
+in real headless Chromium: the first open (read + facts + proposed windows + panels), a paint of
+the three panels once the log is read (target ≤ 2 s), and zoom updates (relayout → server-side
+min/max downsampling → redraw; target ≤ 300 ms), plus where the server spends the first open.
+Skipped (no rows) without /usr/bin/chromium and /usr/bin/chromedriver."""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+RATE = 1000.0
+HOURS = 1.0
+ZOOMS = [(600.0, 660.0), (1200.0, 1500.0), (100.0, 3500.0), (2000.0, 2010.0), (3000.0, 3300.0), (10.0, 1800.0)]
+
+WAIT_DRAWN = """
+const [t0, done] = [performance.now(), arguments[arguments.length - 1]];
+const gds = [...document.querySelectorAll('.js-plotly-plot')];
+const plotted = new Set();
+gds.forEach((g, i) => { if (!g._benchHooked) { g._benchHooked = true; g.on('plotly_afterplot', () => g._benchPlotted && g._benchPlotted()); }
+                        g._benchPlotted = () => plotted.add(i); });
+document.getElementById('open').click();
+const timer = setInterval(() => {
+  if (document.getElementById('status').innerText.startsWith('error')) { clearInterval(timer); done(-1); }
+  const drawn = gds.every(g => g._fullData.length && g._fullData[0].x.length > 100 && g._fullLayout.xaxis.range[1] > 3000);
+  if (plotted.size === 3 && drawn) {
+    clearInterval(timer);
+    gds.forEach(g => { g._benchPlotted = null; });
+    requestAnimationFrame(() => requestAnimationFrame(() => done((performance.now() - t0) / 1000)));
+  }
+}, 5);
+"""
+
+WAIT_ZOOM = """
+const [a, b, done] = arguments;
+const gd = document.querySelector('#panel-thrust .js-plotly-plot');
+const tol = 0.05 * (b - a) + 0.5;
+const t0 = performance.now();
+Plotly.relayout(gd, {'xaxis.range[0]': a, 'xaxis.range[1]': b});
+const timer = setInterval(() => {
+  const x = gd._fullData[0].x, n = x.length;
+  if (Math.abs(x[0] - a) < tol && Math.abs(x[n - 1] - b) < tol && n > 100) {
+    clearInterval(timer);
+    requestAnimationFrame(() => requestAnimationFrame(() => done([(performance.now() - t0) / 1000, n])));
+  }
+}, 2);
+"""
+
+
+def synthetic_hour(seed: int = 0):
+    """A 1 h flight: 10 s on the ground at each end, thrust and attitude excitation between."""
+    from rotorid.flight import Flight
+    from rotorid.signal import butter_filtfilt
+
+    rng = np.random.default_rng(seed)
+    n = int(HOURS * 3600 * RATE)
+    t = np.arange(n) / RATE
+    flying = (t > 10.0) & (t < t[-1] - 10.0)
+    base = butter_filtfilt(rng.normal(0, 1, (n, 4)), RATE, 2.0)
+    cmd = np.where(flying[:, None], 0.6 + 0.5 * base, 0.0).clip(0, 1)
+    gyro = butter_filtfilt(rng.normal(0, 5, (n, 3)), RATE, 10.0) * flying[:, None]
+    acc = np.column_stack([rng.normal(0, 0.3, n), rng.normal(0, 0.3, n), 9.81 + 3 * base[:, 0] * flying])
+    return Flight(t, acc=acc, gyro=gyro, cmd=cmd, meta={"source": "synthetic-1h", "units": {"cmd": "normalized"}})
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds so far of this process (the app's server runs in it) and of its child
+    processes (chromedriver, Chromium) from /proc: the work a paint or zoom costs, which
+    does not depend on how busy the machine is (its wall time does)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    tick = os.sysconf("SC_CLK_TCK")
+    parent, used = {}, {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        pid = int(stat.parent.name)
+        parent[pid], used[pid] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+    me, children = os.getpid(), 0.0
+    for pid, t in used.items():
+        p = parent.get(pid)
+        while p and p != me:
+            p = parent.get(p)
+        children += t if p == me else 0.0
+    return r.ru_utime + r.ru_stime, children
+
+
+def _cpu_since(start: tuple[float, float], n: int) -> str:
+    now = _cpu()
+    return f"CPU per run: server {(now[0] - start[0]) / n:.3f} s, browser {(now[1] - start[1]) / n:.3f} s"
+
+
+def _server_breakdown(path: Path) -> dict[str, float]:
+    """The first open's server work, step by step, in this process."""
+    from rotorid.app import panels
+    from rotorid.io import LogSpec, load
+    from rotorid.vehicle import Vehicle
+
+    v = Vehicle.preset("crazyflie")
+    out = {}
+    t0 = time.perf_counter()
+    flights = load(LogSpec(path), vehicle=v)
+    out["read"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    panels.facts(flights)
+    out["facts"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    panels.proposed(flights)
+    out["proposed windows"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for role in ("thrust", "roll_pitch", "yaw"):
+        panels.figure(flights, v, role, "k").to_plotly_json()
+    out["panels (3 figures)"] = time.perf_counter() - t0
+    return out
+
+
+def run() -> list[dict]:
+    from rotorid.io import write
+
+    chromium, driver_bin = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+    if not (chromium.exists() and driver_bin.exists()):
+        print("bench_app: headless Chromium not installed; skipped")
+        return []
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    from rotorid.app import Server
+
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="rotorid-bench-app-") as tmp:
+        folder = Path(tmp) / "logs"
+        folder.mkdir()
+        log = write(synthetic_hour(), folder / "hour.parquet")
+        for step, s in _server_breakdown(log).items():
+            rows.append({"name": f"first open, server: {step}", "value": s, "unit": "s"})
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = str(chromium)
+        for f in ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1400,1100"):
+            opts.add_argument(f)
+        opts.add_argument(f"--user-data-dir={Path(tmp) / 'profile'}")
+        with Server(folder) as srv:
+            d = webdriver.Chrome(service=Service(str(driver_bin)), options=opts)
+            try:
+                d.set_script_timeout(300)
+                d.get(srv.url)
+                time.sleep(1.0)
+                d.find_element("id", "log-path").send_keys("hour.parquet")
+                first = d.execute_async_script(WAIT_DRAWN)
+                rows.append(
+                    {"name": "first open 1 h @ 1 kHz (read, facts, panels, paint)", "value": first, "unit": "s"}
+                )
+                cpu0 = _cpu()
+                paints = [d.execute_async_script(WAIT_DRAWN) for _ in range(3)]
+                paint_cpu = _cpu_since(cpu0, len(paints))
+                rows.append(
+                    {
+                        "name": "paint 3 panels, 1 h @ 1 kHz (median of 3)",
+                        "value": statistics.median(paints),
+                        "unit": "s",
+                        "target": "<= 2",
+                        "note": f"click to drawn, log already read, panels rebuilt; max {max(paints):.2f} s; "
+                        + paint_cpu,
+                    }
+                )
+                cpu0 = _cpu()
+                zooms = [d.execute_async_script(WAIT_ZOOM, a, b) for a, b in ZOOMS]
+                zoom_cpu = _cpu_since(cpu0, len(zooms))
+                secs = [z[0] for z in zooms]
+                rows.append(
+                    {
+                        "name": f"zoom update (median of {len(ZOOMS)})",
+                        "value": statistics.median(secs),
+                        "unit": "s",
+                        "target": "<= 0.3",
+                        "note": f"relayout to redrawn with new data; max {max(secs):.3f} s; "
+                        f"<= {max(z[1] for z in zooms)} points/trace; {zoom_cpu}",
+                    }
+                )
+            finally:
+                d.quit()
+        load = os.getloadavg()[0]
+        rows.append({"name": "machine load (1 min average) after the browser runs", "value": load, "unit": ""})
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rows.append({"name": "server peak RSS (this process)", "value": rss, "unit": "MB"})
+    return rows
+
+
+if __name__ == "__main__":
+    for r in run():
+        print(r)

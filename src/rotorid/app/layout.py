@@ -1,0 +1,197 @@
+"""The page of `rotorid app` (Dash components only; no JavaScript of our own): open a log, three
+role panels with the log's facts beside them, the vehicle, identify, results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rotorid.app.panels import TITLES
+from rotorid.app.state import ROLES, list_logs
+from rotorid.vehicle import LAYOUTS, MOTOR_INPUTS, MOTOR_ORDERS, PRESETS
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 0 1.2em 2em; color: #222; font-size: 14px; }
+h1 { font-size: 1.3em; margin: .6em 0 .2em; } h2 { font-size: 1.05em; margin: 1em 0 .4em; }
+.row { display: flex; gap: 1em; align-items: flex-start; flex-wrap: wrap; }
+.grow { flex: 1 1 640px; min-width: 0; } .side { flex: 0 0 330px; }
+.status { margin: .4em 0; min-height: 1.3em; } .status.error, .msg.error { color: #b00020; }
+.status.ok { color: #1a7f37; } .msg { font-size: .9em; color: #555; }
+table.facts td { padding: 1px 6px; vertical-align: top; font-size: .9em; }
+td.ok { color: #1a7f37; } td.weak { color: #9a6700; } td.bad { color: #b00020; } td.na { color: #888; }
+table.params td, table.params th { padding: 2px 8px; text-align: right; }
+.winrow { display: flex; gap: .5em; align-items: center; margin: 0 0 .6em 55px; }
+.winrow input { width: 24em; } pre { background: #f6f8fa; padding: .5em; overflow-x: auto; font-size: .85em; }
+.upload { border: 1px dashed #999; padding: .35em .8em; cursor: pointer; border-radius: 4px; }
+iframe { width: 100%; height: 900px; border: 1px solid #ddd; }
+"""
+
+
+def index_string() -> str:
+    """Dash's page template with our style sheet inlined (nothing fetched from elsewhere)."""
+    return (
+        "<!DOCTYPE html><html><head>{%metas%}<title>{%title%}</title>{%favicon%}{%css%}"
+        f"<style>{CSS}</style></head><body>{{%app_entry%}}<footer>{{%config%}}{{%scripts%}}{{%renderer%}}"
+        "</footer></body></html>"
+    )
+
+
+def _panel(role: str) -> Any:
+    from dash import dcc, html
+
+    config = {"scrollZoom": True, "displaylogo": False}  # windows are editable shapes: click, then drag
+    return html.Div(
+        [
+            dcc.Graph(id=f"panel-{role}", config=config, figure={"layout": {"title": TITLES[role], "height": 250}}),
+            html.Div(
+                [
+                    html.Label(f"{role.replace('_', '/')} windows (s):", htmlFor=f"windows-{role}"),
+                    dcc.Input(id=f"windows-{role}", type="text", debounce=True, placeholder="t0:t1, t2:t3"),
+                    html.Button("clear", id=f"clear-{role}"),
+                    html.Span(id=f"winmsg-{role}", className="msg"),
+                ],
+                className="winrow",
+            ),
+        ]
+    )
+
+
+def _vehicle_form() -> Any:
+    from dash import dcc, html
+
+    def field(label: str, component: Any) -> Any:
+        return html.Label([label, " ", component], style={"marginRight": "1em"})
+
+    return html.Div(
+        [
+            dcc.RadioItems(
+                id="veh-mode",
+                options=[{"label": " preset", "value": "preset"}, {"label": " describe it", "value": "form"}],
+                value="preset",
+                inline=True,
+            ),
+            field(
+                "preset",
+                dcc.Dropdown(
+                    id="veh-preset",
+                    options=list(PRESETS),
+                    value="crazyflie",
+                    clearable=False,
+                    style={"width": "14em", "display": "inline-block", "verticalAlign": "middle"},
+                ),
+            ),
+            html.Div(
+                [
+                    field(
+                        "layout",
+                        dcc.Dropdown(
+                            id="veh-layout",
+                            options=list(LAYOUTS),
+                            value="quad-x",
+                            clearable=False,
+                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
+                        ),
+                    ),
+                    field(
+                        "arm (m)",
+                        dcc.Input(id="veh-arm", type="number", value=0.25, min=0, step="any", style={"width": "6em"}),
+                    ),
+                    field(
+                        "mass (kg)",
+                        dcc.Input(id="veh-mass", type="number", value=1.0, min=0, step="any", style={"width": "6em"}),
+                    ),
+                    field(
+                        "motor input",
+                        dcc.Dropdown(
+                            id="veh-input",
+                            options=list(MOTOR_INPUTS),
+                            value="normalized",
+                            clearable=False,
+                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
+                        ),
+                    ),
+                    field("command range", dcc.Input(id="veh-range", type="text", value="0,1", style={"width": "7em"})),
+                    field(
+                        "motor order",
+                        dcc.Dropdown(
+                            id="veh-order",
+                            options=list(MOTOR_ORDERS),
+                            value="px4",
+                            clearable=False,
+                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
+                        ),
+                    ),
+                ],
+                style={"margin": ".4em 0"},
+            ),
+            html.Div(id="veh-msg", className="msg"),
+            html.Details(
+                [
+                    html.Summary(["vehicle TOML ", html.A("download", id="veh-download", download="vehicle.toml")]),
+                    html.Pre(id="veh-toml"),
+                ]
+            ),
+        ]
+    )
+
+
+def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
+    """The page for a new session `sid` (Dash calls the layout function once per page load)."""
+    from dash import dcc, html
+
+    files = list_logs(folder)
+    return html.Div(
+        [
+            dcc.Store(id="sid", data=sid),
+            dcc.Interval(id="poll", interval=300, disabled=True),
+            html.H1("rotorid — pick windows, identify"),
+            html.Div(
+                [
+                    dcc.Dropdown(
+                        id="log-list", options=files, placeholder=f"logs in {folder}", style={"width": "22em"}
+                    ),
+                    dcc.Input(
+                        id="log-path",
+                        type="text",
+                        placeholder="file in that folder",
+                        debounce=False,
+                        style={"width": "18em"},
+                    ),
+                    html.Button("open", id="open"),
+                    dcc.Upload(
+                        html.Span(f"or drop / choose a log to upload (≤ {max_upload_mb:g} MB)"),
+                        id="upload",
+                        className="upload",
+                        max_size=int(max_upload_mb * 2**20),
+                    ),
+                ],
+                className="row",
+                style={"alignItems": "center"},
+            ),
+            html.Div(id="status", className="status"),
+            html.Div(
+                [
+                    html.Div([_panel(r) for r in ROLES], className="grow"),
+                    html.Div(
+                        [
+                            html.H2("log facts"),
+                            html.Table(id="facts", className="facts"),
+                            html.H2("identify (delay, Eschmann et al.)"),
+                            html.Button("identify", id="identify"),
+                            " ",
+                            html.Progress(id="progress", value="0", max="1", style={"width": "12em"}),
+                            html.Div(id="progress-text", className="msg"),
+                            html.Div(id="run-status", className="status"),
+                            html.Div(id="results"),
+                        ],
+                        className="side",
+                    ),
+                ],
+                className="row",
+            ),
+            html.Div(["same as: ", html.Code(id="cli")], style={"margin": ".5em 0"}),
+            html.H2("vehicle"),
+            _vehicle_form(),
+            html.Div(id="report"),
+        ]
+    )

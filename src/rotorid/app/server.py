@@ -1,0 +1,98 @@
+"""Build and serve the Dash app of `rotorid app` on 127.0.0.1 (Werkzeug's threaded server; Dash
+serves its JavaScript from the installed package, so nothing is fetched from the internet)."""
+
+from __future__ import annotations
+
+import threading
+import webbrowser
+from pathlib import Path
+from typing import Any
+
+from rotorid.app.state import AppError, Sessions
+
+HOST = "127.0.0.1"
+
+
+def create_app(folder: str | Path, max_upload_mb: float = 200.0) -> tuple[Any, Sessions]:
+    """The Dash app serving logs from `folder` (and uploads up to `max_upload_mb`), and its
+    sessions (call `Sessions.cleanup` when done)."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise AppError(f"{root}: not a folder; give the folder that holds your logs")
+    import dash
+
+    from rotorid.app import callbacks, layout
+
+    sessions = Sessions()
+    app = dash.Dash(
+        "rotorid.app",
+        title="rotorid",
+        update_title=None,
+        serve_locally=True,
+        index_string=layout.index_string(),
+        include_assets_files=False,
+    )
+    max_bytes = int(max_upload_mb * 2**20)
+    app.server.config["MAX_CONTENT_LENGTH"] = max_bytes * 4 // 3 + 2**20  # base64 in a JSON request
+    app.layout = lambda: layout.layout(root, sessions.new(), max_upload_mb)
+    callbacks.register(app, sessions, root, max_bytes)
+    return app, sessions
+
+
+class Server:
+    """The app on a Werkzeug server in a background thread (`port=0`: a free port); a context
+    manager that stops the server and removes the temporary files on exit."""
+
+    def __init__(self, folder: str | Path, port: int = 0, max_upload_mb: float = 200.0) -> None:
+        import logging
+
+        from werkzeug.serving import make_server
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+
+        self.app, self.sessions = create_app(folder, max_upload_mb)
+        _warm_up()
+        try:
+            self._server = make_server(HOST, port, self.app.server, threaded=True)
+        except OSError as e:
+            self.sessions.cleanup()
+            raise AppError(f"cannot listen on {HOST}:{port} ({e.strerror}); choose another --port") from None
+        self.url = f"http://{HOST}:{self._server.server_port}/"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name="rotorid-app")
+
+    def __enter__(self) -> Server:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join()
+        self._server.server_close()
+        self.sessions.cleanup()
+
+
+def _warm_up() -> None:
+    """Import what the first requests need now, so the first log opens as fast as the next."""
+    import plotly_resampler  # noqa: F401
+
+    import rotorid.methods.delay
+    import rotorid.report.delay  # noqa: F401
+    from rotorid.app import panels
+
+    panels.min_rates()
+
+
+def serve(folder: str | Path, port: int = 8050, open_browser: bool = True, max_upload_mb: float = 200.0) -> None:
+    """Serve until Ctrl-C: print the URL, open the browser, clean up on the way out."""
+    with Server(folder, port, max_upload_mb) as srv:
+        print(f"rotorid app: {srv.url}  (logs from {Path(folder).resolve()}; Ctrl-C stops)", flush=True)
+        if open_browser:
+            webbrowser.open(srv.url)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            print("stopped", flush=True)

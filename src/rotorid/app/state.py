@@ -1,0 +1,136 @@
+"""Per-session server state of `rotorid app`: the logs a browser tab opened, its windows per
+role, its vehicle and its identification runs. Each tab gets its own random session id, so two
+tabs never share logs, windows or results. Files (uploads, runs) live in one temporary folder
+per app, removed when the server stops; a session evicted by `Sessions` takes its files along.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rotorid.errors import RotoridError
+
+#: Windows of the delay method, in the CLI's order: the positional logs, --roll-pitch, --yaw.
+ROLES = ("thrust", "roll_pitch", "yaw")
+
+
+class AppError(RotoridError):
+    """A request the app refuses (path outside FOLDER, upload too large, unknown session)."""
+
+
+def resolve_in(folder: Path, name: str) -> Path:
+    """`name` (relative to `folder`, or absolute) as a file inside `folder`; anything that
+    resolves outside it (``..``, absolute paths elsewhere, symlinks out) is refused."""
+    root = folder.resolve()
+    p = (root / name).resolve()
+    if not p.is_relative_to(root):
+        raise AppError(f"{name}: outside the folder this app serves ({root}); copy the log into it or upload it")
+    if not p.is_file():
+        raise AppError(f"{name}: no such file in {root}")
+    return p
+
+
+def list_logs(folder: Path, limit: int = 500, depth: int = 3) -> list[str]:
+    """Files under `folder` (relative paths, at most `depth` folders down, hidden ones
+    skipped), sorted; the app offers these to open."""
+    root = folder.resolve()
+    out: list[str] = []
+    for dirpath, dirs, files in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and len(rel.parts) < depth)
+        out += [str(rel / f) for f in sorted(files) if not f.startswith(".")]
+        if len(out) >= limit:
+            break
+    return sorted(out)[:limit]
+
+
+def safe_name(name: str) -> str:
+    """A file name for an upload: its last component, with anything unusual replaced."""
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", Path(name.replace("\\", "/")).name).lstrip(".")
+    return base or "upload"
+
+
+@dataclass
+class LogEntry:
+    """One opened log: where it is, how the user calls it (its path, or the upload's name),
+    its flights (pieces), flying spans, `info` facts and the per-role panels built for it."""
+
+    key: str
+    path: Path
+    label: str
+    flights: list[Any]
+    flying: list[tuple[float, float]] = field(default_factory=list)
+    facts: list[tuple[str, str, str]] = field(default_factory=list)
+    stamp: tuple[int, int] = (0, 0)  # the file's (mtime_ns, size) when read
+    vehicle: str = ""  # the vehicle it was read with (readers scale motors by it)
+    panels: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Session:
+    """Everything one browser tab owns."""
+
+    sid: str
+    folder: Path
+    logs: dict[str, LogEntry] = field(default_factory=dict)
+    current: str | None = None
+    windows: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=lambda: {r: {} for r in ROLES})
+    vehicle: str = "crazyflie"  # a preset name or the path of the TOML the form wrote
+    vehicle_label: str = "crazyflie"
+    job: Any = None
+    runs: int = 0
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def log(self) -> LogEntry:
+        if self.current is None:
+            raise AppError("open a log first")
+        return self.logs[self.current]
+
+    def folder_for(self, what: str) -> Path:
+        p = self.folder / what
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+
+class Sessions:
+    """The sessions of one app, newest last; beyond `limit` the least recently used one is
+    dropped with its files (uploads, runs)."""
+
+    def __init__(self, root: Path | None = None, limit: int = 16) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="rotorid-app-", dir=root))
+        self.limit = limit
+        self._items: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def new(self) -> str:
+        sid = uuid.uuid4().hex
+        with self._lock:
+            self._items[sid] = Session(sid, self.root / sid)
+            while len(self._items) > self.limit:
+                _, old = self._items.popitem(last=False)
+                shutil.rmtree(old.folder, ignore_errors=True)
+        return sid
+
+    def get(self, sid: str | None) -> Session:
+        with self._lock:
+            s = self._items.get(sid or "")
+            if s is None:
+                raise AppError("this page's session has expired; reload the page")
+            self._items.move_to_end(s.sid)
+            return s
+
+    def cleanup(self) -> None:
+        """Remove every session and the temporary folder."""
+        with self._lock:
+            self._items.clear()
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,226 @@
+"""`rotorid app` in real headless Chromium (selenium + chromedriver, as test_report_browser):
+open the real Crazyflie log10, drag a thrust window on the plot, identify, and get the CLI's
+T_m for the same window; a corrupt upload is one line and the app goes on; a path outside the
+folder is refused; two tabs keep their own logs and windows."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+ROTORID = str(Path(sys.executable).with_name("rotorid"))  # the installed command line
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--window-size=1400,1100")  # fmt: skip
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def folder(cf_logs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the app serves: log10 and log15; log16 stays outside it (next to it)."""
+    root = tmp_path_factory.mktemp("app")
+    (root / "logs").mkdir()
+    for name in ("log10", "log15"):
+        shutil.copy(cf_logs[name], root / "logs" / name)
+    shutil.copy(cf_logs["log16"], root / "log16")
+    return root / "logs"
+
+
+@pytest.fixture(scope="module")
+def server(folder: Path) -> Iterator[object]:
+    from rotorid.app import Server
+
+    with Server(folder) as srv:
+        yield srv
+    assert not srv.sessions.root.exists()  # temporary files removed
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip(f"headless Chromium not installed ({CHROMIUM}, {CHROMEDRIVER}); `make test` installs it")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    with tempfile.TemporaryDirectory(prefix="rotorid-chromium-") as profile:
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = str(CHROMIUM)
+        for f in FLAGS:
+            opts.add_argument(f)
+        opts.add_argument(f"--user-data-dir={profile}")
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+def _wait(driver, cond, timeout: float = 30.0):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: cond())
+
+
+def _text(driver, id_: str) -> str:
+    return driver.find_element("id", id_).text
+
+
+def _page(driver, server) -> None:
+    driver.get(server.url)
+    _wait(driver, lambda: driver.find_elements("id", "log-path") and _text(driver, "cli").startswith("rotorid"))
+
+
+def _open(driver, name: str) -> str:
+    box = driver.find_element("id", "log-path")
+    box.clear()
+    box.send_keys(name)
+    before = _text(driver, "status")
+    driver.find_element("id", "open").click()
+    _wait(driver, lambda: _text(driver, "status") not in ("", before) and "…" not in _text(driver, "status"))
+    return _text(driver, "status")
+
+
+def _set_box(driver, role: str, text: str) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    box = driver.find_element("id", f"windows-{role}")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(Keys.DELETE, text, Keys.ENTER)
+
+
+def _drag(driver, role: str, t0: float, t1: float) -> None:
+    """A real mouse drag across the plot area from time t0 to t1 (box select, horizontal)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+
+    x0, x1, y = driver.execute_script(
+        """const gd = document.querySelector(arguments[0] + ' .js-plotly-plot');
+        const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, r = gd.getBoundingClientRect();
+        return [r.left + xa._offset + xa.l2p(arguments[1]), r.left + xa._offset + xa.l2p(arguments[2]),
+                r.top + ya._offset + ya._length / 2];""",
+        f"#panel-{role}",
+        t0,
+        t1,
+    )
+    actions = ActionChains(driver)
+    builder = ActionBuilder(driver)
+    builder.pointer_action.move_to_location(int(x0), int(y)).pointer_down()
+    for k in range(1, 6):
+        builder.pointer_action.move_to_location(int(x0 + (x1 - x0) * k / 5), int(y))
+    builder.pointer_action.pointer_up()
+    builder.perform()
+    actions.reset_actions()
+
+
+def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path) -> None:
+    d = browser
+    _page(d, server)
+    assert _open(d, "log10").startswith("opened log10: proposed windows thrust 1")
+    facts = _text(d, "facts")
+    assert "crazyflie-v2" in facts and "excitation thrust" in facts and "1011 Hz" in facts
+    for role in ("thrust", "roll_pitch", "yaw"):  # the proposals are preloaded, as shaded windows
+        assert d.find_element("id", f"windows-{role}").get_attribute("value") != ""
+        _set_box(d, role, "")
+    _wait(d, lambda: "--roll-pitch" not in _text(d, "cli") and "log10@" not in _text(d, "cli"))
+    _drag(d, "thrust", 35.0, 65.0)
+    _wait(d, lambda: d.find_element("id", "windows-thrust").get_attribute("value") != "")
+    window = d.find_element("id", "windows-thrust").get_attribute("value")
+    a, b = (float(x) for x in window.split(":"))
+    assert abs(a - 35.0) < 0.3 and abs(b - 65.0) < 0.3, window  # one pixel is ~0.06 s here
+    _wait(d, lambda: f"log10@{a:g}:{b:g}" in _text(d, "cli"))
+    n_shapes = d.execute_script("return document.querySelector('#panel-thrust .js-plotly-plot').layout.shapes.length")
+    assert n_shapes == 2  # the flying span and the window
+
+    # the CLI on the same window, in its own process, while the app identifies
+    args = ["identify", "--method", "delay", "--vehicle", "crazyflie", f"{folder / 'log10'}@{a:g}:{b:g}"]
+    proc = subprocess.Popen([ROTORID, *args, "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    d.find_element("id", "identify").click()
+    _wait(d, lambda: d.find_elements("id", "param-tm") or "error" in _text(d, "run-status"), timeout=60)
+    assert _text(d, "run-status").startswith("run 1 done"), _text(d, "run-status")
+    shown = float(d.find_element("css selector", "#param-tm .value").get_attribute("title"))
+    assert shlex.split(_text(d, "cli"))[1:-2] == args  # the command line shown is the one the CLI ran
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, output
+    expected = json.loads((tmp_path / "params.json").read_text())["params"]["tm"]["value"]
+    assert shown == expected and 0.06 < shown < 0.085
+
+    links = {a.text: a.get_attribute("href") for a in d.find_elements("css selector", "#downloads a")}
+    assert {"params.json", "report.html", "vehicle.toml"} <= set(links)
+    assert "not exported: rotorpy, rltools, gazebo" in _text(d, "downloads")  # a thrust-only run has no inertia
+    with urllib.request.urlopen(links["params.json"]) as r:
+        assert json.loads(r.read())["params"]["tm"]["value"] == expected
+    d.switch_to.frame(d.find_element("id", "report-frame"))
+    _wait(d, lambda: d.execute_script("return document.title") == "rotorid — delay identification")
+    assert d.execute_script("return document.querySelectorAll('table.params tbody tr').length") == 5
+    d.switch_to.default_content()
+    errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], errors
+
+
+def test_corrupt_upload_is_one_line_and_app_goes_on(server, browser, cf_logs: dict[str, Path], tmp_path: Path) -> None:
+    d = browser
+    _page(d, server)
+    bad = tmp_path / "broken_log10"
+    bad.write_bytes(cf_logs["log10"].read_bytes()[:200_000])  # cut short: its CRC-32 no longer matches
+    d.find_element("css selector", "#upload input[type=file]").send_keys(str(bad))
+    _wait(d, lambda: _text(d, "status").startswith("error"))
+    status = _text(d, "status")
+    assert "\n" not in status and "broken_log10" in status and "CRC" in status, status
+    assert _open(d, "log15").startswith("opened log15")
+
+
+def test_path_outside_folder_is_refused(server, browser) -> None:
+    d = browser
+    _page(d, server)
+    for name in ("../log16", str(Path(server.sessions.root).parent / "log16"), "/etc/passwd"):
+        status = _open(d, name)
+        assert status.startswith("error:") and "outside the folder this app serves" in status, status
+    own = d.find_element("id", "veh-download").get_attribute("href")  # /files/<session>/vehicle.toml
+    with urllib.request.urlopen(own) as r:
+        assert len(tomllib.loads(r.read().decode())["rotor"]) == 4
+    for url in (own.replace("vehicle.toml", "..%2F..%2F..%2Flog16"), server.url + "files/nosuchsession/vehicle.toml"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url)
+        assert e.value.code == 404
+
+
+def test_two_tabs_do_not_mix(server, browser) -> None:
+    d = browser
+    _page(d, server)
+    first = d.current_window_handle
+    assert _open(d, "log10").startswith("opened log10")
+    _set_box(d, "thrust", "40:50")
+    _wait(d, lambda: "log10@40:50" in _text(d, "cli"))
+    d.switch_to.new_window("tab")
+    try:
+        _page(d, server)
+        assert "log10" not in _text(d, "cli")
+        assert _open(d, "log15").startswith("opened log15")
+        _set_box(d, "thrust", "60:70")
+        _wait(d, lambda: "log15@60:70" in _text(d, "cli"))
+        assert "log10" not in _text(d, "cli")
+        second = d.current_window_handle
+        d.switch_to.window(first)
+        # the first tab's command line is recomputed from its own session: log10 only
+        d.find_element("css selector", "#veh-mode input[value=form]").click()
+        _wait(d, lambda: "vehicle.toml" in _text(d, "cli"))
+        cli_line = _text(d, "cli")
+        assert "log10@40:50" in cli_line and "log15" not in cli_line, cli_line
+        d.switch_to.window(second)
+    finally:
+        d.close()
+        d.switch_to.window(first)
