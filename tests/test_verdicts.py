@@ -87,6 +87,8 @@ def test_overall_verdict_from_the_parameter_verdicts() -> None:
     )
     per_motor = Result("delay", {f"thrust_c2_m{m}": Estimate(0.1, 0.001) for m in range(1, 5)})
     assert overall(per_motor) == "usable for simulation: thrust_c2 (motors 1–4)"
+    per_motor.params.pop("thrust_c2_m2")
+    assert overall(per_motor) == "usable for simulation: thrust_c2 (motors 1, 3, 4)"
     assert overall(Result("delay", {"tm": Estimate(0.07, 0.07)})) == ("usable for simulation: none; not determined: tm")
 
 

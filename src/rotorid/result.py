@@ -209,7 +209,8 @@ def _listed(names: list[str]) -> str:
         if None in motors or len(ms) < 2:
             out += [f"{base}{f'_m{m}' if m is not None else ''}{at}" for m in motors]
         else:
-            out.append(f"{base}{at} (motors {ms[0]}–{ms[-1]})")
+            run = ms == list(range(ms[0], ms[-1] + 1))
+            out.append(f"{base}{at} (motors {f'{ms[0]}–{ms[-1]}' if run else ', '.join(map(str, ms))})")
     return ", ".join(out)
 
 
