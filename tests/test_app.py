@@ -184,7 +184,7 @@ def test_failed_run_is_one_line_and_marks_the_job_done(sessions: Sessions, cf_lo
     while not job.done and time.monotonic() < deadline:
         time.sleep(0.05)
     assert job.done and job.result is None and job.fraction == 1.0
-    assert "not enough excitation for T_m" in job.error and "\n" not in job.error
+    assert "window 17:18 s is on the ground (flying spans: 31.4-39.4, 44.0-49.7)" in job.error and "\n" not in job.error
     assert job.steps == ["read 1 log window and identify (delay)"] and not (job.out / "params.json").exists()
 
 

@@ -107,7 +107,10 @@ def test_ablation_cases_take_one_effect_at_its_mismatch_value():
 
 
 def test_a_real_delay_run_reports_finite_positive_sigma_near_the_truth():
-    """Two short seeds of delay on eschmann-crazyflie through the benchmark's own runner."""
+    """Two short seeds of delay on eschmann-crazyflie through the benchmark's own runner: every σ
+    finite and positive, the measured parameters within 3σ of the truth with σ as small as the
+    honest ones (the coarse-grid tau_int made σ(T_m) ten times too large), and the values that
+    rest on an assumption (C_xy->z; the accelerometer z bias, inseparable from K_0) marked."""
     case = "delay/eschmann-crazyflie"
     runs = {case: {s: cal._run_group("eschmann", s, {case}, duration=10.0)[case] for s in (0, 1)}}
     for r in runs[case].values():
@@ -115,7 +118,57 @@ def test_a_real_delay_run_reports_finite_positive_sigma_near_the_truth():
         assert {"tm", "thrust_c2", "I_xx", "I_yy", "hover_cmd"} <= set(p)
         for k, e in p.items():
             assert np.isfinite(e["std"]) and e["std"] > 0, k
-        for k in ("tm", "thrust_c2", "I_xx", "I_yy"):
-            assert abs(p[k]["value"] / p[k]["truth"] - 1) < 0.05, k
-    s = cal.aggregate(runs)[case]["params"]["tm"]
-    assert s["n"] == 2 and s["cover3"] == 1.0
+        for k in ("tm", "thrust_c1", "thrust_c2", "I_xx", "I_yy"):
+            assert abs(p[k]["value"] - p[k]["truth"]) <= 3 * p[k]["std"], k
+            assert not p[k]["assumed"], k
+        assert p["tm"]["std"] / p["tm"]["truth"] < 0.002  # 0.05-0.06 % on 10 s flights
+        assert p["I_xx"]["std"] / p["I_xx"]["truth"] < 0.002  # 0.03 %
+        assert all(p[k]["assumed"] for k in ("I_zz", "k_tau", "thrust_c0", "hover_cmd"))
+        assert p["I_zz"]["std"] / p["I_zz"]["truth"] > 0.2  # C = 1.832 ± 0.40
+    s = cal.aggregate(runs)[case]["params"]
+    assert s["tm"]["n"] == 2 and s["tm"]["cover3"] == 1.0
+    assert s["I_zz"]["assumed"] and not s["tm"]["assumed"]
+
+
+def test_an_assumed_parameter_is_flagged_as_assumed_not_as_too_large_a_sigma():
+    wide = cal.summarize(*_draws(400, 0.5, 0.1))  # σ five times the scatter
+    assert cal.flags(wide, mismatch=False, seeds=400) == ["σ too large"]
+    assert cal.flags(wide | {"assumed": True}, mismatch=False, seeds=400) == ["assumed (σ = the assumption's spread)"]
+
+
+def _z(params: dict, skip: tuple[str, ...] = ()) -> dict[str, float]:
+    """(estimate - truth) / σ of every scored parameter not in `skip` (σ finite and positive)."""
+    for k, e in params.items():
+        assert np.isfinite(e["std"]) and e["std"] > 0, k
+    return {
+        k: (e["value"] - e["truth"]) / e["std"] for k, e in params.items() if e["truth"] is not None and k not in skip
+    }
+
+
+def test_a_real_tls_run_reports_honest_sigma():
+    """One 20 s seed of the three TLS cases through the benchmark's runner (the benchmark has
+    the 30-seed figures). IMU: every parameter within 3.5σ of the truth except those the
+    simulated accelerometer bias shifts (k_t by b_z/g, configuration B's I_xx, I_yy; see
+    `TlsSettings.acc_bias`), whose error stays small in percent. Motion capture: the yaw pair is
+    not reported and the rest lies within 8σ (its σ is still too small: errors in variables)."""
+    cases = {"tls-imu-A/six-config-a", "tls-imu-AB/six-config-a+b", "tls-mocap-AB/six-config-a+b"}
+    r = cal._run_group("six", 0, cases, duration=20.0)
+    shifted = ("k_t", "I_xx@B", "I_yy@B")
+    for case in ("tls-imu-A/six-config-a", "tls-imu-AB/six-config-a+b"):
+        p = r[case]["params"]
+        assert max(map(abs, _z(p, shifted).values())) < 3.5, case
+        for k in shifted:
+            if k in p:
+                assert abs(p[k]["value"] / p[k]["truth"] - 1) < 0.005, (case, k)
+    mo = r["tls-mocap-AB/six-config-a+b"]["params"]
+    assert not {"k_d", "k_tau", "I_zz@A", "I_zz@B"} & set(mo)
+    assert max(map(abs, _z(mo).values())) < 8.0
+
+
+def test_a_real_online_run_reports_honest_sigma():
+    """One 20 s seed of online/kwon-payload: every reported parameter within 4σ of the truth,
+    σ finite and positive (the HAC sandwich of the RLS)."""
+    r = cal._run_group("kwon", 0, {"online/kwon-payload"}, duration=20.0)["online/kwon-payload"]
+    z = _z(r["params"])
+    assert {"I_xx", "I_yy", "I_zz", "com_x", "com_y", "mass"} <= set(z)
+    assert max(map(abs, z.values())) < 4.0

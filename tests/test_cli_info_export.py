@@ -36,15 +36,55 @@ def test_info_on_the_three_crazyflie_logs(cf_logs: dict[str, Path]) -> None:
     # log15@55:90: the roll/pitch excitation window
     block = out[out.index("log15@55:90") : out.index(str(cf_logs["log16"]))]
     assert "55.000 – 90.000 s" in block
-    assert "excitation roll   │ 42.8 rad/s^2  excited" in block
-    assert "excitation yaw    │ 1.44 rad/s^2  weak" in block
+    # one excitation row: span, flying time, roll, pitch, yaw, thrust
+    assert "1  55.00–90.00   35.0  42.8 excited  35 excited  1.44 weak  0.0902 excited" in block
+    assert "activity  │ flew 35.0 s in 1 span" in block
+    # the three logs are the three roles; the command runs as printed (the windows found)
+    cmd = next(ln for ln in out.splitlines() if ln.startswith("rotorid identify --method delay"))
+    assert cmd == (
+        f"rotorid identify --method delay --vehicle vehicle.toml {cf_logs['log10']}@34.15:68.1 "
+        f"--roll-pitch {cf_logs['log15']}@55:90 --yaw {cf_logs['log16']}@33.64:38.36,45.8:48.72 --out results/"
+    )
+    assert "make the vehicle file with `rotorid vehicle init`" in out
+    assert "--method tls" not in out  # motor commands, no rotor speeds: tls and online are not offered
+
+
+def test_info_thresholds_scale_with_the_vehicle_and_can_be_set(cf_logs: dict[str, Path]) -> None:
+    log = f"{cf_logs['log10']}@35:65"
+    r = run("info", log)
+    assert "10.9 weak  12.8 weak  1.45 weak  0.282 excited" in r.stdout
+    # a vehicle with 10x the Crazyflie's arm: rotational thresholds 10x lower
+    r = run("info", log, "--vehicle", "x500-px4")  # arm 0.246 m: x 0.161
+    assert "10.9 excited  12.8 excited  1.45 excited" in r.stdout
+    assert "excitation thresholds for x500-px4: roll 3.22/0.805" in " ".join(r.stdout.split())
+    r = run("info", log, "--threshold", "roll=5,2", "--threshold", "yaw=1,0.5")
+    assert "10.9 excited  12.8 weak  1.45 excited" in r.stdout
+    assert "must be 2 comma-separated numbers" in one_error_line(run("info", log, "--threshold", "roll=5"))
+    assert "unknown excitation axis 'tilt'" in one_error_line(run("info", log, "--threshold", "tilt=5,1"))
+    assert "need excited >= weak" in one_error_line(run("info", log, "--threshold", "roll=1,5"))
 
 
 def test_info_on_a_ulog_names_topics_and_rates(px4_logs: dict[str, Path]) -> None:
     r = run("info", px4_logs["sample_px4_events"])
     assert r.exit_code == 0, r.output
-    assert "10.0 Hz  (actuator_motors)" in r.stdout
-    assert "from landed" in r.stdout
+    flat = " ".join(r.stdout.replace("│", " ").split())
+    assert "10.0 Hz (actuator_motors) too slow for delay (≥ 100 Hz), tls (≥ 50 Hz), online (≥ 50 Hz)" in flat
+    assert "SDLOG_PROFILE=25" in flat and "from landed" in flat
+    assert "no identify command to suggest: every method needs faster logs (see fix)" in flat
+
+
+def test_info_on_a_bench_log_says_never_armed_in_one_table(px4_logs: dict[str, Path]) -> None:
+    """PX4's sample log: six segments (drop-outs) in one table, never armed, no command."""
+    r = run("info", px4_logs["sample"])
+    assert r.exit_code == 0, r.output
+    flat = " ".join(r.stdout.split())
+    assert "never armed: the motors stay at 0 for the whole log" in flat
+    assert r.stdout.count("excitation per segment") == 1 and r.stdout.count("format ") == 1
+    rows = [ln.split()[:2] for ln in r.stdout.splitlines() if ln[:3].strip().isdigit() and "–" in ln]
+    assert [int(i) for i, _ in rows] == [1, 2, 3, 4, 5, 6]
+    assert "windows found: none" in r.stdout
+    assert "no identify command to suggest: no log flew an excited part" in flat
+    assert len(r.stdout.splitlines()) < 60  # was six near-identical tables, ~110 lines
 
 
 def test_info_bad_input_is_one_line(tmp_path: Path, cf_logs: dict[str, Path]) -> None:

@@ -50,13 +50,14 @@ def test_identify_delay_writes_params_report_and_figures(cf_logs, tmp_path):
 
 
 def test_identify_delay_constant_commands_exit_2(cf_logs, tmp_path):
-    """log16 starts on the ground with the motors off: no excitation for T_m -> one clear line, exit 2."""
+    """log16 starts on the ground with the motors off: the window is refused as on the ground
+    (naming the flying spans) before the method runs -> one clear line, exit 2."""
     res = CliRunner().invoke(
         app,
         _args("--method", "delay", "--vehicle", "crazyflie", f"{cf_logs['log16']}@17:18", "--out", str(tmp_path)),
     )
     assert res.exit_code == 2
-    assert "not enough excitation for T_m" in res.output
+    assert "window 17:18 s is on the ground (flying spans: 31.4-39.4, 44.0-49.7)" in res.output
     assert not (tmp_path / "params.json").exists()
 
 

@@ -42,7 +42,11 @@ def result(flights):
 def test_tm_matches_the_paper(result):
     tm = result.params["tm"]
     assert 0.068 <= tm.value <= 0.077  # paper 0.072 s, manufacturer step response ≈ 0.073 s
-    assert 0.0005 < tm.std < 0.01
+    # σ includes the model-structure term: a 10-25 ms dead time between commands and the
+    # (firmware-filtered) accelerometer fits these logs better, with a shorter lag (~0.056 s)
+    assert 0.0005 < tm.std < 0.03
+    assert 0.005 < result.diagnostics["dead_time"] < 0.025 and result.diagnostics["dead_time_p"] < 0.01
+    assert any(n.startswith("Residuals are structured: a dead time of") for n in result.notes)
     assert result.observability["tm"]["identifiable"] is True
     # the search really is continuous and cheap: far fewer evaluations than a 100-point grid
     assert result.settings["tm_evaluations"] <= 45

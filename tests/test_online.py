@@ -322,3 +322,20 @@ def test_enable_condition_uses_the_attitude_when_logged() -> None:
         online.identify(Flight(t=t, quat=quat, meta={"source": "tilted.csv"}, **kw), _kwon_vehicle())
     r = online.identify(Flight(t=t, meta={"source": "tilted.csv"}, **kw), _kwon_vehicle())
     assert r.diagnostics["enabled"][-1]
+
+
+def test_a_parameter_the_flight_never_updated_is_not_reported() -> None:
+    """Cut before Interval 3 (no yaw yet): J_zz was never corrected, so it is not reported (no
+    initial guess with σ = 0 posing as a result); observability says why. Every reported σ is
+    finite and positive (the HAC sandwich of the RLS)."""
+    sc = scenario(0)
+    fl = sc.flights["trajectory"]
+    t3 = fl.meta["sim"]["intervals"]["3"][0]
+    r = online.identify(fl.window(fl.t[0], t3 - 0.5), sc.vehicle)
+    assert "I_zz" not in r.params and {"I_xx", "I_yy", "com_x", "com_y", "mass"} <= set(r.params)
+    o = r.observability["I_zz"]
+    assert o["identifiable"] is False and o["reason"].startswith("never updated")
+    assert any("not reported" in n and "I_zz" in n for n in r.notes)
+    full = result(0, "kwon")
+    for res in (r, full):
+        assert all(np.isfinite(e.std) and e.std > 0 for e in res.params.values())

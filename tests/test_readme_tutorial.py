@@ -33,7 +33,7 @@ def tutorial() -> list[tuple[str, list[str]]]:
         if lines and lines[0].startswith("rotorid "):
             steps += [(ln, []) for ln in lines if ln.strip()]
         elif steps:
-            steps[-1][1].extend(ln for ln in lines if ln.strip())
+            steps[-1][1].extend(ln for ln in lines if ln.strip() not in ("", "…"))  # … elides lines
     return steps
 
 

@@ -127,3 +127,47 @@ def test_px4_presets_take_normalized_commands_and_gazebo_ones_rad_s() -> None:
         np.testing.assert_array_equal(v.inertia, gz.inertia)
     assert {"x500-px4", "iris-px4", "x500-gazebo", "iris-gazebo"} <= set(PRESETS)
     assert Vehicle.preset("x500").name == "x500-gazebo" and Vehicle.load("iris").name == "iris-gazebo"
+
+
+def test_vehicle_init_command_writes_the_commented_toml_and_refuses_to_overwrite(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rotorid.cli import app
+
+    out = tmp_path / "hex.toml"
+    args = ["vehicle", "init", "--layout", "hex-x", "--arm", "0.3", "--mass", "2.1", "--out", str(out)]
+    pwm = ["--motor-input", "pwm_us", "--cmd-range", "1000,2000", "--motor1-spin", "ccw", "--name", "my-hex"]
+    res = CliRunner().invoke(app, args + pwm)
+    assert res.exit_code == 0, res.output
+    want = build_vehicle("hex-x", 0.3, 2.1, "pwm_us", (1000.0, 2000.0), motor1_dir=-1, name="my-hex")
+    assert out.read_text() == want.to_commented_toml()
+    assert Vehicle.load(out).to_dict() == want.to_dict()
+    assert "wrote" in res.stdout and "6 rotors" in res.stdout and "1ccw" in res.stdout  # the diagram too
+    res = CliRunner().invoke(app, [*args, "--mass", "9"])
+    assert res.exit_code == 2 and "exists; give --force" in res.stderr
+    assert Vehicle.load(out).mass == 2.1  # untouched
+    res = CliRunner().invoke(app, [*args, "--mass", "2.4", "--force"])
+    assert res.exit_code == 0 and Vehicle.load(out).mass == 2.4 and Vehicle.load(out).motor_input == "normalized"
+    for bad, needle in (
+        (["--motor1-spin", "left"], "--motor1-spin 'left' must be ccw or cw"),
+        (["--motor-input", "rad_s"], "needs its command range"),
+        (["--cmd-range", "1000"], "--cmd-range '1000' must be 2 comma-separated numbers"),
+        (["--layout", "tri"], "unknown layout"),
+    ):
+        res = CliRunner().invoke(app, [*args[:-2], "--out", str(tmp_path / "new.toml"), *bad])
+        assert res.exit_code == 2 and needle in res.stderr, res.output
+        assert not (tmp_path / "new.toml").exists()
+
+
+def test_readme_documents_every_vehicle_key() -> None:
+    import dataclasses
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Your vehicle") : readme.index("## Logging a PX4 flight")]
+    documented = {
+        k for row in re.findall(r"^\| (`.+?`) \|", section, flags=re.M) for k in re.findall(r"`\[*(\w+)\]*`", row)
+    }
+    keys = {f.name for f in dataclasses.fields(Vehicle)} - {"rotors", "source"}
+    assert documented == keys | {"rotor", "position", "axis", "torque_dir"}
+    assert "rotorid vehicle init --layout" in section

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich import box
 from rich.console import Console
 from typer.core import TyperGroup
 
@@ -39,12 +40,15 @@ err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def command(name: str | None = None, hidden: bool = False, renamed_from: str | None = None) -> Callable[[F], F]:
-    """Register a command whose input errors print one line and exit 2 (no traceback); with
-    `renamed_from`, also register that old name as a hidden alias that says the new one."""
+def command(
+    name: str | None = None, hidden: bool = False, renamed_from: str | None = None, on: typer.Typer | None = None
+) -> Callable[[F], F]:
+    """Register a command (on `app`, or the sub-command group `on`) whose input errors print one
+    line and exit 2 (no traceback); with `renamed_from`, also register that old name as a
+    hidden alias that says the new one."""
 
     def deco(fn: F) -> F:
-        app.command(name, hidden=hidden)(_guarded(fn))
+        (on or app).command(name, hidden=hidden)(_guarded(fn))
         if renamed_from:
             new = name or fn.__name__.replace("_", "-")
             app.command(renamed_from, hidden=True)(
@@ -153,8 +157,21 @@ def identify(
         str, typer.Option(help="Thrust-curve exponents, e.g. 0,1,2 or 2.", rich_help_panel=_DELAY)
     ] = "0,1,2",
     izz_ratio: Annotated[
-        float, typer.Option(help="C_xy->z in I_zz = C (I_xx+I_yy)/2.", rich_help_panel=_DELAY)
-    ] = 1.832,
+        str | None,
+        typer.Option(
+            help="C_xy->z in I_zz = C (I_xx+I_yy)/2: C or C,SIGMA (default 1.832,0.40, the spread of Eschmann "
+            "Table II); I_zz and K_tau carry SIGMA.",
+            rich_help_panel=_DELAY,
+        ),
+    ] = None,
+    acc_bias_z: Annotated[
+        str | None,
+        typer.Option(
+            help="Accelerometer z bias VALUE or VALUE,SIGMA in m/s² (default 0,0.2): subtracted; K_0 and the "
+            "hover command carry SIGMA.",
+            rich_help_panel=_DELAY,
+        ),
+    ] = None,
     inertia_param: Annotated[
         str, typer.Option(help="auto, direct, reciprocal or tls.", rich_help_panel=_DELAY)
     ] = "auto",
@@ -167,7 +184,10 @@ def identify(
         list[str] | None, typer.Option(help="Extra mass configuration NAME=LOG[@windows].", rich_help_panel=_TLS)
     ] = None,
     mass: Annotated[
-        list[str] | None, typer.Option(help="Measured mass of a configuration NAME=KG.", rich_help_panel=_TLS)
+        list[str] | None,
+        typer.Option(
+            help="Measured mass KG (any method; overrides the vehicle file), or NAME=KG of a tls configuration."
+        ),
     ] = None,
     weight: Annotated[
         list[str] | None, typer.Option(help="Weight k_w of a configuration NAME=K_W.", rich_help_panel=_TLS)
@@ -196,6 +216,10 @@ def identify(
     mocap_delay: Annotated[
         float, typer.Option(help="Seconds the mocap pose lags the commands.", rich_help_panel=_TLS)
     ] = 0.0,
+    acc_bias: Annotated[
+        bool,
+        typer.Option(help="Estimate an accelerometer bias per airborne piece (IMU source).", rich_help_panel=_TLS),
+    ] = False,
     variant: Annotated[
         str, typer.Option(help="kwon (the paper's method), rls or rls-lpf.", rich_help_panel=_ONLINE)
     ] = "kwon",
@@ -219,13 +243,13 @@ def identify(
 
     spec = spec_of(method)
     options = _given(ctx, tuple(dict.fromkeys(o for m in methods().values() for o in m.options)))
-    runs.refuse_foreign(method, list(options))  # before any reading or writing
+    runs.refuse_foreign(method, list(runs.split_mass(options)[0]))  # before any reading or writing
     check_output(out, run=True)  # a bad --out fails now, not after the identification
     veh = Vehicle.load(vehicle)
     with console.status(f"identifying ({method})…"):
         result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt)
     written = write_run(result, out, spec.load("figures")(result))
-    console.print(result.summary())
+    console.print(result.summary(), soft_wrap=True)  # a table row is one line, however narrow the terminal
     console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
 
 
@@ -419,6 +443,84 @@ def _span_text(spans: list[tuple[float, float]], limit: int = 4) -> str:
     return text + (f" (+{len(spans) - limit} more)" if len(spans) > limit else "")
 
 
+_COLOUR = {"excited": "green", "weak": "yellow", "none": "red", "n/a": "dim"}
+
+
+def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any]) -> None:
+    """One log: a key/value table (format, span, channels with rate verdicts, gaps, activity),
+    one row per segment, and the windows proposed per role."""
+    from rich.table import Table
+
+    from rotorid import excitation
+
+    first, last = flights[0], flights[-1]
+    n = sum(len(f.t) for f in flights)
+    tab = Table(title=spec, show_header=False, title_justify="left")
+    tab.add_column(style="bold")
+    tab.add_column()
+    tab.add_row("format", str(first.meta.get("format", "?")))
+    span = (
+        f"{first.t[0]:.3f} – {last.t[-1]:.3f} s ({last.t[-1] - first.t[0]:.2f} s, {n} samples at {first.rate:.1f} Hz)"
+    )
+    tab.add_row("span", span + (f", {len(flights)} segments" if len(flights) > 1 else ""))
+    rates, topics = first.meta.get("rates", {}), first.meta.get("topics", {})
+    for ch in dict.fromkeys(c for f in flights for c in f.channels):
+        v = getattr(next(f for f in flights if getattr(f, ch) is not None), ch)
+        where = f"  ({topics[ch]})" if ch in topics else ""
+        slow = [r for r in judged.too_slow if r.channel == ch]
+        rate = min(float(f.meta.get("rates", {}).get(ch, f.rate)) for f in flights if getattr(f, ch) is not None)
+        verdict = (
+            "  [red]too slow for " + ", ".join(f"{r.method} (≥ {r.min_hz:g} Hz)" for r in slow) + "[/]" if slow else ""
+        )
+        tab.add_row(f"  {ch}", f"{v.shape[1] if v.ndim == 2 else 1} col, {rates.get(ch, rate):.1f} Hz{where}{verdict}")
+    fixes = list(dict.fromkeys(r.fix for r in judged.too_slow))
+    for fix in fixes:
+        tab.add_row("[red]fix[/]", fix)
+    holes = [g for f in flights for g in excitation.gaps(f)]
+    listed = ", ".join(f"{a:.2f} (+{1e3 * (b - a):.0f} ms)" for a, b in holes[:4])
+    tab.add_row("gaps", f"{len(holes)}: {listed}" if holes else "none")
+    ex = [row.excitation for row in judged.segments]
+    fly = [s for e in ex for s in e.flying]
+    src = "/".join(dict.fromkeys(e.flying_from for e in ex))
+    tab.add_row("flying", f"{_span_text(fly)}  ({sum(e.flying_time for e in ex):.1f} s, from {src})")
+    tab.add_row("on ground", _span_text([s for e in ex for s in e.ground]))
+    tab.add_row("activity", judged.activity)
+    console.print(tab)
+    seg = Table(
+        title="excitation per segment" if len(flights) > 1 else "excitation",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1, 0, 0),
+    )
+    for col in ("#", "span s", "fly s", *excitation.AXES):
+        seg.add_column(col, justify="right" if col in ("#", "fly s") else "left", no_wrap=True)
+    for row in judged.segments:
+        cells = [
+            f"{m.value:.3g} [{_COLOUR[m.verdict]}]{m.verdict}[/]" if m.verdict != "n/a" else "[dim]n/a[/]"
+            for m in row.excitation.axes.values()
+        ]
+        seg.add_row(str(row.index), f"{row.t0:.2f}–{row.t1:.2f}", f"{row.flying_time:.1f}", *cells)
+    console.print(seg)
+    win = Table(title="windows found (rotorid identify uses them when a log has none)", title_justify="left")
+    for col in ("role", "windows", "measure", "found where ≥"):
+        win.add_column(col)
+    for role, ws in found.items():
+        if ws:
+            text = ", ".join(f"{w.t0:.2f}:{w.t1:.2f}" for w in ws)
+            win.add_row(
+                excitation.ROLE_WORDS[role],
+                text,
+                f"{max(w.measure for w in ws):.3g} {ws[0].unit}",
+                f"{ws[0].threshold:.3g}",
+            )
+    console.print(win if win.row_count else "windows found: none (no flying part away from take-off and landing)")
+
+
+def _rounded(windows: list[Any]) -> tuple[tuple[float, float], ...]:
+    return tuple((round(w.t0, 2), round(w.t1, 2)) for w in windows)
+
+
 @command()
 def info(
     logs: Annotated[
@@ -427,46 +529,113 @@ def info(
             help="Log files, each optionally with windows: FILE@t0:t1[,t2:t3] (s); none: what rotorid reads."
         ),
     ] = None,
+    vehicle: Annotated[
+        str | None,
+        typer.Option(
+            help="Preset or vehicle .toml: scales the excitation thresholds to its size, goes into the command."
+        ),
+    ] = None,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option(help="Excitation threshold AXIS=EXCITED,WEAK (roll, pitch, yaw in rad/s², thrust std/mean)."),
+    ] = None,
     allow_corrupt: Annotated[
         bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
     ] = False,
 ) -> None:
-    """Show each log's format, span, channels, rates, gaps, flying spans and excitation per axis.
+    """Judge each log: rates against each method's minimum, armed and flown, excitation per segment, the windows found per role and a ready-to-run identify command.
+
+    Rates are checked against every method that reads the channel, with the fix (e.g. PX4's SDLOG_PROFILE).
+
+    Excitation thresholds scale with --vehicle (its arm length) and can be set with --threshold.
 
     Without logs: the methods and log formats rotorid knows (plugins included)."""
-    from rich.table import Table
-
-    from rotorid import excitation
-    from rotorid.io import load
+    from rotorid import excitation, runs
+    from rotorid.io import LogSpec, load, parse_spec
+    from rotorid.vehicle import Vehicle
 
     if not logs:
         return _registries()
-    colour = {"excited": "green", "weak": "yellow", "none": "red", "n/a": "dim"}
+    veh = Vehicle.load(vehicle) if vehicle else None
+    limits = excitation.thresholds_for(
+        veh,
+        {k: runs.floats(v, 2, f"--threshold {k}") for k, v in runs.split_kv(threshold or [], "--threshold").items()},
+    )
+    mins = runs.min_rates()
+    found: dict[str, dict[str, Any]] = {}
+    usable: dict[str, set[str]] = {}
     for spec in logs:
-        flights = load(spec, allow_corrupt=allow_corrupt)
-        for k, f in enumerate(flights):
-            e = excitation.measure(f)
-            title = spec + (f"  [piece {k + 1} of {len(flights)}]" if len(flights) > 1 else "")
-            tab = Table(title=title, show_header=False, title_justify="left")
-            tab.add_column(style="bold")
-            tab.add_column()
-            tab.add_row("format", str(f.meta.get("format", "?")))
-            span = f"{f.t[0]:.3f} – {f.t[-1]:.3f} s ({e.duration:.2f} s, {len(f.t)} samples at {f.rate:.1f} Hz)"
-            tab.add_row("span", span)
-            rates, topics = f.meta.get("rates", {}), f.meta.get("topics", {})
-            for ch in f.channels:
-                cols = getattr(f, ch).shape[1] if getattr(f, ch).ndim == 2 else 1
-                where = f"  ({topics[ch]})" if ch in topics else ""
-                tab.add_row(f"  {ch}", f"{cols} col, {rates.get(ch, f.rate):.1f} Hz{where}")
-            holes = excitation.gaps(f)
-            listed = ", ".join(f"{a:.2f} (+{1e3 * (b - a):.0f} ms)" for a, b in holes[:4])
-            tab.add_row("gaps", f"{len(holes)}: {listed}" if holes else "none")
-            tab.add_row("flying", f"{_span_text(e.flying)}  ({e.flying_time:.1f} s, from {e.flying_from})")
-            tab.add_row("on ground", _span_text(e.ground))
-            for axis, m in e.axes.items():
-                c = colour[m.verdict]
-                tab.add_row(f"excitation {axis}", f"{m.value:.3g} {m.unit}  [{c}]{m.verdict}[/]")
-            console.print(tab)
+        flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt)
+        judged = excitation.judge(flights, mins, thresholds=limits)
+        found[spec] = excitation.log_windows(flights)
+        _info_log(spec, flights, judged, found[spec])
+        channels = {c for f in flights for c in f.channels}
+        slow = {r.method for r in judged.too_slow}
+        usable[spec] = {m for m in mins if m not in slow and set(excitation.METHOD_CHANNELS.get(m, ())[:2]) <= channels}
+        if "rotor_speed" not in channels:
+            usable[spec] -= {"tls", "online"}  # motor commands are not rotor speeds (Six, Kwon)
+    roles = excitation.assign_roles(found, limits)
+    specs = {  # a log given with windows keeps them: the user chose
+        r: [log if parse_spec(log).windows else str(LogSpec(Path(log), _rounded(ws))) for log, ws in got]
+        for r, got in roles.items()
+    }
+    scale = f"for {veh.name}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
+    console.print(
+        f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())
+    )
+    ready = [m for m in ("delay", "tls", "online") if all(m in usable[s] for s in logs)]
+    if not specs["thrust"] or not ready:
+        why = "no log flew an excited part" if not specs["thrust"] else "every method needs faster logs (see fix)"
+        console.print(f"no identify command to suggest: {why}")
+        return
+    console.print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
+    for m in ready:
+        console.print(runs.command(m, specs, vehicle or "vehicle.toml"), highlight=False, soft_wrap=True)
+
+
+vehicle_app = typer.Typer(help="Describe your vehicle: `rotorid vehicle init` writes a commented TOML to start from.")
+app.add_typer(vehicle_app, name="vehicle")
+
+
+@command("init", on=vehicle_app)
+def vehicle_init(
+    layout: Annotated[
+        str, typer.Option(help="quad-x, quad-plus, hex-x, hex-plus, octo-x, octo-plus or y6 (custom: edit the TOML).")
+    ],
+    arm: Annotated[float, typer.Option(help="Arm length (m): body centre to each rotor axis.")],
+    mass: Annotated[float, typer.Option(help="Mass (kg) as flown, battery included.")],
+    out: Annotated[Path, typer.Option(help="TOML file to write.")] = Path("vehicle.toml"),
+    motor_input: Annotated[
+        str, typer.Option(help="What the log's motor channel holds: normalized (0..1, PX4), rad_s or pwm_us.")
+    ] = "normalized",
+    cmd_range: Annotated[
+        str | None, typer.Option(help="Motor command range MIN,MAX in the motor_input unit (e.g. 1000,2000).")
+    ] = None,
+    order: Annotated[
+        str, typer.Option(help="Motor numbering: px4, ardupilot, betaflight or sequential (clockwise from the front).")
+    ] = "px4",
+    motor1_spin: Annotated[
+        str | None, typer.Option(help="Spin of motor 1 seen from above, ccw or cw (default: the order's).")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Name shown in reports (default: the layout).")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite an existing --out file.")] = False,
+) -> None:
+    """Write a commented vehicle TOML (units, frame, motor-order diagram) for --vehicle."""
+    from rotorid.runs import floats
+    from rotorid.util import atomic_write_text
+    from rotorid.vehicle import build_vehicle, diagram
+
+    spins = {"ccw": -1, "cw": 1, None: None}
+    if motor1_spin not in spins:
+        raise RotoridError(f"--motor1-spin '{motor1_spin}' must be ccw or cw")
+    rng = floats(cmd_range, 2, "--cmd-range")
+    v = build_vehicle(layout, arm, mass, motor_input, rng, order, spins[motor1_spin], name)  # type: ignore[arg-type]
+    if out.exists() and not force:
+        raise RotoridError(f"{out} exists; give --force to overwrite it or choose another --out")
+    atomic_write_text(out, v.to_commented_toml())
+    console.print(f"wrote [bold]{out}[/]: {v.name}, {v.n_rotors} rotors, {order} motor order, {v.mass:g} kg")
+    console.print("\n".join(ln.removeprefix("#") for ln in diagram(v)), highlight=False)
+    console.print(f"check the motor numbers and spins, then: rotorid identify --vehicle {out} ...", highlight=False)
 
 
 @command()

@@ -26,12 +26,16 @@ much larger vehicle, whose angular accelerations are smaller.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rotorid.errors import ExcitationError, RotoridError, WindowError
 from rotorid.flight import Flight
 from rotorid.signal import butter_filtfilt, derivative, runs
+
+if TYPE_CHECKING:
+    from rotorid.vehicle import Vehicle
 
 AXES = ("roll", "pitch", "yaw", "thrust")
 #: axis -> (excited at or above, weak at or above); rad/s² for rotations, std/mean for thrust.
@@ -42,6 +46,28 @@ THRESHOLDS: dict[str, tuple[float, float]] = {
     "thrust": (0.05, 0.01),
 }
 UNITS = {"roll": "rad/s^2", "pitch": "rad/s^2", "yaw": "rad/s^2", "thrust": "std/mean"}
+#: The arm (centre to rotor axis, m) `THRESHOLDS` are tuned for: the Crazyflie 2.1's.
+REF_ARM = 0.0396
+
+
+def thresholds_for(
+    vehicle: Vehicle | None = None, overrides: dict[str, tuple[float, float]] | None = None
+) -> dict[str, tuple[float, float]]:
+    """`THRESHOLDS` for `vehicle`: the angular accelerations a multirotor reaches scale like
+    thrust·arm / inertia ∝ 1/arm for similar proportions (inertia ∝ mass·arm²), so the
+    rotational thresholds are multiplied by `REF_ARM` / (the vehicle's mean arm); thrust
+    (std/mean, dimensionless) is unchanged. `overrides` (axis -> (excited, weak)) win."""
+    out = dict(THRESHOLDS)
+    if vehicle is not None:
+        k = REF_ARM / float(np.mean(np.linalg.norm(vehicle.positions[:, :2], axis=1)))
+        out |= {a: (hi * k, lo * k) for a, (hi, lo) in THRESHOLDS.items() if a != "thrust"}
+    for axis, (hi, lo) in (overrides or {}).items():
+        if axis not in THRESHOLDS:
+            raise RotoridError(f"unknown excitation axis '{axis}'; choose {', '.join(AXES)}")
+        if not hi >= lo >= 0:
+            raise RotoridError(f"excitation threshold {axis}={hi:g},{lo:g}: need excited >= weak >= 0")
+        out[axis] = (float(hi), float(lo))
+    return out
 
 
 @dataclass(frozen=True)
@@ -233,7 +259,8 @@ def propose_windows(
     max_gap: float = 5.0,
 ) -> list[Window]:
     """Windows for `role` (`ROLES`): inside the flying spans, `margin` s away from take-off
-    and landing (ground contact is not in the models), where the role's moving excitation
+    and landing (ground contact is not in the models; a log that starts or ends in the air
+    needs no margin there), where the role's moving excitation
     (`role_signal`) is at least `threshold` — by default `factor` times its median over this
     flight's flying samples, so the threshold scales with the vehicle (a large vehicle's
     angular accelerations are smaller). Excited runs less than `max_gap` s apart are joined;
@@ -251,8 +278,10 @@ def propose_windows(
         return [Window(role, t0, float(t[b[0] - 1]), float(t[b[0] - 1] - t[a[0]]), "s flying", min_length)]
     sig, unit = role_signal(flight, role, span)
     inner = fly.copy()
-    for a, b in zip(*runs(fly), strict=True):
-        inner[a:b] &= (t[a:b] >= t[a] + margin) & (t[a:b] <= t[b - 1] - margin)
+    for a, b in zip(*runs(fly), strict=True):  # a margin where the span meets the ground, not the log's ends
+        lo = t[a] + (margin if a > 0 else 0.0)
+        hi = t[b - 1] - (margin if b < len(t) else 0.0)
+        inner[a:b] &= (t[a:b] >= lo) & (t[a:b] <= hi)
     if not inner.any():
         return []
     thr = factor * float(np.median(sig[inner])) if threshold is None else threshold
@@ -284,13 +313,83 @@ def correct_window(flight: Flight, t0: float, t1: float, margin: float = 1.0) ->
         if hi - lo > 0 and (best is None or hi - lo > best[1] - best[0]):
             best = (float(lo), float(hi))
     if best is None:
-        from rotorid.errors import WindowError
-
         raise WindowError(
             f"{flight.meta.get('source', 'flight')}: window {t0:g}:{t1:g} s is on the ground (flying spans: "
             f"{', '.join(f'{a:.1f}-{b:.1f}' for a, b in spans(t, fly)) or 'none'}); choose a window inside one"
         )
     return best
+
+
+#: The excitation each role's flight must have: role -> the axes whose smallest verdict counts.
+ROLE_AXES = {"thrust": ("thrust",), "roll_pitch": ("roll", "pitch"), "yaw": ("yaw",)}
+ROLE_WORDS = {"thrust": "thrust", "roll_pitch": "roll/pitch", "yaw": "yaw", "online": "online"}
+
+
+def check_role(flight: Flight, role: str, thresholds: dict[str, tuple[float, float]] = THRESHOLDS) -> str | None:
+    """Whether `flight` has the excitation its `role` needs (`ROLE_AXES`, the flight's own
+    `measure`): an `ExcitationError` when it is 'none', naming what was measured and the
+    threshold; a warning text when only 'weak' (saying which other role it looks like, e.g.
+    swapped roll/pitch and yaw flights); None when excited or not checkable (channel missing)."""
+    e = measure(flight, thresholds=thresholds)
+    axis = min(ROLE_AXES[role], key=lambda a: e.axes[a].value / thresholds[a][0])
+    m = e.axes[axis]
+    if m.verdict in ("excited", "n/a"):
+        return None
+    hi, lo = thresholds[axis]
+    said = (
+        f"{flight.source} ({flight.t[0]:.2f}–{flight.t[-1]:.2f} s): the {ROLE_WORDS[role]} flight excites {axis} only {m.value:.3g} {m.unit} "
+        f"(excited >= {hi:.3g}, weak >= {lo:.3g} for this vehicle)"
+    )
+    other = [  # thrust last: every manoeuvre moves the collective
+        r
+        for r in ("roll_pitch", "yaw", "thrust")
+        if r != role and all(e.axes[a].verdict == "excited" for a in ROLE_AXES[r])
+    ]
+    looks = f"; it looks like a {ROLE_WORDS[other[0]]} flight — are the flights swapped?" if other else ""
+    if m.verdict == "none":
+        raise ExcitationError(f"{said}{looks}; give the window where the {ROLE_WORDS[role]} manoeuvre is flown")
+    return f"{said}{looks}"
+
+
+def log_windows(flights: list[Flight]) -> dict[str, list[Window]]:
+    """`propose_windows` for every role over the pieces of one log (online: the first flight)."""
+    found = {role: [w for f in flights for w in propose_windows(f, role)] for role in ROLES}
+    found["online"] = found["online"][:1]
+    return found
+
+
+def _score(windows: list[Window], role: str, thresholds: dict[str, tuple[float, float]]) -> float:
+    """The best window's measure over the role's 'excited' threshold (0 without windows)."""
+    hi = max(thresholds[a][0] for a in ROLE_AXES[role])
+    return max((w.measure / hi for w in windows), default=0.0)
+
+
+def assign_roles(
+    found: dict[str, dict[str, list[Window]]], thresholds: dict[str, tuple[float, float]] = THRESHOLDS
+) -> dict[str, list[tuple[str, list[Window]]]]:
+    """Which log (`found`: log -> `log_windows`) serves which role, with its windows. A log's
+    windows count for roll/pitch or yaw when their measure reaches the role's 'excited'
+    threshold; with several logs each goes to the one of the two it excites most (the
+    Eschmann flights: one manoeuvre per flight), a single log to every role it excites. Thrust:
+    the logs that serve neither, else every log; both only where thrust is excited. Online:
+    the first log with a flight."""
+    rot = ("roll_pitch", "yaw")
+    out: dict[str, list[tuple[str, list[Window]]]] = {r: [] for r in ROLES}
+    for log, ws in found.items():
+        score = {r: _score(ws[r], r, thresholds) for r in rot}
+        if len(found) == 1:
+            mine = [r for r in rot if score[r] >= 1.0]
+        else:
+            best = max(rot, key=lambda r: score[r])
+            mine = [best] if score[best] >= 1.0 else []
+        for r in mine:
+            out[r].append((log, ws[r]))
+        if ws["online"] and not out["online"]:
+            out["online"].append((log, ws["online"]))
+    busy = {log for r in rot for log, _ in out[r]}
+    pumped = [(log, ws["thrust"]) for log, ws in found.items() if _score(ws["thrust"], "thrust", thresholds) >= 1.0]
+    out["thrust"] = [p for p in pumped if p[0] not in busy] or pumped
+    return out
 
 
 # -- what `rotorid info` judges ------------------------------------------------------------------
@@ -326,6 +425,7 @@ class SegmentRow:
     rate_hz: float
     flying_time: float
     verdicts: dict[str, str]
+    excitation: Excitation
 
 
 @dataclass(frozen=True)
@@ -363,11 +463,12 @@ def judge(
     flights: list[Flight],
     min_rates: dict[str, float],
     channels: dict[str, tuple[str, ...]] = METHOD_CHANNELS,
+    thresholds: dict[str, tuple[float, float]] = THRESHOLDS,
 ) -> InfoJudgement:
     """What `rotorid info` says about a log (its segments `flights`): each motion channel's
     original rate (slowest segment) against the minimum (`min_rates`, method -> `MIN_RATE_HZ`)
     of each method that reads it (`channels`), with the reader's fix when too slow;
-    `activity`; and one `SegmentRow` per segment."""
+    `activity`; and one `SegmentRow` per segment (excitation verdicts by `thresholds`)."""
     rates: list[RateVerdict] = []
     first = flights[0]
     for method, lo in min_rates.items():
@@ -382,6 +483,6 @@ def judge(
             rates.append(RateVerdict(ch, topic, r, method, float(lo), ok, fix))
     rows = []
     for i, f in enumerate(flights):
-        e = measure(f)
-        rows.append(SegmentRow(i + 1, float(f.t[0]), float(f.t[-1]), f.rate, e.flying_time, e.verdicts))
+        e = measure(f, thresholds=thresholds)
+        rows.append(SegmentRow(i + 1, float(f.t[0]), float(f.t[-1]), f.rate, e.flying_time, e.verdicts, e))
     return InfoJudgement(rates, activity(flights), rows)

@@ -75,6 +75,7 @@ _DELAY_OPTIONS = (
     "per_motor",
     "exponents",
     "izz_ratio",
+    "acc_bias_z",
     "inertia_param",
     "cutoff_hz",
     "tm_bounds",
@@ -92,6 +93,7 @@ _TLS_OPTIONS = (
     "weighted",
     "speed",
     "mocap_delay",
+    "acc_bias",
 )
 _ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow")
 

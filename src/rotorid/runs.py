@@ -47,6 +47,18 @@ def floats(text: str | tuple[float, ...] | None, n: int, what: str) -> tuple[flo
     return vals
 
 
+def value_sigma(text: str | float | tuple[float, ...], what: str) -> float | tuple[float, ...]:
+    """`"V"` -> V, `"V,SIGMA"` -> (V, SIGMA) (numbers and tuples pass through): a value with an
+    optional σ, the method's default σ applying when none is given."""
+    if not isinstance(text, str):
+        return text
+    n = text.count(",") + 1
+    if n > 2:
+        raise RotoridError(f"{what} '{text}' must be VALUE or VALUE,SIGMA")
+    vals = floats(text, n, what)
+    return vals[0] if n == 1 else vals
+
+
 def named(value: Mapping[str, Any] | list[str] | None, what: str) -> dict[str, Any]:
     """Per-configuration values (`--config`, `--mass`, `--weight`): repeated NAME=VALUE texts
     as the command line gives them, or a mapping as a manifest gives them."""
@@ -70,13 +82,61 @@ class Request:
     allow_corrupt: bool = False
     preset: Any = None
     used: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
-    def flights(self, specs: list[str]) -> list[Flight]:
-        """Every flight (window) of the log arguments `specs`, read for this vehicle."""
+    def flights(self, specs: list[str], role: str | None = None) -> list[Flight]:
+        """Every flight (window) of the log arguments `specs`, read for this vehicle. With a
+        `role` (`rotorid.excitation.ROLES`) the windows are checked or found (`role_windows`)."""
         from rotorid.io import load
 
-        self.used += specs
-        return [f for s in specs for f in load(s, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)]
+        if role is None:
+            self.used += specs
+            return [f for s in specs for f in load(s, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)]
+        return [f for s in specs for f in self.role_windows(s, role)]
+
+    def role_windows(self, spec: str, role: str) -> list[Flight]:
+        """The flights of one log argument for `role`. Without windows: the windows
+        `rotorid.excitation.propose_windows` finds (said in `notes`; none found is an
+        `ExcitationError`). With windows (except `online`, whose estimator wants the take-off):
+        ground contact inside one is a `WindowError` naming the corrected window. Each
+        flight's excitation is checked against its role (`check_role`: refuse or warn)."""
+        import warnings
+
+        from rotorid import excitation as ex
+        from rotorid.errors import ExcitationError, WindowError
+        from rotorid.io import LogSpec, load, parse_spec
+
+        ls = parse_spec(spec)
+        whole = load(LogSpec(ls.path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)
+        what = ex.ROLE_WORDS[role]
+        if not ls.windows:
+            found = [w for f in whole for w in ex.propose_windows(f, role)]
+            if not found:
+                raise ExcitationError(
+                    f"{ls.path}: no {what} window found (no flying part away from take-off and landing excites "
+                    f"it); run `rotorid info {ls.path}` and give the window as {ls.path}@t0:t1"
+                )
+            ls = LogSpec(ls.path, tuple((round(w.t0, 2), round(w.t1, 2)) for w in found))
+            self.notes.append(f"{what} windows found in {ls.path} (none given): {ls}")
+        elif role != "online":
+            for t0, t1 in ls.windows:
+                for f in whole:
+                    if f.t[0] <= t1 and f.t[-1] >= t0:
+                        fixed = ex.correct_window(f, max(t0, float(f.t[0])), min(t1, float(f.t[-1])))
+                        if fixed is not None:
+                            raise WindowError(
+                                f"{ls.path}@{t0:g}:{t1:g} includes ground contact (take-off or landing is not in "
+                                f"the model); use {ls.path}@{fixed[0]:.2f}:{fixed[1]:.2f}"
+                            )
+        self.used.append(str(ls))
+        flights = load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)
+        if role != "online":
+            limits = ex.thresholds_for(self.vehicle)
+            for f in flights:
+                weak = ex.check_role(f, role, limits)
+                if weak:
+                    warnings.warn(weak, stacklevel=2)
+        return flights
 
     def settings(self, cls: type, parse: dict[str, Any] | None = None) -> Any:
         """`cls(**fields)` from the options named like its fields (`parse[name]` converts text),
@@ -89,6 +149,30 @@ class Request:
         names = {f.name for f in fields(cls)}
         kw = {k: parse.get(k, lambda v: v)(v) for k, v in self.options.items() if k in names and v is not None}
         return cls(**kw)
+
+
+def split_mass(options: Mapping[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """Separate a bare `--mass KG` (the vehicle's measured mass, for any method: it overrides
+    the vehicle file) from tls's per-configuration `--mass NAME=KG`; returns the options
+    without it and the mass (None when not given). Two bare masses are refused."""
+    given = options.get("mass")
+    if given is None or isinstance(given, Mapping):
+        return dict(options), None
+    items = [given] if isinstance(given, str | int | float) else list(given)
+    bare = [m for m in items if "=" not in str(m)]
+    if not bare:
+        return dict(options), None
+    if len(bare) > 1:
+        raise RotoridError(f"--mass given twice as a plain number ({', '.join(map(str, bare))}); give it once")
+    try:
+        kg = float(bare[0])
+    except ValueError:
+        raise RotoridError(f"--mass '{bare[0]}' must be a number of kg (or NAME=KG for a tls configuration)") from None
+    if not kg > 0:
+        raise RotoridError(f"--mass {bare[0]} must be a positive number of kg")
+    rest = {k: v for k, v in options.items() if k != "mass"}
+    named_masses = [m for m in items if "=" in str(m)]
+    return (rest | {"mass": named_masses} if named_masses else rest), kg
 
 
 def refuse_foreign(method: str, given: list[str]) -> None:
@@ -116,15 +200,57 @@ def identify(
     """Identify `vehicle`'s parameters with `method` from the log arguments `logs`
     (`FILE[@t0:t1,...]`); `options` by `rotorid identify` option name (e.g. {"yaw": [...],
     "tm_prior": "0.03,0.5"}), or the method's `settings` object with `options` naming only
-    further logs and configurations. The result's `inputs` list every log read with its SHA-256."""
+    further logs and configurations. A bare `mass` (kg) replaces the vehicle's (`split_mass`).
+    The result's `inputs` list every log read with its SHA-256."""
     from rotorid.registry import method as spec_of
 
-    options = {k: v for k, v in (options or {}).items() if v is not None}
+    options, mass = split_mass({k: v for k, v in (options or {}).items() if v is not None})
     refuse_foreign(method, list(options))
-    req = Request(list(logs), vehicle, options, allow_corrupt, settings)
+    notes = []
+    if mass is not None and mass != vehicle.mass:
+        notes.append(f"mass {mass:g} kg from --mass (the vehicle {vehicle.name} says {vehicle.mass:g} kg)")
+        vehicle = vehicle.replace(mass=mass)
+    req = Request(list(logs), vehicle, options, allow_corrupt, settings, notes=notes)
     result = spec_of(method).load("run")(req)
     result.inputs = provenance(req.used)
+    result.notes = [*req.notes, *result.notes]
     return result
+
+
+def min_rates() -> dict[str, float]:
+    """Each registered method's minimum log rate (its module's `MIN_RATE_HZ`, if it has one)."""
+    import importlib
+
+    from rotorid.registry import methods
+
+    out = {}
+    for m in methods().values():
+        ref = m.settings if isinstance(m.settings, str) else m.settings.__module__
+        rate = getattr(importlib.import_module(ref.partition(":")[0]), "MIN_RATE_HZ", None)
+        if rate is not None:
+            out[m.name] = float(rate)
+    return out
+
+
+def command(method: str, roles: Mapping[str, list[str]], vehicle: str, out: str = "results/") -> str:
+    """A ready-to-run `rotorid identify` command line (shell-quoted) from the log arguments
+    each role uses (`roles`: thrust / roll_pitch / yaw / online -> ["FILE@t0:t1", ...], as
+    `rotorid.excitation.assign_roles` finds them): delay takes the thrust logs with
+    `--roll-pitch` and `--yaw`; online its one flight; tls the logs whole (it finds the airborne
+    parts itself)."""
+    import shlex
+
+    words = ["rotorid", "identify", "--method", method, "--vehicle", vehicle]
+    if method == "delay":
+        words += roles.get("thrust", [])
+        words += [w for r in ("roll_pitch", "yaw") for spec in roles.get(r, []) for w in (option_flag(r), spec)]
+    elif method == "online":
+        words += roles.get("online", [])[:1]
+    else:
+        from rotorid.io import parse_spec
+
+        words += list(dict.fromkeys(str(parse_spec(s).path) for specs in roles.values() for s in specs))
+    return " ".join(shlex.quote(w) for w in [*words, "--out", out])
 
 
 def provenance(specs: list[str]) -> list[dict[str, Any]]:
@@ -154,12 +280,14 @@ def run_delay(req: Request) -> Result:
         {
             "tm_prior": lambda v: floats(v, 2, "--tm-prior"),
             "tm_bounds": lambda v: floats(v, 2, "--tm-bounds"),
+            "izz_ratio": lambda v: value_sigma(v, "--izz-ratio"),
+            "acc_bias_z": lambda v: value_sigma(v, "--acc-bias-z"),
             "exponents": lambda v: tuple(v.split(",")) if isinstance(v, str) else tuple(v),
         },
     )
-    thrust = req.flights(req.logs)
-    roll_pitch = req.flights(list(req.options.get("roll_pitch") or []))
-    yaw = req.flights(list(req.options.get("yaw") or []))
+    thrust = req.flights(req.logs, "thrust")
+    roll_pitch = req.flights(list(req.options.get("roll_pitch") or []), "roll_pitch")
+    yaw = req.flights(list(req.options.get("yaw") or []), "yaw")
     check_roles(roll_pitch, yaw)
     return delay.identify(thrust, req.vehicle, roll_pitch=roll_pitch, yaw=yaw, settings=settings)
 
@@ -265,7 +393,7 @@ def run_online(req: Request) -> Result:
     """Kwon et al.: one flight (one log, one window) streamed through the estimator."""
     from rotorid.methods import online
 
-    flights = req.flights(req.logs)
+    flights = req.flights(req.logs, "online")
     if len(flights) != 1:
         raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
     settings = req.settings(online.OnlineSettings, {"rate_hz": lambda v: v or None})

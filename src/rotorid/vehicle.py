@@ -516,8 +516,9 @@ _KEY_DOC = {
 }
 
 
-def _diagram(v: Vehicle) -> list[str]:
-    """Top view (x forward = up, y left = left) with each rotor's number and spin."""
+def diagram(v: Vehicle) -> list[str]:
+    """Top view (x forward = up, y left = left) with each rotor's number and spin, as TOML
+    comment lines."""
     w, h = 41, 13
     xy = v.positions[:, :2]
     ext = float(np.max(np.abs(xy))) or 1.0
@@ -555,7 +556,7 @@ def commented_toml(v: Vehicle) -> str:
         "# counter-clockwise seen from above gives -1 (ccw), clockwise +1 (cw).",
         "#",
         "# Top view (front up, left left):",
-        *_diagram(v),
+        *diagram(v),
         "",
     ]
     for key, doc in _KEY_DOC.items():

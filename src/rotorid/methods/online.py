@@ -12,7 +12,10 @@ One sample at a time (`OnlineEstimator.update`), so it runs inside a live loop:
    estimated CoM, u = M - com x F; additive variance eq. 29 from the RLS variance of the MOI with
    the lower bound J_min; measurement weight raised by r/c when the residual r exceeds c.
 3. Correction law (Alg. 3–4, 6): the MOI column k of H1 is zeroed while |ω̂_k| < n_sigma σ_k
-   (KF std); the lever-arm columns of H2 likewise.
+   (KF std); the lever-arm columns of H2 likewise. The moment still holds that column's term:
+   its value at the current estimate, Ĵ_k h_k, moves to the output instead of being left in
+   the residual (Alg. 4 drops it). Left there, it is a smooth systematic error that every
+   CoM row carries (the CoM scores' lag-1 autocorrelation was 0.7; 0.1 with it moved).
 4. RLS (Alg. 5, eq. 10) for θ1 = [J_xx, J_yy, J_zz, com_x, com_y] and RLS2 (Alg. 6–7, eq. 19–20)
    for θ2 = [m, m z_imu], both switched on the first time the low-pass-filtered vertical
    acceleration exceeds `a_z_allow` (take-off).
@@ -31,6 +34,11 @@ noise at the level the paper's Table 6 settings were made for.
 Where the paper leaves room or a literal reading fails (`OnlineSettings` lists them), the
 defaults here were chosen on the kwon-payload scenario; `OnlineSettings.literal()` restores
 the literal algorithms for comparison (benchmarks/bench_online.py).
+
+Uncertainty: the streaming state (`OnlineState.theta1_std`, the trajectories) carries the RLS's
+own covariance scaled by its a-posteriori residual variance, what a live loop can afford;
+`identify` reports the HAC sandwich over the whole flight (`_final_std`), and leaves out a
+parameter the flight never informed (the value would be the initial guess).
 
 Discretisation: Alg. 4 differentiates ω̂ between two samples; the moment, thrust, rate and
 accelerometer entering H1/H2 are the means of the same two samples (the midpoint the forward
@@ -52,6 +60,7 @@ from rotorid.errors import ExcitationError, MissingChannelError, RotoridError, V
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
+from rotorid.methods.regression import rls_hac_cov
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
@@ -232,6 +241,7 @@ class OnlineEstimator:
         self._chi2 = [0.0, 0]
         self._h1f: list[float] | None = None  # LPF state (rls-lpf): H1 (15), M (3), H2 (6), F (3)
         self._state: OnlineState | None = None  # cache of `state`, cleared by every step
+        self._rows: list | None = None  # RLS rows (H1, y1, R1, H2, y2) per step, recorded by `run`
 
     # -- rotor model -----------------------------------------------------------------------
     def _motor_state(self, t: float, cmd: Sequence[float] | None, rs: Sequence[float] | None) -> list[float]:
@@ -401,6 +411,8 @@ class OnlineEstimator:
             r1 = [rv, rv, rv]
         self._rls1(h1, y1, r1)
         self._rls2(h2, y2, s.w_rls2 * s.w_rls2)
+        if self._rows is not None:
+            self._rows.append((h1, y1, r1, h2, y2))
 
     def _check_enable(self, t: float, dt: float, acc: list[float], q: list[float] | None) -> None:
         """Enable condition: LPF'd gravity-rejected vertical acceleration (Sec. III, Fig. 3)."""
@@ -464,18 +476,20 @@ class OnlineEstimator:
         am: tuple[float, ...],
     ) -> tuple[list[list[float]], list[float], list[list[float]], list[float]]:
         """Alg. 3-4: H1 rows (3 x 5) of M - cz [-Fy, Fx, 0] = H1 θ1 (MOI columns of inactive
-        axes zeroed); Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z], IMU x, y relative to the CoM."""
+        axes zeroed, their term at the current estimate moved to the output); Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z], IMU x, y relative to the CoM."""
         p_, q_, r_ = om
         h1 = [
             [al[0], -q_ * r_, q_ * r_, 0.0, Fm[2]],
             [p_ * r_, al[1], -p_ * r_, -Fm[2], 0.0],
             [-p_ * q_, p_ * q_, al[2], Fm[1], -Fm[0]],
         ]
-        for k in range(3):
-            if not act[k]:
-                h1[0][k] = h1[1][k] = h1[2][k] = 0.0
         y1 = [Mm[0] + self._com_z * Fm[1], Mm[1] - self._com_z * Fm[0], Mm[2]]
         th = self.th1
+        for k in range(3):
+            if not act[k]:
+                for row, yr in zip(h1, range(3), strict=True):
+                    y1[yr] -= row[k] * th[k]
+                    row[k] = 0.0
         x = self._imu_xy[0] - th[3]
         y = self._imu_xy[1] - th[4]
         A = (
@@ -577,6 +591,7 @@ class OnlineEstimator:
             flight.rotor_speed.tolist() if flight.rotor_speed is not None else none,
             flight.quat.tolist() if flight.quat is not None else none,
         )
+        self._rows = []
         keys = ("omega", "p", "alpha", "alpha_raw", "active", "enabled", "theta1", "s1diag")
         rec: dict[str, list] = {k: [] for k in keys}
         rec_th2: list = []
@@ -613,6 +628,36 @@ def _imu_z(m, mz, s00, s01, s11, scale):
     return z, np.sqrt(np.maximum(var, 0.0))
 
 
+def _final_std(est: OnlineEstimator) -> tuple[list[float], float, float, dict[str, bool]]:
+    """Final σ of θ1, mass and imu_z: the HAC sandwich (`regression.rls_hac_cov`) of the RLS and
+    RLS2 over the rows they processed, with the estimators' own covariances as the bread. The RLS
+    covariance alone assumes independent rows of the stated variance; here the rows share the
+    KF-filtered rate α̂ (its error is correlated over the KF's memory) and the moment rows carry
+    model error, so it is too small for J_zz and too large for the CoM (Kwon et al. eq. 10 and
+    Alg. 5 give the estimator, not its sampling distribution). Also which parameters the flight
+    informed: the information sum h^2 / r of its column exceeds that of its initial variance."""
+    s = est.settings
+    rows = est._rows or []
+    if not rows:
+        return [float("nan")] * 5, float("nan"), float("nan"), dict.fromkeys([*THETA1, "mass", "imu_z"], False)
+    h1, y1, r1, h2, y2 = (np.array([r[i] for r in rows], dtype=float) for i in range(5))
+    th1, th2 = np.array(est.th1), np.array(est.th2)
+    bread1 = np.array(est.s1).reshape(5, 5)
+    s00, s01, s11 = est.s2
+    bread2 = np.array([[s00, s01], [s01, s11]])
+    cov1 = rls_hac_cov(bread1, h1, y1 - h1 @ th1, r1)
+    r2 = np.full(y2.shape, 1.0 / (s.w_rls2 * s.w_rls2))
+    cov2 = rls_hac_cov(bread2, h2, y2 - h2 @ th2, r2)
+    info1 = np.einsum("tkp,tk->p", h1**2, 1.0 / r1)
+    info2 = np.einsum("tkp,tk->p", h2**2, 1.0 / r2)
+    informed = {name: bool(info1[i] * s.theta1_var0[i] > 1.0) for i, name in enumerate(THETA1)}
+    informed["mass"] = bool(info2[0] * s.theta2_var0[0] > 1.0)
+    informed["imu_z"] = bool(info2[1] * s.theta2_var0[1] > 1.0)
+    _, z_std = _imu_z(th2[0], th2[1], cov2[0, 0], cov2[0, 1], cov2[1, 1], 1.0)
+    std1 = np.sqrt(np.clip(np.diag(cov1), 0.0, None))
+    return std1.tolist(), float(np.sqrt(max(cov2[0, 0], 0.0))), float(z_std), informed
+
+
 def identify(
     flight: Flight,
     vehicle: Vehicle,
@@ -633,8 +678,9 @@ def identify(
             "give a log that includes the take-off"
         )
     st = est.state
-    estimates = {name: (st.theta1[i], st.theta1_std[i]) for i, name in enumerate(THETA1)}
-    estimates |= {"mass": (st.mass, st.mass_std), "imu_z": (st.imu_z, st.imu_z_std)}
+    std1, std_m, std_z, informed = _final_std(est)
+    estimates = {name: (st.theta1[i], std1[i]) for i, name in enumerate(THETA1)}
+    estimates |= {"mass": (st.mass, std_m), "imu_z": (st.imu_z, std_z)}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
     kwon = settings.variant == "kwon"
@@ -657,6 +703,20 @@ def identify(
             "reason": "IMU height barely excited (needs simultaneous roll and pitch accelerations)",
             "advice": "fly faster roll and pitch motion",
         }
+    never = [name for name in estimates if not informed[name]]
+    for name in never:
+        del estimates[name]
+        observability[name] = {
+            "identifiable": False,
+            "reason": "never updated: the flight gave it less information than the initial guess's own "
+            "variance, so the value would be that guess"
+            + (
+                f" (its column was active on {100 * frac[THETA1.index(name)]:.1f} % of the steps)"
+                if name in THETA1[:3]
+                else ""
+            ),
+            "advice": "fly motion that excites it (rotation about that axis for a moment of inertia)",
+        }
     diagnostics: dict[str, Any] = dict(tr)
     if flight.gyro_dot is not None:
         diagnostics["alpha_true"] = flight.gyro_dot
@@ -667,6 +727,12 @@ def identify(
         f"variant {settings.variant}: estimator enabled at t={est.t_enabled:.3f} s ({100 * en.mean():.1f}% of the log)",
         "imu_z is the IMU height above the CoM plus com_z of the vehicle (0 if unknown)",
     ]
+    if never:
+        notes.append(f"not reported (never updated by the flight, see observability): {', '.join(never)}")
+    notes.append(
+        "σ is the Newey-West (HAC) sandwich of the RLS over the whole flight: the RLS rows share the "
+        "Kalman-filtered rate and are correlated in time"
+    )
     if kwon:
         notes.append(
             "correction law: MOI columns active on "

@@ -180,3 +180,85 @@ def block_weighted_tls(
         if done:
             break
     return fit, scale
+
+
+def newey_west_lags(n: int) -> int:
+    """Bandwidth of the Newey-West estimator for `n` time steps: floor(4 (n/100)^(2/9))
+    (Newey & West 1994, Rev. Econ. Stud. 61, the rule of thumb for the Bartlett kernel)."""
+    return int(4.0 * (max(n, 1) / 100.0) ** (2.0 / 9.0))
+
+
+def hac_meat(scores: np.ndarray, segment: np.ndarray, lags: int) -> np.ndarray:
+    """Heteroscedasticity- and autocorrelation-consistent "meat" sum_l k_l (Gamma_l + Gamma_l^T)
+    of time-ordered scores g_t (T, p), Bartlett weights k_l = 1 - l/(lags+1), Gamma_0 counted
+    once (Newey & West 1987, Econometrica 55). Products never pair two different segments
+    (`segment` (T,): separate flights or pieces are independent). Positive semi-definite."""
+    g = np.asarray(scores, dtype=float)
+    seg = np.asarray(segment)
+    meat = g.T @ g
+    for lag in range(1, lags + 1):
+        same = seg[lag:] == seg[:-lag]
+        if not same.any():
+            break
+        gam = g[lag:][same].T @ g[:-lag][same]
+        meat += (1.0 - lag / (lags + 1.0)) * (gam + gam.T)
+    return meat
+
+
+def tls_hac_cov(
+    w: np.ndarray, x: np.ndarray, instant: np.ndarray, segment: np.ndarray, lags: int | None = None
+) -> np.ndarray:
+    """Covariance of the TLS solution x of W_t [x; 1] = rho (`tls`) when the rows' errors are
+    correlated in time: the sandwich B^-1 M B^-1 with B = W_bar^T W_bar (first n_t - 1 columns
+    of the closest compatible W_bar = W_t - rho chi_t^T / ||chi_t||^2, eq. 16) and M the
+    Newey-West meat (`hac_meat`) of the per-instant scores g_t = sum over the rows of instant t
+    of w_bar_i rho_i, times r / (r - n_t) (the degrees of freedom of eq. 19).
+
+    For independent, identically distributed row errors M -> ||rho||^2 / r B and
+    ||rho||^2 = s_nt^2 (1 + ||x||^2), so this is eq. 20 (Six et al.) exactly in that limit; with
+    correlated rows it stays consistent where eq. 18's independence fails. `instant` (r,) maps
+    each row to its time step 0..T-1 (rows of one instant, e.g. the six wrench components,
+    share it; consecutive steps adjacent in time), `segment` (T,) the continuous piece each
+    step belongs to; `lags` defaults to `newey_west_lags(T)`."""
+    w = np.asarray(w, dtype=float)
+    chi = np.append(np.asarray(x, dtype=float), 1.0)
+    r, nt = w.shape
+    rho = w @ chi
+    wb = (w - np.outer(rho, chi) / (chi @ chi))[:, :-1]
+    nsteps = len(segment)
+    scores = np.zeros((nsteps, nt - 1))
+    np.add.at(scores, np.asarray(instant), wb * rho[:, None])
+    binv = np.linalg.pinv(wb.T @ wb)
+    meat = hac_meat(scores, segment, newey_west_lags(nsteps) if lags is None else lags)
+    cov = binv @ meat @ binv * (r / (r - nt))
+    return 0.5 * (cov + cov.T)
+
+
+def andrews_lags(scores: np.ndarray) -> int:
+    """Data-driven Bartlett bandwidth (Andrews 1991, Econometrica 59, eq. 6.2 with an AR(1)
+    plug-in per score component): L = 1.1447 (alpha T)^(1/3), alpha = 4 rho^2 / ((1-rho)^2
+    (1+rho)^2) for each component's lag-1 autocorrelation rho; the largest L over the
+    components (each parameter's scores need their own correlation covered)."""
+    g = np.asarray(scores, dtype=float)
+    g = g - g.mean(axis=0)
+    den = np.sum(g * g, axis=0)
+    ok = den > 0
+    if len(g) < 3 or not ok.any():
+        return 0
+    rho = np.clip(np.sum(g[1:, ok] * g[:-1, ok], axis=0) / den[ok], -0.97, 0.97)
+    alpha = 4.0 * rho**2 / ((1.0 - rho) ** 2 * (1.0 + rho) ** 2)
+    return int(min(1.1447 * float(np.max(alpha) * len(g)) ** (1.0 / 3.0), len(g) - 1))
+
+
+def rls_hac_cov(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray, lags: int | None = None) -> np.ndarray:
+    """Covariance of a (recursive) weighted least-squares estimate robust to heteroscedastic,
+    autocorrelated row errors: bread M bread, `bread` = (P0^-1 + sum h h^T / r)^-1 (the RLS's
+    own covariance without a-posteriori scaling), M the Newey-West meat (`hac_meat`) of the
+    per-step scores g_t = sum_k h_tk e_tk / r_tk; `h` (T, K, p) the regressor rows of each
+    step, `e` (T, K) their residuals at the final estimate, `r` (T, K) the row variances the
+    estimator weighted them with; `lags` defaults to `andrews_lags` of the scores. With
+    independent rows and correct r this is the RLS covariance itself."""
+    g = np.einsum("tkp,tk->tp", np.asarray(h, dtype=float), np.asarray(e, dtype=float) / np.asarray(r, dtype=float))
+    lags = andrews_lags(g) if lags is None else lags
+    cov = bread @ hac_meat(g, np.zeros(len(g), dtype=int), lags) @ bread
+    return 0.5 * (cov + cov.T)

@@ -28,7 +28,7 @@ import numpy as np
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
-from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls
+from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls, tls_hac_cov
 from rotorid.motion import (
     MIN_PIECE,
     WRENCH,
@@ -60,8 +60,17 @@ class TlsSettings:
       `parallel_cutoff` is the low-pass applied to every column of W_t before decimation.
     - `r_sigma`: essential parameters are kept when max/min %sigma < r_sigma (Sec. III-B).
     - `weighted`: scale each wrench-row block by the inverse of its residual std.
-    - `decimate`: default fs / (5 parallel_cutoff).
+    - `decimate`: default floor(fs / (2 parallel_cutoff)) (`TlsSettings.decimation`).
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
+    - `acc_bias`: IMU source: estimate a constant accelerometer bias per airborne piece
+      (`idim_rows`); otherwise it is absorbed by k_t (a z bias b_z biases k_t by b_z / g,
+      +0.24 % on six-config-a) and the first moments. Off by default: the essential-parameter
+      selection then keeps more parameters (k_t's %σ grows ~6x while r_σ stays 250), so the
+      parameter sets of Six et al. Tables I-II are no longer those the paper reports.
+    - `covariance`: "hac" (default) reports the Newey-West sandwich of the final fit
+      (`regression.tls_hac_cov`), valid when the rows stay correlated; "eq20" the paper's
+      eq. 18-20 (independent rows). The essential-parameter selection always ranks by eq. 20's
+      %σ, the scale the paper's r_σ = 250 was set on.
     """
 
     source: str = "imu"
@@ -77,6 +86,13 @@ class TlsSettings:
     essential: bool = True
     mocap_delay: float = 0.0
     max_weight_iter: int = 20
+    covariance: str = "hac"
+    acc_bias: bool = False
+
+    @property
+    def centred(self) -> bool:
+        """Whether the force rows are centred for an accelerometer bias (IMU source only)."""
+        return self.acc_bias and self.source == "imu"
 
     @property
     def motion(self) -> MotionSettings:
@@ -93,13 +109,25 @@ class TlsSettings:
         )
 
     def decimation(self, ms: MotionSettings) -> int:
-        """Decimation factor for concrete motion settings: `decimate` or fs / (5 parallel_cutoff)."""
-        return self.decimate or max(1, int(ms.fs / (5.0 * ms.parallel_cutoff)))
+        """Decimation factor for concrete motion settings: `decimate`, or floor(fs / (2 f_c))
+        with f_c = `parallel_cutoff`.
+
+        Every column of W_t is low-passed at f_c first, so the rows carry at most 2 f_c
+        independent samples per second (Shannon): the autocorrelation of noise band-limited
+        to f_c is sinc(2 f_c tau), zero first at tau = 1/(2 f_c). Keeping one row per 1/(2 f_c)
+        leaves rows as nearly uncorrelated as the filter allows, which eq. 18 assumes; denser
+        rows add no information but make eq. 20's sigma too small (at 200 Hz and 15 Hz the old
+        fs/(5 f_c) = 2 kept rows whose residual autocorrelation time was 4-7 rows). Whatever
+        correlation remains (model error, slow drifts) is left to the HAC covariance
+        (`regression.tls_hac_cov`)."""
+        return self.decimate or max(1, int(ms.fs / (2.0 * ms.parallel_cutoff)))
 
     def resolve(self, fs: float) -> dict[str, Any]:
         """Concrete settings for data sampled at `fs` Hz (every default filled in)."""
         if not self.r_sigma > 1:
             raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
+        if self.covariance not in ("hac", "eq20"):
+            raise RotoridError(f"TLS covariance must be 'hac' or 'eq20', got '{self.covariance}'")
         ms = self.motion.at(fs)
         return asdict(self) | ms.to_dict() | {"decimate": int(self.decimation(ms))}
 
@@ -147,37 +175,59 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
 @dataclass(frozen=True)
 class Rows:
     """The filtered, decimated IDIM of one configuration: time (n,), D_k (n,6,2), D (n,6,9),
-    D_m (n,6), and which piece each sample came from."""
+    D_m (n,6), which piece each sample came from, and (accelerometer-bias centring) the
+    removed means of the force rows per piece, (pieces, 3, 12) as [D_k, D, D_m]."""
 
     t: np.ndarray
     dk: np.ndarray
     d: np.ndarray
     dm: np.ndarray
     piece: np.ndarray
+    force_mean: np.ndarray | None = None
 
 
-def idim_rows(flights: list[Flight], vehicle: Vehicle, settings: TlsSettings) -> tuple[Rows, dict[str, Any]]:
+def idim_rows(
+    flights: list[Flight], vehicle: Vehicle, settings: TlsSettings, acc_bias: np.ndarray | None = None
+) -> tuple[Rows, dict[str, Any]]:
     """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
     D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
-    the piece ends. Returns the rows and the resolved settings."""
+    the piece ends. Returns the rows and the resolved settings.
+
+    With `settings.acc_bias` (IMU source) every column of the three force rows is centred on
+    its mean over each piece: an accelerometer bias b adds the constant m b to the force rows
+    (m s_meas = m s + m b), i.e. one exactly known constant column per piece and force axis.
+    In TLS, exactly known columns are projected out before the SVD (mixed LS-TLS, Van Huffel &
+    Vandewalle 1991, Sec. 3.6.3); the projection onto the complement of a constant is the
+    centring. The means are kept (`Rows.force_mean`) to give b = mean residual / m back.
+    `acc_bias` (pieces, 3), when given, is subtracted from the specific force first, so the
+    moment rows' -[s]x ms use it too (`identify` does this with the first pass's b)."""
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
         raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
     cfg = settings.resolve(min(p.rate for p in pieces))
     ts, dks, ds, dms, idx = [], [], [], [], []
+    means = np.zeros((len(pieces), 36))  # pieces left out keep zero means
     for k, p in enumerate(pieces):
         own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
         ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
-        dk, d, dm = observation(motion(p, vehicle, ms), vehicle)
+        mo = motion(p, vehicle, ms)
+        if acc_bias is not None:
+            mo = replace(mo, s=mo.s - acc_bias[k])
+        dk, d, dm = observation(mo, vehicle)
         n = len(p.t)
         cols = np.concatenate([dk.reshape(n, -1), d.reshape(n, -1), dm], axis=1)
         cols = butter_filtfilt(cols, ms.fs, ms.parallel_cutoff, order=ms.order)
-        keep = (p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim)
-        sel = np.flatnonzero(keep)[:: settings.decimation(own)]
+        keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
+        # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
+        sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         if len(sel) < 2:
             continue
         cols = cols[sel]
+        if settings.centred:
+            fcols = np.r_[0:6, 12:39, 66:69]  # every column of the three force rows
+            means[k] = cols[:, fcols].mean(axis=0)
+            cols[:, fcols] -= means[k]
         ts.append(p.t[sel])
         dks.append(cols[:, :12].reshape(-1, 6, 2))
         ds.append(cols[:, 12:66].reshape(-1, 6, 9))
@@ -186,8 +236,17 @@ def idim_rows(flights: list[Flight], vehicle: Vehicle, settings: TlsSettings) ->
     if not ts:
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
+    force_mean = None
+    if settings.centred:  # per piece and force row: [D_k, D, D_m] means
+        fm = means
+        force_mean = np.concatenate([fm[:, :6].reshape(-1, 3, 2), fm[:, 6:33].reshape(-1, 3, 9), fm[:, 33:, None]], 2)
     return Rows(
-        np.concatenate(ts), np.concatenate(dks), np.concatenate(ds), np.concatenate(dms), np.concatenate(idx)
+        np.concatenate(ts),
+        np.concatenate(dks),
+        np.concatenate(ds),
+        np.concatenate(dms),
+        np.concatenate(idx),
+        force_mean,
     ), cfg
 
 
@@ -225,7 +284,11 @@ def _fit(
 
 
 def essential(
-    w: np.ndarray, blocks: np.ndarray, base: np.ndarray, names: list[str], settings: TlsSettings
+    w: np.ndarray,
+    blocks: np.ndarray,
+    base: np.ndarray,
+    names: list[str],
+    settings: TlsSettings,
 ) -> tuple[Fit, list[int], np.ndarray, list[dict[str, Any]], np.ndarray]:
     """Essential parameters (Sec. III-B): starting from all unknowns, repeatedly cancel the
     one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma.
@@ -272,6 +335,47 @@ def essential(
             }
         )
         del kept[i]
+
+
+def _full(x: np.ndarray, kept: list[int], n: int) -> np.ndarray:
+    """The n unknowns with the kept ones set to x and the cancelled ones to 0."""
+    out = np.zeros(n)
+    out[kept] = x
+    return out
+
+
+def _acc_bias(rows: dict[str, Rows], x: np.ndarray, masses: dict[str, float]) -> dict[str, np.ndarray]:
+    """Accelerometer bias per configuration and piece (pieces, 3), m/s²: the force rows' mean
+    residual over each piece divided by the mass (`idim_rows`), at the solution x."""
+    out = {}
+    for ci, (c, r) in enumerate(rows.items()):
+        if r.force_mean is not None:
+            chi = np.concatenate([-x[:2], x[2 + 9 * ci : 11 + 9 * ci], [masses[c]]])
+            out[c] = r.force_mean @ chi / masses[c]
+    return out
+
+
+def hac_covariance(
+    w: np.ndarray,
+    blocks: np.ndarray,
+    rows: dict[str, Rows],
+    cols: list[int],
+    active: np.ndarray,
+    scale: np.ndarray,
+    x: np.ndarray,
+) -> np.ndarray:
+    """Covariance of the final (weighted) fit of the columns `cols` over the fitted row blocks
+    (`active`), robust to rows correlated in time (`regression.tls_hac_cov`): the six wrench
+    rows of one instant share its time step, and lags never cross pieces or configurations."""
+    sizes = [len(r.t) for r in rows.values()]
+    start = np.cumsum([0, *sizes[:-1]])
+    instant = np.concatenate([s0 + np.tile(np.arange(n), 6) for s0, n in zip(start, sizes, strict=True)])
+    pieces = [r.piece for r in rows.values()]
+    offsets = np.cumsum([0, *(int(p.max()) + 1 for p in pieces[:-1])])
+    segment = np.concatenate([p + o for p, o in zip(pieces, offsets, strict=True)])
+    keep = active[blocks]
+    wk = w[keep][:, [*cols, w.shape[1] - 1]] * scale[blocks[keep]][:, None]
+    return tls_hac_cov(wk, x, instant[keep], segment)
 
 
 def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
@@ -390,6 +494,34 @@ def _observability(
     return observability
 
 
+#: Why the motion-capture source does not report the yaw pair (Six et al. Table II, MOCAP column).
+MOCAP_YAW = (
+    "from motion capture the yaw angular acceleration is the yaw angle differentiated twice through the "
+    "band-pass: its noise sits in the regressors (errors in variables) and biases k_d and I_zz together "
+    "(about -17 % on the simulated Six flights) far beyond their statistical σ; Six et al. do not report "
+    "them from MOCAP either (Table II)"
+)
+
+
+def _withhold_yaw_pair(
+    est: dict[str, tuple[float, float]], observability: dict[str, dict[str, Any]], kept: list[str], cfgs: list[str]
+) -> None:
+    """Motion-capture source: k_d, k_tau and every I_zz stay in the fit (the yaw rows still
+    carry the other parameters) but are not reported; observability says why (`MOCAP_YAW`)."""
+    sufs = [""] if len(cfgs) == 1 else [f"@{c}" for c in cfgs]
+    for nm in ("k_d", "k_tau", *(f"I_zz{s}" for s in sufs)):
+        if nm not in est:
+            continue
+        value, _ = est.pop(nm)
+        observability[nm] = {
+            "identifiable": False,
+            "essential": nm in kept,
+            "value_before_cancel": value,
+            "reason": MOCAP_YAW,
+            "advice": "identify k_d, k_tau and I_zz from the IMU (--source imu), with configuration B for k_d",
+        }
+
+
 def _diagnostics(
     w: np.ndarray, blocks: np.ndarray, x: np.ndarray, rows: dict[str, Rows], scale: np.ndarray
 ) -> dict[str, Any]:
@@ -430,12 +562,24 @@ def identify(
     masses = _checked_masses(configs, vehicle, dict(masses or {}), weights)
     cfgs = list(configs)
     masses = {c: masses[c] for c in cfgs}
-    rows, resolved = {}, {}
-    for c in cfgs:
-        rows[c], resolved[c] = idim_rows(configs[c], vehicle, settings)
-    w, blocks, names = assemble(rows, masses)
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
-    fit, kept, scale, history, active = essential(w, blocks, base, names, settings)
+
+    def solve(bias: dict[str, np.ndarray] | None) -> tuple:
+        """Rows and fit; bias None: the paper's model, else force rows centred and `bias` removed."""
+        rows, resolved = {}, {}
+        st = replace(settings, acc_bias=bias is not None)
+        for c in cfgs:
+            rows[c], resolved[c] = idim_rows(configs[c], vehicle, st, (bias or {}).get(c))
+        w, blocks, names = assemble(rows, masses)
+        return rows, resolved, w, blocks, names, *essential(w, blocks, base, names, settings)
+
+    rows, resolved, w, blocks, names, fit, kept, scale, history, active = solve({} if settings.centred else None)
+    bias0: dict[str, np.ndarray] = {}
+    if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
+        bias0 = _acc_bias(rows, _full(fit.x, kept, len(names)), masses)
+        rows, resolved, w, blocks, names, fit, kept, scale, history, active = solve(bias0)
+    if settings.covariance == "hac":
+        fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x))
 
     nfull = len(names)
     x = np.zeros(nfull)
@@ -452,11 +596,24 @@ def identify(
             "essential": False,
             "rel_std_pct": Estimate(value, std).rel_std_pct,
         }
+    if settings.source == "mocap":
+        _withhold_yaw_pair(est, observability, [names[j] for j in kept], cfgs)
+    acc_bias = {c: b + bias0[c] for c, b in _acc_bias(rows, x, masses).items()}
     diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
+    if acc_bias:
+        diag["acc_bias"] = acc_bias
 
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m"]
+    for c, b in acc_bias.items():
+        notes.append(
+            f"accelerometer bias estimated per airborne piece{' of ' + c if len(cfgs) > 1 else ''} "
+            f"(mean over {len(np.unique(rows[c].piece))}): "
+            f"[{', '.join(f'{v:+.3f}' for v in np.mean(b[np.unique(rows[c].piece)], axis=0))}] m/s²"
+        )
     single = len(cfgs) == 1
+    if settings.source == "mocap" and "k_d" in kept_names:
+        notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
     if "k_d" not in kept_names and single:
         notes.append("k_d is not identifiable from one symmetric configuration (eq. 23): fly configuration B")
     for ci, c in enumerate(cfgs):
