@@ -292,11 +292,6 @@ def run_delay(req: Request) -> Result:
     return delay.identify(thrust, req.vehicle, roll_pitch=roll_pitch, yaw=yaw, settings=settings)
 
 
-#: Below this yaw / roll-pitch excitation ratio a --yaw flight is suspect (Crazyflie yaw
-#: windows: 1.8; its roll/pitch window: 0.03; the thrust window: 0.11).
-YAW_SHARE_MIN = 0.25
-
-
 def _yaw_share(flights: list[Flight]) -> tuple[float, float, float]:
     """(yaw / roll-pitch excitation, yaw, roll-pitch) of flights: the RMS angular accelerations
     `rotorid.excitation.measure` gives, roll-pitch the larger of roll and pitch, each the
@@ -313,10 +308,8 @@ def _yaw_share(flights: list[Flight]) -> tuple[float, float, float]:
 
 def check_roles(roll_pitch: list[Flight], yaw: list[Flight]) -> None:
     """Refuse --roll-pitch and --yaw flights that look swapped (the roll/pitch flights excite
-    yaw more than roll/pitch, the yaw flights less), warn when only one role looks wrong: the
-    inertia of a swapped pair comes out several times too large without any other sign."""
-    import warnings
-
+    yaw more than roll/pitch, the yaw flights less): the inertia of a swapped pair comes out
+    several times too large. A single suspect role is warned about by `excitation.check_role`."""
     words = lambda r: f"yaw {r[1]:.3g} rad/s², roll/pitch {r[2]:.3g} rad/s²"
     rp = _yaw_share(roll_pitch) if roll_pitch else None
     yw = _yaw_share(yaw) if yaw else None
@@ -324,16 +317,6 @@ def check_roles(roll_pitch: list[Flight], yaw: list[Flight]) -> None:
         raise RotoridError(
             f"--roll-pitch and --yaw look swapped: the --roll-pitch flights excite mostly yaw ({words(rp)}) and the "
             f"--yaw flights mostly roll/pitch ({words(yw)}); give each log to the other option"
-        )
-    if rp and rp[0] > 1.0:
-        warnings.warn(
-            f"the --roll-pitch flights excite yaw more than roll/pitch ({words(rp)}): is it a yaw flight?",
-            stacklevel=2,
-        )
-    if yw and yw[0] < YAW_SHARE_MIN:
-        warnings.warn(
-            f"the --yaw flights barely excite yaw compared with roll/pitch ({words(yw)}): is it a roll/pitch flight?",
-            stacklevel=2,
         )
 
 
