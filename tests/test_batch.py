@@ -84,7 +84,7 @@ def test_fleet_finds_the_injected_drift_and_nothing_else(fleet_out: tuple[Path, 
     assert len(others) == 4 * 2 * 9 - 2  # dates 4 and 5 of every vehicle (3 earlier ones needed), minus the flagged
     assert others["z"].abs().max() < 3.0
     # ... and says so in words, in the console and on the page
-    msg = "T_m up 25 % since 2026-04-04: check motors/propellers"
+    msg = "tm up 25 % since 2026-04-04: check motors/propellers"
     assert msg in " ".join(text.split())
     html = (out / "fleet.html").read_text()
     assert msg in html
@@ -173,7 +173,7 @@ def test_step_is_a_drift_with_its_onset_and_stays_flagged() -> None:
     assert t["flagged"].tolist() == [False] * 4 + [True] * 3  # the new values never join the history
     [d] = found
     assert (d.kind, d.since, d.flights) == ("drift", "2026-01-29", 3)
-    assert d.message == "T_m up 25 % since 2026-01-29: check motors/propellers"
+    assert d.message == "tm up 25 % since 2026-01-29: check motors/propellers"
     assert d.baseline == pytest.approx(0.070125)
 
 

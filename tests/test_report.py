@@ -39,8 +39,8 @@ def _result() -> Result:
 
 
 def test_symbols_units_and_verdicts() -> None:
-    assert symbol("k_tau") == "K_τ"
-    assert symbol("thrust_c2_m3") == "K_2 (motor 3)"
+    assert symbol("k_tau") == "k_tau"
+    assert symbol("thrust_c2_m3") == "thrust_c2 (motor 3)"
     assert symbol("ms_x@B") == "ms_x (config B)"
     assert pretty_unit("kg m^2") == "kg·m²" and pretty_unit("N/u^2") == "N/u²" and pretty_unit("1") == "—"
     assert verdict(Estimate(1.0, 0.05), None) == ("ok", "well determined (%σ 5)")
@@ -52,7 +52,7 @@ def test_symbols_units_and_verdicts() -> None:
 
 def test_findings_group_parameters_by_reason() -> None:
     assert excitation_findings(_result()) == [
-        "yaw not excited: I_zz and K_τ unidentifiable — fly a yaw manoeuvre",
+        "yaw not excited: I_zz and k_tau unidentifiable — fly a yaw manoeuvre",
         "vertical axis barely excited: z unidentifiable — climb and descend",
     ]
 
@@ -69,7 +69,7 @@ def test_report_has_tables_provenance_and_no_external_resources() -> None:
     assert "8.5e-06" in html and "4.2e-08" in html and "0.49" in html and "N/u²" in html
     assert "-0.57" in html  # (8.5e-6 - 8.54858e-6) / 8.54858e-6 = -0.568 %
     assert "-3.08" in html  # I_xx: (0.021 - 0.0216667) / 0.0216667
-    assert "yaw not excited: I_zz and K_τ unidentifiable — fly a yaw manoeuvre" in html
+    assert "yaw not excited: I_zz and k_tau unidentifiable — fly a yaw manoeuvre" in html
     assert "f" * 64 in html and "10–40.5 s, 50–60 s" in html
     assert '<code>r_sigma</code></td><td class="l">250.0' in html and "[0.1, 20.0]" in html
     assert "config B weighted with k_w = 1" in html

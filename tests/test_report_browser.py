@@ -112,7 +112,7 @@ def test_run_report_renders_in_chromium(browser, tmp_path: Path) -> None:
     assert len(sizes) == 2
     assert all(ok and w > 100 and h > 100 for ok, w, h in sizes), sizes
     text = browser.execute_script("return document.body.innerText")
-    assert "yaw not excited: K_τ and I_zz unidentifiable — fly a yaw manoeuvre" in text
+    assert "yaw not excited: k_tau and I_zz unidentifiable — fly a yaw manoeuvre" in text
     errors = [e for e in logs if e["level"] in ("SEVERE", "ERROR")]
     assert errors == [], errors
 

@@ -15,7 +15,7 @@ from rotorid.io import write
 from rotorid.methods import tls
 from rotorid.result import Estimate, Result
 from rotorid.sim import scenarios
-from rotorid.validate import validate, vehicle_from_result
+from rotorid.validate import overlaps, validate, vehicle_from_result
 from rotorid.vehicle import Vehicle
 
 
@@ -80,7 +80,7 @@ def test_tls_model_predicts_held_out_flight(six_a, res_a) -> None:
     assert n["F_z"] < 1.0 and n["M_x"] < 3.0 and n["M_y"] < 3.0 and n["M_z"] < 10.0
     assert np.isnan(n["F_x"]) and np.isnan(n["F_y"])  # planar rotors produce no lateral force
     again = validate(Result.from_dict(json.loads(res_a.to_json())), [six_a.flights["test"]])
-    assert again.metrics == val.metrics
+    assert again.to_dict()["metrics"] == val.to_dict()["metrics"]  # NaN (not modelled) as None
 
 
 def test_delay_like_result_validates(six_a) -> None:
@@ -143,3 +143,51 @@ def test_cli_identify_then_validate(six_a, tmp_path) -> None:
     assert f"<td>{r2}</td>" in html and html.count('src="data:image/png;base64,') == 2 and "http" not in html
     res = runner.invoke(app, ["validate", str(tmp_path / "id" / "params.json"), str(test), "--config", "B"])
     assert res.exit_code == 2 and "no configuration 'B'" in res.output
+    # the rotor model predicts no lateral force: s_x, s_y are not scored (no R² on what it cannot predict)
+    assert out["metrics"]["s_x"]["r2"] is None and out["modeled"]["F_x"] is False
+    assert "not modelled" in html and "warning" not in res.stderr
+    # validating on the training log (renamed: it is recognised by its SHA-256) warns, and the report says so
+    copy = tmp_path / "renamed.parquet"
+    copy.write_bytes(train.read_bytes())
+    for spec in (str(copy), f"{copy}@2:5"):
+        res = runner.invoke(
+            app, ["validate", str(tmp_path / "id" / "params.json"), spec, "--out", str(tmp_path / "v2")]
+        )
+        assert res.exit_code == 0, res.output
+        warned = [ln for ln in res.stderr.splitlines() if ln.startswith("warning:")]
+        assert len(warned) == 1 and f"{copy} overlaps the identification data ({train}: " in warned[0]
+        assert "no cross-validation" in (tmp_path / "v2" / "report.html").read_text()
+    res = runner.invoke(
+        app, ["validate", str(tmp_path / "id" / "params.json"), str(test), "--out", str(tmp_path / "v2")]
+    )
+    assert "overlaps" not in res.stderr
+
+
+def test_overlap_needs_the_same_file_and_a_shared_window() -> None:
+    r = Result("tls", {}, inputs=[{"path": "a.ulg", "sha256": "1" * 64, "windows": [[10.0, 20.0], [30.0, 40.0]]}])
+    held = lambda sha, windows: [{"path": "b.ulg", "sha256": sha, "windows": windows}]
+    assert overlaps(r, held("2" * 64, [])) == []
+    assert overlaps(r, held("1" * 64, [[20.0, 30.0]])) == []  # touching is not overlapping
+    (msg,) = overlaps(r, held("1" * 64, [[15.0, 35.0]]))
+    assert msg.startswith("b.ulg overlaps the identification data (a.ulg: 15–20 s, 30–35 s)")
+    assert (
+        "the whole log"
+        in overlaps(Result("tls", {}, inputs=[{"path": "a", "sha256": "1" * 64}]), held("1" * 64, []))[0]
+    )
+
+
+def test_validation_plots_do_not_bridge_gaps() -> None:
+    """Two held-out pieces 4 s apart: every plotted line breaks between them (a NaN point)."""
+    from rotorid.report.validate import figures, gapped
+    from rotorid.validate import MOTION, Validation
+
+    t = np.concatenate([np.arange(0, 1, 0.01), np.arange(5, 6, 0.01)])
+    y = np.sin(t)[:, None] * np.ones((1, 6))
+    tt, yy = gapped(t, y)
+    assert len(tt) == len(t) + 1 and np.isnan(tt[100]) and np.isnan(yy[100]).all() and tt[101] == 5.0
+    metrics = {m: {"rmse": 0.1, "r2": 0.9, "unit": "m/s^2"} for m in MOTION}
+    val = Validation(metrics, dict.fromkeys(("F_x", "F_y", "F_z", "M_x", "M_y", "M_z"), 1.0),
+                     dict.fromkeys(("F_x", "F_y", "F_z", "M_x", "M_y", "M_z"), True), t, y, y, y, y)  # fmt: skip
+    for fig in figures(val).values():
+        lines = [ln for ax in fig.axes for ln in ax.get_lines()]
+        assert lines and all(np.isnan(np.asarray(ln.get_xdata(), float)).sum() == 1 for ln in lines)

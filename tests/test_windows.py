@@ -121,7 +121,7 @@ def test_swapped_roll_pitch_and_yaw_flights_are_named(cf_logs) -> None:
     from rotorid import runs
 
     opts = {"roll_pitch": [f"{cf_logs['log16']}@32:38"], "yaw": [f"{cf_logs['log15']}@55:90"]}
-    with pytest.warns(UserWarning) as got:
+    with pytest.warns(UserWarning) as got, pytest.raises(runs.RotoridError, match="look swapped"):
         runs.identify("delay", [f"{cf_logs['log10']}@35:65"], Vehicle.preset("crazyflie"), opts)
     said = [str(w.message) for w in got]
     assert any(

@@ -32,7 +32,7 @@ x_i (σ_i), i in B, n = |B|:
 
 A flagged value does not join the baseline, so a step change stays flagged on every later
 flight instead of being absorbed. A *drift* is the trailing run of flagged values of one sign
-that reaches the vehicle's latest flight: "T_m up 25 % since 2026-03-14: check
+that reaches the vehicle's latest flight: "tm up 25 % since 2026-03-14: check
 motors/propellers", the change being the mean of the run against m. A flagged value followed by
 unflagged ones is an *outlier* (one odd flight, often a bad log), listed but not a drift. Taking
 the larger of the observed spread and the claimed σ keeps the rule honest both when the σ are
@@ -630,7 +630,7 @@ ADVICE: dict[str, str] = {
 
 
 def advice(parameter: str) -> str:
-    """What to check when `parameter` drifts (e.g. 'check motors/propellers' for T_m)."""
+    """What to check when `parameter` drifts (e.g. 'check motors/propellers' for tm)."""
     base = re.sub(r"(_m\d+)?(@[\w.-]+)?$", "", parameter)
     for key in (base, base.split("_")[0], re.sub(r"_c\d+$", "", base)):
         if key in ADVICE:
@@ -652,7 +652,7 @@ class Finding:
     value: float  # mean of the flagged values
     unit: str
     z: float  # largest |z| of the run, with its sign
-    message: str  # in words: "T_m up 25 % since 2026-03-14: check motors/propellers"
+    message: str  # in words: "tm up 25 % since 2026-03-14: check motors/propellers"
 
 
 def _z_scores(x: np.ndarray, s: np.ndarray, rule: DriftRule) -> tuple[np.ndarray, ...]:
@@ -736,7 +736,7 @@ def _label(d: Any) -> str:
 
 
 def _change_words(sym: str, value: float, baseline: float, scatter: float, unit: str) -> str:
-    """'T_m up 25 %' — in percent when the baseline is clearly non-zero, else in units."""
+    """'tm up 25 %' — in percent when the baseline is clearly non-zero, else in units."""
     direction = "up" if value > baseline else "down"
     if abs(baseline) > 3 * scatter and baseline != 0:
         return f"{sym} {direction} {abs(100 * (value - baseline) / baseline):.0f} %"

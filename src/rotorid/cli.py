@@ -249,7 +249,7 @@ def identify(
     with console.status(f"identifying ({method})…"):
         result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt)
     written = write_run(result, out, spec.load("figures")(result))
-    console.print(result.summary())
+    console.print(result.summary(), soft_wrap=True)  # a table row is one line, however narrow the terminal
     console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
 
 
@@ -388,6 +388,7 @@ def validate(
     from rotorid.report.validate import rows, write_validation
     from rotorid.result import Result
     from rotorid.runs import provenance
+    from rotorid.validate import overlaps
     from rotorid.validate import validate as run
     from rotorid.vehicle import Vehicle
 
@@ -395,6 +396,10 @@ def validate(
     result = Result.load(params)
     base = Vehicle.load(vehicle) if vehicle else None
     flights = [f for s in logs for f in load(s, vehicle=base, allow_corrupt=allow_corrupt)]
+    held_out = provenance(logs)
+    overlap = overlaps(result, held_out)
+    for text in overlap:
+        warnings.warn(text, stacklevel=1)
     with console.status("validating…"):
         val = run(result, flights, base, config=config, source=source)
     table = Table(title=f"cross-validation of {params} ({result.method})")
@@ -405,7 +410,8 @@ def validate(
     console.print(table)
     for n in val.notes:
         console.print(f"note: {n}")
-    written = write_validation(val, result, out, str(params), provenance(logs))
+    val.notes[:0] = overlap  # the report says it too
+    written = write_validation(val, result, out, str(params), held_out)
     console.print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
 
 

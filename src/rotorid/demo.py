@@ -56,7 +56,7 @@ class Job:
 
 JOBS = (
     Job("tls", "six-config-a+b", "IDIM-TLS, two mass configurations (Six et al.)"),
-    Job("delay", "eschmann-crazyflie", "motor delay, thrust curve, inertia, K_τ (Eschmann et al.)"),
+    Job("delay", "eschmann-crazyflie", "motor delay, thrust curve, inertia, k_tau (Eschmann et al.)"),
     Job("online", "kwon-payload", "online observability-aware inertia estimation (Kwon et al.)"),
 )
 

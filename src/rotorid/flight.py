@@ -69,6 +69,17 @@ class AlignReport:
     dropped_fraction: dict[str, float]
 
 
+#: Rounding of the times `rotorid info` prints (two decimals): a window typed from them may
+#: overhang the log by this much.
+PRINTED_TIME_STEP = 0.005
+
+
+def window_slack(rate: float) -> float:
+    """How far (s) a window may overhang a log sampled at `rate` Hz and still be clipped to it
+    rather than refused: one sample, or the rounding of the times `rotorid info` prints."""
+    return max(1.0 / max(rate, 1.0), PRINTED_TIME_STEP)
+
+
 def _check_times(t: np.ndarray, what: str) -> None:
     if t.ndim != 1 or len(t) == 0:
         raise RotoridError(f"{what}: no samples")
@@ -198,11 +209,12 @@ class Flight:
         return Flight(t=self.t[idx], meta={**self.meta, **meta}, **kw)
 
     def window(self, t0: float, t1: float) -> Flight:
-        """Samples with t0 <= t <= t1. Raises `WindowError` if the window leaves the log."""
+        """Samples with t0 <= t <= t1. A window that overhangs the log by at most
+        `window_slack` is clipped to it; one that leaves it further is a `WindowError`."""
         if not t1 > t0:
             raise WindowError(f"{self.source}: window {t0}:{t1} is empty (end must follow start)")
-        eps = 0.5 / max(self.rate, 1.0)
-        if t0 < self.t[0] - eps or t1 > self.t[-1] + eps:
+        slack = window_slack(self.rate)
+        if t0 < self.t[0] - slack or t1 > self.t[-1] + slack:
             raise WindowError(
                 f"{self.source}: window {t0:g}:{t1:g} s lies outside the log "
                 f"({self.t[0]:.3f}–{self.t[-1]:.3f} s); run `rotorid info` to see its span"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rotorid.errors import RotoridError, VehicleError
-from rotorid.result import Result
+from rotorid.result import Result, with_units
 from rotorid.vehicle import Vehicle
 
 #: Inertia tensor elements, diagonal first (the canonical names of `rotorid.result.PARAMS`).
@@ -170,9 +170,19 @@ def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None
 
 def with_vehicle(result: Result, vehicle: Vehicle, config: str | None = None) -> Result:
     """Set `result.vehicle` to the identified vehicle (`vehicle_from_result` on the input
-    `vehicle`) and return the result; when it cannot be built, leave it None with a note."""
+    `vehicle`) and return the result; when it cannot be built, leave it None with a note.
+    Every parameter's unit is set for the motor input the method fitted (`motor_input`)."""
+    result.params = with_units(result.params, motor_input(result, vehicle))
     try:
         result.vehicle = vehicle_from_result(result, vehicle, config).to_dict()
     except RotoridError as e:
         result.notes.append(f"no identified vehicle written: {e}")
     return result
+
+
+def motor_input(result: Result, vehicle: Vehicle) -> str:
+    """The kind of motor input the result's rotor coefficients are per: the vehicle's, or
+    rad/s where the method used measured rotor speeds (`settings["speed_channel"]`)."""
+    channel = result.settings.get("speed_channel")
+    used = set(channel.values()) if isinstance(channel, dict) else {channel}
+    return "rad_s" if used == {"rotor_speed"} else vehicle.motor_input

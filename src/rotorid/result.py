@@ -11,16 +11,19 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rotorid.errors import RotoridError
+from rotorid.names import parse
 
-#: Canonical parameter names -> (unit, description). Per-motor parameters carry a motor
-#: suffix `_m1`.. (1-based, the log's motor order), e.g. `thrust_c2_m3`, `tm_m2`.
+#: Canonical parameter names -> (unit for a normalized motor input, description): the one
+#: name of each parameter in params.json, the terminal, the report and the README. Per-motor
+#: parameters carry a motor suffix `_m1`.. (1-based, the log's motor order), e.g.
+#: `thrust_c2_m3`, `tm_m2`; `u` is the motor input (see `unit_of` for the other inputs).
 PARAMS: dict[str, tuple[str, str]] = {
     "mass": ("kg", "mass"),
     "tm": ("s", "motor time constant"),
@@ -30,9 +33,9 @@ PARAMS: dict[str, tuple[str, str]] = {
     "thrust_c1": ("N", "thrust curve coefficient of u^1 (per rotor)"),
     "thrust_c2": ("N", "thrust curve coefficient of u^2 (per rotor)"),
     "thrust_c3": ("N", "thrust curve coefficient of u^3 (per rotor)"),
-    "k_t": ("N/u^2", "thrust coefficient f = k_t u^2"),
-    "k_d": ("N m/u^2", "drag-torque coefficient tau = k_d u^2"),
-    "k_tau": ("m", "torque-to-thrust ratio K_tau = k_d / k_t"),
+    "k_t": ("N", "thrust coefficient f = k_t u^2 (per rotor)"),
+    "k_d": ("N m", "drag-torque coefficient tau = k_d u^2 (per rotor)"),
+    "k_tau": ("m", "torque-to-thrust ratio k_tau = k_d / k_t"),
     "hover_cmd": ("1", "hover command"),
     "I_xx": ("kg m^2", "moment of inertia about x"),
     "I_yy": ("kg m^2", "moment of inertia about y"),
@@ -51,18 +54,40 @@ PARAMS: dict[str, tuple[str, str]] = {
     "imu_z": ("m", "IMU position z"),
 }
 
-_SUFFIX = re.compile(r"^(?P<base>.+?)(?:_m\d+)?(?:@(?P<cfg>[\w.-]+))?$")
-_THRUST_COEFF = re.compile(r"^thrust_c\d+$")
+_THRUST_COEFF = re.compile(r"^thrust_c(?P<j>\d+)$")
+
+#: The unit of one motor input (command or rotor speed) by the vehicle's `motor_input` kind;
+#: a normalized command (0…1) has none.
+INPUT_UNIT = {"normalized": "", "rad_s": "rad/s", "pwm_us": "us"}
+
+#: Parameters whose unit carries the motor input: name -> (unit over the input, its power).
+_PER_INPUT = {"k_t": ("N", 2), "k_d": ("N m", 2), "hover_cmd": ("", -1)}
 
 
-def unit_of(name: str) -> str:
-    """Unit of a canonical parameter name (with optional `_mK` motor or `@config` suffix);
-    a thrust-curve coefficient `thrust_cJ` of any power J is in N."""
-    m = _SUFFIX.match(name)
-    base = m.group("base") if m else name
-    if _THRUST_COEFF.match(base):
-        return "N"
+def unit_of(name: str, motor_input: str = "normalized") -> str:
+    """Unit of a canonical parameter name (with optional `_mK` motor or `@config` suffix) for a
+    vehicle whose motor input is `motor_input` (`normalized`, `rad_s`, `pwm_us`): the thrust
+    curve coefficient `thrust_cJ` is in N per input^J (N for a normalized command, N/(rad/s)^2
+    for J = 2 on rotor speed), `k_t`/`k_d` in N (N m) per input², `hover_cmd` in the input's
+    unit ("1" when normalized)."""
+    base = parse(name).base
+    u = INPUT_UNIT.get(motor_input, "")
+    coeff = _THRUST_COEFF.match(base)
+    if coeff or base in _PER_INPUT:
+        top, power = ("N", int(coeff.group("j"))) if coeff else _PER_INPUT[base]
+        if power < 0:
+            return u or "1"
+        if not u or power == 0:
+            return top
+        per = u if "/" not in u else f"({u})"
+        return f"{top}/{per}" + (f"^{power}" if power > 1 else "")
     return PARAMS.get(base, PARAMS.get(name, ("", "")))[0]
+
+
+def with_units(params: Mapping[str, Estimate], motor_input: str) -> dict[str, Estimate]:
+    """`params` with every unit set by `unit_of(name, motor_input)` (a name `unit_of` does not
+    know keeps its unit)."""
+    return {k: replace(e, unit=unit_of(k, motor_input) or e.unit) for k, e in params.items()}
 
 
 @dataclass(frozen=True)
@@ -120,6 +145,110 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+#: Relative standard deviation (%) up to which an estimate counts as well / loosely determined.
+WELL_PCT = 10.0
+LOOSE_PCT = 50.0
+
+_REF = re.compile(r"\s*\((?:eq|Eq|Sec|Alg|Fig|Table)\.?\s[^)]*\)")
+_TECHNICAL = re.compile(r"\b(?:eq|Eq|Alg|Sec|Fig)\. ?\d|\bTable [IVX]+\b|condition number|r_σ|autocorrelation")
+_NEGATIVE_R2 = re.compile(r"R² [-−]\d")
+
+
+def plain(text: str) -> str:
+    """`text` without its parenthesized paper references ("(eq. 93-94)", "(Sec. III-A1)")."""
+    return _REF.sub("", text)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How far one parameter can be trusted: `cls` (ok, warn, assumed, bad), a short `word`
+    for a table column and the plain-words `text`."""
+
+    cls: str
+    word: str
+    text: str
+
+
+def verdict(e: Estimate, obs: dict[str, Any] | None) -> Verdict:
+    """The verdict on one parameter, from the method's observability entry when it has one,
+    else from the relative standard deviation (Six et al. eq. 22); an assumed parameter is
+    "assumed" however small its σ."""
+    obs = obs or {}
+    advice = f" — {obs['advice']}" if obs.get("advice") else ""
+    if obs.get("identifiable") is False:
+        return Verdict(
+            "bad", "not identifiable", plain(obs.get("reason") or "not identifiable from this flight") + advice
+        )
+    pct = obs.get("rel_std_pct", e.rel_std_pct)
+    if e.assumed:
+        return Verdict(
+            "assumed", "assumed", f"assumed (%σ {pct:.2g}, the assumption's spread included): {e.assumption}"
+        )
+    if not (isinstance(pct, int | float) and math.isfinite(pct)):
+        cls, word, base = "warn", "no σ", "no uncertainty available: cannot say how well determined"
+    elif pct <= WELL_PCT:
+        cls, word, base = "ok", "well", f"well determined (%σ {pct:.2g})"
+    elif pct <= LOOSE_PCT:
+        cls, word, base = "warn", "loose", f"loosely determined (%σ {pct:.2g})"
+    else:
+        cls, word, base = "bad", "poor", f"poorly determined (%σ {pct:.3g})"
+    text = f"{base}: {plain(obs['reason'])}" if obs.get("reason") else base
+    return Verdict(cls, word, text + (advice if cls != "ok" else ""))
+
+
+def _listed(names: list[str]) -> str:
+    """Names with per-motor ones folded: thrust_c2_m1 … thrust_c2_m4 -> `thrust_c2 (motors 1–4)`."""
+    groups: dict[tuple[str, str | None], list[int | None]] = {}
+    for n in names:
+        p = parse(n)
+        groups.setdefault((p.base, p.config), []).append(p.motor)
+    out = []
+    for (base, cfg), motors in groups.items():
+        at = f"@{cfg}" if cfg else ""
+        ms = sorted(m for m in motors if m is not None)
+        if None in motors or len(ms) < 2:
+            out += [f"{base}{f'_m{m}' if m is not None else ''}{at}" for m in motors]
+        else:
+            run = ms == list(range(ms[0], ms[-1] + 1))
+            out.append(f"{base}{at} (motors {f'{ms[0]}–{ms[-1]}' if run else ', '.join(map(str, ms))})")
+    return ", ".join(out)
+
+
+def overall(result: Result) -> str:
+    """The verdict on the whole run, built from the per-parameter verdicts: what is usable for
+    simulation, what is loosely determined, assumed or not determined, and what to fly."""
+    by: dict[str, list[str]] = {"ok": [], "warn": [], "assumed": [], "bad": []}
+    advice: dict[str, list[str]] = {k: [] for k in by}
+    for name, e in result.params.items():
+        obs = result.observability.get(name) or {}
+        cls = verdict(e, obs).cls
+        by[cls].append(name)
+        if obs.get("advice") and obs["advice"] not in advice[cls]:
+            advice[cls].append(obs["advice"])
+    parts = [f"usable for simulation: {_listed(by['ok']) or 'none'}"]
+    for cls, label in (("warn", "loosely determined"), ("assumed", "assumed"), ("bad", "not determined")):
+        if by[cls]:
+            todo = "; ".join(advice[cls])
+            parts.append(f"{label}: {_listed(by[cls])}" + (f" ({todo} to measure them)" if todo else ""))
+    return "; ".join(parts)
+
+
+def technical(note: str) -> bool:
+    """A note for the details (paper references, condition numbers, residual statistics)
+    rather than for the main text."""
+    return bool(_TECHNICAL.search(note))
+
+
+def explained(note: str) -> str:
+    """`note`, with a negative R² explained in words."""
+    if not _NEGATIVE_R2.search(note):
+        return note
+    return (
+        f"{note} (R² below 0: the prediction is worse than a constant at the measured mean — expected where "
+        "that flight barely moves the axis, so there is little to predict; a warning where it moves it well)"
+    )
+
+
 @dataclass
 class Result:
     """What a method returns.
@@ -155,19 +284,26 @@ class Result:
             ) from None
 
     def summary(self, truth: Truth | None = None) -> str:
-        """A statsmodels-like text table: name, value, std, %sigma, unit (and truth, error)."""
-        head = f"{'parameter':<16}{'value':>14}{'std':>12}{'%σ':>8}  {'unit':<9}"
+        """A statsmodels-like text table under the overall verdict: name, value, std, %sigma,
+        unit, verdict (and truth, error); then the plain notes, paper-level ones counted."""
+        unit_w = max([9, *(len(e.unit) for e in self.params.values())])
+        head = f"{'parameter':<16}{'value':>14}{'std':>12}{'%σ':>8}  {'unit':<{unit_w}}  {'verdict':<17}"
         if truth is not None:
             head += f"{'truth':>14}{'error %':>9}"
         errors = compare(self, truth) if truth is not None else {}
-        lines = [f"rotorid {self.method} — {len(self.params)} parameters", "=" * len(head), head, "-" * len(head)]
+        lines = [f"rotorid {self.method} — {len(self.params)} parameters", f"verdict: {overall(self)}"]
+        lines += ["=" * len(head), head.rstrip(), "-" * len(head)]
         for k, e in self.params.items():
-            row = f"{k:<16}{e.value:>14.6g}{e.std:>12.3g}{e.rel_std_pct:>8.2f}  {e.unit:<9}"
+            word = verdict(e, self.observability.get(k)).word
+            row = f"{k:<16}{e.value:>14.6g}{e.std:>12.3g}{e.rel_std_pct:>8.2f}  {e.unit:<{unit_w}}  {word:<17}"
             if k in errors:
                 row += f"{truth.params[k]:>14.6g}{errors[k]:>9.2f}"
-            lines.append(row)
+            lines.append(row.rstrip())
         lines.append("=" * len(head))
-        lines += [f"note: {n}" for n in self.notes]
+        lines += [f"note: {explained(n)}" for n in self.notes if not technical(n)]
+        hidden = sum(technical(n) for n in self.notes)
+        if hidden:
+            lines.append(f"({hidden} technical note{'s' if hidden > 1 else ''} in report.html, Details)")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

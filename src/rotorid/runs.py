@@ -288,7 +288,36 @@ def run_delay(req: Request) -> Result:
     thrust = req.flights(req.logs, "thrust")
     roll_pitch = req.flights(list(req.options.get("roll_pitch") or []), "roll_pitch")
     yaw = req.flights(list(req.options.get("yaw") or []), "yaw")
+    check_roles(roll_pitch, yaw)
     return delay.identify(thrust, req.vehicle, roll_pitch=roll_pitch, yaw=yaw, settings=settings)
+
+
+def _yaw_share(flights: list[Flight]) -> tuple[float, float, float]:
+    """(yaw / roll-pitch excitation, yaw, roll-pitch) of flights: the RMS angular accelerations
+    `rotorid.excitation.measure` gives, roll-pitch the larger of roll and pitch, each the
+    flights' median; a ratio free of the vehicle's size."""
+    import numpy as np
+
+    from rotorid.excitation import measure
+
+    axes = [measure(f).axes for f in flights]
+    yaw = float(np.median([a["yaw"].value for a in axes]))
+    rp = float(np.median([max(a["roll"].value, a["pitch"].value) for a in axes]))
+    return yaw / rp if rp > 0 else float("inf"), yaw, rp
+
+
+def check_roles(roll_pitch: list[Flight], yaw: list[Flight]) -> None:
+    """Refuse --roll-pitch and --yaw flights that look swapped (the roll/pitch flights excite
+    yaw more than roll/pitch, the yaw flights less): the inertia of a swapped pair comes out
+    several times too large. A single suspect role is warned about by `excitation.check_role`."""
+    words = lambda r: f"yaw {r[1]:.3g} rad/s², roll/pitch {r[2]:.3g} rad/s²"
+    rp = _yaw_share(roll_pitch) if roll_pitch else None
+    yw = _yaw_share(yaw) if yaw else None
+    if rp and yw and rp[0] > 1.0 > yw[0]:
+        raise RotoridError(
+            f"--roll-pitch and --yaw look swapped: the --roll-pitch flights excite mostly yaw ({words(rp)}) and the "
+            f"--yaw flights mostly roll/pitch ({words(yw)}); give each log to the other option"
+        )
 
 
 def run_tls(req: Request) -> Result:
@@ -307,7 +336,40 @@ def run_tls(req: Request) -> Result:
     weights = {k: float(v) for k, v in named(opt.get("weight"), "--weight").items()}
     settings = req.settings(tls.TlsSettings, {"band": lambda v: floats(v, 2, "--band")})
     flights = {k: req.flights(v) for k, v in cfg.items()}
-    return tls.identify(flights, req.vehicle, masses=masses, weights=weights, settings=settings)
+    result = tls.identify(flights, req.vehicle, masses=masses, weights=weights, settings=settings)
+    return on_commands(result, req.vehicle, settings.speed)
+
+
+#: What a TLS fit on commands that are not rotor speeds rests on.
+QUADRATIC_IN_COMMAND = "thrust taken as k_t u² of the {kind} command u, which is not a rotor speed"
+
+
+def on_commands(result: Result, vehicle: Vehicle, speed: str) -> Result:
+    """A TLS fit whose rotor terms were a non-rad/s vehicle's commands (no measured rotor
+    speed): refused when the command was chosen automatically; with `--speed cmd` asked for,
+    every estimate is marked as resting on thrust quadratic in the command (so never "well
+    determined") and a warning says so."""
+    import warnings
+    from dataclasses import replace
+
+    from rotorid.identified import motor_input
+
+    if motor_input(result, vehicle) == "rad_s":
+        return result
+    if speed == "auto":
+        raise RotoridError(
+            f"--method tls models each rotor's thrust as k_t ω² of its rotor speed, but vehicle '{vehicle.name}' "
+            f"takes {vehicle.motor_input} commands and the logs hold no rotor speeds: thrust is not quadratic in a "
+            "command, which biases the inertia by tens of %; log ESC rpm with a rad_s vehicle, or use --method delay "
+            "(it fits a thrust curve in the command), or give --speed cmd to run it anyway (results marked assumed)"
+        )
+    why = QUADRATIC_IN_COMMAND.format(kind=vehicle.motor_input)
+    warnings.warn(
+        f"--speed cmd on {vehicle.motor_input} commands: {why}; every estimate is marked assumed", stacklevel=2
+    )
+    result.params = {k: replace(e, assumption=e.assumption or why) for k, e in result.params.items()}
+    result.notes.append(f"All estimates rest on {why}.")
+    return result
 
 
 def run_online(req: Request) -> Result:

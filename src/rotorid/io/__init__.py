@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rotorid.errors import LogFormatError, RotoridError, WindowError
-from rotorid.flight import Flight
+from rotorid.flight import Flight, window_slack
 
 if TYPE_CHECKING:
     from rotorid.vehicle import Vehicle
@@ -152,8 +152,13 @@ class LogSpec:
 def parse_spec(spec: str) -> LogSpec:
     """Parse `FILE@t0:t1[,t2:t3...]` (times in seconds of the log's own clock)."""
     path, sep, rest = str(spec).rpartition("@")
-    if not sep or not rest or ":" not in rest:
+    if not sep or not rest or Path(spec).exists():  # no windows (a file name may hold an '@')
         return LogSpec(Path(spec))
+    if ":" not in rest:
+        raise WindowError(
+            f"{spec}: window '{rest}' is not of the form t0:t1 (seconds): write e.g. {path}@35:65, "
+            "several as FILE@t0:t1,t2:t3"
+        )
     windows = []
     for part in rest.split(","):
         try:
@@ -202,7 +207,7 @@ def load(spec: str | LogSpec, vehicle: Vehicle | None = None, **options: Any) ->
         # several pieces (a log split at gaps or bad samples): the window must lie inside the
         # log, and yields the part of each piece it covers
         first, last = flights[0], flights[-1]
-        if t0 < first.t[0] - 0.5 / first.rate or t1 > last.t[-1] + 0.5 / last.rate:
+        if t0 < first.t[0] - window_slack(first.rate) or t1 > last.t[-1] + window_slack(last.rate):
             raise WindowError(
                 f"{s.path}: window {t0:g}:{t1:g} s lies outside the log ({first.t[0]:.2f}–{last.t[-1]:.2f} s); "
                 f"run `rotorid info {s.path}`"

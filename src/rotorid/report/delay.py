@@ -38,7 +38,7 @@ def tm_search(d: dict[str, Any]) -> Figure:
     for ax in (a, b):
         ax.plot(grid, rmse, ".-", color="tab:blue", lw=1, ms=4, label="evaluated")
         ax.axvline(tm, color="tab:red", lw=1, label=f"optimum {1e3 * tm:.1f} ms")
-        ax.set_xlabel("T_m [s]")
+        ax.set_xlabel("tm [s]")
         ax.set_ylabel("thrust RMSE [N]")
         ax.grid(alpha=0.3)
     a.set_xscale("log")
@@ -84,8 +84,8 @@ def delay_model(d: dict[str, Any]) -> Figure:
     fig, axes = _fig(2)
     meas = np.asarray(d["thrust_meas"])
     for ax, key, title, r2 in (
-        (axes[0], "thrust_pred_nodelay", "without delay model (T_m = 0)", d["thrust_nodelay_r2"]),
-        (axes[1], "thrust_pred", f"with delay model (T_m = {1e3 * float(d['tm_opt']):.1f} ms)", d["thrust_r2"]),
+        (axes[0], "thrust_pred_nodelay", "without delay model (tm = 0)", d["thrust_nodelay_r2"]),
+        (axes[1], "thrust_pred", f"with delay model (tm = {1e3 * float(d['tm_opt']):.1f} ms)", d["thrust_r2"]),
     ):
         p = np.asarray(d[key])
         ax.plot(p, meas, ".", ms=1.5, alpha=0.4)
@@ -140,7 +140,7 @@ def yaw(d: dict[str, Any]) -> Figure:
     x, y, k = np.asarray(d["yaw_drag"]), np.asarray(d["yaw_lhs"]), float(d["k_tau"])
     ax.plot(x, y, ".", ms=1.5, color="0.6", alpha=0.5)
     xs = np.array([x.min(), x.max()])
-    ax.plot(xs, k * xs, color="tab:red", lw=2, label=f"K_τ = {k:.4g} m (R² {float(d['yaw_r2']):.2f})")
+    ax.plot(xs, k * xs, color="tab:red", lw=2, label=f"k_tau = {k:.4g} m (R² {float(d['yaw_r2']):.2f})")
     ax.set_xlabel("Σ d_i f_i [N]")
     ax.set_ylabel("I_zz ω̇_z [N m]")
     ax.legend(fontsize=8)

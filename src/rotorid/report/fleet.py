@@ -73,7 +73,7 @@ def vehicle_figure(rows: pd.DataFrame, threshold: float) -> Figure:
 
 
 def _order(name: str) -> tuple[int, str]:
-    """Parameters in the order of `rotorid.result.PARAMS` (T_m, thrust curve, ..., inertia), then by name."""
+    """Parameters in the order of `rotorid.result.PARAMS` (tm, thrust curve, ..., inertia), then by name."""
     base = re.sub(r"(_m\d+)?(@[\w.-]+)?$", "", name)
     return (_RANK.get(base, len(_RANK)), name)
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from rotorid.names import parse
-from rotorid.result import PARAMS, compare
+from rotorid.result import PARAMS, compare, explained, overall, plain, technical
+from rotorid.result import verdict as result_verdict
 
 if TYPE_CHECKING:
     from rotorid.result import Estimate, Result, Truth
@@ -34,25 +35,12 @@ def paper(method: str) -> str:
     return spec.paper if spec else ""
 
 
-#: Relative standard deviation (%) up to which an estimate counts as well / loosely determined.
-WELL_PCT = 10.0
-LOOSE_PCT = 50.0
-
-_SYMBOLS = {
-    "tm": "T_m",
-    "tm_rise": "T_m,rise",
-    "tm_fall": "T_m,fall",
-    "k_tau": "K_τ",
-    "hover_cmd": "hover command",
-}
-
-
 def symbol(name: str) -> str:
-    """A reader-friendly symbol for a canonical parameter name (`k_tau_m2@B` -> `K_τ (motor 2, config B)`)."""
+    """A parameter's one name (the params.json name, see `rotorid.result.PARAMS`) with its
+    motor and configuration in words: `k_tau_m2@B` -> `k_tau (motor 2, config B)`."""
     p = parse(name)
-    text = f"K_{p.exponent}" if p.exponent is not None else _SYMBOLS.get(p.base, p.base)
     extra = ([f"motor {p.motor}"] if p.motor is not None else []) + ([f"config {p.config}"] if p.config else [])
-    return f"{text} ({', '.join(extra)})" if extra else text
+    return f"{p.base} ({', '.join(extra)})" if extra else p.base
 
 
 def describe(name: str) -> str:
@@ -78,42 +66,20 @@ def fmt(x: Any, spec: str = ".6g") -> str:
 
 
 def verdict(e: Estimate, obs: dict[str, Any] | None) -> tuple[str, str]:
-    """(css class, plain-words verdict) for one parameter, from the method's observability entry
-    when it has one, else from the relative standard deviation (Six et al. eq. 22)."""
-    obs = obs or {}
-    if obs.get("identifiable") is False:
-        text = obs.get("reason") or "not identifiable from this flight"
-        if obs.get("advice"):
-            text += f" — {obs['advice']}"
-        return "bad", text
-    pct = obs.get("rel_std_pct", e.rel_std_pct)
-    if e.assumed:
-        return "assumed", f"assumed (%σ {pct:.2g}, the assumption's spread included): {e.assumption}"
-    reason = obs.get("reason")
-    if not _finite(pct):
-        base = "no uncertainty available: cannot say how well determined"
-        cls = "warn"
-    elif pct <= WELL_PCT:
-        base, cls = f"well determined (%σ {pct:.2g})", "ok"
-    elif pct <= LOOSE_PCT:
-        base, cls = f"loosely determined (%σ {pct:.2g})", "warn"
-    else:
-        base, cls = f"poorly determined (%σ {pct:.3g})", "bad"
-    text = f"{base}: {reason}" if reason else base
-    if obs.get("advice") and cls != "ok":
-        text += f" — {obs['advice']}"
-    return cls, text
+    """(css class, plain-words verdict) for one parameter (`rotorid.result.verdict`)."""
+    v = result_verdict(e, obs)
+    return v.cls, v.text
 
 
 def excitation_findings(result: Result) -> list[str]:
     """Plain-language findings about excitation: one line per (reason, advice) naming every
-    parameter it affects, e.g. 'yaw not excited: K_τ and I_zz unidentifiable — fly a yaw
+    parameter it affects, e.g. 'yaw not excited: k_tau and I_zz unidentifiable — fly a yaw
     manoeuvre'. Observability entries that are not parameters (e.g. an axis) are reported too."""
     groups: dict[tuple[str, str], list[str]] = {}
     for name, obs in result.observability.items():
         if not isinstance(obs, dict) or obs.get("identifiable", True):
             continue
-        key = (str(obs.get("reason") or "not excited"), str(obs.get("advice") or ""))
+        key = (plain(str(obs.get("reason") or "not excited")), str(obs.get("advice") or ""))
         known = name in result.params or parse(name).base in PARAMS
         groups.setdefault(key, []).append(symbol(name) if known else name)
     lines = []
@@ -181,6 +147,10 @@ def render_html(result: Result, images: dict[str, str], truth: Truth | None = No
         title=title or f"rotorid — {result.method} identification",
         result=result,
         paper=paper(result.method),
+        overall=overall(result),
+        notes=[explained(n) for n in result.notes if not technical(n)],
+        technical_notes=[n for n in result.notes if technical(n)],
+        observability=[(k, _setting(o)) for k, o in result.observability.items()],
         rows=rows,
         counts=counts,
         findings=excitation_findings(result),

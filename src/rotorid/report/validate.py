@@ -94,10 +94,14 @@ def figures(val: Validation) -> dict[str, Figure]:
 
 def rows(val: Validation) -> list[dict[str, str]]:
     """Table rows pairing each predicted motion channel with its wrench component:
-    channel, RMSE with unit, R², wrench, relative error norm % ('—' where not modelled)."""
+    channel, RMSE with unit, R², wrench, relative error norm % (a component the model does
+    not predict says "not modelled" instead of a score)."""
     fmt = lambda x, spec: format(x, spec) if isinstance(x, int | float) and math.isfinite(x) else "—"
     out = []
     for (name, m), (w, norm) in zip(val.metrics.items(), val.rel_error_norm_pct.items(), strict=True):
+        if not val.modeled.get(w, True):
+            out.append({"channel": name, "rmse": "not modelled", "r2": "not modelled", "wrench": w, "norm": "—"})
+            continue
         out.append(
             {
                 "channel": name,
