@@ -36,7 +36,11 @@ def _contents(folder: Path) -> dict[str, bytes]:
 def _disk_state(parent: Path) -> list[tuple[str, int]]:
     """Every file under `parent` with its modification time (ns), to see a run start writing its
     output (folders are left out: the up-front check that --out is writable makes one)."""
-    return sorted((str(p.relative_to(parent)), p.stat().st_mtime_ns) for p in parent.rglob("*") if p.is_file())
+    while True:  # a running identify renames and removes its temporary files while we look: look again
+        try:
+            return sorted((str(p.relative_to(parent)), p.stat().st_mtime_ns) for p in parent.rglob("*") if p.is_file())
+        except FileNotFoundError:
+            continue
 
 
 def _kill_during(args: list[str], parent: Path, sig: int, when: str, rng: random.Random, typical: float) -> int:
