@@ -4,6 +4,8 @@ need them are skipped with a clear reason where that folder is absent."""
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
@@ -48,3 +50,42 @@ def unwritable(tmp_path: Path) -> Path:
     ro.mkdir()
     ro.chmod(0o500)
     return ro / "out"
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+#: headless Chromium on a machine with no internet: no background connections, a fresh profile
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1100",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """A headless Chromium driven by selenium (the report and app browser tests); skipped when
+    Chromium is not installed (`make test` installs it)."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip(f"headless Chromium not installed ({CHROMIUM}, {CHROMEDRIVER}); `make test` installs it")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    with tempfile.TemporaryDirectory(prefix="rotorid-chromium-") as profile:
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = str(CHROMIUM)
+        for f in CHROMIUM_FLAGS:
+            opts.add_argument(f)
+        opts.add_argument(f"--user-data-dir={profile}")
+        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+        try:
+            yield driver
+        finally:
+            driver.quit()

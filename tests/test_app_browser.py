@@ -10,7 +10,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 import urllib.error
 import urllib.request
@@ -19,11 +18,7 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ROTORID = str(Path(sys.executable).with_name("rotorid"))  # the installed command line
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--window-size=1400,1100")  # fmt: skip
 
 pytestmark = pytest.mark.browser
 
@@ -46,27 +41,6 @@ def server(folder: Path) -> Iterator[object]:
     with Server(folder) as srv:
         yield srv
     assert not srv.sessions.root.exists()  # temporary files removed
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip(f"headless Chromium not installed ({CHROMIUM}, {CHROMEDRIVER}); `make test` installs it")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    with tempfile.TemporaryDirectory(prefix="rotorid-chromium-") as profile:
-        opts = webdriver.ChromeOptions()
-        opts.binary_location = str(CHROMIUM)
-        for f in FLAGS:
-            opts.add_argument(f)
-        opts.add_argument(f"--user-data-dir={profile}")
-        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
-        try:
-            yield driver
-        finally:
-            driver.quit()
 
 
 def _wait(driver, cond, timeout: float = 30.0):

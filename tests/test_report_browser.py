@@ -5,8 +5,6 @@ chromium-driver; the test skips only where those binaries are absent."""
 from __future__ import annotations
 
 import base64
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -17,41 +15,7 @@ from rotorid.report import png_bytes, write_index, write_run
 from rotorid.report.html import IndexEntry
 from rotorid.result import Estimate, Result, Truth
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
-
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.skip(f"headless Chromium not installed ({CHROMIUM}, {CHROMEDRIVER}); `make test` installs it")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    with tempfile.TemporaryDirectory(prefix="rotorid-chromium-") as profile:
-        opts = webdriver.ChromeOptions()
-        opts.binary_location = str(CHROMIUM)
-        for f in FLAGS:
-            opts.add_argument(f)
-        opts.add_argument(f"--user-data-dir={profile}")
-        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
-        try:
-            yield driver
-        finally:
-            driver.quit()
 
 
 def _figures() -> dict[str, plt.Figure]:
