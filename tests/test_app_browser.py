@@ -106,9 +106,11 @@ def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path
     assert _open(d, "log10").startswith("opened log10: proposed windows thrust 1")
     facts = _text(d, "facts")
     assert "crazyflie-v2" in facts and "excitation thrust" in facts and "1011 Hz" in facts
-    for role in ("thrust", "roll_pitch", "yaw"):  # the proposals are preloaded, as shaded windows
-        assert d.find_element("id", f"windows-{role}").get_attribute("value") != ""
-        _set_box(d, role, "")
+    # the proposals are preloaded, as shaded windows: log10 pumps the throttle, so thrust only
+    assert d.find_element("id", "windows-thrust").get_attribute("value") != ""
+    for role in ("roll_pitch", "yaw"):
+        assert d.find_element("id", f"windows-{role}").get_attribute("value") == ""
+    _set_box(d, "thrust", "")
     _wait(d, lambda: "--roll-pitch" not in _text(d, "cli") and "log10@" not in _text(d, "cli"))
     _drag(d, "thrust", 35.0, 65.0)
     _wait(d, lambda: d.find_element("id", "windows-thrust").get_attribute("value") != "")

@@ -83,7 +83,7 @@ def open_entry(s: Session, key: str, path: Path, label: str) -> LogEntry:
         entry.stamp, entry.vehicle = (st.st_mtime_ns, st.st_size), s.vehicle
     flights = entry.flights
     if key not in s.windows["thrust"]:
-        for role, wins in panels.proposed(flights).items():
+        for role, wins in panels.proposed(flights, vehicle).items():
             s.windows[role][key] = wins
     for role in ROLES:
         fig = panels.figure(flights, vehicle, role, uirevision=key)

@@ -176,9 +176,13 @@ def flying_spans(flights: list[Flight]) -> list[tuple[float, float]]:
     return [s for f in flights for s in excitation.spans(f.t, excitation.flying_mask(f)[0])]
 
 
-def proposed(flights: list[Flight]) -> dict[str, list[tuple[float, float]]]:
-    """`excitation.propose_windows` per role over every piece of the log."""
-    return {r: [(w.t0, w.t1) for f in flights for w in excitation.propose_windows(f, r)] for r in ROLES}
+def proposed(flights: list[Flight], vehicle: Vehicle | None = None) -> dict[str, list[tuple[float, float]]]:
+    """The windows `rotorid info` and `identify` propose for this log: a role gets the log's
+    windows only where the log excites it (`excitation.assign_roles`, thresholds scaled to the
+    vehicle) — a thrust-pumping flight is not offered as a roll/pitch or yaw flight."""
+    found = {"log": excitation.log_windows(flights)}
+    roles = excitation.assign_roles(found, excitation.thresholds_for(vehicle))
+    return {r: [(w.t0, w.t1) for _, ws in roles.get(r, []) for w in ws] for r in ROLES}
 
 
 def min_rates() -> dict[str, float]:
