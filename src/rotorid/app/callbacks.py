@@ -313,6 +313,15 @@ def _register_role(
         )
         return fig, msg, "msg error" if outside else "msg", run.command_line(s)
 
+    _register_selection(app, sessions, role, Input, Output, State, no_update)
+
+
+def _register_selection(
+    app: Any, sessions: Sessions, role: str, Input: Any, Output: Any, State: Any, no_update: Any
+) -> None:
+    """The callbacks that edit one role's windows box from its panel: box-select, clear, drag an edge."""
+    panel, box = f"panel-{role}", f"windows-{role}"
+
     @app.callback(
         Output(box, "value", allow_duplicate=True),
         Input(panel, "selectedData"),
