@@ -194,6 +194,24 @@ def test_two_tabs_do_not_mix(server, browser) -> None:
         _wait(d, lambda: "vehicle.toml" in _text(d, "cli"))
         cli_line = _text(d, "cli")
         assert "log10@40:50" in cli_line and "log15" not in cli_line, cli_line
+        # two runs at once, one per tab: each ends with its own log and window in its own params.json
+        for handle in (second, first):  # thrust-only runs (a thrust window is what each tab set)
+            d.switch_to.window(handle)
+            for role in ("roll_pitch", "yaw"):
+                _set_box(d, role, "")
+            _wait(d, lambda: "--roll-pitch" not in _text(d, "cli") and "--yaw" not in _text(d, "cli"))
+        d.switch_to.window(second)
+        d.find_element("id", "identify").click()
+        d.switch_to.window(first)
+        d.find_element("id", "identify").click()
+        for handle, log, window in ((first, "log10", [[40.0, 50.0]]), (second, "log15", [[60.0, 70.0]])):
+            d.switch_to.window(handle)
+            _wait(d, lambda: "done" in _text(d, "run-status") or "error" in _text(d, "run-status"), timeout=90)
+            assert "done" in _text(d, "run-status"), _text(d, "run-status")
+            link = d.find_element("css selector", "#downloads a[href*='params.json']").get_attribute("href")
+            with urllib.request.urlopen(link) as r:
+                thrust = json.loads(r.read())["inputs"][0]
+            assert Path(thrust["path"]).name == log and thrust["windows"] == window, thrust
         d.switch_to.window(second)
     finally:
         d.close()
