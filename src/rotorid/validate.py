@@ -127,6 +127,35 @@ def _rmse_r2(meas: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
     return float(np.sqrt(np.mean((pred - meas) ** 2))), r2(meas, pred)
 
 
+def _replay(
+    flights: list[Flight], v: Vehicle, settings: MotionSettings, mixer: np.ndarray, modeled: dict[str, bool]
+) -> tuple[np.ndarray, ...]:
+    """Replay every airborne piece of `flights` through the identified vehicle: time, measured
+    and predicted motion (s, ω̇), rigid-body and rotor wrenches, filtered and trimmed alike.
+    A wrench component the rotor model does not produce is driven by the measured one."""
+    unmodeled = ~np.array([modeled[c] for c in WRENCH])
+    ts, meas, pred, rig, rot = [], [], [], [], []
+    for piece in (p for f in flights for p in airborne_pieces(f)):
+        cfg = settings.at(piece.rate)
+        mo = motion(piece, v, cfg)
+        rotor = v.thrust(mo.u) @ mixer.T
+        rigid = wrenches(v, mo.omega, mo.omega_dot, mo.s)
+        series = np.concatenate([rotor, rigid, mo.s, mo.omega_dot, mo.omega], axis=1)
+        series = butter_filtfilt(series, cfg.fs, cfg.parallel_cutoff, order=cfg.order)
+        keep = (piece.t >= piece.t[0] + cfg.trim) & (piece.t <= piece.t[-1] - cfg.trim)
+        sl = series[keep]
+        rotor, rigid, s, od, om = sl[:, :6], sl[:, 6:12], sl[:, 12:15], sl[:, 15:18], sl[:, 18:21]
+        drive = np.where(unmodeled, rigid, rotor)
+        ts.append(piece.t[keep])
+        meas.append(np.concatenate([s, od], axis=1))
+        pred.append(predict_motion(v, om, drive))
+        rig.append(rigid)
+        rot.append(rotor)
+    if not ts:
+        raise RotoridError("the held-out flights have no airborne piece long enough to validate on")
+    return tuple(np.concatenate(a) for a in (ts, meas, pred, rig, rot))
+
+
 def validate(
     result: Result,
     flights: list[Flight],
@@ -182,28 +211,7 @@ def validate(
     if v.tm_rise is not None and v.tm_fall is not None and not np.isclose(v.tm_rise, v.tm_fall):
         notes.append("asymmetric motor lag replayed with the mean time constant")
         settings = replace(settings, tm=0.5 * (v.tm_rise + v.tm_fall))
-    unmodeled = ~np.array([modeled[c] for c in WRENCH])
-    ts, meas, pred, rig, rot = [], [], [], [], []
-    for piece in (p for f in flights for p in airborne_pieces(f)):
-        cfg = settings.at(piece.rate)
-        mo = motion(piece, v, cfg)
-        rotor = v.thrust(mo.u) @ mixer.T
-        rigid = wrenches(v, mo.omega, mo.omega_dot, mo.s)
-        series = np.concatenate([rotor, rigid, mo.s, mo.omega_dot, mo.omega], axis=1)
-        series = butter_filtfilt(series, cfg.fs, cfg.parallel_cutoff, order=cfg.order)
-        keep = (piece.t >= piece.t[0] + cfg.trim) & (piece.t <= piece.t[-1] - cfg.trim)
-        sl = series[keep]
-        rotor, rigid, s, od, om = sl[:, :6], sl[:, 6:12], sl[:, 12:15], sl[:, 15:18], sl[:, 18:21]
-        drive = np.where(unmodeled, rigid, rotor)
-        ts.append(piece.t[keep])
-        meas.append(np.concatenate([s, od], axis=1))
-        pred.append(predict_motion(v, om, drive))
-        rig.append(rigid)
-        rot.append(rotor)
-    if not ts:
-        raise RotoridError("the held-out flights have no airborne piece long enough to validate on")
-    t, measured, predicted = np.concatenate(ts), np.concatenate(meas), np.concatenate(pred)
-    rigid, rotor = np.concatenate(rig), np.concatenate(rot)
+    t, measured, predicted, rigid, rotor = _replay(flights, v, settings, mixer, modeled)
     metrics = {}
     for j, name in enumerate(MOTION):
         ok = modeled[WRENCH[j]]

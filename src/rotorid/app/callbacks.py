@@ -142,8 +142,19 @@ def _results(s: Session, job: run.Job) -> tuple[list[Any], list[Any]]:
 
 def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None:
     """Attach every callback and the /files route to the Dash `app`."""
+    from dash import Input, Output, Patch, State, no_update
+
+    _register_downloads(app, sessions)
+    _register_open(app, sessions, folder, max_bytes)
+    for role in ROLES:
+        _register_role(app, sessions, role, Input, Output, Patch, State, no_update)
+    _register_vehicle(app, sessions)
+    _register_identify(app, sessions)
+
+
+def _register_downloads(app: Any, sessions: Sessions) -> None:
+    """The /files route: a session's own files (vehicle.toml, run outputs) for download."""
     import flask
-    from dash import Input, Output, Patch, State, ctx, no_update
 
     @app.server.route("/files/<sid>/<path:name>")
     def files(sid: str, name: str) -> Any:
@@ -152,6 +163,11 @@ def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None
         except AppError:
             flask.abort(404)
         return flask.send_from_directory(s.folder, name)
+
+
+def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None:
+    """Open a log (from the folder list, typed, or uploaded): status, facts, panels, proposed windows."""
+    from dash import Input, Output, State, ctx, no_update
 
     @app.callback(Output("log-path", "value"), Input("log-list", "value"), prevent_initial_call=True)
     def pick(value: str | None) -> Any:
@@ -191,8 +207,10 @@ def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None
         texts = [format_windows(s.windows[r][key]) for r in ROLES]
         return msg, "status ok", _facts_rows(entry), *[entry.panels[r] for r in ROLES], *texts
 
-    for role in ROLES:
-        _register_role(app, sessions, role, Input, Output, Patch, State, no_update)
+
+def _register_vehicle(app: Any, sessions: Sessions) -> None:
+    """The vehicle form: a preset or a built vehicle, shown as TOML and saved for the run."""
+    from dash import Input, Output, State, no_update
 
     @app.callback(
         Output("veh-toml", "children"),
@@ -235,6 +253,11 @@ def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None
             s.vehicle, s.vehicle_label = spec, label
         note = f"{v.name}: {v.n_rotors} rotors, {v.mass:g} kg, {v.motor_input} motor input"
         return text, note, "msg", f"/files/{sid}/vehicle.toml", run.command_line(s)
+
+
+def _register_identify(app: Any, sessions: Sessions) -> None:
+    """Start an identification run and poll its progress until the results and report show."""
+    from dash import Input, Output, State, no_update
 
     @app.callback(
         Output("poll", "disabled"),
@@ -312,6 +335,15 @@ def _register_role(
             f"outside the log ({t0:.2f}–{t1:.2f} s): {format_windows(outside)}" if outside else f"{len(wins)} window(s)"
         )
         return fig, msg, "msg error" if outside else "msg", run.command_line(s)
+
+    _register_selection(app, sessions, role, Input, Output, State, no_update)
+
+
+def _register_selection(
+    app: Any, sessions: Sessions, role: str, Input: Any, Output: Any, State: Any, no_update: Any
+) -> None:
+    """The callbacks that edit one role's windows box from its panel: box-select, clear, drag an edge."""
+    panel, box = f"panel-{role}", f"windows-{role}"
 
     @app.callback(
         Output(box, "value", allow_duplicate=True),

@@ -394,6 +394,37 @@ def read(
         return _flights(log, imu, imu_source, motors, motor_input, pwm_range, rate)
 
 
+def _motor_commands(
+    log: _Log, chans: list[int], motor_input: str, pwm_range: tuple[float, float] | None
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """RCOU's motor channels `chans`: time, commands (normalized 0…1 over the PWM range, or raw
+    µs when asked or when the range is unknown) and their unit."""
+    t, pwm = log.columns("RCOU", [f"C{c}" for c in chans])
+    rng = _pwm_range(log, pwm_range) if motor_input == "normalized" else None
+    if rng is not None:
+        return t, np.clip((pwm - rng[0]) / (rng[1] - rng[0]), 0.0, 1.0), f"normalized (PWM {rng[0]:g}..{rng[1]:g} µs)"
+    if motor_input == "normalized":
+        warnings.warn(
+            f"{log.path}: RCOU is PWM µs and the log has no MOT_PWM_MIN/MAX (or RC3_MIN/MAX) parameters; "
+            "kept raw µs — give the range (pwm_range) to get normalized commands",
+            stacklevel=5,  # past _flights, read and guard.reader
+        )
+    return t, pwm, "pwm_us"
+
+
+def _damage_notes(log: _Log, notes: list[str]) -> None:
+    """Note and warn about bytes skipped inside the log and a log cut short mid-message."""
+    if log.skipped:
+        msg = f"{log.path}: skipped {log.skipped} bytes where no message started (corrupt stretches of the log)"
+        notes.append(msg)
+        warnings.warn(msg, stacklevel=5)  # past _flights, read and guard.reader
+    if log.cut:
+        msg = f"{log.path}: the log ends mid-message after byte {log.whole_end} of {len(log.buf)} "
+        msg += "(cut short, e.g. power loss); decoded the whole messages before it"
+        notes.append(msg)
+        warnings.warn(msg, stacklevel=5)  # past _flights, read and guard.reader
+
+
 def _flights(
     log: _Log,
     imu: int | None,
@@ -432,20 +463,8 @@ def _flights(
     if log.has("RCOU"):
         chans = _motor_channels(log, motors, notes)
         if chans:
-            t, pwm = log.columns("RCOU", [f"C{c}" for c in chans])
-            rng = _pwm_range(log, pwm_range) if motor_input == "normalized" else None
-            if rng is None:
-                if motor_input == "normalized":
-                    warnings.warn(
-                        f"{path}: RCOU is PWM µs and the log has no MOT_PWM_MIN/MAX (or RC3_MIN/MAX) parameters; "
-                        "kept raw µs — give the range (pwm_range) to get normalized commands",
-                        stacklevel=4,
-                    )
-                units["cmd"] = "pwm_us"
-                put("cmd", "RCOU", t, pwm)
-            else:
-                units["cmd"] = f"normalized (PWM {rng[0]:g}..{rng[1]:g} µs)"
-                put("cmd", "RCOU", t, np.clip((pwm - rng[0]) / (rng[1] - rng[0]), 0.0, 1.0))
+            t, cmd, units["cmd"] = _motor_commands(log, chans, motor_input, pwm_range)
+            put("cmd", "RCOU", t, cmd)
             n_motors = len(chans)
             notes.append(f"RCOU: motors on output channels {chans}")
     if log.has("ESC"):
@@ -469,15 +488,7 @@ def _flights(
         raise LogFormatError(
             f"{path}: no IMU, RCOU, ESC or ATT messages with at least two samples; check LOG_BITMASK ({RATE_HINT})"
         )
-    if log.skipped:
-        msg = f"{path}: skipped {log.skipped} bytes where no message started (corrupt stretches of the log)"
-        notes.append(msg)
-        warnings.warn(msg, stacklevel=4)  # past read and guard.reader
-    if log.cut:
-        msg = f"{path}: the log ends mid-message after byte {log.whole_end} of {len(log.buf)} (cut short, e.g. power loss); "
-        msg += "decoded the whole messages before it"
-        notes.append(msg)
-        warnings.warn(msg, stacklevel=4)  # past read and guard.reader
+    _damage_notes(log, notes)
     meta: dict[str, Any] = {
         "source": str(path),
         "format": "dataflash",
@@ -606,6 +617,12 @@ def write(
         all_params |= {"MOT_PWM_MIN": pwm[0], "MOT_PWM_MAX": pwm[1]}
         all_params |= {f"SERVO{k + 1}_FUNCTION": 33 + k if k < 8 else 74 + k for k in range(m)}
     all_params |= params or {}
+    atomic_write_bytes(path, b"".join(h.tobytes() for h in _header(all_params)) + _time_ordered(data))
+    return path
+
+
+def _header(params: dict[str, float]) -> list[np.ndarray]:
+    """The log's header records: FMT, UNIT, MULT, FMTU and the PARM values `params`."""
     head = [_fmt_records()]
     head.append(_records("UNIT", len(_UNITS), Id=[ord(k) for k in _UNITS], Label=[v.encode() for v in _UNITS.values()]))
     head.append(_records("MULT", len(_MULTS), Id=[ord(k) for k in _MULTS], Mult=list(_MULTS.values())))
@@ -619,10 +636,13 @@ def write(
             MultIds=[_MSGS[k][4].encode() for k in named],
         )
     )
-    head.append(
-        _records("PARM", len(all_params), Name=[k.encode() for k in all_params], Value=list(all_params.values()))
-    )
-    # the body in time order, as ArduPilot's logger writes it (stable: IMU before RCOU at one time)
+    head.append(_records("PARM", len(params), Name=[k.encode() for k in params], Value=list(params.values())))
+    return head
+
+
+def _time_ordered(data: list[np.ndarray]) -> bytes:
+    """The records of every message in time order, as ArduPilot's logger writes them
+    (stable: IMU before RCOU at one time)."""
     ts = np.concatenate([d["TimeUS"] for d in data])
     blobs = [d.view(np.uint8).reshape(len(d), d.dtype.itemsize) for d in data]
     sizes = np.concatenate([np.full(len(d), d.dtype.itemsize) for d in data])
@@ -635,8 +655,7 @@ def write(
         o = offsets[start : start + len(rows)]
         body[o[:, None] + np.arange(rows.shape[1])] = rows
         start += len(rows)
-    atomic_write_bytes(path, b"".join(h.tobytes() for h in head) + body.tobytes())
-    return path
+    return body.tobytes()
 
 
 def _fmt_records() -> np.ndarray:

@@ -1118,6 +1118,16 @@ def _asymmetric_step(
     return asym
 
 
+def _hover_grad(prob: ThrustProblem, x: np.ndarray, hover: float, exponents: tuple[int, ...]) -> np.ndarray:
+    """Gradient of the hover command with respect to the thrust coefficients `x` (implicit
+    function theorem on mean thrust(hover) = weight), for its first-order σ."""
+    lmap = prob.mean_curve_map()
+    e = np.array(exponents, dtype=float)
+    kbar = lmap @ x
+    dfdu = float(np.sum(kbar * np.where(e > 0, e * hover ** np.maximum(e - 1, 0), 0.0)))
+    return -(hover**e) / dfdu @ lmap
+
+
 def _thrust_step(
     prob: ThrustProblem,
     sym: TmSearch,
@@ -1166,11 +1176,7 @@ def _thrust_step(
         thrust_exponents=st.exponents, thrust_coeffs=prob.coeffs(fit.x), tm_rise=tm_pair[0], tm_fall=tm_pair[1]
     )
     hover = ident.hover_command()
-    lmap = prob.mean_curve_map()
-    e = np.array(st.exponents, dtype=float)
-    kbar = lmap @ fit.x
-    dfdu = float(np.sum(kbar * np.where(e > 0, e * hover ** np.maximum(e - 1, 0), 0.0)))
-    grad = -(hover**e) / dfdu @ lmap
+    grad = _hover_grad(prob, fit.x, hover, st.exponents)
     hover_std = float(math.sqrt(max(grad @ ccov @ grad, 0.0)))
     out.put("hover_cmd", hover, hover_std)
     if rests_on_bias(float(grad @ gb), hover_std):

@@ -658,6 +658,45 @@ def _final_std(est: OnlineEstimator) -> tuple[list[float], float, float, dict[st
     return std1.tolist(), float(np.sqrt(max(cov2[0, 0], 0.0))), float(z_std), informed
 
 
+def _observability(
+    params: dict[str, Estimate], frac: np.ndarray, informed: dict[str, bool]
+) -> tuple[dict[str, dict], list[str]]:
+    """Per-parameter observability (MOI columns by their active fraction and σ, imu_z by its σ)
+    and the parameters the flight never updated, which are not reported."""
+    observability = {}
+    for k, name in enumerate(THETA1[:3]):
+        ok = bool(frac[k] > 0.005) and params[name].rel_std_pct < 10.0
+        observability[name] = {
+            "identifiable": ok,
+            "rel_std_pct": params[name].rel_std_pct,
+            "active_fraction": float(frac[k]),
+            "reason": "corrected while excited" if ok else f"body {'xyz'[k]} rate rarely above its KF σ",
+            "advice": "" if ok else f"fly more rotation about body {'xyz'[k]}",
+        }
+    pz = params["imu_z"]
+    if pz.rel_std_pct > 30.0:
+        observability["imu_z"] = {
+            "identifiable": False,
+            "rel_std_pct": pz.rel_std_pct,
+            "reason": "IMU height barely excited (needs simultaneous roll and pitch accelerations)",
+            "advice": "fly faster roll and pitch motion",
+        }
+    never = [name for name in params if not informed[name]]
+    for name in never:
+        observability[name] = {
+            "identifiable": False,
+            "reason": "never updated: the flight gave it less information than the initial guess's own "
+            "variance, so the value would be that guess"
+            + (
+                f" (its column was active on {100 * frac[THETA1.index(name)]:.1f} % of the steps)"
+                if name in THETA1[:3]
+                else ""
+            ),
+            "advice": "fly motion that excites it (rotation about that axis for a moment of inertia)",
+        }
+    return observability, never
+
+
 def identify(
     flight: Flight,
     vehicle: Vehicle,
@@ -685,38 +724,9 @@ def identify(
     en = tr["enabled"]
     kwon = settings.variant == "kwon"
     frac = tr["active"][en].mean(axis=0) if kwon else np.ones(3)
-    observability = {}
-    for k, name in enumerate(THETA1[:3]):
-        ok = bool(frac[k] > 0.005) and params[name].rel_std_pct < 10.0
-        observability[name] = {
-            "identifiable": ok,
-            "rel_std_pct": params[name].rel_std_pct,
-            "active_fraction": float(frac[k]),
-            "reason": "corrected while excited" if ok else f"body {'xyz'[k]} rate rarely above its KF σ",
-            "advice": "" if ok else f"fly more rotation about body {'xyz'[k]}",
-        }
-    pz = params["imu_z"]
-    if pz.rel_std_pct > 30.0:
-        observability["imu_z"] = {
-            "identifiable": False,
-            "rel_std_pct": pz.rel_std_pct,
-            "reason": "IMU height barely excited (needs simultaneous roll and pitch accelerations)",
-            "advice": "fly faster roll and pitch motion",
-        }
-    never = [name for name in estimates if not informed[name]]
+    observability, never = _observability(params, frac, informed)
     for name in never:
         del estimates[name]
-        observability[name] = {
-            "identifiable": False,
-            "reason": "never updated: the flight gave it less information than the initial guess's own "
-            "variance, so the value would be that guess"
-            + (
-                f" (its column was active on {100 * frac[THETA1.index(name)]:.1f} % of the steps)"
-                if name in THETA1[:3]
-                else ""
-            ),
-            "advice": "fly motion that excites it (rotation about that axis for a moment of inertia)",
-        }
     diagnostics: dict[str, Any] = dict(tr)
     if flight.gyro_dot is not None:
         diagnostics["alpha_true"] = flight.gyro_dot

@@ -546,6 +546,32 @@ def _diagnostics(
     return out
 
 
+def _settings_out(
+    resolved: dict[str, dict],
+    rows: dict[str, Rows],
+    masses: dict[str, float],
+    weights: dict[str, float],
+    essential_params: list[str],
+    active: np.ndarray,
+) -> dict[str, Any]:
+    """The settings a TLS result records: the resolved ones (per configuration where they
+    differ), the configurations with their masses and weights, and what was fitted."""
+    cfgs = list(resolved)
+    first = next(iter(resolved.values()))
+    return {
+        **{k: v for k, v in first.items() if k not in ("fs",)},
+        "fs": {c: r["fs"] for c, r in resolved.items()},
+        "speed_channel": {c: r["speed_channel"] for c, r in resolved.items()},
+        "configs": cfgs,
+        "masses": {c: float(masses[c]) for c in cfgs},
+        "weights": {c: float(weights.get(c, 1.0)) for c in cfgs},
+        "essential_params": essential_params,
+        "rows_fitted": {c: [WRENCH[j] for j in range(6) if active[6 * ci + j]] for ci, c in enumerate(cfgs)},
+        "inertia_about": "origin",
+        "rows": {c: 6 * len(rows[c].t) for c in cfgs},
+    }
+
+
 def identify(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,
@@ -622,18 +648,6 @@ def identify(
             notes.append(f"yaw-moment rows{' of ' + c if suf else ''} left out once k_d was cancelled (no input left)")
             if f"I_zz{suf}" in kept_names:
                 observability[f"I_zz{suf}"]["source"] = "gyroscopic terms of the roll/pitch rows only"
-    first = next(iter(resolved.values()))
-    settings_out = {
-        **{k: v for k, v in first.items() if k not in ("fs",)},
-        "fs": {c: r["fs"] for c, r in resolved.items()},
-        "speed_channel": {c: r["speed_channel"] for c, r in resolved.items()},
-        "configs": cfgs,
-        "masses": {c: float(masses[c]) for c in cfgs},
-        "weights": {c: float(weights.get(c, 1.0)) for c in cfgs},
-        "essential_params": [names[j] for j in kept],
-        "rows_fitted": {c: [WRENCH[j] for j in range(6) if active[6 * ci + j]] for ci, c in enumerate(cfgs)},
-        "inertia_about": "origin",
-        "rows": {c: 6 * len(rows[c].t) for c in cfgs},
-    }
+    settings_out = _settings_out(resolved, rows, masses, weights, [names[j] for j in kept], active)
     result = build_result("tls", est, settings_out, diag, observability, notes)
     return with_vehicle(result, vehicle, config=None if single else cfgs[0])
