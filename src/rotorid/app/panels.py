@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rotorid import excitation
+from rotorid import excitation, runs
 from rotorid.app.state import ROLES
 from rotorid.flight import Flight
 from rotorid.vehicle import Vehicle
@@ -185,16 +185,10 @@ def proposed(flights: list[Flight], vehicle: Vehicle | None = None) -> dict[str,
     return {r: [(w.t0, w.t1) for _, ws in roles.get(r, []) for w in ws] for r in ROLES}
 
 
-def min_rates() -> dict[str, float]:
-    from rotorid.methods import delay, online, tls
-
-    return {"delay": delay.MIN_RATE_HZ, "tls": tls.MIN_RATE_HZ, "online": online.MIN_RATE_HZ}
-
-
 def facts(flights: list[Flight]) -> list[tuple[str, str, str]]:
     """What `rotorid info` says about the log, as (label, text, css class) rows."""
     first = flights[0]
-    j = excitation.judge(flights, min_rates())
+    j = excitation.judge(flights, runs.min_rates())
     rows = [
         ("format", str(first.meta.get("format", "?")), ""),
         ("span", f"{first.t[0]:.2f} – {flights[-1].t[-1]:.2f} s, {sum(len(f.t) for f in flights)} samples", ""),

@@ -81,9 +81,9 @@ def _warm_up() -> None:
 
     import rotorid.methods.delay
     import rotorid.report.delay  # noqa: F401
-    from rotorid.app import panels
+    from rotorid import runs
 
-    panels.min_rates()
+    runs.min_rates()
 
 
 def serve(folder: str | Path, port: int = 8050, open_browser: bool = True, max_upload_mb: float = 200.0) -> None:

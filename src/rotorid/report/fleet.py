@@ -12,22 +12,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-
 from rotorid import __version__
-from rotorid.report.html import describe, fmt, pretty_unit, symbol
+from rotorid.report.html import TEMPLATES, describe, fmt, pretty_unit, symbol
 from rotorid.result import PARAMS
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-_env = Environment(
-    loader=PackageLoader("rotorid.report", "templates"),
-    autoescape=select_autoescape(["html", "j2"]),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
 COLS = 3  # panels per figure row
 _RANK = {name: i for i, name in enumerate(PARAMS)}
 
@@ -117,7 +109,7 @@ def render(table: pd.DataFrame, findings: Sequence[Any], runs: pd.DataFrame, tit
             }
         )
     failed = runs[runs["status"] != "ok"].to_dict("records")
-    return _env.get_template("fleet.html.j2").render(
+    return TEMPLATES.get_template("fleet.html.j2").render(
         title=title,
         version=__version__,
         vehicles=vehicles,

@@ -19,7 +19,8 @@ from rotorid.result import verdict as result_verdict
 if TYPE_CHECKING:
     from rotorid.result import Estimate, Result, Truth
 
-_env = Environment(
+#: the report templates (report, index, validation, fleet pages)
+TEMPLATES = Environment(
     loader=PackageLoader("rotorid.report", "templates"),
     autoescape=select_autoescape(["html", "j2"]),
     trim_blocks=True,
@@ -143,7 +144,7 @@ def render_html(result: Result, images: dict[str, str], truth: Truth | None = No
 
     rows = param_rows(result, truth)
     counts = {c: sum(r["cls"] == c for r in rows) for c in ("ok", "warn", "assumed", "bad")}
-    return _env.get_template("report.html.j2").render(
+    return TEMPLATES.get_template("report.html.j2").render(
         title=title or f"rotorid — {result.method} identification",
         result=result,
         paper=paper(result.method),
@@ -209,6 +210,6 @@ def render_index(entries: list[IndexEntry], missing: dict[str, str], title: str 
                 "median_err": fmt(statistics.median(errs), ".2f") if errs else "",
             }
         )
-    return _env.get_template("index.html.j2").render(
+    return TEMPLATES.get_template("index.html.j2").render(
         title=title, sections=sections, missing=missing, version=__version__
     )

@@ -117,9 +117,9 @@ def rows(val: Validation) -> list[dict[str, str]]:
 def render(val: Validation, result: Result, params: str, logs: list[dict[str, Any]], images: dict[str, str]) -> str:
     """The validation report.html (self-contained, like the identification report)."""
     from rotorid import __version__
-    from rotorid.report.html import _env
+    from rotorid.report.html import TEMPLATES
 
-    return _env.get_template("validation.html.j2").render(
+    return TEMPLATES.get_template("validation.html.j2").render(
         title=f"rotorid — cross-validation of {params} ({result.method})",
         method=result.method,
         params=params,
