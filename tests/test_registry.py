@@ -71,7 +71,9 @@ def figures(result):
     return {"toy_ratio": fig}
 
 
-register_method(MethodSpec("toy", "a toy", "Nobody — A Toy Method (2026)", ToySettings, run, figures, ()))
+register_method(
+    MethodSpec("toy", "a toy", "Nobody — A Toy Method (2026)", ToySettings, run, figures, (), channels=("acc",))
+)
 '''
 
 
@@ -97,8 +99,9 @@ def _cli(plugin_dir: Path, *args: str) -> subprocess.CompletedProcess:
 def test_plugin_format_and_method_are_listed_by_help_and_info(plugin_dir: Path) -> None:
     r = _cli(plugin_dir, "--help")
     assert r.returncode == 0, r.stderr
-    assert "toy (a toy)" in r.stdout and "delay (Eschmann et al.)" in r.stdout
-    assert "toy (.toy, read/write)" in r.stdout and "crazyflie (.bin no suffix, read)" in r.stdout
+    lines = [ln.split() for ln in r.stdout.splitlines()]
+    assert ["toy", "a", "toy"] in lines and ["delay", "Eschmann", "et", "al."] in lines
+    assert ["toy", ".toy;", "read/write"] in lines and ["crazyflie", ".bin", "no", "suffix;", "read"] in lines
     r = _cli(plugin_dir, "info")
     assert r.returncode == 0, r.stderr
     assert "Nobody — A Toy Method (2026)" in r.stdout
@@ -107,6 +110,42 @@ def test_plugin_format_and_method_are_listed_by_help_and_info(plugin_dir: Path) 
     assert ["toy", ".toy", "yes"] in rows and ["crazyflie", ".bin (none)", "no"] in rows
     r = _cli(Path("/nonexistent"), "--help")  # without the plugin on the path: the built-ins only
     assert r.returncode == 0 and "toy" not in r.stdout
+
+
+def test_plugin_entry_points_are_those_importlib_metadata_finds(plugin_dir: Path, tmp_path: Path) -> None:
+    """`registry.plugin_entry_points` reads entry_points.txt itself (for start-up time): it
+    finds what `importlib.metadata` finds, the first distribution of a name winning."""
+    from importlib.metadata import distributions
+
+    shadow = tmp_path / "shadow"  # the same distribution again, later on the path: ignored
+    (shadow / "Toy_Rotorid_Plugin-0.2.dist-info").mkdir(parents=True)
+    (shadow / "Toy_Rotorid_Plugin-0.2.dist-info" / "entry_points.txt").write_text(
+        "[console_scripts]\nx = y:z\n\n[rotorid.plugins]\ntoy = shadowed_module\n"
+    )
+    other = tmp_path / "other"  # another distribution with two plugins, one with an attribute and extras
+    (other / "more_plugins-1.0.dist-info").mkdir(parents=True)
+    (other / "more_plugins-1.0.dist-info" / "entry_points.txt").write_text(
+        "[rotorid.plugins]\na = more.a\nb = more.b:setup [fast]\n[other.group]\nc = more.c\n"
+    )
+    path = [str(plugin_dir), str(shadow), str(other), "/nonexistent"]
+    firsts = {d._normalized_name: d for d in reversed(list(distributions(path=path)))}  # as entry_points() dedups
+    eps = [e for d in firsts.values() for e in d.entry_points if e.group == registry.PLUGIN_GROUP]
+    want = sorted(e.value.split("[")[0].strip() for e in eps)
+    assert sorted(registry.plugin_entry_points(path)) == want == ["more.a", "more.b:setup", "toy_rotorid_plugin"]
+
+
+def test_builtin_formats_are_declared_as_their_modules_register_them() -> None:
+    """`io.BUILTIN` names each built-in format without importing its reader; importing the
+    module registers the same name, suffixes, magic bytes and reader, and `writes` says
+    whether the module writes."""
+    import importlib
+
+    for decl in io.BUILTIN:
+        mod = importlib.import_module(decl.module)
+        got = io.FORMATS[decl.name]
+        assert (got.suffixes, got.magic, got.read) == (decl.suffixes, decl.magic, mod.read), decl.name
+        assert decl.writes == hasattr(mod, "write") == got.writable, decl.name
+        assert decl.reader() is got.reader() is mod.read
 
 
 @pytest.fixture
@@ -130,6 +169,11 @@ def test_plugin_method_identifies_reports_and_redraws(toy, tmp_path: Path) -> No
     r = runner.invoke(app, ["convert", str(src), "--to", str(tmp_path / "hover.toy")])  # written by the toy writer
     assert r.exit_code == 0, r.output
     assert np.allclose(np.loadtxt(tmp_path / "hover.toy")[:, 1], az)
+    # `info` judges the log against each method's channels and suggests the toy's command
+    r = runner.invoke(app, ["info", str(tmp_path / "hover.toy"), "--vehicle", "crazyflie"])
+    assert r.exit_code == 0, r.output
+    cmd = f"rotorid identify --method toy --vehicle crazyflie {tmp_path / 'hover.toy'} --out results/"
+    assert cmd in r.stdout.splitlines() and "--method delay" not in r.stdout  # no gyro, no motor commands
     out = tmp_path / "run"
     r = runner.invoke(
         app, ["identify", "--method", "toy", "--vehicle", "crazyflie", str(tmp_path / "hover.toy"), "--out", str(out)]

@@ -1,41 +1,92 @@
 """The `rotorid` command line (Typer + Rich). No numerics here: commands parse arguments,
 load flights through `rotorid.io`, call a method or the simulator, and hand the result to
-`rotorid.report`. Every `RotoridError` becomes one red line and exit status 2."""
+`rotorid.report`. Every `RotoridError` becomes one red line and exit status 2.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: Typer reads every command's signature to build
+the command line, and string annotations would be evaluated again on each start."""
 
 import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich import box
-from rich.console import Console
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from rotorid.errors import RotoridError
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def _sections(ctx: Any, formatter: Any, sections: dict[str, list[tuple[str, str]]]) -> None:
+    """Write each non-empty section of help rows (name, text)."""
+    for title, rows in sections.items():
+        if rows:
+            with formatter.section(title):
+                formatter.write_dl(rows)
+
+
+class _Command(TyperCommand):
+    """A command whose help lists its arguments, its general options, then one section per
+    help panel (`rich_help_panel`: the options of one method), as plain text: rendering help
+    through Rich costs more start-up time than the whole `--help` may take."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        sections: dict[str, list[tuple[str, str]]] = {"Arguments": [], "Options": []}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                panel = getattr(param, "rich_help_panel", None) or "Options"
+                sections.setdefault("Arguments" if param.param_type_name == "argument" else panel, []).append(record)
+        _sections(ctx, formatter, sections)
+
 
 class _Group(TyperGroup):
-    """The top-level help lists the registered methods and log formats (plugins included)."""
+    """A command group whose help lists each command's first help paragraph whole."""
 
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        self.epilog = registries_text(markup=True)
-        super().format_help(ctx, formatter)
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Each command with the first paragraph of its help, whole (wrapped, not cut)."""
+        shown = [(n, c) for n in self.list_commands(ctx) if (c := self.get_command(ctx, n)) and not c.hidden]
+        rows = [(n, " ".join((c.help or "").split("\n\n")[0].split())) for n, c in shown]
+        _sections(ctx, formatter, {"Commands": rows})
 
 
+class _TopGroup(_Group):
+    """`rotorid --help` also lists the registered methods and log formats (plugins included)."""
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        _sections(ctx, formatter, registries())
+
+
+_PLAIN = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
 app = typer.Typer(
     name="rotorid",
     help="Identify a multirotor's physical parameters from its own flight logs.",
-    cls=_Group,
+    cls=_TopGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    **_PLAIN,  # type: ignore[arg-type]
 )
-console = Console()
-err = Console(stderr=True)
+
+
+@functools.cache
+def console() -> "Console":
+    """The standard output console (Rich is imported on first use, not for `--help`)."""
+    from rich.console import Console
+
+    return Console()
+
+
+@functools.cache
+def err() -> "Console":
+    """The standard error console."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,10 +99,10 @@ def command(
     hidden alias that says the new one."""
 
     def deco(fn: F) -> F:
-        (on or app).command(name, hidden=hidden)(_guarded(fn))
+        (on or app).command(name, hidden=hidden, cls=_Command)(_guarded(fn))
         if renamed_from:
             new = name or fn.__name__.replace("_", "-")
-            app.command(renamed_from, hidden=True)(
+            app.command(renamed_from, hidden=True, cls=_Command)(
                 _guarded(fn, note=f"`rotorid {renamed_from}` is now `rotorid {new}`")
             )
         return fn
@@ -63,41 +114,41 @@ def _guarded(fn: F, note: str | None = None) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if note:
-            err.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+            err().print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 return fn(*args, **kwargs)
             except RotoridError as e:
-                err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+                err().print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
                 raise typer.Exit(2) from None
             finally:
                 for w in caught:
-                    err.print(f"[yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+                    err().print(f"[yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
 
     return wrapper  # type: ignore[return-value]
 
 
-def registries_text(markup: bool = False) -> str:
-    """The registered methods (with their papers) and log formats (read/write, suffixes)."""
+def registries() -> dict[str, list[tuple[str, str]]]:
+    """The registered methods (with their papers) and log formats (suffixes, read/write), as
+    rows of two help sections."""
     from rotorid.io import formats
     from rotorid.registry import methods
 
-    b = (lambda x: f"[bold]{x}[/]") if markup else (lambda x: x)
-    ms = "; ".join(f"{b(m.name)} ({m.title})" for m in methods().values())
-    fs = "; ".join(
-        f"{b(f.name)} ({' '.join(s or 'no suffix' for s in f.suffixes) or 'by content'}, "
-        f"{'read/write' if f.write else 'read'})"
-        for f in formats().values()
-    )
-    return f"Methods: {ms}.\n\nLog formats: {fs}."
+    return {
+        "Methods (rotorid identify --method NAME)": [(m.name, m.title) for m in methods().values()],
+        "Log formats (read by content or suffix)": [
+            (f.name, f"{' '.join(s or 'no suffix' for s in f.suffixes)}; {'read/write' if f.writable else 'read'}")
+            for f in formats().values()
+        ],
+    }
 
 
 def _version(value: bool) -> None:
     if value:
         from rotorid import __version__
 
-        console.print(f"rotorid {__version__}")
+        console().print(f"rotorid {__version__}")
         raise typer.Exit()
 
 
@@ -110,6 +161,7 @@ def main(
     """Identify a multirotor's physical parameters from its own flight logs."""
 
 
+AllowCorrupt = Annotated[bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")]
 Logs = Annotated[list[str], typer.Argument(help="Log files, each optionally with windows: FILE@t0:t1[,t2:t3] (s).")]
 
 
@@ -139,9 +191,7 @@ def identify(
     out: Annotated[
         Path, typer.Option(help="Output folder for params.json, report.html and figures (replaced whole).")
     ] = Path("results"),
-    allow_corrupt: Annotated[
-        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
-    ] = False,
+    allow_corrupt: AllowCorrupt = False,
     roll_pitch: Annotated[
         list[str] | None, typer.Option(help="Roll/pitch excitation log(s).", rich_help_panel=_DELAY)
     ] = None,
@@ -246,11 +296,11 @@ def identify(
     runs.refuse_foreign(method, list(runs.split_mass(options)[0]))  # before any reading or writing
     check_output(out, run=True)  # a bad --out fails now, not after the identification
     veh = Vehicle.load(vehicle)
-    with console.status(f"identifying ({method})…"):
+    with console().status(f"identifying ({method})…"):
         result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt)
     written = write_run(result, out, spec.load("figures")(result))
-    console.print(result.summary(), soft_wrap=True)  # a table row is one line, however narrow the terminal
-    console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
+    console().print(result.summary(), soft_wrap=True)  # a table row is one line, however narrow the terminal
+    console().print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
 
 
 @command(renamed_from="export-params")
@@ -283,12 +333,12 @@ def export(
     from rotorid.export import export_params as run
 
     if to is not None:  # the old `rotorid export LOG --to FILE`, now `convert`
-        err.print("[yellow]note:[/] `rotorid export LOG --to FILE` is now `rotorid convert`", highlight=False)
+        err().print("[yellow]note:[/] `rotorid export LOG --to FILE` is now `rotorid convert`", highlight=False)
         return convert(params, to, window, allow_corrupt)
     if fmt is None or out is None:
         raise RotoridError("rotorid export needs --format FORMAT and --out FILE (see `rotorid export --help`)")
     written = run(Path(params), fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config)
-    console.print(f"wrote [bold]{written}[/] ({fmt})")
+    console().print(f"wrote [bold]{written}[/] ({fmt})")
 
 
 @command()
@@ -301,7 +351,7 @@ def demo(
     """Simulate the built-in scenarios, identify them with every method, write OUT/report.html."""
     from rotorid.demo import run
 
-    run(out, seed=seed, console=console)
+    run(out, seed=seed, console=console())
 
 
 def _override_value(text: str) -> Any:
@@ -344,7 +394,7 @@ def simulate(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise RotoridError(f"{out}: cannot write here ({e.strerror}); choose another output folder") from None
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), console=err) as bar:
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), console=err()) as bar:
         tasks: dict[str, Any] = {}
 
         def progress(flight: str, fraction: float) -> None:
@@ -357,7 +407,7 @@ def simulate(
     sc.vehicle.save(out / "vehicle.toml")
     sc.true_vehicle.save(out / "true_vehicle.toml")
     sc.truth.save(out / "truth.json")
-    console.print(f"wrote {', '.join(p.name for p in written)}, vehicle.toml, true_vehicle.toml, truth.json in {out}")
+    console().print(f"wrote {', '.join(p.name for p in written)}, vehicle.toml, true_vehicle.toml, truth.json in {out}")
 
 
 @command()
@@ -374,9 +424,7 @@ def validate(
     source: Annotated[
         str | None, typer.Option(help="Motion data from 'imu' or 'mocap' (default: the result's, else imu).")
     ] = None,
-    allow_corrupt: Annotated[
-        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
-    ] = False,
+    allow_corrupt: AllowCorrupt = False,
 ) -> None:
     """Cross-validate identified parameters on held-out flights (Six et al. Sec. IV-B4, Table III).
 
@@ -400,19 +448,19 @@ def validate(
     overlap = overlaps(result, held_out)
     for text in overlap:
         warnings.warn(text, stacklevel=1)
-    with console.status("validating…"):
+    with console().status("validating…"):
         val = run(result, flights, base, config=config, source=source)
     table = Table(title=f"cross-validation of {params} ({result.method})")
     for col in ("channel", "RMSE", "R²", "wrench", "model error %"):
         table.add_column(col, justify="right")
     for r in rows(val):
         table.add_row(r["channel"], r["rmse"], r["r2"], r["wrench"], r["norm"])
-    console.print(table)
+    console().print(table)
     for n in val.notes:
-        console.print(f"note: {n}")
+        console().print(f"note: {n}")
     val.notes[:0] = overlap  # the report says it too
     written = write_validation(val, result, out, str(params), held_out)
-    console.print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
+    console().print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
 
 
 def _registries() -> None:
@@ -427,13 +475,13 @@ def _registries() -> None:
         tab.add_column(col)
     for m in methods().values():
         tab.add_row(m.name, m.paper)
-    console.print(tab)
+    console().print(tab)
     tab = Table(title="log formats (read by content or suffix; write by suffix)", title_justify="left")
     for col in ("format", "suffixes", "writes"):
         tab.add_column(col)
     for f in formats().values():
         tab.add_row(f.name, " ".join(x or "(none)" for x in f.suffixes), "yes" if f.write else "no")
-    console.print(tab)
+    console().print(tab)
 
 
 def _span_text(spans: list[tuple[float, float]], limit: int = 4) -> str:
@@ -449,6 +497,7 @@ _COLOUR = {"excited": "green", "weak": "yellow", "none": "red", "n/a": "dim"}
 def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any]) -> None:
     """One log: a key/value table (format, span, channels with rate verdicts, gaps, activity),
     one row per segment, and the windows proposed per role."""
+    from rich import box
     from rich.table import Table
 
     from rotorid import excitation
@@ -485,7 +534,7 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
     tab.add_row("flying", f"{_span_text(fly)}  ({sum(e.flying_time for e in ex):.1f} s, from {src})")
     tab.add_row("on ground", _span_text([s for e in ex for s in e.ground]))
     tab.add_row("activity", judged.activity)
-    console.print(tab)
+    console().print(tab)
     seg = Table(
         title="excitation per segment" if len(flights) > 1 else "excitation",
         title_justify="left",
@@ -501,7 +550,7 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
             for m in row.excitation.axes.values()
         ]
         seg.add_row(str(row.index), f"{row.t0:.2f}–{row.t1:.2f}", f"{row.flying_time:.1f}", *cells)
-    console.print(seg)
+    console().print(seg)
     win = Table(title="windows found (rotorid identify uses them when a log has none)", title_justify="left")
     for col in ("role", "windows", "measure", "found where ≥"):
         win.add_column(col)
@@ -514,7 +563,7 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
                 f"{max(w.measure for w in ws):.3g} {ws[0].unit}",
                 f"{ws[0].threshold:.3g}",
             )
-    console.print(win if win.row_count else "windows found: none (no flying part away from take-off and landing)")
+    console().print(win if win.row_count else "windows found: none (no flying part away from take-off and landing)")
 
 
 def _rounded(windows: list[Any]) -> tuple[tuple[float, float], ...]:
@@ -539,9 +588,7 @@ def info(
         list[str] | None,
         typer.Option(help="Excitation threshold AXIS=EXCITED,WEAK (roll, pitch, yaw in rad/s², thrust std/mean)."),
     ] = None,
-    allow_corrupt: Annotated[
-        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
-    ] = False,
+    allow_corrupt: AllowCorrupt = False,
 ) -> None:
     """Judge each log: rates against each method's minimum, armed and flown, excitation per segment, the windows found per role and a ready-to-run identify command.
 
@@ -552,6 +599,7 @@ def info(
     Without logs: the methods and log formats rotorid knows (plugins included)."""
     from rotorid import excitation, runs
     from rotorid.io import LogSpec, load, parse_spec
+    from rotorid.registry import methods
     from rotorid.vehicle import Vehicle
 
     if not logs:
@@ -562,6 +610,7 @@ def info(
         {k: runs.floats(v, 2, f"--threshold {k}") for k, v in runs.split_kv(threshold or [], "--threshold").items()},
     )
     mins = runs.min_rates()
+    needs = {m.name: set(m.channels) for m in methods().values()}
     found: dict[str, dict[str, Any]] = {}
     usable: dict[str, set[str]] = {}
     for spec in logs:
@@ -571,29 +620,33 @@ def info(
         _info_log(spec, flights, judged, found[spec])
         channels = {c for f in flights for c in f.channels}
         slow = {r.method for r in judged.too_slow}
-        usable[spec] = {m for m in mins if m not in slow and set(excitation.METHOD_CHANNELS.get(m, ())[:2]) <= channels}
-        if "rotor_speed" not in channels:
-            usable[spec] -= {"tls", "online"}  # motor commands are not rotor speeds (Six, Kwon)
+        usable[spec] = {m for m, chs in needs.items() if m not in slow and chs <= channels}
     roles = excitation.assign_roles(found, limits)
     specs = {  # a log given with windows keeps them: the user chose
         r: [log if parse_spec(log).windows else str(LogSpec(Path(log), _rounded(ws))) for log, ws in got]
         for r, got in roles.items()
     }
     scale = f"for {veh.name}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
-    console.print(
+    console().print(
         f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())
     )
-    ready = [m for m in ("delay", "tls", "online") if all(m in usable[s] for s in logs)]
-    if not specs["thrust"] or not ready:
-        why = "no log flew an excited part" if not specs["thrust"] else "every method needs faster logs (see fix)"
-        console.print(f"no identify command to suggest: {why}")
+    ready = [m for m in needs if all(m in usable[s] for s in logs)]
+    commands = [c for m in ready if (c := runs.command(m, specs, vehicle or "vehicle.toml"))]
+    if not commands:
+        excited = any(specs.values()) and not ready
+        why = "every method needs faster logs (see fix)" if excited else "no log flew an excited part"
+        console().print(f"no identify command to suggest: {why}")
         return
-    console.print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
-    for m in ready:
-        console.print(runs.command(m, specs, vehicle or "vehicle.toml"), highlight=False, soft_wrap=True)
+    console().print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
+    for c in commands:
+        console().print(c, highlight=False, soft_wrap=True)
 
 
-vehicle_app = typer.Typer(help="Describe your vehicle: `rotorid vehicle init` writes a commented TOML to start from.")
+vehicle_app = typer.Typer(
+    help="Describe your vehicle: `rotorid vehicle init` writes a commented TOML to start from.",
+    cls=_Group,
+    **_PLAIN,  # type: ignore[arg-type]
+)
 app.add_typer(vehicle_app, name="vehicle")
 
 
@@ -633,9 +686,9 @@ def vehicle_init(
     if out.exists() and not force:
         raise RotoridError(f"{out} exists; give --force to overwrite it or choose another --out")
     atomic_write_text(out, v.to_commented_toml())
-    console.print(f"wrote [bold]{out}[/]: {v.name}, {v.n_rotors} rotors, {order} motor order, {v.mass:g} kg")
-    console.print("\n".join(ln.removeprefix("#") for ln in diagram(v)), highlight=False)
-    console.print(f"check the motor numbers and spins, then: rotorid identify --vehicle {out} ...", highlight=False)
+    console().print(f"wrote [bold]{out}[/]: {v.name}, {v.n_rotors} rotors, {order} motor order, {v.mass:g} kg")
+    console().print("\n".join(ln.removeprefix("#") for ln in diagram(v)), highlight=False)
+    console().print(f"check the motor numbers and spins, then: rotorid identify --vehicle {out} ...", highlight=False)
 
 
 @command()
@@ -645,9 +698,7 @@ def convert(
         Path, typer.Option(help="Output file; its suffix picks the format: .csv or .parquet (interchange), .ulg, …")
     ],
     window: Annotated[str | None, typer.Option(help="Time window t0:t1 in seconds of the log's clock.")] = None,
-    allow_corrupt: Annotated[
-        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
-    ] = False,
+    allow_corrupt: AllowCorrupt = False,
 ) -> None:
     """Convert any readable log (or one window of it) to CSV, Parquet or another writable format, atomically."""
     from rotorid.io import load, parse_spec, writable, write
@@ -668,7 +719,7 @@ def convert(
         )
     write(flights[0], to)
     f = flights[0]
-    console.print(f"wrote [bold]{to}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")
+    console().print(f"wrote [bold]{to}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")
 
 
 @command()
@@ -679,7 +730,7 @@ def report(
     from rotorid.report import redraw
 
     written = redraw(run)
-    console.print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {run}")
+    console().print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {run}")
 
 
 @command()
@@ -694,15 +745,13 @@ def batch(
     scheduler: Annotated[
         str | None, typer.Option(help="Address of an existing Dask scheduler, e.g. tcp://host:8786.")
     ] = None,
-    allow_corrupt: Annotated[
-        bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")
-    ] = False,
+    allow_corrupt: AllowCorrupt = False,
 ) -> None:
     """Identify a fleet on Dask: one run per manifest row, a Parquet table of every parameter
     per vehicle and date, and fleet.html with each vehicle's parameters over time and drifts."""
     from rotorid.batch import run_manifest
 
-    run_manifest(manifest, out, workers=workers, scheduler=scheduler, allow_corrupt=allow_corrupt, console=console)
+    run_manifest(manifest, out, workers=workers, scheduler=scheduler, allow_corrupt=allow_corrupt, console=console())
 
 
 @command("app")

@@ -25,6 +25,8 @@ much larger vehicle, whose angular accelerations are smaller.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -152,12 +154,31 @@ def spans(t: np.ndarray, mask: np.ndarray) -> list[tuple[float, float]]:
     return [(float(t[i]), float(t[j - 1])) for i, j in zip(a, b, strict=True)]
 
 
+#: (id(flight), cutoff) -> its angular acceleration, dropped when the flight is (`angular_acceleration`).
+_ANGULAR: dict[tuple[int, float], np.ndarray] = {}
+_ANGULAR_LOCK = threading.Lock()
+
+
 def angular_acceleration(flight: Flight, cutoff: float = 20.0) -> np.ndarray:
-    """Body angular acceleration (rad/s², (N, 3)): the derivative of the gyro after a
-    zero-phase Butterworth low-pass at `cutoff` Hz (capped at 0.4× the sample rate)."""
+    """Body angular acceleration (rad/s², (N, 3), read-only): the derivative of the gyro after a
+    zero-phase Butterworth low-pass at `cutoff` Hz (capped at 0.4× the sample rate).
+
+    Computed once per flight object and cutoff, and kept while the flight lives: `info`, the
+    app and `identify` measure the same flight for several purposes (verdicts, activity, role
+    windows, role checks), and the filter is most of their cost on a long log."""
     flight.require("gyro")
+    key = (id(flight), float(cutoff))
+    with _ANGULAR_LOCK:
+        hit = _ANGULAR.get(key)
+    if hit is not None:
+        return hit
     fc = min(cutoff, 0.4 * flight.rate)
-    return derivative(butter_filtfilt(flight.gyro, flight.rate, fc), flight.t)
+    wd = derivative(butter_filtfilt(flight.gyro, flight.rate, fc), flight.t)
+    wd.flags.writeable = False
+    with _ANGULAR_LOCK:
+        _ANGULAR[key] = wd
+    weakref.finalize(flight, _ANGULAR.pop, key, None)
+    return wd
 
 
 def measure(
@@ -352,8 +373,14 @@ def check_role(flight: Flight, role: str, thresholds: dict[str, tuple[float, flo
 
 
 def log_windows(flights: list[Flight]) -> dict[str, list[Window]]:
-    """`propose_windows` for every role over the pieces of one log (online: the first flight)."""
-    found = {role: [w for f in flights for w in propose_windows(f, role)] for role in ROLES}
+    """`propose_windows` for every role over the pieces of one log (online: the first flight);
+    none for a role whose channel a piece lacks (thrust: motor commands or rotor speeds;
+    roll/pitch and yaw: gyro)."""
+    has = {"thrust": lambda f: collective(f)[0] is not None, "online": lambda f: True}
+    found = {
+        role: [w for f in flights if has.get(role, lambda f: f.gyro is not None)(f) for w in propose_windows(f, role)]
+        for role in ROLES
+    }
     found["online"] = found["online"][:1]
     return found
 
@@ -393,14 +420,6 @@ def assign_roles(
 
 
 # -- what `rotorid info` judges ------------------------------------------------------------------
-#: channels each method reads (tls from the IMU, its default source; `--source mocap` adds pos, quat)
-METHOD_CHANNELS = {
-    "delay": ("acc", "gyro", "cmd"),
-    "tls": ("acc", "gyro", "cmd", "rotor_speed"),
-    "online": ("acc", "gyro", "cmd", "rotor_speed"),
-}
-
-
 @dataclass(frozen=True)
 class RateVerdict:
     """One channel against one method's minimum rate; `fix` is the reader's advice (e.g. PX4's
@@ -442,8 +461,9 @@ class InfoJudgement:
         return [r for r in self.rates if not r.ok]
 
 
-def activity(flights: list[Flight]) -> str:
-    """'never armed', 'armed but never flew' or how long it flew, in words, over all segments."""
+def activity(flights: list[Flight], measures: list[Excitation] | None = None) -> str:
+    """'never armed', 'armed but never flew' or how long it flew, in words, over all segments
+    (`measures`: the flights' `measure`, when the caller has them)."""
     cs = [c for c, _ in map(collective, flights) if c is not None]
     if not cs and all(f.landed is None for f in flights):
         return "cannot tell whether it flew: no motor commands, rotor speeds or landed state in the log"
@@ -451,7 +471,7 @@ def activity(flights: list[Flight]) -> str:
         c = np.concatenate(cs)
         if float(np.ptp(c)) <= 1e-6 * max(1.0, float(np.max(np.abs(c)))):
             return f"never armed: the motors stay at {float(c[0]):g} for the whole log (a bench or ground log?)"
-    ex = [measure(f) for f in flights]
+    ex = measures if measures is not None else [measure(f) for f in flights]
     total = sum(e.flying_time for e in ex)
     n = sum(len(e.flying) for e in ex)
     if n == 0:
@@ -462,13 +482,18 @@ def activity(flights: list[Flight]) -> str:
 def judge(
     flights: list[Flight],
     min_rates: dict[str, float],
-    channels: dict[str, tuple[str, ...]] = METHOD_CHANNELS,
+    channels: dict[str, tuple[str, ...]] | None = None,
     thresholds: dict[str, tuple[float, float]] = THRESHOLDS,
 ) -> InfoJudgement:
     """What `rotorid info` says about a log (its segments `flights`): each motion channel's
     original rate (slowest segment) against the minimum (`min_rates`, method -> `MIN_RATE_HZ`)
-    of each method that reads it (`channels`), with the reader's fix when too slow;
-    `activity`; and one `SegmentRow` per segment (excitation verdicts by `thresholds`)."""
+    of each method that reads it (`channels`, method -> channel names; default: each registered
+    method's `MethodSpec.channels`), with the reader's fix when too slow; `activity`; and one
+    `SegmentRow` per segment (excitation verdicts by `thresholds`)."""
+    if channels is None:
+        from rotorid.registry import methods
+
+        channels = {m.name: m.channels for m in methods().values()}
     rates: list[RateVerdict] = []
     first = flights[0]
     for method, lo in min_rates.items():
@@ -481,8 +506,9 @@ def judge(
             ok = r >= lo
             fix = "" if ok else str(first.meta.get("rate_hint", "log it faster"))
             rates.append(RateVerdict(ch, topic, r, method, float(lo), ok, fix))
-    rows = []
-    for i, f in enumerate(flights):
-        e = measure(f, thresholds=thresholds)
-        rows.append(SegmentRow(i + 1, float(f.t[0]), float(f.t[-1]), f.rate, e.flying_time, e.verdicts, e))
-    return InfoJudgement(rates, activity(flights), rows)
+    ex = [measure(f, thresholds=thresholds) for f in flights]
+    rows = [
+        SegmentRow(i + 1, float(f.t[0]), float(f.t[-1]), f.rate, e.flying_time, e.verdicts, e)
+        for i, (f, e) in enumerate(zip(flights, ex, strict=True))
+    ]
+    return InfoJudgement(rates, activity(flights, ex), rows)

@@ -9,7 +9,13 @@ fast and this module depends on nothing above it):
   vehicle, option values) into the method's own call (see `rotorid.runs`);
 - `figures`: `figures(result, **options) -> {name: Figure}` (in `rotorid.report`);
 - `options`: the names of the `rotorid identify` options the method takes (all others are
-  refused when given with it); `paper`: the citation shown in reports and `rotorid info`.
+  refused when given with it); `paper`: the citation shown in reports and `rotorid info`;
+- `channels`: the `Flight` channels the method reads: `rotorid info` judges their rates
+  against the method's minimum (`MIN_RATE_HZ` of the settings' module, if any) and suggests
+  the method only for logs that have them all;
+- `logs`: `logs(roles) -> [word, ...]`, the log arguments of the ready-to-run `rotorid
+  identify` command `rotorid info` suggests, from the log arguments each excitation role uses
+  (`rotorid.excitation.assign_roles`); by default every log once, whole.
 
 Plugins (a new method or log format in another package) register from a module named in the
 `rotorid.plugins` entry-point group; `load_plugins()` imports those modules once. Log formats
@@ -21,7 +27,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from rotorid.errors import RotoridError
@@ -41,6 +46,8 @@ class MethodSpec:
     run: str | Callable[..., Any]
     figures: str | Callable[..., Any]
     options: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ("acc", "gyro", "cmd")
+    logs: str | Callable[..., list[str]] = "rotorid.runs:whole_logs"
 
     def load(self, field: str) -> Any:
         """The object a field names (`"module:attribute"` imported now) or the field itself."""
@@ -106,6 +113,7 @@ register_method(
         "rotorid.runs:run_delay",
         "rotorid.report.delay:figures",
         _DELAY_OPTIONS,
+        logs="rotorid.runs:delay_logs",
     )
 )
 register_method(
@@ -118,6 +126,7 @@ register_method(
         "rotorid.runs:run_tls",
         "rotorid.report.tls:figures",
         _TLS_OPTIONS,
+        channels=("acc", "gyro", "cmd", "rotor_speed"),  # IMU, its default source; --source mocap adds pos, quat
     )
 )
 register_method(
@@ -130,10 +139,56 @@ register_method(
         "rotorid.runs:run_online",
         "rotorid.report.online:figures",
         _ONLINE_OPTIONS,
+        channels=("acc", "gyro", "cmd", "rotor_speed"),
+        logs="rotorid.runs:online_logs",
     )
 )
 
 _plugins_loaded = False
+
+
+def plugin_entry_points(path: list[str] | None = None) -> list[str]:
+    """The values (`"module"` or `"module:attribute"`) of the `rotorid.plugins` entry points
+    of the distributions on `path` (default `sys.path`): each `*.dist-info` or `*.egg-info`
+    folder's entry_points.txt, the first distribution of each name winning, as
+    `importlib.metadata.entry_points(group=...)` finds them — read directly, because importing
+    `importlib.metadata` (and the email package under it) costs a third of `rotorid --help`."""
+    import os
+    import re
+    import sys
+
+    seen: set[str] = set()
+    found: list[str] = []
+    for entry in sys.path if path is None else path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:  # a zip archive or a folder that went away
+            continue
+        for name in names:
+            stem, _, kind = name.rpartition(".")
+            dist = re.sub(r"[-_.]+", "_", stem.partition("-")[0]).lower()
+            if kind not in ("dist-info", "egg-info") or dist in seen:
+                continue
+            seen.add(dist)
+            try:
+                with open(os.path.join(entry or ".", name, "entry_points.txt"), encoding="utf-8") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            found += _group_values(text, PLUGIN_GROUP)
+    return found
+
+
+def _group_values(text: str, group: str) -> list[str]:
+    """The values of the `name = value` lines of section `[group]` of an entry_points.txt."""
+    out, inside = [], False
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            inside = line == f"[{group}]"
+        elif inside and "=" in line and not line.startswith(("#", ";")):
+            out.append(line.partition("=")[2].split("[")[0].strip())
+    return out
 
 
 def load_plugins() -> None:
@@ -142,8 +197,8 @@ def load_plugins() -> None:
     if _plugins_loaded:
         return
     _plugins_loaded = True
-    for ep in entry_points(group=PLUGIN_GROUP):
-        ep.load()
+    for ref in plugin_entry_points():
+        resolve(ref)
 
 
 def methods() -> dict[str, MethodSpec]:

@@ -232,25 +232,41 @@ def min_rates() -> dict[str, float]:
     return out
 
 
-def command(method: str, roles: Mapping[str, list[str]], vehicle: str, out: str = "results/") -> str:
+def command(method: str, roles: Mapping[str, list[str]], vehicle: str, out: str = "results/") -> str | None:
     """A ready-to-run `rotorid identify` command line (shell-quoted) from the log arguments
     each role uses (`roles`: thrust / roll_pitch / yaw / online -> ["FILE@t0:t1", ...], as
-    `rotorid.excitation.assign_roles` finds them): delay takes the thrust logs with
-    `--roll-pitch` and `--yaw`; online its one flight; tls the logs whole (it finds the airborne
-    parts itself)."""
+    `rotorid.excitation.assign_roles` finds them); the method's `MethodSpec.logs` picks its log
+    arguments. None when it finds none (e.g. delay without a thrust window)."""
     import shlex
 
-    words = ["rotorid", "identify", "--method", method, "--vehicle", vehicle]
-    if method == "delay":
-        words += roles.get("thrust", [])
-        words += [w for r in ("roll_pitch", "yaw") for spec in roles.get(r, []) for w in (option_flag(r), spec)]
-    elif method == "online":
-        words += roles.get("online", [])[:1]
-    else:
-        from rotorid.io import parse_spec
+    from rotorid.registry import method as spec_of
 
-        words += list(dict.fromkeys(str(parse_spec(s).path) for specs in roles.values() for s in specs))
-    return " ".join(shlex.quote(w) for w in [*words, "--out", out])
+    logs = spec_of(method).load("logs")(roles)
+    if not logs:
+        return None
+    words = ["rotorid", "identify", "--method", method, "--vehicle", vehicle, *logs, "--out", out]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def delay_logs(roles: Mapping[str, list[str]]) -> list[str]:
+    """Eschmann et al.: the thrust windows, with `--roll-pitch` and `--yaw` ones (none
+    without a thrust window)."""
+    words = list(roles.get("thrust", []))
+    return words and words + [
+        w for r in ("roll_pitch", "yaw") for spec in roles.get(r, []) for w in (option_flag(r), spec)
+    ]
+
+
+def online_logs(roles: Mapping[str, list[str]]) -> list[str]:
+    """Kwon et al.: one flight, from the take-off (the estimator starts on the ground)."""
+    return roles.get("online", [])[:1]
+
+
+def whole_logs(roles: Mapping[str, list[str]]) -> list[str]:
+    """Every log once, whole (e.g. Six et al.'s TLS finds the airborne parts itself)."""
+    from rotorid.io import parse_spec
+
+    return list(dict.fromkeys(str(parse_spec(s).path) for specs in roles.values() for s in specs))
 
 
 def provenance(specs: list[str]) -> list[dict[str, Any]]:

@@ -202,10 +202,9 @@ def facts(flights: list[Flight]) -> list[tuple[str, str, str]]:
         (f"too slow for {r.method}", f"{r.channel} at {r.rate_hz:.0f} Hz < {r.min_hz:.0f} Hz: {r.fix}", "bad")
         for r in j.too_slow
     ]
-    for f, seg in zip(flights, j.segments, strict=True):
-        m = excitation.measure(f)
+    for seg in j.segments:
         prefix = f"piece {seg.index}: " if len(flights) > 1 else ""
-        for axis, a in m.axes.items():
+        for axis, a in seg.excitation.axes.items():
             rows.append(
                 (f"{prefix}excitation {axis}", f"{a.value:.3g} {a.unit} — {a.verdict}", VERDICT_CLASS[a.verdict])
             )

@@ -5,8 +5,12 @@ per continuous recording); `load("FILE@t0:t1,t2:t3", vehicle=...)` also applies 
 vehicle's hints; `write(flight, path)` writes the format of the suffix.
 
 A format is a module with a reader decorated by `@register(name, suffixes, magic)`; a
-module-level `write(flight, path) -> Path` beside it makes the format writable too. Built-in
-modules are imported on first use, plugin modules through `rotorid.registry.load_plugins()`.
+module-level `write(flight, path) -> Path` beside it makes the format writable too. The
+built-in formats are declared in `BUILTIN` with their reader as `"module:function"` (like
+`rotorid.registry.MethodSpec`), so listing or detecting formats imports no reader (and no
+numpy): a reader's module is imported when a file of its format is read; importing it registers
+the same format again, now with the function. Plugin modules register through
+`rotorid.registry.load_plugins()`.
 
 Readers never estimate: they decode, convert to FLU/ENU and SI, and check what they read.
 """
@@ -20,37 +24,62 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from rotorid.errors import LogFormatError, RotoridError, WindowError
-from rotorid.flight import Flight, window_slack
 
 if TYPE_CHECKING:
+    from rotorid.flight import Flight
     from rotorid.vehicle import Vehicle
 
-ReadFn = Callable[..., list[Flight]]
-WriteFn = Callable[[Flight, Path], Path]
-
-#: Modules of the built-in formats (imported on first use; each registers itself).
-BUILTIN = ("crazyflie", "ulog", "table", "dataflash", "blackbox")
+ReadFn = Callable[..., "list[Flight]"]
+WriteFn = Callable[["Flight", Path], Path]
 
 
 @dataclass(frozen=True)
 class Format:
-    """A log format: its name, file suffixes, magic bytes and reader; `write` is the
-    module-level `write(flight, path)` of the reader's module, if it has one."""
+    """A log format: its name, file suffixes, magic bytes and reader `read(path, **options) ->
+    list[Flight]`, given as the function or as its `"module:function"` path (imported by
+    `reader()` on first use). `writes` declares whether the reader's module has a module-level
+    `write(flight, path)` (None: look, which imports the module)."""
 
     name: str
     suffixes: tuple[str, ...]
     magic: bytes | None
-    read: ReadFn
+    read: ReadFn | str
+    writes: bool | None = None
+
+    @property
+    def module(self) -> str:
+        """The reader's module."""
+        return self.read.partition(":")[0] if isinstance(self.read, str) else self.read.__module__
+
+    def reader(self) -> ReadFn:
+        """The reader function (its module imported now)."""
+        from rotorid.registry import resolve
+
+        return resolve(self.read)
+
+    @property
+    def writable(self) -> bool:
+        """Whether the format writes too (imports the module only when `writes` is not declared)."""
+        return self.write is not None if self.writes is None else self.writes
 
     @property
     def write(self) -> WriteFn | None:
-        return getattr(importlib.import_module(self.read.__module__), "write", None)
+        """The module-level `write(flight, path)` of the reader's module, if it has one."""
+        return getattr(importlib.import_module(self.module), "write", None)
 
 
-FORMATS: dict[str, Format] = {}
+#: The built-in formats, declared without importing their readers (tests/test_registry.py
+#: checks each against what its module registers); the interchange format first.
+BUILTIN = (
+    Format("table", (".csv", ".parquet"), b"PAR1", "rotorid.io.table:read", writes=True),
+    Format("crazyflie", (".bin", ""), b"\xbc", "rotorid.io.crazyflie:read", writes=False),
+    Format("ulog", (".ulg", ".ulog"), b"ULog\x01\x12\x35", "rotorid.io.ulog:read", writes=True),
+    Format("dataflash", (".bin",), b"\xa3\x95", "rotorid.io.dataflash:read", writes=True),
+    Format("blackbox", (".bbl", ".bfl"), b"H Product:Blackbox", "rotorid.io.blackbox:read", writes=False),
+)
+
+FORMATS: dict[str, Format] = {f.name: f for f in BUILTIN}
 
 
 def register(name: str, suffixes: tuple[str, ...], magic: bytes | None = None) -> Callable[[ReadFn], ReadFn]:
@@ -67,12 +96,6 @@ def formats() -> dict[str, Format]:
     """Every registered format (built-in and plugins), by name."""
     from rotorid.registry import load_plugins
 
-    for mod in BUILTIN:
-        try:
-            importlib.import_module(f"rotorid.io.{mod}")
-        except ModuleNotFoundError as e:  # an optional format whose module is absent
-            if e.name != f"rotorid.io.{mod}":
-                raise
     load_plugins()
     return FORMATS
 
@@ -111,16 +134,17 @@ def read(path: str | Path, hints: dict[str, Any] | None = None, **options: Any) 
     `hints` are passed only to readers that take them, e.g. the vehicle's `motor_input` and
     `motors` count, which a PX4 log needs to scale its outputs while a Crazyflie log fixes them.
     """
-    reader = detect(path)
-    params = inspect.signature(reader.read).parameters
+    fmt = detect(path)
+    reader = fmt.reader()
+    params = inspect.signature(reader).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     accepted = set(options) | set(hints or {}) if takes_any else set(params)
     refused = [k for k, v in options.items() if k not in accepted and v not in (False, None)]
     if refused:
-        raise RotoridError(f"{path}: the {reader.name} reader does not take {', '.join(refused)}")
+        raise RotoridError(f"{path}: the {fmt.name} reader does not take {', '.join(refused)}")
     given = {k: v for k, v in options.items() if k in accepted}
     extra = {k: v for k, v in (hints or {}).items() if k in accepted and k not in given}
-    return reader.read(Path(path), **given, **extra)
+    return reader(Path(path), **given, **extra)
 
 
 def check_motor_units(flight: Flight, motor_input: str) -> Flight:
@@ -185,6 +209,10 @@ def load(spec: str | LogSpec, vehicle: Vehicle | None = None, **options: Any) ->
 
     With a `vehicle`, its hints reach the readers that take them (PX4 PWM scaling) and flights
     whose motor channels cannot mean what the vehicle declares are refused."""
+    import numpy as np
+
+    from rotorid.flight import window_slack
+
     s = spec if isinstance(spec, LogSpec) else parse_spec(spec)
     if vehicle is None:
         flights = read(s.path, **options)
@@ -235,7 +263,7 @@ def writable() -> dict[str, Format]:
     """Suffix -> the first registered format that writes it."""
     out: dict[str, Format] = {}
     for f in formats().values():
-        if f.write is not None:
+        if f.writable:
             for s in f.suffixes:
                 if s:
                     out.setdefault(s, f)
