@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,7 @@ def run() -> list[dict]:
         },
         {"name": "report: figures + HTML (CPU)", "value": statistics.median(cpus), "unit": "s", "note": note},
     ]
+    rows += _per_figure(res)
     rows += _command()
     rows += [
         {"name": "T_m on log10", "value": res.value("tm"), "unit": "s", "target": "0.068-0.077", "note": "paper 0.072"},
@@ -127,6 +129,42 @@ def run() -> list[dict]:
         }
     )
     rows += _simulated()
+    return rows
+
+
+def _per_figure(res: delay.Result, repeats: int = 5) -> list[dict]:
+    """Where the report's time goes: each figure made, drawn by Agg and encoded as PNG (CPU,
+    median of `repeats`), against an empty axes drawn the same way (matplotlib's fixed cost)."""
+    from rotorid.report import png_bytes
+    from rotorid.report import delay as report_delay
+    from rotorid.report.style import figure
+
+    def cpu(draw: Callable[[], object]) -> float:
+        times = []
+        for _ in range(repeats):
+            c0 = time.process_time()
+            png_bytes(draw())
+            times.append(time.process_time() - c0)
+        return statistics.median(times)
+
+    note = f"CPU, median of {repeats}; load average {os.getloadavg()[0]:.1f}"
+    rows = [
+        {
+            "name": f"report figure {name}: make + draw + PNG",
+            "value": cpu(lambda n=name: getattr(report_delay, n)(res.diagnostics)),
+            "unit": "s",
+            "note": note,
+        }
+        for name in figures(res)
+    ]
+    rows.append(
+        {
+            "name": "report: one empty axes, drawn + PNG (fixed cost)",
+            "value": cpu(lambda: figure(5.2, 3.8)[0]),
+            "unit": "s",
+            "note": note,
+        }
+    )
     return rows
 
 

@@ -1,5 +1,6 @@
 """Start-up: wall and CPU time of a fresh `rotorid --help` process (it lists every registered
-method and log format), of `import rotorid.cli`, and of a bare interpreter for reference.
+method and log format) and of `rotorid identify --help` (the largest command), of `import
+rotorid.cli`, and of a bare interpreter for reference.
 Medians of repeated runs; CPU time (user + sys of the child) is the steadier figure on a shared
 machine, wall time is what the user waits."""
 
@@ -36,6 +37,7 @@ def run() -> list[dict]:
     rows = []
     for name, cmd, target in (
         ("rotorid --help", [*ROTORID, "--help"], "<= 0.15"),
+        ("rotorid identify --help", [*ROTORID, "identify", "--help"], ""),
         ("python -c 'import rotorid.cli'", [sys.executable, "-c", "import rotorid.cli"], ""),
         ("python -c 'import typer'", [sys.executable, "-c", "import typer"], ""),
         ("python -c 'import numpy'", [sys.executable, "-c", "import numpy"], ""),

@@ -91,3 +91,36 @@ def test_real_log_verdicts(cf_logs: dict) -> None:
     (yaw,) = load(f"{cf_logs['log16']}@32:38")
     assert excitation.measure(yaw).axes["yaw"].value == pytest.approx(21.0, abs=0.5)
     assert excitation.measure(yaw).verdicts["roll"] == "weak"
+
+
+def test_a_flight_is_filtered_once_for_all_its_measures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`info` and the app judge a log (verdicts, activity) and propose its windows: the gyro
+    of one flight object is low-passed once, whatever asks; a new flight object is filtered
+    anew, and the kept result goes with its flight."""
+    import gc
+
+    calls = []
+    real = excitation.butter_filtfilt
+    monkeypatch.setattr(excitation, "butter_filtfilt", lambda *a, **k: calls.append(1) or real(*a, **k))
+
+    def fresh() -> Flight:
+        return _flight(
+            gyro=lambda t: np.column_stack([np.sin(7 * t), np.cos(5 * t), np.sin(3 * t)]),
+            cmd=lambda t: np.repeat((0.5 + 0.1 * np.sin(2 * t))[:, None], 4, axis=1),
+        )
+
+    f = fresh()
+    judged = excitation.judge([f], {"delay": 100.0})
+    found = excitation.log_windows([f])
+    assert excitation.check_role(f, "thrust") is None  # measured again: no new filtering
+    assert len(calls) == 1 and judged.segments[0].excitation == excitation.measure(f)
+    assert found["roll_pitch"] and found["yaw"]
+    with pytest.raises(ValueError, match="read-only"):
+        excitation.angular_acceleration(f)[0, 0] = 1.0
+    g = fresh()
+    excitation.measure(g)
+    assert len(calls) == 2
+    n = len(excitation._ANGULAR)
+    del f, g, judged
+    gc.collect()
+    assert len(excitation._ANGULAR) == n - 2
