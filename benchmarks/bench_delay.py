@@ -135,8 +135,8 @@ def run() -> list[dict]:
 def _per_figure(res: delay.Result, repeats: int = 5) -> list[dict]:
     """Where the report's time goes: each figure made, drawn by Agg and encoded as PNG (CPU,
     median of `repeats`), against an empty axes drawn the same way (matplotlib's fixed cost)."""
-    from rotorid.report import png_bytes
     from rotorid.report import delay as report_delay
+    from rotorid.report import png_bytes
     from rotorid.report.style import figure
 
     def cpu(draw: Callable[[], object]) -> float:
