@@ -104,8 +104,9 @@ def hover(d: dict[str, Any]) -> Figure:
     s, c = np.asarray(d["hover_states"]), np.asarray(d["hover_cmds"])
     lo, hi = np.quantile(np.concatenate([s, c]), [0.01, 0.99])
     bins = np.linspace(min(lo, s.min()), max(hi, s.max()), 40)
-    ax.hist(c, bins=bins, alpha=0.4, color="0.5", label="commands")
-    ax.hist(s, bins=bins, alpha=0.6, color="tab:blue", label="motor states (delay model)")
+    # one filled outline per histogram (not one rectangle artist per bin): the same picture, drawn faster
+    ax.hist(c, bins=bins, alpha=0.4, color="0.5", label="commands", histtype="stepfilled")
+    ax.hist(s, bins=bins, alpha=0.6, color="tab:blue", label="motor states (delay model)", histtype="stepfilled")
     ax.axvline(float(d["hover_pred"]), color="tab:red", lw=1.5, label=f"predicted hover {float(d['hover_pred']):.3f}")
     ax.axvline(float(d["hover_median"]), color="k", ls="--", lw=1, label=f"median {float(d['hover_median']):.3f}")
     ax.set_xlabel("mean normalized motor command")
