@@ -268,7 +268,8 @@ def _preload() -> None:
 
     from rotorid.io import formats
 
-    formats()
+    for fmt in formats().values():
+        fmt.reader()  # declared lazily: import each reader's module now
     for lib in ("rotorid.excitation", "pyarrow.parquet", "pandas", "pyulog", "scipy.signal"):
         importlib.import_module(lib)
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-def _sections(ctx: Any, formatter: Any, sections: dict[str, list[tuple[str, str]]]) -> None:
+def _sections(formatter: Any, sections: dict[str, list[tuple[str, str]]]) -> None:
     """Write each non-empty section of help rows (name, text)."""
     for title, rows in sections.items():
         if rows:
@@ -40,7 +40,7 @@ class _Command(TyperCommand):
             if record is not None:
                 panel = getattr(param, "rich_help_panel", None) or "Options"
                 sections.setdefault("Arguments" if param.param_type_name == "argument" else panel, []).append(record)
-        _sections(ctx, formatter, sections)
+        _sections(formatter, sections)
 
 
 class _Group(TyperGroup):
@@ -50,14 +50,14 @@ class _Group(TyperGroup):
         """Each command with the first paragraph of its help, whole (wrapped, not cut)."""
         shown = [(n, c) for n in self.list_commands(ctx) if (c := self.get_command(ctx, n)) and not c.hidden]
         rows = [(n, " ".join((c.help or "").split("\n\n")[0].split())) for n, c in shown]
-        _sections(ctx, formatter, {"Commands": rows})
+        _sections(formatter, {"Commands": rows})
 
 
 class _TopGroup(_Group):
     """`rotorid --help` also lists the registered methods and log formats (plugins included)."""
 
     def format_epilog(self, ctx: Any, formatter: Any) -> None:
-        _sections(ctx, formatter, registries())
+        _sections(formatter, registries())
 
 
 _PLAIN = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
@@ -480,7 +480,7 @@ def _registries() -> None:
     for col in ("format", "suffixes", "writes"):
         tab.add_column(col)
     for f in formats().values():
-        tab.add_row(f.name, " ".join(x or "(none)" for x in f.suffixes), "yes" if f.write else "no")
+        tab.add_row(f.name, " ".join(x or "(none)" for x in f.suffixes), "yes" if f.writable else "no")
     console().print(tab)
 
 
