@@ -63,3 +63,23 @@ def test_top_level_names_resolve_on_first_use() -> None:
     assert all(getattr(rotorid, n) is not None for n in rotorid.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = rotorid.nope
+
+
+def test_help_imports_no_numpy_rich_or_package_metadata() -> None:
+    """`rotorid --help` lists the methods and formats from their declarations (no reader, so
+    no numpy), renders plain text (no Rich) and finds plugins without `importlib.metadata`."""
+    probe = (
+        "import sys\nfrom rotorid.cli import app\ntry:\n    app(['--help'], prog_name='rotorid')\n"
+        "except SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "names = ('numpy', 'rich', 'importlib.metadata', 'typer.rich_utils', 'rotorid.io.crazyflie')\n"
+        "print(','.join(n for n in names if n in sys.modules), file=sys.stderr)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Log formats" in r.stdout and r.stderr.strip().rpartition("\n")[2] == ""
