@@ -202,7 +202,9 @@ INAV_NAMES = [
 ]
 
 
-def inav_rows(flip: tuple[int, ...] = (), seconds: float = 4.0) -> list[tuple]:
+def inav_rows(
+    flip: tuple[int, ...] = (), seconds: float = 4.0, amp: tuple[float, ...] = (2.0, 1.5, 1.0), phase: float = 1.0
+) -> list[tuple]:
     """A 1 kHz INAV main-frame stream of a quad rocking on all three axes, as INAV's
     blackbox.c writes it: gyroADC deg/s (FLU), accSmooth = specific force in g · acc_1G,
     attitude = decidegrees of roll, pitch (nose down +) and heading (clockwise, 0…3600) of
@@ -211,7 +213,11 @@ def inav_rows(flip: tuple[int, ...] = (), seconds: float = 4.0) -> list[tuple]:
 
     t = np.arange(0.0, seconds, 1e-3)
     w = np.column_stack(
-        [2.0 * np.sin(2 * np.pi * 1.3 * t), 1.5 * np.sin(2 * np.pi * 0.9 * t + 1), np.cos(2 * np.pi * 0.7 * t)]
+        [
+            amp[0] * np.sin(2 * np.pi * 1.3 * t),
+            amp[1] * np.sin(2 * np.pi * 0.9 * t + phase),
+            amp[2] * np.cos(2 * np.pi * 0.7 * t + 2 * phase),
+        ]
     )
     steps = Rotation.from_rotvec(w[:-1] * 1e-3)
     rot = [Rotation.identity()]
@@ -246,6 +252,24 @@ def test_inav_gyro_axis_that_disagrees_with_its_attitude_is_refused(axis: int) -
         LogFormatError, match=rf"\(INAV\): gyro {'xyz'[axis]} disagrees in sign with the rate of the logged attitude"
     ):
         _section(INAV_NAMES, inav_rows(flip=(axis,)), motorOutput=[1150, 1850], **INAV)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    amp=st.tuples(*[st.floats(0.5, 6.0)] * 3),
+    phase=st.floats(0.0, 2 * np.pi),
+    flip=st.sets(st.integers(0, 2), max_size=3),
+)
+def test_inav_sign_check_refuses_exactly_the_flipped_axes(amp: tuple, phase: float, flip: set[int]) -> None:
+    """Over rocking motions up to ±6 rad/s (attitude through ±180° roll and heading wraps):
+    a log reads iff no gyro axis is flipped, and the refusal names the first flipped axis."""
+    rows = inav_rows(flip=tuple(flip), seconds=2.0, amp=amp, phase=phase)
+    if not flip:
+        _, meta = _section(INAV_NAMES, rows, motorOutput=[1150, 1850], **INAV)
+        assert "INAV gyro signs checked" in " ".join(meta["notes"])
+        return
+    with pytest.raises(LogFormatError, match=rf"gyro {'xyz'[min(flip)]} disagrees in sign"):
+        _section(INAV_NAMES, rows, motorOutput=[1150, 1850], **INAV)
 
 
 def test_inav_accelerometer_upside_down_is_refused() -> None:
