@@ -76,7 +76,7 @@ BUILTIN = (
     Format("crazyflie", (".bin", ""), b"\xbc", "rotorid.io.crazyflie:read", writes=False),
     Format("ulog", (".ulg", ".ulog"), b"ULog\x01\x12\x35", "rotorid.io.ulog:read", writes=True),
     Format("dataflash", (".bin",), b"\xa3\x95", "rotorid.io.dataflash:read", writes=True),
-    Format("blackbox", (".bbl", ".bfl"), b"H Product:Blackbox", "rotorid.io.blackbox:read", writes=False),
+    Format("blackbox", (".bbl", ".bfl"), b"H Product:Blackb", "rotorid.io.blackbox:read", writes=False),
 )
 
 FORMATS: dict[str, Format] = {f.name: f for f in BUILTIN}
