@@ -93,3 +93,24 @@ def test_idim_rows_memory_does_not_hold_the_full_rate_matrix(six):
         tracemalloc.stop()
     assert len(rows.t) == pytest.approx(64_000 / 33, abs=20)  # one row per 33 ms (15 Hz cut-off)
     assert peak / len(t) < 300  # bytes per input row; the one-shot filter took ~2,900
+
+
+def test_identify_runs_blas_on_one_thread(six, monkeypatch):
+    """The TLS regressions run with BLAS on one thread (a second only spin-waits on these
+    tall, skinny matrices) and the caller's setting is restored afterwards."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen, real = [], tls.essential
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tls, "essential", spy)
+    with threadpool_limits(limits=2, user_api="blas"):  # as on a 2-core machine, whatever this one has
+        tls.identify({"A": [six.flights["train"]]}, six.vehicle)
+        assert blas_threads() == {2}
+    assert seen and all(s == {1} for s in seen)

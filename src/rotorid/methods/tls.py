@@ -28,7 +28,7 @@ import numpy as np
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
-from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls, tls_hac_cov
+from rotorid.methods.regression import Fit, block_weighted_tls, compress, one_blas_thread, tls, tls_hac_cov
 from rotorid.motion import (
     MIN_PIECE,
     WRENCH,
@@ -588,6 +588,7 @@ def _settings_out(
     }
 
 
+@one_blas_thread
 def identify(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,
