@@ -104,17 +104,3 @@ def test_runs_of_boolean_mask():
     assert ends.tolist() == [2, 4, 7]
     s, e = runs(np.zeros(4, bool))
     assert s.size == 0 and e.size == 0
-
-
-@pytest.mark.parametrize("uniform", [True, False])
-@pytest.mark.parametrize("tm", [0.0, 0.03])
-def test_motor_lag_into_a_buffer(uniform, tm):
-    """`out` receives exactly the states motor_lag returns, and is what it returns."""
-    rng = np.random.default_rng(6)
-    n = CHUNK + 5
-    t = np.arange(n) * 1e-3 if uniform else np.cumsum(rng.uniform(5e-4, 1.5e-3, n))
-    u = rng.random((n, 4))
-    out = np.full_like(u, np.nan)
-    got = motor_lag(u, t, tm, out=out)
-    assert np.shares_memory(got, out)
-    np.testing.assert_array_equal(out, motor_lag(u, t, tm))

@@ -107,39 +107,29 @@ CHUNK = 16_384
 
 
 def is_uniform(t: np.ndarray, rtol: float = 1e-6) -> bool:
-    return _even(np.diff(t), rtol)
-
-
-def _even(d: np.ndarray, rtol: float = 1e-6) -> bool:
-    """Whether the steps `d` are equal to `rtol` of their mean."""
+    d = np.diff(t)
     return bool(np.ptp(d) <= rtol * np.mean(d))
 
 
-def motor_lag(
-    u: np.ndarray, t: np.ndarray, tm: float, y0: np.ndarray | None = None, out: np.ndarray | None = None
-) -> np.ndarray:
+def motor_lag(u: np.ndarray, t: np.ndarray, tm: float, y0: np.ndarray | None = None) -> np.ndarray:
     """Rotor states from setpoints `u` (N, M) through a first-order lag with time constant `tm`.
 
     Exact discretisation with the setpoint held over each step (Eschmann et al. eq. 45-48):
     y[k] = a_k y[k-1] + (1 - a_k) u[k-1], a_k = exp(-(t_k - t_{k-1}) / tm); y[0] = y0
     (default u[0], the motor at rest on its setpoint). Uniform steps use one
     `scipy.signal.lfilter` call for all columns; non-uniform steps use the closed form of
-    the time-varying recursion in chunks short enough for float64, still vectorized. `out`
-    (u's shape) receives the states, so a caller evaluating many T_m reuses one buffer.
+    the time-varying recursion in chunks short enough for float64, still vectorized.
     """
     u = np.asarray(u, dtype=float)
     squeeze = u.ndim == 1
     u2 = u[:, None] if squeeze else u
     y0 = u2[0] if y0 is None else np.broadcast_to(np.asarray(y0, dtype=float), u2[0].shape)
     if tm <= 0:
-        if out is None:
-            return u.copy()
-        out[...] = u
-        return out
-    y = np.empty_like(u2) if out is None else out.reshape(u2.shape)
+        return u.copy()
     dt = np.diff(t)
-    if _even(dt):
+    if is_uniform(t):
         a = float(np.exp(-dt.mean() / tm))
+        y = np.empty_like(u2)
         y[0] = y0
         zi = (a * y0)[None, :]  # state so that y[1] = a*y0 + (1-a)*u[0]
         for i in range(0, len(u2) - 1, CHUNK):  # blocks carry the filter state: same numbers
@@ -147,21 +137,20 @@ def motor_lag(
             y[i + 1 : j + 1], zi = sps.lfilter([1.0 - a], [1.0, -a], u2[i:j], axis=0, zi=zi)
         return y[:, 0] if squeeze else y
     dt /= tm
-    y = _lag_varying(u2, dt, y0, y)
+    y = _lag_varying(u2, dt, y0)
     return y[:, 0] if squeeze else y
 
 
-def _lag_varying(u: np.ndarray, s: np.ndarray, y0: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+def _lag_varying(u: np.ndarray, s: np.ndarray, y0: np.ndarray) -> np.ndarray:
     """y[k] = e^{-s_k} y[k-1] + (1 - e^{-s_k}) u[k-1] by the closed form
     y[k] = e^{-S_k} (y0 + sum_{j<=k} e^{S_j} (1 - e^{-s_j}) u[j-1]), S = cumsum(s).
 
     `s` is (N-1,) or (N-1, M) (a step per motor). Evaluated in blocks of at most `CHUNK`
     rows whose accumulated S stays below 500 (so the exponentials stay finite), vectorized
-    within each block: the temporaries are a few blocks whatever the flight's length. The
-    states go to `y` when given.
+    within each block: the temporaries are a few blocks whatever the flight's length.
     """
     n = u.shape[0]
-    y = np.empty_like(u) if y is None else y
+    y = np.empty_like(u)
     y[0] = y0
     start = 1
     while start < n:

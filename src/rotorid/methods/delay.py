@@ -290,14 +290,12 @@ class ThrustProblem:
     rows: np.ndarray = field(init=False)  # active body axes
     b: np.ndarray = field(init=False)
     shared_c0: bool = field(init=False)
-    lag_out: list[np.ndarray] = field(init=False, repr=False)  # rotor-state buffers reused by `sse`
 
     def __post_init__(self) -> None:
         ax = self.vehicle.axes  # (M, 3)
         self.rows = np.flatnonzero(np.abs(ax).sum(axis=0) > 1e-9)
         bias = np.array([0.0, 0.0, self.acc_bias_z])[self.rows]
         self.b = np.concatenate([self.vehicle.mass * (f.acc[:, self.rows] - bias).reshape(-1) for f in self.flights])
-        self.lag_out = [np.empty_like(f.cmd) for f in self.flights]
         # constant columns of several motors coincide when their axes are parallel (eq. 21):
         self.shared_c0 = (
             self.per_motor and 0 in self.exponents and np.linalg.matrix_rank(ax[:, self.rows].T) < self.vehicle.n_rotors
@@ -347,15 +345,14 @@ class ThrustProblem:
 
     def sse(self, tm: tuple[float, float]) -> float:
         """Residual sum of squares of `fit(tm)`, for the T_m search that evaluates it tens of
-        times: the rotor states go to one reused buffer per flight and the least-squares
-        problem [A | b] is reduced by QR `CHUNK` rows at a time (the SSE is the last diagonal
-        element of R squared), so no (N, ...) temporary is allocated, and freshly mapped
-        (page-faulted) memory, 33 % of the CPU time on an hour at 1 kHz, is not paid again."""
+        times: [A | b] is reduced by QR `CHUNK` rows at a time (the SSE is the last diagonal
+        element of R squared), so an evaluation allocates the rotor states and nothing else
+        of the flight's length (the fit's dozen (N, ...) temporaries were freshly mapped,
+        page-faulted memory: a third of the CPU time on an hour at 1 kHz went to the kernel)."""
         r = np.zeros((0, len(self.names()) + 1))
         excited = np.zeros(len(self.names()), dtype=bool)
         start = 0
-        for f, buf in zip(self.flights, self.lag_out, strict=True):
-            w = motor_lag(f.cmd, f.t, tm[0], out=buf) if tm[0] == tm[1] else _lag(f.cmd, f.t, tm)
+        for w in self.states(tm):
             for i in range(0, len(w), CHUNK):
                 a = self.design_states([w[i : i + CHUNK]])
                 excited |= np.any(a != 0, axis=0)
