@@ -381,3 +381,16 @@ def test_message_helpers() -> None:
     assert quote("ok") == "'ok'"
     assert clip("é" * 70, 60) == "é" * 60 + "…(70 chars)"
     assert str(RotoridError("two\nlines")) == "two\\nlines"
+
+
+def test_dataflash_cut_inside_its_only_imu_message(tmp_path: Path, data_dir: Path) -> None:
+    """The ArduPilot fixture cut inside the first (and only) IMU message: pymavlink indexes
+    the message, the table of whole messages is empty, and picking the lowest IMU instance
+    was numpy's ValueError (zero-size reduction); now no IMU is found."""
+    data = (data_dir / "ardupilot" / "backend_log_80k.bin").read_bytes()[:25_906]
+    p = tmp_path / "x.bin"
+    p.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(LogFormatError, match="no IMU, RCOU, ESC or ATT messages with at least two samples"):
+            read(p)
