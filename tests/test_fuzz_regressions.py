@@ -394,3 +394,24 @@ def test_dataflash_cut_inside_its_only_imu_message(tmp_path: Path, data_dir: Pat
         warnings.simplefilter("ignore", UserWarning)
         with pytest.raises(LogFormatError, match="no IMU, RCOU, ESC or ATT messages with at least two samples"):
             read(p)
+
+
+def test_a_single_sample_is_no_flight(tmp_path: Path) -> None:
+    """A Crazyflie log whose second event jumps back in time, read with allow_corrupt: the
+    reader kept the one event before it, and `rotorid info`'s gap search took the median of
+    no time steps (numpy's RuntimeWarning 'Mean of empty slice'). A piece of one sample is
+    no flight: alone it is an error; beside a real piece it is left out with a warning."""
+    slow = (7, "slow", [("motor.m1", "H")])
+    fixed = [0.0, 0.0, 1.0, 0, 0, 0, 1, 2, 3, 4]
+    events = [(0, 1_000_000, fixed), (7, 1_000_001, [20000]), (0, 1_001_000, fixed), (0, 0, fixed)]
+    events += [(7, 1_004_001, [20000]), (0, 1_005_000, fixed)]
+    p = tmp_path / "cf"
+    p.write_bytes(log_bytes([CF_TYPE, slow], events))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(LogFormatError, match="no piece of the log holds two samples between gaps"):
+            read(p, allow_corrupt=True)
+    one = Flight(t=np.array([0.0]), gyro=np.zeros((1, 3)), meta={"source": "x", "rates": {"gyro": 100.0}})
+    two = Flight(t=np.array([1.0, 1.01]), gyro=np.zeros((2, 3)), meta={"source": "x"})
+    with pytest.warns(UserWarning, match=r"x: single samples between gaps left out \(t = 0\.000 s\)"):
+        assert guard.check_flights([one, two], "x") == [two]
