@@ -262,14 +262,13 @@ def run() -> list[dict[str, Any]]:
     rows for benchmarks/results/README.md with the campaign's counts."""
     with campaign_lock(wait=False) as mine:
         state = campaign(1_000_000, FUZZ_SECONDS, None, 0, 2, 5.0, once=True) if mine else json.loads(STATE.read_text())
-    rows = []
+    rows, digest = [], code_hash()[0]
     for name, r in sorted(state["readers"].items()):
         rows.append({"name": f"{name} inputs/s", "value": r["inputs"] / max(r["seconds"], 1e-9), "unit": "1/s"})
         rows.append({"name": f"{name} inputs", "value": r["inputs"], "unit": "inputs", "target": 1_000_000})
         bad = sum(r[COLUMNS[k]] for k in BAD)
-        rows.append(
-            {"name": f"{name} failures", "value": bad, "unit": "inputs", "target": 0, "note": f"of {r['inputs']}"}
-        )
+        note = f"of {r['inputs']}, code hash {state['hash']}" + ("" if state["hash"] == digest else " (not this code)")
+        rows.append({"name": f"{name} failures", "value": bad, "unit": "inputs", "target": 0, "note": note})
     return rows
 
 
