@@ -234,12 +234,15 @@ def _check_range(flight: Flight, ch: str, lim: Limits) -> None:
 
 
 def _check_quat(flight: Flight, lim: Limits) -> None:
-    norm = np.linalg.norm(flight.quat, axis=1)
-    bad = np.abs(norm - 1.0) > lim.quat_norm_tol
+    q = flight.quat
+    huge = np.abs(q).max(axis=1) > 2.0  # no unit quaternion's component; its norm could overflow
+    norm = np.linalg.norm(np.where(huge[:, None], 0.0, q), axis=1)
+    bad = huge | (np.abs(norm - 1.0) > lim.quat_norm_tol)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
+        what = f"a component {q[i][np.argmax(np.abs(q[i]))]:.4g}" if huge[i] else f"norm {norm[i]:.4g}"
         raise LogFormatError(
-            f"{flight.source}: channel 'quat' has norm {norm[i]:.4g} at t = {flight.t[i]:.3f} s, not a unit "
+            f"{flight.source}: channel 'quat' has {what} at t = {flight.t[i]:.3f} s, not a unit "
             f"quaternion ({int(bad.sum())} such samples); the attitude data are corrupt"
         )
 
