@@ -201,7 +201,11 @@ def turn(
         for k, ((s, ops, opt), (kind, detail)) in enumerate(zip(made, outcomes, strict=True)):
             r[COLUMNS[kind]] += 1
             if kind in BAD:
-                key = f"{kind}: {detail.split(': ')[0] if kind == fuzzing.CRASH else detail[:80]}"
+                key = (
+                    kind
+                    if kind == fuzzing.HANG
+                    else f"{kind}: {detail.split(': ')[0] if kind == fuzzing.CRASH else detail[:80]}"
+                )
                 FAILURES.mkdir(parents=True, exist_ok=True)
                 (FAILURES / f"{name}-{first + k}{s.suffix}").write_bytes(fuzzing.apply_ops(s.data, ops))
                 r["failures"].setdefault(key, {"index": first + k, "seed": s.name, "detail": detail, "options": opt})

@@ -20,6 +20,7 @@ and benchmarks/fuzz.py (a seeded loop of >= 10^6 inputs per reader).
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import random
 import resource
 import struct
@@ -330,6 +331,10 @@ def _serve(conn: Any, parent_end: Any, folder: str) -> None:
         conn.send(result)
 
 
+#: A worker is hung after `timeout` CPU seconds on one input, or this many times `timeout` of
+#: wall time whatever its CPU.
+WALL_FACTOR = 20
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 #: Where workers write their inputs: memory (tmpfs) when the machine has it.
 SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None
 
@@ -344,6 +349,7 @@ class Worker:
         self.tmp = tempfile.TemporaryDirectory(prefix="rotorid-fuzz-", dir=SCRATCH)
         self.proc: Any = None
         self.sent = 0.0
+        self.cpu0 = 0.0
         self._start()
 
     def _start(self) -> None:
@@ -362,15 +368,31 @@ class Worker:
         self.conn.close()
         self._start()
 
+    def cpu(self) -> float:
+        """CPU seconds the worker process has used (user + system, from /proc)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            return float("inf")
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
     def submit(self, data: bytes, suffix: str, options: tuple[tuple[str, Any], ...] = ()) -> None:
         self.conn.send((data, suffix, options))
         self.sent = time.monotonic()
+        self.cpu0 = self.cpu()
 
     def collect(self) -> tuple[str, str]:
-        """The outcome of the input `submit` sent (waits for it until the time limit)."""
-        if not self.conn.poll(max(self.sent + self.timeout - time.monotonic(), 0.0)):
-            self._restart()
-            return HANG, f"no answer in {self.timeout:g} s"
+        """The outcome of the input `submit` sent: waits until the worker has spent `timeout`
+        CPU seconds on it (a hang), so that a worker starved of CPU on a busy machine (a
+        niced campaign) is not called hung; at most `WALL_FACTOR` × `timeout` of wall time."""
+        limit = self.sent + WALL_FACTOR * self.timeout
+        wait = self.sent + self.timeout
+        while not self.conn.poll(max(wait - time.monotonic(), 0.0)):
+            used = self.cpu() - self.cpu0
+            if used >= self.timeout or time.monotonic() >= limit:
+                self._restart()
+                return HANG, f"no answer after {used:.3g} s of CPU ({time.monotonic() - self.sent:.3g} s)"
+            wait = min(time.monotonic() + self.timeout - used, limit)
         try:
             return self.conn.recv()
         except EOFError:
