@@ -317,7 +317,7 @@ def _serve(conn: Any, parent_end: Any, folder: str) -> None:
     while True:
         try:
             data, suffix, options = conn.recv()
-        except EOFError:
+        except (EOFError, ConnectionError):  # the parent closed its end or died
             return
         n += 1
         path = Path(folder) / f"in{n % 2}{suffix}"
