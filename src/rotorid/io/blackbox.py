@@ -137,11 +137,32 @@ def _gyro_deg_s_scale(headers: dict[str, Any], path: Path) -> float:
     return scale
 
 
+#: Largest frame interval a header may declare (Betaflight writes I interval 32…256 and
+#: P interval 1/1…1/32): orangebox's frame-skip count steps one frame at a time up to it.
+MAX_INTERVAL = 1 << 16
+
+
+def _check_intervals(headers: dict[str, Any]) -> None:
+    """'I interval' and 'P interval' (N or NUM/DENOM) must be integers with 1 <= NUM and
+    DENOM <= `MAX_INTERVAL`: orangebox loops until a frame index fits them, for ever on a NaN
+    or a non-positive NUM and for DENOM steps on a huge one."""
+    i_int, p_int = headers.get("I interval", 1), str(headers.get("P interval", "1"))
+    num, _, denom = p_int.partition("/") if "/" in p_int else ("1", "", p_int)
+    ok = isinstance(i_int, int) and abs(i_int) <= MAX_INTERVAL
+    ok = ok and num.isdigit() and denom.isdigit() and int(num) >= 1 and 1 <= int(denom) <= MAX_INTERVAL
+    if not ok:
+        raise LogFormatError(
+            f"header I interval {quote(i_int)} / P interval {quote(p_int)} is not a frame interval "
+            f"(positive integers up to {MAX_INTERVAL})"
+        )
+
+
 def _section(parser: Any, index: int, path: Path) -> tuple[dict[str, Any], list[str], list[tuple], str | None]:
     """Headers, field names and decoded main frames of log section `index` (from its first I
     frame), plus why decoding stopped early (None if the section ended cleanly)."""
     parser.set_log_index(index)
     headers = dict(parser.headers)
+    _check_intervals(headers)
     names = [str(n) for n in parser.field_names]  # a corrupt header can make a name a number
     rows: list[tuple] = []
     seen_intra = False
@@ -170,7 +191,11 @@ def _columns(rows: list[tuple], names: list[str], fields: list[str]) -> np.ndarr
 
 
 def _indexed(names: list[str], base: str) -> list[str]:
-    found = sorted((int(n[len(base) + 1 : -1]), n) for n in names if n.startswith(base + "[") and n.endswith("]"))
+    found = sorted(
+        (int(n[len(base) + 1 : -1]), n)
+        for n in names
+        if n.startswith(base + "[") and n.endswith("]") and n[len(base) + 1 : -1].isdigit()
+    )
     return [n for _, n in found]
 
 
@@ -348,6 +373,9 @@ def read(
         try:
             with _quiet():
                 headers, names, rows, stop = _section(parser, index, path)
+        except LogFormatError as e:  # rotorid's own check of the header (its values quoted)
+            skipped.append(f"log {index}: unreadable header ({e})")
+            continue
         except Exception as e:
             skipped.append(f"log {index}: unreadable header ({type(e).__name__}: {quote(e)})")
             continue
