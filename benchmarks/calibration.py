@@ -154,6 +154,35 @@ def _combined_truth(a: Any, b: Any) -> dict[str, float]:
     return tr | {k: a.truth.params[k] for k in ("k_t", "k_d", "k_tau")}
 
 
+#: Folder of pickled simulated flights (`--cache`; None: simulate every time). Simulation is
+#: ~95 % of a TLS case's cost, so iterating on a method re-uses the flights; the key holds a
+#: hash of the simulator's sources, so a changed simulator never reads stale flights.
+CACHE: Path | None = None
+
+
+def _simulate(name: str, seed: int, duration: float | None, **overrides: Any) -> Any:
+    """`scenarios.run`, through the flight cache when `CACHE` is set."""
+    from rotorid.sim import scenarios
+
+    if CACHE is None:
+        return scenarios.run(name, seed=seed, duration=duration, **overrides)
+    import hashlib
+    import pickle
+
+    src = Path(scenarios.__file__).parent
+    h = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(src.glob("*.py"))))
+    h.update(repr((name, seed, duration, sorted(overrides.items()))).encode())
+    path = CACHE / f"{name}-{seed}-{h.hexdigest()[:16]}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    sc = scenarios.run(name, seed=seed, duration=duration, **overrides)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(pickle.dumps(sc, protocol=pickle.HIGHEST_PROTOCOL))
+    tmp.replace(path)  # atomic: a parallel worker never reads half a file
+    return sc
+
+
 def _run_group(group: str, seed: int, wanted: set[str], duration: float | None = None) -> dict[str, Any]:
     """Simulate the group's scenarios for one seed (flights of `duration` s; None = the
     paper's) and run every wanted case on them."""
@@ -189,8 +218,8 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
             ),
         )
     elif group.startswith("six"):
-        a = scenarios.run(f"six-config-a{sfx}", seed=seed, duration=duration, **ov)
-        b = scenarios.run(f"six-config-b{sfx}", seed=seed, duration=duration, **ov)
+        a = _simulate(f"six-config-a{sfx}", seed, duration, flights=("train",), **ov)
+        b = _simulate(f"six-config-b{sfx}", seed, duration, flights=("train",), **ov)
         cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
         masses = {"B": b.vehicle.mass}
         both = _combined_truth(a, b)
@@ -394,7 +423,10 @@ def main(argv: list[str] | None = None) -> int:
         "--ablation", action="store_true", help="each mismatch effect alone (writes calibration-ablation.*)"
     )
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--cache", type=Path, help="folder of cached simulated flights (TLS cases; created if missing)")
     a = ap.parse_args(argv)
+    global CACHE
+    CACHE = a.cache
     if a.list:
         print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
         return 0
