@@ -158,6 +158,21 @@ def _combined_truth(a: Any, b: Any) -> dict[str, float]:
 #: ~95 % of a TLS case's cost, so iterating on a method re-uses the flights; the key holds a
 #: hash of the simulator's sources, so a changed simulator never reads stale flights.
 CACHE: Path | None = None
+#: `TlsSettings` fields every TLS case uses (`--tls NAME=VALUE`; empty: the defaults), e.g. the
+#: former defaults `acc_bias=false motor_spread=0` for a before/after comparison.
+TLS_OPTIONS: dict[str, Any] = {}
+
+
+def _tls_option(text: str) -> tuple[str, Any]:
+    """NAME=VALUE of `--tls`: a `TlsSettings` field and a JSON value (true/false, numbers)."""
+    from dataclasses import fields
+
+    from rotorid.methods.tls import TlsSettings
+
+    name, _, value = text.partition("=")
+    if name not in {f.name for f in fields(TlsSettings)} or not value:
+        raise SystemExit(f"--tls {text}: expected NAME=VALUE with NAME a TlsSettings field")
+    return name, json.loads(value)
 
 
 def _simulate(name: str, seed: int, duration: float | None, **overrides: Any) -> Any:
@@ -223,12 +238,15 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
         cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
         masses = {"B": b.vehicle.mass}
         both = _combined_truth(a, b)
+        imu = tls.TlsSettings(**TLS_OPTIONS)
         attempt(
             f"tls-imu-A/six-config-a{tag}",
-            lambda: (tls.identify({"A": cfg["A"]}, a.vehicle), a.truth.params),
+            lambda: (tls.identify({"A": cfg["A"]}, a.vehicle, settings=imu), a.truth.params),
         )
-        attempt(f"tls-imu-AB/six-config-a+b{tag}", lambda: (tls.identify(cfg, a.vehicle, masses=masses), both))
-        mocap = tls.TlsSettings(source="mocap", mocap_delay=MOCAP_DELAY)
+        attempt(
+            f"tls-imu-AB/six-config-a+b{tag}", lambda: (tls.identify(cfg, a.vehicle, masses=masses, settings=imu), both)
+        )
+        mocap = tls.TlsSettings(**{**TLS_OPTIONS, "source": "mocap", "mocap_delay": MOCAP_DELAY})
         attempt(
             f"tls-mocap-AB/six-config-a+b{tag}",
             lambda: (tls.identify(cfg, a.vehicle, masses=masses, settings=mocap), both),
@@ -316,6 +334,8 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         "model-mismatch ones.",
         "",
     ]
+    if meta.get("tls_options"):
+        lines += [f"TLS settings changed from their defaults: {meta['tls_options']}", ""]
     case_by_name = {c.name: c for c in CASES + ABLATION_CASES}
     for case, d in summary.items():
         c = case_by_name[case]
@@ -345,7 +365,11 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
 
 
 def calibrate(
-    seeds: int = SEEDS, cases: list[str] | None = None, workers: int = WORKERS, ablation: bool = False
+    seeds: int = SEEDS,
+    cases: list[str] | None = None,
+    workers: int = WORKERS,
+    ablation: bool = False,
+    tag: str = "",
 ) -> dict[str, Any]:
     """Run the Monte Carlo (`cases`: substrings selecting case names; all by default; with
     `ablation` the single-effect cases only) and write results/calibration{-ablation}.{json,md}.
@@ -373,6 +397,7 @@ def calibrate(
         "python": platform.python_version(),
         "machine": platform.machine(),
         "load_avg": os.getloadavg()[0],
+        "tls_options": dict(TLS_OPTIONS),
     }
     summary = aggregate(runs)
     doc = {
@@ -381,7 +406,7 @@ def calibrate(
         "runs": {c: {str(s): r for s, r in sorted(v.items())} for c, v in runs.items()},
     }
     OUT.mkdir(exist_ok=True)
-    stem = "calibration-ablation" if ablation else "calibration"
+    stem = ("calibration-ablation" if ablation else "calibration") + (f"-{tag}" if tag else "")
     (OUT / f"{stem}.json").write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
     (OUT / f"{stem}.md").write_text(markdown(summary, meta))
     print(f"wrote {OUT / f'{stem}.md'}")
@@ -424,13 +449,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--cache", type=Path, help="folder of cached simulated flights (TLS cases; created if missing)")
+    ap.add_argument("--tls", action="append", default=[], help="NAME=VALUE: a TlsSettings field for every TLS case")
+    ap.add_argument("--tag", default="", help="suffix of the output files (calibration-TAG.md)")
     a = ap.parse_args(argv)
     global CACHE
     CACHE = a.cache
+    TLS_OPTIONS.update(_tls_option(t) for t in a.tls)
     if a.list:
         print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
         return 0
-    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation)
+    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation, a.tag)
     return 0
 
 
