@@ -1,28 +1,44 @@
-"""Fuzz benchmark of the log readers (issue 16 part 4): a seeded mutation loop over every
-fixture in shared/data and every reader (tests/fuzzing.py: seeds, mutations, a forked worker
-per input stream with RLIMIT_AS and a time limit, an independent plausibility oracle).
+"""Fuzz benchmark of the log readers (issue 16 part 4): a seeded, resumable mutation campaign
+over every reader (tests/fuzzing.py: seeds cut from every fixture in shared/data and written
+by rotorid's writers, mutations, forked workers with RLIMIT_AS and a per-input time limit, an
+independent plausibility oracle).
 
-    python benchmarks/fuzz.py [--inputs N] [--seconds S] [--reader NAME ...] [--seed K]
+    python benchmarks/fuzz.py [--inputs N] [--slice S] [--reader NAME ...] [--workers K]
+    python benchmarks/fuzz.py --status
+    python benchmarks/fuzz.py --replay READER:INDEX
 
-runs until N inputs per reader (default 1 000 000, the issue's target) or S seconds per
-reader, and writes benchmarks/results/fuzz.json and fuzz.md: per reader the inputs, inputs/s,
-and the counts of non-RotoridError exceptions, hangs, over-bound allocations and implausible
-values accepted, with the distinct failures (first input's seed and mutation, to reproduce).
-`make bench` (benchmarks/run.py) runs a short pass (FUZZ_SECONDS per reader, env
-ROTORID_FUZZ_SECONDS) and reports the same counts.
+Input number i of a reader is a pure function of (reader, --seed, i): its own
+`random.Random`, so a campaign resumes where it stopped and any input can be rebuilt
+(`--replay` writes it and reads it once, in a worker). The counts accumulate in
+benchmarks/results/fuzz_campaign.json (and .md) under the hash of the code under test
+(`code_hash`: the reader modules, io/guard.py, flight.py, the modules the oracle calls, the
+fuzz engine and the library versions); a changed hash archives the old counts and starts
+again from input 0. Readers take turns of `--slice` seconds until each has N inputs (default
+1 000 000, the issue's target); inputs that fail (a non-RotoridError exception, a hang, an
+allocation over the bound, an implausible value accepted) are saved under
+benchmarks/results/fuzz_failures/. Exit status 1 if any failed.
+
+`make bench` (benchmarks/run.py) runs a short turn per reader (FUZZ_SECONDS, env
+ROTORID_FUZZ_SECONDS) into the same campaign when no campaign holds its lock, and reports the
+campaign's counts either way.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import platform
 import random
+import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,132 +50,256 @@ import fuzzing  # noqa: E402  (tests/fuzzing.py: the engine shared with the in-s
 
 DATA = Path(os.environ.get("ROTORID_DATA", REPO.parent / "shared" / "data"))
 OUT = HERE / "results"
-ROWS_FILE = "fuzz_rows.json"
+STATE = OUT / "fuzz_campaign.json"
+LOCK = OUT / "fuzz_campaign.lock"
+FAILURES = OUT / "fuzz_failures"
 FUZZ_SECONDS = float(os.environ.get("ROTORID_FUZZ_SECONDS", "60"))
 BAD = (fuzzing.CRASH, fuzzing.HANG, fuzzing.ALLOC, fuzzing.IMPLAUSIBLE)
+#: Outcome kind -> its name in the results.
+COLUMNS = {
+    fuzzing.OK: "accepted",
+    fuzzing.ROTORID: "rotorid_errors",
+    fuzzing.CRASH: "non_rotorid_exceptions",
+    fuzzing.HANG: "hangs",
+    fuzzing.ALLOC: "over_bound_allocations",
+    fuzzing.IMPLAUSIBLE: "implausible_accepted",
+}
+#: Inputs per batch: the counts are saved after each (a stopped campaign loses at most one).
+BATCH = 500
+#: Code whose change makes earlier fuzz counts stale (besides src/rotorid/io/*.py).
+CODE = ("flight.py", "frames.py", "errors.py", "signal.py", "excitation.py")
+LIBRARIES = ("numpy", "scipy", "pandas", "pyarrow", "pyulog", "pymavlink", "orangebox")
 
 
-def fuzz_reader(
-    name: str, seeds: list[fuzzing.Seed], inputs: int, seconds: float, seed: int, timeout: float
-) -> dict[str, Any]:
-    """Mutate `seeds` (one reader's) until `inputs` inputs or `seconds` s; counts by outcome."""
-    rng = random.Random(f"{name}-{seed}")
-    worker = fuzzing.Worker(timeout=timeout)
-    counts: Counter[str] = Counter()
-    distinct: dict[str, dict[str, Any]] = {}
-    t0 = time.perf_counter()
-    n = 0
+def code_hash() -> tuple[str, dict[str, str]]:
+    """SHA-256 (first 16 hex digits) of the code under test and the library versions."""
+    src = REPO / "src" / "rotorid"
+    files = [*sorted((src / "io").glob("*.py")), *(src / n for n in CODE), REPO / "tests" / "fuzzing.py"]
+    files.append(REPO / "tests" / "helpers_cf.py")
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(REPO).as_posix().encode() + b"\0" + f.read_bytes())
+    versions = {"python": platform.python_version()}
+    for lib in LIBRARIES:
+        try:
+            versions[lib] = metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            versions[lib] = "absent"
+    h.update(json.dumps(versions, sort_keys=True).encode())
+    return h.hexdigest()[:16], versions
+
+
+def commit() -> str:
+    """The checked-out commit (with "+dirty" when the tree has uncommitted changes)."""
     try:
-        while n < inputs and time.perf_counter() - t0 < seconds:
-            s = rng.choice(seeds)
-            ops = fuzzing.random_ops(rng)
-            options = s.options
-            if s.reader == "crazyflie" and rng.random() < 0.5:
-                options = (("allow_corrupt", True),)
-            kind, detail = worker.run(fuzzing.apply_ops(s.data, ops), s.suffix, options)
-            counts[kind] += 1
-            n += 1
-            if kind in BAD:
-                key = f"{kind}: {detail.split(': ')[0] if kind == fuzzing.CRASH else detail[:80]}"
-                distinct.setdefault(key, {"seed": s.name, "ops": [op.__dict__ for op in ops], "options": options})
-    finally:
-        worker.close()
-    wall = time.perf_counter() - t0
-    return {
-        "reader": name,
-        "inputs": n,
-        "seconds": wall,
-        "inputs_per_s": n / wall if wall > 0 else 0.0,
-        "accepted": counts[fuzzing.OK],
-        "rotorid_errors": counts[fuzzing.ROTORID],
-        "non_rotorid_exceptions": counts[fuzzing.CRASH],
-        "hangs": counts[fuzzing.HANG],
-        "over_bound_allocations": counts[fuzzing.ALLOC],
-        "implausible_accepted": counts[fuzzing.IMPLAUSIBLE],
-        "distinct_failures": distinct,
-    }
+        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "src", "tests"], capture_output=True)
+    except OSError:
+        return "unknown"
+    return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def fuzz(
-    inputs: int, seconds: float, readers: list[str] | None = None, seed: int = 0, timeout: float = 5.0
-) -> list[dict[str, Any]]:
+def by_reader() -> dict[str, list[fuzzing.Seed]]:
     with tempfile.TemporaryDirectory() as scratch:
         all_seeds = fuzzing.seeds(DATA, Path(scratch))
-    by_reader: dict[str, list[fuzzing.Seed]] = {}
+    out: dict[str, list[fuzzing.Seed]] = {}
     for s in all_seeds:
-        by_reader.setdefault(s.reader, []).append(s)
-    results = []
-    for name, group in by_reader.items():
-        if readers and name not in readers:
-            continue
-        r = fuzz_reader(name, group, inputs, seconds, seed, timeout)
-        print(
-            f"{name:>10}: {r['inputs']} inputs, {r['inputs_per_s']:.0f}/s, crashes {r['non_rotorid_exceptions']}, "
-            f"hangs {r['hangs']}, allocations {r['over_bound_allocations']}, implausible {r['implausible_accepted']}",
-            flush=True,
-        )
-        results.append(r)
-    return results
+        out.setdefault(s.reader, []).append(s)
+    return out
 
 
-def write(results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+def make_input(reader: str, seeds: list[fuzzing.Seed], seed: int, i: int) -> tuple[fuzzing.Seed, list, tuple]:
+    """Input number `i` of `reader`: (seed, mutation ops, reader options), from its own RNG."""
+    rng = random.Random(f"{reader}-{seed}-{i}")
+    s = rng.choice(seeds)
+    ops = fuzzing.random_ops(rng)
+    options = s.options
+    if s.reader == "crazyflie" and rng.random() < 0.5:
+        options = (("allow_corrupt", True),)
+    return s, ops, options
+
+
+# -- the campaign state ------------------------------------------------------------------------
+def fresh_reader() -> dict[str, Any]:
+    return {"inputs": 0, "seconds": 0.0, **dict.fromkeys(COLUMNS.values(), 0), "failures": {}}
+
+
+def load_state(seed: int) -> dict[str, Any]:
+    """The saved campaign for this code and seed; a changed hash archives the old one."""
+    digest, versions = code_hash()
+    if STATE.exists():
+        state = json.loads(STATE.read_text())
+        if state.get("hash") == digest and state.get("seed") == seed:
+            state["commit"] = commit()
+            return state
+        STATE.rename(OUT / f"fuzz_campaign-{state.get('hash', 'old')}-seed{state.get('seed')}.json")
+    return {"hash": digest, "commit": commit(), "seed": seed, "libraries": versions, "readers": {}}
+
+
+def save_state(state: dict[str, Any]) -> None:
+    """Write the state and its table atomically (a reader of the files never sees half)."""
     OUT.mkdir(exist_ok=True)
-    (OUT / "fuzz.json").write_text(json.dumps({"meta": meta, "readers": results}, indent=2, default=str))
+    state["saved"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    for path, text in ((STATE, json.dumps(state, indent=1)), (STATE.with_suffix(".md"), table(state))):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+
+
+def table(state: dict[str, Any]) -> str:
     lines = [
-        "| reader | inputs | inputs/s | non-RotoridError | hangs | over-bound alloc. | implausible accepted |",
-        "|---|---|---|---|---|---|---|",
+        f"Fuzz campaign: code hash {state['hash']}, commit {state['commit']}, seed {state['seed']}, "
+        f"saved {state.get('saved', '-')}",
+        "",
+        "| reader | inputs | inputs/s | accepted | RotoridError | non-RotoridError | hangs | over-bound alloc. "
+        "| implausible accepted |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in results:
+    for name, r in sorted(state["readers"].items()):
+        rate = r["inputs"] / r["seconds"] if r["seconds"] else 0.0
         lines.append(
-            f"| {r['reader']} | {r['inputs']} | {r['inputs_per_s']:.0f} | {r['non_rotorid_exceptions']} | "
-            f"{r['hangs']} | {r['over_bound_allocations']} | {r['implausible_accepted']} |"
+            f"| {name} | {r['inputs']:,} | {rate:.0f} | {r['accepted']:,} | {r['rotorid_errors']:,} | "
+            f"{r['non_rotorid_exceptions']} | {r['hangs']} | {r['over_bound_allocations']} | {r['implausible_accepted']} |"
         )
-    for r in results:
-        for key, where in r["distinct_failures"].items():
-            lines.append(f"\n- {r['reader']}: {key} (seed {where['seed']}, ops {where['ops']})")
-    (OUT / "fuzz.md").write_text("\n".join(lines) + "\n")
+    for name, r in sorted(state["readers"].items()):
+        for key, f in r["failures"].items():
+            lines.append(f"\n- {name}: {key} (input {f['index']}, seed {f['seed']}; `--replay {name}:{f['index']}`)")
+    return "\n".join(lines) + "\n"
+
+
+def failures(state: dict[str, Any]) -> int:
+    return sum(r[COLUMNS[k]] for r in state["readers"].values() for k in BAD)
+
+
+@contextlib.contextmanager
+def campaign_lock(wait: bool) -> Iterator[bool]:
+    """Hold the campaign's lock (one process adds to the counts at a time); yields whether
+    it was taken (`wait=False` does not wait for it)."""
+    OUT.mkdir(exist_ok=True)
+    with open(LOCK, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+
+
+# -- fuzzing -------------------------------------------------------------------------------------
+def turn(
+    pool: fuzzing.Pool, state: dict[str, Any], name: str, seeds: list[fuzzing.Seed], target: int, seconds: float
+) -> None:
+    """Fuzz `name` from its saved count for `seconds` s or up to `target` inputs, saving the
+    counts after each batch and every failing input under FAILURES."""
+    r = state["readers"].setdefault(name, fresh_reader())
+    t_end = time.perf_counter() + seconds
+    while r["inputs"] < target and time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        first = r["inputs"]
+        made = [make_input(name, seeds, state["seed"], i) for i in range(first, min(first + BATCH, target))]
+        outcomes = pool.map([(fuzzing.apply_ops(s.data, ops), s.suffix, opt) for s, ops, opt in made])
+        for k, ((s, ops, opt), (kind, detail)) in enumerate(zip(made, outcomes, strict=True)):
+            r[COLUMNS[kind]] += 1
+            if kind in BAD:
+                key = (
+                    kind
+                    if kind == fuzzing.HANG
+                    else f"{kind}: {detail.split(': ')[0] if kind == fuzzing.CRASH else detail[:80]}"
+                )
+                FAILURES.mkdir(parents=True, exist_ok=True)
+                (FAILURES / f"{name}-{first + k}{s.suffix}").write_bytes(fuzzing.apply_ops(s.data, ops))
+                r["failures"].setdefault(key, {"index": first + k, "seed": s.name, "detail": detail, "options": opt})
+        r["inputs"] += len(made)
+        r["seconds"] += time.perf_counter() - t0
+        save_state(state)
+
+
+def campaign(
+    target: int, slice_s: float, readers: list[str] | None, seed: int, workers: int, timeout: float, once: bool
+) -> dict[str, Any]:
+    """Readers take turns of `slice_s` seconds until each has `target` inputs (`once`: one
+    turn each). Returns the state."""
+    seeds = by_reader()
+    names = [n for n in seeds if not readers or n in readers]
+    state = load_state(seed)
+    pool = fuzzing.Pool(workers, timeout)
+    try:
+        while True:
+            left = [n for n in names if state["readers"].get(n, fresh_reader())["inputs"] < target]
+            if not left:
+                break
+            for name in left:
+                turn(pool, state, name, seeds[name], target, slice_s)
+                r = state["readers"][name]
+                print(
+                    f"{time.strftime('%H:%M:%S')} {name:>10}: {r['inputs']:,} inputs "
+                    f"({r['inputs'] / max(r['seconds'], 1e-9):.0f}/s), failures "
+                    f"{sum(r[COLUMNS[k]] for k in BAD)}",
+                    flush=True,
+                )
+            if once:
+                break
+    finally:
+        pool.close()
+    return state
+
+
+def replay(spec: str, seed: int, timeout: float) -> int:
+    """Rebuild input READER:INDEX, write it to the failures folder and read it in a worker."""
+    name, _, index = spec.partition(":")
+    s, ops, options = make_input(name, by_reader()[name], seed, int(index))
+    data = fuzzing.apply_ops(s.data, ops)
+    FAILURES.mkdir(parents=True, exist_ok=True)
+    path = FAILURES / f"{name}-{index}{s.suffix}"
+    path.write_bytes(data)
+    w = fuzzing.Worker(timeout)
+    try:
+        kind, detail = w.run(data, s.suffix, options)
+    finally:
+        w.close()
+    print(f"{path} (seed {s.name}, options {dict(options)}, ops {[op.__dict__ for op in ops]}): {kind} {detail}")
+    return 1 if kind in BAD else 0
 
 
 def run() -> list[dict[str, Any]]:
-    """`make bench`: a short pass per reader; rows for benchmarks/results/README.md."""
-    t0 = time.perf_counter()
-    results = fuzz(inputs=1_000_000, seconds=FUZZ_SECONDS)
-    write(results, {"python": platform.python_version(), "wall_s": time.perf_counter() - t0, "mode": "bench"})
-    rows = []
-    for r in results:
-        rows.append({"name": f"{r['reader']} inputs/s", "value": r["inputs_per_s"], "unit": "1/s"})
-        bad = sum(r[k] for k in ("non_rotorid_exceptions", "hangs", "over_bound_allocations", "implausible_accepted"))
-        rows.append(
-            {
-                "name": f"{r['reader']} failures",
-                "value": bad,
-                "unit": "inputs",
-                "target": 0,
-                "note": f"of {r['inputs']}",
-            }
-        )
+    """`make bench`: a turn of FUZZ_SECONDS per reader (unless a campaign is running) and
+    rows for benchmarks/results/README.md with the campaign's counts."""
+    with campaign_lock(wait=False) as mine:
+        state = campaign(1_000_000, FUZZ_SECONDS, None, 0, 2, 5.0, once=True) if mine else json.loads(STATE.read_text())
+    rows, digest = [], code_hash()[0]
+    for name, r in sorted(state["readers"].items()):
+        rows.append({"name": f"{name} inputs/s", "value": r["inputs"] / max(r["seconds"], 1e-9), "unit": "1/s"})
+        rows.append({"name": f"{name} inputs", "value": r["inputs"], "unit": "inputs", "target": 1_000_000})
+        bad = sum(r[COLUMNS[k]] for k in BAD)
+        note = f"of {r['inputs']}, code hash {state['hash']}" + ("" if state["hash"] == digest else " (not this code)")
+        rows.append({"name": f"{name} failures", "value": bad, "unit": "inputs", "target": 0, "note": note})
     return rows
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--inputs", type=int, default=1_000_000, help="inputs per reader")
-    ap.add_argument("--seconds", type=float, default=float("inf"), help="time budget per reader")
+    ap.add_argument("--inputs", type=int, default=1_000_000, help="inputs per reader (the campaign's target)")
+    ap.add_argument("--slice", type=float, default=300.0, help="seconds per reader's turn")
+    ap.add_argument("--once", action="store_true", help="one turn per reader, then stop")
     ap.add_argument("--reader", action="append", help="only these readers (repeatable)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2, help="reader processes at once")
     ap.add_argument("--timeout", type=float, default=5.0, help="seconds an input may take (else a hang)")
+    ap.add_argument("--status", action="store_true", help="print the saved campaign's table and stop")
+    ap.add_argument("--replay", metavar="READER:INDEX", help="rebuild one input, save it and read it")
     a = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    results = fuzz(a.inputs, a.seconds, a.reader, a.seed, a.timeout)
-    meta = {"python": platform.python_version(), "wall_s": time.perf_counter() - t0, "seed": a.seed, "mode": "cli"}
-    write(results, meta)
-    print(f"wrote {OUT / 'fuzz.json'} and {OUT / 'fuzz.md'}")
-    bad = sum(
-        r[k]
-        for r in results
-        for k in ("non_rotorid_exceptions", "hangs", "over_bound_allocations", "implausible_accepted")
-    )
-    return 1 if bad else 0
+    if a.status:
+        print(STATE.with_suffix(".md").read_text() if STATE.exists() else "no campaign yet")
+        return 0
+    if a.replay:
+        return replay(a.replay, a.seed, a.timeout)
+    with campaign_lock(wait=False) as mine:
+        if not mine:
+            print(f"another campaign holds {LOCK}; see --status", file=sys.stderr)
+            return 2
+        state = campaign(a.inputs, a.slice, a.reader, a.seed, a.workers, a.timeout, a.once)
+    print(f"wrote {STATE} and {STATE.with_suffix('.md')}")
+    return 1 if failures(state) else 0
 
 
 if __name__ == "__main__":

@@ -2,15 +2,17 @@
 an oracle. Used by tests/test_fuzz_readers.py (hypothesis draws the mutations, fixed budget)
 and benchmarks/fuzz.py (a seeded loop of >= 10^6 inputs per reader).
 
-- `seeds(data_dir)`: small valid inputs per reader, cut from every fixture in
-  shared/data (its README) plus synthetic ones (multi-event Crazyflie, rotorid's own ULog,
-  CSV, Parquet). Fixtures with no reader yet still go through `rotorid.io.read`.
+- `seeds(data_dir)`: small valid inputs per reader (format), cut from every fixture in
+  shared/data (its README) plus ones rotorid's writers make (multi-event Crazyflie, ULog,
+  DataFlash, CSV, Parquet), a few KiB to tens of KiB each so that an input costs milliseconds.
 - `Op` / `apply_ops`: bit flips, byte and field overwrites (absurd length values),
-  truncation, duplicated and removed chunks, a valid header followed by noise, and a CRC
-  fix-up so Crazyflie mutants get past the checksum.
-- `Worker`: runs `rotorid.io.read` (and `rotorid info`'s summary) on one input in a forked process with an address-space
-  cap (RLIMIT_AS: the process's own size + `MEM_SLACK` + `guard.alloc_bound(len(input))`)
-  and a time limit; classifies the outcome.
+  truncation, duplicated and removed chunks, a valid header followed by noise, a text field
+  replaced by an absurd number, and a CRC fix-up so Crazyflie mutants get past the checksum.
+- `Worker`: runs `rotorid.io.read` (and `rotorid info`'s summary) on one input in a forked
+  process with an address-space cap (RLIMIT_AS: the process's own size + `MEM_SLACK` +
+  `guard.alloc_bound(len(input))`) and a time limit; classifies the outcome. The process
+  reads input after input (inputs go to tmpfs) and is replaced after a hang or a death.
+  `Pool`: several workers at once.
 - `implausible(flights)`: an independent statement of the physical limits a returned
   Flight must respect.
 """
@@ -18,10 +20,12 @@ and benchmarks/fuzz.py (a seeded loop of >= 10^6 inputs per reader).
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import random
 import resource
 import struct
 import tempfile
+import time
 import traceback
 import warnings
 import zlib
@@ -38,9 +42,14 @@ OK, ROTORID, CRASH, HANG, ALLOC, IMPLAUSIBLE = "ok", "rotorid", "crash", "hang",
 #: Address space a worker may add on top of its own size and the guard's bound (threads'
 #: stacks and malloc arenas reserve address space without using memory).
 MEM_SLACK = 512 << 20
-KINDS = ("flip", "byte", "field", "truncate", "dup", "remove", "noise", "fixcrc")
+KINDS = ("flip", "byte", "field", "truncate", "dup", "remove", "noise", "token", "fixcrc")
 #: Values an "absurd length field" overwrite writes (as 1, 2, 4 or 8 little-endian bytes).
 ABSURD = (0, 1, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFF_FFFF, 0xFFFF_FFFF, 1 << 62, (1 << 64) - 1, 3, 0x1000)
+#: Texts a "token" overwrite puts in place of a field of a text format (a CSV cell, a
+#: Betaflight header value): a byte-level mutation of text mostly only breaks its encoding.
+ABSURD_TEXT = (b"nan", b"inf", b"-inf", b"1e308", b"-1e308", b"0", b"", b"1e-320", b"9" * 30, b"-1", b"x", b"1,2")
+#: Bytes that end a text field.
+SEPARATORS = tuple(bytes([c]) for c in b",:\n\r\0 ")
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,10 @@ def apply_ops(data: bytes, ops: list[Op]) -> bytes:
         elif op.kind == "noise":
             del buf[i:]
             buf += random.Random(op.v).randbytes(n * 64)
+        elif op.kind == "token":
+            a = max(buf.rfind(c, 0, i) for c in SEPARATORS) + 1
+            b = min((j for c in SEPARATORS if (j := buf.find(c, i)) >= 0), default=len(buf))
+            buf[a:b] = ABSURD_TEXT[op.v % len(ABSURD_TEXT)]
         elif op.kind == "fixcrc" and len(buf) > 4:
             buf[-4:] = struct.pack("<I", zlib.crc32(bytes(buf[:-4])))
     return bytes(buf)
@@ -165,24 +178,45 @@ def _small_flight(n: int = 150) -> Any:
     )
 
 
+def _bbl_prefix(path: Path, frame_bytes: int) -> bytes:
+    """A real blackbox log's header ('H ' lines) and its first `frame_bytes` bytes of frames."""
+    buf = path.read_bytes()
+    end = 0
+    while buf.startswith(b"H ", end) and b"\n" in buf[end:]:
+        end = buf.index(b"\n", end) + 1
+    return buf[: end + frame_bytes]
+
+
+#: Reader (format) name -> the shared/data folder of its real fixtures.
+FOLDERS = {"crazyflie": "crazyflie", "ulog": "px4", "dataflash": "ardupilot", "blackbox": "betaflight"}
+
+
 def seeds(data_dir: Path, scratch: Path) -> list[Seed]:
-    """Small valid inputs per reader from every fixture in `data_dir` and synthetic logs."""
-    from rotorid.io import table, ulog
+    """Small valid inputs per reader (format): cut from every fixture in `data_dir` and
+    written by rotorid's own writers. Small (a few to tens of KiB) so that an input costs
+    milliseconds, yet every seed but the DataFlash fixture's header cut reads cleanly (the
+    mutants reach the decoding and plausibility code, not only the first check)."""
+    from rotorid.io import dataflash, table, ulog
 
     out: list[Seed] = []
     for p in sorted((data_dir / "crazyflie").glob("log*")):
         out.append(Seed(f"cf-{p.name}", "crazyflie", _cf_prefix(p, 300), ""))
     out.append(Seed("cf-multi-event", "crazyflie", _cf_multi(), ""))
     for p in sorted((data_dir / "px4").glob("*.ulg")):
-        out.append(Seed(f"ulog-{p.stem}", "ulog", _ulog_prefix(p, 30_000), ".ulg"))
-    flight = _small_flight()
-    out.append(Seed("ulog-rotorid", "ulog", ulog.write(flight, scratch / "seed.ulg").read_bytes(), ".ulg"))
-    out.append(Seed("ulog-pwm", "ulog", ulog.write(flight, scratch / "pwm.ulg", pwm=(1000, 2000)).read_bytes(), ".ulg"))
-    for fmt in ("csv", "parquet"):
-        out.append(Seed(f"table-{fmt}", "table", table.write(flight, scratch / f"seed.{fmt}").read_bytes(), f".{fmt}"))
-    for folder in ("ardupilot", "betaflight"):  # formats whose readers land later: same dispatch
-        for p in sorted((data_dir / folder).glob("*")):
-            out.append(Seed(f"{folder}-{p.stem}", folder, p.read_bytes()[:32_768], p.suffix))
+        out.append(Seed(f"ulog-{p.stem}", "ulog", _ulog_prefix(p, 20_000), ".ulg"))
+    flight, short = _small_flight(), _small_flight(60)
+    written = [
+        ("ulog-rotorid", ulog.write(short, scratch / "seed.ulg"), ".ulg"),
+        ("ulog-pwm", ulog.write(flight, scratch / "pwm.ulg", pwm=(1000, 2000)), ".ulg"),
+        ("dataflash-rotorid", dataflash.write(short, scratch / "seed.bin"), ".bin"),
+        ("dataflash-rcou-10hz", dataflash.write(flight, scratch / "rcou.bin", rates={"RCOU": 10.0}), ".bin"),
+        *((f"table-{fmt}", table.write(flight, scratch / f"seed.{fmt}"), f".{fmt}") for fmt in ("csv", "parquet")),
+    ]
+    out += [Seed(name, name.partition("-")[0], p.read_bytes(), suffix) for name, p, suffix in written]
+    for p in sorted((data_dir / "ardupilot").glob("*.bin")):  # FMT/FMTU/PARM of a real log (no IMU yet)
+        out.append(Seed(f"dataflash-{p.stem}", "dataflash", p.read_bytes()[:32_768], p.suffix))
+    for p in sorted((data_dir / "betaflight").glob("*")):
+        out.append(Seed(f"blackbox-{p.stem}", "blackbox", _bbl_prefix(p, 2000), p.suffix))
     return out
 
 
@@ -283,7 +317,7 @@ def _serve(conn: Any, parent_end: Any, folder: str) -> None:
     while True:
         try:
             data, suffix, options = conn.recv()
-        except EOFError:
+        except (EOFError, ConnectionError):  # the parent closed its end or died
             return
         n += 1
         path = Path(folder) / f"in{n % 2}{suffix}"
@@ -297,14 +331,25 @@ def _serve(conn: Any, parent_end: Any, folder: str) -> None:
         conn.send(result)
 
 
+#: A worker is hung after `timeout` CPU seconds on one input, or this many times `timeout` of
+#: wall time whatever its CPU.
+WALL_FACTOR = 20
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: Where workers write their inputs: memory (tmpfs) when the machine has it.
+SCRATCH = "/dev/shm" if Path("/dev/shm").is_dir() else None
+
+
 class Worker:
     """One forked reader process at a time; `run` returns (kind, detail) for an input and
-    replaces the process after a hang or a death."""
+    replaces the process after a hang or a death. `submit` / `collect` split `run` so that
+    several workers read at once (`Pool`); the time limit counts from `submit`."""
 
     def __init__(self, timeout: float = 5.0) -> None:
         self.timeout = timeout
-        self.tmp = tempfile.TemporaryDirectory(prefix="rotorid-fuzz-")
+        self.tmp = tempfile.TemporaryDirectory(prefix="rotorid-fuzz-", dir=SCRATCH)
         self.proc: Any = None
+        self.sent = 0.0
+        self.cpu0 = 0.0
         self._start()
 
     def _start(self) -> None:
@@ -323,17 +368,41 @@ class Worker:
         self.conn.close()
         self._start()
 
-    def run(self, data: bytes, suffix: str, options: tuple[tuple[str, Any], ...] = ()) -> tuple[str, str]:
+    def cpu(self) -> float:
+        """CPU seconds the worker process has used (user + system, from /proc)."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            return float("inf")
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+    def submit(self, data: bytes, suffix: str, options: tuple[tuple[str, Any], ...] = ()) -> None:
         self.conn.send((data, suffix, options))
-        if not self.conn.poll(self.timeout):
-            self._restart()
-            return HANG, f"no answer in {self.timeout:g} s"
+        self.sent = time.monotonic()
+        self.cpu0 = self.cpu()
+
+    def collect(self) -> tuple[str, str]:
+        """The outcome of the input `submit` sent: waits until the worker has spent `timeout`
+        CPU seconds on it (a hang), so that a worker starved of CPU on a busy machine (a
+        niced campaign) is not called hung; at most `WALL_FACTOR` × `timeout` of wall time."""
+        limit = self.sent + WALL_FACTOR * self.timeout
+        wait = self.sent + self.timeout
+        while not self.conn.poll(max(wait - time.monotonic(), 0.0)):
+            used = self.cpu() - self.cpu0
+            if used >= self.timeout or time.monotonic() >= limit:
+                self._restart()
+                return HANG, f"no answer after {used:.3g} s of CPU ({time.monotonic() - self.sent:.3g} s)"
+            wait = min(time.monotonic() + self.timeout - used, limit)
         try:
             return self.conn.recv()
         except EOFError:
             code = self.proc.exitcode
             self._restart()
             return CRASH, f"worker died (exit code {code})"
+
+    def run(self, data: bytes, suffix: str, options: tuple[tuple[str, Any], ...] = ()) -> tuple[str, str]:
+        self.submit(data, suffix, options)
+        return self.collect()
 
     def close(self) -> None:
         self.conn.close()
@@ -342,3 +411,38 @@ class Worker:
             self.proc.kill()
             self.proc.join()
         self.tmp.cleanup()
+
+
+class Pool:
+    """`n` workers reading inputs at once. `map(jobs)` runs (data, suffix, options) jobs and
+    returns their outcomes in order; each job keeps its worker's time limit and memory cap."""
+
+    def __init__(self, n: int = 2, timeout: float = 5.0) -> None:
+        self.workers = [Worker(timeout) for _ in range(max(n, 1))]
+
+    def map(self, jobs: list[tuple[bytes, str, tuple[tuple[str, Any], ...]]]) -> list[tuple[str, str]]:
+        from multiprocessing.connection import wait
+
+        out: list[tuple[str, str]] = [("", "")] * len(jobs)
+        todo = iter(enumerate(jobs))
+        busy: dict[Any, tuple[Worker, int]] = {}
+        for w in self.workers:
+            if (nxt := next(todo, None)) is not None:
+                w.submit(*nxt[1])
+                busy[w.conn] = (w, nxt[0])
+        while busy:
+            soonest = min(w.sent + w.timeout for w, _ in busy.values())
+            ready = wait(list(busy), timeout=max(soonest - time.monotonic(), 0.0)) or [
+                c for c, (w, _) in busy.items() if time.monotonic() >= w.sent + w.timeout
+            ]
+            for conn in ready:
+                w, i = busy.pop(conn)
+                out[i] = w.collect()
+                if (nxt := next(todo, None)) is not None:
+                    w.submit(*nxt[1])
+                    busy[w.conn] = (w, nxt[0])
+        return out
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()

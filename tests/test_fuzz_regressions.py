@@ -381,3 +381,84 @@ def test_message_helpers() -> None:
     assert quote("ok") == "'ok'"
     assert clip("é" * 70, 60) == "é" * 60 + "…(70 chars)"
     assert str(RotoridError("two\nlines")) == "two\\nlines"
+
+
+def test_dataflash_cut_inside_its_only_imu_message(tmp_path: Path, data_dir: Path) -> None:
+    """The ArduPilot fixture cut inside the first (and only) IMU message: pymavlink indexes
+    the message, the table of whole messages is empty, and picking the lowest IMU instance
+    was numpy's ValueError (zero-size reduction); now no IMU is found."""
+    data = (data_dir / "ardupilot" / "backend_log_80k.bin").read_bytes()[:25_906]
+    p = tmp_path / "x.bin"
+    p.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(LogFormatError, match="no IMU, RCOU, ESC or ATT messages with at least two samples"):
+            read(p)
+
+
+def test_a_single_sample_is_no_flight(tmp_path: Path) -> None:
+    """A Crazyflie log whose second event jumps back in time, read with allow_corrupt: the
+    reader kept the one event before it, and `rotorid info`'s gap search took the median of
+    no time steps (numpy's RuntimeWarning 'Mean of empty slice'). A piece of one sample is
+    no flight: alone it is an error; beside a real piece it is left out with a warning."""
+    slow = (7, "slow", [("motor.m1", "H")])
+    fixed = [0.0, 0.0, 1.0, 0, 0, 0, 1, 2, 3, 4]
+    events = [(0, 1_000_000, fixed), (7, 1_000_001, [20000]), (0, 1_001_000, fixed), (0, 0, fixed)]
+    events += [(7, 1_004_001, [20000]), (0, 1_005_000, fixed)]
+    p = tmp_path / "cf"
+    p.write_bytes(log_bytes([CF_TYPE, slow], events))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(LogFormatError, match="no piece of the log holds two samples between gaps"):
+            read(p, allow_corrupt=True)
+    one = Flight(t=np.array([0.0]), gyro=np.zeros((1, 3)), meta={"source": "x", "rates": {"gyro": 100.0}})
+    two = Flight(t=np.array([1.0, 1.01]), gyro=np.zeros((2, 3)), meta={"source": "x"})
+    with pytest.warns(UserWarning, match=r"x: single samples between gaps left out \(t = 0\.000 s\)"):
+        assert guard.check_flights([one, two], "x") == [two]
+
+
+def _bbl(data_dir: Path, old: bytes, new: bytes) -> bytes:
+    """The head of a real Betaflight log (`fuzzing._bbl_prefix`) with one header edit."""
+    data = fuzzing._bbl_prefix(data_dir / "betaflight" / "better_tune.BBL", 2000)
+    assert data.count(old) == 1
+    return data.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    "header", [b"H I interval:nan", b"H P interval:0/8", b"H P interval:1/99999999999", b"H I interval:1e308"]
+)
+def test_blackbox_frame_interval_is_bounded(data_dir: Path, worker: fuzzing.Worker, header: bytes) -> None:
+    """orangebox counts skipped frames by stepping one frame at a time until an index fits the
+    header's intervals: with 'I interval:nan' or a non-positive P numerator that never ends
+    (campaign: a hang), with a huge P denominator it takes that many steps."""
+    old = b"H I interval:32" if header.startswith(b"H I") else b"H P interval:1/8"
+    kind, msg = worker.run(_bbl(data_dir, old, header), ".BBL")
+    assert kind == fuzzing.ROTORID, msg
+    assert "unreadable header" in msg and "is not a frame interval" in msg
+
+
+def test_blackbox_field_index_not_a_number(tmp_path: Path, data_dir: Path) -> None:
+    """A field named 'motor[p]': int('p') was a ValueError; a name whose index is not a number
+    is no motor field (the other three motors are read)."""
+    p = tmp_path / "x.bbl"
+    p.write_bytes(_bbl(data_dir, b"motor[0],", b"motor[p],"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        (f,) = read(p)
+    assert f.cmd.shape[1] == 3
+
+
+def test_huge_quaternion_component_is_a_format_error(tmp_path: Path) -> None:
+    """A CSV quaternion component of 1e308: its norm overflowed (numpy RuntimeWarning) before
+    the check refused it."""
+    flight = fuzzing._small_flight()
+    p = table.write(flight, tmp_path / "x.csv")
+    text = p.read_text().splitlines()
+    head = text[0].split(",")
+    row = text[50].split(",")
+    row[head.index("qx")] = "1e308"
+    p.write_text("\n".join([*text[:50], ",".join(row), *text[51:]]) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(LogFormatError, match=r"channel 'quat' has a component 1e\+308 at t = 5\.196 s"):
+            read(p)

@@ -19,6 +19,7 @@ from rotorid.errors import RotoridError
 
 if TYPE_CHECKING:
     from rotorid.flight import Flight
+    from rotorid.io import LogSpec
     from rotorid.result import Result
     from rotorid.vehicle import Vehicle
 
@@ -85,21 +86,29 @@ class Request:
     notes: list[str] = field(default_factory=list)
 
     def flights(self, specs: list[str], role: str | None = None) -> list[Flight]:
-        """Every flight (window) of the log arguments `specs`, read for this vehicle. With a
-        `role` (`rotorid.excitation.ROLES`) the windows are checked or found (`role_windows`)."""
-        from rotorid.io import load
+        """Every flight (window) of the log arguments `specs`, read for this vehicle, its
+        windows and motor channels checked (`check_windows`, `check_motors`). With a `role`
+        (`rotorid.excitation.ROLES`) the windows are also found when not given (`role_windows`)."""
+        from rotorid.io import LogSpec, load, parse_spec
 
-        if role is None:
-            self.used += specs
-            return [f for s in specs for f in load(s, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)]
-        return [f for s in specs for f in self.role_windows(s, role)]
+        if role is not None:
+            return [f for s in specs for f in self.role_windows(s, role)]
+        self.used += specs
+        out = []
+        for s in specs:
+            ls = parse_spec(s)
+            if ls.windows:
+                check_windows(ls, load(LogSpec(ls.path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
+            out += check_motors(ls, load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
+        return out
 
     def role_windows(self, spec: str, role: str) -> list[Flight]:
         """The flights of one log argument for `role`. Without windows: the windows
         `rotorid.excitation.propose_windows` finds (said in `notes`; none found is an
-        `ExcitationError`). With windows (except `online`, whose estimator wants the take-off):
-        ground contact inside one is a `WindowError` naming the corrected window. Each
-        flight's excitation is checked against its role (`check_role`: refuse or warn)."""
+        `ExcitationError`). With windows: except for `online`, whose estimator wants the
+        take-off, ground contact inside one is a `WindowError` naming the corrected window;
+        then each is checked (`check_windows`). Motor channels are checked (`check_motors`)
+        and each flight's excitation against its role (`check_role`: refuse or warn)."""
         import warnings
 
         from rotorid import excitation as ex
@@ -118,8 +127,8 @@ class Request:
                 )
             ls = LogSpec(ls.path, tuple((round(w.t0, 2), round(w.t1, 2)) for w in found))
             self.notes.append(f"{what} windows found in {ls.path} (none given): {ls}")
-        elif role != "online":
-            for t0, t1 in ls.windows:
+        else:
+            for t0, t1 in ls.windows if role != "online" else ():
                 for f in whole:
                     if f.t[0] <= t1 and f.t[-1] >= t0:
                         fixed = ex.correct_window(f, max(t0, float(f.t[0])), min(t1, float(f.t[-1])))
@@ -128,8 +137,9 @@ class Request:
                                 f"{ls.path}@{t0:g}:{t1:g} includes ground contact (take-off or landing is not in "
                                 f"the model); use {ls.path}@{fixed[0]:.2f}:{fixed[1]:.2f}"
                             )
+            check_windows(ls, whole)
         self.used.append(str(ls))
-        flights = load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)
+        flights = check_motors(ls, load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
         if role != "online":
             limits = ex.thresholds_for(self.vehicle)
             for f in flights:
@@ -149,6 +159,69 @@ class Request:
         names = {f.name for f in fields(cls)}
         kw = {k: parse.get(k, lambda v: v)(v) for k, v in self.options.items() if k in names and v is not None}
         return cls(**kw)
+
+
+#: The shortest window a method is given (s): the shortest flying part
+#: `rotorid.excitation.propose_windows` proposes; shorter, no method's filters settle.
+MIN_WINDOW_S = 2.0
+
+
+def check_windows(ls: LogSpec, whole: list[Flight]) -> None:
+    """Refuse a window of the log argument `ls` that spans a gap of the log (`whole`, split at
+    its gaps by the reader: no method bridges one) or covers less than `MIN_WINDOW_S` s of it;
+    the `WindowError` names the window and the windows to give instead."""
+    import itertools
+
+    import numpy as np
+
+    from rotorid.errors import WindowError
+
+    for t0, t1 in ls.windows:
+        inside = [f for f in whole if f.t[0] <= t1 and f.t[-1] >= t0]
+        parts = [(max(t0, float(f.t[0])), min(t1, float(f.t[-1]))) for f in inside]
+        if len(inside) > 1:
+            gaps = ", ".join(f"{a.t[-1]:.2f}–{b.t[0]:.2f} s" for a, b in itertools.pairwise(inside))
+            raise WindowError(
+                f"{ls.path}@{t0:g}:{t1:g} spans {len(inside) - 1} gap(s) in the log ({gaps}), where samples are "
+                f"missing and no method may bridge them; give the parts as separate windows: "
+                f"{ls.path}@{','.join(f'{a:.2f}:{b:.2f}' for a, b in parts)}"
+            )
+        if inside and parts[0][1] - parts[0][0] < MIN_WINDOW_S:
+            n = int(np.count_nonzero((inside[0].t >= t0) & (inside[0].t <= t1)))
+            raise WindowError(
+                f"{ls.path}@{t0:g}:{t1:g} holds {n} samples ({parts[0][1] - parts[0][0]:.3g} s of log), too few to "
+                f"identify anything; give a window of at least {MIN_WINDOW_S:g} s of flight (run `rotorid info "
+                f"{ls.path}` for the flying parts)"
+            )
+
+
+def check_motors(ls: LogSpec, flights: list[Flight]) -> list[Flight]:
+    """Refuse a log argument `ls` one of whose motor columns (`cmd`, `rotor_speed`) holds the same
+    value in every sample of every flight (window) it gives: that motor's output was not
+    logged or is stuck, and every parameter the methods identify rests on the motors' thrust
+    or torque. Returns `flights`."""
+    import numpy as np
+
+    from rotorid.errors import ExcitationError
+
+    for ch in ("cmd", "rotor_speed"):
+        cols = [getattr(f, ch) for f in flights if getattr(f, ch) is not None]
+        if not cols:
+            continue
+        v = np.concatenate(cols)
+        flat = np.flatnonzero(np.ptp(v, axis=0) <= 1e-9 * np.maximum(np.abs(v).max(axis=0), 1.0))
+        if flat.size:
+            span = ", ".join(f"{f.t[0]:.2f}–{f.t[-1]:.2f} s" for f in flights[:3])
+            same = flat.size == v.shape[1] and np.all(v[0] == v[0, 0])
+            which = (
+                f"every motor at {v[0, 0]:.6g}" if same else ", ".join(f"motor {j + 1} at {v[0, j]:.6g}" for j in flat)
+            )
+            raise ExcitationError(
+                f"{ls}: channel '{ch}' is constant over every sample ({span}): {which}; that motor output was not "
+                "logged or is stuck, and every parameter rests on the motors' thrust and torque; check the motor "
+                f"channels with `rotorid info {ls.path}` and give a log (window) where the motors respond"
+            )
+    return flights
 
 
 def split_mass(options: Mapping[str, Any]) -> tuple[dict[str, Any], float | None]:

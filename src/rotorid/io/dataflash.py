@@ -193,8 +193,11 @@ class _Log:
         self._r.filehandle.close()
 
     def has(self, name: str) -> bool:
+        """Whether the log holds at least one whole message `name` (a file cut inside the
+        only one has none: `table` drops it)."""
         f = self.by_name.get(name)
-        return f is not None and len(self._r.offsets[f.type]) > 0
+        offs = self._r.offsets[f.type] if f is not None else []
+        return len(offs) > 0 and offs[0] + f.len <= len(self.buf)
 
     def table(self, name: str) -> np.ndarray:
         """Every whole message `name` as a structured array (raw values)."""

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from rotorid.errors import LogFormatError, RotoridError, quote
+from rotorid.errors import LogFormatError, RotoridError, clip, quote
 from rotorid.flight import MAX_GAP, Flight
 from rotorid.frames import GRAVITY
 
@@ -234,12 +234,15 @@ def _check_range(flight: Flight, ch: str, lim: Limits) -> None:
 
 
 def _check_quat(flight: Flight, lim: Limits) -> None:
-    norm = np.linalg.norm(flight.quat, axis=1)
-    bad = np.abs(norm - 1.0) > lim.quat_norm_tol
+    q = flight.quat
+    huge = np.abs(q).max(axis=1) > 2.0  # no unit quaternion's component; its norm could overflow
+    norm = np.linalg.norm(np.where(huge[:, None], 0.0, q), axis=1)
+    bad = huge | (np.abs(norm - 1.0) > lim.quat_norm_tol)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
+        what = f"a component {q[i][np.argmax(np.abs(q[i]))]:.4g}" if huge[i] else f"norm {norm[i]:.4g}"
         raise LogFormatError(
-            f"{flight.source}: channel 'quat' has norm {norm[i]:.4g} at t = {flight.t[i]:.3f} s, not a unit "
+            f"{flight.source}: channel 'quat' has {what} at t = {flight.t[i]:.3f} s, not a unit "
             f"quaternion ({int(bad.sum())} such samples); the attitude data are corrupt"
         )
 
@@ -326,12 +329,17 @@ def split_gaps(flight: Flight, max_gap: float = MAX_GAP) -> list[Flight]:
 
 
 def check_flights(flights: list[Flight], path: Path | str, lim: Limits = LIMITS) -> list[Flight]:
-    """Every flight checked (`check_flight`) and split at gaps (`split_gaps`)."""
+    """Every flight checked (`check_flight`) and split at gaps (`split_gaps`); a piece of a
+    single sample (a reader's flight cut short after its first) is left out, with a warning."""
     if not flights:
         raise LogFormatError(f"{path}: no usable samples in the log")
-    out = list(itertools.chain.from_iterable(split_gaps(check_flight(f, lim)) for f in flights))
+    pieces = list(itertools.chain.from_iterable(split_gaps(check_flight(f, lim)) for f in flights))
+    out = [f for f in pieces if len(f.t) >= 2]
     if not out:
         raise LogFormatError(f"{path}: no piece of the log holds two samples between gaps")
+    if len(out) < len(pieces):
+        listed = ", ".join(f"t = {f.t[0]:.3f} s" for f in pieces if len(f.t) < 2)
+        warnings.warn(f"{path}: single samples between gaps left out ({clip(listed)})", stacklevel=3)
     return out
 
 
