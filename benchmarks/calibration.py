@@ -154,6 +154,50 @@ def _combined_truth(a: Any, b: Any) -> dict[str, float]:
     return tr | {k: a.truth.params[k] for k in ("k_t", "k_d", "k_tau")}
 
 
+#: Folder of pickled simulated flights (`--cache`; None: simulate every time). Simulation is
+#: ~95 % of a TLS case's cost, so iterating on a method re-uses the flights; the key holds a
+#: hash of the simulator's sources, so a changed simulator never reads stale flights.
+CACHE: Path | None = None
+#: `TlsSettings` fields every TLS case uses (`--tls NAME=VALUE`; empty: the defaults), e.g. the
+#: former defaults `acc_bias=false motor_spread=0` for a before/after comparison.
+TLS_OPTIONS: dict[str, Any] = {}
+
+
+def _tls_option(text: str) -> tuple[str, Any]:
+    """NAME=VALUE of `--tls`: a `TlsSettings` field and a JSON value (true/false, numbers)."""
+    from dataclasses import fields
+
+    from rotorid.methods.tls import TlsSettings
+
+    name, _, value = text.partition("=")
+    if name not in {f.name for f in fields(TlsSettings)} or not value:
+        raise SystemExit(f"--tls {text}: expected NAME=VALUE with NAME a TlsSettings field")
+    return name, json.loads(value)
+
+
+def _simulate(name: str, seed: int, duration: float | None, **overrides: Any) -> Any:
+    """`scenarios.run`, through the flight cache when `CACHE` is set."""
+    from rotorid.sim import scenarios
+
+    if CACHE is None:
+        return scenarios.run(name, seed=seed, duration=duration, **overrides)
+    import hashlib
+    import pickle
+
+    src = Path(scenarios.__file__).parent
+    h = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(src.glob("*.py"))))
+    h.update(repr((name, seed, duration, sorted(overrides.items()))).encode())
+    path = CACHE / f"{name}-{seed}-{h.hexdigest()[:16]}.pkl"
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    sc = scenarios.run(name, seed=seed, duration=duration, **overrides)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(pickle.dumps(sc, protocol=pickle.HIGHEST_PROTOCOL))
+    tmp.replace(path)  # atomic: a parallel worker never reads half a file
+    return sc
+
+
 def _run_group(group: str, seed: int, wanted: set[str], duration: float | None = None) -> dict[str, Any]:
     """Simulate the group's scenarios for one seed (flights of `duration` s; None = the
     paper's) and run every wanted case on them."""
@@ -189,17 +233,20 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
             ),
         )
     elif group.startswith("six"):
-        a = scenarios.run(f"six-config-a{sfx}", seed=seed, duration=duration, **ov)
-        b = scenarios.run(f"six-config-b{sfx}", seed=seed, duration=duration, **ov)
+        a = _simulate(f"six-config-a{sfx}", seed, duration, flights=("train",), **ov)
+        b = _simulate(f"six-config-b{sfx}", seed, duration, flights=("train",), **ov)
         cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
         masses = {"B": b.vehicle.mass}
         both = _combined_truth(a, b)
+        imu = tls.TlsSettings(**TLS_OPTIONS)
         attempt(
             f"tls-imu-A/six-config-a{tag}",
-            lambda: (tls.identify({"A": cfg["A"]}, a.vehicle), a.truth.params),
+            lambda: (tls.identify({"A": cfg["A"]}, a.vehicle, settings=imu), a.truth.params),
         )
-        attempt(f"tls-imu-AB/six-config-a+b{tag}", lambda: (tls.identify(cfg, a.vehicle, masses=masses), both))
-        mocap = tls.TlsSettings(source="mocap", mocap_delay=MOCAP_DELAY)
+        attempt(
+            f"tls-imu-AB/six-config-a+b{tag}", lambda: (tls.identify(cfg, a.vehicle, masses=masses, settings=imu), both)
+        )
+        mocap = tls.TlsSettings(**{**TLS_OPTIONS, "source": "mocap", "mocap_delay": MOCAP_DELAY})
         attempt(
             f"tls-mocap-AB/six-config-a+b{tag}",
             lambda: (tls.identify(cfg, a.vehicle, masses=masses, settings=mocap), both),
@@ -287,6 +334,8 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         "model-mismatch ones.",
         "",
     ]
+    if meta.get("tls_options"):
+        lines += [f"TLS settings changed from their defaults: {meta['tls_options']}", ""]
     case_by_name = {c.name: c for c in CASES + ABLATION_CASES}
     for case, d in summary.items():
         c = case_by_name[case]
@@ -316,7 +365,11 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
 
 
 def calibrate(
-    seeds: int = SEEDS, cases: list[str] | None = None, workers: int = WORKERS, ablation: bool = False
+    seeds: int = SEEDS,
+    cases: list[str] | None = None,
+    workers: int = WORKERS,
+    ablation: bool = False,
+    tag: str = "",
 ) -> dict[str, Any]:
     """Run the Monte Carlo (`cases`: substrings selecting case names; all by default; with
     `ablation` the single-effect cases only) and write results/calibration{-ablation}.{json,md}.
@@ -344,6 +397,7 @@ def calibrate(
         "python": platform.python_version(),
         "machine": platform.machine(),
         "load_avg": os.getloadavg()[0],
+        "tls_options": dict(TLS_OPTIONS),
     }
     summary = aggregate(runs)
     doc = {
@@ -352,7 +406,7 @@ def calibrate(
         "runs": {c: {str(s): r for s, r in sorted(v.items())} for c, v in runs.items()},
     }
     OUT.mkdir(exist_ok=True)
-    stem = "calibration-ablation" if ablation else "calibration"
+    stem = ("calibration-ablation" if ablation else "calibration") + (f"-{tag}" if tag else "")
     (OUT / f"{stem}.json").write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
     (OUT / f"{stem}.md").write_text(markdown(summary, meta))
     print(f"wrote {OUT / f'{stem}.md'}")
@@ -394,11 +448,17 @@ def main(argv: list[str] | None = None) -> int:
         "--ablation", action="store_true", help="each mismatch effect alone (writes calibration-ablation.*)"
     )
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--cache", type=Path, help="folder of cached simulated flights (TLS cases; created if missing)")
+    ap.add_argument("--tls", action="append", default=[], help="NAME=VALUE: a TlsSettings field for every TLS case")
+    ap.add_argument("--tag", default="", help="suffix of the output files (calibration-TAG.md)")
     a = ap.parse_args(argv)
+    global CACHE
+    CACHE = a.cache
+    TLS_OPTIONS.update(_tls_option(t) for t in a.tls)
     if a.list:
         print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
         return 0
-    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation)
+    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation, a.tag)
     return 0
 
 

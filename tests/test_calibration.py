@@ -147,22 +147,21 @@ def _z(params: dict, skip: tuple[str, ...] = ()) -> dict[str, float]:
 
 def test_a_real_tls_run_reports_honest_sigma():
     """One 20 s seed of the three TLS cases through the benchmark's runner (the benchmark has
-    the 30-seed figures). IMU: every parameter within 3.5σ of the truth except those the
-    simulated accelerometer bias shifts (k_t by b_z/g, configuration B's I_xx, I_yy; see
-    `TlsSettings.acc_bias`), whose error stays small in percent. Motion capture: the yaw pair is
-    not reported and the rest lies within 8σ (its σ is still too small: errors in variables)."""
+    the 30-seed figures), default settings: the accelerometer bias is estimated, so k_t is no
+    longer shifted by b_z/g, and every parameter lies within 3σ of the truth, σ finite and
+    positive. The horizontal CoM rests on the assumed rotor spread (`TlsSettings.motor_spread`):
+    labelled assumed, with the σ of a CoM shift Σ ε_i r_i / n (several mm). Motion capture: the
+    yaw pair is not reported."""
     cases = {"tls-imu-A/six-config-a", "tls-imu-AB/six-config-a+b", "tls-mocap-AB/six-config-a+b"}
     r = cal._run_group("six", 0, cases, duration=20.0)
-    shifted = ("k_t", "I_xx@B", "I_yy@B")
-    for case in ("tls-imu-A/six-config-a", "tls-imu-AB/six-config-a+b"):
+    for case in cases:
         p = r[case]["params"]
-        assert max(map(abs, _z(p, shifted).values())) < 3.5, case
-        for k in shifted:
-            if k in p:
-                assert abs(p[k]["value"] / p[k]["truth"] - 1) < 0.005, (case, k)
+        assert max(map(abs, _z(p).values())) < 3.0, case
+        com = [k for k in p if k.startswith(("com_x", "com_y"))]
+        assert com and all(p[k]["assumed"] and p[k]["std"] > 1e-3 for k in com), case
+    assert abs(_z(r["tls-imu-A/six-config-a"]["params"])["k_t"]) < 2.0
     mo = r["tls-mocap-AB/six-config-a+b"]["params"]
     assert not {"k_d", "k_tau", "I_zz@A", "I_zz@B"} & set(mo)
-    assert max(map(abs, _z(mo).values())) < 8.0
 
 
 def test_a_real_online_run_reports_honest_sigma():

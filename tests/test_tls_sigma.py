@@ -7,9 +7,13 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
+from rotorid.errors import RotoridError
+from rotorid.methods import tls as tls_method
 from rotorid.methods.regression import hac_meat, newey_west_lags, tls, tls_hac_cov
 from rotorid.methods.tls import TlsSettings
 from rotorid.motion import MotionSettings
+from rotorid.result import verdict
+from rotorid.vehicle import Vehicle
 
 TRUE_X = np.array([0.7, -1.3, 2.0])
 
@@ -62,3 +66,29 @@ def test_default_decimation_keeps_one_row_per_nyquist_interval_of_the_filter() -
     assert TlsSettings(decimate=3).decimation(MotionSettings().at(200.0)) == 3
     with pytest.raises(Exception, match="covariance"):
         TlsSettings(covariance="white").resolve(200.0)
+
+
+def test_motor_spread_enters_sigma_as_the_com_shift_it_implies_and_is_labelled_assumed() -> None:
+    """A rotor stronger by ε_i is, in hover, a CoM shift Σ ε_i r_i / n (`TlsSettings.motor_spread`):
+    for a '+' quadrotor of arm L and independent gains of 1σ σ_ε that is σ_ε L √2 / 4 per
+    horizontal axis (2.4 mm at 3 %, L = 0.225 m). The σ the assumption adds to com_x, com_y is
+    that within 5 %, the parameters it dominates are labelled assumed (verdict "assumed", never
+    "well determined"), and with 0 (identical rotors) nothing is."""
+    from test_tls_unit import kinematic_flight
+
+    v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285)
+    fl = kinematic_flight(v, seed=3, dur=20.0, noise=(0.02, 0.002, 0, 0))
+    r0 = tls_method.identify({"A": [fl]}, v, settings=TlsSettings(motor_spread=0.0, essential=False))
+    r = tls_method.identify({"A": [fl]}, v, settings=TlsSettings(essential=False))
+    assert r.settings["motor_spread"] == tls_method.MOTOR_SPREAD == 0.03
+    for k in ("com_x", "com_y"):
+        added = np.sqrt(r.params[k].std ** 2 - r0.params[k].std ** 2)
+        assert added == pytest.approx(0.03 * 0.225 * np.sqrt(2) / 4, rel=0.05), k
+        assert r.params[k].value == r0.params[k].value
+        assert (
+            "--motor-spread" in r.params[k].assumption and verdict(r.params[k], r.observability.get(k)).cls == "assumed"
+        )
+    assert not any(e.assumption for e in r0.params.values())
+    assert all(e.std > 0 for e in r.params.values())
+    with pytest.raises(RotoridError, match="motor-spread"):
+        TlsSettings(motor_spread=1.5).resolve(200.0)

@@ -189,7 +189,7 @@ def test_symmetric_vehicle_cancels_k_d_with_reason() -> None:
         fl = kinematic_flight(v, seed=5, dur=20.0, noise=(0.05, 0.003, 0, 0), split=True)
     finally:
         TRUE.update(saved)
-    r = tls.identify({"A": [fl]}, v, settings=tls.TlsSettings(band=(0, 5)))
+    r = tls.identify({"A": [fl]}, v, settings=tls.TlsSettings(band=(0, 5), motor_spread=0.0))  # equal rotors
     o = r.observability["k_d"]
     assert o["identifiable"] is False and "eq. 23" in o["reason"] and "--config-b" in o["advice"]
     assert "k_d" not in r.params and "k_tau" not in r.params and r.settings["rows_fitted"]["A"][-1] == "M_y"
@@ -198,7 +198,8 @@ def test_symmetric_vehicle_cancels_k_d_with_reason() -> None:
     assert r.params["I_xx"].value == pytest.approx(0.017, rel=0.005) and r.params["I_yy"].value == pytest.approx(
         0.017, rel=0.005
     )
-    assert r.params["k_t"].value == pytest.approx(TRUE["k_t"], rel=2e-3)
+    kt = r.params["k_t"]  # the bias nuisance leaves k_t only the thrust variation (`TlsSettings.acc_bias`)
+    assert abs(kt.value - TRUE["k_t"]) < 3 * kt.std < 0.005 * TRUE["k_t"]
     assert any("configuration B" in n for n in r.notes) and any("yaw-moment rows" in n for n in r.notes)
 
 

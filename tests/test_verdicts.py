@@ -90,6 +90,12 @@ def test_overall_verdict_from_the_parameter_verdicts() -> None:
     per_motor.params.pop("thrust_c2_m2")
     assert overall(per_motor) == "usable for simulation: thrust_c2 (motors 1, 3, 4)"
     assert overall(Result("delay", {"tm": Estimate(0.07, 0.07)})) == ("usable for simulation: none; not determined: tm")
+    # an assumed parameter whose σ (the assumption's spread included) is small is usable, and says so
+    spread = "rotor thrust gains equal within 3 %"
+    tls = Result(
+        "tls", {"k_t": Estimate(1.0, 0.002, assumption=spread), "com_x": Estimate(0.004, 0.003, assumption=spread)}
+    )
+    assert overall(tls) == ("usable for simulation: k_t (k_t on a stated assumption, its spread in σ); assumed: com_x")
 
 
 def test_terminal_summary_has_the_verdicts_and_hides_paper_notes() -> None:

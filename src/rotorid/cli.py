@@ -269,7 +269,14 @@ def identify(
     acc_bias: Annotated[
         bool,
         typer.Option(help="Estimate an accelerometer bias per airborne piece (IMU source).", rich_help_panel=_TLS),
-    ] = False,
+    ] = True,
+    motor_spread: Annotated[
+        float,
+        typer.Option(
+            help="Assumed 1σ spread of the rotors' gains (fraction; 0: identical rotors); enters σ.",
+            rich_help_panel=_TLS,
+        ),
+    ] = 0.03,
     variant: Annotated[
         str, typer.Option(help="kwon (the paper's method), rls or rls-lpf.", rich_help_panel=_ONLINE)
     ] = "kwon",

@@ -101,6 +101,7 @@ _TLS_OPTIONS = (
     "speed",
     "mocap_delay",
     "acc_bias",
+    "motor_spread",
 )
 _ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow")
 

@@ -216,16 +216,25 @@ def _listed(names: list[str]) -> str:
 
 def overall(result: Result) -> str:
     """The verdict on the whole run, built from the per-parameter verdicts: what is usable for
-    simulation, what is loosely determined, assumed or not determined, and what to fly."""
+    simulation, what is loosely determined, assumed or not determined, and what to fly. An
+    assumed parameter whose σ, the assumption's spread included, is within the well-determined
+    bound is usable: its σ already says how far the assumption can move it."""
     by: dict[str, list[str]] = {"ok": [], "warn": [], "assumed": [], "bad": []}
     advice: dict[str, list[str]] = {k: [] for k in by}
+    usable_assumed: list[str] = []
     for name, e in result.params.items():
         obs = result.observability.get(name) or {}
         cls = verdict(e, obs).cls
+        pct = obs.get("rel_std_pct", e.rel_std_pct)
+        if cls == "assumed" and isinstance(pct, int | float) and pct <= WELL_PCT:
+            by["ok"].append(name)
+            usable_assumed.append(name)
+            continue
         by[cls].append(name)
         if obs.get("advice") and obs["advice"] not in advice[cls]:
             advice[cls].append(obs["advice"])
-    parts = [f"usable for simulation: {_listed(by['ok']) or 'none'}"]
+    on = f" ({_listed(usable_assumed)} on a stated assumption, its spread in σ)" if usable_assumed else ""
+    parts = [f"usable for simulation: {_listed(by['ok']) or 'none'}{on}"]
     for cls, label in (("warn", "loosely determined"), ("assumed", "assumed"), ("bad", "not determined")):
         if by[cls]:
             todo = "; ".join(advice[cls])

@@ -456,7 +456,9 @@ def on_commands(result: Result, vehicle: Vehicle, speed: str) -> Result:
     warnings.warn(
         f"--speed cmd on {vehicle.motor_input} commands: {why}; every estimate is marked assumed", stacklevel=2
     )
-    result.params = {k: replace(e, assumption=e.assumption or why) for k, e in result.params.items()}
+    result.params = {
+        k: replace(e, assumption="; ".join(filter(None, (why, e.assumption)))) for k, e in result.params.items()
+    }
     result.notes.append(f"All estimates rest on {why}.")
     return result
 

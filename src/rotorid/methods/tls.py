@@ -20,6 +20,7 @@ first-order motor lag with a given T_m, or measured rotor speeds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -50,6 +51,15 @@ CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
 CHI_K = ("k_t", "k_d")
 
 
+#: Default relative 1σ spread of the rotors' gains (thrust and drag torque of one rotor against
+#: the mean), `TlsSettings.motor_spread`: measured on the real Crazyflie log15 (55-90 s, steady
+#: hover and roll/pitch moves): the per-motor mean u² projected on the yaw pattern (±1 by spin
+#: direction, which no CoM offset can produce; for independent gains its 1σ is the spread) is
+#: 3.3 % of the mean. (log10's thrust flight gives 15 % while the vehicle slowly yaws, which
+#: the yaw pattern also holds: an upper bound.)
+MOTOR_SPREAD = 0.03
+
+
 @dataclass(frozen=True)
 class TlsSettings:
     """Options of the IDIM-TLS method. None means "chosen from the data" (the resolved value
@@ -63,14 +73,28 @@ class TlsSettings:
     - `decimate`: default floor(fs / (2 parallel_cutoff)) (`TlsSettings.decimation`).
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
     - `acc_bias`: IMU source: estimate a constant accelerometer bias per airborne piece
-      (`idim_rows`); otherwise it is absorbed by k_t (a z bias b_z biases k_t by b_z / g,
-      +0.24 % on six-config-a) and the first moments. Off by default: the essential-parameter
-      selection then keeps more parameters (k_t's %σ grows ~6x while r_σ stays 250), so the
-      parameter sets of Six et al. Tables I-II are no longer those the paper reports.
+      (`idim_rows`; on by default). In the paper's model (False) it is absorbed by k_t (a z
+      bias b_z biases k_t by b_z / g: +0.24 %, 20σ, on six-config-a) and, through the
+      essential-parameter selection, the first moments (a y bias made ms_z look inessential,
+      and its cancellation moved I_xx, I_yy by -0.3 %, 4σ). With it, the estimate does not
+      depend on a constant bias at all; k_t keeps only what the thrust variation tells (its %σ
+      grows ~6x). The essential set is chosen with r_σ's denominator from the paper's model
+      (`essential`), which keeps the parameter sets of Six et al. Tables I-II. The gyro bias
+      (which Six et al. remove with an EKF) needs no state here: 0.5 deg/s, the mismatch
+      scenarios' value, moves every parameter of six-config-a by at most 0.26σ (paired
+      simulation, same noise streams), as it enters only the small gyroscopic terms.
     - `covariance`: "hac" (default) reports the Newey-West sandwich of the final fit
       (`regression.tls_hac_cov`), valid when the rows stay correlated; "eq20" the paper's
       eq. 18-20 (independent rows). The essential-parameter selection always ranks by eq. 20's
       %σ, the scale the paper's r_σ = 250 was set on.
+    - `motor_spread`: assumed relative 1σ spread of the rotors' gains about their mean (one
+      k_t, k_d for all rotors is the paper's model, eq. 8-9). A rotor stronger by ε_i adds the
+      wrench ε_i k_t u_i² [a_i; r_i x a_i] that no flight near hover separates from the
+      parameters: in hover its moment equals a CoM shift Δc = Σ ε_i r_i / n (horizontal), and
+      in manoeuvres it scales the roll/pitch input (I_xx, I_yy). Its effect enters σ as
+      σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂χ/∂ε_i of the final fit (the common mode is k_t itself);
+      a parameter whose variance is mostly this term is labelled assumed. 0 turns it off.
+      Default `MOTOR_SPREAD` (measured on a real Crazyflie).
     """
 
     source: str = "imu"
@@ -87,7 +111,8 @@ class TlsSettings:
     mocap_delay: float = 0.0
     max_weight_iter: int = 20
     covariance: str = "hac"
-    acc_bias: bool = False
+    acc_bias: bool = True
+    motor_spread: float = MOTOR_SPREAD
 
     @property
     def centred(self) -> bool:
@@ -126,6 +151,8 @@ class TlsSettings:
         """Concrete settings for data sampled at `fs` Hz (every default filled in)."""
         if not self.r_sigma > 1:
             raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
+        if not 0 <= self.motor_spread < 1:
+            raise RotoridError(f"--motor-spread must be a fraction in [0, 1), got {self.motor_spread}")
         if self.covariance not in ("hac", "eq20"):
             raise RotoridError(f"TLS covariance must be 'hac' or 'eq20', got '{self.covariance}'")
         ms = self.motion.at(fs)
@@ -207,7 +234,11 @@ class Rows:
 
 
 def idim_rows(
-    flights: list[Flight], vehicle: Vehicle, settings: TlsSettings, acc_bias: np.ndarray | None = None
+    flights: list[Flight],
+    vehicle: Vehicle,
+    settings: TlsSettings,
+    acc_bias: np.ndarray | None = None,
+    gain: np.ndarray | None = None,
 ) -> tuple[Rows, dict[str, Any]]:
     """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
     D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
@@ -220,7 +251,8 @@ def idim_rows(
     Vandewalle 1991, Sec. 3.6.3); the projection onto the complement of a constant is the
     centring. The means are kept (`Rows.force_mean`) to give b = mean residual / m back.
     `acc_bias` (pieces, 3), when given, is subtracted from the specific force first, so the
-    moment rows' -[s]x ms use it too (`identify` does this with the first pass's b)."""
+    moment rows' -[s]x ms use it too (`identify` does this with the first pass's b). `gain`
+    (n_rotors,) scales each rotor's wrench (u_i² -> gain_i u_i²; `motor_spread`)."""
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
@@ -234,6 +266,8 @@ def idim_rows(
         mo = motion(p, vehicle, ms)
         if acc_bias is not None:
             mo = replace(mo, s=mo.s - acc_bias[k])
+        if gain is not None:
+            mo = replace(mo, u=mo.u * np.sqrt(gain))
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
@@ -305,6 +339,7 @@ def essential(
     base: np.ndarray,
     names: list[str],
     settings: TlsSettings,
+    w_ref: np.ndarray | None = None,
 ) -> tuple[Fit, list[int], np.ndarray, list[dict[str, Any]], np.ndarray]:
     """Essential parameters (Sec. III-B): starting from all unknowns, repeatedly cancel the
     one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma.
@@ -315,8 +350,17 @@ def essential(
     remaining rigid-body terms of that row to zero (e.g. I_xx = I_yy through the
     gyroscopic term). Works on the compressed W_t (`regression.compress`). Returns the
     final fit, the kept column indices, the block factors, the history of cancellations
-    and which row blocks were fitted."""
+    and which row blocks were fitted.
+
+    `w_ref` (same rows and columns) is the paper's model when `w` carries nuisance terms (the
+    accelerometer-bias centring, `idim_rows`): the denominator min %σ is then taken from it.
+    Six et al. set r_σ = 250 on the %σ of k_t, the best-determined parameter of their model
+    ("this performance is required to set the ratio r_σ", Sec. IV-A); centring takes the hover
+    balance away from k_t (its %σ grows ~6x), which would loosen r_σ by as much and keep
+    parameters the paper cancels. The numerator (and the parameter cancelled) stays the
+    nuisance-free %σ of `w`, which a bias cannot distort."""
     wc, bc, counts = compress(w, blocks)  # exact stand-in for W_t, n_t rows per block
+    wr = None if w_ref is None else compress(w_ref, blocks)[0]
     colnorm = np.linalg.norm(w[:, :-1], axis=0)
     kept = [j for j in range(len(names)) if colnorm[j] > 0]
     history: list[dict[str, Any]] = [
@@ -335,7 +379,11 @@ def essential(
         rows = active[bc]
         fit, scale = _fit(wc[rows][:, [*kept, w.shape[1] - 1]], bc[rows], counts * active, base, settings)
         pct = np.where(np.isfinite(fit.rel_std_pct), fit.rel_std_pct, np.inf)
-        ratio = float(pct.max() / pct.min()) if pct.min() > 0 else float("inf")
+        floor = pct.min()
+        if wr is not None:
+            ref, _ = _fit(wr[rows][:, [*kept, w.shape[1] - 1]], bc[rows], counts * active, base, settings)
+            floor = np.where(np.isfinite(ref.rel_std_pct), ref.rel_std_pct, np.inf).min()
+        ratio = float(pct.max() / floor) if floor > 0 else float("inf")
         if not settings.essential or ratio < settings.r_sigma or len(kept) == 1:
             return fit, kept, scale, history, active
         cand = pct.copy()
@@ -588,6 +636,128 @@ def _settings_out(
     }
 
 
+def _system(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    settings: TlsSettings,
+    bias: dict[str, np.ndarray] | None,
+    gain: np.ndarray | None = None,
+) -> tuple[dict[str, Rows], dict[str, dict], np.ndarray, np.ndarray, list[str]]:
+    """Rows of every configuration and the assembled W_t (`assemble`): the paper's model when
+    `bias` is None, else the force rows centred for an accelerometer bias with `bias` (per
+    configuration, (pieces, 3); missing: none) removed from the specific force first; `gain`
+    scales each rotor's wrench (`idim_rows`)."""
+    rows, resolved = {}, {}
+    st = replace(settings, acc_bias=bias is not None)
+    for c in configs:
+        rows[c], resolved[c] = idim_rows(configs[c], vehicle, st, (bias or {}).get(c), gain)
+    return rows, resolved, *assemble(rows, masses)
+
+
+def _fixed_fit(w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """TLS solution of the columns `kept` over the row blocks `active` with the block factors
+    `scale` held fixed (no re-weighting)."""
+    wc, bc, counts = compress(w, blocks)
+    sel = active[bc]
+    return tls(wc[sel][:, [*kept, w.shape[1] - 1]] * scale[bc[sel]][:, None], rows=int((counts * active).sum())).x
+
+
+def _fit_set(
+    w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, base: np.ndarray, settings: TlsSettings
+) -> tuple[Fit, np.ndarray]:
+    """(Weighted) TLS of the columns `kept` over the row blocks `active` (an essential set
+    already chosen, `essential`); returns the fit and the block factors."""
+    wc, bc, counts = compress(w, blocks)
+    sel = active[bc]
+    return _fit(wc[sel][:, [*kept, w.shape[1] - 1]], bc[sel], counts * active, base, settings)
+
+
+def _spread_cov(solve: Callable[[np.ndarray], np.ndarray], n_rotors: int, spread: float) -> np.ndarray:
+    """Covariance the rotors' gain spread adds to the fitted parameters (`TlsSettings.motor_spread`):
+    σ_ε² J (I - 11ᵀ/n) Jᵀ with J_i = ∂x/∂ε_i by a forward difference of `solve(gain)` (the
+    final fit's columns, rows and block factors, re-solved for rotor i's wrench scaled by
+    1 + h; the system is linear in the gains and the TLS solution smooth in the system)."""
+    h = 0.01
+    x0 = solve(np.ones(n_rotors))
+    jac = np.column_stack([(solve(1.0 + h * np.eye(n_rotors)[i]) - x0) / h for i in range(n_rotors)])
+    proj = np.eye(n_rotors) - 1.0 / n_rotors
+    return spread**2 * jac @ proj @ jac.T
+
+
+def _spread_assumed(
+    est: dict[str, tuple[float, float]], part: dict[str, tuple[float, float]], spread: float
+) -> dict[str, str]:
+    """The parameters whose variance is mostly the rotors' gain spread (`part`: their σ from
+    that term alone), with the assumption in words (`Estimate.assumption`)."""
+    return {
+        name: (
+            f"rotors assumed equal within ±{100 * spread:g} % (1σ, --motor-spread): a rotor's own gain adds a "
+            f"wrench the flights cannot tell from this parameter (in hover, a CoM shift Σ ε_i r_i / n); "
+            f"that assumption is {100 * part[name][1] ** 2 / std**2:.0f} % of its variance"
+        )
+        for name, (_, std) in est.items()
+        if std > 0 and part[name][1] ** 2 > 0.5 * std**2
+    }
+
+
+@dataclass(frozen=True)
+class _Solution:
+    """What `_solve` found: the final system (rows, resolved settings, W_t, row blocks, column
+    names), the fit with its covariance, the essential columns, block factors, cancellation
+    history, fitted row blocks, the first pass's accelerometer bias and the covariance the
+    rotors' gain spread adds (already in `fit.cov`)."""
+
+    rows: dict[str, Rows]
+    resolved: dict[str, dict]
+    w: np.ndarray
+    blocks: np.ndarray
+    names: list[str]
+    fit: Fit
+    kept: list[int]
+    scale: np.ndarray
+    history: list[dict[str, Any]]
+    active: np.ndarray
+    bias0: dict[str, np.ndarray]
+    spread: np.ndarray
+
+
+def _solve(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    base: np.ndarray,
+    settings: TlsSettings,
+) -> _Solution:
+    """Rows, essential parameters, (weighted) TLS and covariance: the paper's procedure, with
+    the accelerometer-bias nuisance (`TlsSettings.acc_bias`), the HAC covariance and the
+    rotors' gain spread (`TlsSettings.motor_spread`) when asked."""
+    rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, None)
+    w_ref = None
+    if settings.centred:  # the paper's model sets r_σ's scale (`essential`)
+        w_ref = w
+        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {})
+    fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref)
+    bias0: dict[str, np.ndarray] = {}
+    if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
+        bias0 = _acc_bias(rows, _full(fit.x, kept, len(names)), masses)
+        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, bias0)
+        fit, scale = _fit_set(w, blocks, kept, active, base, settings)
+    if settings.covariance == "hac":
+        fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x))
+    spread = np.zeros_like(fit.cov)
+    if settings.motor_spread > 0:
+
+        def solve_gain(gain: np.ndarray) -> np.ndarray:
+            wg, bg = _system(configs, vehicle, masses, settings, bias0 if settings.centred else None, gain)[2:4]
+            return _fixed_fit(wg, bg, kept, active, scale)
+
+        spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
+        fit = replace(fit, cov=fit.cov + spread)
+
+    return _Solution(rows, resolved, w, blocks, names, fit, kept, scale, history, active, bias0, spread)
+
+
 @one_blas_thread
 def identify(
     configs: dict[str, list[Flight]],
@@ -607,22 +777,17 @@ def identify(
     masses = {c: masses[c] for c in cfgs}
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
 
-    def solve(bias: dict[str, np.ndarray] | None) -> tuple:
-        """Rows and fit; bias None: the paper's model, else force rows centred and `bias` removed."""
-        rows, resolved = {}, {}
-        st = replace(settings, acc_bias=bias is not None)
-        for c in cfgs:
-            rows[c], resolved[c] = idim_rows(configs[c], vehicle, st, (bias or {}).get(c))
-        w, blocks, names = assemble(rows, masses)
-        return rows, resolved, w, blocks, names, *essential(w, blocks, base, names, settings)
-
-    rows, resolved, w, blocks, names, fit, kept, scale, history, active = solve({} if settings.centred else None)
-    bias0: dict[str, np.ndarray] = {}
-    if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
-        bias0 = _acc_bias(rows, _full(fit.x, kept, len(names)), masses)
-        rows, resolved, w, blocks, names, fit, kept, scale, history, active = solve(bias0)
-    if settings.covariance == "hac":
-        fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x))
+    sol = _solve(configs, vehicle, masses, base, settings)
+    rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
+    fit, kept, scale, history, active, bias0, spread = (
+        sol.fit,
+        sol.kept,
+        sol.scale,
+        sol.history,
+        sol.active,
+        sol.bias0,
+        sol.spread,
+    )
 
     nfull = len(names)
     x = np.zeros(nfull)
@@ -631,6 +796,9 @@ def identify(
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
     est = _estimates(x, cov, names, kept_names, masses)
+    cov[:] = 0.0
+    cov[np.ix_(kept, kept)] = spread
+    assumed = _spread_assumed(est, _estimates(x, cov, names, kept_names, masses), settings.motor_spread)
     observability = _observability(names, fit, kept, history, cfgs, settings.r_sigma)
     if "k_tau" in est:
         value, std = est["k_tau"]
@@ -667,4 +835,7 @@ def identify(
                 observability[f"I_zz{suf}"]["source"] = "gyroscopic terms of the roll/pitch rows only"
     settings_out = _settings_out(resolved, rows, masses, weights, [names[j] for j in kept], active)
     result = build_result("tls", est, settings_out, diag, observability, notes)
+    for name, why in assumed.items():
+        if name in result.params:
+            result.params[name] = replace(result.params[name], assumption=why)
     return with_vehicle(result, vehicle, config=None if single else cfgs[0])

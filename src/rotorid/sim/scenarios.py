@@ -74,7 +74,8 @@ per axis with random walks, a 4 ms IMU time offset, for `eschmann-crazyflie-mism
 Every scenario accepts `duration` (s per flight), `dt` (internal step), `noise` (False turns
 off all sensor and thrust noise and biases), `control_rate` (Hz), `drag` (linear body drag,
 N s/m per body axis, default 0), the mismatch effects above and the scenario-specific
-overrides listed in `OVERRIDES` (e.g. `tm`, `tm_rise`/`tm_fall`, `mocap_delay`, `gyro_dot`). `Scenario.states` holds the
+overrides listed in `OVERRIDES` (e.g. `tm`, `tm_rise`/`tm_fall`, `mocap_delay`, `gyro_dot`; for the
+Six scenarios `flights`, a subset of ("train", "test") to fly: each flight keeps its own streams). `Scenario.states` holds the
 true states at the log instants (angular acceleration, CoM acceleration, rotor states and
 thrusts, body force and moment) for checking methods against more than the parameters.
 """
@@ -132,7 +133,7 @@ NAMES = PAPER + tuple(MISMATCH)
 
 _COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0, "drag": (0.0, 0.0, 0.0), **_EFFECTS}
 #: gyro_dot = log PX4's filtered angular acceleration (IMU_DGYRO_CUTOFF 30 Hz) as `gyro_dot`.
-_SIX = {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "gyro_dot": False}
+_SIX = {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "gyro_dot": False, "flights": None}
 #: Overrides each scenario accepts (besides those in every scenario: duration, dt, noise, control_rate,
 #: drag = linear body drag coefficients (N s/m, body x, y, z), off by default).
 OVERRIDES: dict[str, dict[str, Any]] = {
@@ -581,7 +582,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     gains = Gains.from_bandwidth(i_com, (10.0, 10.0, 5.0), 0.8, pos_wn=(1.0, 1.0, 1.2))
     t = _ctrl_grid(dur, dt, cr)
     specs = {}
-    for fname in ("train", "test"):
+    for fname in o["flights"] or ("train", "test"):  # a subset flies the same flights (own streams)
         specs[fname] = FlightSpec(
             duration=dur,
             references=_six_pilot(t, _rng(name, seed, fname + "/pilot")),
