@@ -60,7 +60,7 @@ from rotorid.errors import ExcitationError, MissingChannelError, RotoridError, V
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
-from rotorid.methods.regression import rls_hac_cov
+from rotorid.methods.regression import rls_hac_cov, rls_influence_std
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
@@ -249,7 +249,8 @@ class OnlineEstimator:
         self._chi2 = [0.0, 0]
         self._h1f: list[float] | None = None  # LPF state (rls-lpf): H1 (15), M (3), H2 (6), F (3)
         self._state: OnlineState | None = None  # cache of `state`, cleared by every step
-        self._rows: list | None = None  # RLS rows (H1, y1, R1, H2, y2, R2) per step, recorded by `run`
+        self._rows: list | None = None  # RLS rows (H1, y1, R1, H2, y2, R2, moved, Ĵ) per step, recorded by `run`
+        self._moved: tuple = ()  # the H1 entries the correction law zeroed this step and the Ĵ they moved with
 
     # -- rotor model -----------------------------------------------------------------------
     def _motor_state(self, t: float, cmd: Sequence[float] | None, rs: Sequence[float] | None) -> list[float]:
@@ -422,7 +423,7 @@ class OnlineEstimator:
         r2 = s.force_nd * s.force_nd / dt
         self._rls2(h2, y2, r2)
         if self._rows is not None:
-            self._rows.append((h1, y1, r1, h2, y2, r2))
+            self._rows.append((h1, y1, r1, h2, y2, r2, *self._moved))
 
     def _check_enable(self, t: float, dt: float, acc: list[float], q: list[float] | None) -> None:
         """Enable condition: LPF'd gravity-rejected vertical acceleration (Sec. III, Fig. 3)."""
@@ -496,11 +497,15 @@ class OnlineEstimator:
         ]
         y1 = [Mm[0] + self._com_z * Fm[1], Mm[1] - self._com_z * Fm[0], Mm[2]]
         th = self.th1
+        moved = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]  # the zeroed entries
         for k in range(3):
             if not act[k]:
                 for row, yr in zip(h1, range(3), strict=True):
                     y1[yr] -= row[k] * th[k]
+                    moved[yr][k] = row[k]
                     row[k] = 0.0
+        if self._rows is not None:
+            self._moved = (moved, th[:3])
         x = self._imu_xy[0] - th[3]
         y = self._imu_xy[1] - th[4]
         A = (
@@ -640,24 +645,54 @@ def _imu_z(m, mz, s00, s01, s11, scale):
     return z, np.sqrt(np.maximum(var, 0.0))
 
 
-def _final_std(est: OnlineEstimator) -> tuple[list[float], float, float, dict[str, bool]]:
-    """Final σ of θ1, mass and imu_z: the HAC sandwich (`regression.rls_hac_cov`) of the RLS and
-    RLS2 over the rows they processed, with the estimators' own covariances as the bread. The RLS
-    covariance alone assumes independent rows of the stated variance; here the rows share the
-    KF-filtered rate α̂ (its error is correlated over the KF's memory) and the moment rows carry
-    model error, so it is too small for J_zz and too large for the CoM (Kwon et al. eq. 10 and
-    Alg. 5 give the estimator, not its sampling distribution). Also which parameters the flight
-    informed: the information sum h^2 / r of its column exceeds that of its initial variance."""
+def _final_theta1(est: OnlineEstimator, h1: np.ndarray, y1: np.ndarray, r1: np.ndarray, bread: np.ndarray):
+    """θ1 and the rows' outputs with every moved term (Alg. 4 as changed here: an inactive MOI
+    column's term Ĵ_k h_k moves to the output) evaluated at the final MOI instead of the running
+    Ĵ_k of its step. Early in a flight the running value is the initial guess (1 g m² against
+    50 g m² here), so the rows before an axis activates carry (J_k - Ĵ_k) h_k, a systematic error
+    the CoM columns (regressor ≈ the constant thrust) absorb: −1.9/−1.5 µm on kwon-payload, the
+    same in every seed, and gone with j0 at the truth. The RLS solves its normal equations
+    exactly, θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r), so new outputs y + Δy give θ + bread Σ hᵀ Δy / r;
+    three passes settle the fixed point (the MOI moves by < 1 % of its σ after the first)."""
+    rows = est._rows
+    hm = np.array([r[6] for r in rows], dtype=float)  # (T, 3 rows, 3 MOI columns)
+    jt = np.array([r[7] for r in rows], dtype=float)  # (T, 3) running Ĵ they moved with
+    th = np.array(est.th1)
+    y = y1
+    for _ in range(3):
+        dy = np.einsum("tjk,tk->tj", hm, jt - th[:3])
+        th = np.array(est.th1) + bread @ np.einsum("tjp,tj->p", h1, dy / r1)
+        y = y1 + dy
+    return th, y
+
+
+def _final_std(est: OnlineEstimator) -> tuple[list[float], list[float], float, float, dict[str, bool]]:
+    """Final θ1 (`_final_theta1`) and σ of θ1, mass and imu_z, from the rows the RLS and RLS2
+    processed with the estimators' own covariances as the bread. The RLS covariance alone assumes
+    independent rows of the stated variance (Kwon et al. eq. 10 and Alg. 5 give the estimator,
+    not its sampling distribution); here the rows share the KF-filtered rate and carry model
+    error. θ1: each parameter's own long-run variance (`regression.rls_influence_std`). The
+    moment residual holds J (α - α̂), and α̂ = Δω̂/dt is a first difference of the KF's rate
+    error, so its spectral density at frequency 0 vanishes; the CoM columns (regressor ≈ the
+    constant thrust) pass it to their scores unchanged: lag-1 autocorrelation about -0.4 and
+    1 + 2 Σ ρ_l ≈ 0 on kwon-payload. One Andrews bandwidth for all (≈ 20 steps, from the MOI
+    scores) kept the Bartlett-weighted negative lags from cancelling, and the CoM σ came out
+    2.5-3x the scatter; per parameter, the Newey-West (1994) bandwidth widens to what each
+    series needs. RLS2 (mass, m z): the HAC sandwich `regression.rls_hac_cov` (its scores are
+    not differenced). Also which parameters the flight informed: the information sum h^2 / r
+    of its column exceeds that of its initial variance."""
     s = est.settings
     rows = est._rows or []
     if not rows:
-        return [float("nan")] * 5, float("nan"), float("nan"), dict.fromkeys([*THETA1, "mass", "imu_z"], False)
+        nan5 = [float("nan")] * 5
+        return list(est.th1), nan5, float("nan"), float("nan"), dict.fromkeys([*THETA1, "mass", "imu_z"], False)
     h1, y1, r1, h2, y2, r2 = (np.array([r[i] for r in rows], dtype=float) for i in range(6))
-    th1, th2 = np.array(est.th1), np.array(est.th2)
+    th2 = np.array(est.th2)
     bread1 = np.array(est.s1).reshape(5, 5)
+    th1, y1 = _final_theta1(est, h1, y1, r1, bread1)
     s00, s01, s11 = est.s2
     bread2 = np.array([[s00, s01], [s01, s11]])
-    cov1 = rls_hac_cov(bread1, h1, y1 - h1 @ th1, r1)
+    std1 = rls_influence_std(bread1, h1, y1 - h1 @ th1, r1)
     r2 = np.repeat(r2[:, None], y2.shape[1], axis=1)
     cov2 = rls_hac_cov(bread2, h2, y2 - h2 @ th2, r2)
     info1 = np.einsum("tkp,tk->p", h1**2, 1.0 / r1)
@@ -666,8 +701,7 @@ def _final_std(est: OnlineEstimator) -> tuple[list[float], float, float, dict[st
     informed["mass"] = bool(info2[0] * s.theta2_var0[0] > 1.0)
     informed["imu_z"] = bool(info2[1] * s.theta2_var0[1] > 1.0)
     _, z_std = _imu_z(th2[0], th2[1], cov2[0, 0], cov2[0, 1], cov2[1, 1], 1.0)
-    std1 = np.sqrt(np.clip(np.diag(cov1), 0.0, None))
-    return std1.tolist(), float(np.sqrt(max(cov2[0, 0], 0.0))), float(z_std), informed
+    return th1.tolist(), std1.tolist(), float(np.sqrt(max(cov2[0, 0], 0.0))), float(z_std), informed
 
 
 def _observability(
@@ -729,8 +763,8 @@ def identify(
             "give a log that includes the take-off"
         )
     st = est.state
-    std1, std_m, std_z, informed = _final_std(est)
-    estimates = {name: (st.theta1[i], std1[i]) for i, name in enumerate(THETA1)}
+    theta1, std1, std_m, std_z, informed = _final_std(est)
+    estimates = {name: (theta1[i], std1[i]) for i, name in enumerate(THETA1)}
     estimates |= {"mass": (st.mass, std_m), "imu_z": (st.imu_z, std_z)}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
