@@ -43,3 +43,26 @@ def test_correlated_rows_the_sandwich_tracks_the_spread() -> None:
     sd = np.std(xs, axis=0, ddof=1)
     assert np.all(sd / np.mean(s_rls, axis=0) > 1.6)
     assert sd / np.mean(s_hac, axis=0) == pytest.approx(np.ones(2), abs=0.25)
+
+
+def test_the_assumptions_enter_sigma_and_label_what_rests_on_them() -> None:
+    """kwon-payload (20 s): with the default 3 % motor spread the CoM σ is the hover shift
+    Σ ε_i r_i / n of an X quadrotor with 0.2 m arms, σ_ε sqrt(Σ r_ix²) / n = 0.03 · 0.0707 m,
+    and the CoM is labelled assumed; the mass carries the accelerometer z bias, m σ_b / g.
+    Without the assumptions the CoM σ is the flight's own few µm and nothing is assumed."""
+    from rotorid.methods import online
+    from rotorid.sim import scenarios
+
+    sc = scenarios.run("kwon-payload", seed=0, duration=20.0)
+    fl, veh = sc.flights["trajectory"], sc.vehicle
+    r = online.identify(fl, veh)
+    for name in ("com_x", "com_y"):
+        assert r.params[name].std == pytest.approx(0.03 * 0.2 * np.sqrt(4 * 0.5) / 4, rel=0.1), name
+        assert r.params[name].assumed and "motor_spread" in r.params[name].assumption
+    m = r.params["mass"]
+    assert m.std == pytest.approx(m.value * 0.2 / 9.81, rel=0.05) and "acc_bias_z_sigma" in m.assumption
+    bare = online.identify(fl, veh, online.OnlineSettings(motor_spread=0.0, acc_bias_z_sigma=0.0))
+    assert not any(e.assumed for e in bare.params.values())
+    assert bare.params["com_x"].std < 2e-5 and bare.params["mass"].std < 1e-3
+    for name, e in bare.params.items():  # same values: the assumptions only widen σ
+        assert r.params[name].value == e.value and r.params[name].std >= e.std, name

@@ -66,6 +66,14 @@ from rotorid.vehicle import Vehicle
 
 #: Lowest original logging rate of IMU and rotor channels (Kwon et al. ran the estimator at 100 Hz).
 MIN_RATE_HZ = 50.0
+#: Default `OnlineSettings.motor_spread`: the relative 1σ spread of the rotors' thrust gains about
+#: their mean, the value the tls method assumes (measured on the real Crazyflie log15: the
+#: per-motor mean u² projected on the yaw pattern, which no CoM offset can produce, is 3.3 % of
+#: the mean).
+MOTOR_SPREAD = 0.03
+#: Default `OnlineSettings.acc_bias_z_sigma` (m/s²): an uncalibrated MEMS accelerometer's zero-g
+#: offset, ±20 mg typ. (Bosch BMI088 data sheet, Table 2), as the delay method's `acc_bias_z`.
+ACC_BIAS_Z_SIGMA = 0.2
 
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
@@ -111,6 +119,16 @@ class OnlineSettings:
     - `rate_hz` (Hz): the estimator's rate (the paper's 100 Hz, Sec. IV-A); faster input is
       averaged in blocks on a fixed grid of 1/rate_hz (a 250 Hz log alternates blocks of 3 and 2
       samples, 100 steps per second) before the KF (None: every sample is a step).
+    - `motor_spread`: assumed relative 1σ spread of the rotors' thrust gains about their mean
+      (eq. 1–5 take one C_T for all rotors; default `MOTOR_SPREAD`). A rotor stronger by ε_i
+      adds the moment ε_i f_i (r_i - c) x z, which in hover no flight separates from a CoM
+      shift Δc = Σ ε_i r_i / n (4 µm scatter against 2 mm at 3 % on kwon-payload). Its effect
+      enters σ of θ1 as σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂θ1/∂ε_i of the final fit at the hover
+      thrust (the common mode is C_T's own error, the user's input); a parameter whose variance
+      is mostly this term is labelled assumed. 0 turns it off.
+    - `acc_bias_z_sigma` (m/s²): assumed σ of the accelerometer's z bias b (default
+      `ACC_BIAS_Z_SIGMA`): m = F/a in eq. 19 moves by about -m b/g, which nothing in the flight
+      separates from the mass; it enters σ of mass and imu_z likewise. 0 turns it off.
     - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
       `enable_tau` (s): that LPF's time constant.
     """
@@ -136,6 +154,8 @@ class OnlineSettings:
     a_z_allow: float = 0.1
     enable_tau: float = 0.05
     rate_hz: float | None = 100.0
+    motor_spread: float = MOTOR_SPREAD
+    acc_bias_z_sigma: float = ACC_BIAS_Z_SIGMA
 
     @staticmethod
     def literal(**changes: Any) -> OnlineSettings:
@@ -152,6 +172,11 @@ class OnlineSettings:
                 raise RotoridError(f"online setting {name} must be a positive number, got {v!r}")
         if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
             raise RotoridError(f"online setting rate_hz must be a positive rate in Hz or None, got {self.rate_hz!r}")
+        if not (0.0 <= self.motor_spread < 1.0 and self.acc_bias_z_sigma >= 0.0):
+            raise RotoridError(
+                f"online settings motor_spread {self.motor_spread!r} must lie in [0, 1) and "
+                f"acc_bias_z_sigma {self.acc_bias_z_sigma!r} be >= 0"
+            )
         if self.q_omega < 0 or min(self.j_min) <= 0 or min(self.theta1_var0) <= 0 or min(self.theta2_var0) <= 0:
             raise RotoridError("online settings q_omega >= 0, j_min > 0 and initial variances > 0 are required")
 
@@ -666,7 +691,7 @@ def _final_theta1(est: OnlineEstimator, h1: np.ndarray, y1: np.ndarray, r1: np.n
     return th, y
 
 
-def _final_std(est: OnlineEstimator) -> tuple[list[float], list[float], float, float, dict[str, bool]]:
+def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, float]], dict[str, bool]]:
     """Final θ1 (`_final_theta1`) and σ of θ1, mass and imu_z, from the rows the RLS and RLS2
     processed with the estimators' own covariances as the bread. The RLS covariance alone assumes
     independent rows of the stated variance (Kwon et al. eq. 10 and Alg. 5 give the estimator,
@@ -684,8 +709,11 @@ def _final_std(est: OnlineEstimator) -> tuple[list[float], list[float], float, f
     s = est.settings
     rows = est._rows or []
     if not rows:
-        nan5 = [float("nan")] * 5
-        return list(est.th1), nan5, float("nan"), float("nan"), dict.fromkeys([*THETA1, "mass", "imu_z"], False)
+        st, nan = est.state, float("nan")
+        values = [*st.theta1, st.mass, st.imu_z]
+        return {k: (v, nan, 0.0) for k, v in zip([*THETA1, "mass", "imu_z"], values, strict=True)}, dict.fromkeys(
+            [*THETA1, "mass", "imu_z"], False
+        )
     h1, y1, r1, h2, y2, r2 = (np.array([r[i] for r in rows], dtype=float) for i in range(6))
     th2 = np.array(est.th2)
     bread1 = np.array(est.s1).reshape(5, 5)
@@ -700,8 +728,41 @@ def _final_std(est: OnlineEstimator) -> tuple[list[float], list[float], float, f
     informed = {name: bool(info1[i] * s.theta1_var0[i] > 1.0) for i, name in enumerate(THETA1)}
     informed["mass"] = bool(info2[0] * s.theta2_var0[0] > 1.0)
     informed["imu_z"] = bool(info2[1] * s.theta2_var0[1] > 1.0)
+    var1, cov2b = _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2)
     _, z_std = _imu_z(th2[0], th2[1], cov2[0, 0], cov2[0, 1], cov2[1, 1], 1.0)
-    return th1.tolist(), std1.tolist(), float(np.sqrt(max(cov2[0, 0], 0.0))), float(z_std), informed
+    _, z_b = _imu_z(th2[0], th2[1], cov2b[0, 0], cov2b[0, 1], cov2b[1, 1], 1.0)
+    out = {name: (th1[i], std1[i], var1[i]) for i, name in enumerate(THETA1)}
+    out["mass"] = (th2[0], float(np.sqrt(max(cov2[0, 0], 0.0))), float(cov2b[0, 0]))
+    out["imu_z"] = (est._com_z + th2[1] / th2[0], float(z_std), float(z_b) ** 2)
+    return out, informed
+
+
+#: What an assumed parameter rests on (`Estimate.assumption`), by the settings it comes from.
+_SPREAD_WHY = (
+    "one thrust coefficient for all rotors, their spread assumed {:.0%} (1σ, motor_spread): in hover a "
+    "rotor stronger by ε_i moves the apparent CoM by Σ ε_i r_i / n"
+)
+_BIAS_WHY = (
+    "accelerometer z bias 0 ± {:g} m/s² (acc_bias_z_sigma): m = F/a moves by -m b/g; give a calibrated bias"
+)
+
+
+def _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2) -> tuple[np.ndarray, np.ndarray]:
+    """Variances the settings' assumptions add: θ1 from the rotors' gain spread
+    (`OnlineSettings.motor_spread`), and the (2, 2) covariance of θ2 = [m, m z] from the
+    accelerometer z bias (`acc_bias_z_sigma`), each through the batch form of the RLS solution
+    θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r): a change Δ(y - h θ) moves θ by bread Σ hᵀ Δ / r."""
+    s, n = est.settings, est._m
+    mix = np.array(est._mix)  # (6, n): force and moment about the body origin per unit thrust
+    com = np.array([th1[3], th1[4], est._com_z])
+    arm = mix[3:6] - np.cross(com, mix[0:3].T).T  # moment per unit thrust about the CoM
+    f_hover = th2[0] * GRAVITY / n
+    jac = bread1 @ np.einsum("tkp,tk,ki->pi", h1, 1.0 / r1, arm * f_hover)  # (5, n) ∂θ1/∂ε_i
+    centre = np.eye(n) - 1.0 / n
+    var1 = s.motor_spread**2 * np.einsum("pi,ij,pj->p", jac, centre, jac)
+    d2 = -th2[0] * np.einsum("tp,t->p", h2[:, 2, :], 1.0 / r2[:, 2])  # Δ(y - hθ) = -m b on the z row
+    jb = bread2 @ d2
+    return var1, s.acc_bias_z_sigma**2 * np.outer(jb, jb)
 
 
 def _observability(
@@ -762,10 +823,8 @@ def identify(
             f"exceeded a_z_allow={settings.a_z_allow} m/s² (t={flight.t[0]:.3f}–{flight.t[-1]:.3f} s); "
             "give a log that includes the take-off"
         )
-    st = est.state
-    theta1, std1, std_m, std_z, informed = _final_std(est)
-    estimates = {name: (theta1[i], std1[i]) for i, name in enumerate(THETA1)}
-    estimates |= {"mass": (st.mass, std_m), "imu_z": (st.imu_z, std_z)}
+    final, informed = _final_std(est)
+    estimates = {name: (v, math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
     kwon = settings.variant == "kwon"
@@ -809,4 +868,8 @@ def identify(
         "log_rate_hz": flight.rate,
     }
     result = build_result("online", estimates, settings_out, diagnostics, observability, notes)
+    for name, (_, sd, va) in final.items():
+        if name in result.params and va > sd * sd:  # the σ is mostly the assumption's
+            why = _BIAS_WHY.format(settings.acc_bias_z_sigma) if name in ("mass", "imu_z") else _SPREAD_WHY
+            result.params[name] = dataclasses.replace(result.params[name], assumption=why.format(settings.motor_spread))
     return with_vehicle(result, vehicle)
