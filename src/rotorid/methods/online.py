@@ -824,7 +824,7 @@ def identify(
             "give a log that includes the take-off"
         )
     final, informed = _final_std(est)
-    estimates = {name: (v, math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
+    estimates = {name: (float(v), math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
     kwon = settings.variant == "kwon"
