@@ -742,9 +742,7 @@ _SPREAD_WHY = (
     "one thrust coefficient for all rotors, their spread assumed {:.0%} (1σ, motor_spread): in hover a "
     "rotor stronger by ε_i moves the apparent CoM by Σ ε_i r_i / n"
 )
-_BIAS_WHY = (
-    "accelerometer z bias 0 ± {:g} m/s² (acc_bias_z_sigma): m = F/a moves by -m b/g; give a calibrated bias"
-)
+_BIAS_WHY = "accelerometer z bias 0 ± {:g} m/s² (acc_bias_z_sigma): m = F/a moves by -m b/g; give a calibrated bias"
 
 
 def _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2) -> tuple[np.ndarray, np.ndarray]:
