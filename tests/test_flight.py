@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from rotorid.errors import MissingChannelError, RateError, RotoridError, WindowError
@@ -195,3 +197,46 @@ def test_without_removes_intervals_and_splits_into_pieces():
     assert sum(len(p.t) for p in pieces) == len(t) - 10 - 1
     assert f.without([]) == [f]
     np.testing.assert_array_equal(pieces[1].gyro[:, 0], pieces[1].t)
+
+
+def _clock(t0: float, period_us: int, n: int) -> np.ndarray:
+    """Stamps of an integer microsecond clock in float seconds, as readers convert them."""
+    return (round(t0 * 1e6) + period_us * np.arange(n)) * 1e-6
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    t0=st.one_of(st.floats(0.0, 1e3), st.floats(1e3, 1e7)),
+    period_us=st.sampled_from([125, 250, 500, 1000, 2500, 4000, 10000]),
+    m=st.integers(2, 1500),
+    every=st.sampled_from([1, 2, 4]),
+    given_rate=st.booleans(),
+)
+def test_align_holds_each_command_at_its_own_stamp(
+    t0: float, period_us: int, m: int, every: int, given_rate: bool
+) -> None:
+    """`m` commands on one clock with the gyro (every `every`-th stamp) are held from their
+    own stamp on: a grid time a float step before a stamp must not take the previous command,
+    and the grid keeps the last stamp, at any start time (boot clocks reach 1e7 s)."""
+    n = (m - 1) * every + 1
+    t = _clock(t0, period_us, n)
+    series = {
+        "gyro": Series(t, np.zeros((n, 3))),
+        "cmd": Series(t[::every], np.arange(m, dtype=float)[:, None]),
+    }
+    f, rep = align(series, rate=1e6 / period_us if given_rate else None, meta={"source": "clock"})
+    assert len(f.t) == n
+    np.testing.assert_array_equal(f.cmd[:, 0], np.arange(n) // every)
+    # the rate of a uniform clock is known to the float resolution of its span
+    assert rep.rate == pytest.approx(1e6 / period_us, rel=8 * np.spacing(t[-1]) / (t[-1] - t[0]))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(t0=st.floats(0.0, 1e7), period_us=st.sampled_from([250, 1000, 4000]), n=st.integers(2, 2000))
+def test_resample_at_its_own_rate_changes_nothing(t0: float, period_us: int, n: int) -> None:
+    t = _clock(t0, period_us, n)
+    f = Flight(t=t, gyro=np.zeros((n, 3)), cmd=np.arange(n, dtype=float)[:, None], meta={"source": "clock"})
+    g = f.resample()
+    assert len(g.t) == n
+    np.testing.assert_array_equal(g.cmd, f.cmd)
+    np.testing.assert_allclose(g.t, f.t, rtol=0, atol=8 * np.spacing(t[-1]))

@@ -126,7 +126,10 @@ def test_one_flight_per_log_section(bbl: dict[str, Path], tmp_path: Path) -> Non
     second begins, as a flight controller leaves them after a power loss."""
     p = tmp_path / "two.bbl"
     p.write_bytes(bbl["example_smooth_tune"].read_bytes()[:300_000] + bbl["better_tune"].read_bytes()[:300_000])
-    with pytest.warns(UserWarning, match=r"log 1 is cut or corrupt after \d+ frames"):
+    with (
+        pytest.warns(UserWarning, match=r"log 1 is cut or corrupt after \d+ frames"),
+        pytest.warns(UserWarning, match=r"log 2 is cut or corrupt after \d+ frames"),
+    ):
         first, second = read(p)
     assert (first.meta["log_index"], second.meta["log_index"]) == (1, 2)
     assert first.meta["header"]["P interval"] == "1/4" and second.meta["header"]["P interval"] == "1/8"
@@ -189,16 +192,119 @@ def test_corrupt_header_numbers_are_format_errors() -> None:
     np.testing.assert_allclose(series["gyro"].values[0], np.radians([2.0, 4.0, 6.0]))
 
 
-def test_inav_is_refused_not_guessed() -> None:
-    """INAV documents other body axes than Betaflight (X forward, Y right, Z up) and no
-    fixture confirms its logged signs: a clear error instead of a silent guess."""
-    names = ["time", "gyroADC[0]", "gyroADC[1]", "gyroADC[2]"]
-    with pytest.raises(LogFormatError, match=r"an INAV log \('Cleanflight INAV 2.0.0'\).*does not read INAV"):
-        _section(
-            names,
-            [(0, 1, 2, 3), (1000, 1, 2, 3)],
-            **{"Firmware type": "Cleanflight", "Firmware revision": "INAV 2.0.0"},
-        )
+INAV = {"Firmware type": "Cleanflight", "Firmware revision": "INAV 7.1.2 (4e1e59eb) MATEKF405"}
+INAV_NAMES = [
+    "time",
+    *(f"gyroADC[{i}]" for i in range(3)),
+    *(f"accSmooth[{i}]" for i in range(3)),
+    *(f"attitude[{i}]" for i in range(3)),
+    *(f"motor[{i}]" for i in range(4)),
+]
+
+
+def inav_rows(
+    flip: tuple[int, ...] = (), seconds: float = 4.0, amp: tuple[float, ...] = (2.0, 1.5, 1.0), phase: float = 1.0
+) -> list[tuple]:
+    """A 1 kHz INAV main-frame stream of a quad rocking on all three axes, as INAV's
+    blackbox.c writes it: gyroADC deg/s (FLU), accSmooth = specific force in g · acc_1G,
+    attitude = decidegrees of roll, pitch (nose down +) and heading (clockwise, 0…3600) of
+    the same motion; `flip` negates gyro columns (a log whose axes disagree)."""
+    from scipy.spatial.transform import Rotation
+
+    t = np.arange(0.0, seconds, 1e-3)
+    w = np.column_stack(
+        [
+            amp[0] * np.sin(2 * np.pi * 1.3 * t),
+            amp[1] * np.sin(2 * np.pi * 0.9 * t + phase),
+            amp[2] * np.cos(2 * np.pi * 0.7 * t + 2 * phase),
+        ]
+    )
+    steps = Rotation.from_rotvec(w[:-1] * 1e-3)
+    rot = [Rotation.identity()]
+    for s in steps:  # body rates compose on the right: R_{k+1} = R_k exp(w dt)
+        rot.append(rot[-1] * s)
+    r = Rotation.concatenate(rot)
+    yaw, pitch, roll = r.as_euler("ZYX").T  # R = Rz(yaw) Ry(pitch) Rx(roll), FLU body, z-up world
+    attitude = np.column_stack([np.degrees(roll), np.degrees(pitch), np.mod(-np.degrees(yaw), 360.0)]) * 10
+    acc = r.inv().apply([0.0, 0.0, 1.0]) * 2048  # hovering: thrust balances gravity
+    gyro = np.degrees(w) * np.where(np.isin(np.arange(3), flip), -1.0, 1.0)
+    cols = [np.round(t * 1e6), *np.round(gyro).T, *np.round(acc).T, *np.round(attitude).T, *[np.full(len(t), 1400)] * 4]
+    return [tuple(int(v) for v in row) for row in np.column_stack(cols)]
+
+
+def test_inav_reads_with_betaflight_axes_checked_against_its_attitude() -> None:
+    """INAV logs the same fields and units (gyroADC deg/s, accSmooth in acc_1G, motor over
+    motorOutput) and, by its rate loop and quad-X mixer, the same X forward, Y left, Z up
+    axes; its own attitude[] confirms the gyro signs when read."""
+    rows = inav_rows()
+    series, meta = _section(INAV_NAMES, rows, motorOutput=[1150, 1850], **INAV)
+    np.testing.assert_allclose(series["gyro"].values, np.radians(np.array(rows, dtype=float)[:, 1:4]))
+    (note,) = [n for n in meta["notes"] if "INAV" in n]
+    corr = [float(x.split()[1]) for x in note.split("(correlation ")[1].split(";")[0].split(", ")]
+    assert min(corr) > 0.95, note
+    np.testing.assert_allclose(series["cmd"].values[0], [250 / 700] * 4)
+    assert np.median(series["acc"].values[:, 2]) > 0.5 * frames.GRAVITY
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_inav_gyro_axis_that_disagrees_with_its_attitude_is_refused(axis: int) -> None:
+    with pytest.raises(
+        LogFormatError, match=rf"\(INAV\): gyro {'xyz'[axis]} disagrees in sign with the rate of the logged attitude"
+    ):
+        _section(INAV_NAMES, inav_rows(flip=(axis,)), motorOutput=[1150, 1850], **INAV)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    amp=st.tuples(*[st.floats(0.5, 6.0)] * 3),
+    phase=st.floats(0.0, 2 * np.pi),
+    flip=st.sets(st.integers(0, 2), max_size=3),
+)
+def test_inav_sign_check_refuses_exactly_the_flipped_axes(amp: tuple, phase: float, flip: set[int]) -> None:
+    """Over rocking motions up to ±6 rad/s (attitude through ±180° roll and heading wraps):
+    a log reads iff no gyro axis is flipped, and the refusal names the first flipped axis."""
+    rows = inav_rows(flip=tuple(flip), seconds=2.0, amp=amp, phase=phase)
+    if not flip:
+        _, meta = _section(INAV_NAMES, rows, motorOutput=[1150, 1850], **INAV)
+        assert "INAV gyro signs checked" in " ".join(meta["notes"])
+        return
+    with pytest.raises(LogFormatError, match=rf"gyro {'xyz'[min(flip)]} disagrees in sign"):
+        _section(INAV_NAMES, rows, motorOutput=[1150, 1850], **INAV)
+
+
+def test_inav_accelerometer_upside_down_is_refused() -> None:
+    rows = [(*r[:4], r[4], r[5], -r[6], *r[7:]) for r in inav_rows(seconds=0.5)]
+    with pytest.raises(LogFormatError, match=r"accSmooth\[2\] reads -0\.\d\d g over the log"):
+        _section(INAV_NAMES, rows, motorOutput=[1150, 1850], **INAV)
+
+
+def test_inav_without_attitude_reads_with_a_warning_naming_the_setting() -> None:
+    keep = [i for i, n in enumerate(INAV_NAMES) if not n.startswith("attitude")]
+    rows = [tuple(r[i] for i in keep) for r in inav_rows(seconds=0.5)]
+    with pytest.warns(UserWarning, match=r"no attitude\[\] logged.*`blackbox ATTI`"):
+        series, meta = _section([INAV_NAMES[i] for i in keep], rows, motorOutput=[1150, 1850], **INAV)
+    assert "gyro" in series and "INAV gyro signs not checked (no attitude[] in the log)" in " ".join(meta["notes"])
+
+
+def test_an_inav_header_on_real_blackbox_bytes_reads_the_same_frames(bbl: dict[str, Path], tmp_path: Path) -> None:
+    """INAV's blackbox.c writes the Cleanflight format (Data version 2, the same predictors and
+    encodings) and orangebox decodes from the header alone, with no firmware branch: the real
+    Betaflight bytes relabelled INAV decode to the same flight, gyro signs unchecked (no
+    attitude[] in a Betaflight 3.1 log)."""
+    raw = bbl["example_smooth_tune"].read_bytes()[:300_000]
+    bf, inav = tmp_path / "bf.bbl", tmp_path / "LOG00001.TXT"
+    bf.write_bytes(raw)
+    inav.write_bytes(raw.replace(b"Firmware revision:Betaflight 3.1.5", b"Firmware revision:INAV 1.7.0", 1))
+    with pytest.warns(UserWarning, match="cut or corrupt"):
+        (a,) = read(bf)
+    with pytest.warns(UserWarning, match="cut or corrupt"), pytest.warns(UserWarning, match=r"no attitude\[\] logged"):
+        (b,) = read(inav)
+    assert b.meta["header"]["Firmware revision"].startswith("INAV 1.7.0")
+    assert "blackbox_rate_denom" in b.meta["rate_hint"] and "blackbox_sample_rate" in a.meta["rate_hint"]
+    np.testing.assert_array_equal(b.t, a.t)
+    np.testing.assert_array_equal(b.gyro, a.gyro)
+    np.testing.assert_array_equal(b.acc, a.acc)
+    np.testing.assert_array_equal(b.cmd, a.cmd)
 
 
 def test_not_a_blackbox_log(tmp_path: Path) -> None:

@@ -28,6 +28,12 @@ GRID_FACTOR = 4
 GRID_SLACK = 1000
 #: `Flight.resample` may upsample at most this much (its grid bound grows with the factor).
 UPSAMPLE_MAX = 100.0
+#: How many float spacings (np.spacing of the largest time) a grid time and a stamp of the
+#: same instant may differ by. Error budget, each term at most one spacing: the reader's
+#: conversion of an integer clock to seconds (the constant and the product round), the grid's
+#: start (itself a stamp), the rate from the span (both ends), k/rate and start + k/rate:
+#: under 6 spacings; 8 leaves margin. At 1e7 s (a boot clock after four months) that is 15 ns.
+STAMP_ULPS = 8
 
 #: Channel name -> (columns or None for "M motors", unit, interpolation kind).
 CHANNELS: dict[str, tuple[int | None, str, str]] = {
@@ -52,10 +58,16 @@ class Series:
 
     @property
     def rate(self) -> float:
-        """Median sample rate in Hz (0 for fewer than two samples)."""
+        """Sample rate in Hz (0 for fewer than two samples): samples over the span when the
+        steps are equal to float resolution (one clock; the median step of large stamps is off
+        by a spacing, and a grid at that rate drifts a step off the stamps over a flight),
+        else the median rate."""
         if len(self.t) < 2:
             return 0.0
-        return float(1.0 / np.median(np.diff(self.t)))
+        d = np.diff(self.t)
+        if float(np.ptp(d)) <= 2.0 * stamp_tolerance(self.t):
+            return float((len(self.t) - 1) / (self.t[-1] - self.t[0]))
+        return float(1.0 / np.median(d))
 
 
 @dataclass(frozen=True)
@@ -72,6 +84,13 @@ class AlignReport:
 #: Rounding of the times `rotorid info` prints (two decimals): a window typed from them may
 #: overhang the log by this much.
 PRINTED_TIME_STEP = 0.005
+
+
+def stamp_tolerance(*times: np.ndarray) -> float:
+    """How far apart (s) two float times of the same instant may lie: STAMP_ULPS spacings of
+    the largest magnitude among `times` (their ends: they increase)."""
+    scale = max(max(abs(float(t[0])), abs(float(t[-1]))) for t in times if len(t))
+    return STAMP_ULPS * float(np.spacing(scale))
 
 
 def window_slack(rate: float) -> float:
@@ -253,7 +272,8 @@ class Flight:
         quaternions are interpolated by slerp.
         """
         rate = rate or self.rate
-        n = grid_size(self.duration, rate, len(self.t) * min(max(1.0, rate / self.rate), UPSAMPLE_MAX), self.source)
+        bound = len(self.t) * min(max(1.0, rate / self.rate), UPSAMPLE_MAX)
+        n = grid_size(self.duration, rate, bound, self.source, tol=stamp_tolerance(self.t))
         t = self.t[0] + np.arange(n) / rate
         series = {c: Series(self.t, getattr(self, c)) for c in self.channels}
         kw = {c: _interp(s, t, CHANNELS[c][2]) for c, s in series.items()}
@@ -263,9 +283,9 @@ class Flight:
 def _interp(s: Series, t: np.ndarray, kind: str) -> np.ndarray:
     """Values of `s` at times `t` (inside its span) by the given interpolation kind."""
     v = s.values
-    if kind == "hold":
-        idx = np.clip(np.searchsorted(s.t, t, side="right") - 1, 0, len(s.t) - 1)
-        return v[idx]
+    if kind == "hold":  # a grid time a few float steps before a stamp is at that stamp
+        idx = np.searchsorted(s.t, t + stamp_tolerance(s.t, t), side="right") - 1
+        return v[np.clip(idx, 0, len(s.t) - 1)]
     if kind == "slerp":
         from scipy.spatial.transform import Rotation, Slerp
 
@@ -301,7 +321,9 @@ def align(
     if not end > start:
         raise RotoridError(f"{meta.get('source', 'log')}: the channels do not overlap in time")
     rate = rate or max(s.rate for s in series.values())
-    n = grid_size(end - start, rate, max(len(s.t) for s in series.values()), str(meta.get("source", "log")))
+    n_logged = max(len(s.t) for s in series.values())
+    tol = stamp_tolerance(*(s.t for s in series.values()))
+    n = grid_size(end - start, rate, n_logged, str(meta.get("source", "log")), tol=tol)
     t = start + np.arange(n) / rate
     gaps: list[tuple[float, float]] = []
     dropped: dict[str, float] = {}
@@ -319,17 +341,19 @@ def align(
     return Flight(t=t, meta=meta, **kw), report
 
 
-def grid_size(span: float, rate: float, n_logged: float, source: str) -> int:
+def grid_size(span: float, rate: float, n_logged: float, source: str, tol: float = 0.0) -> int:
     """Samples of a uniform grid over `span` s at `rate` Hz, refused before allocation when
     it exceeds GRID_FACTOR × the `n_logged` samples it is built from (+ GRID_SLACK): corrupt
-    time stamps (a jump of hours, an absurd rate) would otherwise ask for a huge grid."""
+    time stamps (a jump of hours, an absurd rate) would otherwise ask for a huge grid. A span
+    short of a whole number of steps by at most `tol` s (its float error, `stamp_tolerance`)
+    still ends on its last stamp."""
     n = span * rate
     if not (np.isfinite(n) and rate > 0 and 0 <= n <= GRID_FACTOR * n_logged + GRID_SLACK):
         raise RotoridError(
             f"{source}: a {rate:.4g} Hz grid over {span:.4g} s would hold {n:.3g} samples for "
             f"{int(n_logged)} logged; the time stamps jump (corrupt or several recordings) — split the log there"
         )
-    return int(np.floor(n + 1e-9)) + 1
+    return int(np.floor(n + tol * rate)) + 1
 
 
 def source_gaps(series: dict[str, Series], periods: float = GAP_PERIODS) -> list[tuple[float, float]]:

@@ -131,7 +131,7 @@ def _imu_motion(flight: Flight, vehicle: Vehicle, st: MotionSettings) -> tuple[n
     flight.require_rate(MIN_RATE_HZ, "acc", "gyro")
     (low, high), fs, order = st.band, st.fs, st.order
     omega = _filt(flight.gyro, fs, 0.0, high, order)
-    omega_dot = derivative(_filt(flight.gyro, fs, low, high, order), flight.t)
+    omega_dot = derivative(_filt(flight.gyro, fs, low, high, order) if low > 0 else omega, flight.t)
     r = vehicle.imu_offset
     acc = _filt(flight.acc, fs, 0.0, high, order)
     lever = np.cross(omega_dot, r) + np.cross(omega, np.cross(omega, r))
@@ -154,7 +154,7 @@ def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.nd
             "where Bryant angles are singular (eq. 4); cut that part out with a window"
         )
     eta = _filt(eta_raw, fs, 0.0, high, order)
-    eta_d = derivative(_filt(eta_raw, fs, low, high, order), t)
+    eta_d = derivative(_filt(eta_raw, fs, low, high, order) if low > 0 else eta, t)
     omega, omega_dot = bryant_rates(eta, eta_d, derivative(eta_d, t))
     zeta_dd = derivative(_filt(pos, fs, low, high, order), t, order=2)
     return omega, omega_dot, world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY_ENU)

@@ -4,21 +4,17 @@ decimation, and the first-order motor-lag filter (Eschmann et al. eq. 45-48)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import numpy as np
 from scipy import signal as sps
 
 from rotorid.errors import RotoridError
 
 
-def butter_filtfilt(
-    x: np.ndarray, fs: float, cutoff: float | tuple[float, float], order: int = 4, kind: str | None = None
-) -> np.ndarray:
-    """Zero-phase Butterworth filter along axis 0 of every column of `x`.
-
-    `cutoff` is a low-pass corner in Hz, or a (low, high) pair for a band-pass (`kind`
-    inferred). Forward-backward (sosfiltfilt), so the phase is zero and the magnitude
-    response is squared.
-    """
+def butter_sos(fs: float, cutoff: float | tuple[float, float], order: int = 4, kind: str | None = None) -> np.ndarray:
+    """Second-order sections of a Butterworth filter: a low-pass corner `cutoff` in Hz, or a
+    (low, high) pair for a band-pass (`kind` inferred), checked against the rate `fs`."""
     kind = kind or ("bandpass" if np.ndim(cutoff) else "lowpass")
     if not (np.isfinite(fs) and fs > 0):
         raise RotoridError(f"sample rate {fs} Hz is not a positive number: the time stamps are corrupt")
@@ -26,10 +22,70 @@ def butter_filtfilt(
     c = np.atleast_1d(cutoff).astype(float)
     if np.any(c <= 0) or np.any(c >= nyq):
         raise RotoridError(f"filter cut-off {cutoff} Hz must lie inside (0, {nyq:g}) Hz for data sampled at {fs:g} Hz")
-    sos = sps.butter(order, c if kind == "bandpass" else c[0], btype=kind, fs=fs, output="sos")
+    return sps.butter(order, c if kind == "bandpass" else c[0], btype=kind, fs=fs, output="sos")
+
+
+def _padlen(sos: np.ndarray, n: int) -> int:
+    """Odd-extension length at each end of a zero-phase pass over n samples."""
+    return min(3 * (2 * len(sos) + 1), n - 1)
+
+
+def butter_filtfilt(
+    x: np.ndarray, fs: float, cutoff: float | tuple[float, float], order: int = 4, kind: str | None = None
+) -> np.ndarray:
+    """Zero-phase Butterworth filter along axis 0 of every column of `x` (`butter_sos`).
+
+    Forward-backward (sosfiltfilt), so the phase is zero and the magnitude response is
+    squared. `filtfilt_blocks` gives the same numbers a block at a time.
+    """
+    sos = butter_sos(fs, cutoff, order, kind)
     x = np.asarray(x, dtype=float)
-    padlen = min(3 * (2 * len(sos) + 1), x.shape[0] - 1)
-    return sps.sosfiltfilt(sos, x, axis=0, padlen=padlen)
+    return sps.sosfiltfilt(sos, x, axis=0, padlen=_padlen(sos, x.shape[0]))
+
+
+#: Most rows per block of `filtfilt_blocks` (its temporaries are a few blocks wide).
+BLOCK = 8192
+
+
+def block_rows(n: int) -> int:
+    """Rows per block for a zero-phase pass over n rows: about n/32 (so a short flight's
+    temporaries stay a small fraction of its size), between 256 and `BLOCK`."""
+    return int(min(max(n // 32, 256), BLOCK))
+
+
+def filtfilt_blocks(
+    sos: np.ndarray, rows: Callable[[int, int], np.ndarray], n: int, block: int
+) -> Iterator[tuple[int, np.ndarray]]:
+    """The zero-phase filter `sosfiltfilt(sos, x, axis=0)` of `butter_filtfilt` (same odd
+    extension, same initial states), block by block, never holding all of x or its image.
+
+    `rows(a, b)` returns x[a:b] (b - a, C) of a signal of n rows. Yields (a, y[a:a+len]) for
+    blocks of `block` rows from the last to the first. The forward pass runs once over the
+    whole signal keeping only its state at each block start; the backward pass then walks
+    the blocks from the end, re-running the forward pass of each block from its saved state
+    and carrying the backward state into the next. A recursive filter's state holds all it
+    knows of the past, so every sample sees exactly the arithmetic of the one-shot call.
+    """
+    e = _padlen(sos, n)
+    z_unit = sps.sosfilt_zi(sos)[:, :, None]  # steady state for a unit step, (sections, 2, 1)
+    head, tail = rows(0, e + 1), rows(n - e - 1, n)
+    left = 2.0 * head[0] - head[e:0:-1]
+    right = 2.0 * tail[-1] - tail[-2::-1]
+    z = z_unit * (left[0] if e else head[0])
+    if e:
+        _, z = sps.sosfilt(sos, left, axis=0, zi=z)
+    starts = range(0, n, block)
+    saved = []
+    for a in starts:
+        saved.append(z)
+        y, z = sps.sosfilt(sos, rows(a, min(a + block, n)), axis=0, zi=z)
+    if e:
+        y, z = sps.sosfilt(sos, right, axis=0, zi=z)
+    _, zb = sps.sosfilt(sos, y[::-1], axis=0, zi=z_unit * y[-1])  # backward pass over the right pad
+    for a, zf in zip(reversed(starts), reversed(saved), strict=True):
+        y, _ = sps.sosfilt(sos, rows(a, min(a + block, n)), axis=0, zi=zf)
+        y, zb = sps.sosfilt(sos, y[::-1], axis=0, zi=zb)
+        yield a, y[::-1]
 
 
 def derivative(x: np.ndarray, t: np.ndarray, order: int = 1) -> np.ndarray:

@@ -1,16 +1,36 @@
-"""Betaflight / Cleanflight / INAV blackbox logs (`.bbl`, `.bfl`) through orangebox, the
-Python port of the community's blackbox decoder (FORMATS.md).
+"""Betaflight / Cleanflight / INAV blackbox logs (`.bbl`, `.bfl`; INAV's `LOG00001.TXT` is found by
+its header) through orangebox, the Python port of the community's blackbox decoder (FORMATS.md).
 
 Axes: Cleanflight and Betaflight align the accelerometer (and gyro) X forward, Y left, Z up
 (betaflight src/main/flight/imu.c), i.e. FLU; the fixtures confirm it (accSmooth ≈ +1 g on z,
 angular accelerations follow the motor differentials of Betaflight's quad-X order with FLU
-signs, tests/test_io_blackbox.py). INAV documents another convention (X forward, Y right,
-Z up, same file) that no fixture lets rotorid confirm, so INAV logs are refused rather than
-read with a guessed sign. So:
+signs, tests/test_io_blackbox.py). So:
 `gyroADC` · gyro_scale is deg/s (Cleanflight-family scale; blackbox-log-viewer converts the
 same way) -> rad/s; `accSmooth` / acc_1G is g -> m/s²; `motor[i]` over the header's
 `motorOutput` min..max -> 0…1; `eRPM[i]` (electrical rpm/100, bidirectional DShot) -> rotor
 rad/s with `motor_poles`; `time` µs -> s since the flight controller started.
+
+INAV (header `Firmware revision:INAV …`, `Firmware type:Cleanflight`) writes the same
+self-describing format and is read with the same conversions; its sources (iNavFlight/inav):
+- src/main/blackbox/blackbox.c writes the header ("H Data version:2", field definitions with the
+  Cleanflight predictors and encodings) and, in loadMainState, `gyroADC[i] = lrintf(
+  gyro.gyroADCf[i])` (deg/s, `gyro_scale` 0x3f800000 = 1.0), `accSmooth[i] = acc.accADCf[i] *
+  acc_1G` (g · acc_1G), `attitude[] = attitude.values.roll, pitch, yaw` (decidegrees), `motor[i]`
+  with `motorOutput` = idle throttle, max throttle; no eRPM in the main frames.
+- src/main/flight/pid.c closes the rate loop on `gyro.gyroADCf[axis]` (error = target - gyro),
+  and src/main/flight/mixer.c mixes `roll·mix.roll + pitch·mix.pitch - yawMultiplier·yaw·
+  mix.yaw` with the Cleanflight quad-X table (`mmix` 1 rear right: roll -1, pitch +1, yaw -1;
+  the INAV presets and user dumps carry the same rows). For the quad to fly, a positive gyro
+  roll must be a right roll, pitch nose down, yaw counter-clockwise: X forward, Y left, Z up,
+  as Betaflight (same mixer, same yaw sign). The accelerometer shares the frame: imu.c's
+  Mahony filter fuses `gyroADCf` and `accADCf` in one body frame.
+- The "X North/Forward, Y East/Right, Z Up" comment at the top of src/main/flight/imu.c names
+  INAV's navigation (earth) frame NEU, not the body axes the sensors are logged in.
+Because no INAV log was at hand to confirm this on data, every INAV log is checked when read,
+without estimation (`_check_inav_signs`): the body rates implied by the logged attitude
+(imu.c imuUpdateEulerAngles: roll = atan2(R21, R22), pitch = asin(-R20) positive nose down,
+yaw = heading clockwise) must correlate positively with the gyro on every axis that moved, and
+the specific force must point up the body z axis; a disagreement refuses the log.
 
 Each log section of a file (one per arming with several flights on one card) is one Flight
 (more if logging paused inside it). P frames before the first I frame of a section cannot be
@@ -34,11 +54,21 @@ from rotorid.errors import LogFormatError, quote
 from rotorid.flight import Flight, Series, align
 from rotorid.io import dropouts, guard, register
 
-MAGIC = b"H Product:Blackbox"
+MAGIC = b"H Product:Blackb"  # "H Product:Blackbox…" cut to the 16 bytes io.detect compares
 RATE_HINT = (
     "log it faster: in the Betaflight CLI `set blackbox_sample_rate = 1/1` (Betaflight 3.x-4.0: "
     "`set blackbox_p_ratio = 32`) so gyro and motors are logged at the PID loop rate, and for rotor speed "
     "`set dshot_bidir = ON` with `motor_poles` set to the motors' magnet count"
+)
+#: The INAV sign check compares mean gyro rates with attitude rates over intervals this long:
+#: the logged attitude's 0.1° steps are 5 deg/s of rate over 20 ms, far below flight rates.
+ATTITUDE_STEP = 0.02
+#: A correlation beyond this many standard errors of zero (1/sqrt(n - 3)) has a sign; within it
+#: the axis did not move enough to tell.
+SIGN_SIGMAS = 3.0
+INAV_RATE_HINT = (
+    "log it faster: in the INAV CLI `set blackbox_rate_num = 1` and `set blackbox_rate_denom = 1` so gyro and "
+    "motors are logged every loop"
 )
 _HEADER_FACTS = (
     "Firmware type",
@@ -149,13 +179,6 @@ def _flight(
 ) -> tuple[dict[str, Series], dict[str, Any]]:
     notes: list[str] = []
     units: dict[str, str] = {}
-    firmware = f"{headers.get('Firmware type', '')} {headers.get('Firmware revision', '')}"
-    if "inav" in firmware.lower():
-        raise LogFormatError(
-            f"{path}: an INAV log ({quote(firmware.strip())}): INAV's body axes (X forward, Y right, Z up) differ "
-            "from Betaflight's and no INAV log has confirmed how its blackbox signs them, so rotorid does not "
-            "read INAV yet; convert the log to CSV with FLU axes (FORMATS.md) after checking the signs"
-        )
     if "time" not in names:
         raise LogFormatError(f"{path}: log {index} has no 'time' field")
     t = _columns(rows, names, ["time"])[:, 0] * 1e-6
@@ -200,11 +223,93 @@ def _flight(
         if not ok.all():
             notes.append(f"log {index}: {ch}: dropped {int((~ok).sum())} frames with non-numeric values")
             series[ch] = Series(s.t[ok], s.values[ok])
+    if _is_inav(headers) and "gyro" in series:
+        att_f = [f"attitude[{i}]" for i in range(3)]
+        attitude = Series(t, col(att_f)) if all(f in names for f in att_f) else None
+        notes.append(_check_inav_signs(path, index, series["gyro"], series.get("acc"), attitude))
     facts = {k: headers[k] for k in _HEADER_FACTS if k in headers}
     if "gyro_scale" in headers:
         facts["gyro_scale"] = _float_bits(headers, "gyro_scale", path)
     meta = {"log_index": index, "header": facts, "units": units, "notes": notes}
     return series, meta
+
+
+def _is_inav(headers: dict[str, Any]) -> bool:
+    return str(headers.get("Firmware revision", "")).strip().upper().startswith("INAV")
+
+
+def _attitude_rates(t: np.ndarray, attitude_decideg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Body rates (FLU, rad/s) over consecutive ATTITUDE_STEP intervals implied by INAV's
+    logged Euler angles, and the intervals' (start, end) indices. INAV's roll φ, pitch θ (nose
+    down) and heading are the z-y-x Euler angles of body FLU in a z-up world with yaw ψ =
+    -heading, so p = φ' - ψ' sin θ, q = θ' cos φ + ψ' cos θ sin φ, r = ψ' cos θ cos φ - θ' sin φ
+    at the interval midpoints. Intervals steeper than ±60° pitch are left out (roll and heading
+    turn ill-defined towards ±90°)."""
+    step = max(1, round(ATTITUDE_STEP / max(float(np.median(np.diff(t))), 1e-9)))
+    idx = np.arange(0, len(t), step)
+    a, b = idx[:-1], idx[1:]
+    ang = np.unwrap(np.radians(attitude_decideg[idx] / 10.0) * [1.0, 1.0, -1.0], axis=0)
+    rate = np.diff(ang, axis=0) / np.diff(t[idx])[:, None]
+    phi, theta = ((ang[1:, k] + ang[:-1, k]) / 2.0 for k in (0, 1))
+    p = rate[:, 0] - rate[:, 2] * np.sin(theta)
+    q = rate[:, 1] * np.cos(phi) + rate[:, 2] * np.cos(theta) * np.sin(phi)
+    r = rate[:, 2] * np.cos(theta) * np.cos(phi) - rate[:, 1] * np.sin(phi)
+    ok = np.cos(theta) > 0.5
+    return np.column_stack([p, q, r])[ok], np.column_stack([a, b])[ok]
+
+
+def _check_inav_signs(path: Path, index: int, gyro: Series, acc: Series | None, attitude: Series | None) -> str:
+    """Refuse an INAV log whose gyro disagrees in sign with the rates of its own attitude
+    (decidegrees, on the main frames' stamps), or whose specific force points down the body z
+    axis (the module docstring says why these signs); returns the note recording what was
+    verified. An axis that did not move enough to tell (|correlation| within SIGN_SIGMAS
+    standard errors of zero) is left unverified, with a warning; a log without `attitude[]` is
+    read with a warning that names the setting."""
+    where = f"{path}: log {index} (INAV)"
+    if acc is not None and np.median(acc.values[:, 2]) <= 0.0:
+        raise LogFormatError(
+            f"{where}: accSmooth[2] reads {np.median(acc.values[:, 2]) / frames.GRAVITY:.2f} g over the log, but a "
+            "multirotor's thrust points up the body z axis; the accelerometer is aligned differently — check "
+            "align_acc / align_board_* and convert the log to CSV with FLU axes (FORMATS.md)"
+        )
+    if attitude is None:
+        warnings.warn(
+            f"{where}: no attitude[] logged, so the gyro signs were not checked against INAV's attitude; "
+            "enable it with `blackbox ATTI` in the INAV CLI",
+            stacklevel=5,
+        )
+        return f"log {index}: INAV gyro signs not checked (no attitude[] in the log)"
+    att = attitude.values[np.searchsorted(attitude.t, gyro.t)]  # gyro kept a subset of the frames
+    ok = np.all(np.isfinite(att), axis=1)
+    t, w = gyro.t[ok], gyro.values[ok]
+    rates, iv = _attitude_rates(t, att[ok]) if ok.sum() > 2 else (np.zeros((0, 3)), np.zeros((0, 2), int))
+    cum = np.concatenate([np.zeros((1, 3)), np.cumsum((w[1:] + w[:-1]) / 2 * np.diff(t)[:, None], 0)])
+    mean_gyro = (cum[iv[:, 1]] - cum[iv[:, 0]]) / (t[iv[:, 1]] - t[iv[:, 0]])[:, None]
+    n = len(rates)
+    bound = SIGN_SIGMAS / np.sqrt(max(n - 3, 1))
+    corr = [_corr(mean_gyro[:, k], rates[:, k]) for k in range(3)]
+    for axis, r in zip("xyz", corr, strict=True):
+        if r < -bound:
+            raise LogFormatError(
+                f"{where}: gyro {axis} disagrees in sign with the rate of the logged attitude (correlation {r:.2f} "
+                f"over {n} intervals of {ATTITUDE_STEP:g} s): its axes are not the X forward, Y left, Z up that INAV's "
+                "rate loop and mixer imply, so rotorid does not guess — convert it to CSV with FLU axes (FORMATS.md)"
+            )
+    unsure = [axis for axis, r in zip("xyz", corr, strict=True) if not r > bound]
+    if unsure:
+        warnings.warn(
+            f"{where}: gyro {', '.join(unsure)} moved too little to check its sign against the logged attitude",
+            stacklevel=5,
+        )
+    shown = ", ".join(f"{a} {r:.2f}" for a, r in zip("xyz", corr, strict=True))
+    return f"log {index}: INAV gyro signs checked against attitude[] (correlation {shown}; over {n} intervals)"
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson correlation, 0 where either side is constant or there are under 3 pairs."""
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])
 
 
 def _motor_range(headers: dict[str, Any], path: Path) -> tuple[float, float]:
@@ -264,7 +369,7 @@ def read(
             "format": "blackbox",
             "topics": {ch: "main frames" for ch in series},
             "rates": {ch: s.rate for ch, s in series.items()},
-            "rate_hint": RATE_HINT,
+            "rate_hint": INAV_RATE_HINT if _is_inav(headers) else RATE_HINT,
         }
         meta["notes"] += skipped
         flight, _ = align(series, rate=rate or max(s.rate for s in series.values()), meta=meta)

@@ -54,7 +54,7 @@ from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
 from rotorid.methods.regression import Fit, ols, r2, r2_from_sse, tls
 from rotorid.result import Result, build_result
-from rotorid.signal import butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
+from rotorid.signal import CHUNK, butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
 INERTIA_PARAMS = ("direct", "reciprocal", "tls")
@@ -344,7 +344,24 @@ class ThrustProblem:
         return ols(self.design_states(s), self.b, what="thrust curve (eq. 17-21)"), s
 
     def sse(self, tm: tuple[float, float]) -> float:
-        return self.fit(tm)[0].sse
+        """Residual sum of squares of `fit(tm)`, for the T_m search that evaluates it tens of
+        times: [A | b] is reduced by QR `CHUNK` rows at a time (the SSE is the last diagonal
+        element of R squared), so an evaluation allocates the rotor states and nothing else
+        of the flight's length (the fit's dozen (N, ...) temporaries were freshly mapped,
+        page-faulted memory: a third of the CPU time on an hour at 1 kHz went to the kernel)."""
+        r = np.zeros((0, len(self.names()) + 1))
+        excited = np.zeros(len(self.names()), dtype=bool)
+        start = 0
+        for w in self.states(tm):
+            for i in range(0, len(w), CHUNK):
+                a = self.design_states([w[i : i + CHUNK]])
+                excited |= np.any(a != 0, axis=0)
+                b = self.b[start : start + len(a)]
+                start += len(a)
+                r = np.linalg.qr(np.vstack([r, np.column_stack([a, b])]), mode="r")
+        if not excited.all():  # ols names the columns that are not excited
+            return self.fit(tm)[0].sse
+        return float(r[-1, -1] ** 2)
 
     def coeffs(self, x: np.ndarray) -> np.ndarray:
         """Thrust coefficients as the vehicle stores them: (E,) lumped or (M, E) per motor."""

@@ -28,7 +28,7 @@ import numpy as np
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
-from rotorid.methods.regression import Fit, block_weighted_tls, compress, tls, tls_hac_cov
+from rotorid.methods.regression import Fit, block_weighted_tls, compress, one_blas_thread, tls, tls_hac_cov
 from rotorid.motion import (
     MIN_PIECE,
     WRENCH,
@@ -41,7 +41,7 @@ from rotorid.motion import (
 )
 from rotorid.motion import MIN_RATE_HZ as MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
 from rotorid.result import Estimate, Result, build_result
-from rotorid.signal import butter_filtfilt
+from rotorid.signal import block_rows, butter_sos, filtfilt_blocks
 from rotorid.vehicle import Vehicle
 
 #: Rigid-body unknowns chi of eq. (10), in the paper's order.
@@ -172,6 +172,26 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
     return dk, d, dm
 
 
+def _columns(mo: Motion, vehicle: Vehicle, a: int, b: int) -> np.ndarray:
+    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`)."""
+    part = Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b])
+    dk, d, dm = observation(part, vehicle)
+    return np.concatenate([dk.reshape(b - a, -1), d.reshape(b - a, -1), dm], axis=1)
+
+
+def _filtered_rows(mo: Motion, vehicle: Vehicle, ms: MotionSettings, sel: np.ndarray) -> np.ndarray:
+    """Rows `sel` (sorted) of the IDIM columns low-passed in parallel at `ms.parallel_cutoff`
+    (Sec. III-A): `butter_filtfilt` of the full-rate (N, 72) matrix, computed a block at a
+    time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held."""
+    n = len(mo.t)
+    sos = butter_sos(ms.fs, ms.parallel_cutoff, order=ms.order)
+    out = np.empty((len(sel), 72))
+    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b), n, block_rows(n)):
+        i, j = np.searchsorted(sel, [a, a + len(y)])
+        out[i:j] = y[sel[i:j] - a]
+    return out
+
+
 @dataclass(frozen=True)
 class Rows:
     """The filtered, decimated IDIM of one configuration: time (n,), D_k (n,6,2), D (n,6,9),
@@ -214,16 +234,12 @@ def idim_rows(
         mo = motion(p, vehicle, ms)
         if acc_bias is not None:
             mo = replace(mo, s=mo.s - acc_bias[k])
-        dk, d, dm = observation(mo, vehicle)
-        n = len(p.t)
-        cols = np.concatenate([dk.reshape(n, -1), d.reshape(n, -1), dm], axis=1)
-        cols = butter_filtfilt(cols, ms.fs, ms.parallel_cutoff, order=ms.order)
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         if len(sel) < 2:
             continue
-        cols = cols[sel]
+        cols = _filtered_rows(mo, vehicle, ms, sel)
         if settings.centred:
             fcols = np.r_[0:6, 12:39, 66:69]  # every column of the three force rows
             means[k] = cols[:, fcols].mean(axis=0)
@@ -572,6 +588,7 @@ def _settings_out(
     }
 
 
+@one_blas_thread
 def identify(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,

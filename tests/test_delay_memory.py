@@ -1,0 +1,69 @@
+"""The T_m search's residual sum of squares (`ThrustProblem.sse`, QR a block of rows at a
+time) equals the full least-squares fit's, without its (N, ...) temporaries."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from rotorid.flight import Flight
+from rotorid.methods import delay
+from rotorid.signal import CHUNK, motor_lag
+from rotorid.vehicle import Vehicle
+
+
+def _flights(n: int, uniform: bool) -> list[Flight]:
+    """A thrust flight (throttle steps through a 50 ms lag) and a shorter second one."""
+    rng = np.random.default_rng(7)
+    t = np.arange(n) * 1e-3 if uniform else np.cumsum(1e-3 * rng.uniform(0.8, 1.2, n))
+    u = np.repeat(rng.uniform(0.35, 0.85, n // 250 + 1), 250)[:n, None] + 0.02 * rng.standard_normal((n, 4))
+    w = motor_lag(u, t, 0.05)
+    acc = np.zeros((n, 3))
+    acc[:, 2] = (0.0225 - 0.0115 * w + 0.128 * w**2).sum(axis=1) / 0.027 + 0.3 * rng.standard_normal(n)
+    m = n // 3
+    return [
+        Flight(t=t, acc=acc, gyro=np.zeros((n, 3)), cmd=u),
+        Flight(t=t[:m] + t[-1] + 1.0, acc=acc[:m], gyro=np.zeros((m, 3)), cmd=u[:m]),
+    ]
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+@pytest.mark.parametrize("per_motor", [False, True])
+def test_search_sse_equals_the_fit(uniform, per_motor):
+    """Across blocks (2.4 flights' worth of CHUNK rows), flights, lumped and per-motor
+    curves, symmetric and rising/falling constants."""
+    prob = delay.ThrustProblem(_flights(2 * CHUNK + 11, uniform), Vehicle.preset("crazyflie"), (0, 1, 2), per_motor)
+    for tm in [(0.0, 0.0), (0.01, 0.01), (0.05, 0.05), (0.3, 0.3), (0.03, 0.07)]:
+        assert prob.sse(tm) == pytest.approx(prob.fit(tm)[0].sse, rel=1e-12)
+
+
+def test_search_sse_names_unexcited_columns_as_the_fit_does():
+    fl = _flights(2000, True)
+    fl = [f.replace(cmd=np.zeros_like(f.cmd)) for f in fl]
+    prob = delay.ThrustProblem(fl, Vehicle.preset("crazyflie"), (0, 1, 2), False)
+    with pytest.raises(delay.ExcitationError, match="not excited"):
+        prob.sse((0.05, 0.05))
+
+
+def test_search_sse_allocates_no_full_length_temporary():
+    """Peak traced memory of one evaluation on 400k rows: the rotor states (N, 4) and the
+    lag's time steps, nothing more of the flight's length; the full fit's is several times
+    that (design matrix, weighted copy, LAPACK copies, residuals)."""
+    prob = delay.ThrustProblem(_flights(400_000, False), Vehicle.preset("crazyflie"), (0, 1, 2), False)
+    prob.sse((0.05, 0.05))  # warm any caches
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        prob.sse((0.04, 0.04))
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        prob.fit((0.04, 0.04))
+        fit_peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    n = 400_000 + 400_000 // 3
+    assert peak < (32 + 16 + 4) * n
+    assert fit_peak > 3 * peak

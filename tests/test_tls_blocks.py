@@ -1,0 +1,116 @@
+"""The zero-phase filter a block at a time (`signal.filtfilt_blocks`) and the TLS rows built
+with it equal the one-shot filter of the whole signal, wherever the blocks are cut."""
+
+from __future__ import annotations
+
+import tracemalloc
+from dataclasses import replace
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rotorid.methods import tls
+from rotorid.motion import airborne_pieces, motion
+from rotorid.signal import butter_filtfilt, butter_sos, filtfilt_blocks
+from rotorid.sim import scenarios
+
+
+def _blocked(x: np.ndarray, sos: np.ndarray, block: int) -> np.ndarray:
+    out = np.full_like(x, np.nan)
+    seen = []
+    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), block):
+        out[a : a + len(y)] = y
+        seen.append(a)
+    assert seen == sorted(seen, reverse=True)  # from the last block to the first
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 400),
+    block=st.integers(1, 450),
+    band=st.sampled_from([15.0, 40.0, (0.5, 20.0), (3.0, 60.0)]),
+    order=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+)
+def test_blocks_equal_the_one_shot_filter(n, block, band, order, seed):
+    """Any length (shorter than the odd extension too), block size and filter: the blocks
+    reproduce sosfiltfilt's numbers, odd extension and initial states included."""
+    x = np.random.default_rng(seed).standard_normal((n, 3)).cumsum(axis=0)
+    sos = butter_sos(200.0, band, order)
+    np.testing.assert_allclose(_blocked(x, sos, block), butter_filtfilt(x, 200.0, band, order), rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def six():
+    return scenarios.run("six-config-a", seed=3, duration=8.0)
+
+
+def _one_shot_rows(flight, vehicle, st_: tls.TlsSettings) -> np.ndarray:
+    """The rows as the method built them before blocks: motion -> observation of the whole
+    piece -> `butter_filtfilt` of the (N, 72) matrix -> every d-th sample (test reference)."""
+    (p,) = airborne_pieces(flight)
+    ms = st_.motion.at(p.rate)
+    mo = motion(p, vehicle, ms)
+    dk, d, dm = tls.observation(mo, vehicle)
+    n = len(p.t)
+    cols = butter_filtfilt(np.concatenate([dk.reshape(n, -1), d.reshape(n, -1), dm], 1), ms.fs, ms.parallel_cutoff)
+    keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
+    sel = keep[np.round(p.t[keep] * ms.fs).astype(np.int64) % st_.decimation(ms) == 0]
+    return cols[sel]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(block=st.one_of(st.integers(1, 40), st.integers(41, 1700)), source=st.sampled_from(["imu", "mocap"]))
+def test_idim_rows_do_not_depend_on_the_blocks(six, block, source):
+    """Blocks of 1 row, of a prime number of rows, cutting just inside the trim or the
+    decimation grid, or longer than the flight: the same rows as the one-shot filter."""
+    st_ = tls.TlsSettings(source=source, tm=0.01)
+    ref = _one_shot_rows(six.flights["train"], six.vehicle, st_)
+    with mock.patch.object(tls, "block_rows", lambda n: block):
+        rows, _ = tls.idim_rows([six.flights["train"]], six.vehicle, st_)
+    got = np.concatenate([rows.dk.reshape(len(rows.t), -1), rows.d.reshape(len(rows.t), -1), rows.dm], 1)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+
+
+def test_idim_rows_memory_does_not_hold_the_full_rate_matrix(six):
+    """Peak traced memory of the rows of a 60 s 1 kHz piece stays far below one copy of the
+    full-rate (N, 72) matrix (N x 576 B), which the one-shot filter held several times."""
+    f = six.flights["train"].resample(1000.0)
+    reps = 8  # 64 s of flight at 1 kHz from the 8 s simulation, continuous in time
+    t = f.t[0] + np.arange(reps * len(f.t)) * 1e-3
+    tiled = {c: np.tile(getattr(f, c), (reps, 1)) for c in ("acc", "gyro", "cmd", "rotor_speed")}
+    long = replace(f, t=t, quat=None, pos=None, **tiled)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        rows, _ = tls.idim_rows([long], six.vehicle, tls.TlsSettings())
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert len(rows.t) == pytest.approx(64_000 / 33, abs=20)  # one row per 33 ms (15 Hz cut-off)
+    assert peak / len(t) < 300  # bytes per input row; the one-shot filter took ~2,900
+
+
+def test_identify_runs_blas_on_one_thread(six, monkeypatch):
+    """The TLS regressions run with BLAS on one thread (a second only spin-waits on these
+    tall, skinny matrices) and the caller's setting is restored afterwards."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> set[int]:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen, real = [], tls.essential
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tls, "essential", spy)
+    with threadpool_limits(limits=2, user_api="blas"):  # as on a 2-core machine, whatever this one has
+        tls.identify({"A": [six.flights["train"]]}, six.vehicle)
+        assert blas_threads() == {2}
+    assert seen and all(s == {1} for s in seen)
