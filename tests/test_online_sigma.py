@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from rotorid.methods.regression import andrews_lags, rls_hac_cov
+from rotorid.methods.regression import andrews_lags, newey_west_1994_lags, rls_hac_cov, rls_influence_std
 
 THETA = np.array([0.05, -0.02])
 
@@ -43,3 +43,53 @@ def test_correlated_rows_the_sandwich_tracks_the_spread() -> None:
     sd = np.std(xs, axis=0, ddof=1)
     assert np.all(sd / np.mean(s_rls, axis=0) > 1.6)
     assert sd / np.mean(s_hac, axis=0) == pytest.approx(np.ones(2), abs=0.25)
+
+
+def test_the_assumptions_enter_sigma_and_label_what_rests_on_them() -> None:
+    """kwon-payload (20 s): with the default 3 % motor spread the CoM σ is the hover shift
+    Σ ε_i r_i / n of an X quadrotor with 0.2 m arms, σ_ε sqrt(Σ r_ix²) / n = 0.03 · 0.0707 m,
+    and the CoM is labelled assumed; the mass carries the accelerometer z bias, m σ_b / g.
+    Without the assumptions the CoM σ is the flight's own few µm and nothing is assumed."""
+    from rotorid.methods import online
+    from rotorid.sim import scenarios
+
+    sc = scenarios.run("kwon-payload", seed=0, duration=20.0)
+    fl, veh = sc.flights["trajectory"], sc.vehicle
+    r = online.identify(fl, veh)
+    for name in ("com_x", "com_y"):
+        assert r.params[name].std == pytest.approx(0.03 * 0.2 * np.sqrt(4 * 0.5) / 4, rel=0.1), name
+        assert r.params[name].assumed and "motor_spread" in r.params[name].assumption
+    m = r.params["mass"]
+    assert m.std == pytest.approx(m.value * 0.2 / 9.81, rel=0.05) and "acc_bias_z_sigma" in m.assumption
+    bare = online.identify(fl, veh, online.OnlineSettings(motor_spread=0.0, acc_bias_z_sigma=0.0))
+    assert not any(e.assumed for e in bare.params.values())
+    assert bare.params["com_x"].std < 2e-5 and bare.params["mass"].std < 1e-3
+    for name, e in bare.params.items():  # same values: the assumptions only widen σ
+        assert r.params[name].value == e.value and r.params[name].std >= e.std, name
+
+
+def test_over_differenced_errors_get_their_own_bandwidth() -> None:
+    """Row errors e = white + a first difference of an AR(0.5) series, 20 times its variance (the differentiated rate
+    error in the online method's moment rows), with a constant regressor (the CoM columns' ≈
+    constant thrust): the long-run variance is the white part's alone. One Andrews bandwidth
+    overstates the spread of the estimate ~2x; `rls_influence_std` with the Newey-West 1994
+    bandwidth per parameter is within 25 %, and picks a window far wider than Andrews'."""
+    rng = np.random.default_rng(2)
+    n, xs, s_and, s_inf, lags = 3000, [], [], [], []
+    for _ in range(60):
+        h = np.stack([np.ones(n), np.sin(0.01 * np.arange(n)) + 0.2 * rng.standard_normal(n)], -1)[:, None, :]
+        u = lfilter([1.0], [1.0, -0.5], rng.standard_normal(n + 1))
+        e = 0.05 * rng.standard_normal(n) + 0.2 * np.diff(u)
+        y = h[:, 0] @ THETA + e
+        r = np.full((n, 1), 1.0)
+        bread = np.linalg.inv(np.einsum("tkp,tkq->pq", h, h))
+        x = bread @ np.einsum("tkp,tk->p", h, y[:, None])
+        res = (y - h[:, 0] @ x)[:, None]
+        xs.append(x)
+        s_and.append(np.sqrt(np.diag(rls_hac_cov(bread, h, res, r))))
+        s_inf.append(rls_influence_std(bread, h, res, r))
+        lags.append(newey_west_1994_lags((np.einsum("tkp,tk->tp", h, res) @ bread)[:, 0]))
+    sd = np.std(xs, axis=0, ddof=1)
+    assert sd[0] / np.mean(s_and, axis=0)[0] < 0.6
+    assert sd[0] / np.mean(s_inf, axis=0)[0] == pytest.approx(1.0, abs=0.25)
+    assert np.median(lags) > 5 * andrews_lags(np.einsum("tkp,tk->tp", h, res))

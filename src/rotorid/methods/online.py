@@ -60,12 +60,20 @@ from rotorid.errors import ExcitationError, MissingChannelError, RotoridError, V
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
-from rotorid.methods.regression import rls_hac_cov
+from rotorid.methods.regression import rls_hac_cov, rls_influence_std
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
 #: Lowest original logging rate of IMU and rotor channels (Kwon et al. ran the estimator at 100 Hz).
 MIN_RATE_HZ = 50.0
+#: Default `OnlineSettings.motor_spread`: the relative 1σ spread of the rotors' thrust gains about
+#: their mean, the value the tls method assumes (measured on the real Crazyflie log15: the
+#: per-motor mean u² projected on the yaw pattern, which no CoM offset can produce, is 3.3 % of
+#: the mean).
+MOTOR_SPREAD = 0.03
+#: Default `OnlineSettings.acc_bias_z_sigma` (m/s²): an uncalibrated MEMS accelerometer's zero-g
+#: offset, ±20 mg typ. (Bosch BMI088 data sheet, Table 2), as the delay method's `acc_bias_z`.
+ACC_BIAS_Z_SIGMA = 0.2
 
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
@@ -74,8 +82,8 @@ _ROWS = (0, 5, 10, 15, 20)
 
 @dataclass(frozen=True)
 class OnlineSettings:
-    """Estimator settings. Defaults are Kwon et al. Table 6 converted to SI; the weights the
-    paper does not list (w_meas, w_rls, w_rls2, enable_tau) are chosen here, and three choices
+    """Estimator settings. Defaults are Kwon et al. Table 6 converted to SI; the noise levels the
+    paper does not list (gyro_nd, moment_nd, force_nd, enable_tau) are chosen here, and three choices
     depart from a literal reading of Alg. 1–5 because the literal form locks the MOI at the
     errors-in-variables bias on the kwon-payload scenario (`OnlineSettings.literal()` restores
     it for comparison): `q_omega` > 0, `eiv` = True and the MOI variance in eq. 29 scaled by
@@ -85,22 +93,42 @@ class OnlineSettings:
       "rls-lpf" (raw gyro, H1/H2/M/F through the first-order LPF of eq. 36–39).
     - `j_min` (kg m², Table 6: 1 g m²): lower bound of the MOI in eq. 28–29.
     - `omega0`, `omega_var0` (rad/s, (rad/s)²): KF initial rate and variance (0, 0.010²).
-    - `c` (rad/s): KF residual constraint (Alg. 2), 0.010.
-    - `w_meas` (s/rad): KF measurement weight, R = w_meas² I (measurement std 1/w_meas).
+    - `gyro_nd` (rad/s/√Hz): the KF's measurement noise density; a step of dt seconds has
+      R = gyro_nd²/dt (the variance of a white noise of that density averaged over dt), so the
+      KF weighs the gyro the same per second at any step rate. 1e-3 gives the 0.010 rad/s
+      per step of the 100 Hz design (about 10× Kwon Table 1's sensor density: the KF trusts
+      its model more than the gyro, which keeps the differentiated noise out of α̂).
+    - `c_sigma`: KF residual constraint of Alg. 2 in measurement σ per step (c = c_sigma
+      gyro_nd/√dt); 1 gives Table 6's c = 0.010 rad/s at 100 Hz.
     - `q_omega` ((rad/s)² per s): process-noise floor of the KF added to eq. 29 (0 = paper);
       it keeps the KF gain from collapsing onto a still-wrong MOI model.
     - `n_sigma`: correction law threshold |ω̂_k| >= n_sigma σ_k (Alg. 4 and 6; paper 1).
-    - `eiv`: RLS row k weighted by 1/(1/w_rls² + (Ĵ_k² + Σ_J,kk) var(α̂_k)), var(α̂_k) the
+    - `eiv`: RLS row k weighted by 1/(r_M + (Ĵ_k² + Σ_J,kk) var(α̂_k)), var(α̂_k) the
       variance the KF measurement update adds to α̂_k (errors-in-variables; paper: False).
     - `j0`, `com0` (kg m², m): initial θ1 (1 g m², 0 mm); `theta1_var0` its variances
       ((1000 g m²)², (100 mm)²).
-    - `w_rls` (1/(N m)): RLS weight, R_RLS = w_rls² I (moment std 1/w_rls).
+    - `moment_nd` (N m/√Hz): moment noise density of the RLS rows, r_M = moment_nd²/dt per
+      step (1e-3: 0.01 N m per 100 Hz step).
     - `mass0` (kg), `imu_z0` (m, relative to the CoM): initial θ2 (100 g, 0 mm);
       `theta2_var0`: variances of m and m·z ((500 g)², (0.1 kg m)²).
-    - `w_rls2` (1/N): RLS2 weight (force std 1/w_rls2).
-    - `lpf_alpha`: α_RLS of eq. 36–39 (0.2 per sample), used by "rls-lpf" only.
+    - `force_nd` (N/√Hz): force noise density of the RLS2 rows, force_nd²/dt per step (1e-2:
+      0.1 N per 100 Hz step).
+    - `lpf_tau` (s): time constant of the first-order LPF of eq. 36–39, used by "rls-lpf" only;
+      the paper's α_RLS = 0.2 per sample at 100 Hz is τ = -0.01 s / ln(1 - 0.2) = 44.8 ms, and
+      a step of dt uses α = 1 - exp(-dt/τ).
     - `rate_hz` (Hz): the estimator's rate (the paper's 100 Hz, Sec. IV-A); faster input is
-      averaged in blocks of 1/rate_hz before the KF (None: every sample is a step).
+      averaged in blocks on a fixed grid of 1/rate_hz (a 250 Hz log alternates blocks of 3 and 2
+      samples, 100 steps per second) before the KF (None: every sample is a step).
+    - `motor_spread`: assumed relative 1σ spread of the rotors' thrust gains about their mean
+      (eq. 1–5 take one C_T for all rotors; default `MOTOR_SPREAD`). A rotor stronger by ε_i
+      adds the moment ε_i f_i (r_i - c) x z, which in hover no flight separates from a CoM
+      shift Δc = Σ ε_i r_i / n (4 µm scatter against 2 mm at 3 % on kwon-payload). Its effect
+      enters σ of θ1 as σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂θ1/∂ε_i of the final fit at the hover
+      thrust (the common mode is C_T's own error, the user's input); a parameter whose variance
+      is mostly this term is labelled assumed. 0 turns it off.
+    - `acc_bias_z_sigma` (m/s²): assumed σ of the accelerometer's z bias b (default
+      `ACC_BIAS_Z_SIGMA`): m = F/a in eq. 19 moves by about -m b/g, which nothing in the flight
+      separates from the mass; it enters σ of mass and imu_z likewise. 0 turns it off.
     - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
       `enable_tau` (s): that LPF's time constant.
     """
@@ -109,23 +137,25 @@ class OnlineSettings:
     j_min: tuple[float, float, float] = (1e-3, 1e-3, 1e-3)
     omega0: tuple[float, float, float] = (0.0, 0.0, 0.0)
     omega_var0: float = 0.010**2
-    c: float = 0.010
-    w_meas: float = 100.0
+    c_sigma: float = 1.0
+    gyro_nd: float = 1e-3
     q_omega: float = 1e-4
     n_sigma: float = 1.0
     eiv: bool = True
     j0: tuple[float, float, float] = (1e-3, 1e-3, 1e-3)
     com0: tuple[float, float] = (0.0, 0.0)
     theta1_var0: tuple[float, float, float, float, float] = (1.0, 1.0, 1.0, 0.01, 0.01)
-    w_rls: float = 100.0
+    moment_nd: float = 1e-3
     mass0: float = 0.1
     imu_z0: float = 0.0
     theta2_var0: tuple[float, float] = (0.25, 0.01)
-    w_rls2: float = 10.0
-    lpf_alpha: float = 0.2
+    force_nd: float = 1e-2
+    lpf_tau: float = -0.01 / math.log(1.0 - 0.2)
     a_z_allow: float = 0.1
     enable_tau: float = 0.05
     rate_hz: float | None = 100.0
+    motor_spread: float = MOTOR_SPREAD
+    acc_bias_z_sigma: float = ACC_BIAS_Z_SIGMA
 
     @staticmethod
     def literal(**changes: Any) -> OnlineSettings:
@@ -136,14 +166,17 @@ class OnlineSettings:
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise RotoridError(f"unknown online variant '{self.variant}'; choose {', '.join(VARIANTS)}")
-        for name in ("omega_var0", "c", "w_meas", "w_rls", "w_rls2", "a_z_allow", "enable_tau"):
+        for name in ("omega_var0", "c_sigma", "gyro_nd", "moment_nd", "force_nd", "lpf_tau", "a_z_allow", "enable_tau"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise RotoridError(f"online setting {name} must be a positive number, got {v!r}")
         if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
             raise RotoridError(f"online setting rate_hz must be a positive rate in Hz or None, got {self.rate_hz!r}")
-        if not 0.0 < self.lpf_alpha <= 1.0:
-            raise RotoridError(f"online setting lpf_alpha must lie in (0, 1], got {self.lpf_alpha!r}")
+        if not (0.0 <= self.motor_spread < 1.0 and self.acc_bias_z_sigma >= 0.0):
+            raise RotoridError(
+                f"online settings motor_spread {self.motor_spread!r} must lie in [0, 1) and "
+                f"acc_bias_z_sigma {self.acc_bias_z_sigma!r} be >= 0"
+            )
         if self.q_omega < 0 or min(self.j_min) <= 0 or min(self.theta1_var0) <= 0 or min(self.theta2_var0) <= 0:
             raise RotoridError("online settings q_omega >= 0, j_min > 0 and initial variances > 0 are required")
 
@@ -216,8 +249,8 @@ class OnlineEstimator:
         self._source: str | None = None
         self._t: float | None = None  # time of the last estimator step (block)
         self._t_raw: float | None = None  # time of the last sample
-        self._period = None if s.rate_hz is None else (1.0 - 1e-3) / s.rate_hz
-        self._t_emit: float | None = None
+        self._period = None if s.rate_hz is None else 1.0 / s.rate_hz
+        self._t_emit: float | None = None  # end of the current block on the grid of _period
         self._blk: list | None = None  # [count, sum t, sums of gyro, acc, F, M]
         # KF state (Alg. 1-2)
         self.w = list(s.omega0)
@@ -241,7 +274,8 @@ class OnlineEstimator:
         self._chi2 = [0.0, 0]
         self._h1f: list[float] | None = None  # LPF state (rls-lpf): H1 (15), M (3), H2 (6), F (3)
         self._state: OnlineState | None = None  # cache of `state`, cleared by every step
-        self._rows: list | None = None  # RLS rows (H1, y1, R1, H2, y2) per step, recorded by `run`
+        self._rows: list | None = None  # RLS rows (H1, y1, R1, H2, y2, R2, moved, Ĵ) per step, recorded by `run`
+        self._moved: tuple = ()  # the H1 entries the correction law zeroed this step and the Ĵ they moved with
 
     # -- rotor model -----------------------------------------------------------------------
     def _motor_state(self, t: float, cmd: Sequence[float] | None, rs: Sequence[float] | None) -> list[float]:
@@ -316,8 +350,9 @@ class OnlineEstimator:
     def _push(self, t: float, g: list[float], a: list[float], q: list[float] | None, F: list[float], M: list[float]):
         """Average samples over blocks of 1/rate_hz and run one estimator step per block."""
         self._t_raw = t
-        if self._period is None or self._t_emit is None:
-            self._t_emit = t
+        per = self._period
+        if per is None or self._t_emit is None:
+            self._t_emit = None if per is None else t + per
             self._step(t, g, a, q, F, M)
             return
         b = self._blk
@@ -327,11 +362,11 @@ class OnlineEstimator:
         b[1] += t
         b[2] = [x + v for x, v in zip(b[2], (*g, *a, *F, *M), strict=True)]
         self._blk = b
-        if t - self._t_emit >= self._period:
+        if t >= self._t_emit - 1e-6 * per:  # the sample reaches the block's end on the grid
             n = b[0]
             m = [x / n for x in b[2]]
             self._blk = None
-            self._t_emit = t
+            self._t_emit += per * (1 + math.floor((t - self._t_emit) / per + 1e-6))
             self._step(b[1] / n, m[0:3], m[3:6], q, m[6:9], m[9:12])
 
     @property
@@ -401,18 +436,19 @@ class OnlineEstimator:
         om = (0.5 * (w0[0] + w1[0]), 0.5 * (w0[1] + w1[1]), 0.5 * (w0[2] + w1[2]))
         h1, y1, h2, y2 = self._regressors(om, al, act, Fm, Mm, am)
         if self._lpf:
-            h1, y1, h2, y2 = self._lowpass(h1, y1, h2, y2)
+            h1, y1, h2, y2 = self._lowpass(dt, h1, y1, h2, y2)
         s = self.settings
-        rv = 1.0 / (s.w_rls * s.w_rls)  # moment variance of R_RLS
+        rv = s.moment_nd * s.moment_nd / dt  # moment variance of R_RLS per step
         if s.eiv and va is not None:
             th, S = self.th1, self.s1
             r1 = [rv + (th[k] * th[k] + S[6 * k]) * va[k] if act[k] else rv for k in range(3)]
         else:
             r1 = [rv, rv, rv]
         self._rls1(h1, y1, r1)
-        self._rls2(h2, y2, s.w_rls2 * s.w_rls2)
+        r2 = s.force_nd * s.force_nd / dt
+        self._rls2(h2, y2, r2)
         if self._rows is not None:
-            self._rows.append((h1, y1, r1, h2, y2))
+            self._rows.append((h1, y1, r1, h2, y2, r2, *self._moved))
 
     def _check_enable(self, t: float, dt: float, acc: list[float], q: list[float] | None) -> None:
         """Enable condition: LPF'd gravity-rejected vertical acceleration (Sec. III, Fig. 3)."""
@@ -448,7 +484,8 @@ class OnlineEstimator:
         p_, q_, r_ = w0 = self.w
         gyro_t = ((J[2] - J[1]) * q_ * r_, (J[0] - J[2]) * p_ * r_, (J[1] - J[0]) * p_ * q_)
         w1, pnew, va, act = [], [], [], []
-        R, c, qdt, dt2, ns = s.w_meas * s.w_meas, s.c, s.q_omega * dt, dt * dt, s.n_sigma
+        R, c = dt / (s.gyro_nd * s.gyro_nd), s.c_sigma * s.gyro_nd / math.sqrt(dt)  # weight 1/R_meas; Alg. 2's c
+        qdt, dt2, ns = s.q_omega * dt, dt * dt, s.n_sigma
         chi = self._chi1
         sc1 = dt2 * (chi[0] / chi[1] if chi[1] > 10 else 1.0)
         for wk, pk, uk, gt, jk, sjj, gk in zip(w0, self.p, u, gyro_t, J, self.s1[0:13:6], g, strict=True):
@@ -485,11 +522,15 @@ class OnlineEstimator:
         ]
         y1 = [Mm[0] + self._com_z * Fm[1], Mm[1] - self._com_z * Fm[0], Mm[2]]
         th = self.th1
+        moved = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]  # the zeroed entries
         for k in range(3):
             if not act[k]:
                 for row, yr in zip(h1, range(3), strict=True):
                     y1[yr] -= row[k] * th[k]
+                    moved[yr][k] = row[k]
                     row[k] = 0.0
+        if self._rows is not None:
+            self._moved = (moved, th[:3])
         x = self._imu_xy[0] - th[3]
         y = self._imu_xy[1] - th[4]
         A = (
@@ -510,14 +551,15 @@ class OnlineEstimator:
         return h1, y1, h2, list(Fm)
 
     def _lowpass(
-        self, h1: list[list[float]], y1: list[float], h2: list[list[float]], y2: list[float]
+        self, dt: float, h1: list[list[float]], y1: list[float], h2: list[list[float]], y2: list[float]
     ) -> tuple[list[list[float]], list[float], list[list[float]], list[float]]:
-        """The rls-lpf variant (eq. 36-39): first-order low-pass of every regressor and output."""
+        """The rls-lpf variant (eq. 36-39): first-order low-pass (time constant `lpf_tau`) of
+        every regressor and output."""
         flat = [v for row in h1 for v in row] + y1 + [v for row in h2 for v in row] + y2
         if self._h1f is None:
             self._h1f = flat
         else:
-            af = self.settings.lpf_alpha
+            af = -math.expm1(-dt / self.settings.lpf_tau)
             self._h1f = [fo + af * (fn - fo) for fo, fn in zip(self._h1f, flat, strict=True)]
         f = self._h1f
         return [f[0:5], f[5:10], f[10:15]], f[15:18], [f[18:20], f[20:22], f[22:24]], f[24:27]
@@ -544,14 +586,14 @@ class OnlineEstimator:
             self._chi1[0] += e * f
             self._chi1[1] += 1
 
-    def _rls2(self, H: list[list[float]], y: list[float], wr: float) -> None:
-        """Alg. 7 (2 parameters), row by row."""
+    def _rls2(self, H: list[list[float]], y: list[float], rv: float) -> None:
+        """Alg. 7 (2 parameters), row by row; `rv` the row variance."""
         th = self.th2
         s00, s01, s11 = self.s2
         for (h0, h1), yi in zip(H, y, strict=True):
             g0 = s00 * h0 + s01 * h1
             g1 = s01 * h0 + s11 * h1
-            den = h0 * g0 + h1 * g1 + 1.0 / wr
+            den = h0 * g0 + h1 * g1 + rv
             e = yi - h0 * th[0] - h1 * th[1]
             th[0] += g0 * e / den
             th[1] += g1 * e / den
@@ -628,34 +670,97 @@ def _imu_z(m, mz, s00, s01, s11, scale):
     return z, np.sqrt(np.maximum(var, 0.0))
 
 
-def _final_std(est: OnlineEstimator) -> tuple[list[float], float, float, dict[str, bool]]:
-    """Final σ of θ1, mass and imu_z: the HAC sandwich (`regression.rls_hac_cov`) of the RLS and
-    RLS2 over the rows they processed, with the estimators' own covariances as the bread. The RLS
-    covariance alone assumes independent rows of the stated variance; here the rows share the
-    KF-filtered rate α̂ (its error is correlated over the KF's memory) and the moment rows carry
-    model error, so it is too small for J_zz and too large for the CoM (Kwon et al. eq. 10 and
-    Alg. 5 give the estimator, not its sampling distribution). Also which parameters the flight
-    informed: the information sum h^2 / r of its column exceeds that of its initial variance."""
+def _final_theta1(est: OnlineEstimator, h1: np.ndarray, y1: np.ndarray, r1: np.ndarray, bread: np.ndarray):
+    """θ1 and the rows' outputs with every moved term (Alg. 4 as changed here: an inactive MOI
+    column's term Ĵ_k h_k moves to the output) evaluated at the final MOI instead of the running
+    Ĵ_k of its step. Early in a flight the running value is the initial guess (1 g m² against
+    50 g m² here), so the rows before an axis activates carry (J_k - Ĵ_k) h_k, a systematic error
+    the CoM columns (regressor ≈ the constant thrust) absorb: −1.9/−1.5 µm on kwon-payload, the
+    same in every seed, and gone with j0 at the truth. The RLS solves its normal equations
+    exactly, θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r), so new outputs y + Δy give θ + bread Σ hᵀ Δy / r;
+    three passes settle the fixed point (the MOI moves by < 1 % of its σ after the first)."""
+    rows = est._rows
+    hm = np.array([r[6] for r in rows], dtype=float)  # (T, 3 rows, 3 MOI columns)
+    jt = np.array([r[7] for r in rows], dtype=float)  # (T, 3) running Ĵ they moved with
+    th = np.array(est.th1)
+    y = y1
+    for _ in range(3):
+        dy = np.einsum("tjk,tk->tj", hm, jt - th[:3])
+        th = np.array(est.th1) + bread @ np.einsum("tjp,tj->p", h1, dy / r1)
+        y = y1 + dy
+    return th, y
+
+
+def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, float]], dict[str, bool]]:
+    """Final θ1 (`_final_theta1`) and σ of θ1, mass and imu_z, from the rows the RLS and RLS2
+    processed with the estimators' own covariances as the bread. The RLS covariance alone assumes
+    independent rows of the stated variance (Kwon et al. eq. 10 and Alg. 5 give the estimator,
+    not its sampling distribution); here the rows share the KF-filtered rate and carry model
+    error. θ1: each parameter's own long-run variance (`regression.rls_influence_std`). The
+    moment residual holds J (α - α̂), and α̂ = Δω̂/dt is a first difference of the KF's rate
+    error, so its spectral density at frequency 0 vanishes; the CoM columns (regressor ≈ the
+    constant thrust) pass it to their scores unchanged: lag-1 autocorrelation about -0.4 and
+    1 + 2 Σ ρ_l ≈ 0 on kwon-payload. One Andrews bandwidth for all (≈ 20 steps, from the MOI
+    scores) kept the Bartlett-weighted negative lags from cancelling, and the CoM σ came out
+    2.5-3x the scatter; per parameter, the Newey-West (1994) bandwidth widens to what each
+    series needs. RLS2 (mass, m z): the HAC sandwich `regression.rls_hac_cov` (its scores are
+    not differenced). Also which parameters the flight informed: the information sum h^2 / r
+    of its column exceeds that of its initial variance."""
     s = est.settings
     rows = est._rows or []
     if not rows:
-        return [float("nan")] * 5, float("nan"), float("nan"), dict.fromkeys([*THETA1, "mass", "imu_z"], False)
-    h1, y1, r1, h2, y2 = (np.array([r[i] for r in rows], dtype=float) for i in range(5))
-    th1, th2 = np.array(est.th1), np.array(est.th2)
+        st, nan = est.state, float("nan")
+        values = [*st.theta1, st.mass, st.imu_z]
+        return {k: (v, nan, 0.0) for k, v in zip([*THETA1, "mass", "imu_z"], values, strict=True)}, dict.fromkeys(
+            [*THETA1, "mass", "imu_z"], False
+        )
+    h1, y1, r1, h2, y2, r2 = (np.array([r[i] for r in rows], dtype=float) for i in range(6))
+    th2 = np.array(est.th2)
     bread1 = np.array(est.s1).reshape(5, 5)
+    th1, y1 = _final_theta1(est, h1, y1, r1, bread1)
     s00, s01, s11 = est.s2
     bread2 = np.array([[s00, s01], [s01, s11]])
-    cov1 = rls_hac_cov(bread1, h1, y1 - h1 @ th1, r1)
-    r2 = np.full(y2.shape, 1.0 / (s.w_rls2 * s.w_rls2))
+    std1 = rls_influence_std(bread1, h1, y1 - h1 @ th1, r1)
+    r2 = np.repeat(r2[:, None], y2.shape[1], axis=1)
     cov2 = rls_hac_cov(bread2, h2, y2 - h2 @ th2, r2)
     info1 = np.einsum("tkp,tk->p", h1**2, 1.0 / r1)
     info2 = np.einsum("tkp,tk->p", h2**2, 1.0 / r2)
     informed = {name: bool(info1[i] * s.theta1_var0[i] > 1.0) for i, name in enumerate(THETA1)}
     informed["mass"] = bool(info2[0] * s.theta2_var0[0] > 1.0)
     informed["imu_z"] = bool(info2[1] * s.theta2_var0[1] > 1.0)
+    var1, cov2b = _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2)
     _, z_std = _imu_z(th2[0], th2[1], cov2[0, 0], cov2[0, 1], cov2[1, 1], 1.0)
-    std1 = np.sqrt(np.clip(np.diag(cov1), 0.0, None))
-    return std1.tolist(), float(np.sqrt(max(cov2[0, 0], 0.0))), float(z_std), informed
+    _, z_b = _imu_z(th2[0], th2[1], cov2b[0, 0], cov2b[0, 1], cov2b[1, 1], 1.0)
+    out = {name: (th1[i], std1[i], var1[i]) for i, name in enumerate(THETA1)}
+    out["mass"] = (th2[0], float(np.sqrt(max(cov2[0, 0], 0.0))), float(cov2b[0, 0]))
+    out["imu_z"] = (est._com_z + th2[1] / th2[0], float(z_std), float(z_b) ** 2)
+    return out, informed
+
+
+#: What an assumed parameter rests on (`Estimate.assumption`), by the settings it comes from.
+_SPREAD_WHY = (
+    "one thrust coefficient for all rotors, their spread assumed {:.0%} (1σ, motor_spread): in hover a "
+    "rotor stronger by ε_i moves the apparent CoM by Σ ε_i r_i / n"
+)
+_BIAS_WHY = "accelerometer z bias 0 ± {:g} m/s² (acc_bias_z_sigma): m = F/a moves by -m b/g; give a calibrated bias"
+
+
+def _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2) -> tuple[np.ndarray, np.ndarray]:
+    """Variances the settings' assumptions add: θ1 from the rotors' gain spread
+    (`OnlineSettings.motor_spread`), and the (2, 2) covariance of θ2 = [m, m z] from the
+    accelerometer z bias (`acc_bias_z_sigma`), each through the batch form of the RLS solution
+    θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r): a change Δ(y - h θ) moves θ by bread Σ hᵀ Δ / r."""
+    s, n = est.settings, est._m
+    mix = np.array(est._mix)  # (6, n): force and moment about the body origin per unit thrust
+    com = np.array([th1[3], th1[4], est._com_z])
+    arm = mix[3:6] - np.cross(com, mix[0:3].T).T  # moment per unit thrust about the CoM
+    f_hover = th2[0] * GRAVITY / n
+    jac = bread1 @ np.einsum("tkp,tk,ki->pi", h1, 1.0 / r1, arm * f_hover)  # (5, n) ∂θ1/∂ε_i
+    centre = np.eye(n) - 1.0 / n
+    var1 = s.motor_spread**2 * np.einsum("pi,ij,pj->p", jac, centre, jac)
+    d2 = -th2[0] * np.einsum("tp,t->p", h2[:, 2, :], 1.0 / r2[:, 2])  # Δ(y - hθ) = -m b on the z row
+    jb = bread2 @ d2
+    return var1, s.acc_bias_z_sigma**2 * np.outer(jb, jb)
 
 
 def _observability(
@@ -716,10 +821,8 @@ def identify(
             f"exceeded a_z_allow={settings.a_z_allow} m/s² (t={flight.t[0]:.3f}–{flight.t[-1]:.3f} s); "
             "give a log that includes the take-off"
         )
-    st = est.state
-    std1, std_m, std_z, informed = _final_std(est)
-    estimates = {name: (st.theta1[i], std1[i]) for i, name in enumerate(THETA1)}
-    estimates |= {"mass": (st.mass, std_m), "imu_z": (st.imu_z, std_z)}
+    final, informed = _final_std(est)
+    estimates = {name: (float(v), math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
     kwon = settings.variant == "kwon"
@@ -763,4 +866,8 @@ def identify(
         "log_rate_hz": flight.rate,
     }
     result = build_result("online", estimates, settings_out, diagnostics, observability, notes)
+    for name, (_, sd, va) in final.items():
+        if name in result.params and va > sd * sd:  # the σ is mostly the assumption's
+            why = _BIAS_WHY.format(settings.acc_bias_z_sigma) if name in ("mass", "imu_z") else _SPREAD_WHY
+            result.params[name] = dataclasses.replace(result.params[name], assumption=why.format(settings.motor_spread))
     return with_vehicle(result, vehicle)

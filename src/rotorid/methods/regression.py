@@ -253,6 +253,44 @@ def andrews_lags(scores: np.ndarray) -> int:
     return int(min(1.1447 * float(np.max(alpha) * len(g)) ** (1.0 / 3.0), len(g) - 1))
 
 
+def newey_west_1994_lags(z: np.ndarray, max_frac: float = 0.1) -> int:
+    """Automatic Bartlett bandwidth of one scalar series (Newey & West 1994, Rev. Econ. Stud.
+    61, eq. 3.8 with the pilot n = 4 (T/100)^(2/9)): L = 1.1447 ((s1/s0)^2 T)^(1/3), s0 and s1
+    the pilot sums of the autocovariances and of |l| times them. Unlike an AR(1) plug-in
+    (`andrews_lags`) it sees an over-differenced series, whose long-run variance s0 is near 0
+    while its lag-1 autocorrelation is only about -0.4, and widens the window until the
+    negative lags cancel. Capped at `max_frac` T: with demeaned scores the Bartlett estimate is
+    biased by the factor 1 - b + b^2/3 at b = L/T (Kiefer & Vogelsang 2005, Econometric Theory
+    21), so b <= 0.1 keeps that bias under 10 %."""
+    z = np.asarray(z, dtype=float)
+    z = z - z.mean()
+    t = len(z)
+    cap = int(max_frac * t)
+    if t < 3 or not np.any(z):
+        return 0
+    n = min(int(4.0 * (t / 100.0) ** (2.0 / 9.0)), t - 1)
+    gam = np.array([z[lag:] @ z[: t - lag] for lag in range(n + 1)]) / t
+    s0 = gam[0] + 2.0 * gam[1:].sum()
+    s1 = 2.0 * np.sum(np.arange(1, n + 1) * gam[1:])
+    if s0 <= abs(s1) / cap:  # long-run variance at or below the resolution of the widest window
+        return cap
+    return int(min(1.1447 * ((s1 / s0) ** 2 * t) ** (1.0 / 3.0), cap))
+
+
+def rls_influence_std(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Standard deviations of a (recursive) weighted least-squares estimate from the long-run
+    variance of each parameter's own influence series z_t = bread g_t (g_t the per-step scores
+    of `rls_hac_cov`): var θ_p = Bartlett long-run variance of z_p (`hac_meat`) with its own
+    bandwidth `newey_west_1994_lags`. The diagonal of `rls_hac_cov` with one bandwidth per
+    parameter: parameters whose scores differ in correlation (a derivative regressor against a
+    nearly constant one) each get the window their series needs."""
+    g = np.einsum("tkp,tk->tp", np.asarray(h, dtype=float), np.asarray(e, dtype=float) / np.asarray(r, dtype=float))
+    z = g @ np.asarray(bread, dtype=float)
+    seg = np.zeros(len(z), dtype=int)
+    var = [hac_meat(z[:, [p]], seg, newey_west_1994_lags(z[:, p]))[0, 0] for p in range(z.shape[1])]
+    return np.sqrt(np.clip(var, 0.0, None))
+
+
 def rls_hac_cov(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray, lags: int | None = None) -> np.ndarray:
     """Covariance of a (recursive) weighted least-squares estimate robust to heteroscedastic,
     autocorrelated row errors: bread M bread, `bread` = (P0^-1 + sum h h^T / r)^-1 (the RLS's
