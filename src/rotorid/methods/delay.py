@@ -52,6 +52,7 @@ from rotorid.errors import ExcitationError, RotoridError, VehicleError
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
+from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
 from rotorid.methods.regression import Fit, ols, r2, r2_from_sse, tls
 from rotorid.result import Result, build_result
 from rotorid.signal import CHUNK, butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
@@ -71,9 +72,6 @@ STRUCTURED_TAU = 2.0
 #: (x500, Leshikar, Kaputa, Flightmare, Iris, px4vision, X-wing, five Crazyflie models); their
 #: mean 1.832 is eq. 93.
 TABLE_II_RATIOS = (1.818, 1.627, 2.896, 1.556, 1.896, 1.896, 1.792, 1.760, 1.346, 1.968, 1.876, 1.550)
-#: σ (m/s²) of an uncalibrated MEMS accelerometer's z bias: its zero-g offset, ±20 mg typ. for
-#: the BMI088 of the Crazyflie 2.1 (Bosch BST-BMI088-DS001, Table 2).
-ACC_BIAS_Z_SIGMA = 0.2
 #: σ of C for a vehicle not in the table: the predictive spread s sqrt(1 + 1/n) of the ratios.
 IZZ_RATIO_SIGMA = round(statistics.stdev(TABLE_II_RATIOS) * math.sqrt(1 + 1 / len(TABLE_II_RATIOS)), 2)
 

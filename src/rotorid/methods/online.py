@@ -60,20 +60,13 @@ from rotorid.errors import ExcitationError, MissingChannelError, RotoridError, V
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
+from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
 from rotorid.methods.regression import rls_hac_cov, rls_influence_std
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
 #: Lowest original logging rate of IMU and rotor channels (Kwon et al. ran the estimator at 100 Hz).
 MIN_RATE_HZ = 50.0
-#: Default `OnlineSettings.motor_spread`: the relative 1σ spread of the rotors' thrust gains about
-#: their mean, the value the tls method assumes (measured on the real Crazyflie log15: the
-#: per-motor mean u² projected on the yaw pattern, which no CoM offset can produce, is 3.3 % of
-#: the mean).
-MOTOR_SPREAD = 0.03
-#: Default `OnlineSettings.acc_bias_z_sigma` (m/s²): an uncalibrated MEMS accelerometer's zero-g
-#: offset, ±20 mg typ. (Bosch BMI088 data sheet, Table 2), as the delay method's `acc_bias_z`.
-ACC_BIAS_Z_SIGMA = 0.2
 
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")

@@ -29,6 +29,7 @@ import numpy as np
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
+from rotorid.methods.assumptions import MOTOR_SPREAD
 from rotorid.methods.regression import Fit, block_weighted_tls, compress, one_blas_thread, tls, tls_hac_cov
 from rotorid.motion import (
     MIN_PIECE,
@@ -49,15 +50,6 @@ from rotorid.vehicle import Vehicle
 CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
 #: Propeller unknowns chi_k.
 CHI_K = ("k_t", "k_d")
-
-
-#: Default relative 1σ spread of the rotors' gains (thrust and drag torque of one rotor against
-#: the mean), `TlsSettings.motor_spread`: measured on the real Crazyflie log15 (55-90 s, steady
-#: hover and roll/pitch moves): the per-motor mean u² projected on the yaw pattern (±1 by spin
-#: direction, which no CoM offset can produce; for independent gains its 1σ is the spread) is
-#: 3.3 % of the mean. (log10's thrust flight gives 15 % while the vehicle slowly yaws, which
-#: the yaw pattern also holds: an upper bound.)
-MOTOR_SPREAD = 0.03
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,15 @@
+"""The default uncertainties of what the methods assume and no flight can measure, shared so
+that every method states the same assumption with the same spread (DESIGN.md, "Uncertainty" (c)).
+Constants only: the streaming online estimator imports this without scipy."""
+
+#: Relative 1σ spread of the rotors' gains about their mean (thrust, and in tls the drag torque
+#: with it): tls and online take one coefficient for all rotors. Measured on the real Crazyflie log15 (55–90 s, steady
+#: hover and roll/pitch moves): the per-motor mean u² projected on the yaw pattern (±1 by spin
+#: direction, which no CoM offset can produce; for independent gains its 1σ is the spread) is
+#: 3.3 % of the mean. (log10's thrust flight gives 15 % while the vehicle slowly yaws, which the
+#: yaw pattern also holds: an upper bound.)
+MOTOR_SPREAD = 0.03
+
+#: σ (m/s²) of an uncalibrated MEMS accelerometer's z bias: its zero-g offset, ±20 mg typ. for
+#: the BMI088 of the Crazyflie 2.1 (Bosch BST-BMI088-DS001, Table 2).
+ACC_BIAS_Z_SIGMA = 0.2
