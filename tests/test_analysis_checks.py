@@ -166,13 +166,18 @@ def test_bad_input_is_refused_or_not_identifiable(method: str, case: str, tmp_pa
 
 def hover_only_tls(sc: scenarios.Scenario, spec: str) -> None:
     """IDIM-TLS on a hover: the thrust coefficient is identifiable (Σ k_t Ω² = m g with the
-    known mass) and comes out right; every inertia, the torque coefficient and the CoM are
-    explicitly not identifiable, each with the reason and what to fly."""
+    known mass) and comes out right; the hover cannot separate an accelerometer bias from the
+    thrust, so k_t says it assumes none, with that assumption's σ (b/g); every inertia, the
+    torque coefficient and the CoM are explicitly not identifiable, each with the reason and
+    what to fly."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = runs.identify("tls", [spec], sc.vehicle, {})
     assert set(result.params) == {"k_t"}
-    assert result.params["k_t"].value == pytest.approx(sc.truth.params["k_t"], rel=0.02)
+    k_t = result.params["k_t"]
+    assert k_t.value == pytest.approx(sc.truth.params["k_t"], rel=0.02)
+    assert "not separable from the thrust" in k_t.assumption
+    assert k_t.std == pytest.approx(k_t.value * 0.2 / 9.80665, rel=0.05)  # the bias prior's 0.2 m/s² over g
     obs = result.observability
     for name, why, advice in (
         ("I_xx", "the roll dynamics are weakly excited", "fly sharper roll manoeuvres"),

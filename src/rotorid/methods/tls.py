@@ -28,8 +28,9 @@ import numpy as np
 
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
+from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
-from rotorid.methods.assumptions import MOTOR_SPREAD
+from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
 from rotorid.methods.regression import Fit, block_weighted_tls, compress, one_blas_thread, tls, tls_hac_cov
 from rotorid.motion import (
     MIN_PIECE,
@@ -411,6 +412,20 @@ def _acc_bias(rows: dict[str, Rows], x: np.ndarray, masses: dict[str, float]) ->
     return out
 
 
+#: An accelerometer bias beyond this (m/s²), five times a MEMS zero-g offset's 1σ
+#: (`ACC_BIAS_Z_SIGMA`), is no sensor offset: the flight does not separate the bias from the
+#: thrust (a hover holds the force rows constant, so centring them leaves k_t nothing to fit).
+ACC_BIAS_PLAUSIBLE = 5 * ACC_BIAS_Z_SIGMA
+
+
+def _bias_of(sol: _Solution, masses: dict[str, float]) -> dict[str, np.ndarray]:
+    """The accelerometer bias per configuration and piece (pieces, 3) of a centred solution: the
+    first pass's b plus what the final fit leaves in the force rows' means."""
+    x = np.zeros(len(sol.names))
+    x[sol.kept] = sol.fit.x
+    return {c: b + sol.bias0[c] for c, b in _acc_bias(sol.rows, x, masses).items()}
+
+
 def hac_covariance(
     w: np.ndarray,
     blocks: np.ndarray,
@@ -770,16 +785,19 @@ def identify(
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
 
     sol = _solve(configs, vehicle, masses, base, settings)
+    unseparated = ""
+    if settings.centred:
+        worst = max(float(np.abs(b).max()) for b in _bias_of(sol, masses).values())
+        if worst > ACC_BIAS_PLAUSIBLE:  # the paper's model, with the bias as a stated assumption
+            settings = replace(settings, acc_bias=False)
+            sol = _solve(configs, vehicle, masses, base, settings)
+            unseparated = (
+                f"the accelerometer bias is not separable from the thrust in these flights (it came out "
+                f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
+                f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
+            )
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
-    fit, kept, scale, history, active, bias0, spread = (
-        sol.fit,
-        sol.kept,
-        sol.scale,
-        sol.history,
-        sol.active,
-        sol.bias0,
-        sol.spread,
-    )
+    fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
 
     nfull = len(names)
     x = np.zeros(nfull)
@@ -788,10 +806,15 @@ def identify(
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
     est = _estimates(x, cov, names, kept_names, masses)
+    if unseparated and "k_t" in est:  # a z bias b moves k_t by b/g of itself (hover: k_t sum u^2 = m (g + b))
+        kt, std = est["k_t"]
+        est["k_t"] = (kt, float(np.hypot(std, kt * ACC_BIAS_Z_SIGMA / GRAVITY)))
     cov[:] = 0.0
     cov[np.ix_(kept, kept)] = spread
     assumed = _spread_assumed(est, _estimates(x, cov, names, kept_names, masses), settings.motor_spread)
     observability = _observability(names, fit, kept, history, cfgs, settings.r_sigma)
+    if unseparated and "k_t" in est:
+        observability["k_t"]["rel_std_pct"] = Estimate(*est["k_t"]).rel_std_pct
     if "k_tau" in est:
         value, std = est["k_tau"]
         observability["k_tau"] = {
@@ -801,13 +824,16 @@ def identify(
         }
     if settings.source == "mocap":
         _withhold_yaw_pair(est, observability, [names[j] for j in kept], cfgs)
-    acc_bias = {c: b + bias0[c] for c, b in _acc_bias(rows, x, masses).items()}
+    acc_bias = _bias_of(sol, masses)
     diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
     if acc_bias:
         diag["acc_bias"] = acc_bias
 
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m"]
+    if unseparated:
+        notes.append(unseparated)
+        assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
     for c, b in acc_bias.items():
         notes.append(
             f"accelerometer bias estimated per airborne piece{' of ' + c if len(cfgs) > 1 else ''} "
