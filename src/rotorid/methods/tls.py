@@ -765,6 +765,31 @@ def _solve(
     return _Solution(rows, resolved, w, blocks, names, fit, kept, scale, history, active, bias0, spread)
 
 
+def _solve_separated(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    base: np.ndarray,
+    settings: TlsSettings,
+) -> tuple[_Solution, TlsSettings, str]:
+    """`_solve`; when the accelerometer bias it estimates is beyond any sensor offset
+    (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
+    the paper's model, and the reason in words for k_t's assumption ("" when separated)."""
+    sol = _solve(configs, vehicle, masses, base, settings)
+    if not settings.centred:
+        return sol, settings, ""
+    worst = max(float(np.abs(b).max()) for b in _bias_of(sol, masses).values())
+    if worst <= ACC_BIAS_PLAUSIBLE:
+        return sol, settings, ""
+    settings = replace(settings, acc_bias=False)
+    why = (
+        f"the accelerometer bias is not separable from the thrust in these flights (it came out "
+        f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
+        f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
+    )
+    return _solve(configs, vehicle, masses, base, settings), settings, why
+
+
 @one_blas_thread
 def identify(
     configs: dict[str, list[Flight]],
@@ -784,18 +809,7 @@ def identify(
     masses = {c: masses[c] for c in cfgs}
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
 
-    sol = _solve(configs, vehicle, masses, base, settings)
-    unseparated = ""
-    if settings.centred:
-        worst = max(float(np.abs(b).max()) for b in _bias_of(sol, masses).values())
-        if worst > ACC_BIAS_PLAUSIBLE:  # the paper's model, with the bias as a stated assumption
-            settings = replace(settings, acc_bias=False)
-            sol = _solve(configs, vehicle, masses, base, settings)
-            unseparated = (
-                f"the accelerometer bias is not separable from the thrust in these flights (it came out "
-                f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
-                f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
-            )
+    sol, settings, unseparated = _solve_separated(configs, vehicle, masses, base, settings)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
 
