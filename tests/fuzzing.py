@@ -216,7 +216,11 @@ def seeds(data_dir: Path, scratch: Path) -> list[Seed]:
     for p in sorted((data_dir / "ardupilot").glob("*.bin")):  # FMT/FMTU/PARM of a real log (no IMU yet)
         out.append(Seed(f"dataflash-{p.stem}", "dataflash", p.read_bytes()[:32_768], p.suffix))
     for p in sorted((data_dir / "betaflight").glob("*")):
-        out.append(Seed(f"blackbox-{p.stem}", "blackbox", _bbl_prefix(p, 2000), p.suffix))
+        head = _bbl_prefix(p, 2000)
+        out.append(Seed(f"blackbox-{p.stem}", "blackbox", head, p.suffix))
+        # INAV writes the same format: the same bytes under INAV's firmware line reach its branch
+        inav = head.replace(b"Firmware revision:Betaflight", b"Firmware revision:INAV", 1)
+        out.append(Seed(f"blackbox-inav-{p.stem}", "blackbox", inav, ".TXT"))
     return out
 
 
