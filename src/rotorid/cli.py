@@ -273,8 +273,7 @@ def identify(
     motor_spread: Annotated[
         float,
         typer.Option(
-            help="Assumed 1σ spread of the rotors' gains (fraction; 0: identical rotors); enters σ.",
-            rich_help_panel=_TLS,
+            help="Assumed 1σ spread of the rotors' gains (fraction; 0: identical rotors); enters σ (tls, online).",
         ),
     ] = 0.03,
     variant: Annotated[

@@ -103,7 +103,7 @@ _TLS_OPTIONS = (
     "acc_bias",
     "motor_spread",
 )
-_ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow")
+_ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow", "motor_spread")
 
 register_method(
     MethodSpec(
