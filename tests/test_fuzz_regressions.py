@@ -462,3 +462,16 @@ def test_huge_quaternion_component_is_a_format_error(tmp_path: Path) -> None:
         warnings.simplefilter("error", RuntimeWarning)
         with pytest.raises(LogFormatError, match=r"channel 'quat' has a component 1e\+308 at t = 5\.196 s"):
             read(p)
+
+
+def test_time_stamps_a_few_ulp_apart_are_refused_without_a_runtime_warning() -> None:
+    """Campaign finding (DataFlash, inputs 24333 and 49902 of hash ec900f29): stamps 1e-310 s
+    apart made `Series.rate` overflow in a scalar divide (numpy's RuntimeWarning, not a
+    decision). The rate is now inf, and aligning on it is the guard's one-line refusal."""
+    t = np.array([0.0, 1e-310, 2e-310, 3e-310])
+    gyro = Series(t, np.zeros((4, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gyro.rate == np.inf
+        with pytest.raises(RotoridError, match="Hz grid over"):
+            align({"gyro": gyro, "acc": Series(t, np.zeros((4, 3)))}, meta={"source": "x.bin"})

@@ -65,9 +65,10 @@ class Series:
         if len(self.t) < 2:
             return 0.0
         d = np.diff(self.t)
-        if float(np.ptp(d)) <= 2.0 * stamp_tolerance(self.t):
-            return float((len(self.t) - 1) / (self.t[-1] - self.t[0]))
-        return float(1.0 / np.median(d))
+        with np.errstate(over="ignore", divide="ignore"):  # steps of a few ulp: inf, which the guard refuses
+            if float(np.ptp(d)) <= 2.0 * stamp_tolerance(self.t):
+                return float((len(self.t) - 1) / (self.t[-1] - self.t[0]))
+            return float(1.0 / np.median(d))
 
 
 @dataclass(frozen=True)
