@@ -6,10 +6,8 @@ continuous T_m search against the paper's 100-point grid, and accuracy against t
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from bench_startup import timed
 from rotorid.io import load
 from rotorid.methods import delay
 from rotorid.report import write_run
@@ -176,29 +175,22 @@ def _command(runs: int = 5) -> list[dict]:
     out = Path(tempfile.mkdtemp(prefix="rotorid-bench-delay-")) / "run"
     args = [*cmd, "identify", "--method", "delay", "--vehicle", "crazyflie", logs[0]]
     args += ["--roll-pitch", logs[1], "--yaw", logs[2], "--out", str(out)]
-    walls, cpus = [], []
     try:
-        for _ in range(runs):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t0 = time.perf_counter()
-            subprocess.run(args, check=True, capture_output=True)
-            walls.append(time.perf_counter() - t0)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        wall, cpu_s = timed(args, runs)
     finally:
         shutil.rmtree(out.parent, ignore_errors=True)
     note = f"rotorid identify --method delay on log10/log15/log16 to report.html; median of {runs} fresh processes; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     return [
         {
             "name": "whole command, process start to report (wall)",
-            "value": statistics.median(walls),
+            "value": wall,
             "unit": "s",
             "target": "<= 1.0",
             "note": note,
         },
         {
             "name": "whole command (CPU, user + sys)",
-            "value": statistics.median(cpus),
+            "value": cpu_s,
             "unit": "s",
             "note": "notebook: 134 s",
         },

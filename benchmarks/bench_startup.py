@@ -19,7 +19,7 @@ EXE = Path(sys.executable).parent / "rotorid"
 ROTORID = [str(EXE)] if EXE.exists() else [sys.executable, "-m", "rotorid"]
 
 
-def _timed(cmd: list[str], runs: int = RUNS) -> tuple[float, float]:
+def timed(cmd: list[str], runs: int = RUNS) -> tuple[float, float]:
     """(median wall s, median CPU s) of `cmd` run `runs` times in fresh processes."""
     walls, cpus = [], []
     for _ in range(runs):
@@ -43,7 +43,7 @@ def run() -> list[dict]:
         ("python -c 'import numpy'", [sys.executable, "-c", "import numpy"], ""),
         ("python -c 'pass' (interpreter alone)", [sys.executable, "-c", "pass"], ""),
     ):
-        wall, cpu = _timed(cmd)
+        wall, cpu = timed(cmd)
         rows.append({"name": f"{name}: wall", "value": wall, "unit": "s", "target": target, "note": note})
         rows.append({"name": f"{name}: CPU", "value": cpu, "unit": "s", "target": "", "note": "user + sys"})
     return rows
