@@ -151,6 +151,18 @@ def acc_bias(result: Result, config: str | None = None) -> tuple[np.ndarray, str
     return per_config[c], f"the {result.method} estimate{f' of configuration {c}' if len(per_config) > 1 else ''}"
 
 
+def _removed_bias(result: Result, config: str | None, source: str, notes: list[str]) -> np.ndarray:
+    """`acc_bias` for an IMU validation (motion capture measures no specific force with the
+    accelerometer: zeros), with a note when there is one to remove."""
+    bias, where = acc_bias(result, config) if source == "imu" else (np.zeros(3), "")
+    if where:
+        notes.append(
+            f"accelerometer bias [{', '.join(f'{b:+.3f}' for b in bias)}] m/s² ({where}) removed from the "
+            "measured specific force, as in the identification"
+        )
+    return bias
+
+
 def _replay(
     flights: list[Flight],
     v: Vehicle,
@@ -243,12 +255,7 @@ def validate(
     if v.tm_rise is not None and v.tm_fall is not None and not np.isclose(v.tm_rise, v.tm_fall):
         notes.append("asymmetric motor lag replayed with the mean time constant")
         settings = replace(settings, tm=0.5 * (v.tm_rise + v.tm_fall))
-    bias, bias_from = acc_bias(result, config) if source == "imu" else (np.zeros(3), "")  # mocap: no accelerometer
-    if bias_from:
-        notes.append(
-            f"accelerometer bias [{', '.join(f'{b:+.3f}' for b in bias)}] m/s² ({bias_from}) removed from the "
-            "measured specific force, as in the identification"
-        )
+    bias = _removed_bias(result, config, source, notes)
     t, measured, predicted, rigid, rotor = _replay(flights, v, settings, mixer, modeled, bias)
     metrics = {}
     for j, name in enumerate(MOTION):
