@@ -51,7 +51,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import mul
+from operator import add, mul
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -235,8 +235,8 @@ class OnlineEstimator:
         # one monomial k u^e per rotor (the usual u² law) is summed without the generic loop, and
         # the mixer's zero rows (no in-plane force from coplanar rotors) are not multiplied out
         self._mono = [k[0] for k in kthr] if len(exps) == 1 else None
-        self._exp = exps[0]
-        self._mix_nz = [any(row) for row in self._mix]
+        self._exps = [exps[0]] * vehicle.n_rotors
+        self._mix_rows = [row if any(row) else None for row in self._mix]
         self._m = vehicle.n_rotors
         self._tm = (vehicle.tm_rise, vehicle.tm_fall if vehicle.tm_fall is not None else vehicle.tm_rise)
         imu = vehicle.imu_offset
@@ -318,11 +318,10 @@ class OnlineEstimator:
         """Collective force and moment about the body origin (eq. 1–5 for any layout):
         f_i = sum_j K_ij u_i^e_j, wrench = mixer @ f."""
         if self._mono is not None:
-            e = self._exp
-            f = [k * ui**e for k, ui in zip(self._mono, u, strict=True)]
+            f = list(map(mul, self._mono, map(pow, u, self._exps)))
         else:
             f = [sum([k * ui**e for k, e in kp]) for ui, kp in zip(u, self._poly, strict=True)]
-        w6 = [sum(map(mul, row, f)) if nz else 0.0 for row, nz in zip(self._mix, self._mix_nz, strict=True)]
+        w6 = [0.0 if row is None else sum(map(mul, row, f)) for row in self._mix_rows]
         return w6[:3], w6[3:]
 
     # -- public streaming API ----------------------------------------------------------------
@@ -368,7 +367,7 @@ class OnlineEstimator:
             b = [0, 0.0, [0.0] * 12]
         b[0] += 1
         b[1] += t
-        b[2] = [x + v for x, v in zip(b[2], (*g, *a, *F, *M), strict=True)]
+        b[2] = list(map(add, b[2], (*g, *a, *F, *M)))
         self._blk = b
         if t >= self._t_emit - 1e-6 * per:  # the sample reaches the block's end on the grid
             n = b[0]
@@ -386,19 +385,25 @@ class OnlineEstimator:
             S, (p0, p1, p2) = self.s1, self.p
             sd = (sqrt(abs(S[0]) * sc1), sqrt(abs(S[6]) * sc1), sqrt(abs(S[12]) * sc1))
             sd += (sqrt(abs(S[18]) * sc1), sqrt(abs(S[24]) * sc1))
-            z, z_std = self._imu_z()
-            self._state = OnlineState(
-                self._t if self._t is not None else float("nan"),
-                self.enabled,
-                tuple(self.w),
-                (sqrt(p0), sqrt(p1), sqrt(p2)),
-                self._alpha,
-                tuple(self.th1),
-                sd,
-                self.th2[0],
-                sqrt(abs(self.s2[0]) * (c2 / n2 if n2 > 10 else 1.0)),
-                z,
-                z_std,
+            sc2 = c2 / n2 if n2 > 10 else 1.0
+            (m, mz), (s00, s01, s11) = self.th2, self.s2
+            d0, d1 = -mz / (m * m), 1.0 / m  # imu_z = m z / m by the delta method
+            var = (d0 * d0 * s00 + 2.0 * d0 * d1 * s01 + d1 * d1 * s11) * sc2
+            self._state = tuple.__new__(
+                OnlineState,
+                (
+                    self._t if self._t is not None else float("nan"),
+                    self.enabled,
+                    tuple(self.w),
+                    (sqrt(p0), sqrt(p1), sqrt(p2)),
+                    self._alpha,
+                    tuple(self.th1),
+                    sd,
+                    m,
+                    sqrt(abs(s00) * sc2),
+                    self._com_z + mz / m,
+                    sqrt(max(var, 0.0)),
+                ),
             )
         return self._state
 
@@ -406,12 +411,6 @@ class OnlineEstimator:
     def _scale(chi: list) -> float:
         """A-posteriori variance factor: mean of the squared weighted residuals (1 until data)."""
         return chi[0] / chi[1] if chi[1] > 10 else 1.0
-
-    def _imu_z(self) -> tuple[float, float]:
-        (m, mz), (s00, s01, s11) = self.th2, self.s2
-        d0, d1 = -mz / (m * m), 1.0 / m
-        var = (d0 * d0 * s00 + 2.0 * d0 * d1 * s01 + d1 * d1 * s11) * self._scale(self._chi2)
-        return self._com_z + mz / m, math.sqrt(max(var, 0.0))
 
     # -- the step ---------------------------------------------------------------------------
     def _step(self, t: float, g: list[float], acc: list[float], q: list[float] | None, F: list[float], M: list[float]):
@@ -682,7 +681,7 @@ class OnlineEstimator:
 
 def _imu_z(m, mz, s00, s01, s11, scale):
     """IMU height above the CoM z = (m z)/m from θ2 = [m, m z] and its delta-method std
-    (arrays; `OnlineEstimator._imu_z` is the per-sample form)."""
+    (arrays; `OnlineEstimator.state` has the per-sample form)."""
     z = mz / m
     d0, d1 = -mz / m**2, 1.0 / m
     var = (d0 * d0 * s00 + 2 * d0 * d1 * s01 + d1 * d1 * s11) * scale
