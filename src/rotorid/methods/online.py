@@ -486,30 +486,34 @@ class OnlineEstimator:
         about the estimated CoM, adaptive measurement weight) and the correction law. Returns
         the new rate, which MOI columns are active and the variance each measurement adds to α̂."""
         gnd2, cg, qo, ns, jx, jy, jz = self._kfc
-        th = self.th1
+        th, S = self.th1, self.s1
         cx, cy, cz = th[3], th[4], self._com_z
         Fx, Fy, Fz = Fm
-        u = (Mm[0] - (cy * Fz - cz * Fy), Mm[1] - (cz * Fx - cx * Fz), Mm[2] - (cx * Fy - cy * Fx))
-        J = (th[0] if th[0] > jx else jx, th[1] if th[1] > jy else jy, th[2] if th[2] > jz else jz)
-        p_, q_, r_ = w0 = self.w
-        gyro_t = ((J[2] - J[1]) * q_ * r_, (J[0] - J[2]) * p_ * r_, (J[1] - J[0]) * p_ * q_)
+        ux, uy, uz = Mm[0] - (cy * Fz - cz * Fy), Mm[1] - (cz * Fx - cx * Fz), Mm[2] - (cx * Fy - cy * Fx)
+        J0, J1, J2 = (th[0] if th[0] > jx else jx, th[1] if th[1] > jy else jy, th[2] if th[2] > jz else jz)
+        (p_, q_, r_), (px, py, pz), (gx, gy, gz) = self.w, self.p, g
         R, c = dt / gnd2, cg / math.sqrt(dt)  # weight 1/R_meas; Alg. 2's c
         qdt, dt2, sqrt = qo * dt, dt * dt, math.sqrt
         n1 = self._chi1[1]
         sc1 = dt2 * (self._chi1[0] / n1 if n1 > 10 else 1.0)
-        S = self.s1
-        out = []
-        for wk, pk, uk, gt, jk, sjj, gk in zip(w0, self.p, u, gyro_t, J, (S[0], S[6], S[12]), g, strict=True):
-            wb = wk + (uk - gt) / jk * dt
-            pb = pk + uk * uk * sjj * sc1 / (jk * jk * jk * jk) + qdt  # eq. 29
-            # Alg. 2: measurement update with the adaptive weight
-            r = abs(gk - wb)
-            rm = R * r / c if r > c else R
-            kk = pb / (pb + 1.0 / rm)
-            # new rate, its variance, the variance the measurement adds to α̂_k, and Alg. 4's
-            # correction law on the previous-step rate and its std
-            out.append((wb + kk * (gk - wb), (1.0 - kk) * pb, kk * kk / rm / dt2, abs(wk) >= ns * sqrt(pk)))
-        w1, self.p, va, act = zip(*out, strict=True)
+        # eq. 22 (with the gyroscopic term ω x Jω) and eq. 29, per axis
+        wx, wy, wz = (
+            p_ + (ux - (J2 - J1) * q_ * r_) / J0 * dt,
+            q_ + (uy - (J0 - J2) * p_ * r_) / J1 * dt,
+            r_ + (uz - (J1 - J0) * p_ * q_) / J2 * dt,
+        )
+        bx = px + ux * ux * S[0] * sc1 / (J0 * J0 * J0 * J0) + qdt
+        by = py + uy * uy * S[6] * sc1 / (J1 * J1 * J1 * J1) + qdt
+        bz = pz + uz * uz * S[12] * sc1 / (J2 * J2 * J2 * J2) + qdt
+        # Alg. 2: measurement update with the weight 1/R lowered by r/c when the residual r > c
+        rx, ry, rz = abs(gx - wx), abs(gy - wy), abs(gz - wz)
+        mx, my, mz = R * rx / c if rx > c else R, R * ry / c if ry > c else R, R * rz / c if rz > c else R
+        kx, ky, kz = bx / (bx + 1.0 / mx), by / (by + 1.0 / my), bz / (bz + 1.0 / mz)
+        self.p = ((1.0 - kx) * bx, (1.0 - ky) * by, (1.0 - kz) * bz)
+        w1 = (wx + kx * (gx - wx), wy + ky * (gy - wy), wz + kz * (gz - wz))
+        va = (kx * kx / mx / dt2, ky * ky / my / dt2, kz * kz / mz / dt2)  # what the measurement adds to α̂
+        # Alg. 4: the correction law on the previous-step rate and its std
+        act = (abs(p_) >= ns * sqrt(px), abs(q_) >= ns * sqrt(py), abs(r_) >= ns * sqrt(pz))
         return w1, act, va
 
     def _regressors(
@@ -527,18 +531,19 @@ class OnlineEstimator:
         a0, a1, a2 = al
         Fx, Fy, Fz = Fm
         pq, pr, qr = p_ * q_, p_ * r_, q_ * r_
-        h1 = [[a0, -qr, qr, 0.0, Fz], [pr, a1, -pr, -Fz, 0.0], [-pq, pq, a2, Fy, -Fx]]
         cz, th = self._com_z, self.th1
-        y1 = [Mm[0] + cz * Fy, Mm[1] - cz * Fx, Mm[2]]
-        moved = _NO_MOVE  # the zeroed entries
+        y0, y1, y2 = Mm[0] + cz * Fy, Mm[1] - cz * Fx, Mm[2]
+        cols = [(a0, pr, -pq), (-qr, a1, pq), (qr, -pr, a2)]  # the MOI columns of H1
+        moved = _NO_MOVE  # the zeroed entries, rows by MOI column
         if not (act[0] and act[1] and act[2]):
-            moved = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+            moved = tuple(zip(*[_NO_MOVE[0] if a else c for c, a in zip(cols, act, strict=True)], strict=True))
             for k in range(3):
                 if not act[k]:
-                    for row, yr in zip(h1, range(3), strict=True):
-                        y1[yr] -= row[k] * th[k]
-                        moved[yr][k] = row[k]
-                        row[k] = 0.0
+                    (c0, c1, c2), tk = cols[k], th[k]
+                    y0, y1, y2 = y0 - c0 * tk, y1 - c1 * tk, y2 - c2 * tk
+                    cols[k] = _NO_MOVE[0]
+        (h00, h10, h20), (h01, h11, h21), (h02, h12, h22) = cols
+        h1 = [[h00, h01, h02, 0.0, Fz], [h10, h11, h12, -Fz, 0.0], [h20, h21, h22, Fy, -Fx]]
         if self._rows is not None:
             self._moved = (moved, th[:3])
         x = self._imu_xy[0] - th[3]
@@ -555,7 +560,7 @@ class OnlineEstimator:
             [am[1] - x * (pq + a2) - y * -(p_ * p_ + r_ * r_), -(qr - a0) if c2 else 0.0],
             [am[2] - x * (pr - a1) - y * (qr + a0), (p_ * p_ + q_ * q_) if c2 else 0.0],
         ]
-        return h1, y1, h2, list(Fm)
+        return h1, [y0, y1, y2], h2, list(Fm)
 
     def _lowpass(
         self, dt: float, h1: list[list[float]], y1: list[float], h2: list[list[float]], y2: list[float]
