@@ -389,7 +389,7 @@ class OnlineEstimator:
             (m, mz), (s00, s01, s11) = self.th2, self.s2
             d0, d1 = -mz / (m * m), 1.0 / m  # imu_z = m z / m by the delta method
             var = (d0 * d0 * s00 + 2.0 * d0 * d1 * s01 + d1 * d1 * s11) * sc2
-            self._state = tuple.__new__(
+            self._state = tuple.__new__(  # OnlineState(...) without its Python-level __new__
                 OnlineState,
                 (
                     self._t if self._t is not None else float("nan"),
@@ -577,7 +577,9 @@ class OnlineEstimator:
         return [f[0:5], f[5:10], f[10:15]], f[15:18], [f[18:20], f[20:22], f[22:24]], f[24:27]
 
     def _rls1(self, H: list[list[float]], y: list[float], rv: list[float]) -> None:
-        """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances."""
+        """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances. Σ is
+        updated in its upper triangle and mirrored, so it stays exactly symmetric; the 15 entries
+        live in locals for the three rows (issue 14: the step is per sample, in pure Python)."""
         (s00, s01, s02, s03, s04, _, s11, s12, s13, s14, _, _, s22, s23, s24, _, _, _, s33, s34, *_, s44) = self.s1
         t0, t1, t2, t3, t4 = self.th1
         chi = self._chi1
