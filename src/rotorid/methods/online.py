@@ -424,11 +424,14 @@ class OnlineEstimator:
             return
         dt = t - self._t
         self._t = t
-        F0, M0, a0, g0 = self._prev
+        (F0x, F0y, F0z), (M0x, M0y, M0z), a0, g0 = self._prev
         self._prev = (F, M, acc, g)
-        self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
-        Fm = (0.5 * (F0[0] + F[0]), 0.5 * (F0[1] + F[1]), 0.5 * (F0[2] + F[2]))
-        Mm = (0.5 * (M0[0] + M[0]), 0.5 * (M0[1] + M[1]), 0.5 * (M0[2] + M[2]))
+        if self._rows is not None:  # `run` records it (Fig. 6); a live loop has no use for it
+            self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
+        Fx, Fy, Fz = F
+        Mx, My, Mz = M
+        Fm = (0.5 * (F0x + Fx), 0.5 * (F0y + Fy), 0.5 * (F0z + Fz))
+        Mm = (0.5 * (M0x + Mx), 0.5 * (M0y + My), 0.5 * (M0z + Mz))
         if not self.enabled:
             self._check_enable(t, dt, acc, q)
         w0 = self.w
@@ -452,8 +455,9 @@ class OnlineEstimator:
         if eiv and va is not None:
             th, S = self.th1, self.s1
             r1 = [
-                rv + (tk * tk + sk) * vk if ak else rv
-                for tk, sk, vk, ak in zip(th[0:3], S[0:13:6], va, act, strict=True)
+                rv + (th[0] * th[0] + S[0]) * va[0] if act[0] else rv,
+                rv + (th[1] * th[1] + S[6]) * va[1] if act[1] else rv,
+                rv + (th[2] * th[2] + S[12]) * va[2] if act[2] else rv,
             ]
         else:
             r1 = [rv, rv, rv]
