@@ -127,17 +127,61 @@ def _rmse_r2(meas: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
     return float(np.sqrt(np.mean((pred - meas) ** 2))), r2(meas, pred)
 
 
+#: The settings key where a result records the accelerometer bias it estimated and removed,
+#: {configuration: [b_x, b_y, b_z]} in m/s² (tls: the mean over each configuration's pieces
+#: of its per-piece estimate). In the settings, not the diagnostics, so that params.json
+#: validates exactly like the result in memory.
+ACC_BIAS_KEY = "acc_bias_estimate"
+
+
+def acc_bias(result: Result, config: str | None = None) -> tuple[np.ndarray, str]:
+    """The accelerometer bias (3,) in m/s² the identification removed from the specific force,
+    and where it comes from (empty when none): an estimate recorded under `ACC_BIAS_KEY` (of
+    configuration `config`, else the first) or delay's stated `acc_bias_z` (its value; the σ is
+    no offset). The same sensor flies the held-out flight, so its specific force is corrected
+    alike before the comparison."""
+    rs = result.settings
+    if result.method == "delay":
+        bz = float((rs.get("acc_bias_z") or (0.0, 0.0))[0])
+        return np.array([0.0, 0.0, bz]), "the stated acc_bias_z" if bz else ""
+    per_config = {c: np.asarray(b, dtype=float) for c, b in (rs.get(ACC_BIAS_KEY) or {}).items()}
+    if not per_config:
+        return np.zeros(3), ""
+    c = config if config in per_config else (rs.get("configs") or list(per_config))[0]
+    return per_config[c], f"the {result.method} estimate{f' of configuration {c}' if len(per_config) > 1 else ''}"
+
+
+def _removed_bias(result: Result, config: str | None, source: str, notes: list[str]) -> np.ndarray:
+    """`acc_bias` for an IMU validation (motion capture measures no specific force with the
+    accelerometer: zeros), with a note when there is one to remove."""
+    bias, where = acc_bias(result, config) if source == "imu" else (np.zeros(3), "")
+    if where:
+        notes.append(
+            f"accelerometer bias [{', '.join(f'{b:+.3f}' for b in bias)}] m/s² ({where}) removed from the "
+            "measured specific force, as in the identification"
+        )
+    return bias
+
+
 def _replay(
-    flights: list[Flight], v: Vehicle, settings: MotionSettings, mixer: np.ndarray, modeled: dict[str, bool]
+    flights: list[Flight],
+    v: Vehicle,
+    settings: MotionSettings,
+    mixer: np.ndarray,
+    modeled: dict[str, bool],
+    bias: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
     """Replay every airborne piece of `flights` through the identified vehicle: time, measured
     and predicted motion (s, ω̇), rigid-body and rotor wrenches, filtered and trimmed alike.
-    A wrench component the rotor model does not produce is driven by the measured one."""
+    A wrench component the rotor model does not produce is driven by the measured one. `bias`
+    (3,) is the accelerometer bias the identification removed, removed from the specific force
+    here too (as tls's `idim_rows` does)."""
     unmodeled = ~np.array([modeled[c] for c in WRENCH])
     ts, meas, pred, rig, rot = [], [], [], [], []
     for piece in (p for f in flights for p in airborne_pieces(f)):
         cfg = settings.at(piece.rate)
         mo = motion(piece, v, cfg)
+        mo = replace(mo, s=mo.s - bias)
         rotor = v.thrust(mo.u) @ mixer.T
         rigid = wrenches(v, mo.omega, mo.omega_dot, mo.s)
         series = np.concatenate([rotor, rigid, mo.s, mo.omega_dot, mo.omega], axis=1)
@@ -211,7 +255,8 @@ def validate(
     if v.tm_rise is not None and v.tm_fall is not None and not np.isclose(v.tm_rise, v.tm_fall):
         notes.append("asymmetric motor lag replayed with the mean time constant")
         settings = replace(settings, tm=0.5 * (v.tm_rise + v.tm_fall))
-    t, measured, predicted, rigid, rotor = _replay(flights, v, settings, mixer, modeled)
+    bias = _removed_bias(result, config, source, notes)
+    t, measured, predicted, rigid, rotor = _replay(flights, v, settings, mixer, modeled, bias)
     metrics = {}
     for j, name in enumerate(MOTION):
         ok = modeled[WRENCH[j]]

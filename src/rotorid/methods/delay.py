@@ -27,6 +27,11 @@ Pipeline (Sec. III, IV-A):
    the angular acceleration), reciprocal (Sec. IV-B: regress angular acceleration on torque;
    biased high by noise in the torque) and TLS with columns scaled by their estimated noise.
    `inertia_param="auto"` picks the one that best predicts held-out angular-rate changes. The
+   noise levels a TLS (Deming) fit needs are not known: the high-band noise floor explains
+   under 1 % of the scatter on real and simulated flights, the rest is rotor-model error and
+   disturbance torque of unknown split. So σ includes the bracket the data do give, between
+   the direct and reciprocal fits (Frisch bounds, `_eiv_bracket`; also for K_tau), and a
+   bracket wider than ±50 % about its centre makes the value not identifiable. The
    gyroscopic terms ω x (J ω) of eq. 62 are kept (with I_zz from eq. 93, iterated); the paper's
    eq. 80 drops them, which biases I_xx by a few % when the flight also yaws.
 4. **I_zz and K_tau**: I_zz = C (I_xx + I_yy)/2 (eq. 93-94), K_tau by least squares (eq. 95-96);
@@ -53,8 +58,8 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
-from rotorid.methods.regression import Fit, ols, r2, r2_from_sse, tls
-from rotorid.result import Result, build_result
+from rotorid.methods.regression import Fit, bracket_std, frisch_bounds, ols, r2, r2_from_sse, tls
+from rotorid.result import LOOSE_PCT, Result, build_result
 from rotorid.signal import CHUNK, butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
@@ -907,13 +912,58 @@ def _inertia_grad(ang: Angular, how: str, coupling: np.ndarray) -> np.ndarray:
     return g
 
 
+#: Widest errors-in-variables bracket, as its half-width over its centre, for which a value
+#: counts as identified: `LOOSE_PCT`, the bound of a "loosely determined" verdict. Beyond it
+#: (a squared correlation below 1/3) the data cannot place the value within ±50 % even at the
+#: bracket's centre.
+EIV_MAX_HALF_WIDTH = LOOSE_PCT / 100.0
+EIV_ADVICE = "fly sharper doublets on that axis (larger command steps, less wind) so the torque dominates the scatter"
+
+
+def _eiv_bracket(x: np.ndarray, y: np.ndarray, value: float, what: str) -> tuple[float, str, bool]:
+    """Errors-in-variables term of a slope y = value x through the origin (inertia: torque on
+    angular acceleration; K_tau: yaw torque side on the drag column): (σ, reason, identified).
+
+    Both columns carry error: the angular acceleration the differentiated gyro's noise, the
+    torque the rotor model's error (thrust curve, lag, motor spread) and every disturbance
+    torque (wind, prop wash; the closed loop turns these into commands too). The high-band
+    noise floor (`Angular.noise_var`) explains under 1 % of the scatter about the fit on every
+    flight tried (simulator ~0.5 %, real Crazyflie and Betaflight logs 0.03-0.07 %), so the
+    noise-variance ratio a Deming / TLS fit needs is unknown, and the slope is only bounded:
+    between the direct and the reverse least-squares slopes (`frisch_bounds`), a factor 1/r²
+    apart. σ is the bracket as a rectangular distribution about the reported value
+    (`bracket_std`, GUM 4.3.7): 0 for a perfect correlation, (high - low)/√3 for a value at an
+    end of it. Not identified when the bracket's half-width exceeds `EIV_MAX_HALF_WIDTH` of
+    its centre."""
+    lo, hi, rr = frisch_bounds(x, y)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo * hi <= 0:
+        return (
+            float("inf"),
+            f"the {what} does not follow the angular acceleration (correlation {math.sqrt(rr):.2f})",
+            False,
+        )
+    ok = abs(hi - lo) <= EIV_MAX_HALF_WIDTH * abs(hi + lo)
+    reason = (
+        f"errors in variables: the {what} and the angular acceleration correlate at r = {math.sqrt(rr):.2f}, "
+        f"and the scatter is far above the sensors' noise floor, so the data bound the value only between the "
+        f"direct ({lo:.4g}) and reverse ({hi:.4g}) fits (a factor {hi / lo:.2g}); σ includes that bracket"
+    )
+    if not ok:
+        reason += f" — wider than ±{100 * EIV_MAX_HALF_WIDTH:.0f} % about its centre (r² < 1/3): not identifiable"
+    return bracket_std(value, lo, hi), reason, ok
+
+
 def _inertia_sigma(rp: dict[str, Any], c: np.ndarray, st: DelaySettings) -> float:
     """σ of c_x I_xx + c_y I_yy: the roll/pitch flights' own noise (`_sd` of the combined
     influence series) plus the thrust flight's, through ∂I/∂θ and θ's covariance (first order;
-    independent flights)."""
+    independent flights), plus each axis's errors-in-variables bracket (`_eiv_bracket`; the
+    axes' unknown error splits independent)."""
     zx, zy = rp["influence"][rp["chosen"]]
     g = c @ rp["grad"]
-    return math.sqrt(_sd(c[0] * zx + c[1] * zy, rp["lengths"], st) ** 2 + max(float(g @ rp["theta_cov"] @ g), 0.0))
+    eiv = float(c**2 @ rp["eiv_var"])
+    return math.sqrt(
+        _sd(c[0] * zx + c[1] * zy, rp["lengths"], st) ** 2 + max(float(g @ rp["theta_cov"] @ g), 0.0) + eiv
+    )
 
 
 def predict_scores(ang: Angular, inertia: tuple[float, float, float], st: DelaySettings) -> dict[str, list[float]]:
@@ -1256,23 +1306,23 @@ def _roll_pitch_step(
         rp = roll_pitch_inertia(ang, st)
     chosen, fits = rp["chosen"], rp["fits"]
     out.settings["inertia_param_chosen"] = chosen
-    spread = max(abs(fits["direct"][k][0] - fits["reciprocal"][k][0]) / fits[chosen][k][0] for k in (0, 1))
     ixx, iyy = (fits[chosen][k][0] for k in (0, 1))
     cpl = _coupling(ixx, iyy, st.izz_ratio[0] * 0.5 * (ixx + iyy)) * st.gyroscopic
     rp["grad"] = _inertia_grad(ang, chosen, cpl)
     rp["lengths"] = [len(r["t"]) for r in ang.raw]
     rp["theta_cov"] = unc.cov
+    eiv = [
+        _eiv_bracket(ang.acc[:, k], ang.tau[:, k] - cpl[k] * ang.prec[:, k], fits[chosen][k][0], "torque")
+        for k in (0, 1)
+    ]
+    rp["eiv_var"] = np.array([e[0] ** 2 for e in eiv])
     for k, nm in enumerate(("I_xx", "I_yy")):
         v = fits[chosen][k][0]
         s = _inertia_sigma(rp, np.eye(2)[k], st)
         out.put(nm, v, s)
-        out.obs[nm] = {
-            "identifiable": True,
-            "rel_std_pct": 100 * s / v,
-            "reason": f"direct and reciprocal fits differ by {100 * spread:.0f} % (errors in variables)"
-            if spread > 0.1
-            else "",
-        }
+        out.obs[nm] = {"identifiable": eiv[k][2], "rel_std_pct": 100 * s / v, "reason": eiv[k][1]}
+        if not eiv[k][2]:
+            out.obs[nm]["advice"] = EIV_ADVICE
     out.notes.append(
         "Roll/pitch inertia by parameterization (I_xx, I_yy; held-out R² of the angular-rate change over "
         f"{1e3 * st.pred_horizon:g} ms): "
@@ -1316,10 +1366,12 @@ def _yaw_step(
     ratio = f"the assumed yaw-inertia ratio C_xy->z = {c:g} ± {c_sd:.2g}"
     out.put("I_zz", izz, izz_std)
     out.assumed["I_zz"] = f"I_zz = C (I_xx + I_yy)/2 with {ratio} (Eschmann eq. 93-94)"
+    missing = [k for k in ("I_xx", "I_yy") if not out.obs[k]["identifiable"]]
     out.obs["I_zz"] = {
-        "identifiable": True,
+        "identifiable": not missing,
         "rel_std_pct": 100 * izz_std / izz,
-        "reason": f"from I_zz = {c:g} (I_xx + I_yy)/2 (eq. 93-94), not measured",
+        "reason": f"from I_zz = {c:g} (I_xx + I_yy)/2 (eq. 93-94), not measured"
+        + (f"; rests on {' and '.join(missing)}, which the flights do not identify" if missing else ""),
     }
     if not yaw:
         out.notes.append("No yaw flight: K_tau was not identified.")
@@ -1329,11 +1381,15 @@ def _yaw_step(
         ktau, ktau_std, yfit = _k_tau(ang_y, (ixx, iyy), rp, st)
     out.put("k_tau", ktau, ktau_std)
     out.assumed["k_tau"] = f"the yaw flight measures I_zz / K_tau only (eq. 95-96); scaled by I_zz from {ratio}"
+    _, eiv_words, eiv_ok = yfit["eiv"]
     out.obs["k_tau"] = {
-        "identifiable": True,
+        "identifiable": eiv_ok and not missing,
         "rel_std_pct": 100 * ktau_std / abs(ktau),
-        "reason": "scale set by the assumed I_zz ratio (eq. 93)",
+        "reason": f"scale set by the assumed I_zz ratio (eq. 93); {eiv_words}"
+        + (f"; rests on {' and '.join(missing)}, which the flights do not identify" if missing else ""),
     }
+    if not eiv_ok:
+        out.obs["k_tau"]["advice"] = "fly sharper yaw doublets (larger yaw command steps)"
     sub = _subsample(len(ang_y.drag))
     out.diag.update(
         yaw_drag=ang_y.drag[sub], yaw_lhs=yfit["lhs"][sub], yaw_r2=yfit["r2"], k_tau=ktau, yaw_cond=yfit["cond"]
@@ -1395,8 +1451,10 @@ def _k_tau(
     """K_tau by least squares (eq. 95-96): I_zz ω̇_z + (I_yy - I_xx) ω_x ω_y = K_tau Σ_i d_i f_i,
     I_zz = C (I_xx + I_yy)/2. σ to first order in everything it rests on, the three sources
     independent: the yaw flight's noise (influence series), the roll/pitch flights' (through
-    I_xx, I_yy: ∂K/∂I_zz = Σ d ω̇_z / Σ d², ∂K/∂(I_yy - I_xx) = Σ d p_z / Σ d²), the thrust
-    parameters' (through the yaw torque d and through I_xx, I_yy) and the ratio C's."""
+    I_xx, I_yy: ∂K/∂I_zz = Σ d ω̇_z / Σ d², ∂K/∂(I_yy - I_xx) = Σ d p_z / Σ d²; their
+    errors-in-variables brackets included), the thrust parameters' (through the yaw torque d
+    and through I_xx, I_yy), the ratio C's, and the yaw fit's own errors-in-variables bracket
+    (`_eiv_bracket`: d carries the rotor model's error, ω̇_z the gyro's and disturbances')."""
     c, c_sd = st.izz_ratio
     ixx, iyy = inertia
     izz = c * 0.5 * (ixx + iyy)
@@ -1412,13 +1470,16 @@ def _k_tau(
     g_drag += np.array([float(s @ fit.residual) / float(d @ d) for s in ang.sens[:, :, 3].T])
     g = g_drag + cx * rp["grad"][0] + cy * rp["grad"][1]
     zx, zy = rp["influence"][rp["chosen"]]
+    eiv = _eiv_bracket(d, lhs, k, "yaw drag torque")
     var = (
         var_yaw
         + _sd(cx * zx + cy * zy, rp["lengths"], st) ** 2
         + max(float(g @ rp["theta_cov"] @ g), 0.0)
         + (a_izz * 0.5 * (ixx + iyy) * c_sd) ** 2
+        + float(np.array([cx, cy]) ** 2 @ rp["eiv_var"])
+        + eiv[0] ** 2
     )
-    return k, math.sqrt(var), {"lhs": lhs, "r2": r2_from_sse(fit.sse, lhs), "cond": fit.cond}
+    return k, math.sqrt(var), {"lhs": lhs, "r2": r2_from_sse(fit.sse, lhs), "cond": fit.cond, "eiv": eiv}
 
 
 def _joint_system(ang: Angular, dtau: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ covariance, and Total Least Squares by thin SVD (Six et al. eq. 13-22)."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,30 @@ def r2_from_sse(sse: float, y: np.ndarray) -> float:
     y = np.asarray(y, dtype=float)
     sst = float(np.sum((y - y.mean()) ** 2))
     return 1.0 - sse / sst if sst > 0 else float("nan")
+
+
+def frisch_bounds(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Bounds on the slope b of y = b x through the origin when both x and y carry errors of
+    unknown variance (uncorrelated with each other and with the true values): the direct
+    slope Σxy/Σx² (all error in y; attenuated by any error in x) and the reverse slope
+    Σy²/Σxy (all error in x), between which every consistent estimate lies, with r² =
+    direct/reverse the squared correlation (Frisch 1934, "Statistical Confluence Analysis";
+    Klepper & Leamer 1984, Econometrica 52, Sec. 2). Returns (low, high, r²); the bounds are
+    NaN when Σxy = 0 and the direct slope exceeds the reverse one when Σxy < 0 (no bracket)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    sxx, syy, sxy = float(x @ x), float(y @ y), float(x @ y)
+    if sxx <= 0 or syy <= 0 or sxy == 0:
+        return float("nan"), float("nan"), 0.0
+    return sxy / sxx, syy / sxy, sxy * sxy / (sxx * syy)
+
+
+def bracket_std(value: float, low: float, high: float) -> float:
+    """Standard uncertainty of `value` as an estimate of a quantity known only to lie in
+    [low, high]: the rectangular distribution over the bracket (GUM, JCGM 100:2008, 4.3.7:
+    variance (high - low)²/12 about its centre) plus the estimate's offset from that centre,
+    sqrt((value - centre)² + (high - low)²/12); an end point gets (high - low)/√3."""
+    lo, hi = min(low, high), max(low, high)
+    return math.sqrt((value - 0.5 * (lo + hi)) ** 2 + (hi - lo) ** 2 / 12.0)
 
 
 def _cond(a: np.ndarray) -> float:
