@@ -662,12 +662,41 @@ def _system(
     return rows, resolved, *assemble(rows, masses)
 
 
-def _fixed_fit(w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """TLS solution of the columns `kept` over the row blocks `active` with the block factors
-    `scale` held fixed (no re-weighting)."""
+def _fixed_fit(w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray) -> Fit:
+    """TLS fit (eq. 13-20) of the columns `kept` over the row blocks `active` with the block
+    factors `scale` held fixed (no re-weighting)."""
     wc, bc, counts = compress(w, blocks)
     sel = active[bc]
-    return tls(wc[sel][:, [*kept, w.shape[1] - 1]] * scale[bc[sel]][:, None], rows=int((counts * active).sum())).x
+    return tls(wc[sel][:, [*kept, w.shape[1] - 1]] * scale[bc[sel]][:, None], rows=int((counts * active).sum()))
+
+
+def cancellation_var(
+    w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
+    """Variance the essential-parameter step's cancellations add to each kept parameter (same
+    order as `kept`): the squared bias of setting the cancelled parameters θ_c to zero.
+
+    Leaving out columns A_c moves the kept estimates by P θ_c, P = (A_kᵀA_k)⁻¹A_kᵀA_c (the
+    omitted-variable bias; Greene, Econometric Analysis, 7th ed., Sec. 4.3.2). By Frisch-Waugh-
+    Lovell the estimate P θ̂_c is d = x_reduced - x_full[kept] on the same rows and block factors
+    (exact for least squares; these TLS fits agree with least squares to < 0.01 %). d² over-
+    estimates the squared bias by the variance P Σ_c Pᵀ the full model adds, var_full - var_reduced
+    (eq. 20 of both fits), so the term is max(d² - (var_full - var_reduced), 0): zero when the
+    cancellation is harmless, the bias when a cancelled parameter is in fact not zero (e.g. ms_z
+    of configuration A in a combined fit: m c_z² is 0.3 % of I_xx, 12 σ). Zero when nothing was
+    cancelled or the full model is degenerate on these rows."""
+    keep = active[blocks]
+    excited = sorted({j for j in range(w.shape[1] - 1) if np.any(w[keep, j] != 0)} | set(kept))
+    if len(excited) == len(kept):
+        return np.zeros(len(kept))
+    try:
+        full = _fixed_fit(w, blocks, excited, active, scale)
+        red = _fixed_fit(w, blocks, kept, active, scale)
+    except ExcitationError:
+        return np.zeros(len(kept))
+    at = [excited.index(j) for j in kept]
+    d = red.x - full.x[at]
+    return np.maximum(d**2 - (np.diag(full.cov)[at] - np.diag(red.cov)), 0.0)
 
 
 def _fit_set(
@@ -678,6 +707,14 @@ def _fit_set(
     wc, bc, counts = compress(w, blocks)
     sel = active[bc]
     return _fit(wc[sel][:, [*kept, w.shape[1] - 1]], bc[sel], counts * active, base, settings)
+
+
+def _widened(cov: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """`cov` with `extra` added to its diagonal, every correlation kept (each row and column
+    scaled by sqrt(1 + extra_i / var_i))."""
+    var = np.diag(cov)
+    f = np.sqrt(np.where(var > 0, 1.0 + extra / np.where(var > 0, var, 1.0), 1.0))
+    return cov * np.outer(f, f)
 
 
 def _spread_cov(solve: Callable[[np.ndarray], np.ndarray], n_rotors: int, spread: float) -> np.ndarray:
@@ -752,12 +789,13 @@ def _solve(
         fit, scale = _fit_set(w, blocks, kept, active, base, settings)
     if settings.covariance == "hac":
         fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x))
+    fit = replace(fit, cov=_widened(fit.cov, cancellation_var(w, blocks, kept, active, scale)))
     spread = np.zeros_like(fit.cov)
     if settings.motor_spread > 0:
 
         def solve_gain(gain: np.ndarray) -> np.ndarray:
             wg, bg = _system(configs, vehicle, masses, settings, bias0 if settings.centred else None, gain)[2:4]
-            return _fixed_fit(wg, bg, kept, active, scale)
+            return _fixed_fit(wg, bg, kept, active, scale).x
 
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
         fit = replace(fit, cov=fit.cov + spread)
