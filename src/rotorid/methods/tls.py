@@ -360,8 +360,8 @@ def essential(
     and which row blocks were fitted.
 
     `w_ref` (same rows and columns) is the paper's model when `w` carries nuisance terms (the
-    accelerometer-bias centring, `idim_rows`): the denominator min %σ is then taken from it.
-    Six et al. set r_σ = 250 on the %σ of k_t, the best-determined parameter of their model
+    accelerometer-bias centring, `idim_rows`): the denominator is then k_t's %σ in it (when
+    smaller than the own min %σ). Six et al. set r_σ = 250 on the %σ of k_t, the best-determined parameter of their model
     ("this performance is required to set the ratio r_σ", Sec. IV-A); centring takes the hover
     balance away from k_t (its %σ grows ~6x), which would loosen r_σ by as much and keep
     parameters the paper cancels. The numerator (and the parameter cancelled) stays the
@@ -389,7 +389,10 @@ def essential(
         floor = pct.min()
         if wr is not None:
             ref, _ = _fit(wr[rows][:, [*kept, w.shape[1] - 1]], bc[rows], counts * active, base, settings)
-            floor = np.where(np.isfinite(ref.rel_std_pct), ref.rel_std_pct, np.inf).min()
+            # k_t's %σ in the paper's model, never above the own floor: a large accelerometer bias can
+            # collapse that model's fit (on the mismatch scenarios k_d came out 700 with %σ 1e-13 on
+            # others, and every parameter but k_t was cancelled)
+            floor = min(floor, float(ref.rel_std_pct[kept.index(0)]))
         ratio = float(pct.max() / floor) if floor > 0 else float("inf")
         if not settings.essential or ratio < settings.r_sigma or len(kept) == 1:
             return fit, kept, scale, history, active
