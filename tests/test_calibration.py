@@ -86,14 +86,35 @@ def test_aggregate_and_markdown_show_every_case_failure_and_untruthed_parameter(
     assert "not scored): x" in md
 
 
-def test_cases_cover_every_method_and_a_mismatch_twin():
+def test_cases_cover_every_method_with_a_mismatch_and_a_truth_assumption_twin():
     names = [c.name for c in cal.CASES]
-    assert len(names) == len(set(names)) == 10
-    for c in cal.CASES:
-        if not c.name.endswith("-mismatch"):
-            assert c.name + "-mismatch" in names
+    assert len(names) == len(set(names)) == 15
+    paper = [c for c in cal.CASES if not c.mismatch and not c.truth_assumptions]
+    assert len(paper) == 5
+    for c in paper:
+        assert c.name + "-mismatch" in names and c.name + cal.TRUTH in names
+    twins = [c for c in cal.CASES if c.truth_assumptions]
+    assert len(twins) == 5 and not any(c.mismatch for c in twins)
     assert {c.method for c in cal.CASES} == {"delay", "tls", "online"}
     assert not cal.CASES[0].mismatch and cal.CASES[-1].mismatch
+
+
+def test_truth_assumptions_are_the_simulators_truth_with_zero_sigma():
+    """The `@truth-assumptions` settings: identical rotors, and delay's C_xy->z and z bias at the
+    scenario's values with σ 0 (the settings each method accepts)."""
+    from types import SimpleNamespace
+
+    from rotorid.methods.delay import DelaySettings
+    from rotorid.methods.online import OnlineSettings
+    from rotorid.methods.tls import TlsSettings
+
+    Sc = SimpleNamespace(settings={"izz_ratio": 1.832})
+    d = cal.truth_settings("delay", "eschmann", Sc)
+    assert d == {"izz_ratio": (1.832, 0.0), "acc_bias_z": (0.05, 0.0)}
+    assert DelaySettings(**d).izz_ratio == (1.832, 0.0)
+    assert TlsSettings(**cal.truth_settings("tls", "six", Sc)).motor_spread == 0.0
+    o = OnlineSettings(**cal.truth_settings("online", "kwon", Sc))
+    assert o.motor_spread == 0.0 and o.acc_bias_z_sigma == 0.0
 
 
 def test_ablation_cases_take_one_effect_at_its_mismatch_value():

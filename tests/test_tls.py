@@ -171,8 +171,9 @@ def test_accelerometer_bias_is_estimated_instead_of_biasing_k_t(six_ab) -> None:
     assert b == pytest.approx([0.02, -0.015, 0.03], abs=0.012)
     e_plain, e_cen = compare(plain, a.truth)["k_t"], compare(cen, a.truth)["k_t"]
     assert e_plain > 0.15 and abs(e_cen) < 0.5 * e_plain
-    assert abs(plain.value("k_t") / a.truth.params["k_t"] - 1) > 5 * plain.params["k_t"].rel_std_pct / 100
-    assert cen.params["k_t"].std > 2 * plain.params["k_t"].std
+    # outside ±3σ although the paper model's σ now carries its cancellation bias (`cancellation_var`: 3.8σ)
+    assert abs(plain.value("k_t") / a.truth.params["k_t"] - 1) > 3 * plain.params["k_t"].rel_std_pct / 100
+    assert cen.params["k_t"].std > plain.params["k_t"].std  # 1.5x; 2x before the paper model's σ held its bias
     assert cen.settings["acc_bias"] is True and any("accelerometer bias" in n for n in cen.notes)
     assert "acc_bias" not in plain.diagnostics
     clean = scenarios.run("six-config-a", seed=0, duration=DUR, acc_bias=(0.0, 0.0, 0.0), flights=("train",))

@@ -92,3 +92,51 @@ def test_motor_spread_enters_sigma_as_the_com_shift_it_implies_and_is_labelled_a
     assert all(e.std > 0 for e in r.params.values())
     with pytest.raises(RotoridError, match="motor-spread"):
         TlsSettings(motor_spread=1.5).resolve(200.0)
+
+
+def _omitted(theta: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """W_t of y = x0 a0 + x1 a1 + theta a2 + noise with a2 correlated with a1 (corr 0.8), and
+    P = ∂x1/∂theta of the fit that leaves a2 out (the omitted-variable map)."""
+    rng = np.random.default_rng(seed)
+    n = 2000
+    a0, e1, e2 = rng.standard_normal((3, n))
+    a1 = e1
+    a2 = 0.8 * e1 + 0.6 * e2
+    a = np.column_stack([a0 + 3.0, a1, a2])
+    w = np.column_stack([a, -(a @ np.array([1.0, 2.0, theta])) + 0.05 * rng.standard_normal(n)])
+    p = np.linalg.lstsq(a[:, :2], a[:, 2], rcond=None)[0]
+    return w, p
+
+
+def test_cancellation_variance_is_the_bias_of_a_parameter_set_to_zero() -> None:
+    """`cancellation_var`: cancelling a column whose coefficient is 0.1 moves the kept
+    estimates by P θ (0.08 on x1, 16x its σ): the term is that bias squared; cancelling a
+    column whose coefficient is 0 adds (nearly) nothing."""
+    blocks, active, scale = np.zeros(2000, dtype=int), np.array([True]), np.array([1.0])
+    w, p = _omitted(0.1, 0)
+    var = tls_method.cancellation_var(w, blocks, [0, 1], active, scale)
+    assert np.sqrt(var[1]) == pytest.approx(abs(p[1] * 0.1), rel=0.05)  # x0 (uncorrelated) barely moves
+    red = tls(w[:, [0, 1, 3]])
+    assert np.sqrt(var[1]) > 10 * red.std[1]
+    zero = [tls_method.cancellation_var(_omitted(0.0, s)[0], blocks, [0, 1], active, scale) for s in range(20)]
+    assert np.mean([z[1] for z in zero]) < 0.5 * red.std[1] ** 2
+    assert not tls_method.cancellation_var(w, blocks, [0, 1, 2], active, scale).any()  # nothing cancelled
+
+
+def test_imu_lag_behind_the_rotors_is_estimated() -> None:
+    """A 4 ms IMU lag behind the rotor signals (six-config-a, 20 s): with `imu_delay=None` it is
+    found within 0.5 ms, and k_t, I_xx, I_zz come back to a fraction of the lag-blind errors
+    (k_t -0.6 %, I_zz -15 % on the 75 s flight)."""
+    from rotorid.result import compare
+    from rotorid.sim import scenarios
+
+    sc = scenarios.run("six-config-a", seed=0, duration=20.0, imu_delay=0.004, flights=("train",))
+    fl = {"A": [sc.flights["train"]]}
+    blind = compare(tls_method.identify(fl, sc.vehicle, settings=TlsSettings(motor_spread=0.0)), sc.truth)
+    res = tls_method.identify(fl, sc.vehicle, settings=TlsSettings(motor_spread=0.0, imu_delay=None))
+    assert res.settings["imu_delay"] == pytest.approx(0.004, abs=5e-4)
+    err = compare(res, sc.truth)
+    for k in ("k_t", "I_xx", "I_zz"):
+        assert abs(err[k]) < 0.35 * abs(blind[k]), k
+    with pytest.raises(RotoridError, match="imu-delay"):
+        TlsSettings(imu_delay=0.1).resolve(200.0)

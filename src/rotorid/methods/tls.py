@@ -47,6 +47,10 @@ from rotorid.result import Estimate, Result, build_result
 from rotorid.signal import block_rows, butter_sos, filtfilt_blocks
 from rotorid.vehicle import Vehicle
 
+#: Largest IMU lag behind the rotor signals (s) `TlsSettings.imu_delay` takes or searches: several
+#: times the group delay of a flight controller's gyro low-pass (√2 / (2π f_c) = 7.5 ms for a
+#: second-order Butterworth at PX4's default IMU_GYRO_CUTOFF of 30 Hz).
+MAX_IMU_DELAY = 0.025
 #: Rigid-body unknowns chi of eq. (10), in the paper's order.
 CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
 #: Propeller unknowns chi_k.
@@ -88,6 +92,11 @@ class TlsSettings:
       σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂χ/∂ε_i of the final fit (the common mode is k_t itself);
       a parameter whose variance is mostly this term is labelled assumed. 0 turns it off.
       Default `MOTOR_SPREAD` (measured on a real Crazyflie).
+    - `imu_delay`: s the IMU signals lag the rotor signals (IMU source; the pose's own lag is
+      `mocap_delay`); None estimates it from the flights (`_estimate_imu_delay`). Eq. 10 pairs
+      the rotor wrench with the motion at the same instant: a lag of the gyro/accelerometer
+      pipeline (on-board filters, logging) behind the rotor channel biases every parameter
+      (a 4 ms lag: k_t -0.6 %, k_d and I_zz -11 %, I_xx -0.8 % on six A + B). Default 0 (the paper).
     """
 
     source: str = "imu"
@@ -106,6 +115,7 @@ class TlsSettings:
     covariance: str = "hac"
     acc_bias: bool = True
     motor_spread: float = MOTOR_SPREAD
+    imu_delay: float | None = 0.0
 
     @property
     def centred(self) -> bool:
@@ -148,6 +158,8 @@ class TlsSettings:
             raise RotoridError(f"--motor-spread must be a fraction in [0, 1), got {self.motor_spread}")
         if self.covariance not in ("hac", "eq20"):
             raise RotoridError(f"TLS covariance must be 'hac' or 'eq20', got '{self.covariance}'")
+        if self.imu_delay is not None and not abs(self.imu_delay) <= MAX_IMU_DELAY:
+            raise RotoridError(f"--imu-delay must be within ±{MAX_IMU_DELAY:g} s, got {self.imu_delay}")
         ms = self.motion.at(fs)
         return asdict(self) | ms.to_dict() | {"decimate": int(self.decimation(ms))}
 
@@ -261,6 +273,8 @@ def idim_rows(
             mo = replace(mo, s=mo.s - acc_bias[k])
         if gain is not None:
             mo = replace(mo, u=mo.u * np.sqrt(gain))
+        if settings.source == "imu" and settings.imu_delay:  # the rotor terms of the IMU's instant
+            mo = replace(mo, u=np.column_stack([np.interp(mo.t - settings.imu_delay, mo.t, c) for c in mo.u.T]))
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
@@ -346,8 +360,8 @@ def essential(
     and which row blocks were fitted.
 
     `w_ref` (same rows and columns) is the paper's model when `w` carries nuisance terms (the
-    accelerometer-bias centring, `idim_rows`): the denominator min %σ is then taken from it.
-    Six et al. set r_σ = 250 on the %σ of k_t, the best-determined parameter of their model
+    accelerometer-bias centring, `idim_rows`): the denominator is then k_t's %σ in it (when
+    smaller than the own min %σ). Six et al. set r_σ = 250 on the %σ of k_t, the best-determined parameter of their model
     ("this performance is required to set the ratio r_σ", Sec. IV-A); centring takes the hover
     balance away from k_t (its %σ grows ~6x), which would loosen r_σ by as much and keep
     parameters the paper cancels. The numerator (and the parameter cancelled) stays the
@@ -375,7 +389,10 @@ def essential(
         floor = pct.min()
         if wr is not None:
             ref, _ = _fit(wr[rows][:, [*kept, w.shape[1] - 1]], bc[rows], counts * active, base, settings)
-            floor = np.where(np.isfinite(ref.rel_std_pct), ref.rel_std_pct, np.inf).min()
+            # k_t's %σ in the paper's model, never above the own floor: a large accelerometer bias can
+            # collapse that model's fit (on the mismatch scenarios k_d came out 700 with %σ 1e-13 on
+            # others, and every parameter but k_t was cancelled)
+            floor = min(floor, float(ref.rel_std_pct[kept.index(0)]))
         ratio = float(pct.max() / floor) if floor > 0 else float("inf")
         if not settings.essential or ratio < settings.r_sigma or len(kept) == 1:
             return fit, kept, scale, history, active
@@ -662,12 +679,41 @@ def _system(
     return rows, resolved, *assemble(rows, masses)
 
 
-def _fixed_fit(w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """TLS solution of the columns `kept` over the row blocks `active` with the block factors
-    `scale` held fixed (no re-weighting)."""
+def _fixed_fit(w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray) -> Fit:
+    """TLS fit (eq. 13-20) of the columns `kept` over the row blocks `active` with the block
+    factors `scale` held fixed (no re-weighting)."""
     wc, bc, counts = compress(w, blocks)
     sel = active[bc]
-    return tls(wc[sel][:, [*kept, w.shape[1] - 1]] * scale[bc[sel]][:, None], rows=int((counts * active).sum())).x
+    return tls(wc[sel][:, [*kept, w.shape[1] - 1]] * scale[bc[sel]][:, None], rows=int((counts * active).sum()))
+
+
+def cancellation_var(
+    w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
+    """Variance the essential-parameter step's cancellations add to each kept parameter (same
+    order as `kept`): the squared bias of setting the cancelled parameters θ_c to zero.
+
+    Leaving out columns A_c moves the kept estimates by P θ_c, P = (A_kᵀA_k)⁻¹A_kᵀA_c (the
+    omitted-variable bias; Greene, Econometric Analysis, 7th ed., Sec. 4.3.2). By Frisch-Waugh-
+    Lovell the estimate P θ̂_c is d = x_reduced - x_full[kept] on the same rows and block factors
+    (exact for least squares; these TLS fits agree with least squares to < 0.01 %). d² over-
+    estimates the squared bias by the variance P Σ_c Pᵀ the full model adds, var_full - var_reduced
+    (eq. 20 of both fits), so the term is max(d² - (var_full - var_reduced), 0): zero when the
+    cancellation is harmless, the bias when a cancelled parameter is in fact not zero (e.g. ms_z
+    of configuration A in a combined fit: m c_z² is 0.3 % of I_xx, 12 σ). Zero when nothing was
+    cancelled or the full model is degenerate on these rows."""
+    keep = active[blocks]
+    excited = sorted({j for j in range(w.shape[1] - 1) if np.any(w[keep, j] != 0)} | set(kept))
+    if len(excited) == len(kept):
+        return np.zeros(len(kept))
+    try:
+        full = _fixed_fit(w, blocks, excited, active, scale)
+        red = _fixed_fit(w, blocks, kept, active, scale)
+    except ExcitationError:
+        return np.zeros(len(kept))
+    at = [excited.index(j) for j in kept]
+    d = red.x - full.x[at]
+    return np.maximum(d**2 - (np.diag(full.cov)[at] - np.diag(red.cov)), 0.0)
 
 
 def _fit_set(
@@ -678,6 +724,14 @@ def _fit_set(
     wc, bc, counts = compress(w, blocks)
     sel = active[bc]
     return _fit(wc[sel][:, [*kept, w.shape[1] - 1]], bc[sel], counts * active, base, settings)
+
+
+def _widened(cov: np.ndarray, extra: np.ndarray) -> np.ndarray:
+    """`cov` with `extra` added to its diagonal, every correlation kept (each row and column
+    scaled by sqrt(1 + extra_i / var_i))."""
+    var = np.diag(cov)
+    f = np.sqrt(np.where(var > 0, 1.0 + extra / np.where(var > 0, var, 1.0), 1.0))
+    return cov * np.outer(f, f)
 
 
 def _spread_cov(solve: Callable[[np.ndarray], np.ndarray], n_rotors: int, spread: float) -> np.ndarray:
@@ -752,12 +806,13 @@ def _solve(
         fit, scale = _fit_set(w, blocks, kept, active, base, settings)
     if settings.covariance == "hac":
         fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x))
+    fit = replace(fit, cov=_widened(fit.cov, cancellation_var(w, blocks, kept, active, scale)))
     spread = np.zeros_like(fit.cov)
     if settings.motor_spread > 0:
 
         def solve_gain(gain: np.ndarray) -> np.ndarray:
             wg, bg = _system(configs, vehicle, masses, settings, bias0 if settings.centred else None, gain)[2:4]
-            return _fixed_fit(wg, bg, kept, active, scale)
+            return _fixed_fit(wg, bg, kept, active, scale).x
 
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
         fit = replace(fit, cov=fit.cov + spread)
@@ -774,7 +829,11 @@ def _solve_separated(
 ) -> tuple[_Solution, TlsSettings, str]:
     """`_solve`; when the accelerometer bias it estimates is beyond any sensor offset
     (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
-    the paper's model, and the reason in words for k_t's assumption ("" when separated)."""
+    the paper's model, and the reason in words for k_t's assumption ("" when separated). An
+    `imu_delay` of None is estimated first (`_estimate_imu_delay`; 0 for motion capture)."""
+    if settings.imu_delay is None:
+        lag = _estimate_imu_delay(configs, vehicle, masses, base, settings) if settings.source == "imu" else 0.0
+        settings = replace(settings, imu_delay=lag)
     sol = _solve(configs, vehicle, masses, base, settings)
     if not settings.centred:
         return sol, settings, ""
@@ -788,6 +847,39 @@ def _solve_separated(
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
     return _solve(configs, vehicle, masses, base, settings), settings, why
+
+
+def _estimate_imu_delay(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    base: np.ndarray,
+    settings: TlsSettings,
+) -> float:
+    """The IMU's lag behind the rotor signals (`TlsSettings.imu_delay`) that maximises the
+    Gaussian likelihood of the IDIM with a variance per row block (the model of the block
+    weighting, Sec. III-B): τ minimising Σ_j n_j log rms_j(τ) over ±`MAX_IMU_DELAY` (Brent), with
+    the essential set, active blocks and accelerometer bias of a first fit at τ = 0."""
+    from scipy.optimize import minimize_scalar
+
+    st = replace(settings, imu_delay=0.0, motor_spread=0.0)
+    sol = _solve(configs, vehicle, masses, base, st)
+    act = sol.active
+
+    def cost(tau: float) -> float:
+        w, blocks = _system(configs, vehicle, masses, replace(st, imu_delay=tau), sol.bias0 if st.centred else None)[
+            2:4
+        ]
+        wc, bc, counts = compress(w, blocks)
+        sel = act[bc]
+        fit, _ = _fit(wc[sel][:, [*sol.kept, w.shape[1] - 1]], bc[sel], counts * act, base, st)
+        res = w[:, [*sol.kept, w.shape[1] - 1]] @ np.append(fit.x, 1.0)
+        ss = np.bincount(blocks, weights=res**2, minlength=len(counts))
+        n = counts[act]
+        return float(np.sum(n * np.log(ss[act] / n)) / 2)
+
+    found = minimize_scalar(cost, bounds=(-MAX_IMU_DELAY, MAX_IMU_DELAY), method="bounded", options={"xatol": 1e-4})
+    return float(found.x)
 
 
 @one_blas_thread
