@@ -56,6 +56,10 @@ PARAMS: dict[str, tuple[str, str]] = {
 
 _THRUST_COEFF = re.compile(r"^thrust_c(?P<j>\d+)$")
 
+#: Key of `Result.settings` under which a method records the accelerometer bias it estimated and
+#: removed, {configuration: [bx, by, bz]} m/s² (IMU source): validation removes it alike.
+ACC_BIAS_KEY = "acc_bias_estimate"
+
 #: The unit of one motor input (command or rotor speed) by the vehicle's `motor_input` kind;
 #: a normalized command (0…1) has none.
 INPUT_UNIT = {"normalized": "", "rad_s": "rad/s", "pwm_us": "us"}

@@ -26,7 +26,7 @@ from rotorid.flight import Flight
 from rotorid.identified import parallel_axis, vehicle_from_result
 from rotorid.methods.regression import r2
 from rotorid.motion import WRENCH, MotionSettings, airborne_pieces, motion, rel_error_norms
-from rotorid.result import Result
+from rotorid.result import ACC_BIAS_KEY, Result
 from rotorid.signal import butter_filtfilt
 from rotorid.util import atomic_write_text
 from rotorid.vehicle import Vehicle
@@ -131,9 +131,6 @@ def _rmse_r2(meas: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
 #: {configuration: [b_x, b_y, b_z]} in m/s² (tls: the mean over each configuration's pieces
 #: of its per-piece estimate). In the settings, not the diagnostics, so that params.json
 #: validates exactly like the result in memory.
-ACC_BIAS_KEY = "acc_bias_estimate"
-
-
 def acc_bias(result: Result, config: str | None = None) -> tuple[np.ndarray, str]:
     """The accelerometer bias (3,) in m/s² the identification removed from the specific force,
     and where it comes from (empty when none): an estimate recorded under `ACC_BIAS_KEY` (of

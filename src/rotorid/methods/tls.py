@@ -43,7 +43,7 @@ from rotorid.motion import (
     speed_source,
 )
 from rotorid.motion import MIN_RATE_HZ as MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
-from rotorid.result import Estimate, Result, build_result
+from rotorid.result import ACC_BIAS_KEY, Estimate, Result, build_result
 from rotorid.signal import block_rows, butter_sos, filtfilt_blocks
 from rotorid.vehicle import Vehicle
 
@@ -933,19 +933,17 @@ def identify(
     acc_bias = _bias_of(sol, masses)
     diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
-    if acc_bias:
-        diag["acc_bias"] = acc_bias
-
+    diag |= {"acc_bias": acc_bias} if acc_bias else {}
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m"]
     if unseparated:
         notes.append(unseparated)
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
-    for c, b in acc_bias.items():
-        notes.append(
-            f"accelerometer bias estimated per airborne piece{' of ' + c if len(cfgs) > 1 else ''} "
-            f"(mean over {len(np.unique(rows[c].piece))}): "
-            f"[{', '.join(f'{v:+.3f}' for v in np.mean(b[np.unique(rows[c].piece)], axis=0))}] m/s²"
-        )
+    mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
+    notes += [
+        f"accelerometer bias estimated per airborne piece{' of ' + c if len(cfgs) > 1 else ''} "
+        f"(mean over {len(np.unique(rows[c].piece))}): [{', '.join(f'{v:+.3f}' for v in b)}] m/s²"
+        for c, b in mean_bias.items()
+    ]
     single = len(cfgs) == 1
     if settings.source == "mocap" and "k_d" in kept_names:
         notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
@@ -958,6 +956,8 @@ def identify(
             if f"I_zz{suf}" in kept_names:
                 observability[f"I_zz{suf}"]["source"] = "gyroscopic terms of the roll/pitch rows only"
     settings_out = _settings_out(resolved, rows, masses, weights, [names[j] for j in kept], active)
+    if mean_bias:  # validation removes it from the held-out specific force alike
+        settings_out[ACC_BIAS_KEY] = {c: b.tolist() for c, b in mean_bias.items()}
     result = build_result("tls", est, settings_out, diag, observability, notes)
     for name, why in assumed.items():
         if name in result.params:
