@@ -70,7 +70,9 @@ MIN_RATE_HZ = 50.0
 
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
-_ROWS = (0, 5, 10, 15, 20)
+#: θ1 as the RLS holds it: THETA1 and the constant yaw moment b_z (`OnlineSettings.yaw_moment`)
+_N1 = len(THETA1) + 1
+_ROWS = tuple(range(0, _N1 * _N1, _N1))
 
 
 @dataclass(frozen=True)
@@ -149,12 +151,14 @@ class OnlineSettings:
     rate_hz: float | None = 100.0
     motor_spread: float = MOTOR_SPREAD
     acc_bias_z_sigma: float = ACC_BIAS_Z_SIGMA
+    yaw_moment: float = 1.0
+    gyro_bias: bool = True
 
     @staticmethod
     def literal(**changes: Any) -> OnlineSettings:
         """Alg. 1–7 read literally: no process-noise floor and a constant RLS weight (still at
         the paper's 100 Hz)."""
-        return OnlineSettings(**{"q_omega": 0.0, "eiv": False, **changes})
+        return OnlineSettings(**{"q_omega": 0.0, "eiv": False, "yaw_moment": 0.0, "gyro_bias": False, **changes})
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -165,10 +169,10 @@ class OnlineSettings:
                 raise RotoridError(f"online setting {name} must be a positive number, got {v!r}")
         if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
             raise RotoridError(f"online setting rate_hz must be a positive rate in Hz or None, got {self.rate_hz!r}")
-        if not (0.0 <= self.motor_spread < 1.0 and self.acc_bias_z_sigma >= 0.0):
+        if not (0.0 <= self.motor_spread < 1.0 and self.acc_bias_z_sigma >= 0.0 and self.yaw_moment >= 0.0):
             raise RotoridError(
                 f"online settings motor_spread {self.motor_spread!r} must lie in [0, 1) and "
-                f"acc_bias_z_sigma {self.acc_bias_z_sigma!r} be >= 0"
+                f"acc_bias_z_sigma {self.acc_bias_z_sigma!r} and yaw_moment {self.yaw_moment!r} be >= 0"
             )
         if self.q_omega < 0 or min(self.j_min) <= 0 or min(self.theta1_var0) <= 0 or min(self.theta2_var0) <= 0:
             raise RotoridError("online settings q_omega >= 0, j_min > 0 and initial variances > 0 are required")
@@ -237,6 +241,7 @@ class OnlineEstimator:
         imu = vehicle.imu_offset
         self._imu_xy = (float(imu[0]), float(imu[1]))
         self._com_z = float(vehicle.com[2]) if vehicle.com is not None else 0.0
+        self._bz = 1.0 if s.yaw_moment > 0 else 0.0  # regressor of the constant yaw moment (0: off)
         self._kf = s.variant == "kwon"
         self._lpf = s.variant == "rls-lpf"
         self._source: str | None = None
@@ -249,8 +254,9 @@ class OnlineEstimator:
         self.w = list(s.omega0)
         self.p = [s.omega_var0] * 3
         # RLS (Alg. 5): θ1 and its 5x5 covariance (row-major lists)
-        self.th1 = [*s.j0, *s.com0]
-        self.s1 = [s.theta1_var0[i // 5] if i % 5 == i // 5 else 0.0 for i in range(25)]  # row-major 5x5
+        self.th1 = [*s.j0, *s.com0, 0.0]
+        var0 = (*s.theta1_var0, s.yaw_moment**2 if s.yaw_moment > 0 else 1.0)
+        self.s1 = [var0[i // _N1] if i % _N1 == i // _N1 else 0.0 for i in range(_N1 * _N1)]  # row-major 6x6
         # RLS2 (Alg. 7): θ2 = [m, m z]
         self.th2 = [s.mass0, s.mass0 * s.imu_z0]
         self.s2 = [s.theta2_var0[0], 0.0, s.theta2_var0[1]]  # [Σ00, Σ01, Σ11]
@@ -367,7 +373,7 @@ class OnlineEstimator:
         """The current `OnlineState` (built once per estimator step)."""
         if self._state is None:
             sc1 = self._scale(self._chi1)
-            sd = [math.sqrt(abs(x) * sc1) for x in self.s1[::6]]
+            sd = [math.sqrt(abs(x) * sc1) for x in self.s1[: _N1 * 5 : _N1 + 1]]
             z, z_std = self._imu_z()
             self._state = OnlineState(
                 self._t if self._t is not None else float("nan"),
@@ -375,7 +381,7 @@ class OnlineEstimator:
                 tuple(self.w),
                 tuple([math.sqrt(x) for x in self.p]),
                 self._alpha,
-                tuple(self.th1),
+                tuple(self.th1[:5]),
                 tuple(sd),
                 self.th2[0],
                 math.sqrt(abs(self.s2[0]) * self._scale(self._chi2)),
@@ -434,7 +440,7 @@ class OnlineEstimator:
         rv = s.moment_nd * s.moment_nd / dt  # moment variance of R_RLS per step
         if s.eiv and va is not None:
             th, S = self.th1, self.s1
-            r1 = [rv + (th[k] * th[k] + S[6 * k]) * va[k] if act[k] else rv for k in range(3)]
+            r1 = [rv + (th[k] * th[k] + S[(_N1 + 1) * k]) * va[k] if act[k] else rv for k in range(3)]
         else:
             r1 = [rv, rv, rv]
         self._rls1(h1, y1, r1)
@@ -470,7 +476,7 @@ class OnlineEstimator:
         u = (
             Mm[0] - (cy * Fm[2] - cz * Fm[1]),
             Mm[1] - (cz * Fm[0] - cx * Fm[2]),
-            Mm[2] - (cx * Fm[1] - cy * Fm[0]),
+            Mm[2] - (cx * Fm[1] - cy * Fm[0]) - th[5],
         )
         jmin = s.j_min
         J = [th[k] if th[k] > jmin[k] else jmin[k] for k in range(3)]
@@ -481,7 +487,9 @@ class OnlineEstimator:
         qdt, dt2, ns = s.q_omega * dt, dt * dt, s.n_sigma
         chi = self._chi1
         sc1 = dt2 * (chi[0] / chi[1] if chi[1] > 10 else 1.0)
-        for wk, pk, uk, gt, jk, sjj, gk in zip(w0, self.p, u, gyro_t, J, self.s1[0:13:6], g, strict=True):
+        for wk, pk, uk, gt, jk, sjj, gk in zip(
+            w0, self.p, u, gyro_t, J, self.s1[0 : 2 * _N1 + 3 : _N1 + 1], g, strict=True
+        ):
             wb = wk + (uk - gt) / jk * dt
             pb = pk + uk * uk * sjj * sc1 / (jk * jk * jk * jk) + qdt  # eq. 29
             # Alg. 2: measurement update with the adaptive weight
@@ -509,9 +517,9 @@ class OnlineEstimator:
         axes zeroed, their term at the current estimate moved to the output); Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z], IMU x, y relative to the CoM."""
         p_, q_, r_ = om
         h1 = [
-            [al[0], -q_ * r_, q_ * r_, 0.0, Fm[2]],
-            [p_ * r_, al[1], -p_ * r_, -Fm[2], 0.0],
-            [-p_ * q_, p_ * q_, al[2], Fm[1], -Fm[0]],
+            [al[0], -q_ * r_, q_ * r_, 0.0, Fm[2], 0.0],
+            [p_ * r_, al[1], -p_ * r_, -Fm[2], 0.0, 0.0],
+            [-p_ * q_, p_ * q_, al[2], Fm[1], -Fm[0], self._bz],
         ]
         y1 = [Mm[0] + self._com_z * Fm[1], Mm[1] - self._com_z * Fm[0], Mm[2]]
         th = self.th1
@@ -555,26 +563,45 @@ class OnlineEstimator:
             af = -math.expm1(-dt / self.settings.lpf_tau)
             self._h1f = [fo + af * (fn - fo) for fo, fn in zip(self._h1f, flat, strict=True)]
         f = self._h1f
-        return [f[0:5], f[5:10], f[10:15]], f[15:18], [f[18:20], f[20:22], f[22:24]], f[24:27]
+        n = 3 * _N1
+        h1f = [f[i : i + _N1] for i in range(0, n, _N1)]
+        return h1f, f[n : n + 3], [f[n + 3 : n + 5], f[n + 5 : n + 7], f[n + 7 : n + 9]], f[n + 9 : n + 12]
 
     def _rls1(self, H: list[list[float]], y: list[float], rv: list[float]) -> None:
         """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances."""
         th = self.th1
-        for (h0, h1, h2, h3, h4), yi, rvi in zip(H, y, rv, strict=True):
+        for (h0, h1, h2, h3, h4, h5), yi, rvi in zip(H, y, rv, strict=True):
             S = self.s1
             if h0 == 0.0 and h1 == 0.0 and h2 == 0.0:  # MOI columns off (correction law)
-                g = [S[i + 3] * h3 + S[i + 4] * h4 for i in _ROWS]
+                g = [S[i + 3] * h3 + S[i + 4] * h4 + S[i + 5] * h5 for i in _ROWS]
             else:
-                g = [S[i] * h0 + S[i + 1] * h1 + S[i + 2] * h2 + S[i + 3] * h3 + S[i + 4] * h4 for i in _ROWS]
-            g0, g1, g2, g3, g4 = g
-            den = h0 * g0 + h1 * g1 + h2 * g2 + h3 * g3 + h4 * g4 + rvi
-            e = yi - (h0 * th[0] + h1 * th[1] + h2 * th[2] + h3 * th[3] + h4 * th[4])
+                g = [
+                    S[i] * h0 + S[i + 1] * h1 + S[i + 2] * h2 + S[i + 3] * h3 + S[i + 4] * h4 + S[i + 5] * h5
+                    for i in _ROWS
+                ]
+            g0, g1, g2, g3, g4, g5 = g
+            den = h0 * g0 + h1 * g1 + h2 * g2 + h3 * g3 + h4 * g4 + h5 * g5 + rvi
+            e = yi - (h0 * th[0] + h1 * th[1] + h2 * th[2] + h3 * th[3] + h4 * th[4] + h5 * th[5])
             f = e / den
-            self.th1 = th = [th[0] + g0 * f, th[1] + g1 * f, th[2] + g2 * f, th[3] + g3 * f, th[4] + g4 * f]
+            self.th1 = th = [
+                th[0] + g0 * f,
+                th[1] + g1 * f,
+                th[2] + g2 * f,
+                th[3] + g3 * f,
+                th[4] + g4 * f,
+                th[5] + g5 * f,
+            ]
             new: list[float] = []
             for r, gi in zip(_ROWS, g, strict=True):
                 gi /= den
-                new += (S[r] - gi * g0, S[r + 1] - gi * g1, S[r + 2] - gi * g2, S[r + 3] - gi * g3, S[r + 4] - gi * g4)
+                new += (
+                    S[r] - gi * g0,
+                    S[r + 1] - gi * g1,
+                    S[r + 2] - gi * g2,
+                    S[r + 3] - gi * g3,
+                    S[r + 4] - gi * g4,
+                    S[r + 5] - gi * g5,
+                )
             self.s1 = new
             self._chi1[0] += e * f
             self._chi1[1] += 1
@@ -639,13 +666,15 @@ class OnlineEstimator:
             rec["active"].append(self.active)
             rec["enabled"].append(self.enabled)
             rec["theta1"].append(self.th1)
-            rec["s1diag"].append(self.s1[::6])
+            rec["s1diag"].append(self.s1[:: _N1 + 1])
             rec_th2.append((*self.th2, *self.s2, self._scale(self._chi1), self._scale(self._chi2)))
         out = {k: np.array(v) for k, v in rec.items()}
         th2 = np.array(rec_th2)
         out["t"] = flight.t.copy()
         out["omega_std"] = np.sqrt(out.pop("p"))
         out["theta1_std"] = np.sqrt(np.clip(out.pop("s1diag"), 0.0, None) * th2[:, 5:6])
+        out["yaw_moment"], out["theta1"] = out["theta1"][:, 5], out["theta1"][:, :5]
+        out["yaw_moment_std"], out["theta1_std"] = out["theta1_std"][:, 5], out["theta1_std"][:, :5]
         out["mass"] = th2[:, 0]
         out["mass_std"] = np.sqrt(np.clip(th2[:, 2], 0.0, None) * th2[:, 6])
         z, zstd = _imu_z(*th2[:, :5].T, th2[:, 6])
@@ -709,7 +738,7 @@ def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, floa
         )
     h1, y1, r1, h2, y2, r2 = (np.array([r[i] for r in rows], dtype=float) for i in range(6))
     th2 = np.array(est.th2)
-    bread1 = np.array(est.s1).reshape(5, 5)
+    bread1 = np.array(est.s1).reshape(_N1, _N1)
     th1, y1 = _final_theta1(est, h1, y1, r1, bread1)
     s00, s01, s11 = est.s2
     bread2 = np.array([[s00, s01], [s01, s11]])
@@ -721,7 +750,8 @@ def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, floa
     informed = {name: bool(info1[i] * s.theta1_var0[i] > 1.0) for i, name in enumerate(THETA1)}
     informed["mass"] = bool(info2[0] * s.theta2_var0[0] > 1.0)
     informed["imu_z"] = bool(info2[1] * s.theta2_var0[1] > 1.0)
-    var1, cov2b = _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2)
+    thrust = _rotor_thrusts(est, rows, h1, y1, th1)
+    var1, cov2b = _assumed(est, h1, r1, bread1, th1, thrust, h2, r2, bread2, th2)
     _, z_std = _imu_z(th2[0], th2[1], cov2[0, 0], cov2[0, 1], cov2[1, 1], 1.0)
     _, z_b = _imu_z(th2[0], th2[1], cov2b[0, 0], cov2b[0, 1], cov2b[1, 1], 1.0)
     out = {name: (th1[i], std1[i], var1[i]) for i, name in enumerate(THETA1)}
@@ -738,17 +768,30 @@ _SPREAD_WHY = (
 _BIAS_WHY = "accelerometer z bias 0 ± {:g} m/s² (acc_bias_z_sigma): m = F/a moves by -m b/g; give a calibrated bias"
 
 
-def _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2) -> tuple[np.ndarray, np.ndarray]:
+def _rotor_thrusts(est: OnlineEstimator, rows: list, h1: np.ndarray, y1: np.ndarray, th1: np.ndarray) -> np.ndarray:
+    """Per-rotor thrust of every RLS row (T, n), recovered from the row's force and moment (the
+    H1 force columns, and the output before the moved terms and the com_z F term) through the
+    mixer's pseudo-inverse: exact for a quadrotor (rank 4), the minimum-norm allocation of the
+    same wrench for more rotors."""
+    hm = np.array([r[6] for r in rows], dtype=float)
+    fx, fy, fz = -h1[:, 2, 4], h1[:, 2, 3], h1[:, 0, 4]
+    m = y1 + np.einsum("tjk,k->tj", hm, th1[:3]) - est._com_z * np.stack([fy, -fx, np.zeros_like(fx)], -1)
+    return np.column_stack([fx, fy, fz, m]) @ np.linalg.pinv(np.array(est._mix)).T
+
+
+def _assumed(est, h1, r1, bread1, th1, thrust, h2, r2, bread2, th2) -> tuple[np.ndarray, np.ndarray]:
     """Variances the settings' assumptions add: θ1 from the rotors' gain spread
     (`OnlineSettings.motor_spread`), and the (2, 2) covariance of θ2 = [m, m z] from the
     accelerometer z bias (`acc_bias_z_sigma`), each through the batch form of the RLS solution
-    θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r): a change Δ(y - h θ) moves θ by bread Σ hᵀ Δ / r."""
+    θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r): a change Δ(y - h θ) moves θ by bread Σ hᵀ Δ / r. A rotor
+    stronger by ε_i adds ε_i f_i(t) (r_i - c) x z with its thrust f_i(t) of each row (`thrust`):
+    the hover part is a CoM shift, the part that follows the manoeuvres (the differential
+    thrust that drives α) scales the inertia."""
     s, n = est.settings, est._m
     mix = np.array(est._mix)  # (6, n): force and moment about the body origin per unit thrust
     com = np.array([th1[3], th1[4], est._com_z])
     arm = mix[3:6] - np.cross(com, mix[0:3].T).T  # moment per unit thrust about the CoM
-    f_hover = th2[0] * GRAVITY / n
-    jac = bread1 @ np.einsum("tkp,tk,ki->pi", h1, 1.0 / r1, arm * f_hover)  # (5, n) ∂θ1/∂ε_i
+    jac = bread1 @ np.einsum("tkp,tk,ki,ti->pi", h1, 1.0 / r1, arm, thrust)  # (6, n) ∂θ1/∂ε_i
     centre = np.eye(n) - 1.0 / n
     var1 = s.motor_spread**2 * np.einsum("pi,ij,pj->p", jac, centre, jac)
     d2 = -th2[0] * np.einsum("tp,t->p", h2[:, 2, :], 1.0 / r2[:, 2])  # Δ(y - hθ) = -m b on the z row
@@ -795,6 +838,25 @@ def _observability(
     return observability, never
 
 
+def gyro_bias(flight: Flight) -> np.ndarray | None:
+    """The gyro's mean bias over a flight (rad/s, body) measured against its logged attitude:
+    the mean of gyro - ω_q, with ω_q dt = log(R_kᵀ R_k+1) the body rotation between two attitude
+    samples (exact for any motion); None without an attitude. A constant bias b reads as a
+    steady rate: the correction law (Alg. 4) keeps an axis active in hover when |b| exceeds the
+    KF's σ (0.5 deg/s against 0.2 deg/s), the rows then carry α̂ noise without a moment
+    (attenuating J by 20–40 % on kwon-payload-mismatch), and the products of biased rates in the
+    gyroscopic columns turn constant moments into inertia."""
+    if flight.quat is None or len(flight.t) < 2:
+        return None
+    from rotorid.frames import quat_to_rot
+
+    r = quat_to_rot(flight.quat)
+    turn = (r[:-1].inv() * r[1:]).as_rotvec()
+    dt = np.diff(flight.t)[:, None]
+    g = 0.5 * (flight.gyro[:-1] + flight.gyro[1:])
+    return (g * dt - turn).sum(axis=0) / dt.sum()
+
+
 def identify(
     flight: Flight,
     vehicle: Vehicle,
@@ -805,9 +867,15 @@ def identify(
     Tables 8–10: I_xx, I_yy, I_zz, com_x, com_y, mass, imu_z with std from the RLS covariances)
     and the trajectories in `result.diagnostics`. With `truth` (canonical name -> value, e.g.
     `scenario.truth.params`) the notes list each final value against it."""
+    from rotorid.motion import stuck_motors  # scipy.signal: kept out of the streaming estimator's import
+
     settings = settings or OnlineSettings()
+    stuck = stuck_motors([flight])
+    if stuck:
+        raise ExcitationError(f"{flight.source}: {stuck}; give a flight where the motors respond")
     est = OnlineEstimator(vehicle, settings)
-    tr = est.run(flight)
+    bias = gyro_bias(flight) if settings.gyro_bias else None
+    tr = est.run(flight if bias is None else flight.replace(gyro=flight.gyro - bias))
     if not est.enabled:
         raise ExcitationError(
             f"{flight.source}: estimator never enabled — the low-pass-filtered vertical acceleration never "
