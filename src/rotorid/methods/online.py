@@ -18,7 +18,10 @@ One sample at a time (`OnlineEstimator.update`), so it runs inside a live loop:
    CoM row carries (the CoM scores' lag-1 autocorrelation was 0.7; 0.1 with it moved).
 4. RLS (Alg. 5, eq. 10) for θ1 = [J_xx, J_yy, J_zz, com_x, com_y] and RLS2 (Alg. 6–7, eq. 19–20)
    for θ2 = [m, m z_imu], both switched on the first time the low-pass-filtered vertical
-   acceleration exceeds `a_z_allow` (take-off).
+   acceleration exceeds `a_z_allow` (take-off). The RLS also holds a constant yaw moment b_z
+   (`OnlineSettings.yaw_moment`), a column eq. 10 does not have; the KF predicts with it.
+5. `identify` removes the gyro's mean bias measured against the logged attitude (`gyro_bias`)
+   before the estimator sees the flight (Kwon et al. assume an unbiased gyro).
 
 Conventions: body FLU about the body origin (the rotors' geometric centre, the paper's CG). The
 paper's COM offset r_COM→CG equals -com; we estimate `com` directly (the same unknown, rotorid's
@@ -82,7 +85,9 @@ class OnlineSettings:
     depart from a literal reading of Alg. 1–5 because the literal form locks the MOI at the
     errors-in-variables bias on the kwon-payload scenario (`OnlineSettings.literal()` restores
     it for comparison): `q_omega` > 0, `eiv` = True and the MOI variance in eq. 29 scaled by
-    the RLS's a-posteriori residual variance (always on).
+    the RLS's a-posteriori residual variance (always on). Two more model what the paper's
+    simulation leaves out and real vehicles have (`literal()` turns them off too): a constant
+    yaw moment (`yaw_moment`) and the gyro bias (`gyro_bias`).
 
     - `variant`: "kwon" (observability-aware RLS with KF), "rls" (raw gyro, no correction law),
       "rls-lpf" (raw gyro, H1/H2/M/F through the first-order LPF of eq. 36–39).
@@ -118,12 +123,27 @@ class OnlineSettings:
       (eq. 1–5 take one C_T for all rotors; default `MOTOR_SPREAD`). A rotor stronger by ε_i
       adds the moment ε_i f_i (r_i - c) x z, which in hover no flight separates from a CoM
       shift Δc = Σ ε_i r_i / n (4 µm scatter against 2 mm at 3 % on kwon-payload). Its effect
-      enters σ of θ1 as σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂θ1/∂ε_i of the final fit at the hover
-      thrust (the common mode is C_T's own error, the user's input); a parameter whose variance
-      is mostly this term is labelled assumed. 0 turns it off.
+      enters σ of θ1 as σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂θ1/∂ε_i of the final fit with each row's
+      rotor thrust f_i(t) (the common mode is C_T's own error, the user's input): the hover part
+      moves the CoM, the part that follows the manoeuvres scales the inertia (1.5–2 % at 3 % on
+      kwon-payload, as re-running the estimator with one rotor 1 % stronger gives; the batch
+      form holds the KF's α̂ fixed and gives 75–100 % of that). A parameter whose variance is
+      mostly this term is labelled assumed. 0 turns it off.
     - `acc_bias_z_sigma` (m/s²): assumed σ of the accelerometer's z bias b (default
       `ACC_BIAS_Z_SIGMA`): m = F/a in eq. 19 moves by about -m b/g, which nothing in the flight
       separates from the mass; it enters σ of mass and imu_z likewise. 0 turns it off.
+    - `yaw_moment` (N m): prior σ of a constant yaw moment b_z, a column of the yaw row of eq. 10
+      (regressor 1) and a term of the KF's process model; 0 leaves it out (the paper). The
+      rotors' gain spread times k_tau, a trim the yaw controller holds, is such a moment (0.1 N m
+      on kwon-payload-mismatch, 5 % spread times k_tau 1.43 m). Without the column the RLS
+      explains it through the yaw row's gyroscopic regressors ±p q, which are systematic in a
+      diagonal manoeuvre: J_xx ran to 1100x on 4/30 seeds, and a 3 % spread moved I_zz by
+      147 % (re-running the estimator with one rotor 1 % stronger; 0.02 % with the column). In x
+      and y a constant moment is the CoM's column already (F_z ≈ m g).
+    - `gyro_bias`: `identify` subtracts the gyro's mean bias measured against the logged
+      attitude (`gyro_bias`; nothing without an attitude). A bias above the KF's σ keeps the
+      correction law's column active in hover (Alg. 4), where the rows carry α̂ noise without a
+      moment: 0.5 deg/s attenuated J by 20–40 % on kwon-payload-mismatch.
     - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
       `enable_tau` (s): that LPF's time constant.
     """
@@ -755,6 +775,8 @@ def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, floa
     _, z_std = _imu_z(th2[0], th2[1], cov2[0, 0], cov2[0, 1], cov2[1, 1], 1.0)
     _, z_b = _imu_z(th2[0], th2[1], cov2b[0, 0], cov2b[0, 1], cov2b[1, 1], 1.0)
     out = {name: (th1[i], std1[i], var1[i]) for i, name in enumerate(THETA1)}
+    if s.yaw_moment > 0:
+        out["yaw_moment"] = (th1[5], std1[5], 0.0)  # a rotor spread is this moment: no spread term
     out["mass"] = (th2[0], float(np.sqrt(max(cov2[0, 0], 0.0))), float(cov2b[0, 0]))
     out["imu_z"] = (est._com_z + th2[1] / th2[0], float(z_std), float(z_b) ** 2)
     return out, informed
@@ -883,6 +905,7 @@ def identify(
             "give a log that includes the take-off"
         )
     final, informed = _final_std(est)
+    yaw = final.pop("yaw_moment", None)  # a nuisance term, not a vehicle parameter: said in the notes
     estimates = {name: (float(v), math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
@@ -903,6 +926,14 @@ def identify(
     ]
     if never:
         notes.append(f"not reported (never updated by the flight, see observability): {', '.join(never)}")
+    if bias is not None:
+        notes.append(
+            "gyro bias measured against the logged attitude and removed: "
+            + ", ".join(f"{a} {math.degrees(b):+.3f}" for a, b in zip("xyz", bias, strict=True))
+            + " deg/s"
+        )
+    if yaw is not None:
+        notes.append(f"constant yaw moment (rotor spread times k_tau, yaw trim): {yaw[0]:+.4g} ± {yaw[1]:.2g} N m")
     notes.append(
         "σ is the Newey-West (HAC) sandwich of the RLS over the whole flight: the RLS rows share the "
         "Kalman-filtered rate and are correlated in time"
