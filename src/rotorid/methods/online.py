@@ -645,10 +645,8 @@ class OnlineEstimator:
         self.s2 = [s00, s01, s11]
 
     # -- batch ---------------------------------------------------------------------------------
-    def run(self, flight: Flight) -> dict[str, np.ndarray]:
-        """Stream a whole flight through `update`'s step; return the trajectories (N rows):
-        t, omega, omega_std, alpha (KF), alpha_raw (differentiated gyro at the estimator rate), active (correction-law columns), enabled, theta1,
-        theta1_std, mass, mass_std, imu_z, imu_z_std."""
+    def check(self, flight: Flight) -> None:
+        """Refuse a flight without the channels, rates or motor columns the estimator needs."""
         flight.require("gyro", "acc")
         use_rs = flight.rotor_speed is not None and self.vehicle.motor_input == "rad_s"
         flight.require_rate(
@@ -663,6 +661,12 @@ class OnlineEstimator:
             raise RotoridError(
                 f"{flight.source}: {flight.n_motors} motor columns but vehicle '{self.vehicle.name}' has {self._m} rotors"
             )
+
+    def run(self, flight: Flight) -> dict[str, np.ndarray]:
+        """Stream a whole flight through `update`'s step; return the trajectories (N rows):
+        t, omega, omega_std, alpha (KF), alpha_raw (differentiated gyro at the estimator rate), active (correction-law columns), enabled, theta1,
+        theta1_std, yaw_moment, yaw_moment_std, mass, mass_std, imu_z, imu_z_std."""
+        self.check(flight)
         n = len(flight.t)
         none = [None] * n
         cols = (
@@ -879,6 +883,30 @@ def gyro_bias(flight: Flight) -> np.ndarray | None:
     return (g * dt - turn).sum(axis=0) / dt.sum()
 
 
+def _stream(
+    flight: Flight, vehicle: Vehicle, settings: OnlineSettings
+) -> tuple[OnlineEstimator, dict[str, np.ndarray], np.ndarray | None]:
+    """The estimator run over the flight (its gyro bias removed, `gyro_bias`): the estimator, its
+    trajectories and the bias. A stuck motor (`motion.stuck_motors`, the check `rotorid.runs`
+    makes) or a flight that never enables the RLS is an `ExcitationError`."""
+    from rotorid.motion import stuck_motors  # scipy.signal: kept out of the streaming estimator's import
+
+    est = OnlineEstimator(vehicle, settings)
+    est.check(flight)
+    stuck = stuck_motors([flight])
+    if stuck:
+        raise ExcitationError(f"{flight.source}: {stuck}; give a flight where the motors respond")
+    bias = gyro_bias(flight) if settings.gyro_bias else None
+    tr = est.run(flight if bias is None else flight.replace(gyro=flight.gyro - bias))
+    if not est.enabled:
+        raise ExcitationError(
+            f"{flight.source}: estimator never enabled — the low-pass-filtered vertical acceleration never "
+            f"exceeded a_z_allow={settings.a_z_allow} m/s² (t={flight.t[0]:.3f}–{flight.t[-1]:.3f} s); "
+            "give a log that includes the take-off"
+        )
+    return est, tr, bias
+
+
 def identify(
     flight: Flight,
     vehicle: Vehicle,
@@ -889,21 +917,8 @@ def identify(
     Tables 8–10: I_xx, I_yy, I_zz, com_x, com_y, mass, imu_z with std from the RLS covariances)
     and the trajectories in `result.diagnostics`. With `truth` (canonical name -> value, e.g.
     `scenario.truth.params`) the notes list each final value against it."""
-    from rotorid.motion import stuck_motors  # scipy.signal: kept out of the streaming estimator's import
-
     settings = settings or OnlineSettings()
-    stuck = stuck_motors([flight])
-    if stuck:
-        raise ExcitationError(f"{flight.source}: {stuck}; give a flight where the motors respond")
-    est = OnlineEstimator(vehicle, settings)
-    bias = gyro_bias(flight) if settings.gyro_bias else None
-    tr = est.run(flight if bias is None else flight.replace(gyro=flight.gyro - bias))
-    if not est.enabled:
-        raise ExcitationError(
-            f"{flight.source}: estimator never enabled — the low-pass-filtered vertical acceleration never "
-            f"exceeded a_z_allow={settings.a_z_allow} m/s² (t={flight.t[0]:.3f}–{flight.t[-1]:.3f} s); "
-            "give a log that includes the take-off"
-        )
+    est, tr, bias = _stream(flight, vehicle, settings)
     final, informed = _final_std(est)
     yaw = final.pop("yaw_moment", None)  # a nuisance term, not a vehicle parameter: said in the notes
     estimates = {name: (float(v), math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
