@@ -188,17 +188,23 @@ CACHE: Path | None = None
 #: `TlsSettings` fields every TLS case uses (`--tls NAME=VALUE`; empty: the defaults), e.g. the
 #: former defaults `acc_bias=false motor_spread=0` for a before/after comparison.
 TLS_OPTIONS: dict[str, Any] = {}
+#: `OnlineSettings` fields every online case uses (`--online NAME=VALUE`), e.g. `motor_spread=0`
+#: for the flight's own σ.
+ONLINE_OPTIONS: dict[str, Any] = {}
 
 
-def _tls_option(text: str) -> tuple[str, Any]:
-    """NAME=VALUE of `--tls`: a `TlsSettings` field and a JSON value (true/false, numbers)."""
+def _option(text: str, flag: str) -> tuple[str, Any]:
+    """NAME=VALUE of `--tls` / `--online`: a field of the method's settings and a JSON value
+    (true/false, numbers)."""
     from dataclasses import fields
 
+    from rotorid.methods.online import OnlineSettings
     from rotorid.methods.tls import TlsSettings
 
+    cls = TlsSettings if flag == "tls" else OnlineSettings
     name, _, value = text.partition("=")
-    if name not in {f.name for f in fields(TlsSettings)} or not value:
-        raise SystemExit(f"--tls {text}: expected NAME=VALUE with NAME a TlsSettings field")
+    if name not in {f.name for f in fields(cls)} or not value:
+        raise SystemExit(f"--{flag} {text}: expected NAME=VALUE with NAME a {cls.__name__} field")
     return name, json.loads(value)
 
 
@@ -307,12 +313,14 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
             lambda st: (tls.identify(cfg, a.vehicle, masses=masses, settings=mocap(st)), both),
         )
     else:
-        sc = scenarios.run(f"kwon-payload{sfx}", seed=seed, duration=duration, **ov)
+        sc = _simulate(f"kwon-payload{sfx}", seed, duration, **ov)
         attempt(
             f"online/kwon-payload{tag}",
             sc,
             lambda st: (
-                online.identify(sc.flights["trajectory"], sc.vehicle, settings=online.OnlineSettings(**st)),
+                online.identify(
+                    sc.flights["trajectory"], sc.vehicle, settings=online.OnlineSettings(**{**ONLINE_OPTIONS, **st})
+                ),
                 sc.truth.params,
             ),
         )
@@ -400,8 +408,9 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         f"bias 0): its σ is the flight's own, statistical σ, which SD/σ̄ and ±2σ coverage judge.",
         "",
     ]
-    if meta.get("tls_options"):
-        lines += [f"TLS settings changed from their defaults: {meta['tls_options']}", ""]
+    for m in ("tls", "online"):
+        if meta.get(f"{m}_options"):
+            lines += [f"{m} settings changed from their defaults: {meta[f'{m}_options']}", ""]
     case_by_name = {c.name: c for c in CASES + ABLATION_CASES}
     for case, d in summary.items():
         c = case_by_name[case]
@@ -464,6 +473,7 @@ def calibrate(
         "machine": platform.machine(),
         "load_avg": os.getloadavg()[0],
         "tls_options": dict(TLS_OPTIONS),
+        "online_options": dict(ONLINE_OPTIONS),
     }
     summary = aggregate(runs)
     doc = {
@@ -514,13 +524,17 @@ def main(argv: list[str] | None = None) -> int:
         "--ablation", action="store_true", help="each mismatch effect alone (writes calibration-ablation.*)"
     )
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
-    ap.add_argument("--cache", type=Path, help="folder of cached simulated flights (TLS cases; created if missing)")
+    ap.add_argument("--cache", type=Path, help="folder of cached simulated flights (created if missing)")
     ap.add_argument("--tls", action="append", default=[], help="NAME=VALUE: a TlsSettings field for every TLS case")
+    ap.add_argument(
+        "--online", action="append", default=[], help="NAME=VALUE: an OnlineSettings field for every online case"
+    )
     ap.add_argument("--tag", default="", help="suffix of the output files (calibration-TAG.md)")
     a = ap.parse_args(argv)
     global CACHE
     CACHE = a.cache
-    TLS_OPTIONS.update(_tls_option(t) for t in a.tls)
+    TLS_OPTIONS.update(_option(t, "tls") for t in a.tls)
+    ONLINE_OPTIONS.update(_option(t, "online") for t in a.online)
     if a.list:
         print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
         return 0

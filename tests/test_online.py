@@ -289,7 +289,7 @@ def test_flight_on_the_ground_reports_never_enabled() -> None:
         t=t,
         gyro=0.003 * rng.standard_normal((n, 3)),
         acc=np.array([0.0, 0.0, 9.80665]) + 0.04 * rng.standard_normal((n, 3)),
-        rotor_speed=np.full((n, 4), 600.0),
+        rotor_speed=600.0 + rng.standard_normal((n, 4)),
         meta={"source": "ground.csv"},
     )
     with pytest.raises(ExcitationError, match=r"ground\.csv: estimator never enabled"):
@@ -317,11 +317,24 @@ def test_enable_condition_uses_the_attitude_when_logged() -> None:
     rot = Rotation.from_euler("y", 0.2)  # tilted forward while accelerating along x
     f = rot.apply(np.array([2.0, 0.0, 9.80665]), inverse=True)  # R^T (a - g)
     quat = np.tile(rot.as_quat(scalar_first=True), (n, 1))
-    kw = {"gyro": np.zeros((n, 3)), "acc": np.tile(f, (n, 1)), "rotor_speed": np.full((n, 4), 850.0)}
+    rs = 850.0 + np.random.default_rng(0).standard_normal((n, 4))  # motors that respond (not stuck)
+    kw = {"gyro": np.zeros((n, 3)), "acc": np.tile(f, (n, 1)), "rotor_speed": rs}
     with pytest.raises(ExcitationError, match="never enabled"):
         online.identify(Flight(t=t, quat=quat, meta={"source": "tilted.csv"}, **kw), _kwon_vehicle())
     r = online.identify(Flight(t=t, meta={"source": "tilted.csv"}, **kw), _kwon_vehicle())
     assert r.diagnostics["enabled"][-1]
+
+
+def test_stuck_motors_are_refused_when_called_directly() -> None:
+    """Issue 16 part 5: called from Python, not through `rotorid.runs`, a flight whose motor
+    column never moves is an `ExcitationError` (the same check as runs', `motion.stuck_motors`),
+    not numbers with σ fifty times the value."""
+    sc = scenario(0, imu_rate=100.0)
+    fl = sc.flights["trajectory"]
+    rs = fl.rotor_speed.copy()
+    rs[:, 2] = rs[0, 2]
+    with pytest.raises(ExcitationError, match=r"channel 'rotor_speed' is constant.*motor 3 at .*stuck"):
+        online.identify(fl.replace(rotor_speed=rs), sc.vehicle)
 
 
 def test_a_parameter_the_flight_never_updated_is_not_reported() -> None:

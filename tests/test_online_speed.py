@@ -38,8 +38,9 @@ class Reference(online.OnlineEstimator):
         k = np.broadcast_to(np.atleast_2d(veh.thrust_coeffs), (veh.n_rotors, len(veh.thrust_exponents)))
         ex = np.array(veh.thrust_exponents, dtype=float)
         per = None if s.rate_hz is None else 1.0 / s.rate_hz
-        self.P1 = np.diag(np.array(s.theta1_var0, dtype=float))
-        self.t1 = np.array([*s.j0, *s.com0], dtype=float)
+        self.bz = 1.0 if s.yaw_moment > 0 else 0.0  # the constant yaw moment's regressor (0: left out)
+        self.P1 = np.diag(np.array([*s.theta1_var0, s.yaw_moment**2 if s.yaw_moment > 0 else 1.0], dtype=float))
+        self.t1 = np.array([*s.j0, *s.com0, 0.0], dtype=float)
         self.P2 = np.diag(np.array(s.theta2_var0, dtype=float))
         self.t2 = np.array([s.mass0, s.mass0 * s.imu_z0])
         self.W, self.Pw = np.array(s.omega0, dtype=float), np.full(3, s.omega_var0)
@@ -88,8 +89,8 @@ class Reference(online.OnlineEstimator):
             "alpha_raw": self.alr.copy(),
             "active": self.act.copy(),
             "enabled": self.enabled,
-            "theta1": self.t1.copy(),
-            "theta1_std": np.sqrt(np.clip(np.diag(self.P1), 0.0, None) * sc1),
+            "theta1": self.t1[:5].copy(),
+            "theta1_std": np.sqrt(np.clip(np.diag(self.P1)[:5], 0.0, None) * sc1),
             "mass": m,
             "mass_std": math.sqrt(max(self.P2[0, 0], 0.0) * sc2),
             "imu_z": self._com_z + mz / m,
@@ -136,7 +137,7 @@ class Reference(online.OnlineEstimator):
         """Alg. 1–2 (eq. 22, 29) and the correction law's test (Alg. 4)."""
         s = self.settings
         com = np.array([self.t1[3], self.t1[4], self._com_z])
-        u = Mm - np.cross(com, Fm)
+        u = Mm - np.cross(com, Fm) - np.array([0.0, 0.0, self.t1[5]])
         J = np.maximum(self.t1[:3], s.j_min)
         w = self.W
         wb = w + (u - np.cross(w, J * w)) / J * dt
@@ -154,9 +155,9 @@ class Reference(online.OnlineEstimator):
         s, (p, q, r), al, cz = self.settings, om, self.al, self._com_z
         H1 = np.array(
             [
-                [al[0], -q * r, q * r, 0.0, Fm[2]],
-                [p * r, al[1], -p * r, -Fm[2], 0.0],
-                [-p * q, p * q, al[2], Fm[1], -Fm[0]],
+                [al[0], -q * r, q * r, 0.0, Fm[2], 0.0],
+                [p * r, al[1], -p * r, -Fm[2], 0.0, 0.0],
+                [-p * q, p * q, al[2], Fm[1], -Fm[0], self.bz],
             ]
         )
         y1 = Mm + cz * np.array([Fm[1], -Fm[0], 0.0])
@@ -175,7 +176,7 @@ class Reference(online.OnlineEstimator):
             if self.lpf is not None:
                 flat = self.lpf - math.expm1(-dt / s.lpf_tau) * (flat - self.lpf)
             self.lpf = flat
-            H1, y1, H2, y2 = flat[:15].reshape(3, 5), flat[15:18], flat[18:24].reshape(3, 2), flat[24:27]
+            H1, y1, H2, y2 = flat[:18].reshape(3, 6), flat[18:21], flat[21:27].reshape(3, 2), flat[27:30]
         rv = s.moment_nd**2 / dt
         r1 = rv + (self.t1[:3] ** 2 + np.diag(self.P1)[:3]) * va if s.eiv and va is not None else np.full(3, rv)
         r1 = np.where(act, r1, rv)

@@ -9,6 +9,7 @@ origin, with the rotor terms u; `MotionSettings` says how (source, filter band, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -171,6 +172,30 @@ def motion(flight: Flight, vehicle: Vehicle, settings: MotionSettings) -> Motion
     else:
         omega, omega_dot, s = _mocap_motion(flight, settings)
     return Motion(t=flight.t, omega=omega, omega_dot=omega_dot, s=s, u=u)
+
+
+def stuck_motors(flights: Sequence[Flight]) -> str | None:
+    """What is wrong when a motor column (`cmd`, `rotor_speed`) holds the same value in every
+    sample of every flight: that motor's output was not logged or is stuck, and the rotor terms
+    carry no information (None when every column moves). Shared by `rotorid.runs` and the
+    methods called directly."""
+    for ch in ("cmd", "rotor_speed"):
+        cols = [getattr(f, ch) for f in flights if getattr(f, ch) is not None]
+        if not cols:
+            continue
+        v = np.concatenate(cols)
+        flat = np.flatnonzero(np.ptp(v, axis=0) <= 1e-9 * np.maximum(np.abs(v).max(axis=0), 1.0))
+        if flat.size:
+            span = ", ".join(f"{f.t[0]:.2f}–{f.t[-1]:.2f} s" for f in flights[:3])
+            same = flat.size == v.shape[1] and np.all(v[0] == v[0, 0])
+            which = (
+                f"every motor at {v[0, 0]:.6g}" if same else ", ".join(f"motor {j + 1} at {v[0, j]:.6g}" for j in flat)
+            )
+            return (
+                f"channel '{ch}' is constant over every sample ({span}): {which}; that motor output was not "
+                "logged or is stuck, and every parameter rests on the motors' thrust and torque"
+            )
+    return None
 
 
 def airborne_pieces(flight: Flight) -> list[Flight]:

@@ -197,30 +197,17 @@ def check_windows(ls: LogSpec, whole: list[Flight]) -> None:
 
 def check_motors(ls: LogSpec, flights: list[Flight]) -> list[Flight]:
     """Refuse a log argument `ls` one of whose motor columns (`cmd`, `rotor_speed`) holds the same
-    value in every sample of every flight (window) it gives: that motor's output was not
-    logged or is stuck, and every parameter the methods identify rests on the motors' thrust
-    or torque. Returns `flights`."""
-    import numpy as np
-
+    value in every sample of every flight (window) it gives (`motion.stuck_motors`): every
+    parameter the methods identify rests on the motors' thrust or torque. Returns `flights`."""
     from rotorid.errors import ExcitationError
+    from rotorid.motion import stuck_motors
 
-    for ch in ("cmd", "rotor_speed"):
-        cols = [getattr(f, ch) for f in flights if getattr(f, ch) is not None]
-        if not cols:
-            continue
-        v = np.concatenate(cols)
-        flat = np.flatnonzero(np.ptp(v, axis=0) <= 1e-9 * np.maximum(np.abs(v).max(axis=0), 1.0))
-        if flat.size:
-            span = ", ".join(f"{f.t[0]:.2f}–{f.t[-1]:.2f} s" for f in flights[:3])
-            same = flat.size == v.shape[1] and np.all(v[0] == v[0, 0])
-            which = (
-                f"every motor at {v[0, 0]:.6g}" if same else ", ".join(f"motor {j + 1} at {v[0, j]:.6g}" for j in flat)
-            )
-            raise ExcitationError(
-                f"{ls}: channel '{ch}' is constant over every sample ({span}): {which}; that motor output was not "
-                "logged or is stuck, and every parameter rests on the motors' thrust and torque; check the motor "
-                f"channels with `rotorid info {ls.path}` and give a log (window) where the motors respond"
-            )
+    stuck = stuck_motors(flights)
+    if stuck:
+        raise ExcitationError(
+            f"{ls}: {stuck}; check the motor channels with `rotorid info {ls.path}` and give a log (window) where "
+            "the motors respond"
+        )
     return flights
 
 

@@ -18,7 +18,10 @@ One sample at a time (`OnlineEstimator.update`), so it runs inside a live loop:
    CoM row carries (the CoM scores' lag-1 autocorrelation was 0.7; 0.1 with it moved).
 4. RLS (Alg. 5, eq. 10) for θ1 = [J_xx, J_yy, J_zz, com_x, com_y] and RLS2 (Alg. 6–7, eq. 19–20)
    for θ2 = [m, m z_imu], both switched on the first time the low-pass-filtered vertical
-   acceleration exceeds `a_z_allow` (take-off).
+   acceleration exceeds `a_z_allow` (take-off). The RLS also holds a constant yaw moment b_z
+   (`OnlineSettings.yaw_moment`), a column eq. 10 does not have; the KF predicts with it.
+5. `identify` removes the gyro's mean bias measured against the logged attitude (`gyro_bias`)
+   before the estimator sees the flight (Kwon et al. assume an unbiased gyro).
 
 Conventions: body FLU about the body origin (the rotors' geometric centre, the paper's CG). The
 paper's COM offset r_COM→CG equals -com; we estimate `com` directly (the same unknown, rotorid's
@@ -70,6 +73,8 @@ MIN_RATE_HZ = 50.0
 
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
+#: θ1 as the RLS holds it: THETA1 and the constant yaw moment b_z (`OnlineSettings.yaw_moment`)
+_N1 = len(THETA1) + 1
 _NO_MOVE = ((0.0, 0.0, 0.0),) * 3  # no H1 entry moved to the output (every MOI column active)
 
 
@@ -80,7 +85,9 @@ class OnlineSettings:
     depart from a literal reading of Alg. 1–5 because the literal form locks the MOI at the
     errors-in-variables bias on the kwon-payload scenario (`OnlineSettings.literal()` restores
     it for comparison): `q_omega` > 0, `eiv` = True and the MOI variance in eq. 29 scaled by
-    the RLS's a-posteriori residual variance (always on).
+    the RLS's a-posteriori residual variance (always on). Two more model what the paper's
+    simulation leaves out and real vehicles have (`literal()` turns them off too): a constant
+    yaw moment (`yaw_moment`) and the gyro bias (`gyro_bias`).
 
     - `variant`: "kwon" (observability-aware RLS with KF), "rls" (raw gyro, no correction law),
       "rls-lpf" (raw gyro, H1/H2/M/F through the first-order LPF of eq. 36–39).
@@ -116,12 +123,27 @@ class OnlineSettings:
       (eq. 1–5 take one C_T for all rotors; default `MOTOR_SPREAD`). A rotor stronger by ε_i
       adds the moment ε_i f_i (r_i - c) x z, which in hover no flight separates from a CoM
       shift Δc = Σ ε_i r_i / n (4 µm scatter against 2 mm at 3 % on kwon-payload). Its effect
-      enters σ of θ1 as σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂θ1/∂ε_i of the final fit at the hover
-      thrust (the common mode is C_T's own error, the user's input); a parameter whose variance
-      is mostly this term is labelled assumed. 0 turns it off.
+      enters σ of θ1 as σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂θ1/∂ε_i of the final fit with each row's
+      rotor thrust f_i(t) (the common mode is C_T's own error, the user's input): the hover part
+      moves the CoM, the part that follows the manoeuvres scales the inertia (1.5–2 % at 3 % on
+      kwon-payload, as re-running the estimator with one rotor 1 % stronger gives; the batch
+      form holds the KF's α̂ fixed and gives 75–100 % of that). A parameter whose variance is
+      mostly this term is labelled assumed. 0 turns it off.
     - `acc_bias_z_sigma` (m/s²): assumed σ of the accelerometer's z bias b (default
       `ACC_BIAS_Z_SIGMA`): m = F/a in eq. 19 moves by about -m b/g, which nothing in the flight
       separates from the mass; it enters σ of mass and imu_z likewise. 0 turns it off.
+    - `yaw_moment` (N m): prior σ of a constant yaw moment b_z, a column of the yaw row of eq. 10
+      (regressor 1) and a term of the KF's process model; 0 leaves it out (the paper). The
+      rotors' gain spread times k_tau, a trim the yaw controller holds, is such a moment (0.1 N m
+      on kwon-payload-mismatch, 5 % spread times k_tau 1.43 m). Without the column the RLS
+      explains it through the yaw row's gyroscopic regressors ±p q, which are systematic in a
+      diagonal manoeuvre: J_xx ran to 1100x on 4/30 seeds, and a 3 % spread moved I_zz by
+      147 % (re-running the estimator with one rotor 1 % stronger; 0.02 % with the column). In x
+      and y a constant moment is the CoM's column already (F_z ≈ m g).
+    - `gyro_bias`: `identify` subtracts the gyro's mean bias measured against the logged
+      attitude (`gyro_bias`; nothing without an attitude). A bias above the KF's σ keeps the
+      correction law's column active in hover (Alg. 4), where the rows carry α̂ noise without a
+      moment: 0.5 deg/s attenuated J by 20–40 % on kwon-payload-mismatch.
     - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
       `enable_tau` (s): that LPF's time constant.
     """
@@ -149,12 +171,14 @@ class OnlineSettings:
     rate_hz: float | None = 100.0
     motor_spread: float = MOTOR_SPREAD
     acc_bias_z_sigma: float = ACC_BIAS_Z_SIGMA
+    yaw_moment: float = 1.0
+    gyro_bias: bool = True
 
     @staticmethod
     def literal(**changes: Any) -> OnlineSettings:
         """Alg. 1–7 read literally: no process-noise floor and a constant RLS weight (still at
         the paper's 100 Hz)."""
-        return OnlineSettings(**{"q_omega": 0.0, "eiv": False, **changes})
+        return OnlineSettings(**{"q_omega": 0.0, "eiv": False, "yaw_moment": 0.0, "gyro_bias": False, **changes})
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
@@ -165,10 +189,10 @@ class OnlineSettings:
                 raise RotoridError(f"online setting {name} must be a positive number, got {v!r}")
         if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
             raise RotoridError(f"online setting rate_hz must be a positive rate in Hz or None, got {self.rate_hz!r}")
-        if not (0.0 <= self.motor_spread < 1.0 and self.acc_bias_z_sigma >= 0.0):
+        if not (0.0 <= self.motor_spread < 1.0 and self.acc_bias_z_sigma >= 0.0 and self.yaw_moment >= 0.0):
             raise RotoridError(
                 f"online settings motor_spread {self.motor_spread!r} must lie in [0, 1) and "
-                f"acc_bias_z_sigma {self.acc_bias_z_sigma!r} be >= 0"
+                f"acc_bias_z_sigma {self.acc_bias_z_sigma!r} and yaw_moment {self.yaw_moment!r} be >= 0"
             )
         if self.q_omega < 0 or min(self.j_min) <= 0 or min(self.theta1_var0) <= 0 or min(self.theta2_var0) <= 0:
             raise RotoridError("online settings q_omega >= 0, j_min > 0 and initial variances > 0 are required")
@@ -242,6 +266,7 @@ class OnlineEstimator:
         imu = vehicle.imu_offset
         self._imu_xy = (float(imu[0]), float(imu[1]))
         self._com_z = float(vehicle.com[2]) if vehicle.com is not None else 0.0
+        self._bz = 1.0 if s.yaw_moment > 0 else 0.0  # regressor of the constant yaw moment (0: off)
         self._kf = s.variant == "kwon"
         # the step's constants, bound once: gyro_nd², c_sigma gyro_nd, q_omega, n_sigma, j_min
         self._kfc = (s.gyro_nd * s.gyro_nd, s.c_sigma * s.gyro_nd, s.q_omega, s.n_sigma, *s.j_min)
@@ -257,8 +282,9 @@ class OnlineEstimator:
         self.w = list(s.omega0)
         self.p = [s.omega_var0] * 3
         # RLS (Alg. 5): θ1 and its 5x5 covariance (row-major lists)
-        self.th1 = [*s.j0, *s.com0]
-        self.s1 = [s.theta1_var0[i // 5] if i % 5 == i // 5 else 0.0 for i in range(25)]  # row-major 5x5
+        self.th1 = [*s.j0, *s.com0, 0.0]
+        var0 = (*s.theta1_var0, s.yaw_moment**2 if s.yaw_moment > 0 else 1.0)
+        self.s1 = [var0[i // _N1] if i % _N1 == i // _N1 else 0.0 for i in range(_N1 * _N1)]  # row-major 6x6
         # RLS2 (Alg. 7): θ2 = [m, m z]
         self.th2 = [s.mass0, s.mass0 * s.imu_z0]
         self.s2 = [s.theta2_var0[0], 0.0, s.theta2_var0[1]]  # [Σ00, Σ01, Σ11]
@@ -383,8 +409,8 @@ class OnlineEstimator:
             sqrt, (c1, n1), (c2, n2) = math.sqrt, self._chi1, self._chi2
             sc1 = c1 / n1 if n1 > 10 else 1.0
             S, (p0, p1, p2) = self.s1, self.p
-            sd = (sqrt(abs(S[0]) * sc1), sqrt(abs(S[6]) * sc1), sqrt(abs(S[12]) * sc1))
-            sd += (sqrt(abs(S[18]) * sc1), sqrt(abs(S[24]) * sc1))
+            sd = (sqrt(abs(S[0]) * sc1), sqrt(abs(S[7]) * sc1), sqrt(abs(S[14]) * sc1))  # 6x6: stride 7
+            sd += (sqrt(abs(S[21]) * sc1), sqrt(abs(S[28]) * sc1))
             sc2 = c2 / n2 if n2 > 10 else 1.0
             (m, mz), (s00, s01, s11) = self.th2, self.s2
             d0, d1 = -mz / (m * m), 1.0 / m  # imu_z = m z / m by the delta method
@@ -397,7 +423,7 @@ class OnlineEstimator:
                     tuple(self.w),
                     (sqrt(p0), sqrt(p1), sqrt(p2)),
                     self._alpha,
-                    tuple(self.th1),
+                    tuple(self.th1[:5]),
                     sd,
                     m,
                     sqrt(abs(s00) * sc2),
@@ -456,8 +482,8 @@ class OnlineEstimator:
             th, S = self.th1, self.s1
             r1 = [
                 rv + (th[0] * th[0] + S[0]) * va[0] if act[0] else rv,
-                rv + (th[1] * th[1] + S[6]) * va[1] if act[1] else rv,
-                rv + (th[2] * th[2] + S[12]) * va[2] if act[2] else rv,
+                rv + (th[1] * th[1] + S[7]) * va[1] if act[1] else rv,
+                rv + (th[2] * th[2] + S[14]) * va[2] if act[2] else rv,
             ]
         else:
             r1 = [rv, rv, rv]
@@ -493,7 +519,7 @@ class OnlineEstimator:
         th, S = self.th1, self.s1
         cx, cy, cz = th[3], th[4], self._com_z
         Fx, Fy, Fz = Fm
-        ux, uy, uz = Mm[0] - (cy * Fz - cz * Fy), Mm[1] - (cz * Fx - cx * Fz), Mm[2] - (cx * Fy - cy * Fx)
+        ux, uy, uz = Mm[0] - (cy * Fz - cz * Fy), Mm[1] - (cz * Fx - cx * Fz), Mm[2] - (cx * Fy - cy * Fx) - th[5]
         J0, J1, J2 = (th[0] if th[0] > jx else jx, th[1] if th[1] > jy else jy, th[2] if th[2] > jz else jz)
         (p_, q_, r_), (px, py, pz), (gx, gy, gz) = self.w, self.p, g
         R, c = dt / gnd2, cg / math.sqrt(dt)  # weight 1/R_meas; Alg. 2's c
@@ -507,8 +533,8 @@ class OnlineEstimator:
             r_ + (uz - (J1 - J0) * p_ * q_) / J2 * dt,
         )
         bx = px + ux * ux * S[0] * sc1 / (J0 * J0 * J0 * J0) + qdt
-        by = py + uy * uy * S[6] * sc1 / (J1 * J1 * J1 * J1) + qdt
-        bz = pz + uz * uz * S[12] * sc1 / (J2 * J2 * J2 * J2) + qdt
+        by = py + uy * uy * S[7] * sc1 / (J1 * J1 * J1 * J1) + qdt
+        bz = pz + uz * uz * S[14] * sc1 / (J2 * J2 * J2 * J2) + qdt
         # Alg. 2: measurement update with the weight 1/R lowered by r/c when the residual r > c
         rx, ry, rz = abs(gx - wx), abs(gy - wy), abs(gz - wz)
         mx, my, mz = R * rx / c if rx > c else R, R * ry / c if ry > c else R, R * rz / c if rz > c else R
@@ -529,7 +555,7 @@ class OnlineEstimator:
         Mm: tuple[float, ...],
         am: tuple[float, ...],
     ) -> tuple[list[list[float]], list[float], list[list[float]], list[float]]:
-        """Alg. 3-4: H1 rows (3 x 5) of M - cz [-Fy, Fx, 0] = H1 θ1 (MOI columns of inactive
+        """Alg. 3-4: H1 rows (3 x 6, θ1 with the yaw moment) of M - cz [-Fy, Fx, 0] = H1 θ1 (MOI columns of inactive
         axes zeroed, their term at the current estimate moved to the output); Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z], IMU x, y relative to the CoM."""
         p_, q_, r_ = om
         a0, a1, a2 = al
@@ -547,7 +573,7 @@ class OnlineEstimator:
                     y0, y1, y2 = y0 - c0 * tk, y1 - c1 * tk, y2 - c2 * tk
                     cols[k] = _NO_MOVE[0]
         (h00, h10, h20), (h01, h11, h21), (h02, h12, h22) = cols
-        h1 = [[h00, h01, h02, 0.0, Fz], [h10, h11, h12, -Fz, 0.0], [h20, h21, h22, Fy, -Fx]]
+        h1 = [[h00, h01, h02, 0.0, Fz, 0.0], [h10, h11, h12, -Fz, 0.0, 0.0], [h20, h21, h22, Fy, -Fx, self._bz]]
         if self._rows is not None:
             self._moved = (moved, th[:3])
         x = self._imu_xy[0] - th[3]
@@ -578,36 +604,48 @@ class OnlineEstimator:
             af = -math.expm1(-dt / self.settings.lpf_tau)
             self._h1f = [fo + af * (fn - fo) for fo, fn in zip(self._h1f, flat, strict=True)]
         f = self._h1f
-        return [f[0:5], f[5:10], f[10:15]], f[15:18], [f[18:20], f[20:22], f[22:24]], f[24:27]
+        n = 3 * _N1
+        h1f = [f[i : i + _N1] for i in range(0, n, _N1)]
+        return h1f, f[n : n + 3], [f[n + 3 : n + 5], f[n + 5 : n + 7], f[n + 7 : n + 9]], f[n + 9 : n + 12]
 
     def _rls1(self, H: list[list[float]], y: list[float], rv: list[float]) -> None:
         """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances. Σ is
-        updated in its upper triangle and mirrored, so it stays exactly symmetric; the 15 entries
-        live in locals for the three rows (issue 14: the step is per sample, in pure Python)."""
-        (s00, s01, s02, s03, s04, _, s11, s12, s13, s14, _, _, s22, s23, s24, _, _, _, s33, s34, *_, s44) = self.s1
-        t0, t1, t2, t3, t4 = self.th1
+        updated in its upper triangle and mirrored, so it stays exactly symmetric; the 21 entries
+        live in locals for the three rows (issue 14: the step is per sample, in pure Python). The
+        sixth parameter is the constant yaw moment (`OnlineSettings.yaw_moment`)."""
+        S = self.s1
+        s00, s01, s02, s03, s04, s05 = S[0:6]
+        s11, s12, s13, s14, s15 = S[7:12]
+        s22, s23, s24, s25 = S[14:18]
+        s33, s34, s35 = S[21:24]
+        s44, s45 = S[28:30]
+        s55 = S[35]
+        t0, t1, t2, t3, t4, t5 = self.th1
         chi = self._chi1
         c = chi[0]
-        for (h0, h1, h2, h3, h4), yi, rvi in zip(H, y, rv, strict=True):
-            g0 = s00 * h0 + s01 * h1 + s02 * h2 + s03 * h3 + s04 * h4  # g = Σ h (Σ symmetric)
-            g1 = s01 * h0 + s11 * h1 + s12 * h2 + s13 * h3 + s14 * h4
-            g2 = s02 * h0 + s12 * h1 + s22 * h2 + s23 * h3 + s24 * h4
-            g3 = s03 * h0 + s13 * h1 + s23 * h2 + s33 * h3 + s34 * h4
-            g4 = s04 * h0 + s14 * h1 + s24 * h2 + s34 * h3 + s44 * h4
-            den = h0 * g0 + h1 * g1 + h2 * g2 + h3 * g3 + h4 * g4 + rvi
-            e = yi - (h0 * t0 + h1 * t1 + h2 * t2 + h3 * t3 + h4 * t4)
+        for (h0, h1, h2, h3, h4, h5), yi, rvi in zip(H, y, rv, strict=True):
+            g0 = s00 * h0 + s01 * h1 + s02 * h2 + s03 * h3 + s04 * h4 + s05 * h5  # g = Σ h (Σ symmetric)
+            g1 = s01 * h0 + s11 * h1 + s12 * h2 + s13 * h3 + s14 * h4 + s15 * h5
+            g2 = s02 * h0 + s12 * h1 + s22 * h2 + s23 * h3 + s24 * h4 + s25 * h5
+            g3 = s03 * h0 + s13 * h1 + s23 * h2 + s33 * h3 + s34 * h4 + s35 * h5
+            g4 = s04 * h0 + s14 * h1 + s24 * h2 + s34 * h3 + s44 * h4 + s45 * h5
+            g5 = s05 * h0 + s15 * h1 + s25 * h2 + s35 * h3 + s45 * h4 + s55 * h5
+            den = h0 * g0 + h1 * g1 + h2 * g2 + h3 * g3 + h4 * g4 + h5 * g5 + rvi
+            e = yi - (h0 * t0 + h1 * t1 + h2 * t2 + h3 * t3 + h4 * t4 + h5 * t5)
             f = e / den
-            t0, t1, t2, t3, t4 = t0 + g0 * f, t1 + g1 * f, t2 + g2 * f, t3 + g3 * f, t4 + g4 * f
+            t0, t1, t2, t3, t4, t5 = t0 + g0 * f, t1 + g1 * f, t2 + g2 * f, t3 + g3 * f, t4 + g4 * f, t5 + g5 * f
             # Σ -= g gᵀ / den, the upper triangle
-            k0, k1, k2, k3 = g0 / den, g1 / den, g2 / den, g3 / den
-            s00, s01, s02, s03, s04 = s00 - k0 * g0, s01 - k0 * g1, s02 - k0 * g2, s03 - k0 * g3, s04 - k0 * g4
-            s11, s12, s13, s14 = s11 - k1 * g1, s12 - k1 * g2, s13 - k1 * g3, s14 - k1 * g4
-            s22, s23, s24 = s22 - k2 * g2, s23 - k2 * g3, s24 - k2 * g4
-            s33, s34, s44 = s33 - k3 * g3, s34 - k3 * g4, s44 - g4 / den * g4
+            k0, k1, k2, k3, k4 = g0 / den, g1 / den, g2 / den, g3 / den, g4 / den
+            s00, s01, s02, s03 = s00 - k0 * g0, s01 - k0 * g1, s02 - k0 * g2, s03 - k0 * g3
+            s04, s05 = s04 - k0 * g4, s05 - k0 * g5
+            s11, s12, s13, s14, s15 = s11 - k1 * g1, s12 - k1 * g2, s13 - k1 * g3, s14 - k1 * g4, s15 - k1 * g5
+            s22, s23, s24, s25 = s22 - k2 * g2, s23 - k2 * g3, s24 - k2 * g4, s25 - k2 * g5
+            s33, s34, s35 = s33 - k3 * g3, s34 - k3 * g4, s35 - k3 * g5
+            s44, s45, s55 = s44 - k4 * g4, s45 - k4 * g5, s55 - g5 / den * g5
             c += e * f
-        self.th1 = [t0, t1, t2, t3, t4]
-        self.s1 = [s00, s01, s02, s03, s04, s01, s11, s12, s13, s14, s02, s12, s22, s23, s24]
-        self.s1 += [s03, s13, s23, s33, s34, s04, s14, s24, s34, s44]
+        self.th1 = [t0, t1, t2, t3, t4, t5]
+        self.s1 = [s00, s01, s02, s03, s04, s05, s01, s11, s12, s13, s14, s15, s02, s12, s22, s23, s24, s25]
+        self.s1 += [s03, s13, s23, s33, s34, s35, s04, s14, s24, s34, s44, s45, s05, s15, s25, s35, s45, s55]
         chi[0] = c
         chi[1] += len(H)
 
@@ -634,10 +672,8 @@ class OnlineEstimator:
         chi[1] += len(H)
 
     # -- batch ---------------------------------------------------------------------------------
-    def run(self, flight: Flight) -> dict[str, np.ndarray]:
-        """Stream a whole flight through `update`'s step; return the trajectories (N rows):
-        t, omega, omega_std, alpha (KF), alpha_raw (differentiated gyro at the estimator rate), active (correction-law columns), enabled, theta1,
-        theta1_std, mass, mass_std, imu_z, imu_z_std."""
+    def check(self, flight: Flight) -> None:
+        """Refuse a flight without the channels, rates or motor columns the estimator needs."""
         flight.require("gyro", "acc")
         use_rs = flight.rotor_speed is not None and self.vehicle.motor_input == "rad_s"
         flight.require_rate(
@@ -652,6 +688,12 @@ class OnlineEstimator:
             raise RotoridError(
                 f"{flight.source}: {flight.n_motors} motor columns but vehicle '{self.vehicle.name}' has {self._m} rotors"
             )
+
+    def run(self, flight: Flight) -> dict[str, np.ndarray]:
+        """Stream a whole flight through `update`'s step; return the trajectories (N rows):
+        t, omega, omega_std, alpha (KF), alpha_raw (differentiated gyro at the estimator rate), active (correction-law columns), enabled, theta1,
+        theta1_std, yaw_moment, yaw_moment_std, mass, mass_std, imu_z, imu_z_std."""
+        self.check(flight)
         n = len(flight.t)
         none = [None] * n
         cols = (
@@ -675,13 +717,15 @@ class OnlineEstimator:
             rec["active"].append(self.active)
             rec["enabled"].append(self.enabled)
             rec["theta1"].append(self.th1)
-            rec["s1diag"].append(self.s1[::6])
+            rec["s1diag"].append(self.s1[:: _N1 + 1])
             rec_th2.append((*self.th2, *self.s2, self._scale(self._chi1), self._scale(self._chi2)))
         out = {k: np.array(v) for k, v in rec.items()}
         th2 = np.array(rec_th2)
         out["t"] = flight.t.copy()
         out["omega_std"] = np.sqrt(out.pop("p"))
         out["theta1_std"] = np.sqrt(np.clip(out.pop("s1diag"), 0.0, None) * th2[:, 5:6])
+        out["yaw_moment"], out["theta1"] = out["theta1"][:, 5], out["theta1"][:, :5]
+        out["yaw_moment_std"], out["theta1_std"] = out["theta1_std"][:, 5], out["theta1_std"][:, :5]
         out["mass"] = th2[:, 0]
         out["mass_std"] = np.sqrt(np.clip(th2[:, 2], 0.0, None) * th2[:, 6])
         z, zstd = _imu_z(*th2[:, :5].T, th2[:, 6])
@@ -745,7 +789,7 @@ def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, floa
         )
     h1, y1, r1, h2, y2, r2 = (np.array([r[i] for r in rows], dtype=float) for i in range(6))
     th2 = np.array(est.th2)
-    bread1 = np.array(est.s1).reshape(5, 5)
+    bread1 = np.array(est.s1).reshape(_N1, _N1)
     th1, y1 = _final_theta1(est, h1, y1, r1, bread1)
     s00, s01, s11 = est.s2
     bread2 = np.array([[s00, s01], [s01, s11]])
@@ -757,10 +801,13 @@ def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, floa
     informed = {name: bool(info1[i] * s.theta1_var0[i] > 1.0) for i, name in enumerate(THETA1)}
     informed["mass"] = bool(info2[0] * s.theta2_var0[0] > 1.0)
     informed["imu_z"] = bool(info2[1] * s.theta2_var0[1] > 1.0)
-    var1, cov2b = _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2)
+    thrust = _rotor_thrusts(est, rows, h1, y1, th1)
+    var1, cov2b = _assumed(est, h1, r1, bread1, th1, thrust, h2, r2, bread2, th2)
     _, z_std = _imu_z(th2[0], th2[1], cov2[0, 0], cov2[0, 1], cov2[1, 1], 1.0)
     _, z_b = _imu_z(th2[0], th2[1], cov2b[0, 0], cov2b[0, 1], cov2b[1, 1], 1.0)
     out = {name: (th1[i], std1[i], var1[i]) for i, name in enumerate(THETA1)}
+    if s.yaw_moment > 0:
+        out["yaw_moment"] = (th1[5], std1[5], 0.0)  # a rotor spread is this moment: no spread term
     out["mass"] = (th2[0], float(np.sqrt(max(cov2[0, 0], 0.0))), float(cov2b[0, 0]))
     out["imu_z"] = (est._com_z + th2[1] / th2[0], float(z_std), float(z_b) ** 2)
     return out, informed
@@ -774,17 +821,30 @@ _SPREAD_WHY = (
 _BIAS_WHY = "accelerometer z bias 0 ± {:g} m/s² (acc_bias_z_sigma): m = F/a moves by -m b/g; give a calibrated bias"
 
 
-def _assumed(est, h1, r1, bread1, th1, h2, r2, bread2, th2) -> tuple[np.ndarray, np.ndarray]:
+def _rotor_thrusts(est: OnlineEstimator, rows: list, h1: np.ndarray, y1: np.ndarray, th1: np.ndarray) -> np.ndarray:
+    """Per-rotor thrust of every RLS row (T, n), recovered from the row's force and moment (the
+    H1 force columns, and the output before the moved terms and the com_z F term) through the
+    mixer's pseudo-inverse: exact for a quadrotor (rank 4), the minimum-norm allocation of the
+    same wrench for more rotors."""
+    hm = np.array([r[6] for r in rows], dtype=float)
+    fx, fy, fz = -h1[:, 2, 4], h1[:, 2, 3], h1[:, 0, 4]
+    m = y1 + np.einsum("tjk,k->tj", hm, th1[:3]) - est._com_z * np.stack([fy, -fx, np.zeros_like(fx)], -1)
+    return np.column_stack([fx, fy, fz, m]) @ np.linalg.pinv(np.array(est._mix)).T
+
+
+def _assumed(est, h1, r1, bread1, th1, thrust, h2, r2, bread2, th2) -> tuple[np.ndarray, np.ndarray]:
     """Variances the settings' assumptions add: θ1 from the rotors' gain spread
     (`OnlineSettings.motor_spread`), and the (2, 2) covariance of θ2 = [m, m z] from the
     accelerometer z bias (`acc_bias_z_sigma`), each through the batch form of the RLS solution
-    θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r): a change Δ(y - h θ) moves θ by bread Σ hᵀ Δ / r."""
+    θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r): a change Δ(y - h θ) moves θ by bread Σ hᵀ Δ / r. A rotor
+    stronger by ε_i adds ε_i f_i(t) (r_i - c) x z with its thrust f_i(t) of each row (`thrust`):
+    the hover part is a CoM shift, the part that follows the manoeuvres (the differential
+    thrust that drives α) scales the inertia."""
     s, n = est.settings, est._m
     mix = np.array(est._mix)  # (6, n): force and moment about the body origin per unit thrust
     com = np.array([th1[3], th1[4], est._com_z])
     arm = mix[3:6] - np.cross(com, mix[0:3].T).T  # moment per unit thrust about the CoM
-    f_hover = th2[0] * GRAVITY / n
-    jac = bread1 @ np.einsum("tkp,tk,ki->pi", h1, 1.0 / r1, arm * f_hover)  # (5, n) ∂θ1/∂ε_i
+    jac = bread1 @ np.einsum("tkp,tk,ki,ti->pi", h1, 1.0 / r1, arm, thrust)  # (6, n) ∂θ1/∂ε_i
     centre = np.eye(n) - 1.0 / n
     var1 = s.motor_spread**2 * np.einsum("pi,ij,pj->p", jac, centre, jac)
     d2 = -th2[0] * np.einsum("tp,t->p", h2[:, 2, :], 1.0 / r2[:, 2])  # Δ(y - hθ) = -m b on the z row
@@ -831,6 +891,49 @@ def _observability(
     return observability, never
 
 
+def gyro_bias(flight: Flight) -> np.ndarray | None:
+    """The gyro's mean bias over a flight (rad/s, body) measured against its logged attitude:
+    the mean of gyro - ω_q, with ω_q dt = log(R_kᵀ R_k+1) the body rotation between two attitude
+    samples (exact for any motion); None without an attitude. A constant bias b reads as a
+    steady rate: the correction law (Alg. 4) keeps an axis active in hover when |b| exceeds the
+    KF's σ (0.5 deg/s against 0.2 deg/s), the rows then carry α̂ noise without a moment
+    (attenuating J by 20–40 % on kwon-payload-mismatch), and the products of biased rates in the
+    gyroscopic columns turn constant moments into inertia."""
+    if flight.quat is None or len(flight.t) < 2:
+        return None
+    from rotorid.frames import quat_to_rot
+
+    r = quat_to_rot(flight.quat)
+    turn = (r[:-1].inv() * r[1:]).as_rotvec()
+    dt = np.diff(flight.t)[:, None]
+    g = 0.5 * (flight.gyro[:-1] + flight.gyro[1:])
+    return (g * dt - turn).sum(axis=0) / dt.sum()
+
+
+def _stream(
+    flight: Flight, vehicle: Vehicle, settings: OnlineSettings
+) -> tuple[OnlineEstimator, dict[str, np.ndarray], np.ndarray | None]:
+    """The estimator run over the flight (its gyro bias removed, `gyro_bias`): the estimator, its
+    trajectories and the bias. A stuck motor (`motion.stuck_motors`, the check `rotorid.runs`
+    makes) or a flight that never enables the RLS is an `ExcitationError`."""
+    from rotorid.motion import stuck_motors  # scipy.signal: kept out of the streaming estimator's import
+
+    est = OnlineEstimator(vehicle, settings)
+    est.check(flight)
+    stuck = stuck_motors([flight])
+    if stuck:
+        raise ExcitationError(f"{flight.source}: {stuck}; give a flight where the motors respond")
+    bias = gyro_bias(flight) if settings.gyro_bias else None
+    tr = est.run(flight if bias is None else flight.replace(gyro=flight.gyro - bias))
+    if not est.enabled:
+        raise ExcitationError(
+            f"{flight.source}: estimator never enabled — the low-pass-filtered vertical acceleration never "
+            f"exceeded a_z_allow={settings.a_z_allow} m/s² (t={flight.t[0]:.3f}–{flight.t[-1]:.3f} s); "
+            "give a log that includes the take-off"
+        )
+    return est, tr, bias
+
+
 def identify(
     flight: Flight,
     vehicle: Vehicle,
@@ -842,15 +945,9 @@ def identify(
     and the trajectories in `result.diagnostics`. With `truth` (canonical name -> value, e.g.
     `scenario.truth.params`) the notes list each final value against it."""
     settings = settings or OnlineSettings()
-    est = OnlineEstimator(vehicle, settings)
-    tr = est.run(flight)
-    if not est.enabled:
-        raise ExcitationError(
-            f"{flight.source}: estimator never enabled — the low-pass-filtered vertical acceleration never "
-            f"exceeded a_z_allow={settings.a_z_allow} m/s² (t={flight.t[0]:.3f}–{flight.t[-1]:.3f} s); "
-            "give a log that includes the take-off"
-        )
+    est, tr, bias = _stream(flight, vehicle, settings)
     final, informed = _final_std(est)
+    yaw = final.pop("yaw_moment", None)  # a nuisance term, not a vehicle parameter: said in the notes
     estimates = {name: (float(v), math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
@@ -871,6 +968,14 @@ def identify(
     ]
     if never:
         notes.append(f"not reported (never updated by the flight, see observability): {', '.join(never)}")
+    if bias is not None:
+        notes.append(
+            "gyro bias measured against the logged attitude and removed: "
+            + ", ".join(f"{a} {math.degrees(b):+.3f}" for a, b in zip("xyz", bias, strict=True))
+            + " deg/s"
+        )
+    if yaw is not None:
+        notes.append(f"constant yaw moment (rotor spread times k_tau, yaw trim): {yaw[0]:+.4g} ± {yaw[1]:.2g} N m")
     notes.append(
         "σ is the Newey-West (HAC) sandwich of the RLS over the whole flight: the RLS rows share the "
         "Kalman-filtered rate and are correlated in time"
