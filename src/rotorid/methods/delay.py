@@ -341,8 +341,9 @@ class ThrustProblem:
         s = self.states(tm)
         return ols(self.design_states(s), self.b, what="thrust curve (eq. 17-21)"), s
 
-    def sse(self, tm: tuple[float, float]) -> float:
-        """Residual sum of squares of `fit(tm)`, for the T_m search that evaluates it tens of
+    def sse(self, tm: tuple[float, float], dead: float = 0.0) -> float:
+        """Residual sum of squares of `fit(tm)` (commands delayed by `dead` s first, for
+        `_dead_time_check`), for the T_m search that evaluates it tens of
         times: [A | b] is reduced by QR `CHUNK` rows at a time (the SSE is the last diagonal
         element of R squared), so an evaluation allocates the rotor states and nothing else
         of the flight's length (the fit's dozen (N, ...) temporaries were freshly mapped,
@@ -350,7 +351,7 @@ class ThrustProblem:
         r = np.zeros((0, len(self.names()) + 1))
         excited = np.zeros(len(self.names()), dtype=bool)
         start = 0
-        for w in self.states(tm):
+        for w in self.states(tm, dead):
             for i in range(0, len(w), CHUNK):
                 a = self.design_states([w[i : i + CHUNK]])
                 excited |= np.any(a != 0, axis=0)
@@ -445,29 +446,60 @@ def _prior_terms(tm: float, prior: tuple[float, float] | None) -> tuple[float, f
     return (1.0 + dl / s2) / tm, (1.0 / s2 - 1.0 - dl / s2) / tm**2
 
 
+def _jacobian_blocks(
+    prob: ThrustProblem,
+    states: list[np.ndarray],
+    shifted: list[tuple[list[np.ndarray], list[np.ndarray]]],
+    x: np.ndarray,
+    h: float,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, J block) of J = [∂(A x)/∂T_m per direction, A], `CHUNK` samples at a time:
+    the (N, P) Jacobian is never held (`thrust_uncertainty`)."""
+    start = 0
+    for k, w in enumerate(states):
+        for i in range(0, len(w), CHUNK):
+            a = prob.design_states([w[i : i + CHUNK]])
+            cols = [
+                (prob.design_states([up[k][i : i + CHUNK]]) - prob.design_states([dn[k][i : i + CHUNK]])) @ x / (2 * h)
+                for up, dn in shifted
+            ]
+            yield start, np.column_stack([*cols, a])
+            start += len(a)
+
+
 def thrust_uncertainty(
     prob: ThrustProblem, tm_pair: tuple[float, float], dirs: Sequence[tuple[float, float]], st: DelaySettings
 ) -> ThrustUncertainty:
     """`ThrustUncertainty` at the motor constants `tm_pair`; `dirs` are the estimated directions
     in (rise, fall): [(1, 1)] for one symmetric T_m, [(1, 0), (0, 1)] for rising/falling
     constants, [] when T_m is not estimated (the coefficients' σ are then conditional on it).
-    ∂(A x)/∂T_m by central differences of the exact lag (smooth in T_m; step 1e-4 T_m)."""
+    ∂(A x)/∂T_m by central differences of the exact lag (smooth in T_m; step 1e-4 T_m).
+
+    The Jacobian J is built and reduced `CHUNK` samples at a time (`_jacobian_blocks`): a
+    first pass accumulates JᵀJ and the R of a QR of [A | m e_z] (the accelerometer-bias
+    gradient), a second writes the influence series into one preallocated (N, P) array, so
+    an hour at 1 kHz no longer maps, faults in and frees a dozen (N, P) temporaries per call."""
     fit, states = prob.fit(tm_pair)
     tm = np.asarray(tm_pair, dtype=float)
-    cols = []
-    for d in dirs:
-        h = 1e-4 * float(np.mean(tm))
-        up, dn = tuple(tm + h * np.asarray(d)), tuple(tm - h * np.asarray(d))
-        da = prob.design_states(prob.states(up)) - prob.design_states(prob.states(dn))
-        cols.append(da @ fit.x / (2 * h))
-    j = np.column_stack([*cols, prob.design_states(states)])
-    lengths = [len(f.t) for f in prob.flights]
-    z = _ols_influence(j, fit.residual, prob.n_rows)
-    cov = _hac_cov(z, lengths, st.autocorr_correction)
-    q = len(dirs)
+    h = 1e-4 * float(np.mean(tm))
+    shifted = [(prob.states(tuple(tm + h * np.asarray(d))), prob.states(tuple(tm - h * np.asarray(d)))) for d in dirs]
+    q, p = len(dirs), len(dirs) + len(fit.x)
+    jtj = np.zeros((p, p))
     # the accelerometer z bias's own uncertainty (`acc_bias_z`): ∂θ/∂β = -(least squares of m e_z)
-    ones = np.concatenate([np.broadcast_to(prob.rows == 2, (len(f.t), prob.n_rows)).reshape(-1) for f in prob.flights])
-    bias_grad = np.concatenate([np.zeros(q), -np.linalg.lstsq(j[:, q:], prob.vehicle.mass * ones, rcond=None)[0]])
+    bias_r = np.zeros((0, p - q + 1))
+    z_row = prob.vehicle.mass * (prob.rows == 2)
+    for _, jb in _jacobian_blocks(prob, states, shifted, fit.x, h):
+        jtj += jb.T @ jb
+        ones = np.tile(z_row, len(jb) // prob.n_rows)
+        bias_r = np.linalg.qr(np.vstack([bias_r, np.column_stack([jb[:, q:], ones])]), mode="r")
+    binv = np.linalg.pinv(jtj)
+    z = np.empty((len(fit.residual) // prob.n_rows, p))
+    for start, jb in _jacobian_blocks(prob, states, shifted, fit.x, h):
+        g = (jb * fit.residual[start : start + len(jb), None]).reshape(-1, prob.n_rows, p).sum(axis=1)
+        np.matmul(g, binv, out=z[start // prob.n_rows : (start + len(jb)) // prob.n_rows])
+    del shifted
+    cov = _hac_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
+    bias_grad = np.concatenate([np.zeros(q), -np.linalg.lstsq(bias_r[:-1, :-1], bias_r[:-1, -1], rcond=None)[0]])
     names = (["tm"] if q == 1 else ["tm_rise", "tm_fall"][:q]) + prob.names()
     theta = np.concatenate([[float(np.dot(tm, d)) / float(np.sum(d)) for d in dirs], fit.x])
     lik_tm = cov[:q, :q]
@@ -1079,7 +1111,7 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     whether it did."""
     lo, hi = _support(st)
     n_eff = sym.n / sym.tau_int
-    sse = lambda x: float(ols(prob.design_states(prob.states((x[0], x[0]), x[1])), prob.b).sse)
+    sse = lambda x: prob.sse((x[0], x[0]), x[1])  # blocked QR: no (N, P) design matrix per evaluation
     nlp = lambda x: 0.5 * n_eff * math.log(sse(x)) + float(_neg_log_prior(x[0], st.tm_prior))
     res = optimize.minimize(
         nlp,
