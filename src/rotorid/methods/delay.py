@@ -473,24 +473,33 @@ def _prior_terms(tm: float, prior: tuple[float, float] | None) -> tuple[float, f
     return (1.0 + dl / s2) / tm, (1.0 / s2 - 1.0 - dl / s2) / tm**2
 
 
+def _tm_columns(prob: ThrustProblem, tm: np.ndarray, dirs: Sequence[tuple[float, float]], x: np.ndarray) -> np.ndarray:
+    """(rows, q): ∂(A x)/∂T_m along each direction by central differences of the exact lag (step
+    1e-4 T_m), reduced `CHUNK` samples at a time; each pair of shifted states is freed before
+    the next is made."""
+    h = 1e-4 * float(np.mean(tm))
+    out = np.empty((len(prob.b), len(dirs)))
+    for k, d in enumerate(dirs):
+        up, dn = prob.states(tuple(tm + h * np.asarray(d))), prob.states(tuple(tm - h * np.asarray(d)))
+        start = 0
+        for wu, wd in zip(up, dn, strict=True):
+            for i in range(0, len(wu), CHUNK):
+                da = prob.design_states([wu[i : i + CHUNK]]) - prob.design_states([wd[i : i + CHUNK]])
+                out[start : start + len(da), k] = da @ x / (2 * h)
+                start += len(da)
+    return out
+
+
 def _jacobian_blocks(
-    prob: ThrustProblem,
-    states: list[np.ndarray],
-    shifted: list[tuple[list[np.ndarray], list[np.ndarray]]],
-    x: np.ndarray,
-    h: float,
+    prob: ThrustProblem, states: list[np.ndarray], cols: np.ndarray
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """(first row, J block) of J = [∂(A x)/∂T_m per direction, A], `CHUNK` samples at a time:
-    the (N, P) Jacobian is never held (`thrust_uncertainty`)."""
+    """(first row, J block) of J = [`cols` (the T_m columns), A], `CHUNK` samples at a time: the
+    (rows, P) Jacobian is never held (`thrust_uncertainty`)."""
     start = 0
-    for k, w in enumerate(states):
+    for w in states:
         for i in range(0, len(w), CHUNK):
             a = prob.design_states([w[i : i + CHUNK]])
-            cols = [
-                (prob.design_states([up[k][i : i + CHUNK]]) - prob.design_states([dn[k][i : i + CHUNK]])) @ x / (2 * h)
-                for up, dn in shifted
-            ]
-            yield start, np.column_stack([*cols, a])
+            yield start, np.column_stack([cols[start : start + len(a)], a])
             start += len(a)
 
 
@@ -508,23 +517,21 @@ def thrust_uncertainty(
     an hour at 1 kHz no longer maps, faults in and frees a dozen (N, P) temporaries per call."""
     fit, states = prob.fit(tm_pair)
     tm = np.asarray(tm_pair, dtype=float)
-    h = 1e-4 * float(np.mean(tm))
-    shifted = [(prob.states(tuple(tm + h * np.asarray(d))), prob.states(tuple(tm - h * np.asarray(d)))) for d in dirs]
+    cols = _tm_columns(prob, tm, dirs, fit.x)
     q, p = len(dirs), len(dirs) + len(fit.x)
     jtj = np.zeros((p, p))
     # the accelerometer z bias's own uncertainty (`acc_bias_z`): ∂θ/∂β = -(least squares of m e_z)
     bias_r = np.zeros((0, p - q + 1))
     z_row = prob.vehicle.mass * (prob.rows == 2)
-    for _, jb in _jacobian_blocks(prob, states, shifted, fit.x, h):
+    for _, jb in _jacobian_blocks(prob, states, cols):
         jtj += jb.T @ jb
         ones = np.tile(z_row, len(jb) // prob.n_rows)
         bias_r = np.linalg.qr(np.vstack([bias_r, np.column_stack([jb[:, q:], ones])]), mode="r")
     binv = np.linalg.pinv(jtj)
     z = np.empty((len(fit.residual) // prob.n_rows, p))
-    for start, jb in _jacobian_blocks(prob, states, shifted, fit.x, h):
+    for start, jb in _jacobian_blocks(prob, states, cols):
         g = (jb * fit.residual[start : start + len(jb), None]).reshape(-1, prob.n_rows, p).sum(axis=1)
         np.matmul(g, binv, out=z[start // prob.n_rows : (start + len(jb)) // prob.n_rows])
-    del shifted
     cov = _hac_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
     bias_grad = np.concatenate([np.zeros(q), -np.linalg.lstsq(bias_r[:-1, :-1], bias_r[:-1, -1], rcond=None)[0]])
     names = (["tm"] if q == 1 else ["tm_rise", "tm_fall"][:q]) + prob.names()
