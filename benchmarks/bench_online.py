@@ -2,17 +2,20 @@
 scenario for the three variants (plus Alg. 1–5 read literally), the Cramér-Rao bound of the IMU
 height for that trajectory with the oracle least-squares estimate (only the accelerometer noise),
 Table 7 (angular-acceleration RMSE of the KF vs the differentiated gyro, IMU at 1 kHz and
-100 Hz) and the cost of one `update` on a 60 s flight at 1 kHz, with a profile of the step.
+100 Hz) and the cost of one `update` on a 60 s flight at 1 kHz (CPU time, median of 3), with the
+step's Python bytecode count and profile.
 
 Run: `.venv/bin/python benchmarks/run.py online` (prints the markdown table too).
 """
 
 from __future__ import annotations
 
+import collections
 import cProfile
 import io
 import os
 import pstats
+import sys
 import time
 
 import numpy as np
@@ -145,7 +148,29 @@ def table7() -> list[dict]:
     return rows
 
 
-def timing() -> list[dict]:
+def _bytecodes(est: online.OnlineEstimator, samples: list) -> collections.Counter:
+    """Python bytecodes each function of the step executes over `samples` (tracing opcodes)."""
+    by: collections.Counter = collections.Counter()
+
+    def trace(frame, event, arg):
+        frame.f_trace_opcodes, frame.f_trace_lines = True, False
+        if event == "opcode":
+            by[frame.f_code.co_name] += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        for s in samples:
+            est.update(s)
+    finally:
+        sys.settrace(None)
+    return by
+
+
+def timing(runs: int = 3) -> list[dict]:
+    """CPU time of `update` per sample on a 60 s flight at 1 kHz (median of `runs`), by default
+    (100 Hz blocks) and with every sample a full KF/RLS step; the full step's Python bytecode
+    count (what bounds a pure-Python step: count x time per bytecode) and its profile."""
     sc = scenarios.run("kwon-payload", seed=0, duration=60.0)
     fl = sc.flights["trajectory"]
     samples = [
@@ -156,22 +181,41 @@ def timing() -> list[dict]:
     ]
     rows = []
     for label, rate in (("default (averaged to 100 Hz)", 100.0), ("every sample a KF/RLS step", None)):
-        est = online.OnlineEstimator(sc.vehicle, online.OnlineSettings(rate_hz=rate))
-        t0, w0 = time.process_time(), time.perf_counter()  # CPU time: the machine may be shared
-        for s in samples:
-            est.update(s)
-        us = 1e6 * (time.process_time() - t0) / len(samples)
-        wall = 1e6 * (time.perf_counter() - w0) / len(samples)
+        cpu, wall, load = [], [], []
+        for _ in range(runs):
+            est = online.OnlineEstimator(sc.vehicle, online.OnlineSettings(rate_hz=rate))
+            t0, w0 = time.process_time(), time.perf_counter()  # CPU time: the machine may be shared
+            for s in samples:
+                est.update(s)
+            cpu.append(1e6 * (time.process_time() - t0) / len(samples))
+            wall.append(1e6 * (time.perf_counter() - w0) / len(samples))
+            load.append(os.getloadavg()[0])
+        us = float(np.median(cpu))
         rows.append(
             {
                 "name": f"update() at 1 kHz, 60 s flight, {label}",
                 "value": us,
                 "unit": "µs",
                 "target": "≤ 15 (issue 14 goal 5)" if rate is None else "",
-                "note": f"CPU time; wall {wall:.1f} µs at load {os.getloadavg()[0]:.1f}; "
-                f"{1e3 / us:.0f}× real time at 1 kHz",
+                "note": f"CPU time, median of {runs} (runs {', '.join(f'{c:.1f}' for c in cpu)}); wall median "
+                f"{np.median(wall):.1f} µs at load {min(load):.1f}-{max(load):.1f}; {1e3 / us:.0f}× real time at 1 kHz",
             }
         )
+    est = online.OnlineEstimator(sc.vehicle, online.OnlineSettings(rate_hz=None))
+    for s in samples[:20000]:  # into the enabled flight (take-off at ~1.5 s)
+        est.update(s)
+    by = _bytecodes(est, samples[20000:21000])
+    n = sum(by.values()) / 1000
+    rows.append(
+        {
+            "name": "Python bytecodes per full step (enabled)",
+            "value": n,
+            "unit": "",
+            "target": "",
+            "note": f"{1e3 * us / n:.1f} ns per bytecode at the CPU time above; "
+            + ", ".join(f"{fn} {v / 1000:.0f}" for fn, v in by.most_common(6)),
+        }
+    )
     est = online.OnlineEstimator(sc.vehicle, online.OnlineSettings(rate_hz=None))
     prof = cProfile.Profile()
     prof.enable()
@@ -200,5 +244,5 @@ def run() -> list[dict]:
 
 
 if __name__ == "__main__":
-    for r in run():
+    for r in timing() if sys.argv[1:] == ["timing"] else run():
         print(r)

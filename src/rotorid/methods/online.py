@@ -51,7 +51,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import mul
+from operator import add, mul
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -70,7 +70,7 @@ MIN_RATE_HZ = 50.0
 
 VARIANTS = ("kwon", "rls", "rls-lpf")
 THETA1 = ("I_xx", "I_yy", "I_zz", "com_x", "com_y")
-_ROWS = (0, 5, 10, 15, 20)
+_NO_MOVE = ((0.0, 0.0, 0.0),) * 3  # no H1 entry moved to the output (every MOI column active)
 
 
 @dataclass(frozen=True)
@@ -232,12 +232,20 @@ class OnlineEstimator:
         self.settings = s = settings or OnlineSettings()
         self._mix, kthr, exps = _rotor_model(vehicle)
         self._poly = [list(zip(k, exps, strict=True)) for k in kthr]
+        # one monomial k u^e per rotor (the usual u² law) is summed without the generic loop, and
+        # the mixer's zero rows (no in-plane force from coplanar rotors) are not multiplied out
+        self._mono = [k[0] for k in kthr] if len(exps) == 1 else None
+        self._exps = [exps[0]] * vehicle.n_rotors
+        self._mix_rows = [row if any(row) else None for row in self._mix]
         self._m = vehicle.n_rotors
         self._tm = (vehicle.tm_rise, vehicle.tm_fall if vehicle.tm_fall is not None else vehicle.tm_rise)
         imu = vehicle.imu_offset
         self._imu_xy = (float(imu[0]), float(imu[1]))
         self._com_z = float(vehicle.com[2]) if vehicle.com is not None else 0.0
         self._kf = s.variant == "kwon"
+        # the step's constants, bound once: gyro_nd², c_sigma gyro_nd, q_omega, n_sigma, j_min
+        self._kfc = (s.gyro_nd * s.gyro_nd, s.c_sigma * s.gyro_nd, s.q_omega, s.n_sigma, *s.j_min)
+        self._nd2 = (s.moment_nd * s.moment_nd, s.force_nd * s.force_nd, s.eiv)
         self._lpf = s.variant == "rls-lpf"
         self._source: str | None = None
         self._t: float | None = None  # time of the last estimator step (block)
@@ -309,19 +317,25 @@ class OnlineEstimator:
     def _wrench(self, u: list[float]) -> tuple[list[float], list[float]]:
         """Collective force and moment about the body origin (eq. 1–5 for any layout):
         f_i = sum_j K_ij u_i^e_j, wrench = mixer @ f."""
-        f = [sum([k * ui**e for k, e in kp]) for ui, kp in zip(u, self._poly, strict=True)]
-        w6 = [sum(map(mul, row, f)) for row in self._mix]
+        if self._mono is not None:
+            f = list(map(mul, self._mono, map(pow, u, self._exps)))
+        else:
+            f = [sum([k * ui**e for k, e in kp]) for ui, kp in zip(u, self._poly, strict=True)]
+        w6 = [0.0 if row is None else sum(map(mul, row, f)) for row in self._mix_rows]
         return w6[:3], w6[3:]
 
     # -- public streaming API ----------------------------------------------------------------
     def update(self, sample: Sample) -> OnlineState:
         """Consume one sample (strictly increasing time, finite values) and return the state."""
         t = float(sample.t)
-        g = list(map(float, sample.gyro))
-        a = list(map(float, sample.acc))
         q = None if sample.quat is None else list(map(float, sample.quat))
-        if len(g) != 3 or len(a) != 3 or (q is not None and len(q) != 4):
-            raise RotoridError(f"t={t:.6f} s: gyro and acc need 3 components each (quat 4)")
+        try:
+            (gx, gy, gz), (ax, ay, az) = sample.gyro, sample.acc
+            if q is not None and len(q) != 4:
+                raise ValueError
+        except ValueError:
+            raise RotoridError(f"t={t:.6f} s: gyro and acc need 3 components each (quat 4)") from None
+        g, a = (float(gx), float(gy), float(gz)), (float(ax), float(ay), float(az))
         cmd = None if sample.cmd is None else list(map(float, sample.cmd))
         rs = None if sample.rotor_speed is None else list(map(float, sample.rotor_speed))
         check = t + sum(g) + sum(a)
@@ -353,7 +367,7 @@ class OnlineEstimator:
             b = [0, 0.0, [0.0] * 12]
         b[0] += 1
         b[1] += t
-        b[2] = [x + v for x, v in zip(b[2], (*g, *a, *F, *M), strict=True)]
+        b[2] = list(map(add, b[2], (*g, *a, *F, *M)))
         self._blk = b
         if t >= self._t_emit - 1e-6 * per:  # the sample reaches the block's end on the grid
             n = b[0]
@@ -366,21 +380,30 @@ class OnlineEstimator:
     def state(self) -> OnlineState:
         """The current `OnlineState` (built once per estimator step)."""
         if self._state is None:
-            sc1 = self._scale(self._chi1)
-            sd = [math.sqrt(abs(x) * sc1) for x in self.s1[::6]]
-            z, z_std = self._imu_z()
-            self._state = OnlineState(
-                self._t if self._t is not None else float("nan"),
-                self.enabled,
-                tuple(self.w),
-                tuple([math.sqrt(x) for x in self.p]),
-                self._alpha,
-                tuple(self.th1),
-                tuple(sd),
-                self.th2[0],
-                math.sqrt(abs(self.s2[0]) * self._scale(self._chi2)),
-                z,
-                z_std,
+            sqrt, (c1, n1), (c2, n2) = math.sqrt, self._chi1, self._chi2
+            sc1 = c1 / n1 if n1 > 10 else 1.0
+            S, (p0, p1, p2) = self.s1, self.p
+            sd = (sqrt(abs(S[0]) * sc1), sqrt(abs(S[6]) * sc1), sqrt(abs(S[12]) * sc1))
+            sd += (sqrt(abs(S[18]) * sc1), sqrt(abs(S[24]) * sc1))
+            sc2 = c2 / n2 if n2 > 10 else 1.0
+            (m, mz), (s00, s01, s11) = self.th2, self.s2
+            d0, d1 = -mz / (m * m), 1.0 / m  # imu_z = m z / m by the delta method
+            var = (d0 * d0 * s00 + 2.0 * d0 * d1 * s01 + d1 * d1 * s11) * sc2
+            self._state = tuple.__new__(  # OnlineState(...) without its Python-level __new__
+                OnlineState,
+                (
+                    self._t if self._t is not None else float("nan"),
+                    self.enabled,
+                    tuple(self.w),
+                    (sqrt(p0), sqrt(p1), sqrt(p2)),
+                    self._alpha,
+                    tuple(self.th1),
+                    sd,
+                    m,
+                    sqrt(abs(s00) * sc2),
+                    self._com_z + mz / m,
+                    sqrt(max(var, 0.0)),
+                ),
             )
         return self._state
 
@@ -388,12 +411,6 @@ class OnlineEstimator:
     def _scale(chi: list) -> float:
         """A-posteriori variance factor: mean of the squared weighted residuals (1 until data)."""
         return chi[0] / chi[1] if chi[1] > 10 else 1.0
-
-    def _imu_z(self) -> tuple[float, float]:
-        (m, mz), (s00, s01, s11) = self.th2, self.s2
-        d0, d1 = -mz / (m * m), 1.0 / m
-        var = (d0 * d0 * s00 + 2.0 * d0 * d1 * s01 + d1 * d1 * s11) * self._scale(self._chi2)
-        return self._com_z + mz / m, math.sqrt(max(var, 0.0))
 
     # -- the step ---------------------------------------------------------------------------
     def _step(self, t: float, g: list[float], acc: list[float], q: list[float] | None, F: list[float], M: list[float]):
@@ -407,11 +424,14 @@ class OnlineEstimator:
             return
         dt = t - self._t
         self._t = t
-        F0, M0, a0, g0 = self._prev
+        (F0x, F0y, F0z), (M0x, M0y, M0z), a0, g0 = self._prev
         self._prev = (F, M, acc, g)
-        self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
-        Fm = (0.5 * (F0[0] + F[0]), 0.5 * (F0[1] + F[1]), 0.5 * (F0[2] + F[2]))
-        Mm = (0.5 * (M0[0] + M[0]), 0.5 * (M0[1] + M[1]), 0.5 * (M0[2] + M[2]))
+        if self._rows is not None:  # `run` records it (Fig. 6); a live loop has no use for it
+            self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
+        Fx, Fy, Fz = F
+        Mx, My, Mz = M
+        Fm = (0.5 * (F0x + Fx), 0.5 * (F0y + Fy), 0.5 * (F0z + Fz))
+        Mm = (0.5 * (M0x + Mx), 0.5 * (M0y + My), 0.5 * (M0z + Mz))
         if not self.enabled:
             self._check_enable(t, dt, acc, q)
         w0 = self.w
@@ -430,15 +450,19 @@ class OnlineEstimator:
         h1, y1, h2, y2 = self._regressors(om, al, act, Fm, Mm, am)
         if self._lpf:
             h1, y1, h2, y2 = self._lowpass(dt, h1, y1, h2, y2)
-        s = self.settings
-        rv = s.moment_nd * s.moment_nd / dt  # moment variance of R_RLS per step
-        if s.eiv and va is not None:
+        m2, f2, eiv = self._nd2
+        rv = m2 / dt  # moment variance of R_RLS per step
+        if eiv and va is not None:
             th, S = self.th1, self.s1
-            r1 = [rv + (th[k] * th[k] + S[6 * k]) * va[k] if act[k] else rv for k in range(3)]
+            r1 = [
+                rv + (th[0] * th[0] + S[0]) * va[0] if act[0] else rv,
+                rv + (th[1] * th[1] + S[6]) * va[1] if act[1] else rv,
+                rv + (th[2] * th[2] + S[12]) * va[2] if act[2] else rv,
+            ]
         else:
             r1 = [rv, rv, rv]
         self._rls1(h1, y1, r1)
-        r2 = s.force_nd * s.force_nd / dt
+        r2 = f2 / dt
         self._rls2(h2, y2, r2)
         if self._rows is not None:
             self._rows.append((h1, y1, r1, h2, y2, r2, *self._moved))
@@ -465,35 +489,35 @@ class OnlineEstimator:
         """Alg. 1-2 and 4: the KF of the body rate (process model eq. 22 with u = M - com x F
         about the estimated CoM, adaptive measurement weight) and the correction law. Returns
         the new rate, which MOI columns are active and the variance each measurement adds to α̂."""
-        s, th = self.settings, self.th1
+        gnd2, cg, qo, ns, jx, jy, jz = self._kfc
+        th, S = self.th1, self.s1
         cx, cy, cz = th[3], th[4], self._com_z
-        u = (
-            Mm[0] - (cy * Fm[2] - cz * Fm[1]),
-            Mm[1] - (cz * Fm[0] - cx * Fm[2]),
-            Mm[2] - (cx * Fm[1] - cy * Fm[0]),
+        Fx, Fy, Fz = Fm
+        ux, uy, uz = Mm[0] - (cy * Fz - cz * Fy), Mm[1] - (cz * Fx - cx * Fz), Mm[2] - (cx * Fy - cy * Fx)
+        J0, J1, J2 = (th[0] if th[0] > jx else jx, th[1] if th[1] > jy else jy, th[2] if th[2] > jz else jz)
+        (p_, q_, r_), (px, py, pz), (gx, gy, gz) = self.w, self.p, g
+        R, c = dt / gnd2, cg / math.sqrt(dt)  # weight 1/R_meas; Alg. 2's c
+        qdt, dt2, sqrt = qo * dt, dt * dt, math.sqrt
+        n1 = self._chi1[1]
+        sc1 = dt2 * (self._chi1[0] / n1 if n1 > 10 else 1.0)
+        # eq. 22 (with the gyroscopic term ω x Jω) and eq. 29, per axis
+        wx, wy, wz = (
+            p_ + (ux - (J2 - J1) * q_ * r_) / J0 * dt,
+            q_ + (uy - (J0 - J2) * p_ * r_) / J1 * dt,
+            r_ + (uz - (J1 - J0) * p_ * q_) / J2 * dt,
         )
-        jmin = s.j_min
-        J = [th[k] if th[k] > jmin[k] else jmin[k] for k in range(3)]
-        p_, q_, r_ = w0 = self.w
-        gyro_t = ((J[2] - J[1]) * q_ * r_, (J[0] - J[2]) * p_ * r_, (J[1] - J[0]) * p_ * q_)
-        w1, pnew, va, act = [], [], [], []
-        R, c = dt / (s.gyro_nd * s.gyro_nd), s.c_sigma * s.gyro_nd / math.sqrt(dt)  # weight 1/R_meas; Alg. 2's c
-        qdt, dt2, ns = s.q_omega * dt, dt * dt, s.n_sigma
-        chi = self._chi1
-        sc1 = dt2 * (chi[0] / chi[1] if chi[1] > 10 else 1.0)
-        for wk, pk, uk, gt, jk, sjj, gk in zip(w0, self.p, u, gyro_t, J, self.s1[0:13:6], g, strict=True):
-            wb = wk + (uk - gt) / jk * dt
-            pb = pk + uk * uk * sjj * sc1 / (jk * jk * jk * jk) + qdt  # eq. 29
-            # Alg. 2: measurement update with the adaptive weight
-            r = abs(gk - wb)
-            rm = R * r / c if r > c else R
-            kk = pb / (pb + 1.0 / rm)
-            w1.append(wb + kk * (gk - wb))
-            pnew.append((1.0 - kk) * pb)
-            va.append(kk * kk / rm / dt2)  # variance the measurement adds to α̂_k
-            # Alg. 4: correction law on the previous-step rate and its std
-            act.append(abs(wk) >= ns * math.sqrt(pk))
-        self.p = pnew
+        bx = px + ux * ux * S[0] * sc1 / (J0 * J0 * J0 * J0) + qdt
+        by = py + uy * uy * S[6] * sc1 / (J1 * J1 * J1 * J1) + qdt
+        bz = pz + uz * uz * S[12] * sc1 / (J2 * J2 * J2 * J2) + qdt
+        # Alg. 2: measurement update with the weight 1/R lowered by r/c when the residual r > c
+        rx, ry, rz = abs(gx - wx), abs(gy - wy), abs(gz - wz)
+        mx, my, mz = R * rx / c if rx > c else R, R * ry / c if ry > c else R, R * rz / c if rz > c else R
+        kx, ky, kz = bx / (bx + 1.0 / mx), by / (by + 1.0 / my), bz / (bz + 1.0 / mz)
+        self.p = ((1.0 - kx) * bx, (1.0 - ky) * by, (1.0 - kz) * bz)
+        w1 = (wx + kx * (gx - wx), wy + ky * (gy - wy), wz + kz * (gz - wz))
+        va = (kx * kx / mx / dt2, ky * ky / my / dt2, kz * kz / mz / dt2)  # what the measurement adds to α̂
+        # Alg. 4: the correction law on the previous-step rate and its std
+        act = (abs(p_) >= ns * sqrt(px), abs(q_) >= ns * sqrt(py), abs(r_) >= ns * sqrt(pz))
         return w1, act, va
 
     def _regressors(
@@ -508,40 +532,39 @@ class OnlineEstimator:
         """Alg. 3-4: H1 rows (3 x 5) of M - cz [-Fy, Fx, 0] = H1 θ1 (MOI columns of inactive
         axes zeroed, their term at the current estimate moved to the output); Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z], IMU x, y relative to the CoM."""
         p_, q_, r_ = om
-        h1 = [
-            [al[0], -q_ * r_, q_ * r_, 0.0, Fm[2]],
-            [p_ * r_, al[1], -p_ * r_, -Fm[2], 0.0],
-            [-p_ * q_, p_ * q_, al[2], Fm[1], -Fm[0]],
-        ]
-        y1 = [Mm[0] + self._com_z * Fm[1], Mm[1] - self._com_z * Fm[0], Mm[2]]
-        th = self.th1
-        moved = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]  # the zeroed entries
-        for k in range(3):
-            if not act[k]:
-                for row, yr in zip(h1, range(3), strict=True):
-                    y1[yr] -= row[k] * th[k]
-                    moved[yr][k] = row[k]
-                    row[k] = 0.0
+        a0, a1, a2 = al
+        Fx, Fy, Fz = Fm
+        pq, pr, qr = p_ * q_, p_ * r_, q_ * r_
+        cz, th = self._com_z, self.th1
+        y0, y1, y2 = Mm[0] + cz * Fy, Mm[1] - cz * Fx, Mm[2]
+        cols = [(a0, pr, -pq), (-qr, a1, pq), (qr, -pr, a2)]  # the MOI columns of H1
+        moved = _NO_MOVE  # the zeroed entries, rows by MOI column
+        if not (act[0] and act[1] and act[2]):
+            moved = tuple(zip(*[_NO_MOVE[0] if a else c for c, a in zip(cols, act, strict=True)], strict=True))
+            for k in range(3):
+                if not act[k]:
+                    (c0, c1, c2), tk = cols[k], th[k]
+                    y0, y1, y2 = y0 - c0 * tk, y1 - c1 * tk, y2 - c2 * tk
+                    cols[k] = _NO_MOVE[0]
+        (h00, h10, h20), (h01, h11, h21), (h02, h12, h22) = cols
+        h1 = [[h00, h01, h02, 0.0, Fz], [h10, h11, h12, -Fz, 0.0], [h20, h21, h22, Fy, -Fx]]
         if self._rows is not None:
             self._moved = (moved, th[:3])
         x = self._imu_xy[0] - th[3]
         y = self._imu_xy[1] - th[4]
-        A = (
-            (-(q_ * q_ + r_ * r_), p_ * q_ - al[2], p_ * r_ + al[1]),
-            (p_ * q_ + al[2], -(p_ * p_ + r_ * r_), q_ * r_ - al[0]),
-            (p_ * r_ - al[1], q_ * r_ + al[0], -(p_ * p_ + q_ * q_)),
-        )  # [ω]x² + [α]x
-        if self._kf:
-            c0 = act[1] and act[2]
-            c1 = act[0] and act[2]
-            c2 = act[0] and act[1]
+        if self._kf:  # a lever-arm column needs both other axes active (Alg. 6)
+            c0, c1, c2 = act[1] and act[2], act[0] and act[2], act[0] and act[1]
         else:
             c0 = c1 = c2 = True
+        x = x if c0 else 0.0
+        y = y if c1 else 0.0
+        # [ω]x² + [α]x, row by row, times the lever arm
         h2 = [
-            [am[j] - (x * A[j][0] if c0 else 0.0) - (y * A[j][1] if c1 else 0.0), -A[j][2] if c2 else 0.0]
-            for j in range(3)
+            [am[0] - x * -(q_ * q_ + r_ * r_) - y * (pq - a2), -(pr + a1) if c2 else 0.0],
+            [am[1] - x * (pq + a2) - y * -(p_ * p_ + r_ * r_), -(qr - a0) if c2 else 0.0],
+            [am[2] - x * (pr - a1) - y * (qr + a0), (p_ * p_ + q_ * q_) if c2 else 0.0],
         ]
-        return h1, y1, h2, list(Fm)
+        return h1, [y0, y1, y2], h2, list(Fm)
 
     def _lowpass(
         self, dt: float, h1: list[list[float]], y1: list[float], h2: list[list[float]], y2: list[float]
@@ -558,44 +581,57 @@ class OnlineEstimator:
         return [f[0:5], f[5:10], f[10:15]], f[15:18], [f[18:20], f[20:22], f[22:24]], f[24:27]
 
     def _rls1(self, H: list[list[float]], y: list[float], rv: list[float]) -> None:
-        """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances."""
-        th = self.th1
+        """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances. Σ is
+        updated in its upper triangle and mirrored, so it stays exactly symmetric; the 15 entries
+        live in locals for the three rows (issue 14: the step is per sample, in pure Python)."""
+        (s00, s01, s02, s03, s04, _, s11, s12, s13, s14, _, _, s22, s23, s24, _, _, _, s33, s34, *_, s44) = self.s1
+        t0, t1, t2, t3, t4 = self.th1
+        chi = self._chi1
+        c = chi[0]
         for (h0, h1, h2, h3, h4), yi, rvi in zip(H, y, rv, strict=True):
-            S = self.s1
-            if h0 == 0.0 and h1 == 0.0 and h2 == 0.0:  # MOI columns off (correction law)
-                g = [S[i + 3] * h3 + S[i + 4] * h4 for i in _ROWS]
-            else:
-                g = [S[i] * h0 + S[i + 1] * h1 + S[i + 2] * h2 + S[i + 3] * h3 + S[i + 4] * h4 for i in _ROWS]
-            g0, g1, g2, g3, g4 = g
+            g0 = s00 * h0 + s01 * h1 + s02 * h2 + s03 * h3 + s04 * h4  # g = Σ h (Σ symmetric)
+            g1 = s01 * h0 + s11 * h1 + s12 * h2 + s13 * h3 + s14 * h4
+            g2 = s02 * h0 + s12 * h1 + s22 * h2 + s23 * h3 + s24 * h4
+            g3 = s03 * h0 + s13 * h1 + s23 * h2 + s33 * h3 + s34 * h4
+            g4 = s04 * h0 + s14 * h1 + s24 * h2 + s34 * h3 + s44 * h4
             den = h0 * g0 + h1 * g1 + h2 * g2 + h3 * g3 + h4 * g4 + rvi
-            e = yi - (h0 * th[0] + h1 * th[1] + h2 * th[2] + h3 * th[3] + h4 * th[4])
+            e = yi - (h0 * t0 + h1 * t1 + h2 * t2 + h3 * t3 + h4 * t4)
             f = e / den
-            self.th1 = th = [th[0] + g0 * f, th[1] + g1 * f, th[2] + g2 * f, th[3] + g3 * f, th[4] + g4 * f]
-            new: list[float] = []
-            for r, gi in zip(_ROWS, g, strict=True):
-                gi /= den
-                new += (S[r] - gi * g0, S[r + 1] - gi * g1, S[r + 2] - gi * g2, S[r + 3] - gi * g3, S[r + 4] - gi * g4)
-            self.s1 = new
-            self._chi1[0] += e * f
-            self._chi1[1] += 1
+            t0, t1, t2, t3, t4 = t0 + g0 * f, t1 + g1 * f, t2 + g2 * f, t3 + g3 * f, t4 + g4 * f
+            # Σ -= g gᵀ / den, the upper triangle
+            k0, k1, k2, k3 = g0 / den, g1 / den, g2 / den, g3 / den
+            s00, s01, s02, s03, s04 = s00 - k0 * g0, s01 - k0 * g1, s02 - k0 * g2, s03 - k0 * g3, s04 - k0 * g4
+            s11, s12, s13, s14 = s11 - k1 * g1, s12 - k1 * g2, s13 - k1 * g3, s14 - k1 * g4
+            s22, s23, s24 = s22 - k2 * g2, s23 - k2 * g3, s24 - k2 * g4
+            s33, s34, s44 = s33 - k3 * g3, s34 - k3 * g4, s44 - g4 / den * g4
+            c += e * f
+        self.th1 = [t0, t1, t2, t3, t4]
+        self.s1 = [s00, s01, s02, s03, s04, s01, s11, s12, s13, s14, s02, s12, s22, s23, s24]
+        self.s1 += [s03, s13, s23, s33, s34, s04, s14, s24, s34, s44]
+        chi[0] = c
+        chi[1] += len(H)
 
     def _rls2(self, H: list[list[float]], y: list[float], rv: float) -> None:
         """Alg. 7 (2 parameters), row by row; `rv` the row variance."""
-        th = self.th2
+        t0, t1 = self.th2
         s00, s01, s11 = self.s2
+        chi = self._chi2
+        c = chi[0]
         for (h0, h1), yi in zip(H, y, strict=True):
             g0 = s00 * h0 + s01 * h1
             g1 = s01 * h0 + s11 * h1
             den = h0 * g0 + h1 * g1 + rv
-            e = yi - h0 * th[0] - h1 * th[1]
-            th[0] += g0 * e / den
-            th[1] += g1 * e / den
+            e = yi - h0 * t0 - h1 * t1
+            t0 += g0 * e / den
+            t1 += g1 * e / den
             s00 -= g0 * g0 / den
             s01 -= g0 * g1 / den
             s11 -= g1 * g1 / den
-            self._chi2[0] += e * e / den
-            self._chi2[1] += 1
+            c += e * e / den
+        self.th2 = [t0, t1]
         self.s2 = [s00, s01, s11]
+        chi[0] = c
+        chi[1] += len(H)
 
     # -- batch ---------------------------------------------------------------------------------
     def run(self, flight: Flight) -> dict[str, np.ndarray]:
@@ -656,7 +692,7 @@ class OnlineEstimator:
 
 def _imu_z(m, mz, s00, s01, s11, scale):
     """IMU height above the CoM z = (m z)/m from θ2 = [m, m z] and its delta-method std
-    (arrays; `OnlineEstimator._imu_z` is the per-sample form)."""
+    (arrays; `OnlineEstimator.state` has the per-sample form)."""
     z = mz / m
     d0, d1 = -mz / m**2, 1.0 / m
     var = (d0 * d0 * s00 + 2 * d0 * d1 * s01 + d1 * d1 * s11) * scale
