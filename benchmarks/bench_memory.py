@@ -6,7 +6,9 @@ method allocates, from a baseline taken after the flight is built, so it is the 
 cost, deterministic and independent of the interpreter, the libraries' code and the input
 arrays. The process's RSS high-water mark (ru_maxrss) is reported beside it: it counts all
 of those too (and BLAS workspace, which tracemalloc does not see), so it is the figure a user
-sees ("3600 s through tls <= 1.5 GB"). Wall, user and sys (kernel) time are per process.
+sees ("3600 s through tls <= 1.5 GB"). Wall, user and sys (kernel) time are per process; sys
+time on a loaded machine varies by half between runs of the same code, so the minor page
+faults (pages freshly mapped and zeroed, what that kernel time is spent on) are counted too.
 
 - delay: synthetic thrust flight, time stamps jittered ±20 % like a real logger, throttle
   steps through a 50 ms lag, noisy acceleration.
@@ -64,7 +66,8 @@ fn(*args)
 wall = time.perf_counter() - t0
 r1 = resource.getrusage(resource.RUSAGE_SELF)
 peak = tracemalloc.get_traced_memory()[1] - base
-out = {"rows": n, "peak": peak, "wall": wall, "user": r1.ru_utime - r0.ru_utime, "sys": r1.ru_stime - r0.ru_stime}
+out = {"rows": n, "peak": peak, "wall": wall, "user": r1.ru_utime - r0.ru_utime, "sys": r1.ru_stime - r0.ru_stime,
+       "faults": r1.ru_minflt - r0.ru_minflt}
 print(json.dumps(out | {"maxrss": 1024 * r1.ru_maxrss}))
 """
 
@@ -107,6 +110,14 @@ def _rows(method: str, seconds: float, m: dict) -> list[dict]:
             "unit": "%",
             "target": "<= 10",
             "note": f"user {m['user']:.2f} s, sys {m['sys']:.2f} s",
+        },
+        {
+            "name": f"{method} {seconds:g} s: page faults per row",
+            "value": m["faults"] / m["rows"],
+            "unit": "",
+            "target": "",
+            "note": f"{m['faults']:,} minor faults (fresh memory the kernel maps and zeroes): "
+            "the kernel time's cause, steady where sys time varies with the load",
         },
     ]
 

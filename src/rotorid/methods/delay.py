@@ -210,16 +210,39 @@ def long_run_var(z: np.ndarray, lengths: Sequence[int] | None = None) -> tuple[f
     """
     z = np.asarray(z, dtype=float)
     lengths = [len(z)] if lengths is None else [int(n) for n in lengths]
+    return _sokal(_autocov(z[:, None], lengths)[:, 0])
+
+
+def _autocov(z: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
+    """(max(lengths) // 2, P): the autocovariances Γ_k of each column of `z` (N, P), pooled over
+    the segments `lengths`, by FFT of each segment zero-padded to a power of two >= twice its
+    length (no circular wrap). One padded buffer (which also takes the inverse transform) and
+    one spectrum per segment serve every column, |F|² formed in place: on an hour at 1 kHz
+    each is ~60 MB, which fresh per column was mapped, faulted in and freed again (kernel time)."""
     kmax = max(max(lengths) // 2, 1)
-    acov = np.zeros(kmax)
+    acov = np.zeros((kmax, z.shape[1]))
     start = 0
     for n in lengths:
-        seg = z[start : start + n]
-        start += n
         m = 1 << int(np.ceil(np.log2(max(2 * n, 2))))
-        f = np.fft.rfft(seg, m)
-        c = np.fft.irfft(f * np.conj(f), m)[: min(n, kmax)]
-        acov[: len(c)] += c
+        pad, spec = np.empty(m), np.empty(m // 2 + 1, dtype=complex)
+        parts = spec.view(float).reshape(-1, 2)  # (re, im) of each frequency
+        k = min(n, kmax)
+        for i in range(z.shape[1]):
+            pad[:n] = z[start : start + n, i]
+            pad[n:] = 0.0
+            np.fft.rfft(pad, out=spec)
+            np.square(parts, out=parts)  # F F* = re² + im², exactly real
+            parts[:, 0] += parts[:, 1]
+            parts[:, 1] = 0.0
+            np.fft.irfft(spec, m, out=pad)
+            acov[:k, i] += pad[:k]
+        start += n
+    return acov
+
+
+def _sokal(acov: np.ndarray) -> tuple[float, float]:
+    """(Γ_0 tau_int, tau_int) from the autocovariances Γ_k with Sokal's window (`long_run_var`)."""
+    kmax = len(acov)
     if not acov[0] > 0:
         return 0.0, 1.0
     tau = 1.0 + 2.0 * np.cumsum(acov[1:] / acov[0])
@@ -257,7 +280,11 @@ def _hac_cov(z: np.ndarray, lengths: Sequence[int], correlated: bool = True) -> 
     semi-definite by construction); D = 1 when not `correlated` (White's covariance)."""
     z = np.asarray(z, dtype=float)
     z = z[:, None] if z.ndim == 1 else z
-    d = np.sqrt([long_run_var(z[:, i], lengths)[1] if correlated else 1.0 for i in range(z.shape[1])])
+    if correlated:
+        acov = _autocov(z, [int(n) for n in lengths])
+        d = np.sqrt([_sokal(acov[:, i])[1] for i in range(z.shape[1])])
+    else:
+        d = np.ones(z.shape[1])
     return d[:, None] * (z.T @ z) * d[None, :]
 
 
@@ -346,8 +373,9 @@ class ThrustProblem:
         s = self.states(tm)
         return ols(self.design_states(s), self.b, what="thrust curve (eq. 17-21)"), s
 
-    def sse(self, tm: tuple[float, float]) -> float:
-        """Residual sum of squares of `fit(tm)`, for the T_m search that evaluates it tens of
+    def sse(self, tm: tuple[float, float], dead: float = 0.0) -> float:
+        """Residual sum of squares of `fit(tm)` (commands delayed by `dead` s first, for
+        `_dead_time_check`), for the T_m search that evaluates it tens of
         times: [A | b] is reduced by QR `CHUNK` rows at a time (the SSE is the last diagonal
         element of R squared), so an evaluation allocates the rotor states and nothing else
         of the flight's length (the fit's dozen (N, ...) temporaries were freshly mapped,
@@ -355,7 +383,7 @@ class ThrustProblem:
         r = np.zeros((0, len(self.names()) + 1))
         excited = np.zeros(len(self.names()), dtype=bool)
         start = 0
-        for w in self.states(tm):
+        for w in self.states(tm, dead):
             for i in range(0, len(w), CHUNK):
                 a = self.design_states([w[i : i + CHUNK]])
                 excited |= np.any(a != 0, axis=0)
@@ -450,29 +478,67 @@ def _prior_terms(tm: float, prior: tuple[float, float] | None) -> tuple[float, f
     return (1.0 + dl / s2) / tm, (1.0 / s2 - 1.0 - dl / s2) / tm**2
 
 
+def _tm_columns(prob: ThrustProblem, tm: np.ndarray, dirs: Sequence[tuple[float, float]], x: np.ndarray) -> np.ndarray:
+    """(rows, q): ∂(A x)/∂T_m along each direction by central differences of the exact lag (step
+    1e-4 T_m), reduced `CHUNK` samples at a time; each pair of shifted states is freed before
+    the next is made."""
+    h = 1e-4 * float(np.mean(tm))
+    out = np.empty((len(prob.b), len(dirs)))
+    for k, d in enumerate(dirs):
+        up, dn = prob.states(tuple(tm + h * np.asarray(d))), prob.states(tuple(tm - h * np.asarray(d)))
+        start = 0
+        for wu, wd in zip(up, dn, strict=True):
+            for i in range(0, len(wu), CHUNK):
+                da = prob.design_states([wu[i : i + CHUNK]]) - prob.design_states([wd[i : i + CHUNK]])
+                out[start : start + len(da), k] = da @ x / (2 * h)
+                start += len(da)
+    return out
+
+
+def _jacobian_blocks(
+    prob: ThrustProblem, states: list[np.ndarray], cols: np.ndarray
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(first row, J block) of J = [`cols` (the T_m columns), A], `CHUNK` samples at a time: the
+    (rows, P) Jacobian is never held (`thrust_uncertainty`)."""
+    start = 0
+    for w in states:
+        for i in range(0, len(w), CHUNK):
+            a = prob.design_states([w[i : i + CHUNK]])
+            yield start, np.column_stack([cols[start : start + len(a)], a])
+            start += len(a)
+
+
 def thrust_uncertainty(
     prob: ThrustProblem, tm_pair: tuple[float, float], dirs: Sequence[tuple[float, float]], st: DelaySettings
 ) -> ThrustUncertainty:
     """`ThrustUncertainty` at the motor constants `tm_pair`; `dirs` are the estimated directions
     in (rise, fall): [(1, 1)] for one symmetric T_m, [(1, 0), (0, 1)] for rising/falling
     constants, [] when T_m is not estimated (the coefficients' σ are then conditional on it).
-    ∂(A x)/∂T_m by central differences of the exact lag (smooth in T_m; step 1e-4 T_m)."""
+    ∂(A x)/∂T_m by central differences of the exact lag (smooth in T_m; step 1e-4 T_m).
+
+    The Jacobian J is built and reduced `CHUNK` samples at a time (`_jacobian_blocks`): a
+    first pass accumulates JᵀJ and the R of a QR of [A | m e_z] (the accelerometer-bias
+    gradient), a second writes the influence series into one preallocated (N, P) array, so
+    an hour at 1 kHz no longer maps, faults in and frees a dozen (N, P) temporaries per call."""
     fit, states = prob.fit(tm_pair)
     tm = np.asarray(tm_pair, dtype=float)
-    cols = []
-    for d in dirs:
-        h = 1e-4 * float(np.mean(tm))
-        up, dn = tuple(tm + h * np.asarray(d)), tuple(tm - h * np.asarray(d))
-        da = prob.design_states(prob.states(up)) - prob.design_states(prob.states(dn))
-        cols.append(da @ fit.x / (2 * h))
-    j = np.column_stack([*cols, prob.design_states(states)])
-    lengths = [len(f.t) for f in prob.flights]
-    z = _ols_influence(j, fit.residual, prob.n_rows)
-    cov = _hac_cov(z, lengths, st.autocorr_correction)
-    q = len(dirs)
+    cols = _tm_columns(prob, tm, dirs, fit.x)
+    q, p = len(dirs), len(dirs) + len(fit.x)
+    jtj = np.zeros((p, p))
     # the accelerometer z bias's own uncertainty (`acc_bias_z`): ∂θ/∂β = -(least squares of m e_z)
-    ones = np.concatenate([np.broadcast_to(prob.rows == 2, (len(f.t), prob.n_rows)).reshape(-1) for f in prob.flights])
-    bias_grad = np.concatenate([np.zeros(q), -np.linalg.lstsq(j[:, q:], prob.vehicle.mass * ones, rcond=None)[0]])
+    bias_r = np.zeros((0, p - q + 1))
+    z_row = prob.vehicle.mass * (prob.rows == 2)
+    for _, jb in _jacobian_blocks(prob, states, cols):
+        jtj += jb.T @ jb
+        ones = np.tile(z_row, len(jb) // prob.n_rows)
+        bias_r = np.linalg.qr(np.vstack([bias_r, np.column_stack([jb[:, q:], ones])]), mode="r")
+    binv = np.linalg.pinv(jtj)
+    z = np.empty((len(fit.residual) // prob.n_rows, p))
+    for start, jb in _jacobian_blocks(prob, states, cols):
+        g = (jb * fit.residual[start : start + len(jb), None]).reshape(-1, prob.n_rows, p).sum(axis=1)
+        np.matmul(g, binv, out=z[start // prob.n_rows : (start + len(jb)) // prob.n_rows])
+    cov = _hac_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
+    bias_grad = np.concatenate([np.zeros(q), -np.linalg.lstsq(bias_r[:-1, :-1], bias_r[:-1, -1], rcond=None)[0]])
     names = (["tm"] if q == 1 else ["tm_rise", "tm_fall"][:q]) + prob.names()
     theta = np.concatenate([[float(np.dot(tm, d)) / float(np.sum(d)) for d in dirs], fit.x])
     lik_tm = cov[:q, :q]
@@ -1129,7 +1195,7 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     whether it did."""
     lo, hi = _support(st)
     n_eff = sym.n / sym.tau_int
-    sse = lambda x: float(ols(prob.design_states(prob.states((x[0], x[0]), x[1])), prob.b).sse)
+    sse = lambda x: prob.sse((x[0], x[0]), x[1])  # blocked QR: no (N, P) design matrix per evaluation
     nlp = lambda x: 0.5 * n_eff * math.log(sse(x)) + float(_neg_log_prior(x[0], st.tm_prior))
     res = optimize.minimize(
         nlp,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import LogLocator, NullFormatter
 
 from rotorid.report.style import figure
 
@@ -42,6 +42,7 @@ def tm_search(d: dict[str, Any]) -> Figure:
         ax.set_ylabel("thrust RMSE [N]")
         ax.grid(alpha=0.3)
     a.set_xscale("log")
+    a.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))  # 2 and 5 of each decade: enough to read, few ticks
     a.xaxis.set_minor_formatter(NullFormatter())
     a.set_title("search range (coarse bracket + Brent)")
     std = float(d.get("tm_std", np.nan))
@@ -60,22 +61,17 @@ def tm_search(d: dict[str, Any]) -> Figure:
 
 
 def thrust_fit(d: dict[str, Any]) -> Figure:
-    """Fig. 3: predicted vs measured collective thrust (time series and scatter)."""
-    fig, (a, b) = _fig(2)
+    """Fig. 3: predicted vs measured collective thrust over time (the predicted-against-measured
+    scatter is `delay_model`'s right panel, drawn once)."""
+    fig, a = _fig(1, width=10.4)
     t, meas, pred = (np.asarray(d[k]) for k in ("thrust_t", "thrust_meas", "thrust_pred"))
     a.plot(t, meas, lw=0.6, color="0.6", label="measured m·acc_z")
     a.plot(t, pred, lw=0.9, color="tab:blue", label="thrust curve + motor delay")
     a.set_xlabel("t [s]")
     a.set_ylabel("collective thrust [N]")
+    a.set_title(f"R² = {float(d['thrust_r2']):.3f}")
     a.legend(fontsize=8)
     a.grid(alpha=0.3)
-    b.plot(pred, meas, ".", ms=1.5, alpha=0.4)
-    lim = [min(meas.min(), pred.min()), max(meas.max(), pred.max())]
-    b.plot(lim, lim, "k--", lw=1)
-    b.set_xlabel("predicted thrust [N]")
-    b.set_ylabel("measured thrust [N]")
-    b.set_title(f"R² = {float(d['thrust_r2']):.3f}")
-    b.grid(alpha=0.3)
     return fig
 
 

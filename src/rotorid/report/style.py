@@ -8,11 +8,15 @@ from typing import Any
 
 import matplotlib as mpl
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 #: rcParams every figure is drawn with (read when the figure and its axes are made).
 STYLE: dict[str, Any] = {
     "font.size": 9,
     "axes.titlesize": 10,
+    # a fixed title height: the automatic one lays out every tick label of the axes again to
+    # dodge top-side labels, which no rotorid figure has (an eighth of a figure's drawing time)
+    "axes.titley": 1.0,
     "axes.labelsize": 9,
     "axes.grid": True,
     "grid.alpha": 0.3,
@@ -21,6 +25,11 @@ STYLE: dict[str, Any] = {
     "lines.linewidth": 1.0,
     "axes.prop_cycle": mpl.cycler(color=["tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple"]),
 }
+
+#: Major ticks per linear axis, at most (matplotlib's default picks up to ~10 from the axis
+#: length): each tick is a label laid out and rasterised on every draw, the largest part of
+#: an axes' fixed drawing cost; five steps of 1, 2, 2.5 or 5 read as well.
+TICK_BINS = 5
 
 #: Colours with a meaning, the same in every figure.
 MEASURED, MODEL, TRUTH = "tab:blue", "tab:red", "k"
@@ -34,4 +43,7 @@ def figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **subplo
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=(width, height), layout=layout)
         axes = fig.subplots(nrows, ncols, **subplots)
+    for ax in fig.axes:  # a log scale set later brings its own locator
+        ax.xaxis.set_major_locator(MaxNLocator(TICK_BINS, steps=[1, 2, 2.5, 5, 10]))
+        ax.yaxis.set_major_locator(MaxNLocator(TICK_BINS, steps=[1, 2, 2.5, 5, 10]))
     return fig, axes
