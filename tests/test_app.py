@@ -188,6 +188,12 @@ def test_failed_run_is_one_line_and_marks_the_job_done(sessions: Sessions, cf_lo
     assert job.steps == ["read 1 log window and identify (delay)"] and not (job.out / "params.json").exists()
 
 
+def _sigint_default() -> None:
+    """Ctrl-C as a terminal delivers it: a suite started in the background by a non-interactive
+    shell inherits SIGINT ignored (POSIX), and Python then keeps it ignored in the app."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_command_serves_everything_itself_on_localhost(tmp_path: Path) -> None:
     """`rotorid app` in a real process: a bad folder is one line and exit 2; otherwise it prints
     the 127.0.0.1 URL, the page loads every script from the server itself (no CDN), Ctrl-C
@@ -200,7 +206,11 @@ def test_command_serves_everything_itself_on_localhost(tmp_path: Path) -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "[]\n"
 
     proc = subprocess.Popen(
-        [*cli, str(tmp_path), "--no-browser", "--port", "0"], stdout=subprocess.PIPE, text=True, env=env
+        [*cli, str(tmp_path), "--no-browser", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=_sigint_default,
     )
     try:
         line = proc.stdout.readline()

@@ -4,7 +4,6 @@ serves its JavaScript from the installed package, so nothing is fetched from the
 from __future__ import annotations
 
 import threading
-import time
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -94,10 +93,6 @@ def serve(folder: str | Path, port: int = 8050, open_browser: bool = True, max_u
         if open_browser:
             webbrowser.open(srv.url)
         try:
-            # a short timed wait, not one without end: the kernel may hand Ctrl-C's SIGINT to a
-            # server thread, and Python runs the handler (KeyboardInterrupt) only in the main
-            # thread, which an endless lock wait never leaves (seen once in CI: no exit in 30 s)
-            while True:
-                time.sleep(0.25)
+            threading.Event().wait()
         except KeyboardInterrupt:
             print("stopped", flush=True)
