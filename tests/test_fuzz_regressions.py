@@ -475,3 +475,18 @@ def test_time_stamps_a_few_ulp_apart_are_refused_without_a_runtime_warning() -> 
         assert gyro.rate == np.inf
         with pytest.raises(RotoridError, match="Hz grid over"):
             align({"gyro": gyro, "acc": Series(t, np.zeros((4, 3)))}, meta={"source": "x.bin"})
+
+
+@pytest.mark.parametrize("value", [b"1e-320", b"1e300", b"0.5"])
+def test_blackbox_acc_1g_not_a_count_per_g(tmp_path: Path, data_dir: Path, value: bytes) -> None:
+    """'H acc_1G:1e-320' (campaign, blackbox input 288082): dividing accSmooth by it overflowed
+    (numpy RuntimeWarning); 1e300 would have read every acceleration as 0. acc is then not read,
+    with a note, and the rest of the log is."""
+    p = tmp_path / "x.bbl"
+    p.write_bytes(_bbl(data_dir, b"H acc_1G:2048", b"H acc_1G:" + value))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        (f,) = read(p)
+    assert f.acc is None and f.gyro is not None
+    assert any("acc_1G" in n and "acc not read" in n for n in f.meta.get("notes", []))

@@ -54,6 +54,8 @@ from rotorid.errors import LogFormatError, quote
 from rotorid.flight import Flight, Series, align
 from rotorid.io import dropouts, guard, register
 
+#: Largest plausible acc_1G (accelerometer counts per g): real sensors log 256-16384.
+ACC_1G_MAX = 1e6
 MAGIC = b"H Product:Blackb"  # "H Product:Blackbox…" cut to the 16 bytes io.detect compares
 RATE_HINT = (
     "log it faster: in the Betaflight CLI `set blackbox_sample_rate = 1/1` (Betaflight 3.x-4.0: "
@@ -223,10 +225,10 @@ def _flight(
     acc_f = [f"accSmooth[{i}]" for i in range(3)]
     if all(f in names for f in acc_f):
         one_g = _number(headers, "acc_1G", path) or 0.0
-        if one_g > 0:
+        if 1.0 <= one_g <= ACC_1G_MAX:  # counts per g: 256-16384 on real sensors
             series["acc"] = Series(t, col(acc_f) / one_g * frames.GRAVITY)
         else:
-            notes.append("accSmooth present but the header has no acc_1G: acc not read")
+            notes.append(f"accSmooth present but the header's acc_1G ({one_g:g}) is no count per g: acc not read")
     motor_f = _indexed(names, "motor")
     if motor_f:
         lo, hi = _motor_range(headers, path)
