@@ -369,6 +369,23 @@ class ThrustProblem:
         """Rotor states of every flight; `dead` (s) delays the commands first (`_dead_time_check`)."""
         return [_lag(_delayed(f.cmd, f.t, dead), f.t, tm) for f in self.flights]
 
+    def _state_blocks(self, tm: tuple[float, float], dead: float) -> Iterator[np.ndarray]:
+        """`states(tm, dead)` `CHUNK` rows at a time. The symmetric lag restarts each block from
+        the previous block's last state (`motor_lag`'s y0: the same recursion, so the same
+        numbers), so no state of the flight's length is allocated; the asymmetric lag (a fixed
+        point over the whole flight) and delayed commands (`_dead_time_check`, a few
+        evaluations) are computed whole and then cut."""
+        for f in self.flights:
+            if dead or tm[0] != tm[1]:
+                w = _lag(_delayed(f.cmd, f.t, dead), f.t, tm)
+                yield from (w[i : i + CHUNK] for i in range(0, len(w), CHUNK))
+                continue
+            y = motor_lag(f.cmd[:CHUNK], f.t[:CHUNK], tm[0])
+            yield y
+            for i in range(CHUNK, len(f.t), CHUNK):
+                y = motor_lag(f.cmd[i - 1 : i + CHUNK], f.t[i - 1 : i + CHUNK], tm[0], y0=y[-1])[1:]
+                yield y
+
     def fit(self, tm: tuple[float, float]) -> tuple[Fit, list[np.ndarray]]:
         s = self.states(tm)
         return ols(self.design_states(s), self.b, what="thrust curve (eq. 17-21)"), s
@@ -376,20 +393,20 @@ class ThrustProblem:
     def sse(self, tm: tuple[float, float], dead: float = 0.0) -> float:
         """Residual sum of squares of `fit(tm)` (commands delayed by `dead` s first, for
         `_dead_time_check`), for the T_m search that evaluates it tens of
-        times: [A | b] is reduced by QR `CHUNK` rows at a time (the SSE is the last diagonal
-        element of R squared), so an evaluation allocates the rotor states and nothing else
-        of the flight's length (the fit's dozen (N, ...) temporaries were freshly mapped,
-        page-faulted memory: a third of the CPU time on an hour at 1 kHz went to the kernel)."""
+        times: the rotor states and [A | b] are built and reduced by QR `CHUNK` rows at a time
+        (the SSE is the last diagonal element of R squared), so a symmetric evaluation
+        allocates nothing of the flight's length (the fit's dozen (N, ...) temporaries, then
+        the rotor states, were freshly mapped, page-faulted memory: a third of the CPU time on
+        an hour at 1 kHz went to the kernel)."""
         r = np.zeros((0, len(self.names()) + 1))
         excited = np.zeros(len(self.names()), dtype=bool)
         start = 0
-        for w in self.states(tm, dead):
-            for i in range(0, len(w), CHUNK):
-                a = self.design_states([w[i : i + CHUNK]])
-                excited |= np.any(a != 0, axis=0)
-                b = self.b[start : start + len(a)]
-                start += len(a)
-                r = np.linalg.qr(np.vstack([r, np.column_stack([a, b])]), mode="r")
+        for w in self._state_blocks(tm, dead):
+            a = self.design_states([w])
+            excited |= np.any(a != 0, axis=0)
+            b = self.b[start : start + len(a)]
+            start += len(a)
+            r = np.linalg.qr(np.vstack([r, np.column_stack([a, b])]), mode="r")
         if not excited.all():  # ols names the columns that are not excited
             return self.fit(tm)[0].sse
         return float(r[-1, -1] ** 2)
