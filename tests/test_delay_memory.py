@@ -10,6 +10,7 @@ import pytest
 
 from rotorid.flight import Flight
 from rotorid.methods import delay
+from rotorid.methods.regression import ols
 from rotorid.signal import CHUNK, motor_lag
 from rotorid.vehicle import Vehicle
 
@@ -37,6 +38,21 @@ def test_search_sse_equals_the_fit(uniform, per_motor):
     prob = delay.ThrustProblem(_flights(2 * CHUNK + 11, uniform), Vehicle.preset("crazyflie"), (0, 1, 2), per_motor)
     for tm in [(0.0, 0.0), (0.01, 0.01), (0.05, 0.05), (0.3, 0.3), (0.03, 0.07)]:
         assert prob.sse(tm) == pytest.approx(prob.fit(tm)[0].sse, rel=1e-12)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+@pytest.mark.parametrize("dead", [0.0, 0.0137, -0.004])
+def test_state_blocks_are_the_states(uniform, dead):
+    """Block by block (restarted lag, commands delayed within each block) equals the whole
+    flight's states, symmetric and rising/falling, across block edges and two flights."""
+    prob = delay.ThrustProblem(_flights(2 * CHUNK + 11, uniform), Vehicle.preset("crazyflie"), (0, 1, 2), False)
+    for tm in [(0.0, 0.0), (0.05, 0.05), (0.03, 0.07)]:
+        blocks = list(prob.state_blocks(tm, dead))
+        assert max(len(b) for b in blocks) <= CHUNK
+        np.testing.assert_allclose(np.vstack(blocks), np.vstack(prob.states(tm, dead)), rtol=1e-12, atol=1e-15)
+    with_dead = prob.sse((0.05, 0.05), dead)
+    full = ols(prob.design_states(prob.states((0.05, 0.05), dead)), prob.b).sse
+    assert with_dead == pytest.approx(full, rel=1e-12)
 
 
 def test_search_sse_names_unexcited_columns_as_the_fit_does():

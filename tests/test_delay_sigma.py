@@ -52,6 +52,36 @@ def test_segments_are_not_multiplied_across_their_boundary():
     assert delay.integrated_autocorr_time(np.r_[np.ones(50), np.zeros(50)], [50, 50]) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("nlags", [1, 7, 300, 1500])
+def test_blocked_autocovariances_are_the_direct_sums(monkeypatch, nlags):
+    """Γ_k = Σ_t z_t z_{t+k} within each segment, k < nlags, by the blocked FFT correlation
+    (blocks shrunk to 256 samples, so segments span many blocks and lags cross their edges)."""
+    monkeypatch.setattr(delay, "ACOV_BLOCK", 256)
+    rng = np.random.default_rng(3)
+    lengths = [1000, 3, 2100]
+    z = lfilter([1.0], [1.0, -0.9], rng.standard_normal((sum(lengths), 2)), axis=0)
+    direct = np.zeros((nlags, 2))
+    start = 0
+    for n in lengths:
+        seg = z[start : start + n]
+        for k in range(min(nlags, n)):
+            direct[k] += (seg[: n - k] * seg[k:]).sum(axis=0)
+        start += n
+    np.testing.assert_allclose(delay._autocov(z, lengths, nlags), direct, rtol=1e-10, atol=1e-10 * direct[0].max())
+
+
+def test_the_window_needs_only_the_lags_below_it(monkeypatch):
+    """A series whose window closes late (AR(1) with phi 0.995, tau_int ~400, M ~2000) makes the
+    first pass of few lags grow until it closes: the same variance as with every lag."""
+    rng = np.random.default_rng(4)
+    z = lfilter([1.0], [1.0, -0.995], rng.standard_normal(40_000))
+    monkeypatch.setattr(delay, "FIRST_LAGS", 20_000)  # every lag at once
+    every = delay.long_run_var(z, [25_000, 15_000])
+    monkeypatch.setattr(delay, "FIRST_LAGS", 16)
+    assert delay.long_run_var(z, [25_000, 15_000]) == pytest.approx(every, rel=1e-9)
+    assert every[1] > 100
+
+
 def test_tm_sigma_matches_the_scatter_over_seeds(cf):
     """40 synthetic thrust flights (white acceleration noise): the reported σ of T_m and of the
     thrust coefficients predicts the scatter of the estimates: ratio 1 within ~4 sampling

@@ -43,7 +43,19 @@ def _dense(prob: delay.ThrustProblem, pair, dirs, st: delay.DelaySettings):
         for k, d in enumerate(dirs):
             prec[k, k] += max(delay._prior_terms(float(np.dot(tm, d)) / float(np.sum(d)), st.tm_prior)[1], 0.0)
         cov = np.linalg.pinv(prec)
-    tol = max(1e-10, np.linalg.cond(j.T @ j) * np.finfo(float).eps)
+    # the blocked T_m columns restart the lag on every block (`ThrustProblem.state_blocks`): its
+    # states round differently from the whole flight's, by `drift`, which the central difference
+    # divides by its step 1e-4 T_m
+    drift = max(
+        (
+            np.abs(np.vstack(list(prob.state_blocks(p))) - np.vstack(prob.states(p))).max()
+            / np.abs(np.vstack(prob.states(p))).max()
+            for d in dirs
+            for p in (tuple(tm + h * np.asarray(d)), tuple(tm - h * np.asarray(d)))
+        ),
+        default=0.0,
+    )
+    tol = max(1e-10, np.linalg.cond(j.T @ j) * np.finfo(float).eps, 10 * drift / 1e-4)
     return cov + st.acc_bias_z[1] ** 2 * np.outer(bias, bias), z.sum(axis=0), bias, tol
 
 

@@ -210,44 +210,63 @@ def long_run_var(z: np.ndarray, lengths: Sequence[int] | None = None) -> tuple[f
     """
     z = np.asarray(z, dtype=float)
     lengths = [len(z)] if lengths is None else [int(n) for n in lengths]
-    return _sokal(_autocov(z[:, None], lengths)[:, 0])
+    return _sokal_windows(z[:, None], lengths)[0]
 
 
-def _autocov(z: np.ndarray, lengths: Sequence[int]) -> np.ndarray:
-    """(max(lengths) // 2, P): the autocovariances Γ_k of each column of `z` (N, P), pooled over
-    the segments `lengths`, by FFT of each segment zero-padded to a power of two >= twice its
-    length (no circular wrap). One padded buffer (which also takes the inverse transform) and
-    one spectrum per segment serve every column, |F|² formed in place: on an hour at 1 kHz
-    each is ~60 MB, which fresh per column was mapped, faulted in and freed again (kernel time)."""
+#: Lags of the first autocovariance pass (`_sokal_windows`), and the block length of the blocked
+#: correlation (`_autocov`): Sokal's window closes at M = c tau_int, a few hundred lags at most
+#: for the residuals and influence series here, so the first pass usually decides.
+FIRST_LAGS = 1024
+ACOV_BLOCK = 1 << 16
+
+
+def _sokal_windows(z: np.ndarray, lengths: Sequence[int]) -> list[tuple[float, float]]:
+    """`_sokal` of each column of `z` (N, P), the autocovariances computed to `FIRST_LAGS` lags
+    first and to 8 times more until every column's window closes (or all max(lengths) // 2
+    lags are in): the window uses only the lags below it, so the result is that of all lags."""
     kmax = max(max(lengths) // 2, 1)
-    acov = np.zeros((kmax, z.shape[1]))
+    nlags = min(FIRST_LAGS, kmax)
+    while True:
+        acov = _autocov(z, lengths, nlags)
+        out = [_sokal(acov[:, i], complete=nlags == kmax) for i in range(z.shape[1])]
+        closed = [o for o in out if o is not None]
+        if len(closed) == len(out):
+            return closed
+        nlags = min(8 * nlags, kmax)
+
+
+def _autocov(z: np.ndarray, lengths: Sequence[int], nlags: int) -> np.ndarray:
+    """(nlags, P): the autocovariances Γ_k, k < nlags, of each column of `z` (N, P), pooled
+    over the segments `lengths` (no product across a boundary). Blocked correlation: each block
+    of `ACOV_BLOCK` (or nlags) samples against itself and the next nlags - 1 samples, by FFT
+    zero-padded past their sum (no circular wrap), so the buffers are a few blocks whatever
+    the flight's length (one transform of a whole hour at 1 kHz, 8 M points, allocated
+    ~130 MB per column on every call: fresh memory the kernel mapped and zeroed)."""
+    acov = np.zeros((nlags, z.shape[1]))
+    size = max(nlags, ACOV_BLOCK)
+    m = 1 << int(np.ceil(np.log2(size + nlags)))
     start = 0
     for n in lengths:
-        m = 1 << int(np.ceil(np.log2(max(2 * n, 2))))
-        pad, spec = np.empty(m), np.empty(m // 2 + 1, dtype=complex)
-        parts = spec.view(float).reshape(-1, 2)  # (re, im) of each frequency
-        k = min(n, kmax)
-        for i in range(z.shape[1]):
-            pad[:n] = z[start : start + n, i]
-            pad[n:] = 0.0
-            np.fft.rfft(pad, out=spec)
-            np.square(parts, out=parts)  # F F* = re² + im², exactly real
-            parts[:, 0] += parts[:, 1]
-            parts[:, 1] = 0.0
-            np.fft.irfft(spec, m, out=pad)
-            acov[:k, i] += pad[:k]
+        seg = z[start : start + n]
+        for s in range(0, n, size):
+            spec = np.fft.rfft(seg[s : s + size + nlags - 1], m, axis=0)
+            spec *= np.fft.rfft(seg[s : s + size], m, axis=0).conj()
+            acov += np.fft.irfft(spec, m, axis=0)[:nlags]
         start += n
     return acov
 
 
-def _sokal(acov: np.ndarray) -> tuple[float, float]:
-    """(Γ_0 tau_int, tau_int) from the autocovariances Γ_k with Sokal's window (`long_run_var`)."""
+def _sokal(acov: np.ndarray, complete: bool = True) -> tuple[float, float] | None:
+    """(Γ_0 tau_int, tau_int) from the autocovariances Γ_k with Sokal's window (`long_run_var`);
+    None when the window does not close within these lags and they are not `complete`."""
     kmax = len(acov)
     if not acov[0] > 0:
         return 0.0, 1.0
     tau = 1.0 + 2.0 * np.cumsum(acov[1:] / acov[0])
     lags = np.arange(1, kmax)
     ok = np.flatnonzero(lags >= SOKAL_C * tau)
+    if not ok.size and not complete:
+        return None
     t = float(tau[ok[0]]) if ok.size else float(tau[-1]) if tau.size else 1.0
     t = max(t, 1.0 / SOKAL_C)
     return float(acov[0]) * t, t
@@ -280,11 +299,8 @@ def _hac_cov(z: np.ndarray, lengths: Sequence[int], correlated: bool = True) -> 
     semi-definite by construction); D = 1 when not `correlated` (White's covariance)."""
     z = np.asarray(z, dtype=float)
     z = z[:, None] if z.ndim == 1 else z
-    if correlated:
-        acov = _autocov(z, [int(n) for n in lengths])
-        d = np.sqrt([_sokal(acov[:, i])[1] for i in range(z.shape[1])])
-    else:
-        d = np.ones(z.shape[1])
+    taus = [w[1] for w in _sokal_windows(z, [int(n) for n in lengths])] if correlated else np.ones(z.shape[1])
+    d = np.sqrt(taus)
     return d[:, None] * (z.T @ z) * d[None, :]
 
 
@@ -298,6 +314,17 @@ def _delayed(cmd: np.ndarray, t: np.ndarray, dead: float) -> np.ndarray:
     if dead == 0:
         return cmd
     return np.column_stack([np.interp(t - dead, t, c) for c in cmd.T])
+
+
+def _delayed_rows(cmd: np.ndarray, t: np.ndarray, lo: int, hi: int, dead: float) -> np.ndarray:
+    """Rows lo:hi of `_delayed(cmd, t, dead)`, interpolating within the few samples they reach
+    (the same values: np.interp between the same two samples, the first command held before)."""
+    if dead == 0:
+        return cmd[lo:hi]
+    tq = t[lo:hi] - dead
+    j0 = max(int(np.searchsorted(t, tq[0], side="right")) - 1, 0)
+    j1 = int(np.searchsorted(t, tq[-1], side="left")) + 1
+    return np.column_stack([np.interp(tq, t[j0:j1], c) for c in cmd[j0:j1].T])
 
 
 def _demean(x: np.ndarray, on: bool) -> np.ndarray:
@@ -369,21 +396,23 @@ class ThrustProblem:
         """Rotor states of every flight; `dead` (s) delays the commands first (`_dead_time_check`)."""
         return [_lag(_delayed(f.cmd, f.t, dead), f.t, tm) for f in self.flights]
 
-    def _state_blocks(self, tm: tuple[float, float], dead: float) -> Iterator[np.ndarray]:
-        """`states(tm, dead)` `CHUNK` rows at a time. The symmetric lag restarts each block from
-        the previous block's last state (`motor_lag`'s y0: the same recursion, so the same
-        numbers), so no state of the flight's length is allocated; the asymmetric lag (a fixed
-        point over the whole flight) and delayed commands (`_dead_time_check`, a few
-        evaluations) are computed whole and then cut."""
+    def state_blocks(self, tm: tuple[float, float], dead: float = 0.0) -> Iterator[np.ndarray]:
+        """`states(tm, dead)` `CHUNK` rows at a time, flight after flight. The symmetric lag
+        restarts each block from the previous block's last state (`motor_lag`'s y0: the same
+        recursion, so the same numbers) on commands delayed block by block (`_delayed_rows`), so
+        nothing of the flight's length is allocated; the asymmetric lag (a fixed point over the
+        whole flight) is computed whole and then cut."""
         for f in self.flights:
-            if dead or tm[0] != tm[1]:
+            if tm[0] != tm[1]:
                 w = _lag(_delayed(f.cmd, f.t, dead), f.t, tm)
                 yield from (w[i : i + CHUNK] for i in range(0, len(w), CHUNK))
                 continue
-            y = motor_lag(f.cmd[:CHUNK], f.t[:CHUNK], tm[0])
-            yield y
-            for i in range(CHUNK, len(f.t), CHUNK):
-                y = motor_lag(f.cmd[i - 1 : i + CHUNK], f.t[i - 1 : i + CHUNK], tm[0], y0=y[-1])[1:]
+            y = None
+            for i in range(0, len(f.t), CHUNK):
+                lo, hi = max(i - 1, 0), i + CHUNK
+                u = _delayed_rows(f.cmd, f.t, lo, hi, dead)
+                w = motor_lag(u, f.t[lo:hi], tm[0], y0=None if y is None else y[-1])
+                y = w if y is None else w[1:]
                 yield y
 
     def fit(self, tm: tuple[float, float]) -> tuple[Fit, list[np.ndarray]]:
@@ -401,7 +430,7 @@ class ThrustProblem:
         r = np.zeros((0, len(self.names()) + 1))
         excited = np.zeros(len(self.names()), dtype=bool)
         start = 0
-        for w in self._state_blocks(tm, dead):
+        for w in self.state_blocks(tm, dead):
             a = self.design_states([w])
             excited |= np.any(a != 0, axis=0)
             b = self.b[start : start + len(a)]
@@ -497,18 +526,17 @@ def _prior_terms(tm: float, prior: tuple[float, float] | None) -> tuple[float, f
 
 def _tm_columns(prob: ThrustProblem, tm: np.ndarray, dirs: Sequence[tuple[float, float]], x: np.ndarray) -> np.ndarray:
     """(rows, q): ∂(A x)/∂T_m along each direction by central differences of the exact lag (step
-    1e-4 T_m), reduced `CHUNK` samples at a time; each pair of shifted states is freed before
-    the next is made."""
+    1e-4 T_m), the shifted states made and reduced `CHUNK` samples at a time
+    (`ThrustProblem.state_blocks`)."""
     h = 1e-4 * float(np.mean(tm))
     out = np.empty((len(prob.b), len(dirs)))
     for k, d in enumerate(dirs):
-        up, dn = prob.states(tuple(tm + h * np.asarray(d))), prob.states(tuple(tm - h * np.asarray(d)))
+        up, dn = prob.state_blocks(tuple(tm + h * np.asarray(d))), prob.state_blocks(tuple(tm - h * np.asarray(d)))
         start = 0
         for wu, wd in zip(up, dn, strict=True):
-            for i in range(0, len(wu), CHUNK):
-                da = prob.design_states([wu[i : i + CHUNK]]) - prob.design_states([wd[i : i + CHUNK]])
-                out[start : start + len(da), k] = da @ x / (2 * h)
-                start += len(da)
+            da = prob.design_states([wu]) - prob.design_states([wd])
+            out[start : start + len(da), k] = da @ x / (2 * h)
+            start += len(da)
     return out
 
 
