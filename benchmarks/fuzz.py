@@ -6,6 +6,7 @@ independent plausibility oracle).
     python benchmarks/fuzz.py [--inputs N] [--slice S] [--reader NAME ...] [--workers K]
     python benchmarks/fuzz.py --status
     python benchmarks/fuzz.py --replay READER:INDEX
+    python benchmarks/fuzz.py --rejudge READER:INDEX
 
 Input number i of a reader is a pure function of (reader, --seed, i): its own
 `random.Random`, so a campaign resumes where it stopped and any input can be rebuilt
@@ -16,7 +17,10 @@ fuzz engine and the library versions); a changed hash archives the old counts an
 again from input 0. Readers take turns of `--slice` seconds until each has N inputs (default
 1 000 000, the issue's target); inputs that fail (a non-RotoridError exception, a hang, an
 allocation over the bound, an implausible value accepted) are saved under
-benchmarks/results/fuzz_failures/. Exit status 1 if any failed.
+benchmarks/results/fuzz_failures/. Exit status 1 if any failed. A hang the wall-clock limit
+called (less CPU than the limit: a stalled machine or a stopped campaign trips it too) counts
+only if a second reading in a fresh worker hangs as well; `--rejudge` applies that rule to a hang
+saved before it.
 
 `make bench` (benchmarks/run.py) runs a short turn per reader (FUZZ_SECONDS, env
 ROTORID_FUZZ_SECONDS) into the same campaign when no campaign holds its lock, and reports the
@@ -33,6 +37,7 @@ import json
 import os
 import platform
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -66,6 +71,11 @@ COLUMNS = {
 }
 #: Inputs per batch: the counts are saved after each (a stopped campaign loses at most one).
 BATCH = 500
+#: The CPU seconds of a hang's detail (tests/fuzzing.py `Worker.collect`). A hang with less CPU
+#: than the time limit was called by the wall-clock limit: a stalled machine or a stopped
+#: campaign (SIGSTOP) also trips it, so such a hang counts only if a second reading, in a fresh
+#: worker, hangs too. A hang on CPU time is the reader's own and counts at once.
+HANG_CPU = re.compile(r"no answer after ([0-9.eE+-]+|inf) s of CPU")
 #: Code whose change makes earlier fuzz counts stale (besides src/rotorid/io/*.py).
 CODE = ("flight.py", "frames.py", "errors.py", "signal.py", "excitation.py")
 LIBRARIES = ("numpy", "scipy", "pandas", "pyarrow", "pyulog", "pymavlink", "orangebox")
@@ -162,6 +172,13 @@ def table(state: dict[str, Any]) -> str:
             f"{r['non_rotorid_exceptions']} | {r['hangs']} | {r['over_bound_allocations']} | {r['implausible_accepted']} |"
         )
     for name, r in sorted(state["readers"].items()):
+        if r.get("wall_hangs_reread"):
+            lines.append(f"\n- {name}: {r['wall_hangs_reread']} wall-clock hang(s) read again, counted by that reading")
+    for c in state.get("rejudged", []):
+        lines.append(
+            f"\n- {c['reader']}: input {c['index']} recorded as {c['was']!r}, read again (`--rejudge`): {c['now']}"
+        )
+    for name, r in sorted(state["readers"].items()):
         for key, f in r["failures"].items():
             lines.append(f"\n- {name}: {key} (input {f['index']}, seed {f['seed']}; `--replay {name}:{f['index']}`)")
     return "\n".join(lines) + "\n"
@@ -199,6 +216,9 @@ def turn(
         made = [make_input(name, seeds, state["seed"], i) for i in range(first, min(first + BATCH, target))]
         outcomes = pool.map([(fuzzing.apply_ops(s.data, ops), s.suffix, opt) for s, ops, opt in made])
         for k, ((s, ops, opt), (kind, detail)) in enumerate(zip(made, outcomes, strict=True)):
+            if wall_hang(kind, detail, pool.workers[0].timeout):
+                kind, detail = read_once(fuzzing.apply_ops(s.data, ops), s.suffix, opt, pool.workers[0].timeout)
+                r["wall_hangs_reread"] = r.get("wall_hangs_reread", 0) + 1
             r[COLUMNS[kind]] += 1
             if kind in BAD:
                 key = (
@@ -244,6 +264,45 @@ def campaign(
     return state
 
 
+def wall_hang(kind: str, detail: str, timeout: float) -> bool:
+    """Whether an outcome is a hang the wall-clock limit called, with less CPU than `timeout`."""
+    m = HANG_CPU.match(detail) if kind == fuzzing.HANG else None
+    return m is not None and float(m.group(1)) < timeout
+
+
+def read_once(data: bytes, suffix: str, options: tuple, timeout: float) -> tuple[str, str]:
+    """The outcome of one reading of an input in a fresh worker."""
+    w = fuzzing.Worker(timeout)
+    try:
+        return w.run(data, suffix, options)
+    finally:
+        w.close()
+
+
+def rejudge(spec: str, seed: int, timeout: float) -> int:
+    """Read again input READER:INDEX that the saved campaign counts as a wall-clock hang (the
+    rule of `HANG_CPU`, for counts saved before it ran in `turn`); a second reading that does not
+    hang moves the input to its outcome's column, and the state lists the correction."""
+    name, _, index = spec.partition(":")
+    state = load_state(seed)
+    r = state["readers"].get(name, fresh_reader())
+    f = r["failures"].get(fuzzing.HANG)
+    if f is None or f["index"] != int(index) or not wall_hang(fuzzing.HANG, f["detail"], timeout):
+        print(f"{spec} is not a wall-clock hang of this campaign (code hash {state['hash']})", file=sys.stderr)
+        return 2
+    s, ops, options = make_input(name, by_reader()[name], seed, int(index))
+    kind, detail = read_once(fuzzing.apply_ops(s.data, ops), s.suffix, options, timeout)
+    print(f"{spec}: recorded {f['detail']!r}; read again: {kind} {detail}")
+    if kind == fuzzing.HANG:
+        return 1
+    r["hangs"] -= 1
+    r[COLUMNS[kind]] += 1
+    del r["failures"][fuzzing.HANG]
+    state.setdefault("rejudged", []).append({"reader": name, "index": int(index), "was": f["detail"], "now": kind})
+    save_state(state)
+    return 0
+
+
 def replay(spec: str, seed: int, timeout: float) -> int:
     """Rebuild input READER:INDEX, write it to the failures folder and read it in a worker."""
     name, _, index = spec.partition(":")
@@ -287,6 +346,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--timeout", type=float, default=5.0, help="seconds an input may take (else a hang)")
     ap.add_argument("--status", action="store_true", help="print the saved campaign's table and stop")
     ap.add_argument("--replay", metavar="READER:INDEX", help="rebuild one input, save it and read it")
+    ap.add_argument("--rejudge", metavar="READER:INDEX", help="read again a recorded wall-clock hang (see HANG_CPU)")
     a = ap.parse_args(argv)
     if a.status:
         print(STATE.with_suffix(".md").read_text() if STATE.exists() else "no campaign yet")
@@ -297,6 +357,8 @@ def main(argv: list[str]) -> int:
         if not mine:
             print(f"another campaign holds {LOCK}; see --status", file=sys.stderr)
             return 2
+        if a.rejudge:
+            return rejudge(a.rejudge, a.seed, a.timeout)
         state = campaign(a.inputs, a.slice, a.reader, a.seed, a.workers, a.timeout, a.once)
     print(f"wrote {STATE} and {STATE.with_suffix('.md')}")
     return 1 if failures(state) else 0
