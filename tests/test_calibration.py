@@ -34,6 +34,18 @@ def test_honest_sigma_gives_unit_ratio_and_gaussian_coverage():
     assert s["sigma_rel_pct"] == pytest.approx(5.0)
 
 
+def test_honest_ranges_hold_for_95_percent_of_honest_runs():
+    """The sampling ranges calibration.md states for n seeds: 8000 honest 30-seed runs fall inside
+    the SD/σ̄ range 95 % of the time and reach the coverage floors at least 97.5 % of the time."""
+    r = cal.honest_ranges(30)
+    e = np.random.default_rng(3).standard_normal((8000, 30))
+    sd = e.std(axis=1, ddof=1)
+    assert np.mean((sd >= r["sd_lo"]) & (sd <= r["sd_hi"])) == pytest.approx(0.95, abs=0.01)
+    assert 0.7 < r["sd_lo"] < 0.8 and 1.2 < r["sd_hi"] < 1.3
+    assert np.mean(np.mean(np.abs(e) <= 2, axis=1) >= r["cover2_lo"]) >= 0.97
+    assert np.mean(np.mean(np.abs(e) <= 3, axis=1) >= r["cover3_lo"]) >= 0.97
+
+
 def test_wrong_sigma_and_bias_are_measured():
     big = cal.summarize(*_draws(4000, 0.2, 0.1))  # σ twice too large
     assert big["sd_over_sigma"] == pytest.approx(0.5, abs=0.02) and big["cover2"] > 0.999
