@@ -411,7 +411,8 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [
         "# Calibration of the reported σ (issue 11)",
         "",
-        f"Seeded Monte Carlo, {meta['seeds']} seeds per case ({meta['wall_s'] / 60:.1f} min on {meta['workers']} "
+        f"Seeded Monte Carlo, {meta['seeds']} seeds per case (from seed {meta.get('first_seed', 0)}; "
+        f"{meta['wall_s'] / 60:.1f} min on {meta['workers']} "
         f"workers, Python {meta['python']}). σ̄ = mean reported σ; bias/σ̄ and SD/σ̄ should be near 0 and 1; "
         "cover2/cover3 = share of seeds within ±2σ/±3σ of the truth (95.4 %/99.7 % if honest and Gaussian). "
         "Issue 11's bar: SD/σ̄ in [0.7, 1.4] and cover2 ≥ 90 % on paper scenarios, cover3 ≥ 90 % on the "
@@ -473,10 +474,11 @@ def calibrate(
     workers: int = WORKERS,
     ablation: bool = False,
     tag: str = "",
+    first_seed: int = 0,
 ) -> dict[str, Any]:
-    """Run the Monte Carlo (`cases`: substrings selecting case names; all by default; with
-    `ablation` the single-effect cases only) and write results/calibration{-ablation}.{json,md}.
-    Returns the JSON document."""
+    """Run the Monte Carlo on seeds `first_seed` ... `first_seed + seeds - 1` (`cases`:
+    substrings selecting case names; all by default; with `ablation` the single-effect cases
+    only) and write results/calibration{-ablation}.{json,md}. Returns the JSON document."""
     pool_of = ABLATION_CASES if ablation else CASES
     chosen = [c for c in pool_of if not cases or any(x in c.name for x in cases)]
     if not chosen:
@@ -484,7 +486,7 @@ def calibrate(
     groups: dict[str, set[str]] = {}
     for c in chosen:
         groups.setdefault(c.group, set()).add(c.name)
-    jobs = [(g, s, frozenset(w)) for s in range(seeds) for g, w in groups.items()]
+    jobs = [(g, s, frozenset(w)) for s in range(first_seed, first_seed + seeds) for g, w in groups.items()]
     runs: dict[str, dict[int, dict[str, Any]]] = {c.name: {} for c in chosen}
     t0 = time.perf_counter()
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
@@ -495,6 +497,7 @@ def calibrate(
             print(f"[{i}/{len(jobs)}] {group} seed {seed} ({time.perf_counter() - t0:.0f} s)", flush=True)
     meta = {
         "seeds": seeds,
+        "first_seed": first_seed,
         "workers": workers,
         "wall_s": time.perf_counter() - t0,
         "python": platform.python_version(),
@@ -558,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
         "--online", action="append", default=[], help="NAME=VALUE: an OnlineSettings field for every online case"
     )
     ap.add_argument("--tag", default="", help="suffix of the output files (calibration-TAG.md)")
+    ap.add_argument("--first-seed", type=int, default=0, help="first seed (another set of seeds re-checks a finding)")
     a = ap.parse_args(argv)
     global CACHE
     CACHE = a.cache
@@ -566,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.list:
         print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
         return 0
-    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation, a.tag)
+    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation, a.tag, a.first_seed)
     return 0
 
 
