@@ -1021,6 +1021,8 @@ def allan_levels(d: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
     white, walk = np.zeros(3), np.zeros(3)
     basis = np.column_stack([3.0 / tau**2, (1.0 - 0.5 / ms) / tau, tau / 3.0])
     for k in range(3):
+        if not np.all(av[:, k] > 0):  # a noise-free axis (a synthetic log): no levels
+            continue
         coef, _ = nnls(basis / av[:, k : k + 1], np.ones(len(tau)))
         white[k], walk[k] = np.sqrt(coef[1]), np.sqrt(coef[2])
     return white, walk
