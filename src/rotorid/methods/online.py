@@ -20,8 +20,9 @@ One sample at a time (`OnlineEstimator.update`), so it runs inside a live loop:
    for θ2 = [m, m z_imu], both switched on the first time the low-pass-filtered vertical
    acceleration exceeds `a_z_allow` (take-off). The RLS also holds a constant yaw moment b_z
    (`OnlineSettings.yaw_moment`), a column eq. 10 does not have; the KF predicts with it.
-5. `identify` removes the gyro's mean bias measured against the logged attitude (`gyro_bias`)
-   before the estimator sees the flight (Kwon et al. assume an unbiased gyro).
+5. `identify` removes the gyro's bias tracked against the logged attitude (`gyro_bias`, a
+   causal series whose time constant comes from the gyro's Allan variance) before the
+   estimator sees the flight (Kwon et al. assume an unbiased gyro).
 
 Conventions: body FLU about the body origin (the rotors' geometric centre, the paper's CG). The
 paper's COM offset r_COM→CG equals -com; we estimate `com` directly (the same unknown, rotorid's
@@ -41,7 +42,10 @@ the literal algorithms for comparison (benchmarks/bench_online.py).
 Uncertainty: the streaming state (`OnlineState.theta1_std`, the trajectories) carries the RLS's
 own covariance scaled by its a-posteriori residual variance, what a live loop can afford;
 `identify` reports the HAC sandwich over the whole flight (`_final_std`), and leaves out a
-parameter the flight never informed (the value would be the initial guess).
+parameter the flight never informed (the value would be the initial guess). Its mass and imu_z
+are the errors-in-variables corrected solve of the RLS2 rows (`_final_theta2`), so they differ
+from the streaming trajectory's last value by the attenuation the accelerometer noise causes
+(≈ 25 ppm of the mass on kwon-payload).
 
 Discretisation: Alg. 4 differentiates ω̂ between two samples; the moment, thrust, rate and
 accelerometer entering H1/H2 are the means of the same two samples (the midpoint the forward
@@ -64,7 +68,7 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
-from rotorid.methods.regression import rls_hac_cov, rls_influence_std
+from rotorid.methods.regression import andrews_lags, hac_meat, rls_hac_cov, rls_influence_std
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
@@ -104,7 +108,9 @@ class OnlineSettings:
       it keeps the KF gain from collapsing onto a still-wrong MOI model.
     - `n_sigma`: correction law threshold |ω̂_k| >= n_sigma σ_k (Alg. 4 and 6; paper 1).
     - `eiv`: RLS row k weighted by 1/(r_M + (Ĵ_k² + Σ_J,kk) var(α̂_k)), var(α̂_k) the
-      variance the KF measurement update adds to α̂_k (errors-in-variables; paper: False).
+      variance the KF measurement update adds to α̂_k (errors-in-variables; paper: False); and
+      `identify`'s final mass and imu_z corrected for the accelerometer noise in the RLS2
+      regressor (`_final_theta2`, Fuller's known-covariance estimator; not for "rls-lpf").
     - `j0`, `com0` (kg m², m): initial θ1 (1 g m², 0 mm); `theta1_var0` its variances
       ((1000 g m²)², (100 mm)²).
     - `moment_nd` (N m/√Hz): moment noise density of the RLS rows, r_M = moment_nd²/dt per
@@ -140,8 +146,9 @@ class OnlineSettings:
       diagonal manoeuvre: J_xx ran to 1100x on 4/30 seeds, and a 3 % spread moved I_zz by
       147 % (re-running the estimator with one rotor 1 % stronger; 0.02 % with the column). In x
       and y a constant moment is the CoM's column already (F_z ≈ m g).
-    - `gyro_bias`: `identify` subtracts the gyro's mean bias measured against the logged
-      attitude (`gyro_bias`; nothing without an attitude). A bias above the KF's σ keeps the
+    - `gyro_bias`: `identify` subtracts the gyro's bias tracked against the logged attitude
+      (`gyro_bias`: a causal series, so a bias that walks is followed; nothing without an
+      attitude). A bias above the KF's σ keeps the
       correction law's column active in hover (Alg. 4), where the rows carry α̂ noise without a
       moment: 0.5 deg/s attenuated J by 20–40 % on kwon-payload-mismatch.
     - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
@@ -764,7 +771,65 @@ def _final_theta1(est: OnlineEstimator, h1: np.ndarray, y1: np.ndarray, r1: np.n
     return th, y
 
 
-def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, float]], dict[str, bool]]:
+def acc_noise_density(acc: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """White-noise density² N² ((m/s²)²/Hz, per body axis) of an accelerometer from its raw
+    samples: a white noise of per-sample variance σ² has var(Δ²a) = 6 σ², and σ² = N²/Δt. The
+    median of (Δ²a)² over 0.4549 (the median of χ²₁) is robust to the manoeuvres' own second
+    difference, which at the log rate is small against the noise (kwon-payload: 1 kHz, σ 0.13
+    m/s²). Noise the IMU's anti-alias filter colours is underestimated (the correction then
+    is too small, never of the wrong sign)."""
+    d2 = np.diff(np.asarray(acc, dtype=float), n=2, axis=0)
+    if len(d2) < 3:
+        return np.zeros(3)
+    return np.median(d2 * d2, axis=0) / (6.0 * 0.4549) * float(np.median(np.diff(t)))
+
+
+def acc_row_noise(acc_nd2: np.ndarray, dt: np.ndarray) -> np.ndarray:
+    """Variance (T, 3) of the accelerometer noise in each RLS2 row's regressor (the specific
+    force, H2's first column, Alg. 6): the row holds the mean of two consecutive block means
+    of the raw samples (the step's midpoint), each block of duration ≈ dt, so a white noise of
+    density² N² (`acc_noise_density`) leaves N²/dt per block and N²/(2 dt) in the row (exact
+    for equal blocks; a 250 Hz log's blocks of 3 and 2 samples give 4 % more). `dt` (T,) the
+    steps' durations."""
+    return np.asarray(acc_nd2, dtype=float)[None, :] / (2.0 * np.asarray(dt, dtype=float)[:, None])
+
+
+def _final_theta2(bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.ndarray, r2: np.ndarray, vu: np.ndarray):
+    """θ2 = [m, m z] corrected for the noise in its regressor, and its covariance.
+
+    The RLS2 rows F = H2 θ2 (Alg. 7, eq. 19–20) regress the noise-free rotor force on the
+    measured specific force, whose noise u (variance `vu`, `acc_row_noise`) attenuates least
+    squares: E[Σ hᵀh/r] = Σ h̄ᵀh̄/r + S_uu with S_uu = diag(Σ_t,k vu_tk / r_tk, 0), so m comes out
+    (1 - S_uu/M) times too small (≈ 3 σ_u²/|a|² ≈ 25 ppm on kwon-payload, 0.4 of its σ). The
+    known-error-covariance estimator (Fuller 1987, *Measurement Error Models*, §2.2) removes it:
+    θ̃ = (M - S_uu)⁻¹ (P0⁻¹ θ0 + Σ hᵀ y / r), M = `bread2`⁻¹ (the prior and the rows' normal
+    matrix), with Fuller's modification for a weakly determined M: with λ̂ the smallest root
+    of |M - λ S_uu| = 0 (here the Schur complement of m z over S_uu's one entry), S_uu is
+    scaled by λ̂ - 1/(n-1) when λ̂ < 1 + 1/(n-1), which keeps M - S_uu positive definite.
+    Covariance: the sandwich B Ω B, B = (M - S_uu)⁻¹, Ω the Newey-West meat (`hac_meat`, Andrews
+    bandwidth as `regression.rls_hac_cov`) of the estimating equations per step ψ_t = Σ_k
+    h_tkᵀ e_tk / r_tk + (Σ_k vu_tk / r_tk) θ̃_0 e₀ (e₀ the first unit vector), which sum to 0
+    at θ̃ (Fuller §2.2's covariance is this with independent rows)."""
+    m_mat = np.linalg.inv(bread2)
+    w = np.sum(vu / r2, axis=1)  # each step's share of S_uu's entry
+    s_uu, n = float(w.sum()), h2.shape[0] * h2.shape[1]
+    scale = 1.0
+    if s_uu > 0:
+        lam = (m_mat[0, 0] - m_mat[0, 1] ** 2 / m_mat[1, 1]) / s_uu
+        scale = min(1.0, lam - 1.0 / (n - 1))
+    b = np.linalg.inv(m_mat - np.diag([scale * s_uu, 0.0]))
+    th = b @ (m_mat @ th2)
+    e = y2 - np.einsum("tkp,p->tk", h2, th)
+    psi = np.einsum("tkp,tk->tp", h2, e / r2)
+    psi[:, 0] += scale * w * th[0]
+    meat = hac_meat(psi, np.zeros(len(psi), dtype=int), andrews_lags(psi))
+    cov = b @ meat @ b
+    return th, 0.5 * (cov + cov.T), b
+
+
+def _final_std(
+    est: OnlineEstimator, acc_nd2: np.ndarray | None = None
+) -> tuple[dict[str, tuple[float, float, float]], dict[str, bool]]:
     """Final θ1 (`_final_theta1`) and σ of θ1, mass and imu_z, from the rows the RLS and RLS2
     processed with the estimators' own covariances as the bread. The RLS covariance alone assumes
     independent rows of the stated variance (Kwon et al. eq. 10 and Alg. 5 give the estimator,
@@ -794,8 +859,12 @@ def _final_std(est: OnlineEstimator) -> tuple[dict[str, tuple[float, float, floa
     s00, s01, s11 = est.s2
     bread2 = np.array([[s00, s01], [s01, s11]])
     std1 = rls_influence_std(bread1, h1, y1 - h1 @ th1, r1)
+    dt = s.force_nd**2 / r2  # each step's duration (the RLS2 row variance is force_nd²/dt)
     r2 = np.repeat(r2[:, None], y2.shape[1], axis=1)
-    cov2 = rls_hac_cov(bread2, h2, y2 - h2 @ th2, r2)
+    if s.eiv and acc_nd2 is not None and s.variant != "rls-lpf":  # rls-lpf's rows are low-passed: not white
+        th2, cov2, bread2 = _final_theta2(bread2, th2, h2, y2, r2, acc_row_noise(acc_nd2, dt))
+    else:
+        cov2 = rls_hac_cov(bread2, h2, y2 - h2 @ th2, r2)
     info1 = np.einsum("tkp,tk->p", h1**2, 1.0 / r1)
     info2 = np.einsum("tkp,tk->p", h2**2, 1.0 / r2)
     informed = {name: bool(info1[i] * s.theta1_var0[i] > 1.0) for i, name in enumerate(THETA1)}
@@ -891,23 +960,118 @@ def _observability(
     return observability, never
 
 
-def gyro_bias(flight: Flight) -> np.ndarray | None:
-    """The gyro's mean bias over a flight (rad/s, body) measured against its logged attitude:
-    the mean of gyro - ω_q, with ω_q dt = log(R_kᵀ R_k+1) the body rotation between two attitude
-    samples (exact for any motion); None without an attitude. A constant bias b reads as a
-    steady rate: the correction law (Alg. 4) keeps an axis active in hover when |b| exceeds the
-    KF's σ (0.5 deg/s against 0.2 deg/s), the rows then carry α̂ noise without a moment
-    (attenuating J by 20–40 % on kwon-payload-mismatch), and the products of biased rates in the
-    gyroscopic columns turn constant moments into inertia."""
-    if flight.quat is None or len(flight.t) < 2:
-        return None
+class GyroBias(NamedTuple):
+    """The gyro bias tracked against the logged attitude (`gyro_bias`): `series` (N, 3) rad/s
+    per sample, causal; `tau` (3,) s the tracking filter's time constant per axis; `white` (rad/s/√Hz) and
+    `walk` (rad/s/√s) the noise levels its Allan variance gave (per axis); `lag` (s) the gyro's
+    delay behind the attitude that was removed first."""
+
+    series: np.ndarray
+    tau: np.ndarray
+    white: np.ndarray
+    walk: np.ndarray
+    lag: float
+
+
+def _rate_error(flight: Flight) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per interval between two attitude samples: gyro - ω_q (rad/s, body), ω_q dt = log(R_kᵀ
+    R_k+1) the body rotation the attitude says (exact for any motion), with the interval
+    durations and ω_q."""
     from rotorid.frames import quat_to_rot
 
     r = quat_to_rot(flight.quat)
-    turn = (r[:-1].inv() * r[1:]).as_rotvec()
-    dt = np.diff(flight.t)[:, None]
+    dt = np.diff(flight.t)
+    wq = (r[:-1].inv() * r[1:]).as_rotvec() / dt[:, None]
     g = 0.5 * (flight.gyro[:-1] + flight.gyro[1:])
-    return (g * dt - turn).sum(axis=0) / dt.sum()
+    return g - wq, dt, wq
+
+
+def _gyro_lag(d: np.ndarray, wq: np.ndarray, dt: np.ndarray) -> float:
+    """The gyro's delay δ (s) behind the attitude: a gyro sampling the rate δ late reads
+    ω(t - δ) ≈ ω - δ ω̇, so d = gyro - ω_q = b - δ ω̇ + noise, and δ is the least-squares slope
+    of -d on ω̇ (central differences of ω_q; both demeaned per axis, pooled over the axes; the
+    bias walks far slower than the manoeuvres' ω̇). 0 when the flight has no rotation."""
+    wdot = np.gradient(wq, np.cumsum(dt) - 0.5 * dt, axis=0)
+    a = wdot - wdot.mean(axis=0)
+    den = float(np.sum(a * a))
+    return -float(np.sum(a * (d - d.mean(axis=0)))) / den if den > 0 else 0.0
+
+
+def allan_levels(d: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """White-noise density N (rad/s/√Hz) and rate random walk K (rad/s/√s) per axis of a
+    rate-error series `d` (T, 3) at a constant step `dt`, from its overlapping Allan variance
+    σ²(τ) = ⟨(θ_k+2m - 2 θ_k+m + θ_k)²⟩ / (2 τ²) of the integrated angle θ (IEEE Std 952-1997,
+    Annex C), τ = m dt on an octave grid up to a quarter of the series, fitted by non-negative
+    least squares in relative error to the sum of the noise terms' curves 3 Q²/τ² (angle
+    noise: the attitude's and quantization), N²/τ (white rate noise) and K² τ / 3 (the bias's
+    random walk). `d` holds the mean of two consecutive gyro samples (`_rate_error`): θ is then
+    their trapezoidal integral, whose second difference over m steps carries 2m - 1 white
+    samples instead of 2m, so the white term is N² (1 - 1/(2m)) / τ (0.5 N²/τ at m = 1)."""
+    from scipy.optimize import nnls
+
+    theta = np.vstack([np.zeros((1, 3)), np.cumsum(d * dt, axis=0)])
+    n = len(theta)
+    ms = np.unique(np.round(2.0 ** np.arange(0, np.log2(max(n // 4, 2)) + 1e-9, 0.5)).astype(int))
+    ms = ms[ms * 4 <= n]
+    if len(ms) < 3:
+        return np.full(3, np.nan), np.full(3, np.nan)
+    tau = ms * dt
+    av = np.array([np.mean((theta[2 * m :] - 2 * theta[m:-m] + theta[: -2 * m]) ** 2, axis=0) for m in ms])
+    av /= 2.0 * tau[:, None] ** 2
+    white, walk = np.zeros(3), np.zeros(3)
+    basis = np.column_stack([3.0 / tau**2, (1.0 - 0.5 / ms) / tau, tau / 3.0])
+    for k in range(3):
+        if not np.all(av[:, k] > 0):  # a noise-free axis (a synthetic log): no levels
+            continue
+        coef, _ = nnls(basis / av[:, k : k + 1], np.ones(len(tau)))
+        white[k], walk[k] = np.sqrt(coef[1]), np.sqrt(coef[2])
+    return white, walk
+
+
+def gyro_bias(flight: Flight, tau: float | None = None, lag: float | None = None) -> GyroBias | None:
+    """The gyro's bias as a causal time series, tracked against the logged attitude; None
+    without an attitude.
+
+    The rate error d = gyro - ω_q (`_rate_error`) measures the bias b(t) in white noise of
+    density N; a bias that walks (density K) is tracked best by the steady-state Kalman filter
+    of the model ḃ = w, d = b + v: its gain is K/N (Kalman-Bucy, P = K N), a first-order
+    low-pass of time constant τ = N/K, with N and K from the Allan variance of d
+    (`allan_levels`; per axis, capped at the flight's length; `tau` fixes it). Until τ
+    has passed the filter is the running mean (the Kalman filter's transient from no prior), so
+    a constant bias (K = 0, τ = the flight) gets the mean of the flight so far. The gyro's
+    delay behind the attitude (`_gyro_lag`) is removed from d first: a 4 ms lag puts -δ ω̇ into
+    d, as large as the bias in a fast manoeuvre. The series is causal (sample k uses the
+    intervals up to k; sample 0 that ending at sample 1), so a live loop could run it too.
+
+    A constant bias b reads as a steady rate: the correction law (Alg. 4) keeps an axis active
+    in hover when |b| exceeds the KF's σ (0.5 deg/s against 0.2 deg/s), the rows then carry α̂
+    noise without a moment (attenuating J by 20–40 % on kwon-payload-mismatch), and the
+    products of biased rates in the gyroscopic columns turn constant moments into inertia."""
+    if flight.quat is None or len(flight.t) < 3:
+        return None
+    from scipy.signal import lfilter
+
+    d, dt, wq = _rate_error(flight)
+    wdot = np.gradient(wq, np.cumsum(dt) - 0.5 * dt, axis=0)
+    lag = _gyro_lag(d, wq, dt) if lag is None else lag
+    d = d + lag * wdot
+    step = float(np.median(dt))
+    white, walk = allan_levels(d, step)
+    span = float(flight.t[-1] - flight.t[0])
+    if tau is None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            taus = np.where(np.isfinite(white) & (walk > 0), white / walk, span)
+    else:
+        taus = np.full(3, float(tau))
+    taus = np.minimum(taus, span)
+    n = len(d)
+    est = np.cumsum(d, axis=0) / np.arange(1, n + 1)[:, None]  # the running mean
+    for k in range(3):  # then the low-pass, once 1/k < dt/τ
+        k0 = min(n, max(1, round(float(taus[k]) / step)))
+        if k0 < n:
+            a = math.exp(-step / taus[k])
+            est[k0:, k], _ = lfilter([1.0 - a], [1.0, -a], d[k0:, k], zi=[a * est[k0 - 1, k]])
+    return GyroBias(np.vstack([est[:1], est]), taus, white, walk, float(lag))
 
 
 def _stream(
@@ -924,7 +1088,7 @@ def _stream(
     if stuck:
         raise ExcitationError(f"{flight.source}: {stuck}; give a flight where the motors respond")
     bias = gyro_bias(flight) if settings.gyro_bias else None
-    tr = est.run(flight if bias is None else flight.replace(gyro=flight.gyro - bias))
+    tr = est.run(flight if bias is None else flight.replace(gyro=flight.gyro - bias.series))
     if not est.enabled:
         raise ExcitationError(
             f"{flight.source}: estimator never enabled — the low-pass-filtered vertical acceleration never "
@@ -946,7 +1110,7 @@ def identify(
     `scenario.truth.params`) the notes list each final value against it."""
     settings = settings or OnlineSettings()
     est, tr, bias = _stream(flight, vehicle, settings)
-    final, informed = _final_std(est)
+    final, informed = _final_std(est, acc_noise_density(flight.acc, flight.t))
     yaw = final.pop("yaw_moment", None)  # a nuisance term, not a vehicle parameter: said in the notes
     estimates = {name: (float(v), math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
@@ -970,8 +1134,11 @@ def identify(
         notes.append(f"not reported (never updated by the flight, see observability): {', '.join(never)}")
     if bias is not None:
         notes.append(
-            "gyro bias measured against the logged attitude and removed: "
-            + ", ".join(f"{a} {math.degrees(b):+.3f}" for a, b in zip("xyz", bias, strict=True))
+            "gyro bias tracked against the logged attitude (time constants "
+            + ", ".join(f"{a} {v:.3g}" for a, v in zip("xyz", bias.tau, strict=True))
+            + f" s from its Allan "
+            f"variance, gyro lag {1e3 * bias.lag:+.2f} ms) and removed; mean "
+            + ", ".join(f"{a} {math.degrees(b):+.3f}" for a, b in zip("xyz", bias.series.mean(axis=0), strict=True))
             + " deg/s"
         )
     if yaw is not None:
@@ -979,6 +1146,11 @@ def identify(
     notes.append(
         "σ is the Newey-West (HAC) sandwich of the RLS over the whole flight: the RLS rows share the "
         "Kalman-filtered rate and are correlated in time"
+        + (
+            "; mass and imu_z are corrected for the accelerometer noise in their regressor (errors in variables)"
+            if settings.eiv and settings.variant != "rls-lpf"
+            else ""
+        )
     )
     if kwon:
         notes.append(
