@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_tls_unit import TRUE, _true_params, hexa_tilted, kinematic_flight
 
 from rotorid.errors import RotoridError
 from rotorid.methods import tls
@@ -14,6 +13,7 @@ from rotorid.methods.regression import block_weighted_tls, compress
 from rotorid.registry import _TLS_OPTIONS
 from rotorid.runs import imu_delay
 from rotorid.sim import scenarios
+from test_tls_unit import TRUE, _true_params, hexa_tilted, kinematic_flight
 
 EXACT = {"imu_delay": 0.0, "motor_spread": 0.0, "essential": False}
 
