@@ -189,10 +189,14 @@ def drag_regressor(u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: V
     the rotor speed Ω_i ∝ u_i (f = k_t u², eq. 8; the simulator's Ω_i = sqrt(f_i), so its k_rd is
     this one over sqrt(k_t)). The hub's velocity does not depend on the CoM, so G is known; its
     yaw row carries the drag's yaw damping -k_rd Σ u_i |p_i,xy|² ω_z of rotors in the xy plane."""
-    p, a = vehicle.positions, vehicle.axes
-    hub = vel[:, None, :] + np.cross(omega[:, None, :], p[None])  # (N, M, 3)
-    inplane = u[:, :, None] * (hub - np.einsum("nmk,mk->nm", hub, a)[:, :, None] * a[None])
-    return np.concatenate([inplane.sum(axis=1), np.cross(p[None], inplane).sum(axis=1)], axis=1)
+    z = np.zeros(vehicle.n_rotors)
+    px, py, pz = vehicle.positions.T
+    cross = np.stack([np.stack([z, -pz, py], -1), np.stack([pz, z, -px], -1), np.stack([-py, px, z], -1)], -2)
+    plane = np.eye(3) - vehicle.axes[:, :, None] * vehicle.axes[:, None, :]
+    # per rotor, G_i = u_i K_i [vel; omega] with K_i = [[P, -P [p]x], [[p]x P, -[p]x P [p]x]] (M, 6, 6)
+    k = np.block([[plane, -plane @ cross], [cross @ plane, -cross @ plane @ cross]])
+    x = np.concatenate([vel, omega], axis=1)
+    return np.einsum("nij,nj->ni", (u @ k.reshape(len(k), 36)).reshape(-1, 6, 6), x)
 
 
 def motion(flight: Flight, vehicle: Vehicle, settings: MotionSettings) -> Motion:

@@ -251,6 +251,11 @@ def _filtered_rows(
     return out
 
 
+def _posed(flight: Flight) -> bool:
+    """Whether the flight gives the velocity the rotor drag needs (`motion.body_velocity`)."""
+    return flight.quat is not None and (flight.pos is not None or flight.vel is not None)
+
+
 @dataclass(frozen=True)
 class Rows:
     """The filtered, decimated IDIM of one configuration: time (n,), D_k (n,6,2), D (n,6,9),
@@ -293,7 +298,9 @@ def idim_rows(
 
     With `settings.yaw_moment` the M_z row is centred per piece alike (a constant yaw moment);
     with `settings.rotor_drag` the rotor-drag column (`motion.drag_regressor`) is built from the
-    flights' velocity (`motion.body_velocity`), at the rotor terms' instant."""
+    flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
+    flight logs no attitude or no position or velocity)."""
+    settings = replace(settings, rotor_drag=settings.rotor_drag and all(_posed(f) for f in flights))
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
@@ -310,11 +317,7 @@ def idim_rows(
         own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
         ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
         mo = motion(p, vehicle, ms)
-        vel = None
-        if settings.rotor_drag:
-            vel = body_velocity(p, ms)
-            if vel is None:
-                raise RotoridError(f"{p.source}: the rotor drag needs the attitude and a position or velocity")
+        vel = body_velocity(p, ms) if settings.rotor_drag else None
         if acc_bias is not None:
             mo = replace(mo, s=mo.s - acc_bias[k])
         if gain is not None:
@@ -915,9 +918,7 @@ def _solve_separated(
     the paper's model, and the reason in words for k_t's assumption ("" when separated). An
     `imu_delay` of None is estimated first (`_estimate_imu_delay`; 0 for motion capture); the
     rotor drag is left out when a flight has no attitude or no position or velocity."""
-    if settings.rotor_drag and not all(
-        f.quat is not None and (f.pos is not None or f.vel is not None) for fs in configs.values() for f in fs
-    ):
+    if settings.rotor_drag and not all(_posed(f) for fs in configs.values() for f in fs):
         settings = replace(settings, rotor_drag=False)
     if settings.imu_delay is None:
         lag = _estimate_imu_delay(configs, vehicle, masses, base, settings) if settings.source == "imu" else 0.0
@@ -946,8 +947,11 @@ def _estimate_imu_delay(
 ) -> float:
     """The IMU's lag behind the rotor signals (`TlsSettings.imu_delay`) that maximises the
     Gaussian likelihood of the IDIM with a variance per row block (the model of the block
-    weighting, Sec. III-B): τ minimising Σ_j n_j log rms_j(τ) over ±`MAX_IMU_DELAY` (Brent), with
-    the essential set, active blocks and accelerometer bias of a first fit at τ = 0."""
+    weighting, Sec. III-B): τ minimising Σ_j n_j log rms_j(τ) over ±`MAX_IMU_DELAY`, with the
+    essential set, active blocks and accelerometer bias of a first fit at τ = 0. The cost is not
+    unimodal over that range (on a noise-free flight its well at the true lag is ~1 ms wide, and
+    Brent over the whole range settled at -6 ms for a true 0): a 5 ms grid picks the well, Brent
+    refines within one grid step either side of the best point."""
     from scipy.optimize import minimize_scalar
 
     st = replace(settings, imu_delay=0.0, motor_spread=0.0)
@@ -966,7 +970,10 @@ def _estimate_imu_delay(
         n = counts[act]
         return float(np.sum(n * np.log(ss[act] / n)) / 2)
 
-    found = minimize_scalar(cost, bounds=(-MAX_IMU_DELAY, MAX_IMU_DELAY), method="bounded", options={"xatol": 1e-4})
+    grid = np.linspace(-MAX_IMU_DELAY, MAX_IMU_DELAY, 11)
+    best = grid[int(np.argmin([cost(tau) for tau in grid]))]
+    h = grid[1] - grid[0]
+    found = minimize_scalar(cost, bounds=(best - h, best + h), method="bounded", options={"xatol": 1e-4})
     return float(found.x)
 
 
