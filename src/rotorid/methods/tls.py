@@ -973,7 +973,8 @@ def _estimate_imu_delay(
     grid = np.linspace(-MAX_IMU_DELAY, MAX_IMU_DELAY, 11)
     best = grid[int(np.argmin([cost(tau) for tau in grid]))]
     h = grid[1] - grid[0]
-    found = minimize_scalar(cost, bounds=(best - h, best + h), method="bounded", options={"xatol": 1e-4})
+    bounds = (max(best - h, -MAX_IMU_DELAY), min(best + h, MAX_IMU_DELAY))
+    found = minimize_scalar(cost, bounds=bounds, method="bounded", options={"xatol": 1e-4})
     return float(found.x)
 
 
