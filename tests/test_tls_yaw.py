@@ -13,6 +13,7 @@ from rotorid.methods.regression import block_weighted_tls, compress
 from rotorid.registry import _TLS_OPTIONS
 from rotorid.runs import imu_delay
 from rotorid.sim import scenarios
+from rotorid.validate import validate
 from test_tls_unit import TRUE, _true_params, hexa_tilted, kinematic_flight
 
 EXACT = {"imu_delay": 0.0, "motor_spread": 0.0, "essential": False}
@@ -25,8 +26,9 @@ def _rel(r: object, name: str, truth: float) -> float:
 def test_rotor_drag_recovers_k_rd() -> None:
     """Noise-free A + B flights with the simulator's rotor drag (0.3 1/s at hover): k_rd is the
     simulator's coefficient times sqrt(k_t) (`motion.drag_regressor`) to 0.2 %, and k_d, I_zz
-    are exact to 0.2 %; without the column the drag's yaw damping and lateral force bias them."""
-    a = scenarios.run("six-config-a", seed=0, duration=20.0, rotor_drag=0.3, noise=False, flights=("train",))
+    are exact to 0.2 %, and validation replays the drag (the held-out lateral specific force is
+    predicted); without the column the drag's yaw damping and lateral force bias k_d."""
+    a = scenarios.run("six-config-a", seed=0, duration=20.0, rotor_drag=0.3, noise=False, flights=("train", "test"))
     b = scenarios.run("six-config-b", seed=0, duration=20.0, rotor_drag=0.3, noise=False, flights=("train",))
     k_rd = a.truth.vehicle["mismatch"]["k_rotor_drag"] * np.sqrt(a.truth.params["k_t"])
     cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
@@ -37,6 +39,8 @@ def test_rotor_drag_recovers_k_rd() -> None:
     for name in ("k_d", "I_zz@A"):
         truth = a.truth.params[name.partition("@")[0]]
         assert _rel(r, name, truth) < 2e-3
+    val = validate(r, [a.flights["test"]], config="A")  # the drag replayed: lateral force predicted
+    assert val.modeled["F_x"] and val.modeled["F_y"] and min(val.metrics[c]["r2"] for c in ("s_x", "s_y")) > 0.95
     off = tls.identify(cfg, a.vehicle, masses=masses, settings=tls.TlsSettings(**EXACT, rotor_drag=False))
     assert "k_rd" not in off.params
     assert _rel(off, "k_d", a.truth.params["k_d"]) > 5 * _rel(r, "k_d", a.truth.params["k_d"])
