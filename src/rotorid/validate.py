@@ -209,6 +209,16 @@ def _replay(
     return tuple(np.concatenate(a) for a in (ts, meas, pred, rig, rot))
 
 
+def _rotor_drag(result: Result, flights: list[Flight], notes: list[str]) -> float:
+    """The identified rotor-drag coefficient k_rd to replay (0: none identified, or a held-out
+    flight without the attitude and position or velocity it needs, with a note)."""
+    k_rd = result.params["k_rd"].value if "k_rd" in result.params else 0.0
+    if k_rd and not all(f.quat is not None and (f.pos is not None or f.vel is not None) for f in flights):
+        notes.append("rotor drag (k_rd) not replayed: the held-out flights log no attitude or no position or velocity")
+        return 0.0
+    return k_rd
+
+
 def validate(
     result: Result,
     flights: list[Flight],
@@ -252,10 +262,7 @@ def validate(
     produced = np.abs(mixer).max(axis=1) > 1e-9 * np.abs(mixer).max()
     modeled = {c: bool(produced[j]) for j, c in enumerate(WRENCH)}
     notes = []
-    k_rd = result.params["k_rd"].value if "k_rd" in result.params else 0.0
-    if k_rd and not all(f.quat is not None and (f.pos is not None or f.vel is not None) for f in flights):
-        notes.append("rotor drag (k_rd) not replayed: the held-out flights log no attitude or no position or velocity")
-        k_rd = 0.0
+    k_rd = _rotor_drag(result, flights, notes)
     if k_rd:  # the rotor drag is the in-plane force of every rotor
         modeled |= {"F_x": True, "F_y": True}
     lateral = [f"s_{c[-1]}" for c in ("F_x", "F_y") if not modeled[c]]

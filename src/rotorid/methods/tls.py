@@ -308,10 +308,7 @@ def idim_rows(
     cfg = settings.resolve(min(p.rate for p in pieces))
     ts, dks, ds, dms, drags, idx = [], [], [], [], [], []
     ncol = 78 if settings.rotor_drag else 72
-    # the columns of the rows centred for a nuisance constant: [D_k, D, D_m, drag] of the force rows, the M_z row
-    force = [*range(6), *range(12, 39), *range(66, 69), *([72, 73, 74] if settings.rotor_drag else [])]
-    yaw = [10, 11, *range(57, 66), 71, *([77] if settings.rotor_drag else [])]
-    centre = np.array(force * settings.centred + yaw * settings.yaw_moment, dtype=np.int64)
+    centre = _centred_columns(settings)
     means = np.zeros((len(pieces), ncol))  # pieces left out keep zero means
     for k, p in enumerate(pieces):
         own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
@@ -343,17 +340,7 @@ def idim_rows(
     if not ts:
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
-    force_mean = drag_mean = yaw_mean = None
-    if settings.centred:  # per piece and force row: [D_k, D, D_m] means
-        fm = means
-        force_mean = np.concatenate(
-            [fm[:, :6].reshape(-1, 3, 2), fm[:, 12:39].reshape(-1, 3, 9), fm[:, 66:69, None]], 2
-        )
-        drag_mean = fm[:, 72:75] if settings.rotor_drag else None
-    if settings.yaw_moment:
-        yaw_mean = np.column_stack(
-            [means[:, 10:12], means[:, 57:66], means[:, 77:78] if settings.rotor_drag else 0 * means[:, :1]]
-        )
+    force_mean, drag_mean, yaw_mean = _removed_means(means, settings)
     return Rows(
         np.concatenate(ts),
         np.concatenate(dks),
@@ -365,6 +352,31 @@ def idim_rows(
         drag_mean,
         yaw_mean,
     ), cfg
+
+
+def _centred_columns(settings: TlsSettings) -> np.ndarray:
+    """Columns of `_columns` centred per piece for a nuisance constant (`idim_rows`): [D_k, D,
+    D_m, drag] of the three force rows (accelerometer bias), of the M_z row (yaw moment)."""
+    force = [*range(6), *range(12, 39), *range(66, 69), *([72, 73, 74] if settings.rotor_drag else [])]
+    yaw = [10, 11, *range(57, 66), 71, *([77] if settings.rotor_drag else [])]
+    return np.array(force * settings.centred + yaw * settings.yaw_moment, dtype=np.int64)
+
+
+def _removed_means(
+    means: np.ndarray, settings: TlsSettings
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The per-piece means `idim_rows` removed (pieces, 72 or 78 columns) as `Rows` keeps them:
+    force rows [D_k, D, D_m] (pieces, 3, 12), their drag column (pieces, 3), the M_z row
+    [D_k, D, drag] (pieces, 12); None for what was not centred."""
+    force_mean = drag_mean = yaw_mean = None
+    if settings.centred:
+        m = means
+        force_mean = np.concatenate([m[:, :6].reshape(-1, 3, 2), m[:, 12:39].reshape(-1, 3, 9), m[:, 66:69, None]], 2)
+        drag_mean = m[:, 72:75] if settings.rotor_drag else None
+    if settings.yaw_moment:
+        drag = means[:, 77:78] if settings.rotor_drag else np.zeros((len(means), 1))
+        yaw_mean = np.column_stack([means[:, 10:12], means[:, 57:66], drag])
+    return force_mean, drag_mean, yaw_mean
 
 
 def _names(configs: list[str], drag: bool = False) -> list[str]:
@@ -541,6 +553,28 @@ def hac_covariance(
     keep = active[blocks]
     wk = w[keep][:, [*cols, w.shape[1] - 1]] * scale[blocks[keep]][:, None]
     return tls_hac_cov(wk, x, instant[keep], segment)
+
+
+def _nuisance_notes(
+    rows: dict[str, Rows], mean_bias: dict[str, np.ndarray], yaw: dict[str, np.ndarray], no_drag: bool
+) -> list[str]:
+    """Notes on the nuisance terms: the accelerometer bias (mean over pieces, `mean_bias`) and the
+    constant yaw moment (`_yaw_moments`) per configuration, and a rotor drag left out (`no_drag`)."""
+    pieces = {c: np.unique(r.piece) for c, r in rows.items()}
+    of = {c: f" of {c}" if len(rows) > 1 else "" for c in rows}
+    notes = [
+        f"accelerometer bias estimated per airborne piece{of[c]} "
+        f"(mean over {len(pieces[c])}): [{', '.join(f'{v:+.3f}' for v in b)}] m/s²"
+        for c, b in mean_bias.items()
+    ]
+    notes += [
+        f"constant yaw moment estimated per airborne piece{of[c]} (mean over {len(pieces[c])}): "
+        f"{np.mean(m[pieces[c]]):+.2e} N m"
+        for c, m in yaw.items()
+    ]
+    if no_drag:
+        notes.append("rotor drag not modelled: a flight logs no attitude or no position or velocity")
+    return notes
 
 
 def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
@@ -1036,19 +1070,8 @@ def identify(
         notes.append(unseparated)
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
     mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
-    notes += [
-        f"accelerometer bias estimated per airborne piece{' of ' + c if len(cfgs) > 1 else ''} "
-        f"(mean over {len(np.unique(rows[c].piece))}): [{', '.join(f'{v:+.3f}' for v in b)}] m/s²"
-        for c, b in mean_bias.items()
-    ]
+    notes += _nuisance_notes(rows, mean_bias, _yaw_moments(rows, x), asked.rotor_drag and not settings.rotor_drag)
     single = len(cfgs) == 1
-    notes += [
-        f"constant yaw moment estimated per airborne piece{' of ' + c if not single else ''} "
-        f"(mean over {len(np.unique(rows[c].piece))}): {np.mean(m[np.unique(rows[c].piece)]):+.2e} N m"
-        for c, m in _yaw_moments(rows, x).items()
-    ]
-    if asked.rotor_drag and not settings.rotor_drag:
-        notes.append("rotor drag not modelled: a flight logs no attitude or no position or velocity")
     if settings.source == "mocap" and "k_d" in kept_names:
         notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
     if "k_d" not in kept_names and single:
