@@ -231,6 +231,13 @@ def _simulate(name: str, seed: int, duration: float | None, **overrides: Any) ->
     return sc
 
 
+def _with_rotor_drag(sc: Any, truth: dict[str, float]) -> dict[str, float]:
+    """`truth` with tls's rotor-drag coefficient k_rd when the scenario flies with rotor drag: the
+    simulator's k_rd multiplies sqrt(f_i) = sqrt(k_t) u_i, tls's multiplies u_i (`tls.drag_regressor`)."""
+    k = sc.truth.vehicle.get("mismatch", {}).get("k_rotor_drag")
+    return truth if k is None else {**truth, "k_rd": k * math.sqrt(truth["k_t"])}
+
+
 def truth_settings(method: str, family: str, sc: Any) -> dict[str, Any]:
     """Settings fields that set a method's stated assumptions to the truth of the simulated
     scenario `sc` of `family`, with σ 0 (the `TRUTH` cases)."""
@@ -289,7 +296,7 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
         b = _simulate(f"six-config-b{sfx}", seed, duration, flights=("train",), **ov)
         cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
         masses = {"B": b.vehicle.mass}
-        both = _combined_truth(a, b)
+        both = _with_rotor_drag(a, _combined_truth(a, b))
 
         def imu(st: dict[str, Any]) -> Any:
             return tls.TlsSettings(**{**TLS_OPTIONS, **st})
@@ -300,7 +307,10 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
         attempt(
             f"tls-imu-A/six-config-a{tag}",
             a,
-            lambda st: (tls.identify({"A": cfg["A"]}, a.vehicle, settings=imu(st)), a.truth.params),
+            lambda st: (
+                tls.identify({"A": cfg["A"]}, a.vehicle, settings=imu(st)),
+                _with_rotor_drag(a, a.truth.params),
+            ),
         )
         attempt(
             f"tls-imu-AB/six-config-a+b{tag}",

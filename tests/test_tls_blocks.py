@@ -68,7 +68,7 @@ def _one_shot_rows(flight, vehicle, st_: tls.TlsSettings) -> np.ndarray:
 def test_idim_rows_do_not_depend_on_the_blocks(six, block, source):
     """Blocks of 1 row, of a prime number of rows, cutting just inside the trim or the
     decimation grid, or longer than the flight: the same rows as the one-shot filter."""
-    st_ = tls.TlsSettings(source=source, tm=0.01, acc_bias=False)  # the filtered rows, before any bias centring
+    st_ = tls.TlsSettings(source=source, tm=0.01, acc_bias=False, yaw_moment=False)  # the rows before any centring
     ref = _one_shot_rows(six.flights["train"], six.vehicle, st_)
     with mock.patch.object(tls, "block_rows", lambda n: block):
         rows, _ = tls.idim_rows([six.flights["train"]], six.vehicle, st_)

@@ -162,17 +162,18 @@ def test_weighting_converges_to_inverse_noise() -> None:
 
 
 def test_combined_assembly_shares_only_chi_k() -> None:
-    """Eq. (25): configuration blocks are zero outside their own chi, the known column is
-    each configuration's mass times W_m, and k_w scales a configuration's rows."""
+    """Eq. (25): configuration blocks are zero outside their own chi, chi_k and the rotor drag
+    are shared, the known column is each configuration's mass times W_m, and k_w scales a
+    configuration's rows."""
     v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285)
     fl = kinematic_flight(v, seed=4, dur=6.0)
     rows, _ = tls.idim_rows([fl], v, tls.TlsSettings(band=(0, 8)))
     w, blocks, names = tls.assemble({"A": rows, "B": rows}, {"A": 1.0, "B": 2.0})
     n = len(rows.t)
-    assert names[:4] == ["k_t", "k_d", "ms_x@A", "ms_y@A"] and names[-1] == "I_yz@B" and len(names) == 20
+    assert names[:4] == ["k_t", "k_d", "ms_x@A", "ms_y@A"] and names[-2:] == ["I_yz@B", "k_rd"] and len(names) == 21
     a_rows, b_rows = w[: 6 * n], w[6 * n :]
     assert not a_rows[:, 11:20].any() and not b_rows[:, 2:11].any()
-    np.testing.assert_allclose(b_rows[:, :2], a_rows[:, :2])
+    np.testing.assert_allclose(b_rows[:, [0, 1, 20]], a_rows[:, [0, 1, 20]])  # chi_k and the rotor drag
     np.testing.assert_allclose(b_rows[:, -1], 2.0 * a_rows[:, -1])
     assert set(blocks[: 6 * n]) == set(range(6)) and set(blocks[6 * n :]) == set(range(6, 12))
 
@@ -225,7 +226,7 @@ def test_landed_samples_are_left_out() -> None:
     fl = kinematic_flight(v, seed=7, dur=12.0)
     landed = (fl.t < 3.0) | (fl.t > 9.0)
     junk = fl.replace(acc=np.where(landed[:, None], 0.0, fl.acc), landed=landed)
-    st = tls.TlsSettings(essential=False, band=(0, 8))
+    st = tls.TlsSettings(essential=False, band=(0, 8), imu_delay=0.0)
     ref = tls.identify({"A": [fl.window(3.0 + 0.5 / 200, 9.0 - 0.5 / 200)]}, v, settings=st)
     got = tls.identify({"A": [junk]}, v, settings=st)
     for k in ("k_t", "k_d", "I_xx", "I_yy", "I_zz"):  # the pieces' ends differ by a sample: filter edges

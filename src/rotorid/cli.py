@@ -270,6 +270,24 @@ def identify(
         bool,
         typer.Option(help="Estimate an accelerometer bias per airborne piece (IMU source).", rich_help_panel=_TLS),
     ] = True,
+    imu_delay: Annotated[
+        str,
+        typer.Option(
+            help="Seconds the IMU lags the rotor signals, or 'auto' (estimated from the flights).",
+            rich_help_panel=_TLS,
+        ),
+    ] = "auto",
+    yaw_moment: Annotated[
+        bool,
+        typer.Option(help="Estimate a constant yaw moment per airborne piece (unequal rotors).", rich_help_panel=_TLS),
+    ] = True,
+    rotor_drag: Annotated[
+        bool,
+        typer.Option(
+            help="Model the rotor drag (in-plane hub force, coefficient k_rd; needs attitude and position).",
+            rich_help_panel=_TLS,
+        ),
+    ] = True,
     motor_spread: Annotated[
         float,
         typer.Option(

@@ -161,6 +161,44 @@ def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.nd
     return omega, omega_dot, world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY_ENU)
 
 
+def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None:
+    """Velocity of the body origin in body axes (N, 3), m/s, low-passed at the band's upper edge:
+    the logged velocity, else the logged position differentiated (shifted by `mocap_delay` like
+    the position of `_mocap_motion`), rotated by the logged attitude; None when the flight has no
+    attitude or neither channel (the rotor-drag regressor of `rotorid.methods.tls` needs it)."""
+    if flight.quat is None or (flight.vel is None and flight.pos is None):
+        return None
+    if settings.fs is None:
+        settings = settings.at(flight.rate)
+    t, high, order = flight.t, settings.band[1], settings.order
+    quat, x = flight.quat, flight.vel if flight.vel is not None else flight.pos
+    if settings.mocap_delay and flight.vel is None:
+        ts = np.clip(t + settings.mocap_delay, t[0], t[-1])
+        x = np.column_stack([np.interp(ts, t, c) for c in x.T])
+    x = _filt(x, settings.fs, 0.0, high, order)
+    vel = x if flight.vel is not None else derivative(x, t)
+    return world_to_body(quat / np.linalg.norm(quat, axis=1, keepdims=True), vel)
+
+
+def drag_regressor(u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: Vehicle) -> np.ndarray:
+    """The rotor-drag wrench about the origin per unit k_rd, with the sign of W_t (N, 6): the
+    drag is -k_rd G with G = [Σ_i u_i P_i v_i ; Σ_i p_i x u_i P_i v_i], v_i = vel + omega x p_i
+    the airspeed of hub i (still air; the origin's velocity `vel` in body axes), P_i = I - a_i a_iᵀ
+    its rotor plane. This is the linear rotor-drag model of blade flapping and induced drag
+    (Martin & Salaün, ICRA 2010; Kai et al., IFAC 2017; Faessler et al., RA-L 2018, eq. 1), with
+    the rotor speed Ω_i ∝ u_i (f = k_t u², eq. 8; the simulator's Ω_i = sqrt(f_i), so its k_rd is
+    this one over sqrt(k_t)). The hub's velocity does not depend on the CoM, so G is known; its
+    yaw row carries the drag's yaw damping -k_rd Σ u_i |p_i,xy|² ω_z of rotors in the xy plane."""
+    z = np.zeros(vehicle.n_rotors)
+    px, py, pz = vehicle.positions.T
+    cross = np.stack([np.stack([z, -pz, py], -1), np.stack([pz, z, -px], -1), np.stack([-py, px, z], -1)], -2)
+    plane = np.eye(3) - vehicle.axes[:, :, None] * vehicle.axes[:, None, :]
+    # per rotor, G_i = u_i K_i [vel; omega] with K_i = [[P, -P [p]x], [[p]x P, -[p]x P [p]x]] (M, 6, 6)
+    k = np.block([[plane, -plane @ cross], [cross @ plane, -cross @ plane @ cross]])
+    x = np.concatenate([vel, omega], axis=1)
+    return np.einsum("nij,nj->ni", (u @ k.reshape(len(k), 36)).reshape(-1, 6, 6), x)
+
+
 def motion(flight: Flight, vehicle: Vehicle, settings: MotionSettings) -> Motion:
     """Filtered motion of one uniformly sampled piece (Sec. III-C), from the IMU or from
     motion capture (`settings.source`); `settings` concrete (`MotionSettings.at`)."""

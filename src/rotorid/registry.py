@@ -102,6 +102,9 @@ _TLS_OPTIONS = (
     "mocap_delay",
     "acc_bias",
     "motor_spread",
+    "imu_delay",
+    "yaw_moment",
+    "rotor_drag",
 )
 _ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow", "motor_spread")
 

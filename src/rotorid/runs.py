@@ -410,10 +410,22 @@ def run_tls(req: Request) -> Result:
     if opt.get("mass_b") is not None:
         masses["B"] = float(opt["mass_b"])
     weights = {k: float(v) for k, v in named(opt.get("weight"), "--weight").items()}
-    settings = req.settings(tls.TlsSettings, {"band": lambda v: floats(v, 2, "--band")})
+    settings = req.settings(tls.TlsSettings, {"band": lambda v: floats(v, 2, "--band"), "imu_delay": imu_delay})
     flights = {k: req.flights(v) for k, v in cfg.items()}
     result = tls.identify(flights, req.vehicle, masses=masses, weights=weights, settings=settings)
     return on_commands(result, req.vehicle, settings.speed)
+
+
+def imu_delay(v: str | float) -> float | None:
+    """`--imu-delay`: "auto" (None: estimated from the flights) or seconds."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if str(v).strip().lower() == "auto":
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        raise RotoridError(f"--imu-delay must be 'auto' or seconds, got '{v}'") from None
 
 
 #: What a TLS fit on commands that are not rotor speeds rests on.

@@ -25,7 +25,15 @@ from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.identified import parallel_axis, vehicle_from_result
 from rotorid.methods.regression import r2
-from rotorid.motion import WRENCH, MotionSettings, airborne_pieces, motion, rel_error_norms
+from rotorid.motion import (
+    WRENCH,
+    MotionSettings,
+    airborne_pieces,
+    body_velocity,
+    drag_regressor,
+    motion,
+    rel_error_norms,
+)
 from rotorid.result import ACC_BIAS_KEY, Result
 from rotorid.signal import butter_filtfilt
 from rotorid.util import atomic_write_text
@@ -167,12 +175,14 @@ def _replay(
     mixer: np.ndarray,
     modeled: dict[str, bool],
     bias: np.ndarray,
+    k_rd: float = 0.0,
 ) -> tuple[np.ndarray, ...]:
     """Replay every airborne piece of `flights` through the identified vehicle: time, measured
     and predicted motion (s, ω̇), rigid-body and rotor wrenches, filtered and trimmed alike.
     A wrench component the rotor model does not produce is driven by the measured one. `bias`
     (3,) is the accelerometer bias the identification removed, removed from the specific force
-    here too (as tls's `idim_rows` does)."""
+    here too (as tls's `idim_rows` does); a rotor-drag coefficient `k_rd` adds the rotor drag
+    -k_rd `drag_regressor` to the rotor wrench (the flights then carry attitude and position)."""
     unmodeled = ~np.array([modeled[c] for c in WRENCH])
     ts, meas, pred, rig, rot = [], [], [], [], []
     for piece in (p for f in flights for p in airborne_pieces(f)):
@@ -180,6 +190,8 @@ def _replay(
         mo = motion(piece, v, cfg)
         mo = replace(mo, s=mo.s - bias)
         rotor = v.thrust(mo.u) @ mixer.T
+        if k_rd:
+            rotor = rotor - k_rd * drag_regressor(mo.u, body_velocity(piece, cfg), mo.omega, v)
         rigid = wrenches(v, mo.omega, mo.omega_dot, mo.s)
         series = np.concatenate([rotor, rigid, mo.s, mo.omega_dot, mo.omega], axis=1)
         series = butter_filtfilt(series, cfg.fs, cfg.parallel_cutoff, order=cfg.order)
@@ -195,6 +207,16 @@ def _replay(
     if not ts:
         raise RotoridError("the held-out flights have no airborne piece long enough to validate on")
     return tuple(np.concatenate(a) for a in (ts, meas, pred, rig, rot))
+
+
+def _rotor_drag(result: Result, flights: list[Flight], notes: list[str]) -> float:
+    """The identified rotor-drag coefficient k_rd to replay (0: none identified, or a held-out
+    flight without the attitude and position or velocity it needs, with a note)."""
+    k_rd = result.params["k_rd"].value if "k_rd" in result.params else 0.0
+    if k_rd and not all(f.quat is not None and (f.pos is not None or f.vel is not None) for f in flights):
+        notes.append("rotor drag (k_rd) not replayed: the held-out flights log no attitude or no position or velocity")
+        return 0.0
+    return k_rd
 
 
 def validate(
@@ -240,6 +262,9 @@ def validate(
     produced = np.abs(mixer).max(axis=1) > 1e-9 * np.abs(mixer).max()
     modeled = {c: bool(produced[j]) for j, c in enumerate(WRENCH)}
     notes = []
+    k_rd = _rotor_drag(result, flights, notes)
+    if k_rd:  # the rotor drag is the in-plane force of every rotor
+        modeled |= {"F_x": True, "F_y": True}
     lateral = [f"s_{c[-1]}" for c in ("F_x", "F_y") if not modeled[c]]
     if lateral:
         notes.append(
@@ -253,7 +278,7 @@ def validate(
         notes.append("asymmetric motor lag replayed with the mean time constant")
         settings = replace(settings, tm=0.5 * (v.tm_rise + v.tm_fall))
     bias = _removed_bias(result, config, source, notes)
-    t, measured, predicted, rigid, rotor = _replay(flights, v, settings, mixer, modeled, bias)
+    t, measured, predicted, rigid, rotor = _replay(flights, v, settings, mixer, modeled, bias, k_rd)
     metrics = {}
     for j, name in enumerate(MOTION):
         ok = modeled[WRENCH[j]]

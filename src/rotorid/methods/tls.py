@@ -38,6 +38,8 @@ from rotorid.motion import (
     Motion,
     MotionSettings,
     airborne_pieces,
+    body_velocity,
+    drag_regressor,
     motion,
     rel_error_norms,
     speed_source,
@@ -55,6 +57,8 @@ MAX_IMU_DELAY = 0.025
 CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
 #: Propeller unknowns chi_k.
 CHI_K = ("k_t", "k_d")
+#: The rotor-drag unknown (`TlsSettings.rotor_drag`, `motion.drag_regressor`): the last column of W_t.
+K_RD = "k_rd"
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,17 @@ class TlsSettings:
       `mocap_delay`); None estimates it from the flights (`_estimate_imu_delay`). Eq. 10 pairs
       the rotor wrench with the motion at the same instant: a lag of the gyro/accelerometer
       pipeline (on-board filters, logging) behind the rotor channel biases every parameter
-      (a 4 ms lag: k_t -0.6 %, k_d and I_zz -11 %, I_xx -0.8 % on six A + B). Default 0 (the paper).
+      (a 4 ms lag: k_t -0.6 %, k_d and I_zz -11 %, I_xx -0.8 % on six A + B). Default None
+      (estimated; costs a few more fits); 0 is the paper's model.
+    - `yaw_moment`: estimate a constant yaw moment per airborne piece (on by default): one
+      nuisance column per piece in the M_z rows, projected out by centring those rows as the
+      accelerometer bias centres the force rows (`idim_rows`). Unequal rotors (`motor_spread`)
+      make Σ ±k_d(1 + ε_i) u_i² non-zero at hover, a constant the paper's model (eq. 9) hands
+      to k_d and I_zz. With it, k_d and I_zz rest only on the yaw moment's variation.
+    - `rotor_drag`: model the rotor drag (on by default, when every flight logs its attitude
+      and a position or velocity): each rotor feels the in-plane force -k_rd u_i P_i v_i
+      against its hub's airspeed v_i (still air), with its moment about the origin
+      (`motion.drag_regressor`); k_rd is one more unknown of W_t.
     """
 
     source: str = "imu"
@@ -115,12 +129,19 @@ class TlsSettings:
     covariance: str = "hac"
     acc_bias: bool = True
     motor_spread: float = MOTOR_SPREAD
-    imu_delay: float | None = 0.0
+    imu_delay: float | None = None
+    yaw_moment: bool = True
+    rotor_drag: bool = True
 
     @property
     def centred(self) -> bool:
         """Whether the force rows are centred for an accelerometer bias (IMU source only)."""
         return self.acc_bias and self.source == "imu"
+
+    @property
+    def nuisance(self) -> bool:
+        """Whether any row is centred for a nuisance constant (accelerometer bias, yaw moment)."""
+        return self.centred or self.yaw_moment
 
     @property
     def motion(self) -> MotionSettings:
@@ -204,31 +225,44 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
     return dk, d, dm
 
 
-def _columns(mo: Motion, vehicle: Vehicle, a: int, b: int) -> np.ndarray:
-    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`)."""
+def _columns(mo: Motion, vehicle: Vehicle, a: int, b: int, vel: np.ndarray | None = None) -> np.ndarray:
+    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`), with
+    the six rows of the rotor-drag column (`motion.drag_regressor`) appended when `vel` is given."""
     part = Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b])
     dk, d, dm = observation(part, vehicle)
-    return np.concatenate([dk.reshape(b - a, -1), d.reshape(b - a, -1), dm], axis=1)
+    cols = [dk.reshape(b - a, -1), d.reshape(b - a, -1), dm]
+    if vel is not None:
+        cols.append(drag_regressor(part.u, vel[a:b], part.omega, vehicle))
+    return np.concatenate(cols, axis=1)
 
 
-def _filtered_rows(mo: Motion, vehicle: Vehicle, ms: MotionSettings, sel: np.ndarray) -> np.ndarray:
+def _filtered_rows(
+    mo: Motion, vehicle: Vehicle, ms: MotionSettings, sel: np.ndarray, vel: np.ndarray | None = None
+) -> np.ndarray:
     """Rows `sel` (sorted) of the IDIM columns low-passed in parallel at `ms.parallel_cutoff`
-    (Sec. III-A): `butter_filtfilt` of the full-rate (N, 72) matrix, computed a block at a
+    (Sec. III-A): `butter_filtfilt` of the full-rate (N, 72 or 78) matrix, computed a block at a
     time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held."""
     n = len(mo.t)
     sos = butter_sos(ms.fs, ms.parallel_cutoff, order=ms.order)
-    out = np.empty((len(sel), 72))
-    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b), n, block_rows(n)):
+    out = np.empty((len(sel), 72 if vel is None else 78))
+    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, vel), n, block_rows(n)):
         i, j = np.searchsorted(sel, [a, a + len(y)])
         out[i:j] = y[sel[i:j] - a]
     return out
 
 
+def _posed(flight: Flight) -> bool:
+    """Whether the flight gives the velocity the rotor drag needs (`motion.body_velocity`)."""
+    return flight.quat is not None and (flight.pos is not None or flight.vel is not None)
+
+
 @dataclass(frozen=True)
 class Rows:
     """The filtered, decimated IDIM of one configuration: time (n,), D_k (n,6,2), D (n,6,9),
-    D_m (n,6), which piece each sample came from, and (accelerometer-bias centring) the
-    removed means of the force rows per piece, (pieces, 3, 12) as [D_k, D, D_m]."""
+    D_m (n,6), which piece each sample came from, (accelerometer-bias centring) the removed
+    means of the force rows per piece, (pieces, 3, 12) as [D_k, D, D_m], the rotor-drag column
+    (n, 6) with its removed force-row means (pieces, 3), and (yaw-moment centring) the removed
+    means of the M_z row per piece, (pieces, 12) as [D_k, D, drag (0 without it)]."""
 
     t: np.ndarray
     dk: np.ndarray
@@ -236,6 +270,9 @@ class Rows:
     dm: np.ndarray
     piece: np.ndarray
     force_mean: np.ndarray | None = None
+    drag: np.ndarray | None = None
+    drag_mean: np.ndarray | None = None
+    yaw_mean: np.ndarray | None = None
 
 
 def idim_rows(
@@ -257,46 +294,53 @@ def idim_rows(
     centring. The means are kept (`Rows.force_mean`) to give b = mean residual / m back.
     `acc_bias` (pieces, 3), when given, is subtracted from the specific force first, so the
     moment rows' -[s]x ms use it too (`identify` does this with the first pass's b). `gain`
-    (n_rotors,) scales each rotor's wrench (u_i² -> gain_i u_i²; `motor_spread`)."""
+    (n_rotors,) scales each rotor's wrench (u_i² -> gain_i u_i²; `motor_spread`).
+
+    With `settings.yaw_moment` the M_z row is centred per piece alike (a constant yaw moment);
+    with `settings.rotor_drag` the rotor-drag column (`motion.drag_regressor`) is built from the
+    flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
+    flight logs no attitude or no position or velocity)."""
+    settings = replace(settings, rotor_drag=settings.rotor_drag and all(_posed(f) for f in flights))
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
         raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
     cfg = settings.resolve(min(p.rate for p in pieces))
-    ts, dks, ds, dms, idx = [], [], [], [], []
-    means = np.zeros((len(pieces), 36))  # pieces left out keep zero means
+    ts, dks, ds, dms, drags, idx = [], [], [], [], [], []
+    ncol = 78 if settings.rotor_drag else 72
+    centre = _centred_columns(settings)
+    means = np.zeros((len(pieces), ncol))  # pieces left out keep zero means
     for k, p in enumerate(pieces):
         own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
         ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
         mo = motion(p, vehicle, ms)
+        vel = body_velocity(p, ms) if settings.rotor_drag else None
         if acc_bias is not None:
             mo = replace(mo, s=mo.s - acc_bias[k])
         if gain is not None:
             mo = replace(mo, u=mo.u * np.sqrt(gain))
         if settings.source == "imu" and settings.imu_delay:  # the rotor terms of the IMU's instant
-            mo = replace(mo, u=np.column_stack([np.interp(mo.t - settings.imu_delay, mo.t, c) for c in mo.u.T]))
+            tq = mo.t - settings.imu_delay
+            mo = replace(mo, u=np.column_stack([np.interp(tq, mo.t, c) for c in mo.u.T]))
+            vel = None if vel is None else np.column_stack([np.interp(tq, mo.t, c) for c in vel.T])
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         if len(sel) < 2:
             continue
-        cols = _filtered_rows(mo, vehicle, ms, sel)
-        if settings.centred:
-            fcols = np.r_[0:6, 12:39, 66:69]  # every column of the three force rows
-            means[k] = cols[:, fcols].mean(axis=0)
-            cols[:, fcols] -= means[k]
+        cols = _filtered_rows(mo, vehicle, ms, sel, vel)
+        means[k, centre] = cols[:, centre].mean(axis=0)
+        cols[:, centre] -= means[k, centre]
         ts.append(p.t[sel])
         dks.append(cols[:, :12].reshape(-1, 6, 2))
         ds.append(cols[:, 12:66].reshape(-1, 6, 9))
-        dms.append(cols[:, 66:])
+        dms.append(cols[:, 66:72])
+        drags.append(cols[:, 72:])
         idx.append(np.full(len(sel), k))
     if not ts:
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
-    force_mean = None
-    if settings.centred:  # per piece and force row: [D_k, D, D_m] means
-        fm = means
-        force_mean = np.concatenate([fm[:, :6].reshape(-1, 3, 2), fm[:, 6:33].reshape(-1, 3, 9), fm[:, 33:, None]], 2)
+    force_mean, drag_mean, yaw_mean = _removed_means(means, settings)
     return Rows(
         np.concatenate(ts),
         np.concatenate(dks),
@@ -304,20 +348,50 @@ def idim_rows(
         np.concatenate(dms),
         np.concatenate(idx),
         force_mean,
+        np.concatenate(drags) if settings.rotor_drag else None,
+        drag_mean,
+        yaw_mean,
     ), cfg
 
 
-def _names(configs: list[str]) -> list[str]:
+def _centred_columns(settings: TlsSettings) -> np.ndarray:
+    """Columns of `_columns` centred per piece for a nuisance constant (`idim_rows`): [D_k, D,
+    D_m, drag] of the three force rows (accelerometer bias), of the M_z row (yaw moment)."""
+    force = [*range(6), *range(12, 39), *range(66, 69), *([72, 73, 74] if settings.rotor_drag else [])]
+    yaw = [10, 11, *range(57, 66), 71, *([77] if settings.rotor_drag else [])]
+    return np.array(force * settings.centred + yaw * settings.yaw_moment, dtype=np.int64)
+
+
+def _removed_means(
+    means: np.ndarray, settings: TlsSettings
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The per-piece means `idim_rows` removed (pieces, 72 or 78 columns) as `Rows` keeps them:
+    force rows [D_k, D, D_m] (pieces, 3, 12), their drag column (pieces, 3), the M_z row
+    [D_k, D, drag] (pieces, 12); None for what was not centred."""
+    force_mean = drag_mean = yaw_mean = None
+    if settings.centred:
+        m = means
+        force_mean = np.concatenate([m[:, :6].reshape(-1, 3, 2), m[:, 12:39].reshape(-1, 3, 9), m[:, 66:69, None]], 2)
+        drag_mean = m[:, 72:75] if settings.rotor_drag else None
+    if settings.yaw_moment:
+        drag = means[:, 77:78] if settings.rotor_drag else np.zeros((len(means), 1))
+        yaw_mean = np.column_stack([means[:, 10:12], means[:, 57:66], drag])
+    return force_mean, drag_mean, yaw_mean
+
+
+def _names(configs: list[str], drag: bool = False) -> list[str]:
     single = len(configs) == 1
-    return [*CHI_K, *(p if single else f"{p}@{c}" for c in configs for p in CHI)]
+    return [*CHI_K, *(p if single else f"{p}@{c}" for c in configs for p in CHI), *([K_RD] if drag else [])]
 
 
 def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """W_t of eq. (13) / eq. (25): columns [-W_k | W^A 0 .. | 0 W^B .. | m W_m], rows grouped
-    by (configuration, wrench component). Returns W_t, the row-block index (6 c + j) and
-    the column names (without the known last column)."""
+    """W_t of eq. (13) / eq. (25): columns [-W_k | W^A 0 .. | 0 W^B .. | W_rd | m W_m], rows
+    grouped by (configuration, wrench component); W_rd, the rotor drag shared by every
+    configuration (`motion.drag_regressor`), only when the rows carry it. Returns W_t, the row-block
+    index (6 c + j) and the column names (without the known last column)."""
     cfgs = list(rows)
-    nc = 2 + 9 * len(cfgs)
+    drag = all(r.drag is not None for r in rows.values())
+    nc = 2 + 9 * len(cfgs) + drag
     mats, blocks = [], []
     for ci, c in enumerate(cfgs):
         r = rows[c]
@@ -325,10 +399,12 @@ def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarra
         w = np.zeros((6, n, nc + 1))
         w[:, :, :2] = -np.moveaxis(r.dk, 1, 0)
         w[:, :, 2 + 9 * ci : 11 + 9 * ci] = np.moveaxis(r.d, 1, 0)
+        if drag:
+            w[:, :, nc - 1] = r.drag.T
         w[:, :, -1] = masses[c] * r.dm.T
         mats.append(w.reshape(6 * n, nc + 1))
         blocks.append(np.repeat(6 * ci + np.arange(6), n))
-    return np.concatenate(mats), np.concatenate(blocks), _names(cfgs)
+    return np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag)
 
 
 def _fit(
@@ -425,7 +501,20 @@ def _acc_bias(rows: dict[str, Rows], x: np.ndarray, masses: dict[str, float]) ->
     for ci, (c, r) in enumerate(rows.items()):
         if r.force_mean is not None:
             chi = np.concatenate([-x[:2], x[2 + 9 * ci : 11 + 9 * ci], [masses[c]]])
-            out[c] = r.force_mean @ chi / masses[c]
+            drag = 0.0 if r.drag_mean is None else r.drag_mean * x[2 + 9 * len(rows)]
+            out[c] = (r.force_mean @ chi + drag) / masses[c]
+    return out
+
+
+def _yaw_moments(rows: dict[str, Rows], x: np.ndarray) -> dict[str, np.ndarray]:
+    """Constant yaw moment per configuration and piece (pieces,), N m, that the rotor model
+    leaves (`TlsSettings.yaw_moment`): the M_z row's mean residual over each piece at the
+    solution x, with the sign of a moment acting on the vehicle (rigid-body minus rotor)."""
+    out = {}
+    for ci, (c, r) in enumerate(rows.items()):
+        if r.yaw_mean is not None:
+            k_rd = x[2 + 9 * len(rows)] if r.drag is not None else 0.0
+            out[c] = r.yaw_mean @ np.concatenate([-x[:2], x[2 + 9 * ci : 11 + 9 * ci], [k_rd]])
     return out
 
 
@@ -466,6 +555,28 @@ def hac_covariance(
     return tls_hac_cov(wk, x, instant[keep], segment)
 
 
+def _nuisance_notes(
+    rows: dict[str, Rows], mean_bias: dict[str, np.ndarray], yaw: dict[str, np.ndarray], no_drag: bool
+) -> list[str]:
+    """Notes on the nuisance terms: the accelerometer bias (mean over pieces, `mean_bias`) and the
+    constant yaw moment (`_yaw_moments`) per configuration, and a rotor drag left out (`no_drag`)."""
+    pieces = {c: np.unique(r.piece) for c, r in rows.items()}
+    of = {c: f" of {c}" if len(rows) > 1 else "" for c in rows}
+    notes = [
+        f"accelerometer bias estimated per airborne piece{of[c]} "
+        f"(mean over {len(pieces[c])}): [{', '.join(f'{v:+.3f}' for v in b)}] m/s²"
+        for c, b in mean_bias.items()
+    ]
+    notes += [
+        f"constant yaw moment estimated per airborne piece{of[c]} (mean over {len(pieces[c])}): "
+        f"{np.mean(m[pieces[c]]):+.2e} N m"
+        for c, m in yaw.items()
+    ]
+    if no_drag:
+        notes.append("rotor drag not modelled: a flight logs no attitude or no position or velocity")
+    return notes
+
+
 def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
     """Plain-language reason and advice for a cancelled parameter."""
     base = name.partition("@")[0]
@@ -487,6 +598,11 @@ def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
         return (
             f"the centre-of-mass offset along {base[-1]} is too small to change the dynamics measurably (set to 0)",
             "move a payload off-centre along that axis if the offset matters",
+        )
+    if base == K_RD:
+        return (
+            "the rotor drag barely acts: the hubs' in-plane airspeeds stay small",
+            "fly faster translations and yaw turns, or turn the rotor drag off (--no-rotor-drag)",
         )
     if base in ("I_xx", "I_yy"):
         axis = "roll" if base == "I_xx" else "pitch"
@@ -535,6 +651,9 @@ def _estimates(
     for j, nm in enumerate(names[:2]):
         if nm in kept_names:
             put(nm, x[j], cov[j, j])
+    if K_RD in kept_names:
+        j = names.index(K_RD)
+        put(K_RD, x[j], cov[j, j])
     if {"k_t", "k_d"} <= kept_names:
         kt, kd = x[0], x[1]
         g = np.array([-kd / kt**2, 1.0 / kt])
@@ -669,11 +788,12 @@ def _system(
     gain: np.ndarray | None = None,
 ) -> tuple[dict[str, Rows], dict[str, dict], np.ndarray, np.ndarray, list[str]]:
     """Rows of every configuration and the assembled W_t (`assemble`): the paper's model when
-    `bias` is None, else the force rows centred for an accelerometer bias with `bias` (per
-    configuration, (pieces, 3); missing: none) removed from the specific force first; `gain`
-    scales each rotor's wrench (`idim_rows`)."""
+    `bias` is None, else the rows centred for the nuisance constants of `settings` (accelerometer
+    bias, yaw moment) with `bias` (per configuration, (pieces, 3); missing: none) removed from
+    the specific force first; `gain` scales each rotor's wrench (`idim_rows`)."""
     rows, resolved = {}, {}
-    st = replace(settings, acc_bias=bias is not None)
+    nuisance = bias is not None  # the paper's model (None) has neither nuisance
+    st = replace(settings, acc_bias=settings.acc_bias and nuisance, yaw_moment=settings.yaw_moment and nuisance)
     for c in configs:
         rows[c], resolved[c] = idim_rows(configs[c], vehicle, st, (bias or {}).get(c), gain)
     return rows, resolved, *assemble(rows, masses)
@@ -795,7 +915,7 @@ def _solve(
     rotors' gain spread (`TlsSettings.motor_spread`) when asked."""
     rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, None)
     w_ref = None
-    if settings.centred:  # the paper's model sets r_σ's scale (`essential`)
+    if settings.nuisance:  # the paper's model sets r_σ's scale (`essential`)
         w_ref = w
         rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {})
     fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref)
@@ -811,7 +931,7 @@ def _solve(
     if settings.motor_spread > 0:
 
         def solve_gain(gain: np.ndarray) -> np.ndarray:
-            wg, bg = _system(configs, vehicle, masses, settings, bias0 if settings.centred else None, gain)[2:4]
+            wg, bg = _system(configs, vehicle, masses, settings, bias0 if settings.nuisance else None, gain)[2:4]
             return _fixed_fit(wg, bg, kept, active, scale).x
 
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
@@ -830,7 +950,10 @@ def _solve_separated(
     """`_solve`; when the accelerometer bias it estimates is beyond any sensor offset
     (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
     the paper's model, and the reason in words for k_t's assumption ("" when separated). An
-    `imu_delay` of None is estimated first (`_estimate_imu_delay`; 0 for motion capture)."""
+    `imu_delay` of None is estimated first (`_estimate_imu_delay`; 0 for motion capture); the
+    rotor drag is left out when a flight has no attitude or no position or velocity."""
+    if settings.rotor_drag and not all(_posed(f) for fs in configs.values() for f in fs):
+        settings = replace(settings, rotor_drag=False)
     if settings.imu_delay is None:
         lag = _estimate_imu_delay(configs, vehicle, masses, base, settings) if settings.source == "imu" else 0.0
         settings = replace(settings, imu_delay=lag)
@@ -858,8 +981,11 @@ def _estimate_imu_delay(
 ) -> float:
     """The IMU's lag behind the rotor signals (`TlsSettings.imu_delay`) that maximises the
     Gaussian likelihood of the IDIM with a variance per row block (the model of the block
-    weighting, Sec. III-B): τ minimising Σ_j n_j log rms_j(τ) over ±`MAX_IMU_DELAY` (Brent), with
-    the essential set, active blocks and accelerometer bias of a first fit at τ = 0."""
+    weighting, Sec. III-B): τ minimising Σ_j n_j log rms_j(τ) over ±`MAX_IMU_DELAY`, with the
+    essential set, active blocks and accelerometer bias of a first fit at τ = 0. The cost is not
+    unimodal over that range (on a noise-free flight its well at the true lag is ~1 ms wide, and
+    Brent over the whole range settled at -6 ms for a true 0): a 5 ms grid picks the well, Brent
+    refines within one grid step either side of the best point."""
     from scipy.optimize import minimize_scalar
 
     st = replace(settings, imu_delay=0.0, motor_spread=0.0)
@@ -867,7 +993,7 @@ def _estimate_imu_delay(
     act = sol.active
 
     def cost(tau: float) -> float:
-        w, blocks = _system(configs, vehicle, masses, replace(st, imu_delay=tau), sol.bias0 if st.centred else None)[
+        w, blocks = _system(configs, vehicle, masses, replace(st, imu_delay=tau), sol.bias0 if st.nuisance else None)[
             2:4
         ]
         wc, bc, counts = compress(w, blocks)
@@ -878,7 +1004,11 @@ def _estimate_imu_delay(
         n = counts[act]
         return float(np.sum(n * np.log(ss[act] / n)) / 2)
 
-    found = minimize_scalar(cost, bounds=(-MAX_IMU_DELAY, MAX_IMU_DELAY), method="bounded", options={"xatol": 1e-4})
+    grid = np.linspace(-MAX_IMU_DELAY, MAX_IMU_DELAY, 11)
+    best = grid[int(np.argmin([cost(tau) for tau in grid]))]
+    h = grid[1] - grid[0]
+    bounds = (max(best - h, -MAX_IMU_DELAY), min(best + h, MAX_IMU_DELAY))
+    found = minimize_scalar(cost, bounds=bounds, method="bounded", options={"xatol": 1e-4})
     return float(found.x)
 
 
@@ -901,6 +1031,7 @@ def identify(
     masses = {c: masses[c] for c in cfgs}
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
 
+    asked = settings
     sol, settings, unseparated = _solve_separated(configs, vehicle, masses, base, settings)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
@@ -939,11 +1070,7 @@ def identify(
         notes.append(unseparated)
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
     mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
-    notes += [
-        f"accelerometer bias estimated per airborne piece{' of ' + c if len(cfgs) > 1 else ''} "
-        f"(mean over {len(np.unique(rows[c].piece))}): [{', '.join(f'{v:+.3f}' for v in b)}] m/s²"
-        for c, b in mean_bias.items()
-    ]
+    notes += _nuisance_notes(rows, mean_bias, _yaw_moments(rows, x), asked.rotor_drag and not settings.rotor_drag)
     single = len(cfgs) == 1
     if settings.source == "mocap" and "k_d" in kept_names:
         notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
