@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rotorid.errors import ExcitationError
-from rotorid.methods.regression import ols, tls
+from rotorid.methods.regression import bc_hac_cov, bias_compensated, ols, tls
 
 RUNS = 400
 
@@ -92,3 +92,62 @@ def test_unexcited_problems_raise() -> None:
         ols(np.eye(3), np.ones(3))
     with pytest.raises(ExcitationError, match="3 rows cannot determine 2 parameters"):
         tls(np.ones((3, 3)))
+
+
+def _eiv_draw(rng: np.random.Generator, n: int, noise: np.ndarray, phi: float) -> np.ndarray:
+    """W = [X, -y] of y = X beta + e with the regressors X measured with noise of row covariance
+    `noise` (2, 2), the equation error e and the measurement noise AR(1) in time with lag-1
+    correlation `phi` (stationary, same variance); the true regressors are fixed across draws."""
+    t = np.arange(n)
+    x0 = np.column_stack([np.sin(2 * np.pi * t / 97.0), np.cos(2 * np.pi * t / 61.0) + 0.3])
+    z = rng.normal(size=(n, 3))
+    for i in range(1, n):  # AR(1) in time: rows correlated as after a low-pass
+        z[i] = phi * z[i - 1] + np.sqrt(1 - phi**2) * z[i]
+    u = z[:, :2] @ np.linalg.cholesky(noise).T
+    y = x0 @ EIV_BETA + 0.2 * z[:, 2]
+    return np.column_stack([x0 + u, -y])
+
+
+EIV_BETA = np.array([1.5, -0.8])
+EIV_NOISE = np.array([[0.09, 0.03], [0.03, 0.06]])
+
+
+def _eiv_runs(phi: float, runs: int, n: int = 1500) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(31)
+    moment = np.zeros((3, 3))
+    moment[:2, :2] = EIV_NOISE
+    ls, bc, std = [], [], []
+    for _ in range(runs):
+        w = _eiv_draw(rng, n, EIV_NOISE, phi)
+        ls.append(np.linalg.lstsq(w[:, :2], -w[:, 2], rcond=None)[0])
+        fit = bias_compensated(w, n * moment)
+        seg = np.zeros(n, dtype=int)
+        cov = bc_hac_cov(w, fit.x, moment[None], np.zeros(n, dtype=int), np.arange(n), seg, lags=20)
+        bc.append(fit.x)
+        std.append(np.sqrt(np.diag(cov)))
+    return np.array(ls), np.array(bc), np.array(std)
+
+
+def test_bias_compensated_ls_is_unbiased_where_ls_is_attenuated() -> None:
+    ls, bc, _ = _eiv_runs(phi=0.0, runs=200)
+    se = bc.std(axis=0, ddof=1) / np.sqrt(len(bc))
+    assert np.all(np.abs(ls.mean(axis=0) - EIV_BETA) > 10 * se)  # errors in variables bias plain LS
+    assert np.all(np.abs(bc.mean(axis=0) - EIV_BETA) < 3 * se), (bc.mean(axis=0), se)
+
+
+def test_bias_compensated_covariance_matches_the_scatter_of_correlated_rows() -> None:
+    _, bc, std = _eiv_runs(phi=0.6, runs=200)
+    ratio = bc.std(axis=0, ddof=1) / std.mean(axis=0)
+    assert np.all((ratio > 0.85) & (ratio < 1.2)), ratio
+    inside = np.mean(np.abs(bc - EIV_BETA) <= 2 * std, axis=0)
+    assert np.all(inside > 0.9), inside
+
+
+def test_bias_compensated_without_noise_is_least_squares() -> None:
+    rng = np.random.default_rng(32)
+    w = _eiv_draw(rng, 300, EIV_NOISE, 0.0)
+    fit = bias_compensated(w, np.zeros((3, 3)))
+    np.testing.assert_allclose(fit.x, ols(w[:, :2], -w[:, 2]).x, rtol=1e-10)
+    np.testing.assert_allclose(fit.cov, ols(w[:, :2], -w[:, 2]).cov, rtol=1e-8)
+    with pytest.raises(ExcitationError, match="noise moment exceeds"):
+        bias_compensated(w, 1e6 * np.eye(3))

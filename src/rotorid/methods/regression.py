@@ -1,5 +1,6 @@
 """Least-squares cores shared by every method: ordinary and weighted LS with parameter
-covariance, and Total Least Squares by thin SVD (Six et al. eq. 13-22)."""
+covariance, Total Least Squares by thin SVD (Six et al. eq. 13-22), and bias-compensated
+least squares for regressors with known measurement noise (errors in variables)."""
 
 from __future__ import annotations
 
@@ -141,6 +142,78 @@ def tls(w: np.ndarray, what: str = "TLS", rows: int | None = None) -> Fit:
     wb = r_bar[:, :-1]
     cov = sigma_w2 * (1.0 + x @ x) * np.linalg.pinv(wb.T @ wb)  # eq. 20
     return Fit(x, cov, w @ chi, float(sigma_w2), _cond(rr[:, :-1]))
+
+
+def bias_compensated(w: np.ndarray, noise: np.ndarray, what: str = "BCLS", rows: int | None = None) -> Fit:
+    """Bias-compensated least squares of W_t [x; 1] = rho when the entries of W_t carry
+    measurement noise of known second moment `noise` = E[dW^T dW] (n_t, n_t, summed over the
+    rows; the last column is the known term, whose noise may correlate with the others).
+
+    Least squares on the measured W is attenuated, E[W^T W] = W0^T W0 + noise; subtracting the
+    noise moment from the normal matrix, M = W^T W - noise, and solving its normal equations
+    M_xx x = -m_xy gives a consistent estimate (Fuller 1987, Measurement Error Models, Sec. 2.2:
+    the estimator with known error covariance, (M_XX - S_uu)^-1 (M_XY - S_ue); Söderström 2018,
+    Errors-in-Variables Methods in System Identification, Ch. 7, bias-compensated least squares).
+    `cov` is the small-noise sandwich M_xx^-1 (s^2 W_x^T W_x) M_xx^-1 with s^2 = ||rho||^2 / (r - p)
+    (independent rows; `bc_hac_cov` for correlated ones); `w` may be compressed (`compress`,
+    with `rows` the true r), as only W^T W and ||rho|| enter."""
+    w = np.asarray(w, dtype=float)
+    nt = w.shape[1]
+    r = int(rows) if rows is not None else w.shape[0]
+    if r <= nt:
+        raise ExcitationError(f"{what}: {r} rows cannot determine {nt - 1} parameters")
+    m = w.T @ w - np.asarray(noise, dtype=float)
+    mxx = m[:-1, :-1]
+    try:
+        x = np.linalg.solve(mxx, -m[:-1, -1])
+    except np.linalg.LinAlgError as e:
+        raise ExcitationError(f"{what}: the noise-compensated normal matrix is singular") from e
+    if not np.all(np.linalg.eigvalsh(0.5 * (mxx + mxx.T)) > 0):
+        raise ExcitationError(f"{what}: the noise moment exceeds the signal (compensated normal matrix not positive)")
+    chi = np.append(x, 1.0)
+    res = w @ chi
+    s2 = float(res @ res) / (r - nt + 1)
+    binv = np.linalg.inv(mxx)
+    cov = s2 * binv @ (w[:, :-1].T @ w[:, :-1]) @ binv
+    return Fit(x, 0.5 * (cov + cov.T), res, s2, _cond(w[:, :-1]))
+
+
+def bc_hac_cov(
+    w: np.ndarray,
+    x: np.ndarray,
+    noise: np.ndarray,
+    blocks: np.ndarray,
+    instant: np.ndarray,
+    segment: np.ndarray,
+    lags: int | None = None,
+) -> np.ndarray:
+    """Covariance of the bias-compensated estimate x (`bias_compensated`) when the rows'
+    errors are correlated in time: the sandwich B^-1 M B^-1 of its estimating equation
+    sum_i (w_x,i rho_i - (S_i chi)_x) = 0, with B = W_x^T W_x - sum_i S_i,x x (the compensated
+    normal matrix), M the Newey-West meat (`hac_meat`, the same lags as `tls_hac_cov`) of the
+    per-instant scores g_t = sum over the rows of instant t of w_x,i rho_i - (S_i chi)_x, times
+    r / (r - p) (Fuller 1987, Thm. 2.2.1's covariance with a HAC middle; Newey & West 1987).
+
+    `noise` (B, n_t, n_t) is the noise moment of one row of each row block (E[dw_i dw_i^T], the
+    same for every row of a block), `blocks` (r,) each row's block; `instant`, `segment` as in
+    `tls_hac_cov`. The noise term centres each score: E[w rho] = S chi at the true chi."""
+    w = np.asarray(w, dtype=float)
+    noise = np.asarray(noise, dtype=float)
+    blocks = np.asarray(blocks, dtype=int)
+    chi = np.append(np.asarray(x, dtype=float), 1.0)
+    r, nt = w.shape
+    rho = w @ chi
+    q = noise @ chi  # (B, n_t): each block's row-noise moment times chi
+    rows = w[:, :-1] * rho[:, None] - q[blocks][:, :-1]
+    nsteps = len(segment)
+    scores = np.zeros((nsteps, nt - 1))
+    np.add.at(scores, np.asarray(instant), rows)
+    count = np.bincount(blocks, minlength=len(noise))
+    bread = w[:, :-1].T @ w[:, :-1] - np.einsum("b,bij->ij", count, noise)[:-1, :-1]
+    binv = np.linalg.pinv(bread)
+    meat = hac_meat(scores, segment, newey_west_lags(nsteps) if lags is None else lags)
+    cov = binv @ meat @ binv * (r / (r - nt))
+    return 0.5 * (cov + cov.T)
 
 
 def compress(w: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
