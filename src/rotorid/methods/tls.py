@@ -10,7 +10,8 @@ Per sample the Newton-Euler equations about the body origin (eq. 1-2) with the r
 sampled, parallel-filtered, decimated and stacked into W_t chi_t = rho (eq. 12-13), solved
 by TLS with the mass known (eq. 13-17, `regression.tls`), with standard deviations (eq.
 18-22), essential-parameter selection, per-wrench-row weighting, and the combined
-identification of several mass configurations sharing chi_k (eq. 24-25).
+identification of several mass configurations sharing chi_k (eq. 24-25). The final fit is
+compensated for the sensor noise in the regressors (errors in variables, `TlsSettings.eiv`).
 
 Motion comes from the IMU (specific force + gyro, Sec. III-C1; the IMU lever arm is
 removed) or from motion capture (position and Bryant angles differentiated twice, eq. 3-5).
