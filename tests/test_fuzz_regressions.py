@@ -490,3 +490,37 @@ def test_blackbox_acc_1g_not_a_count_per_g(tmp_path: Path, data_dir: Path, value
         (f,) = read(p)
     assert f.acc is None and f.gyro is not None
     assert any("acc_1G" in n and "acc not read" in n for n in f.meta.get("notes", []))
+
+
+@pytest.mark.parametrize("mult", [-np.inf, np.nan, 1e300, -1.0])
+def test_dataflash_corrupt_multiplier_is_a_format_error(tmp_path: Path, mult: float) -> None:
+    """A MULT record whose value became -inf (campaign, dataflash input 205301): the acceleration
+    times -inf gave a numpy RuntimeWarning and NaN; a negative or huge one would flip or blow up the
+    data silently. The multiplier is now checked where it is looked up."""
+    from rotorid.io import dataflash
+
+    rng = np.random.default_rng(0)
+    t = 1.0 + np.arange(200) / 400.0
+    f = Flight(t=t, acc=rng.normal(0, 0.1, (200, 3)) + np.array([0, 0, 9.81]), gyro=rng.normal(0, 0.01, (200, 3)))
+    path = dataflash.write(f, tmp_path / "m.bin")
+    good = dataflash._records("MULT", 1, Id=[ord("0")], Mult=[1.0]).tobytes()
+    data = path.read_bytes()
+    assert data.count(good) == 1
+    path.write_bytes(data.replace(good, dataflash._records("MULT", 1, Id=[ord("0")], Mult=[mult]).tobytes()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(LogFormatError, match=r"multiplier .* not a positive scale"):
+            read(path)
+
+
+def test_motor_column_with_a_leading_zero_is_an_unknown_column(tmp_path: Path) -> None:
+    """'cmd_00' (campaign, table input 503531, a removed chunk): it matched the motor pattern as
+    motor 0 and was then looked up as 'cmd_0' (KeyError). Motor columns are ASCII digits without a
+    leading zero; anything else is an unknown column with a suggestion."""
+    p = tmp_path / "x.csv"
+    p.write_text("t,cmd_00\n0.0,0.5\n0.01,0.5\n0.02,0.5\n")
+    with pytest.raises(LogFormatError, match=r"unknown column 'cmd_00'; did you mean 'cmd_0'"):
+        read(p)
+    p.write_text("t,cmd_\u0663\n0.0,0.5\n0.01,0.5\n0.02,0.5\n")  # an Arabic-Indic 3: not a motor number
+    with pytest.raises(LogFormatError, match="unknown column"):
+        read(p)

@@ -62,6 +62,9 @@ _SI = {
     "degheading": np.pi / 180.0,
     "us": 1.0,
 }
+#: Multipliers a column may carry (ArduPilot's are positive powers of ten and a few unit factors); a
+#: corrupt MULT value (campaign, dataflash input 205301: -inf) would silently scale or flip data.
+MULT_RANGE = (1e-12, 1e12)
 _DOCUMENTED = {  # units ArduPilot documents by column prefix, for logs too old to carry FMTU
     "IMU": {"Gyr": "rad/s", "Acc": "m/s/s"},
     "RCOU": {"C": "us"},
@@ -229,7 +232,13 @@ class _Log:
             m = self._r.mult_lookup.get(mults[i])
             mult = m if m not in (None, 0.0) else None  # '-' (0): no multiplier
         unit = self._r.unit_lookup.get(units[i], "") if i < len(units) else ""
-        return (1.0 if mult is None else float(mult)), unit
+        scale = 1.0 if mult is None else float(mult)
+        if not MULT_RANGE[0] <= scale <= MULT_RANGE[1]:  # also NaN
+            raise LogFormatError(
+                f"{self.path}: {name}.{col} has the multiplier {scale!r} (from the log's MULT/FMTU header), not a "
+                f"positive scale within {MULT_RANGE[0]:g}..{MULT_RANGE[1]:g}: the header is corrupt"
+            )
+        return scale, unit
 
     def columns(self, name: str, cols: list[str], rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(time s, values (n, k) in SI) of columns sharing one unit, for `rows` (default all)."""

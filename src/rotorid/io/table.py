@@ -36,7 +36,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 #: Per-motor groups: channel -> column prefix.
 MOTOR_GROUPS: dict[str, str] = {"cmd": "cmd_", "rotor_speed": "rpm_"}
-_MOTOR_COL = re.compile(r"^(cmd|rpm)_(\d+)$")
+#: cmd_0, rpm_12: ASCII digits without a leading zero (campaign, table input 503531: "cmd_00" was taken
+#: for motor 0, then looked up as cmd_0)
+_MOTOR_COL = re.compile(r"^(cmd|rpm)_(0|[1-9][0-9]*)$")
 #: More motor columns than any multirotor has (a higher index is a corrupt header).
 MAX_MOTORS = 64
 _META_KEY = b"rotorid.meta"
