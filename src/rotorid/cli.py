@@ -264,8 +264,12 @@ def identify(
         typer.Option(help="Rotor terms from auto, cmd (the paper) or rotor_speed (measured).", rich_help_panel=_TLS),
     ] = "auto",
     mocap_delay: Annotated[
-        float, typer.Option(help="Seconds the mocap pose lags the commands.", rich_help_panel=_TLS)
-    ] = 0.0,
+        str,
+        typer.Option(
+            help="Seconds the pose lags the rotor signals, or 'auto' (measured against the accelerometer).",
+            rich_help_panel=_TLS,
+        ),
+    ] = "auto",
     acc_bias: Annotated[
         bool,
         typer.Option(help="Estimate an accelerometer bias per airborne piece (IMU source).", rich_help_panel=_TLS),

@@ -410,7 +410,8 @@ def run_tls(req: Request) -> Result:
     if opt.get("mass_b") is not None:
         masses["B"] = float(opt["mass_b"])
     weights = {k: float(v) for k, v in named(opt.get("weight"), "--weight").items()}
-    settings = req.settings(tls.TlsSettings, {"band": lambda v: floats(v, 2, "--band"), "imu_delay": imu_delay})
+    lags = {"imu_delay": imu_delay, "mocap_delay": lambda v: seconds_or_auto(v, "--mocap-delay")}
+    settings = req.settings(tls.TlsSettings, {"band": lambda v: floats(v, 2, "--band"), **lags})
     flights = {k: req.flights(v) for k, v in cfg.items()}
     result = tls.identify(flights, req.vehicle, masses=masses, weights=weights, settings=settings)
     return on_commands(result, req.vehicle, settings.speed)
@@ -418,6 +419,11 @@ def run_tls(req: Request) -> Result:
 
 def imu_delay(v: str | float) -> float | None:
     """`--imu-delay`: "auto" (None: estimated from the flights) or seconds."""
+    return seconds_or_auto(v, "--imu-delay")
+
+
+def seconds_or_auto(v: str | float, flag: str) -> float | None:
+    """A lag option (`flag`): "auto" (None: measured from the flights) or seconds."""
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)
     if str(v).strip().lower() == "auto":
@@ -425,7 +431,7 @@ def imu_delay(v: str | float) -> float | None:
     try:
         return float(v)
     except ValueError:
-        raise RotoridError(f"--imu-delay must be 'auto' or seconds, got '{v}'") from None
+        raise RotoridError(f"{flag} must be 'auto' or seconds, got '{v}'") from None
 
 
 #: What a TLS fit on commands that are not rotor speeds rests on.

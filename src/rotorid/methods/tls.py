@@ -51,6 +51,7 @@ from rotorid.motion import (
     body_velocity,
     drag_regressor,
     motion,
+    pose_lag,
     rel_error_norms,
     speed_source,
 )
@@ -112,6 +113,15 @@ class TlsSettings:
       pipeline (on-board filters, logging) behind the rotor channel biases every parameter
       (a 4 ms lag: k_t -0.6 %, k_d and I_zz -11 %, I_xx -0.8 % on six A + B). Default None
       (estimated; costs a few more fits); 0 is the paper's model.
+    - `mocap_delay`: s the logged pose lags the rotor signals (the pose is read at t + delay):
+      the motion of the mocap source, the velocity of the rotor-drag column. None (default)
+      measures it where the flights log an accelerometer: the pose's lag behind the IMU
+      (`motion.pose_lag`, body-frame specific force of the twice-differentiated position
+      against the accelerometer) plus, for the IMU source, the IMU's own lag (`imu_delay`); 0
+      without an accelerometer (`identify` measures it; `idim_rows` called alone reads None as
+      0). Unaligned, the drag's velocity lags the rotor wrench it is
+      paired with: with rotor drag 0.3 1/s, a 5 ms pose lag moved ms_z by -4.3 % on a
+      noise-free six-config-a flight (0.1 % aligned), 2-3σ on the mismatch flights.
     - `yaw_moment`: estimate a constant yaw moment per airborne piece (on by default): one
       nuisance column per piece in the M_z rows, projected out by centring those rows as the
       accelerometer bias centres the force rows (`idim_rows`). Unequal rotors (`motor_spread`)
@@ -141,7 +151,7 @@ class TlsSettings:
     trim: float | None = None
     order: int = 4
     essential: bool = True
-    mocap_delay: float = 0.0
+    mocap_delay: float | None = None
     max_weight_iter: int = 20
     covariance: str = "hac"
     acc_bias: bool = True
@@ -1142,26 +1152,59 @@ def _solve_separated(
     """`_solve`; when the accelerometer bias it estimates is beyond any sensor offset
     (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
     the paper's model, and the reason in words for k_t's assumption ("" when separated). An
-    `imu_delay` of None is estimated first (`_estimate_imu_delay`; 0 for motion capture); the
+    `imu_delay` of None is estimated first (`_estimate_imu_delay`; 0 for motion capture), a
+    `mocap_delay` of None measured (`_pose_lag`, returned: None when given or not measurable); the
     rotor drag is left out when a flight has no attitude or no position or velocity."""
     if settings.rotor_drag and not all(_posed(f) for fs in configs.values() for f in fs):
         settings = replace(settings, rotor_drag=False)
+    lag = _pose_lag(configs, vehicle, settings) if settings.mocap_delay is None else None
+    if settings.mocap_delay is None:
+        settings = replace(settings, mocap_delay=lag or 0.0)  # behind the IMU; + its own lag below
     if settings.imu_delay is None:
-        lag = _estimate_imu_delay(configs, vehicle, masses, base, settings) if settings.source == "imu" else 0.0
-        settings = replace(settings, imu_delay=lag)
+        imu = settings.source == "imu"
+        tau = _estimate_imu_delay(configs, vehicle, masses, base, settings, lag is not None) if imu else 0.0
+        settings = replace(settings, imu_delay=tau)
+    if lag is not None and settings.source == "imu":
+        settings = replace(settings, mocap_delay=lag + settings.imu_delay)
     sol = _solve(configs, vehicle, masses, base, settings)
     if not settings.centred:
-        return sol, settings, ""
+        return sol, settings, "", lag
     worst = max(float(np.abs(b).max()) for b in _bias_of(sol, masses).values())
     if worst <= ACC_BIAS_PLAUSIBLE:
-        return sol, settings, ""
+        return sol, settings, "", lag
     settings = replace(settings, acc_bias=False)
     why = (
         f"the accelerometer bias is not separable from the thrust in these flights (it came out "
         f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
-    return _solve(configs, vehicle, masses, base, settings), settings, why
+    return _solve(configs, vehicle, masses, base, settings), settings, why, lag
+
+
+def _pose_note(lag: float | None, settings: TlsSettings) -> str:
+    """How the pose's lag (`TlsSettings.mocap_delay` None) was found, in words."""
+    use = "motion" if settings.source == "mocap" else "rotor-drag velocity"
+    if lag is None:
+        return f"no accelerometer to time the pose against: its lag is taken as 0 for the {use} (give --mocap-delay)"
+    own = f" with the IMU's own {1e3 * settings.imu_delay:.1f} ms" if settings.source == "imu" else ""
+    return (
+        f"the pose lags the IMU by {1e3 * lag:.1f} ms (measured from the specific force), the rotor "
+        f"signals by {1e3 * settings.mocap_delay:.1f} ms{own}: the {use} is aligned to them"
+    )
+
+
+def _pose_lag(configs: dict[str, list[Flight]], vehicle: Vehicle, settings: TlsSettings) -> float | None:
+    """The logged pose's lag behind the IMU (`motion.pose_lag`), the mean over every airborne
+    piece weighted by its length; None where no piece logs both (or the pose is not used)."""
+    if settings.source == "imu" and not settings.rotor_drag:
+        return None
+    lags, spans = [], []
+    for p in (p for fs in configs.values() for f in fs for p in airborne_pieces(f)):
+        d = pose_lag(p, vehicle, settings.motion)
+        if d is not None:
+            lags.append(d)
+            spans.append(p.t[-1] - p.t[0])
+    return float(np.average(lags, weights=spans)) if lags else None
 
 
 def _estimate_imu_delay(
@@ -1170,6 +1213,7 @@ def _estimate_imu_delay(
     masses: dict[str, float],
     base: np.ndarray,
     settings: TlsSettings,
+    pose_measured: bool = False,
 ) -> float:
     """The IMU's lag behind the rotor signals (`TlsSettings.imu_delay`) that maximises the
     Gaussian likelihood of the IDIM with a variance per row block (the model of the block
@@ -1177,17 +1221,17 @@ def _estimate_imu_delay(
     essential set, active blocks and accelerometer bias of a first fit at τ = 0. The cost is not
     unimodal over that range (on a noise-free flight its well at the true lag is ~1 ms wide, and
     Brent over the whole range settled at -6 ms for a true 0): a 5 ms grid picks the well, Brent
-    refines within one grid step either side of the best point."""
+    refines within one grid step either side of the best point. With `pose_measured`,
+    `settings.mocap_delay` is the pose's lag behind the IMU (`_pose_lag`): it moves with τ."""
     from scipy.optimize import minimize_scalar
 
     st = replace(settings, imu_delay=0.0, motor_spread=0.0)
     sol = _solve(configs, vehicle, masses, base, st)
     act = sol.active
 
-    def cost(tau: float) -> float:
-        w, blocks = _system(configs, vehicle, masses, replace(st, imu_delay=tau), sol.bias0 if st.nuisance else None)[
-            2:4
-        ]
+    def cost(tau: float) -> float:  # a measured pose lag (behind the IMU) moves with the IMU's
+        lagged = replace(st, imu_delay=tau, mocap_delay=st.mocap_delay + (tau if pose_measured else 0.0))
+        w, blocks = _system(configs, vehicle, masses, lagged, sol.bias0 if st.nuisance else None)[2:4]
         wc, bc, counts = compress(w, blocks)
         sel = act[bc]
         fit, _ = _fit(wc[sel][:, [*sol.kept, w.shape[1] - 1]], bc[sel], counts * act, base, st)
@@ -1224,7 +1268,7 @@ def identify(
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
 
     asked = settings
-    sol, settings, unseparated = _solve_separated(configs, vehicle, masses, base, settings)
+    sol, settings, unseparated, pose_lagged = _solve_separated(configs, vehicle, masses, base, settings)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
 
@@ -1263,6 +1307,8 @@ def identify(
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
     mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
     notes += _nuisance_notes(rows, mean_bias, _yaw_moments(rows, x), asked.rotor_drag and not settings.rotor_drag)
+    if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag):
+        notes.append(_pose_note(pose_lagged, settings))
     single = len(cfgs) == 1
     if not _mocap_yaw_pair(settings) and "k_d" in kept_names:
         notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
