@@ -5,6 +5,8 @@ essential-parameter bookkeeping explains what it cancels."""
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+
 import numpy as np
 import pytest
 from scipy.integrate import cumulative_trapezoid
@@ -14,6 +16,8 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY, body_to_world, bryant_rates, bryant_to_quat
 from rotorid.methods import tls
 from rotorid.methods.regression import block_weighted_tls
+from rotorid.motion import airborne_pieces
+from rotorid.sim import scenarios
 from rotorid.vehicle import Rotor, Vehicle
 
 TRUE = {"k_t": 12.0, "k_d": 0.2, "ms": np.array([0.004, -0.002, -0.006]), "I": (0.017, 0.018, 0.029, 2e-4, -1e-4, 3e-4)}
@@ -229,3 +233,28 @@ def test_landed_samples_are_left_out() -> None:
     for k in ("k_t", "k_d", "I_xx", "I_yy", "I_zz"):  # the pieces' ends differ by a sample: filter edges
         assert got.params[k].value == pytest.approx(ref.params[k].value, rel=1e-4), k
     assert got.params["k_t"].value == pytest.approx(TRUE["k_t"], rel=1e-3)
+
+
+def test_memo_reuses_the_motion_columns_exactly() -> None:
+    """`idim_rows` with a memo: a change of the rotor side only (gains, IMU lag, the pose's lag of
+    the drag velocity) gives exactly the rows of a fresh call; another accelerometer bias is
+    another entry."""
+    sc = scenarios.run("six-config-a", seed=0, duration=10.0, rotor_drag=0.3, flights=("train",))
+    fl, v = [sc.flights["train"]], sc.vehicle
+    st = tls.TlsSettings(mocap_delay=0.005, imu_delay=0.002)
+    memo: dict = {}
+    tls.idim_rows(fl, v, st, memo=memo)
+    assert len(memo) == len(airborne_pieces(fl[0]))
+    moved = replace(st, imu_delay=0.004, mocap_delay=0.007)
+    for gain in (None, np.array([1.02, 0.99, 1.0, 0.97])):
+        fresh = tls.idim_rows(fl, v, moved, gain=gain)[0]
+        reused = tls.idim_rows(fl, v, moved, gain=gain, memo=memo)[0]
+        assert fresh.drag is not None
+        for f in fields(fresh):
+            a, b = getattr(fresh, f.name), getattr(reused, f.name)
+            assert (a is None) == (b is None), f.name
+            if a is not None:
+                np.testing.assert_array_equal(a, b, err_msg=f.name)
+    n = len(memo)
+    tls.idim_rows(fl, v, st, acc_bias=np.full((n, 3), 0.1), memo=memo)
+    assert len(memo) == 2 * n

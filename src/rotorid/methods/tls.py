@@ -237,46 +237,84 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
     s = a_d - R^-1 g). Rotor wrench for any layout: f = k_t sum u_i^2 a_i, tau = k_t sum
     u_i^2 r_i x a_i + k_d sum torque_dir_i u_i^2 a_i (eq. 8-9 generalised).
     """
-    n = len(mo.t)
-    u2 = mo.u**2
+    return _rotor_matrix(mo.u, vehicle), *_motion_matrices(mo)
+
+
+def _rotor_matrix(u: np.ndarray, vehicle: Vehicle) -> np.ndarray:
+    """D_k (N, 6, 2) of `observation`: the rotor wrench per unit k_t, k_d."""
+    u2 = u**2
     a, r, sd = vehicle.axes, vehicle.positions, vehicle.torque_dirs
-    dk = np.zeros((n, 6, 2))
+    dk = np.zeros((len(u), 6, 2))
     dk[:, :3, 0] = u2 @ a
     dk[:, 3:, 0] = u2 @ np.cross(r, a)
     dk[:, 3:, 1] = u2 @ (sd[:, None] * a)
+    return dk
+
+
+def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
+    """D (N, 6, 9) and D_m (N, 6) of `observation`: the rigid body's side."""
+    n = len(mo.t)
     w = _skew(mo.omega)
     d = np.zeros((n, 6, 9))
     d[:, :3, :3] = _skew(mo.omega_dot) + w @ w
     d[:, 3:, :3] = -_skew(mo.s)
     d[:, 3:, 3:] = _inertia_map(mo.omega_dot) + w @ _inertia_map(mo.omega)
-    dm = np.concatenate([mo.s, np.zeros((n, 3))], axis=1)
-    return dk, d, dm
+    return d, np.concatenate([mo.s, np.zeros((n, 3))], axis=1)
 
 
-def _columns(mo: Motion, vehicle: Vehicle, a: int, b: int, vel: np.ndarray | None = None) -> np.ndarray:
+#: Columns of `_columns` that depend only on the motion (D, D_m): the rotor terms and the
+#: rotor drag (D_k and the drag column) are the rest.
+MOTION_COLUMNS = slice(12, 72)
+
+
+def _columns(
+    mo: Motion, vehicle: Vehicle, a: int, b: int, vel: np.ndarray | None = None, part: str = "all"
+) -> np.ndarray:
     """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`), with
-    the six rows of the rotor-drag column (`motion.drag_regressor`) appended when `vel` is given."""
-    part = Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b])
-    dk, d, dm = observation(part, vehicle)
-    cols = [dk.reshape(b - a, -1), d.reshape(b - a, -1), dm]
+    the six rows of the rotor-drag column (`motion.drag_regressor`) appended when `vel` is given;
+    `part` "motion" gives only [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag]."""
+    seg = Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b])
+    if part == "motion":
+        d, dm = _motion_matrices(seg)
+        return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
+    cols = [_rotor_matrix(seg.u, vehicle).reshape(b - a, -1)]
+    if part == "all":
+        d, dm = _motion_matrices(seg)
+        cols += [d.reshape(b - a, -1), dm]
     if vel is not None:
-        cols.append(drag_regressor(part.u, vel[a:b], part.omega, vehicle))
+        cols.append(drag_regressor(seg.u, vel[a:b], seg.omega, vehicle))
     return np.concatenate(cols, axis=1)
 
 
 def _filtered_rows(
-    mo: Motion, vehicle: Vehicle, ms: MotionSettings, sel: np.ndarray, vel: np.ndarray | None = None
+    mo: Motion,
+    vehicle: Vehicle,
+    ms: MotionSettings,
+    sel: np.ndarray,
+    vel: np.ndarray | None = None,
+    motion_part: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rows `sel` (sorted) of the IDIM columns low-passed in parallel at `ms.parallel_cutoff`
     (Sec. III-A): `butter_filtfilt` of the full-rate (N, 72 or 78) matrix, computed a block at a
-    time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held."""
+    time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held. Each column
+    is filtered on its own, so `motion_part`, the `MOTION_COLUMNS` of an earlier call on the same
+    motion, is reused as it is and only the rotor columns are computed."""
     n = len(mo.t)
     sos = butter_sos(ms.fs, ms.parallel_cutoff, order=ms.order)
     out = np.empty((len(sel), 72 if vel is None else 78))
-    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, vel), n, block_rows(n)):
+    part, dest = (
+        ("all", np.arange(out.shape[1])) if motion_part is None else ("rotor", _ROTOR_DEST[: out.shape[1] - 60])
+    )
+    if motion_part is not None:
+        out[:, MOTION_COLUMNS] = motion_part
+    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, vel, part), n, block_rows(n)):
         i, j = np.searchsorted(sel, [a, a + len(y)])
-        out[i:j] = y[sel[i:j] - a]
+        out[i:j, dest] = y[sel[i:j] - a]
     return out
+
+
+#: Where the columns of `_columns(part="rotor")` go among all of them (D_k, then the drag).
+_ROTOR_DEST = np.r_[0:12, 72:78]
 
 
 def _posed(flight: Flight) -> bool:
@@ -309,6 +347,7 @@ def idim_rows(
     settings: TlsSettings,
     acc_bias: np.ndarray | None = None,
     gain: np.ndarray | None = None,
+    memo: dict | None = None,
 ) -> tuple[Rows, dict[str, Any]]:
     """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
     D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
@@ -327,7 +366,11 @@ def idim_rows(
     With `settings.yaw_moment` the M_z row is centred per piece alike (a constant yaw moment);
     with `settings.rotor_drag` the rotor-drag column (`motion.drag_regressor`) is built from the
     flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
-    flight logs no attitude or no position or velocity)."""
+    flight logs no attitude or no position or velocity).
+
+    `memo`, a dict that lives for one identification, keeps each piece's filtered motion columns
+    (`MOTION_COLUMNS`) between calls that change only the rotor side (the IMU-lag search, the
+    rotor gains of `motor_spread`): the same numbers, a fraction of the cost."""
     settings = replace(settings, rotor_drag=settings.rotor_drag and all(_posed(f) for f in flights))
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
@@ -356,7 +399,11 @@ def idim_rows(
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         if len(sel) < 2:
             continue
-        cols = _filtered_rows(mo, vehicle, ms, sel, vel)
+        key = _memo_key(flights, k, ms, sel, None if acc_bias is None else acc_bias[k])
+        cached = None if memo is None else memo.get(key)
+        cols = _filtered_rows(mo, vehicle, ms, sel, vel, cached)
+        if memo is not None and cached is None:
+            memo[key] = cols[:, MOTION_COLUMNS].copy()
         means[k, centre] = cols[:, centre].mean(axis=0)
         cols[:, centre] -= means[k, centre]
         ts.append(p.t[sel])
@@ -380,6 +427,15 @@ def idim_rows(
         drag_mean,
         yaw_mean,
     ), cfg
+
+
+def _memo_key(flights: list[Flight], k: int, ms: MotionSettings, sel: np.ndarray, bias: np.ndarray | None) -> tuple:
+    """What piece k's motion columns in `idim_rows` depend on: the flights (alive for the whole
+    identification), the motion settings (the pose's lag only where the motion is the pose's),
+    the rows kept and the accelerometer bias removed."""
+    lag = ms.mocap_delay if ms.source == "mocap" else None
+    what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, lag)
+    return (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
 
 
 def _centred_columns(settings: TlsSettings) -> np.ndarray:
@@ -965,16 +1021,18 @@ def _system(
     settings: TlsSettings,
     bias: dict[str, np.ndarray] | None,
     gain: np.ndarray | None = None,
+    memo: dict | None = None,
 ) -> tuple[dict[str, Rows], dict[str, dict], np.ndarray, np.ndarray, list[str]]:
     """Rows of every configuration and the assembled W_t (`assemble`): the paper's model when
     `bias` is None, else the rows centred for the nuisance constants of `settings` (accelerometer
     bias, yaw moment) with `bias` (per configuration, (pieces, 3); missing: none) removed from
-    the specific force first; `gain` scales each rotor's wrench (`idim_rows`)."""
+    the specific force first; `gain` scales each rotor's wrench, `memo` keeps the motion columns
+    (`idim_rows`)."""
     rows, resolved = {}, {}
     nuisance = bias is not None  # the paper's model (None) has neither nuisance
     st = replace(settings, acc_bias=settings.acc_bias and nuisance, yaw_moment=settings.yaw_moment and nuisance)
     for c in configs:
-        rows[c], resolved[c] = idim_rows(configs[c], vehicle, st, (bias or {}).get(c), gain)
+        rows[c], resolved[c] = idim_rows(configs[c], vehicle, st, (bias or {}).get(c), gain, memo)
     return rows, resolved, *assemble(rows, masses)
 
 
@@ -1108,20 +1166,21 @@ def _solve(
     masses: dict[str, float],
     base: np.ndarray,
     settings: TlsSettings,
+    memo: dict | None = None,
 ) -> _Solution:
     """Rows, essential parameters, (weighted) TLS and covariance: the paper's procedure, with
     the accelerometer-bias nuisance (`TlsSettings.acc_bias`), the HAC covariance and the
-    rotors' gain spread (`TlsSettings.motor_spread`) when asked."""
-    rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, None)
+    rotors' gain spread (`TlsSettings.motor_spread`) when asked; `memo` as in `idim_rows`."""
+    rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, None, None, memo)
     w_ref = None
     if settings.nuisance:  # the paper's model sets r_σ's scale (`essential`)
         w_ref = w
-        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {})
+        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {}, None, memo)
     fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref)
     bias0: dict[str, np.ndarray] = {}
     if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
         bias0 = _acc_bias(rows, _full(fit.x, kept, len(names)), masses)
-        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, bias0)
+        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, bias0, None, memo)
         fit, scale = _fit_set(w, blocks, kept, active, base, settings)
     noise = _noise_moment(configs, vehicle, masses, settings, rows, resolved) if settings.eiv else None
     if noise is not None:  # errors in variables: the final fit compensated for the sensor noise
@@ -1133,7 +1192,7 @@ def _solve(
     if settings.motor_spread > 0:
 
         def solve_gain(gain: np.ndarray) -> np.ndarray:
-            wg, bg = _system(configs, vehicle, masses, settings, bias0 if settings.nuisance else None, gain)[2:4]
+            wg, bg = _system(configs, vehicle, masses, settings, bias0 if settings.nuisance else None, gain, memo)[2:4]
             return _fixed_fit(wg, bg, kept, active, scale, noise).x
 
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
@@ -1157,16 +1216,17 @@ def _solve_separated(
     rotor drag is left out when a flight has no attitude or no position or velocity."""
     if settings.rotor_drag and not all(_posed(f) for fs in configs.values() for f in fs):
         settings = replace(settings, rotor_drag=False)
+    memo: dict = {}  # the motion columns, shared by every fit of this identification (`idim_rows`)
     lag = _pose_lag(configs, vehicle, settings) if settings.mocap_delay is None else None
     if settings.mocap_delay is None:
         settings = replace(settings, mocap_delay=lag or 0.0)  # behind the IMU; + its own lag below
     if settings.imu_delay is None:
         imu = settings.source == "imu"
-        tau = _estimate_imu_delay(configs, vehicle, masses, base, settings, lag is not None) if imu else 0.0
+        tau = _estimate_imu_delay(configs, vehicle, masses, base, settings, lag is not None, memo) if imu else 0.0
         settings = replace(settings, imu_delay=tau)
     if lag is not None and settings.source == "imu":
         settings = replace(settings, mocap_delay=lag + settings.imu_delay)
-    sol = _solve(configs, vehicle, masses, base, settings)
+    sol = _solve(configs, vehicle, masses, base, settings, memo)
     if not settings.centred:
         return sol, settings, "", lag
     worst = max(float(np.abs(b).max()) for b in _bias_of(sol, masses).values())
@@ -1178,7 +1238,7 @@ def _solve_separated(
         f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
-    return _solve(configs, vehicle, masses, base, settings), settings, why, lag
+    return _solve(configs, vehicle, masses, base, settings, memo), settings, why, lag
 
 
 def _pose_note(lag: float | None, settings: TlsSettings) -> str:
@@ -1214,6 +1274,7 @@ def _estimate_imu_delay(
     base: np.ndarray,
     settings: TlsSettings,
     pose_measured: bool = False,
+    memo: dict | None = None,
 ) -> float:
     """The IMU's lag behind the rotor signals (`TlsSettings.imu_delay`) that maximises the
     Gaussian likelihood of the IDIM with a variance per row block (the model of the block
@@ -1222,16 +1283,17 @@ def _estimate_imu_delay(
     unimodal over that range (on a noise-free flight its well at the true lag is ~1 ms wide, and
     Brent over the whole range settled at -6 ms for a true 0): a 5 ms grid picks the well, Brent
     refines within one grid step either side of the best point. With `pose_measured`,
-    `settings.mocap_delay` is the pose's lag behind the IMU (`_pose_lag`): it moves with τ."""
+    `settings.mocap_delay` is the pose's lag behind the IMU (`_pose_lag`): it moves with τ.
+    `memo` as in `idim_rows`: only the rotor columns change with τ."""
     from scipy.optimize import minimize_scalar
 
     st = replace(settings, imu_delay=0.0, motor_spread=0.0)
-    sol = _solve(configs, vehicle, masses, base, st)
+    sol = _solve(configs, vehicle, masses, base, st, memo)
     act = sol.active
 
     def cost(tau: float) -> float:  # a measured pose lag (behind the IMU) moves with the IMU's
         lagged = replace(st, imu_delay=tau, mocap_delay=st.mocap_delay + (tau if pose_measured else 0.0))
-        w, blocks = _system(configs, vehicle, masses, lagged, sol.bias0 if st.nuisance else None)[2:4]
+        w, blocks = _system(configs, vehicle, masses, lagged, sol.bias0 if st.nuisance else None, None, memo)[2:4]
         wc, bc, counts = compress(w, blocks)
         sel = act[bc]
         fit, _ = _fit(wc[sel][:, [*sol.kept, w.shape[1] - 1]], bc[sel], counts * act, base, st)
