@@ -32,11 +32,21 @@ def test_pose_lag_is_recovered_from_noisy_flights(overrides: dict, lag: float) -
     assert found and all(d == pytest.approx(lag, abs=2e-4) for d in found)
 
 
+def test_pose_lag_reads_a_logged_velocity_when_there_is_one() -> None:
+    """A velocity channel (an estimator's output) is what the rotor drag uses, so its lag is measured."""
+    sc = scenarios.run("six-config-a", seed=3, duration=20.0, noise=False, flights=("train",), mocap_delay=0.007)
+    fl = sc.flights["train"]
+    vel = np.gradient(fl.pos, fl.t, axis=0)
+    (piece,) = airborne_pieces(fl.replace(vel=vel, pos=None))
+    assert pose_lag(piece, sc.vehicle, MotionSettings()) == pytest.approx(0.007, abs=2e-4)
+
+
 def test_pose_lag_is_zero_on_an_exact_flight_and_none_without_a_pose() -> None:
     v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285).replace(imu_offset=np.array([0.02, -0.01, 0.03]))
     fl = kinematic_flight(v, seed=1, dur=12.0)
     assert pose_lag(fl, v, MotionSettings()) == pytest.approx(0.0, abs=1e-5)
     assert pose_lag(fl.replace(pos=None), v, MotionSettings()) is None
+    assert pose_lag(fl.replace(quat=None), v, MotionSettings()) is None
     assert pose_lag(fl.replace(acc=None), v, MotionSettings()) is None
 
 

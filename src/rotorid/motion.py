@@ -163,21 +163,24 @@ def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.nd
 
 def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None:
     """Velocity of the body origin in body axes (N, 3), m/s, low-passed at the band's upper edge:
-    the logged velocity, else the logged position differentiated (shifted by `mocap_delay` like
-    the position of `_mocap_motion`), rotated by the logged attitude; None when the flight has no
-    attitude or neither channel (the rotor-drag regressor of `rotorid.methods.tls` needs it)."""
+    the logged velocity, else the logged position differentiated, rotated by the logged attitude
+    and read `mocap_delay` later (the pose of `_mocap_motion` alike); None when
+    the flight has no attitude or neither channel (the rotor-drag regressor of
+    `rotorid.methods.tls` needs it)."""
     if flight.quat is None or (flight.vel is None and flight.pos is None):
         return None
     if settings.fs is None:
         settings = settings.at(flight.rate)
     t, high, order = flight.t, settings.band[1], settings.order
     quat, x = flight.quat, flight.vel if flight.vel is not None else flight.pos
-    if settings.mocap_delay and flight.vel is None:
-        ts = np.clip(t + settings.mocap_delay, t[0], t[-1])
-        x = np.column_stack([np.interp(ts, t, c) for c in x.T])
     x = _filt(x, settings.fs, 0.0, high, order)
-    vel = x if flight.vel is not None else derivative(x, t)
-    return world_to_body(quat / np.linalg.norm(quat, axis=1, keepdims=True), vel)
+    vel = world_to_body(
+        quat / np.linalg.norm(quat, axis=1, keepdims=True), x if flight.vel is not None else derivative(x, t)
+    )
+    if settings.mocap_delay:  # velocity and attitude lag alike: the body-frame velocity is read later
+        ts = np.clip(t + settings.mocap_delay, t[0], t[-1])
+        vel = np.column_stack([np.interp(ts, t, c) for c in vel.T])
+    return vel
 
 
 #: Largest lag of the pose behind the IMU that `pose_lag` searches (s): a motion-capture or
@@ -186,10 +189,11 @@ MAX_POSE_LAG = 0.05
 
 
 def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float | None:
-    """Seconds the logged pose (position and attitude) lags the IMU on one uniform airborne
-    piece: the shift δ minimising Σ_t |s_pose(t + δ) - s_imu(t)|² of the body-frame specific
-    force, s_pose = R^T (ζ̈ - g) from the twice-differentiated position turned by the pose's
-    own attitude (both lag alike), s_imu the accelerometer moved to the origin as in
+    """Seconds the logged pose (velocity, else position, with the attitude) lags the IMU on one
+    uniform airborne piece: the channel `body_velocity` reads. The shift δ minimising
+    Σ_t |s_pose(t + δ) - s_imu(t)|² of the body-frame specific force, s_pose = R^T (ζ̈ - g) from
+    the velocity differentiated (or the position twice) turned by the pose's own attitude
+    (both lag alike), s_imu the accelerometer moved to the origin as in
     `_imu_motion`; both low-passed at the pose band's upper edge and centred (an accelerometer
     bias does not move δ). The cost is taken at whole-sample shifts over ±`MAX_POSE_LAG` and
     its minimum refined by the parabola through the best three: the signals are band-limited
@@ -199,13 +203,16 @@ def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float
     six-config flights; an FFT shift wraps the piece's ends around.) This is the time
     alignment of motion capture and IMU of visual-inertial calibration (e.g. Furgale et al.,
     IROS 2013). None when the piece lacks pose or IMU, or is too short."""
-    if piece.pos is None or piece.quat is None or piece.acc is None or piece.gyro is None:
+    if (piece.vel is None and piece.pos is None) or piece.quat is None or piece.acc is None or piece.gyro is None:
         return None
     st = replace(settings, source="mocap", band=None, parallel_cutoff=None, trim=None, mocap_delay=0.0, fs=None)
     st = st.at(piece.rate)
     high, fs, t = st.band[1], st.fs, piece.t
     _, _, s_imu = _imu_motion(piece, vehicle, replace(st, band=(0.0, high)))
-    zeta_dd = derivative(_filt(piece.pos, fs, 0.0, high, st.order), t, order=2)
+    if piece.vel is not None:
+        zeta_dd = derivative(_filt(piece.vel, fs, 0.0, high, st.order), t)
+    else:
+        zeta_dd = derivative(_filt(piece.pos, fs, 0.0, high, st.order), t, order=2)
     s_pose = world_to_body(piece.quat / np.linalg.norm(piece.quat, axis=1, keepdims=True), zeta_dd - GRAVITY_ENU)
     reach = int(np.ceil(MAX_POSE_LAG * fs))
     at = np.flatnonzero((t >= t[0] + st.trim) & (t <= t[-1] - st.trim))[reach:-reach]

@@ -1245,7 +1245,10 @@ def _pose_note(lag: float | None, settings: TlsSettings) -> str:
     """How the pose's lag (`TlsSettings.mocap_delay` None) was found, in words."""
     use = "motion" if settings.source == "mocap" else "rotor-drag velocity"
     if lag is None:
-        return f"no accelerometer to time the pose against: its lag is taken as 0 for the {use} (give --mocap-delay)"
+        return (
+            f"the pose could not be timed against the accelerometer (none logged, or every piece shorter than "
+            f"the search): its lag is taken as 0 for the {use} (give --mocap-delay)"
+        )
     own = f" with the IMU's own {1e3 * settings.imu_delay:.1f} ms" if settings.source == "imu" else ""
     return (
         f"the pose lags the IMU by {1e3 * lag:.1f} ms (measured from the specific force), the rotor "
