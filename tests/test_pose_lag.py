@@ -32,6 +32,14 @@ def test_pose_lag_is_recovered_from_noisy_flights(overrides: dict, lag: float) -
     assert found and all(d == pytest.approx(lag, abs=2e-4) for d in found)
 
 
+def test_a_lag_beyond_the_search_is_not_reported_as_its_edge() -> None:
+    """A pose 80 ms late (beyond ±MAX_POSE_LAG): the cost falls to the range's end, which is no
+    measurement; None (tls then takes 0 and says the pose could not be timed)."""
+    sc = scenarios.run("six-config-a", seed=3, duration=20.0, noise=False, flights=("train",), mocap_delay=0.08)
+    (piece,) = airborne_pieces(sc.flights["train"])
+    assert pose_lag(piece, sc.vehicle, MotionSettings()) is None
+
+
 def test_pose_lag_reads_a_logged_velocity_when_there_is_one() -> None:
     """A velocity channel (an estimator's output) is what the rotor drag uses, so its lag is measured."""
     sc = scenarios.run("six-config-a", seed=3, duration=20.0, noise=False, flights=("train",), mocap_delay=0.007)

@@ -202,7 +202,8 @@ def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float
     so a fractional shift lowers the cost by itself, pulling a true 5 ms to 4.45 ms on the
     six-config flights; an FFT shift wraps the piece's ends around.) This is the time
     alignment of motion capture and IMU of visual-inertial calibration (e.g. Furgale et al.,
-    IROS 2013). None when the piece lacks pose or IMU, or is too short."""
+    IROS 2013). None when the piece lacks pose or IMU, is too short, or its cost has no minimum
+    inside the range (too little motion to time it)."""
     if (piece.vel is None and piece.pos is None) or piece.quat is None or piece.acc is None or piece.gyro is None:
         return None
     st = replace(settings, source="mocap", band=None, parallel_cutoff=None, trim=None, mocap_delay=0.0, fs=None)
@@ -222,7 +223,9 @@ def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float
     cost = np.array(
         [np.sum((s_pose[at + k] - s_pose[at + k].mean(axis=0) - target) ** 2) for k in range(-reach, reach + 1)]
     )
-    j = int(np.clip(np.argmin(cost), 1, 2 * reach - 1))
+    j = int(np.argmin(cost))
+    if j in (0, 2 * reach):  # no minimum inside the range: a flight without the motion to time it
+        return None
     lo, mid, hi = cost[j - 1 : j + 2]
     curve = lo - 2.0 * mid + hi
     step = 0.5 * (lo - hi) / curve if curve > 0 else 0.0
