@@ -524,3 +524,44 @@ def test_motor_column_with_a_leading_zero_is_an_unknown_column(tmp_path: Path) -
     p.write_text("t,cmd_\u0663\n0.0,0.5\n0.01,0.5\n0.02,0.5\n")  # an Arabic-Indic 3: not a motor number
     with pytest.raises(LogFormatError, match="unknown column"):
         read(p)
+
+
+class _Frames:
+    """A stand-in for orangebox's Parser with the given frames (type, values) in log section 1."""
+
+    field_names = ("loopIteration", "time", "gyroADC[0]")
+
+    def __init__(self, frames: list[tuple[str, tuple]]) -> None:
+        self._frames, self.headers = frames, {}
+
+    def set_log_index(self, index: int) -> None:
+        assert index == 1
+
+    def frames(self) -> Iterator:
+        for kind, data in self._frames:
+            yield type("Frame", (), {"type": type("T", (), {"value": kind})(), "data": data})()
+
+
+def test_blackbox_frame_with_fewer_fields_than_the_header_ends_the_section(tmp_path: Path, data_dir: Path) -> None:
+    """Corrupt bytes that orangebox decodes into a frame of another length (campaign, blackbox
+    input 452328: frames of 0 of the header's 30 values among full ones): indexing its fields raised
+    IndexError. Decoding stops at that frame, the frames before it are kept and the cut is said."""
+    from rotorid.io import blackbox
+
+    full = [("I", (0, 100, 5)), ("P", (1, 200, 6)), ("P", ()), ("P", (3, 400, 8))]
+    _, _, rows, stop = blackbox._section(_Frames(full), 1, tmp_path / "x.bbl")
+    assert rows == [(0, 100, 5), (1, 200, 6)] and stop == "frame 2 holds 0 of the header's 3 fields"
+    # the campaign's input itself, rebuilt from its seed and mutations
+    (seed,) = [s for s in fuzzing.seeds(data_dir, tmp_path) if s.name == "blackbox-inav-example_smooth_tune"]
+    ops = [
+        fuzzing.Op("dup", 0.45552772822718146, 0.3573784196770585, 23845),
+        fuzzing.Op("flip", 0.7297557640688226, 0.09231496779734794, 1348, True),
+        fuzzing.Op("byte", 0.3994214914224553, 0.8864163433438317, 59367),
+        fuzzing.Op("byte", 0.6577824355623664, 0.1804925959072029, 9482, True),
+    ]
+    p = tmp_path / "x.TXT"
+    p.write_bytes(fuzzing.apply_ops(seed.data, ops))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(LogFormatError, match="fewer than two decodable frames"):
+            read(p)

@@ -175,6 +175,9 @@ def _section(parser: Any, index: int, path: Path) -> tuple[dict[str, Any], list[
                 if fr.type.value != "I":
                     continue
                 seen_intra = True
+            if len(fr.data) != len(names):  # corrupt bytes can decode to a frame of other length
+                stop = f"frame {len(rows)} holds {len(fr.data)} of the header's {len(names)} fields"
+                break
             rows.append(fr.data)
     except Exception as e:
         stop = f"orangebox: {type(e).__name__}: {quote(e)}"
