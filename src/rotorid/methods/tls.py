@@ -116,12 +116,12 @@ class TlsSettings:
     - `mocap_delay`: s the logged pose lags the rotor signals (the pose is read at t + delay):
       the motion of the mocap source, the velocity of the rotor-drag column. None (default)
       measures it where the flights log an accelerometer: the pose's lag behind the IMU
-      (`motion.pose_lag`, body-frame specific force of the twice-differentiated position
-      against the accelerometer) plus, for the IMU source, the IMU's own lag (`imu_delay`); 0
-      without an accelerometer (`identify` measures it; `idim_rows` called alone reads None as
-      0). Unaligned, the drag's velocity lags the rotor wrench it is
-      paired with: with rotor drag 0.3 1/s, a 5 ms pose lag moved ms_z by -4.3 % on a
-      noise-free six-config-a flight (0.1 % aligned), 2-3σ on the mismatch flights.
+      (`motion.pose_lag`: the body-frame specific force of the differentiated pose against the
+      accelerometer) plus, for the IMU source, the IMU's own lag (`imu_delay`); 0 where it
+      cannot be timed (`identify` measures it; `idim_rows` called alone reads None as 0).
+      Unaligned, the drag's velocity lags the rotor wrench it is paired with: with rotor drag
+      0.3 1/s, a 5 ms pose lag moved ms_z by -4.3 % on a noise-free six-config-a flight (-0.04 %
+      aligned), -1.6σ̄ on average on the mismatch flights.
     - `yaw_moment`: estimate a constant yaw moment per airborne piece (on by default): one
       nuisance column per piece in the M_z rows, projected out by centring those rows as the
       accelerometer bias centres the force rows (`idim_rows`). Unequal rotors (`motor_spread`)
