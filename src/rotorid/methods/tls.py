@@ -388,22 +388,13 @@ def idim_rows(
         vel = body_velocity(p, ms) if settings.rotor_drag else None
         if acc_bias is not None:
             mo = replace(mo, s=mo.s - acc_bias[k])
-        if gain is not None:
-            mo = replace(mo, u=mo.u * np.sqrt(gain))
-        if settings.source == "imu" and settings.imu_delay:  # the rotor terms of the IMU's instant
-            tq = mo.t - settings.imu_delay
-            mo = replace(mo, u=np.column_stack([np.interp(tq, mo.t, c) for c in mo.u.T]))
-            vel = None if vel is None else np.column_stack([np.interp(tq, mo.t, c) for c in vel.T])
+        mo, vel = _rotor_side(mo, vel, gain, settings.imu_delay if settings.source == "imu" else 0.0)
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         if len(sel) < 2:
             continue
-        key = _memo_key(flights, k, ms, sel, None if acc_bias is None else acc_bias[k])
-        cached = None if memo is None else memo.get(key)
-        cols = _filtered_rows(mo, vehicle, ms, sel, vel, cached)
-        if memo is not None and cached is None:
-            memo[key] = cols[:, MOTION_COLUMNS].copy()
+        cols = _memoized_rows(mo, vehicle, ms, sel, vel, memo, (flights, k, None if acc_bias is None else acc_bias[k]))
         means[k, centre] = cols[:, centre].mean(axis=0)
         cols[:, centre] -= means[k, centre]
         ts.append(p.t[sel])
@@ -427,6 +418,39 @@ def idim_rows(
         drag_mean,
         yaw_mean,
     ), cfg
+
+
+def _rotor_side(
+    mo: Motion, vel: np.ndarray | None, gain: np.ndarray | None, lag: float | None
+) -> tuple[Motion, np.ndarray | None]:
+    """The rotor terms scaled by the rotor gains (`idim_rows`' `gain`) and, with the IMU's `lag`,
+    read at the IMU's instant, the drag's velocity alike."""
+    if gain is not None:
+        mo = replace(mo, u=mo.u * np.sqrt(gain))
+    if lag:
+        tq = mo.t - lag
+        mo = replace(mo, u=np.column_stack([np.interp(tq, mo.t, c) for c in mo.u.T]))
+        vel = None if vel is None else np.column_stack([np.interp(tq, mo.t, c) for c in vel.T])
+    return mo, vel
+
+
+def _memoized_rows(
+    mo: Motion,
+    vehicle: Vehicle,
+    ms: MotionSettings,
+    sel: np.ndarray,
+    vel: np.ndarray | None,
+    memo: dict | None,
+    piece: tuple[list[Flight], int, np.ndarray | None],
+) -> np.ndarray:
+    """`_filtered_rows` with the motion columns `memo` holds for `piece` (flights, index,
+    accelerometer bias removed), which it keeps when they are new."""
+    key = _memo_key(*piece[:2], ms, sel, piece[2])
+    cached = None if memo is None else memo.get(key)
+    cols = _filtered_rows(mo, vehicle, ms, sel, vel, cached)
+    if memo is not None and cached is None:
+        memo[key] = cols[:, MOTION_COLUMNS].copy()
+    return cols
 
 
 def _memo_key(flights: list[Flight], k: int, ms: MotionSettings, sel: np.ndarray, bias: np.ndarray | None) -> tuple:
