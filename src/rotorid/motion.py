@@ -174,9 +174,7 @@ def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None
     t, high, order = flight.t, settings.band[1], settings.order
     quat, x = flight.quat, flight.vel if flight.vel is not None else flight.pos
     x = _filt(x, settings.fs, 0.0, high, order)
-    vel = world_to_body(
-        quat / np.linalg.norm(quat, axis=1, keepdims=True), x if flight.vel is not None else derivative(x, t)
-    )
+    vel = world_to_body(quat, x if flight.vel is not None else derivative(x, t))  # scipy normalizes q
     if settings.mocap_delay:  # velocity and attitude lag alike: the body-frame velocity is read later
         ts = np.clip(t + settings.mocap_delay, t[0], t[-1])
         vel = np.column_stack([np.interp(ts, t, c) for c in vel.T])
@@ -214,7 +212,7 @@ def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float
         zeta_dd = derivative(_filt(piece.vel, fs, 0.0, high, st.order), t)
     else:
         zeta_dd = derivative(_filt(piece.pos, fs, 0.0, high, st.order), t, order=2)
-    s_pose = world_to_body(piece.quat / np.linalg.norm(piece.quat, axis=1, keepdims=True), zeta_dd - GRAVITY_ENU)
+    s_pose = world_to_body(piece.quat, zeta_dd - GRAVITY_ENU)
     reach = int(np.ceil(MAX_POSE_LAG * fs))
     at = np.flatnonzero((t >= t[0] + st.trim) & (t <= t[-1] - st.trim))[reach:-reach]
     if len(at) < 4 * reach:

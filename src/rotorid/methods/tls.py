@@ -444,22 +444,20 @@ def _memoized_rows(
     piece: tuple[list[Flight], int, np.ndarray | None],
 ) -> np.ndarray:
     """`_filtered_rows` with the motion columns `memo` holds for `piece` (flights, index,
-    accelerometer bias removed), which it keeps when they are new."""
-    key = _memo_key(*piece[:2], ms, sel, piece[2])
-    cached = None if memo is None else memo.get(key)
-    cols = _filtered_rows(mo, vehicle, ms, sel, vel, cached)
-    if memo is not None and cached is None:
-        memo[key] = cols[:, MOTION_COLUMNS].copy()
-    return cols
-
-
-def _memo_key(flights: list[Flight], k: int, ms: MotionSettings, sel: np.ndarray, bias: np.ndarray | None) -> tuple:
-    """What piece k's motion columns in `idim_rows` depend on: the flights (alive for the whole
-    identification), the motion settings (the pose's lag only where the motion is the pose's),
-    the rows kept and the accelerometer bias removed."""
+    accelerometer bias removed), which it keeps when they are new. The key is what those
+    columns depend on: the flights (alive for the whole identification), the motion settings
+    (the pose's lag only where the motion is the pose's), the rows kept and the bias."""
+    if memo is None:
+        return _filtered_rows(mo, vehicle, ms, sel, vel)
+    flights, k, bias = piece
     lag = ms.mocap_delay if ms.source == "mocap" else None
     what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, lag)
-    return (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
+    key = (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
+    cached = memo.get(key)
+    cols = _filtered_rows(mo, vehicle, ms, sel, vel, cached)
+    if cached is None:
+        memo[key] = cols[:, MOTION_COLUMNS].copy()
+    return cols
 
 
 def _centred_columns(settings: TlsSettings) -> np.ndarray:
