@@ -1,5 +1,5 @@
 """`make bench`: run every benchmarks/bench_*.py, the calibration Monte Carlo
-(calibration.py) and a short reader fuzzing pass (fuzz.py), write
+(calibration.py) and short reader fuzzing passes (fuzz.py, fuzz_atheris.py), write
 benchmarks/results/<name>.json and benchmarks/results/README.md (a markdown table).
 Benchmarks are not tests: they measure. `run.py NAME ...` runs only those (e.g. `run.py tls
 calibration`).
@@ -26,7 +26,7 @@ def main(argv: list[str]) -> int:
     OUT.mkdir(exist_ok=True)
     only = set(argv)
     lines = ["| benchmark | measure | value | unit | target | note |", "|---|---|---|---|---|---|"]
-    for path in [*sorted(HERE.glob("bench_*.py")), HERE / "calibration.py", HERE / "fuzz.py"]:
+    for path in [*sorted(HERE.glob("bench_*.py")), HERE / "calibration.py", HERE / "fuzz.py", HERE / "fuzz_atheris.py"]:
         stem = path.stem.removeprefix("bench_")
         if only and stem not in only:
             continue
