@@ -58,7 +58,17 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
-from rotorid.methods.regression import Fit, bracket_std, frisch_bounds, ols, r2, r2_from_sse, tls
+from rotorid.methods.regression import (
+    Fit,
+    bracket_std,
+    frisch_bounds,
+    ols,
+    ols_blocks,
+    r2,
+    r2_from_sse,
+    reduce_rows,
+    tls,
+)
 from rotorid.result import LOOSE_PCT, Result, build_result
 from rotorid.signal import CHUNK, butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
@@ -415,30 +425,27 @@ class ThrustProblem:
                 y = w if y is None else w[1:]
                 yield y
 
-    def fit(self, tm: tuple[float, float]) -> tuple[Fit, list[np.ndarray]]:
-        s = self.states(tm)
-        return ols(self.design_states(s), self.b, what="thrust curve (eq. 17-21)"), s
+    def fit(self, tm: tuple[float, float], dead: float = 0.0) -> tuple[Fit, list[np.ndarray]]:
+        """The thrust fit at `tm` (commands delayed by `dead` s first) and the rotor states;
+        A is built `CHUNK` samples at a time, twice, never whole (`ols_blocks`)."""
+        s = self.states(tm, dead)
+
+        def blocks() -> Iterator[np.ndarray]:
+            return (self.design_states([w[i : i + CHUNK]]) for w in s for i in range(0, len(w), CHUNK))
+
+        return ols_blocks(blocks, self.b, what="thrust curve (eq. 17-21)"), s
 
     def sse(self, tm: tuple[float, float], dead: float = 0.0) -> float:
         """Residual sum of squares of `fit(tm)` (commands delayed by `dead` s first, for
-        `_dead_time_check`), for the T_m search that evaluates it tens of
-        times: the rotor states and [A | b] are built and reduced by QR `CHUNK` rows at a time
-        (the SSE is the last diagonal element of R squared), so a symmetric evaluation
-        allocates nothing of the flight's length (the fit's dozen (N, ...) temporaries, then
-        the rotor states, were freshly mapped, page-faulted memory: a third of the CPU time on
-        an hour at 1 kHz went to the kernel)."""
-        r = np.zeros((0, len(self.names()) + 1))
-        excited = np.zeros(len(self.names()), dtype=bool)
-        start = 0
-        for w in self.state_blocks(tm, dead):
-            a = self.design_states([w])
-            excited |= np.any(a != 0, axis=0)
-            b = self.b[start : start + len(a)]
-            start += len(a)
-            r = np.linalg.qr(np.vstack([r, np.column_stack([a, b])]), mode="r")
-        if not excited.all():  # ols names the columns that are not excited
-            return self.fit(tm)[0].sse
-        return float(r[-1, -1] ** 2)
+        `_dead_time_check`), for the T_m search that evaluates it tens of times: the rotor
+        states and [A | b] are built and reduced `CHUNK` rows at a time (`reduce_rows`), so a
+        symmetric evaluation allocates nothing of the flight's length (the fit's dozen (N, ...)
+        temporaries, then the rotor states, were freshly mapped, page-faulted memory: a third
+        of the CPU time on an hour at 1 kHz went to the kernel)."""
+        red = reduce_rows((self.design_states([w]) for w in self.state_blocks(tm, dead)), self.b)
+        if not red.excited.all():  # ols names the columns that are not excited
+            return self.fit(tm, dead)[0].sse
+        return red.sse
 
     def coeffs(self, x: np.ndarray) -> np.ndarray:
         """Thrust coefficients as the vehicle stores them: (E,) lumped or (M, E) per motor."""
@@ -1254,7 +1261,7 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     out.diag.update(dead_time=dead, dead_time_tm=tm_d, dead_time_p=p)
     if not p < 0.01:
         return False
-    x_d = ols(prob.design_states(prob.states((tm_d, tm_d), dead)), prob.b).x
+    x_d = prob.fit((tm_d, tm_d), dead)[0].x
     delta = np.concatenate([[sym.tm - tm_d], sym.unc.fit.x - x_d])
     sym.unc.cov = sym.unc.cov + np.outer(delta, delta)
     sym.std = float(sym.unc.std[0])

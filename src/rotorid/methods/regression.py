@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +111,66 @@ def ols(a: np.ndarray, b: np.ndarray, weights: np.ndarray | None = None, what: s
     sigma2 = float(rw @ rw / (n - p))
     cov = sigma2 * np.linalg.pinv(aw.T @ aw)
     return Fit(x, cov, r, sigma2, _cond(aw))
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """Rows [A | b] reduced block by block (`reduce_rows`): the R of their QR, which columns of
+    A are non-zero anywhere, A's column norms and the number of rows."""
+
+    r: np.ndarray
+    excited: np.ndarray
+    norms: np.ndarray
+    n: int
+
+    @property
+    def sse(self) -> float:
+        """Residual sum of squares of the least-squares fit of b on A (R's last diagonal element squared)."""
+        return float(self.r[-1, -1] ** 2) if len(self.r) > self.r.shape[1] - 1 else 0.0
+
+
+def reduce_rows(blocks: Iterable[np.ndarray], b: np.ndarray) -> Reduced:
+    """Reduce the rows A = vstack(`blocks`) with right-hand side `b` (its rows in the same
+    order) without forming A: QR of [R | A_k b_k] block after block, so an hour of data costs
+    one block of memory and no freshly mapped (page-faulted) temporaries of its length."""
+    r = excited = colsq = None
+    n = 0
+    for a in blocks:
+        a = a[:, None] if a.ndim == 1 else a
+        if r is None:
+            r, excited, colsq = np.zeros((0, a.shape[1] + 1)), np.zeros(a.shape[1], bool), np.zeros(a.shape[1])
+        excited |= np.any(a != 0, axis=0)
+        colsq += np.einsum("ij,ij->j", a, a)
+        r = np.linalg.qr(np.vstack([r, np.column_stack([a, b[n : n + len(a)]])]), mode="r")
+        n += len(a)
+    if r is None or n != len(b):
+        raise ValueError(f"reduce_rows: the blocks hold {n} rows, b {len(b)}")
+    return Reduced(r, excited, np.sqrt(colsq), n)
+
+
+def ols_blocks(blocks: Callable[[], Iterable[np.ndarray]], b: np.ndarray, what: str = "regression") -> Fit:
+    """`ols(vstack(blocks()), b)` without forming the regressor (the same fit to rounding):
+    `reduce_rows`, then the residual b - A x in a second pass over `blocks()`. The condition
+    number is that of A with unit columns, R D⁻¹'s (A D⁻¹ = Q R D⁻¹)."""
+    red = reduce_rows(blocks(), b)
+    p = len(red.excited)
+    if red.n <= p:
+        raise ExcitationError(f"{what}: {red.n} samples cannot determine {p} parameters")
+    zero = np.flatnonzero(~red.excited)
+    if zero.size:
+        raise ExcitationError(
+            f"{what}: regressor column(s) {zero.tolist()} are all zero: those parameters are not excited"
+        )
+    rr = red.r[:p, :p]
+    x, *_ = np.linalg.lstsq(rr, red.r[:p, p], rcond=None)
+    residual = np.empty(red.n)
+    n = 0
+    for a in blocks():
+        residual[n : n + len(a)] = b[n : n + len(a)] - (a[:, None] if a.ndim == 1 else a) @ x
+        n += len(a)
+    sigma2 = float(residual @ residual / (red.n - p))
+    s = np.linalg.svd(rr / red.norms, compute_uv=False)
+    return Fit(x, sigma2 * np.linalg.pinv(rr.T @ rr), residual, sigma2, float(s[0] / s[-1]) if s[-1] > 0 else math.inf)
 
 
 def tls(w: np.ndarray, what: str = "TLS", rows: int | None = None) -> Fit:
