@@ -80,13 +80,13 @@ def make_target(reader: str, scratch: Path, counts: mmap.mmap) -> Any:
     import fuzzing
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    base = fuzzing._vm_bytes()
 
     def one(data: bytes) -> None:
         suffix, options = suffix_for(reader, data)
         path = scratch / f"input{suffix}"
         path.write_bytes(data)
-        cap = base + fuzzing.MEM_SLACK + fuzzing._alloc_bound(len(data))
+        # from the process's size now: libFuzzer's own tables grow by ~500 MB over 10^5 inputs
+        cap = fuzzing._vm_bytes() + fuzzing.MEM_SLACK + fuzzing._alloc_bound(len(data))
         resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
         try:
             kind, detail = fuzzing._classify(path, dict(options))
@@ -152,36 +152,39 @@ def parse_log(text: str) -> dict[str, int]:
     return out
 
 
-def finding(reader: str, log: str, before: set[Path]) -> tuple[str, str, Path] | None:
-    """The failure a stopped run saved: (kind, detail, artifact), None if it saved none. A
-    timeout is read again in a fresh worker; only a second hang counts."""
+def finding(reader: str, log: str, before: set[Path], counts: dict[str, int]) -> dict[str, str] | None:
+    """The input a stopped run saved, read again in a fresh `fuzzing.Worker` (the campaign's
+    isolated judge); None if the run saved none. In-process, an input can fail for the
+    process's history (libFuzzer's own growth, its RSS limit firing between inputs: an empty
+    artifact), so the input counts as its second reading (`counted_as`): a failure only if that
+    fails too, else "not reproduced", listed with what the run saw."""
     new = sorted(set((OUT / "fuzz_failures").glob(f"atheris-{reader}-*")) - before)
     if not new:
         return None
     art = new[-1]
     prefix = art.name.removeprefix(f"atheris-{reader}-").split("-")[0]
-    kind = ARTIFACTS.get(prefix)
     m = re.search(r"Finding: (\w+): (.*)", log)
     err = re.search(r"ERROR: libFuzzer: (.*)", log)
-    detail = (m.group(2) if m else err.group(1) if err else prefix)[:200]
-    if kind is None:
-        kind = m.group(1) if m else "crash"
-    if kind == "hang":
-        import fuzzing
+    first = ARTIFACTS.get(prefix) or next((k for k in BAD if counts[k]), "crash")
+    seen = (m.group(2) if m else err.group(1) if err else prefix)[:200]
+    import fuzzing
 
-        suffix, options = suffix_for(reader, art.read_bytes())
-        w = fuzzing.Worker(TIMEOUT)
-        try:
-            kind, detail = w.run(art.read_bytes(), suffix, options)
-        finally:
-            w.close()
-    return kind, detail, art
+    suffix, options = suffix_for(reader, art.read_bytes())
+    w = fuzzing.Worker(TIMEOUT)
+    try:
+        kind, detail = w.run(art.read_bytes(), suffix, options)
+    finally:
+        w.close()
+    if kind in BAD:
+        return {"kind": kind, "detail": detail, "input": art.name, "counted_as": kind}
+    what = f"in-process {first}: {seen}; read again in a fresh worker: {kind}"
+    return {"kind": "not reproduced", "detail": what, "input": art.name, "counted_as": kind}
 
 
 def run_reader(
     reader: str, seeds: list[Any], seconds: float, runs: int | None, rss_limit_mb: int = RSS_LIMIT_MB
 ) -> dict[str, Any]:
-    """One libFuzzer run of `reader`: its counts, libFuzzer's figures and any finding."""
+    """One libFuzzer run of `reader`: its counts, libFuzzer's figures and the input it stopped on."""
     corpus = corpus_dir(reader, seeds)
     failures = OUT / "fuzz_failures"
     failures.mkdir(parents=True, exist_ok=True)
@@ -206,7 +209,7 @@ def run_reader(
     (OUT / "atheris" / reader / "last.log").write_text(proc.stderr)
     raw = counts_path.read_bytes()
     counts = {k: int.from_bytes(raw[8 * i : 8 * i + 8], "little") for i, k in enumerate(KINDS)}
-    found = finding(reader, proc.stderr, before) if proc.returncode else None
+    found = finding(reader, proc.stderr, before, counts) if proc.returncode else None
     if proc.returncode and found is None:
         tail = proc.stderr.strip().splitlines()[-3:]
         raise RuntimeError(f"atheris on {reader} stopped ({proc.returncode}) without a finding: {tail}")
@@ -214,22 +217,21 @@ def run_reader(
 
 
 def fresh() -> dict[str, Any]:
-    return {"inputs": 0, "seconds": 0.0, "runs": 0, **dict.fromkeys(KINDS, 0), "failures": []}
+    return {"inputs": 0, "seconds": 0.0, "runs": 0, **dict.fromkeys(KINDS, 0), "failures": [], "not_reproduced": []}
 
 
 def add(state: dict[str, Any], reader: str, run: dict[str, Any]) -> dict[str, Any]:
-    """Add one run's counts to the reader's totals (an input libFuzzer stopped on a timeout
-    counts as the outcome of its second reading)."""
+    """Add one run's counts to the reader's totals: the input a run stopped on counts as a
+    failure only if its second reading (`finding`) fails too, else it is listed apart."""
     r = state["readers"].setdefault(reader, fresh())
-    counts = dict(run["counts"])
-    if run["finding"]:
-        kind, detail, art = run["finding"]
-        if not any(counts[k] for k in BAD):  # a timeout or an oom: the target never returned
-            counts[kind] += 1
-        if kind in BAD:
-            r["failures"].append({"kind": kind, "detail": detail, "input": art.name})
-    for k in KINDS:
-        r[k] += counts[k]
+    counts = {k: run["counts"][k] for k in KINDS if k not in BAD}  # the stopping input: by its second reading
+    counts |= dict.fromkeys(BAD, 0)
+    f = run["finding"]
+    if f:
+        counts[f["counted_as"]] += 1
+        r["failures" if f["counted_as"] in BAD else "not_reproduced"].append(f)
+    for k, v in counts.items():
+        r[k] += v
     r["inputs"] += sum(counts.values())
     r["seconds"] += run["wall_s"]
     r["runs"] += 1
@@ -262,7 +264,7 @@ def table(state: dict[str, Any]) -> str:
             f"{r.get('cov', 0)} | {r.get('ft', 0)} | {r.get('corpus', 0)} |"
         )
     for name, r in sorted(state["readers"].items()):
-        for f in r["failures"]:
+        for f in r["failures"] + r.get("not_reproduced", []):
             lines.append(f"\n- {name}: {f['kind']}: {f['detail']} (fuzz_failures/{f['input']})")
     return "\n".join(lines) + "\n"
 

@@ -44,14 +44,38 @@ def test_a_short_run_counts_every_input_and_grows_the_corpus(tmp_path: Path) -> 
     assert r2["inputs"] == 500 and r2["runs"] == 2 and "crazyflie" in (tmp_path / "fuzz_atheris.md").read_text()
 
 
-def test_a_stopped_run_is_a_counted_failure_with_its_input_saved(tmp_path: Path) -> None:
-    """libFuzzer's RSS limit set below the process's own size: the run stops on out-of-memory."""
+def test_a_run_stopped_by_the_process_not_the_input_is_not_counted_as_a_failure(tmp_path: Path) -> None:
+    """libFuzzer's RSS limit set below the process's own size stops the run between inputs (an
+    empty artifact): read again in a fresh worker it is an ordinary input, listed apart."""
     proc = _drive(tmp_path, "--reader", "crazyflie", "--seconds", "4", "--rss-limit-mb", "50")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     r = json.loads((tmp_path / "fuzz_atheris.json").read_text())["readers"]["crazyflie"]
-    (f,) = r["failures"]
-    assert f["kind"] == "alloc" and "out-of-memory" in f["detail"] and r["alloc"] == 1
-    assert (tmp_path / "fuzz_failures" / f["input"]).exists()
+    (f,) = r["not_reproduced"]
+    assert not r["failures"] and r["alloc"] == 0 and r["inputs"] == r["ok"] + r["rotorid"] > 0
+    assert "in-process alloc: out-of-memory" in f["detail"] and f["counted_as"] in ("ok", "rotorid")
+    assert (tmp_path / "fuzz_failures" / f["input"]).exists() and "not reproduced" in (
+        tmp_path / "fuzz_atheris.md"
+    ).read_text()
+
+
+def test_a_finding_the_fresh_reading_confirms_is_a_failure(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(fa, "OUT", tmp_path)
+    (tmp_path / "fuzz_failures").mkdir()
+    art = tmp_path / "fuzz_failures" / "atheris-table-crash-0a1b"
+    art.write_bytes(b"t,acc_x\n0,1\n")
+    monkeypatch.setattr(
+        fuzzing.Worker, "run", lambda self, data, suffix, options: (fuzzing.CRASH, "KeyError at x.py:1")
+    )
+    log = "Finding: crash: KeyError at x.py:1\n==1== ERROR: libFuzzer: deadly signal"
+    f = fa.finding("table", log, set(), dict.fromkeys(fa.KINDS, 0) | {"crash": 1})
+    assert f == {"kind": "crash", "detail": "KeyError at x.py:1", "input": art.name, "counted_as": "crash"}
+    state = {"readers": {}}
+    r = fa.add(
+        state,
+        "table",
+        {"counts": dict.fromkeys(fa.KINDS, 0) | {"ok": 5, "crash": 1}, "libfuzzer": {}, "wall_s": 1.0, "finding": f},
+    )
+    assert r["crash"] == 1 and r["inputs"] == 6 and r["failures"] == [f]
 
 
 def test_the_target_judges_as_the_campaign_and_raises_on_a_failure(tmp_path: Path, monkeypatch) -> None:
