@@ -96,6 +96,31 @@ def derivative(x: np.ndarray, t: np.ndarray, order: int = 1) -> np.ndarray:
     return x
 
 
+def derivative_blocks(x: np.ndarray, t: np.ndarray, out: np.ndarray | None = None, block: int = BLOCK) -> np.ndarray:
+    """`derivative(x, t)` (first order) computed `block` rows at a time into `out`, which may
+    be `x` itself (in place), so the temporaries are a few blocks whatever the length.
+
+    Each block is `np.gradient` of its rows with one neighbour either side, the same formula
+    per sample; whether the grid is uniform is decided on the whole of `t` as `np.gradient`
+    does (a uniform grid passes its one step). The numbers are the one-shot call's, up to the
+    rounding of a block whose steps happen to be all equal on a grid that is not uniform.
+    """
+    n = len(x)
+    out = np.empty(np.shape(x)) if out is None else out
+    step = t[1] - t[0]
+    uniform = all(np.all(np.diff(t[a : a + BLOCK + 1]) == step) for a in range(0, n - 1, BLOCK))
+    starts = list(range(0, n, max(block, 2)))
+    if len(starts) > 1 and n - starts[-1] < 2:  # a block needs a neighbour on each side or two rows
+        starts.pop()
+    left = None
+    for a, b in zip(starts, [*starts[1:], n], strict=True):
+        lo, hi = max(a - 1, 0), min(b + 1, n)
+        rows = x[lo:hi] if left is None else np.concatenate([left, x[a:hi]])
+        left = x[b - 1 : b].copy()  # the next block's left neighbour, before `out` may overwrite it
+        out[a:b] = np.gradient(rows, step if uniform else t[lo:hi], axis=0, edge_order=2)[a - lo : b - lo]
+    return out
+
+
 def decimate(x: np.ndarray, factor: int) -> np.ndarray:
     """Every `factor`-th sample (apply a low-pass first: `butter_filtfilt` below fs/2/factor)."""
     return np.asarray(x)[:: int(factor)]
