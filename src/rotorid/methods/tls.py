@@ -650,14 +650,17 @@ def _noise_floor(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
     vibration lines and transients do not count as noise), times fs/2 (white noise of variance
     σ² per sample has the one-sided density 2σ²/fs). Zero where that band holds no bin. A
     logger that low-passes its signals below f_lo leaves a lower floor: the compensation is
-    then partial, never excessive."""
+    then partial, never excessive. One column at a time: Welch's segments of one column are a
+    few times its size (the same numbers as all columns at once up to the rounding of the
+    segments' linear detrend, ~1e-14 relative)."""
     from scipy.signal import welch
 
-    f, pxx = welch(x, fs=fs, nperseg=int(min(256, len(x))), axis=0, average="median", detrend="linear")
-    band = (f >= f_lo) & (f <= 0.45 * fs)
-    if not band.any():
-        return np.zeros(x.shape[1])
-    return np.median(pxx[band], axis=0) * fs / 2.0
+    out = np.zeros(x.shape[1])
+    for j in range(x.shape[1]):
+        f, pxx = welch(x[:, j], fs=fs, nperseg=int(min(256, len(x))), average="median", detrend="linear")
+        band = (f >= f_lo) & (f <= 0.45 * fs)
+        out[j] = np.median(pxx[band]) * fs / 2.0 if band.any() else 0.0
+    return out
 
 
 def _chain_gains(ms: MotionSettings) -> np.ndarray:
@@ -683,38 +686,52 @@ def _chain_gains(ms: MotionSettings) -> np.ndarray:
     return np.sum(out**2, axis=0)
 
 
-def _noise_jacobians(
-    mo: Motion, idx: np.ndarray, vehicle: Vehicle, lever_arm: np.ndarray
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """∂(D_k, D, D_m)/∂z at the samples `idx` for each of the nine noise channels z = (ω, ω̇, s)
+def _noise_jacobian(
+    mo: Motion, k: int, vehicle: Vehicle, lever_arm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """∂(D_k, D, D_m)/∂z at the samples of `mo` for the noise channel z = (ω, ω̇, s)[k]
     (`observation`); ω and ω̇ noise also reaches s through the IMU's lever-arm removal
     (`lever_arm` r; zero for motion capture). The rows are at most quadratic in z, so the
     central difference with a unit step is exact."""
-    om, od, s, u, t = mo.omega[idx], mo.omega_dot[idx], mo.s[idx], mo.u[idx], mo.t[idx]
+    om, od, s, u, t = mo.omega, mo.omega_dot, mo.s, mo.u, mo.t
 
     def lever(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.cross(b, lever_arm) + np.cross(a, np.cross(a, lever_arm))
 
     base = lever(om, od)
-    out = []
-    for k in range(9):
-        e = np.zeros((len(idx), 9))
-        e[:, k] = 1.0
-        plus, minus = (
-            observation(
-                Motion(
-                    t,
-                    om + h * e[:, :3],
-                    od + h * e[:, 3:6],
-                    s + h * e[:, 6:] + base - lever(om + h * e[:, :3], od + h * e[:, 3:6]),
-                    u,
-                ),
-                vehicle,
-            )
-            for h in (1.0, -1.0)
+    e = np.zeros((len(t), 9))
+    e[:, k] = 1.0
+    plus, minus = (
+        observation(
+            Motion(
+                t,
+                om + h * e[:, :3],
+                od + h * e[:, 3:6],
+                s + h * e[:, 6:] + base - lever(om + h * e[:, :3], od + h * e[:, 3:6]),
+                u,
+            ),
+            vehicle,
         )
-        out.append(tuple((p - m) / 2.0 for p, m in zip(plus, minus, strict=True)))
-    return out
+        for h in (1.0, -1.0)
+    )
+    return tuple((p - m) / 2.0 for p, m in zip(plus, minus, strict=True))
+
+
+def _noise_at_rows(p: Flight, vehicle: Vehicle, ms: MotionSettings, idx: np.ndarray) -> tuple[np.ndarray, Motion]:
+    """The noise standard deviation of each of the nine channels (ω, ω̇, s) at the rows of one
+    airborne piece (`_noise_moment`), and the piece's motion at its rows `idx` (the full-rate
+    motion is freed on return)."""
+    f_lo = NOISE_FROM * ms.band[1]
+    if ms.source == "imu":
+        floor = np.concatenate([_noise_floor(p.gyro, p.rate, f_lo), _noise_floor(p.acc, p.rate, f_lo)])
+    else:
+        angles = np.unwrap(quat_to_bryant(p.quat), axis=0)
+        floor = np.concatenate([_noise_floor(angles, p.rate, f_lo), _noise_floor(p.pos, p.rate, f_lo)])
+        floor[3:] = floor[3:].mean()
+    gain = _chain_gains(ms)
+    sd = np.sqrt(np.concatenate([floor[:3] * gain[0], floor[:3] * gain[1], floor[3:] * gain[2]]))
+    mo = motion(p, vehicle, ms)
+    return sd, Motion(mo.t[idx], mo.omega[idx], mo.omega_dot[idx], mo.s[idx], mo.u[idx])
 
 
 def _noise_moment(
@@ -733,38 +750,35 @@ def _noise_moment(
     ω, ω̇, s at the rows; the rows' Jacobians (`_noise_jacobians`, at the decimated samples: the
     parallel low-pass passes the band's slow motion unchanged) carry it into the columns. The
     channels are independent (different sensors and axes; rate and derivative uncorrelated,
-    `_chain_gains`), so the moment is the sum of their outer products."""
-    imu = settings.source == "imu"
-    arm = vehicle.imu_offset if imu else np.zeros(3)
-    parts: list[dict[str, Rows]] = [{} for _ in range(9)]
+    `_chain_gains`), so the moment is the sum of their outer products, taken one channel at a
+    time (the Jacobians of one channel are held, not nine)."""
+    arm = vehicle.imu_offset if settings.source == "imu" else np.zeros(3)
+    at_rows: dict[str, list[tuple[np.ndarray, np.ndarray, Motion]]] = {}
     for c, flights in configs.items():
         pieces = [p for f in flights for p in airborne_pieces(f)]
         r, cfg = rows[c], resolved[c]
-        jac = [(np.zeros_like(r.dk), np.zeros_like(r.d), np.zeros_like(r.dm)) for _ in range(9)]
+        at_rows[c] = []
         for k in np.unique(r.piece):
             p = pieces[k]
             own = settings.motion.at(p.rate)
             ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
             at = np.flatnonzero(r.piece == k)
-            idx = np.searchsorted(p.t, r.t[at])
-            raw = np.column_stack([p.gyro, p.acc] if imu else [np.unwrap(quat_to_bryant(p.quat), axis=0), p.pos])
-            floor = _noise_floor(raw, p.rate, NOISE_FROM * ms.band[1])
-            if not imu:
-                floor[3:] = floor[3:].mean()
-            gain = _chain_gains(ms)
-            sd = np.sqrt(np.concatenate([floor[:3] * gain[0], floor[:3] * gain[1], floor[3:] * gain[2]]))
-            for ch, dj in enumerate(_noise_jacobians(motion(p, vehicle, ms), idx, vehicle, arm)):
-                for full, part in zip(jac[ch], dj, strict=True):
-                    full[at] = sd[ch] * part
-        for ch in range(9):
-            dk, d, dm = jac[ch]
+            at_rows[c].append((at, *_noise_at_rows(p, vehicle, ms, np.searchsorted(p.t, r.t[at]))))
+    nb = 6 * len(configs)
+    out = None
+    for ch in range(9):
+        part = {}
+        for c, r in rows.items():
+            jac = (np.zeros_like(r.dk), np.zeros_like(r.d), np.zeros_like(r.dm))
+            for at, sd, mo in at_rows[c]:
+                for full, dj in zip(jac, _noise_jacobian(mo, ch, vehicle, arm), strict=True):
+                    full[at] = sd[ch] * dj
             # the rotor-drag column carries no sensor noise of these channels here (its airspeed comes
             # from the pose, its ω x r_i term is small): zero
             drag = None if r.drag is None else np.zeros_like(r.drag)
-            parts[ch][c] = replace(r, dk=dk, d=d, dm=dm, drag=drag, force_mean=None, drag_mean=None, yaw_mean=None)
-    nb = 6 * len(configs)
-    out = None
-    for part in parts:
+            part[c] = replace(
+                r, dk=jac[0], d=jac[1], dm=jac[2], drag=drag, force_mean=None, drag_mean=None, yaw_mean=None
+            )
         dw, blocks, _ = assemble(part, masses)
         out = np.zeros((nb, dw.shape[1], dw.shape[1])) if out is None else out
         for b in range(nb):
