@@ -267,13 +267,45 @@ def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
 MOTION_COLUMNS = slice(12, 72)
 
 
+@dataclass(frozen=True)
+class _Rotor:
+    """The rotor side of a piece's IDIM, read a block of rows at a time (`rows`) so that nothing
+    of the whole piece is copied: the rotor terms u (N, M) scaled by the rotor gains (`idim_rows`'
+    `gain`; None: 1) and, with the IMU's `lag` (s), read at the IMU's instant t - lag by linear
+    interpolation, the rotor drag's body velocity `vel` (N, 3; None without the drag) alike."""
+
+    t: np.ndarray
+    u: np.ndarray
+    vel: np.ndarray | None
+    gain: np.ndarray | None
+    lag: float
+
+    def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """u and vel of rows a..b-1: the numbers of scaling and interpolating the whole piece (the
+        interpolation reads the samples around t[a:b] - lag, two more either side)."""
+        lo, hi = a, b
+        if self.lag:
+            tq = self.t[a:b] - self.lag
+            lo = max(int(np.searchsorted(self.t, tq[0])) - 2, 0)
+            hi = min(int(np.searchsorted(self.t, tq[-1])) + 2, len(self.t))
+        u = self.u[lo:hi] if self.gain is None else self.u[lo:hi] * np.sqrt(self.gain)
+        vel = None if self.vel is None else self.vel[lo:hi]
+        if self.lag:
+            t = self.t[lo:hi]
+            u = np.column_stack([np.interp(tq, t, c) for c in u.T])
+            vel = None if vel is None else np.column_stack([np.interp(tq, t, c) for c in vel.T])
+        return u, vel
+
+
 def _columns(
-    mo: Motion, vehicle: Vehicle, a: int, b: int, vel: np.ndarray | None = None, part: str = "all"
+    mo: Motion, vehicle: Vehicle, a: int, b: int, rotor: _Rotor | None = None, part: str = "all"
 ) -> np.ndarray:
     """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`), with
-    the six rows of the rotor-drag column (`motion.drag_regressor`) appended when `vel` is given;
-    `part` "motion" gives only [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag]."""
-    seg = Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b])
+    the six rows of the rotor-drag column (`motion.drag_regressor`) appended when `rotor` has a
+    velocity; the rotor terms are `rotor`'s (`mo.u` when None); `part` "motion" gives only
+    [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag]."""
+    u, vel = (mo.u[a:b], None) if rotor is None else rotor.rows(a, b)
+    seg = Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], u)
     if part == "motion":
         d, dm = _motion_matrices(seg)
         return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
@@ -282,7 +314,7 @@ def _columns(
         d, dm = _motion_matrices(seg)
         cols += [d.reshape(b - a, -1), dm]
     if vel is not None:
-        cols.append(drag_regressor(seg.u, vel[a:b], seg.omega, vehicle))
+        cols.append(drag_regressor(seg.u, vel, seg.omega, vehicle))
     return np.concatenate(cols, axis=1)
 
 
@@ -291,7 +323,7 @@ def _filtered_rows(
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    vel: np.ndarray | None = None,
+    rotor: _Rotor,
     motion_part: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rows `sel` (sorted) of the IDIM columns low-passed in parallel at `ms.parallel_cutoff`
@@ -301,13 +333,13 @@ def _filtered_rows(
     motion, is reused as it is and only the rotor columns are computed."""
     n = len(mo.t)
     sos = butter_sos(ms.fs, ms.parallel_cutoff, order=ms.order)
-    out = np.empty((len(sel), 72 if vel is None else 78))
+    out = np.empty((len(sel), 72 if rotor.vel is None else 78))
     part, dest = (
         ("all", np.arange(out.shape[1])) if motion_part is None else ("rotor", _ROTOR_DEST[: out.shape[1] - 60])
     )
     if motion_part is not None:
         out[:, MOTION_COLUMNS] = motion_part
-    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, vel, part), n, block_rows(n)):
+    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, rotor, part), n, block_rows(n)):
         i, j = np.searchsorted(sel, [a, a + len(y)])
         out[i:j, dest] = y[sel[i:j] - a]
     return out
@@ -387,14 +419,16 @@ def idim_rows(
         mo = motion(p, vehicle, ms)
         vel = body_velocity(p, ms) if settings.rotor_drag else None
         if acc_bias is not None:
-            mo = replace(mo, s=mo.s - acc_bias[k])
-        mo, vel = _rotor_side(mo, vel, gain, settings.imu_delay if settings.source == "imu" else 0.0)
+            mo.s[:] -= acc_bias[k]  # in place: this call's own array
+        rotor = _Rotor(mo.t, mo.u, vel, gain, (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0)
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         if len(sel) < 2:
             continue
-        cols = _memoized_rows(mo, vehicle, ms, sel, vel, memo, (flights, k, None if acc_bias is None else acc_bias[k]))
+        cols = _memoized_rows(
+            mo, vehicle, ms, sel, rotor, memo, (flights, k, None if acc_bias is None else acc_bias[k])
+        )
         means[k, centre] = cols[:, centre].mean(axis=0)
         cols[:, centre] -= means[k, centre]
         ts.append(p.t[sel])
@@ -420,26 +454,12 @@ def idim_rows(
     ), cfg
 
 
-def _rotor_side(
-    mo: Motion, vel: np.ndarray | None, gain: np.ndarray | None, lag: float | None
-) -> tuple[Motion, np.ndarray | None]:
-    """The rotor terms scaled by the rotor gains (`idim_rows`' `gain`) and, with the IMU's `lag`,
-    read at the IMU's instant, the drag's velocity alike."""
-    if gain is not None:
-        mo = replace(mo, u=mo.u * np.sqrt(gain))
-    if lag:
-        tq = mo.t - lag
-        mo = replace(mo, u=np.column_stack([np.interp(tq, mo.t, c) for c in mo.u.T]))
-        vel = None if vel is None else np.column_stack([np.interp(tq, mo.t, c) for c in vel.T])
-    return mo, vel
-
-
 def _memoized_rows(
     mo: Motion,
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    vel: np.ndarray | None,
+    rotor: _Rotor,
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None],
 ) -> np.ndarray:
@@ -448,13 +468,13 @@ def _memoized_rows(
     columns depend on: the flights (alive for the whole identification), the motion settings
     (the pose's lag only where the motion is the pose's), the rows kept and the bias."""
     if memo is None:
-        return _filtered_rows(mo, vehicle, ms, sel, vel)
+        return _filtered_rows(mo, vehicle, ms, sel, rotor)
     flights, k, bias = piece
     lag = ms.mocap_delay if ms.source == "mocap" else None
     what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, lag)
     key = (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
     cached = memo.get(key)
-    cols = _filtered_rows(mo, vehicle, ms, sel, vel, cached)
+    cols = _filtered_rows(mo, vehicle, ms, sel, rotor, cached)
     if cached is None:
         memo[key] = cols[:, MOTION_COLUMNS].copy()
     return cols
@@ -650,17 +670,28 @@ def _noise_floor(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
     vibration lines and transients do not count as noise), times fs/2 (white noise of variance
     σ² per sample has the one-sided density 2σ²/fs). Zero where that band holds no bin. A
     logger that low-passes its signals below f_lo leaves a lower floor: the compensation is
-    then partial, never excessive. One column at a time: Welch's segments of one column are a
-    few times its size (the same numbers as all columns at once up to the rounding of the
-    segments' linear detrend, ~1e-14 relative)."""
+    then partial, never excessive."""
     from scipy.signal import welch
 
-    out = np.zeros(x.shape[1])
-    for j in range(x.shape[1]):
-        f, pxx = welch(x[:, j], fs=fs, nperseg=int(min(256, len(x))), average="median", detrend="linear")
-        band = (f >= f_lo) & (f <= 0.45 * fs)
-        out[j] = np.median(pxx[band]) * fs / 2.0 if band.any() else 0.0
-    return out
+    f, pxx = welch(x, fs=fs, nperseg=int(min(256, len(x))), axis=0, average="median", detrend="linear")
+    band = (f >= f_lo) & (f <= 0.45 * fs)
+    if not band.any():
+        return np.zeros(x.shape[1])
+    return np.median(pxx[band], axis=0) * fs / 2.0
+
+
+def _piece_floor(p: Flight, ms: MotionSettings) -> np.ndarray:
+    """The white-noise variance per sample of the six measured signals of one airborne piece
+    (`_noise_floor`): gyro and accelerometer, or Bryant angles and position (taken isotropic).
+    One sensor at a time (Welch's segments are a few times the signal's size; the numbers of
+    both at once up to the rounding of the segments' detrend, ~1e-14 relative)."""
+    f_lo = NOISE_FROM * ms.band[1]
+    if ms.source == "imu":
+        return np.concatenate([_noise_floor(p.gyro, p.rate, f_lo), _noise_floor(p.acc, p.rate, f_lo)])
+    angles = np.unwrap(quat_to_bryant(p.quat), axis=0)
+    floor = np.concatenate([_noise_floor(angles, p.rate, f_lo), _noise_floor(p.pos, p.rate, f_lo)])
+    floor[3:] = floor[3:].mean()
+    return floor
 
 
 def _chain_gains(ms: MotionSettings) -> np.ndarray:
@@ -717,17 +748,12 @@ def _noise_jacobian(
     return tuple((p - m) / 2.0 for p, m in zip(plus, minus, strict=True))
 
 
-def _noise_at_rows(p: Flight, vehicle: Vehicle, ms: MotionSettings, idx: np.ndarray) -> tuple[np.ndarray, Motion]:
+def _noise_at_rows(
+    p: Flight, vehicle: Vehicle, ms: MotionSettings, idx: np.ndarray, floor: np.ndarray
+) -> tuple[np.ndarray, Motion]:
     """The noise standard deviation of each of the nine channels (ω, ω̇, s) at the rows of one
-    airborne piece (`_noise_moment`), and the piece's motion at its rows `idx` (the full-rate
-    motion is freed on return)."""
-    f_lo = NOISE_FROM * ms.band[1]
-    if ms.source == "imu":
-        floor = np.concatenate([_noise_floor(p.gyro, p.rate, f_lo), _noise_floor(p.acc, p.rate, f_lo)])
-    else:
-        angles = np.unwrap(quat_to_bryant(p.quat), axis=0)
-        floor = np.concatenate([_noise_floor(angles, p.rate, f_lo), _noise_floor(p.pos, p.rate, f_lo)])
-        floor[3:] = floor[3:].mean()
+    airborne piece (`_noise_moment`) from the noise `floor` of its signals (`_piece_floor`),
+    and the piece's motion at its rows `idx` (the full-rate motion is freed on return)."""
     gain = _chain_gains(ms)
     sd = np.sqrt(np.concatenate([floor[:3] * gain[0], floor[:3] * gain[1], floor[3:] * gain[2]]))
     mo = motion(p, vehicle, ms)
@@ -741,6 +767,7 @@ def _noise_moment(
     settings: TlsSettings,
     rows: dict[str, Rows],
     resolved: dict[str, dict],
+    memo: dict | None = None,
 ) -> np.ndarray:
     """Second moment E[dw dwᵀ] of the sensor noise in one row of each row block of W_t (B, n_t,
     n_t: the mean over the block's rows, in `assemble`'s columns), for the bias-compensated
@@ -751,7 +778,8 @@ def _noise_moment(
     parallel low-pass passes the band's slow motion unchanged) carry it into the columns. The
     channels are independent (different sensors and axes; rate and derivative uncorrelated,
     `_chain_gains`), so the moment is the sum of their outer products, taken one channel at a
-    time (the Jacobians of one channel are held, not nine)."""
+    time (the Jacobians of one channel are held, not nine). `memo` (`idim_rows`) keeps each
+    piece's noise floor for the next call."""
     arm = vehicle.imu_offset if settings.source == "imu" else np.zeros(3)
     at_rows: dict[str, list[tuple[np.ndarray, np.ndarray, Motion]]] = {}
     for c, flights in configs.items():
@@ -763,7 +791,12 @@ def _noise_moment(
             own = settings.motion.at(p.rate)
             ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
             at = np.flatnonzero(r.piece == k)
-            at_rows[c].append((at, *_noise_at_rows(p, vehicle, ms, np.searchsorted(p.t, r.t[at]))))
+            key = ("noise floor", tuple(map(id, flights)), int(k), ms.source, ms.band[1])
+            floor = (memo or {}).get(key)
+            floor = _piece_floor(p, ms) if floor is None else floor
+            if memo is not None:
+                memo[key] = floor
+            at_rows[c].append((at, *_noise_at_rows(p, vehicle, ms, np.searchsorted(p.t, r.t[at]), floor)))
     nb = 6 * len(configs)
     out = None
     for ch in range(9):
@@ -1218,7 +1251,7 @@ def _solve(
         bias0 = _acc_bias(rows, _full(fit.x, kept, len(names)), masses)
         rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, bias0, None, memo)
         fit, scale = _fit_set(w, blocks, kept, active, base, settings)
-    noise = _noise_moment(configs, vehicle, masses, settings, rows, resolved) if settings.eiv else None
+    noise = _noise_moment(configs, vehicle, masses, settings, rows, resolved, memo) if settings.eiv else None
     if noise is not None:  # errors in variables: the final fit compensated for the sensor noise
         fit = _fixed_fit(w, blocks, kept, active, scale, noise)
     if settings.covariance == "hac":
