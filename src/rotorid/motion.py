@@ -20,7 +20,7 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY_ENU, bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
 from rotorid.signal import (
     BLOCK,
-    butter_sos,
+    cached_sos,
     derivative_blocks,
     filtfilt_blocks,
     is_uniform,
@@ -112,7 +112,7 @@ def _filt(x: np.ndarray, fs: float, low: float, high: float, order: int) -> np.n
     """`butter_filtfilt` (band-pass, or low-pass for low = 0) of the columns of x, computed a
     block at a time (`filtfilt_blocks`, the same numbers) into one new array: no whole-length
     temporaries besides it."""
-    sos = butter_sos(fs, (low, high) if low > 0 else high, order=order)
+    sos = cached_sos(fs, (low, high) if low > 0 else high, order)
     out = np.empty(np.shape(x))
     for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), BLOCK):
         out[a : a + len(y)] = y
@@ -187,6 +187,15 @@ def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.nd
     omega, omega_dot = bryant_rates(eta, eta_d, derivative_blocks(eta_d, t))
     zeta_dd = _in_place_rate(_in_place_rate(_filt(pos, fs, low, high, order), t), t)
     return omega, omega_dot, world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY_ENU)
+
+
+def body_rate(flight: Flight, settings: MotionSettings) -> np.ndarray:
+    """The body rate omega of `motion` (N, 3) alone: for the IMU source the low-passed gyro, the
+    other signals not computed; for motion capture the pose's (`_mocap_motion`)."""
+    st = settings if settings.fs is not None else settings.at(flight.rate)
+    if st.source == "imu":
+        return _filt(flight.gyro, st.fs, 0.0, st.band[1], st.order)
+    return _mocap_motion(flight, st)[0]
 
 
 def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None:

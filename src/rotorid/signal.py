@@ -5,6 +5,7 @@ decimation, and the first-order motor-lag filter (Eschmann et al. eq. 45-48)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 import numpy as np
 from scipy import signal as sps
@@ -23,6 +24,17 @@ def butter_sos(fs: float, cutoff: float | tuple[float, float], order: int = 4, k
     if np.any(c <= 0) or np.any(c >= nyq):
         raise RotoridError(f"filter cut-off {cutoff} Hz must lie inside (0, {nyq:g}) Hz for data sampled at {fs:g} Hz")
     return sps.butter(order, c if kind == "bandpass" else c[0], btype=kind, fs=fs, output="sos")
+
+
+@lru_cache(maxsize=64)
+def _designed(fs: float, cutoff: float | tuple[float, float], order: int) -> np.ndarray:
+    return butter_sos(fs, cutoff, order)
+
+
+def cached_sos(fs: float, cutoff: float | tuple[float, float], order: int = 4) -> np.ndarray:
+    """`butter_sos` (a cut-off or a (low, high) tuple), designed once per process for each
+    (fs, cutoff, order): a design takes ~0.3 ms, more than filtering a block of rows. A copy."""
+    return _designed(float(fs), cutoff, int(order)).copy()
 
 
 def _padlen(sos: np.ndarray, n: int) -> int:

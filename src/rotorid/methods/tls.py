@@ -48,16 +48,18 @@ from rotorid.motion import (
     Motion,
     MotionSettings,
     airborne_pieces,
+    body_rate,
     body_velocity,
     drag_regressor,
     motion,
     pose_lag,
     rel_error_norms,
+    rotor_terms,
     speed_source,
 )
 from rotorid.motion import MIN_RATE_HZ as MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
 from rotorid.result import ACC_BIAS_KEY, Estimate, Result, build_result
-from rotorid.signal import block_rows, butter_filtfilt, butter_sos, derivative, filtfilt_blocks
+from rotorid.signal import block_rows, butter_filtfilt, cached_sos, derivative, filtfilt_blocks
 from rotorid.vehicle import Vehicle
 
 #: Largest IMU lag behind the rotor signals (s) `TlsSettings.imu_delay` takes or searches: several
@@ -272,11 +274,13 @@ class _Rotor:
     """The rotor side of a piece's IDIM, read a block of rows at a time (`rows`) so that nothing
     of the whole piece is copied: the rotor terms u (N, M) scaled by the rotor gains (`idim_rows`'
     `gain`; None: 1) and, with the IMU's `lag` (s), read at the IMU's instant t - lag by linear
-    interpolation, the rotor drag's body velocity `vel` (N, 3; None without the drag) alike."""
+    interpolation, the rotor drag's body velocity `vel` (N, 3; None without the drag) alike;
+    `omega` the body rate the drag's hub velocities need (the motion's, at the IMU's instant)."""
 
     t: np.ndarray
     u: np.ndarray
     vel: np.ndarray | None
+    omega: np.ndarray | None
     gain: np.ndarray | None
     lag: float
 
@@ -290,36 +294,33 @@ class _Rotor:
             hi = min(int(np.searchsorted(self.t, tq[-1])) + 2, len(self.t))
         u = self.u[lo:hi] if self.gain is None else self.u[lo:hi] * np.sqrt(self.gain)
         vel = None if self.vel is None else self.vel[lo:hi]
-        if self.lag:
-            t = self.t[lo:hi]
-            u = np.column_stack([np.interp(tq, t, c) for c in u.T])
-            vel = None if vel is None else np.column_stack([np.interp(tq, t, c) for c in vel.T])
-        return u, vel
+        if not self.lag:
+            return u, vel
+        t, m = self.t[lo:hi], u.shape[1]
+        both = np.column_stack([np.interp(tq, t, c) for c in (u.T if vel is None else np.hstack([u, vel]).T)])
+        return both[:, :m], (None if vel is None else both[:, m:])
 
 
-def _columns(
-    mo: Motion, vehicle: Vehicle, a: int, b: int, rotor: _Rotor | None = None, part: str = "all"
-) -> np.ndarray:
-    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`), with
-    the six rows of the rotor-drag column (`motion.drag_regressor`) appended when `rotor` has a
-    velocity; the rotor terms are `rotor`'s (`mo.u` when None); `part` "motion" gives only
-    [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag]."""
-    u, vel = (mo.u[a:b], None) if rotor is None else rotor.rows(a, b)
-    seg = Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], u)
+def _columns(mo: Motion | None, vehicle: Vehicle, a: int, b: int, rotor: _Rotor, part: str = "all") -> np.ndarray:
+    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`) of the
+    motion `mo` and the rotor terms of `rotor`, with the six rows of the rotor-drag column
+    (`motion.drag_regressor`) appended when `rotor` has a velocity; `part` "motion" gives only
+    [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag] (`mo` unused: may be None)."""
     if part == "motion":
-        d, dm = _motion_matrices(seg)
+        d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
         return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
-    cols = [_rotor_matrix(seg.u, vehicle).reshape(b - a, -1)]
+    u, vel = rotor.rows(a, b)
+    cols = [_rotor_matrix(u, vehicle).reshape(b - a, -1)]
     if part == "all":
-        d, dm = _motion_matrices(seg)
+        d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], u))
         cols += [d.reshape(b - a, -1), dm]
     if vel is not None:
-        cols.append(drag_regressor(seg.u, vel, seg.omega, vehicle))
+        cols.append(drag_regressor(u, vel, rotor.omega[a:b], vehicle))
     return np.concatenate(cols, axis=1)
 
 
 def _filtered_rows(
-    mo: Motion,
+    mo: Motion | None,
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
@@ -331,8 +332,8 @@ def _filtered_rows(
     time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held. Each column
     is filtered on its own, so `motion_part`, the `MOTION_COLUMNS` of an earlier call on the same
     motion, is reused as it is and only the rotor columns are computed."""
-    n = len(mo.t)
-    sos = butter_sos(ms.fs, ms.parallel_cutoff, order=ms.order)
+    n = len(rotor.t)
+    sos = cached_sos(ms.fs, ms.parallel_cutoff, ms.order)
     out = np.empty((len(sel), 72 if rotor.vel is None else 78))
     part, dest = (
         ("all", np.arange(out.shape[1])) if motion_part is None else ("rotor", _ROTOR_DEST[: out.shape[1] - 60])
@@ -416,19 +417,13 @@ def idim_rows(
     for k, p in enumerate(pieces):
         own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
         ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
-        mo = motion(p, vehicle, ms)
-        vel = body_velocity(p, ms) if settings.rotor_drag else None
-        if acc_bias is not None:
-            mo.s[:] -= acc_bias[k]  # in place: this call's own array
-        rotor = _Rotor(mo.t, mo.u, vel, gain, (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0)
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
-        if len(sel) < 2:
+        lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
+        cols = _piece_columns(p, vehicle, ms, sel, (gain, lag, settings.rotor_drag), memo, (flights, k, acc_bias))
+        if cols is None:
             continue
-        cols = _memoized_rows(
-            mo, vehicle, ms, sel, rotor, memo, (flights, k, None if acc_bias is None else acc_bias[k])
-        )
         means[k, centre] = cols[:, centre].mean(axis=0)
         cols[:, centre] -= means[k, centre]
         ts.append(p.t[sel])
@@ -454,28 +449,39 @@ def idim_rows(
     ), cfg
 
 
-def _memoized_rows(
-    mo: Motion,
+def _piece_columns(
+    p: Flight,
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    rotor: _Rotor,
+    rotor_side: tuple[np.ndarray | None, float, bool],
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None],
-) -> np.ndarray:
-    """`_filtered_rows` with the motion columns `memo` holds for `piece` (flights, index,
-    accelerometer bias removed), which it keeps when they are new. The key is what those
+) -> np.ndarray | None:
+    """`_filtered_rows` of the airborne piece `p` (None when `sel` keeps fewer than two rows):
+    its motion less the accelerometer bias of `piece` (flights, index, biases or None), and the
+    rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled; `_Rotor`).
+    `memo` keeps the motion columns, which depend on neither (`idim_rows`); when it holds them,
+    the motion is not computed again (the rotor drag's body rate alone). The key is what those
     columns depend on: the flights (alive for the whole identification), the motion settings
     (the pose's lag only where the motion is the pose's), the rows kept and the bias."""
-    if memo is None:
-        return _filtered_rows(mo, vehicle, ms, sel, rotor)
-    flights, k, bias = piece
+    flights, k, biases = piece
+    bias = None if biases is None else biases[k]
     lag = ms.mocap_delay if ms.source == "mocap" else None
     what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, lag)
     key = (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
-    cached = memo.get(key)
-    cols = _filtered_rows(mo, vehicle, ms, sel, rotor, cached)
-    if cached is None:
+    cached = None if memo is None else memo.get(key)
+    mo = motion(p, vehicle, ms) if cached is None else None  # checks the piece as every call did
+    gain, lag, drag = rotor_side
+    vel = body_velocity(p, ms) if drag else None
+    if len(sel) < 2:
+        return None
+    if mo is not None and bias is not None:
+        mo.s[:] -= bias  # in place: this call's own array
+    u = rotor_terms(p, vehicle, ms.speed, ms.tm) if mo is None else mo.u
+    omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
+    cols = _filtered_rows(mo, vehicle, ms, sel, _Rotor(p.t, u, vel, omega, gain, lag), cached)
+    if memo is not None and cached is None:
         memo[key] = cols[:, MOTION_COLUMNS].copy()
     return cols
 
