@@ -59,7 +59,7 @@ from rotorid.motion import (
 )
 from rotorid.motion import MIN_RATE_HZ as MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
 from rotorid.result import ACC_BIAS_KEY, Estimate, Result, build_result
-from rotorid.signal import block_rows, butter_filtfilt, cached_sos, derivative, filtfilt_blocks
+from rotorid.signal import BLOCK, block_rows, butter_filtfilt, cached_sos, derivative, filtfilt_blocks
 from rotorid.vehicle import Vehicle
 
 #: Largest IMU lag behind the rotor signals (s) `TlsSettings.imu_delay` takes or searches: several
@@ -536,7 +536,7 @@ def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarra
         w[:, :, -1] = masses[c] * r.dm.T
         mats.append(w.reshape(6 * n, nc + 1))
         blocks.append(np.repeat(6 * ci + np.arange(6), n))
-    return np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag)
+    return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag)
 
 
 def _fit(
@@ -810,8 +810,11 @@ def _noise_moment(
         for c, r in rows.items():
             jac = (np.zeros_like(r.dk), np.zeros_like(r.d), np.zeros_like(r.dm))
             for at, sd, mo in at_rows[c]:
-                for full, dj in zip(jac, _noise_jacobian(mo, ch, vehicle, arm), strict=True):
-                    full[at] = sd[ch] * dj
+                for i in range(0, len(at), BLOCK):  # a block of rows at a time: small temporaries
+                    j = slice(i, i + BLOCK)
+                    seg = Motion(mo.t[j], mo.omega[j], mo.omega_dot[j], mo.s[j], mo.u[j])
+                    for full, dj in zip(jac, _noise_jacobian(seg, ch, vehicle, arm), strict=True):
+                        full[at[j]] = sd[ch] * dj
             # the rotor-drag column carries no sensor noise of these channels here (its airspeed comes
             # from the pose, its ω x r_i term is small): zero
             drag = None if r.drag is None else np.zeros_like(r.drag)
@@ -1250,11 +1253,14 @@ def _solve(
     w_ref = None
     if settings.nuisance:  # the paper's model sets r_σ's scale (`essential`)
         w_ref = w
+        del rows  # (each system is let go before the next is built: they are the peak's size)
         rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {}, None, memo)
     fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref)
+    del w_ref
     bias0: dict[str, np.ndarray] = {}
     if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
         bias0 = _acc_bias(rows, _full(fit.x, kept, len(names)), masses)
+        del rows, w
         rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, bias0, None, memo)
         fit, scale = _fit_set(w, blocks, kept, active, base, settings)
     noise = _noise_moment(configs, vehicle, masses, settings, rows, resolved, memo) if settings.eiv else None
@@ -1367,15 +1373,16 @@ def _estimate_imu_delay(
 
     st = replace(settings, imu_delay=0.0, motor_spread=0.0)
     sol = _solve(configs, vehicle, masses, base, st, memo)
-    act = sol.active
+    act, kept, bias0 = sol.active, sol.kept, sol.bias0
+    del sol  # its system, the size of the one each cost builds
 
     def cost(tau: float) -> float:  # a measured pose lag (behind the IMU) moves with the IMU's
         lagged = replace(st, imu_delay=tau, mocap_delay=st.mocap_delay + (tau if pose_measured else 0.0))
-        w, blocks = _system(configs, vehicle, masses, lagged, sol.bias0 if st.nuisance else None, None, memo)[2:4]
+        w, blocks = _system(configs, vehicle, masses, lagged, bias0 if st.nuisance else None, None, memo)[2:4]
         wc, bc, counts = compress(w, blocks)
         sel = act[bc]
-        fit, _ = _fit(wc[sel][:, [*sol.kept, w.shape[1] - 1]], bc[sel], counts * act, base, st)
-        res = w[:, [*sol.kept, w.shape[1] - 1]] @ np.append(fit.x, 1.0)
+        fit, _ = _fit(wc[sel][:, [*kept, w.shape[1] - 1]], bc[sel], counts * act, base, st)
+        res = w[:, [*kept, w.shape[1] - 1]] @ np.append(fit.x, 1.0)
         ss = np.bincount(blocks, weights=res**2, minlength=len(counts))
         n = counts[act]
         return float(np.sum(n * np.log(ss[act] / n)) / 2)
