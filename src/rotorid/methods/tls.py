@@ -780,7 +780,7 @@ def _noise_moment(
     final fit (`TlsSettings.eiv`). Per airborne piece, the white-noise floor of each measured
     signal (`_noise_floor`: gyro and accelerometer, or Bryant angles and position, the latter
     taken isotropic) times its path's gain (`_chain_gains`) is the variance of the noise in
-    ω, ω̇, s at the rows; the rows' Jacobians (`_noise_jacobians`, at the decimated samples: the
+    ω, ω̇, s at the rows; the rows' Jacobians (`_noise_jacobian`, at the decimated samples: the
     parallel low-pass passes the band's slow motion unchanged) carry it into the columns. The
     channels are independent (different sensors and axes; rate and derivative uncorrelated,
     `_chain_gains`), so the moment is the sum of their outer products, taken one channel at a
@@ -1253,7 +1253,7 @@ def _solve(
     w_ref = None
     if settings.nuisance:  # the paper's model sets r_σ's scale (`essential`)
         w_ref = w
-        del rows  # (each system is let go before the next is built: they are the peak's size)
+        del rows  # each system is let go before the next is built (their size sets the peak)
         rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {}, None, memo)
     fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref)
     del w_ref
