@@ -18,10 +18,10 @@ from rotorid.signal import butter_filtfilt, butter_sos, filtfilt_blocks
 from rotorid.sim import scenarios
 
 
-def _blocked(x: np.ndarray, sos: np.ndarray, block: int) -> np.ndarray:
+def _blocked(x: np.ndarray, sos: np.ndarray, block: int, keep: bool = False) -> np.ndarray:
     out = np.full_like(x, np.nan)
     seen = []
-    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), block):
+    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), block, forward=out if keep else None):
         out[a : a + len(y)] = y
         seen.append(a)
     assert seen == sorted(seen, reverse=True)  # from the last block to the first
@@ -35,13 +35,16 @@ def _blocked(x: np.ndarray, sos: np.ndarray, block: int) -> np.ndarray:
     band=st.sampled_from([15.0, 40.0, (0.5, 20.0), (3.0, 60.0)]),
     order=st.integers(1, 6),
     seed=st.integers(0, 2**16),
+    keep=st.booleans(),
 )
-def test_blocks_equal_the_one_shot_filter(n, block, band, order, seed):
-    """Any length (shorter than the odd extension too), block size and filter: the blocks
-    reproduce sosfiltfilt's numbers, odd extension and initial states included."""
+def test_blocks_equal_the_one_shot_filter(n, block, band, order, seed, keep):
+    """Any length (shorter than the odd extension too), block size and filter, the forward
+    pass re-run per block or kept in the output array (`keep`): the blocks reproduce
+    sosfiltfilt's numbers, odd extension and initial states included."""
     x = np.random.default_rng(seed).standard_normal((n, 3)).cumsum(axis=0)
     sos = butter_sos(200.0, band, order)
-    np.testing.assert_allclose(_blocked(x, sos, block), butter_filtfilt(x, 200.0, band, order), rtol=1e-12, atol=1e-12)
+    ref = butter_filtfilt(x, 200.0, band, order)
+    np.testing.assert_allclose(_blocked(x, sos, block, keep), ref, rtol=1e-12, atol=1e-12)
 
 
 @pytest.fixture(scope="module")

@@ -110,11 +110,11 @@ class Motion:
 
 def _filt(x: np.ndarray, fs: float, low: float, high: float, order: int) -> np.ndarray:
     """`butter_filtfilt` (band-pass, or low-pass for low = 0) of the columns of x, computed a
-    block at a time (`filtfilt_blocks`, the same numbers) into one new array: no whole-length
-    temporaries besides it."""
+    block at a time (`filtfilt_blocks`, the same numbers) into one new array, which holds the
+    forward pass meanwhile: no whole-length temporaries besides it."""
     sos = cached_sos(fs, (low, high) if low > 0 else high, order)
     out = np.empty(np.shape(x))
-    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), BLOCK):
+    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), BLOCK, forward=out):
         out[a : a + len(y)] = y
     return out
 

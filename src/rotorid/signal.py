@@ -66,7 +66,11 @@ def block_rows(n: int) -> int:
 
 
 def filtfilt_blocks(
-    sos: np.ndarray, rows: Callable[[int, int], np.ndarray], n: int, block: int
+    sos: np.ndarray,
+    rows: Callable[[int, int], np.ndarray],
+    n: int,
+    block: int,
+    forward: np.ndarray | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """The zero-phase filter `sosfiltfilt(sos, x, axis=0)` of `butter_filtfilt` (same odd
     extension, same initial states), block by block, never holding all of x or its image.
@@ -77,6 +81,11 @@ def filtfilt_blocks(
     the blocks from the end, re-running the forward pass of each block from its saved state
     and carrying the backward state into the next. A recursive filter's state holds all it
     knows of the past, so every sample sees exactly the arithmetic of the one-shot call.
+
+    With `forward` (n, C), the forward pass is kept there as it runs and the backward pass
+    reads it back instead of re-running each block's forward pass: one pass fewer, for a
+    caller that holds an array of the output's size anyway (it may write the yielded blocks
+    into that same array: each block's forward pass is read before it is yielded).
     """
     e = _padlen(sos, n)
     z_unit = sps.sosfilt_zi(sos)[:, :, None]  # steady state for a unit step, (sections, 2, 1)
@@ -91,11 +100,16 @@ def filtfilt_blocks(
     for a in starts:
         saved.append(z)
         y, z = sps.sosfilt(sos, rows(a, min(a + block, n)), axis=0, zi=z)
+        if forward is not None:
+            forward[a : a + len(y)] = y
     if e:
         y, z = sps.sosfilt(sos, right, axis=0, zi=z)
     _, zb = sps.sosfilt(sos, y[::-1], axis=0, zi=z_unit * y[-1])  # backward pass over the right pad
     for a, zf in zip(reversed(starts), reversed(saved), strict=True):
-        y, _ = sps.sosfilt(sos, rows(a, min(a + block, n)), axis=0, zi=zf)
+        if forward is None:
+            y, _ = sps.sosfilt(sos, rows(a, min(a + block, n)), axis=0, zi=zf)
+        else:
+            y = forward[a : min(a + block, n)]
         y, zb = sps.sosfilt(sos, y[::-1], axis=0, zi=zb)
         yield a, y[::-1]
 
