@@ -18,10 +18,10 @@ from rotorid.signal import butter_filtfilt, butter_sos, filtfilt_blocks
 from rotorid.sim import scenarios
 
 
-def _blocked(x: np.ndarray, sos: np.ndarray, block: int) -> np.ndarray:
+def _blocked(x: np.ndarray, sos: np.ndarray, block: int, keep: bool = False) -> np.ndarray:
     out = np.full_like(x, np.nan)
     seen = []
-    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), block):
+    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), block, forward=out if keep else None):
         out[a : a + len(y)] = y
         seen.append(a)
     assert seen == sorted(seen, reverse=True)  # from the last block to the first
@@ -35,13 +35,16 @@ def _blocked(x: np.ndarray, sos: np.ndarray, block: int) -> np.ndarray:
     band=st.sampled_from([15.0, 40.0, (0.5, 20.0), (3.0, 60.0)]),
     order=st.integers(1, 6),
     seed=st.integers(0, 2**16),
+    keep=st.booleans(),
 )
-def test_blocks_equal_the_one_shot_filter(n, block, band, order, seed):
-    """Any length (shorter than the odd extension too), block size and filter: the blocks
-    reproduce sosfiltfilt's numbers, odd extension and initial states included."""
+def test_blocks_equal_the_one_shot_filter(n, block, band, order, seed, keep):
+    """Any length (shorter than the odd extension too), block size and filter, the forward
+    pass re-run per block or kept in the output array (`keep`): the blocks reproduce
+    sosfiltfilt's numbers, odd extension and initial states included."""
     x = np.random.default_rng(seed).standard_normal((n, 3)).cumsum(axis=0)
     sos = butter_sos(200.0, band, order)
-    np.testing.assert_allclose(_blocked(x, sos, block), butter_filtfilt(x, 200.0, band, order), rtol=1e-12, atol=1e-12)
+    ref = butter_filtfilt(x, 200.0, band, order)
+    np.testing.assert_allclose(_blocked(x, sos, block, keep), ref, rtol=1e-12, atol=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +117,52 @@ def test_identify_runs_blas_on_one_thread(six, monkeypatch):
         tls.identify({"A": [six.flights["train"]]}, six.vehicle)
         assert blas_threads() == {2}
     assert seen and all(s == {1} for s in seen)
+
+
+@pytest.mark.parametrize("lag", [0.0, 0.0037, -0.0121, 0.025])
+@pytest.mark.parametrize("uniform", [True, False])
+def test_rotor_side_by_blocks_equals_the_whole_piece(lag, uniform):
+    """`_Rotor.rows` (rotor gains and the IMU lag's interpolation, a block of rows at a time)
+    gives exactly the numbers of scaling and interpolating the whole piece, at the piece's
+    ends (clamped) and anywhere between, for lags either way and jittered time stamps."""
+    rng = np.random.default_rng(11)
+    n = 3000
+    t = np.arange(n) / 200.0 if uniform else np.cumsum(rng.uniform(0.004, 0.006, n))
+    u, vel, gain = rng.uniform(0.3, 0.9, (n, 4)), rng.standard_normal((n, 3)), np.array([1.01, 0.98, 1.0, 1.02])
+    scaled, tq = u * np.sqrt(gain), t - lag
+    whole_u = np.column_stack([np.interp(tq, t, c) for c in scaled.T]) if lag else scaled
+    whole_v = np.column_stack([np.interp(tq, t, c) for c in vel.T]) if lag else vel
+    rotor = tls._Rotor(t, u, vel, None, gain, lag)
+    for a, b in [(0, 1), (0, 7), (1, 2), (5, 400), (399, 1201), (2990, n), (n - 1, n), (0, n)]:
+        got_u, got_v = rotor.rows(a, b)
+        assert np.array_equal(got_u, whole_u[a:b]) and np.array_equal(got_v, whole_v[a:b]), (a, b)
+
+
+@pytest.mark.parametrize("source", ["imu", "mocap"])
+def test_body_rate_is_the_motions(six, source):
+    """`motion.body_rate` (the rotor drag's body rate when the memo spares the motion) is the
+    motion's omega, exactly."""
+    from rotorid.motion import MotionSettings, body_rate
+
+    (p,) = airborne_pieces(six.flights["train"])
+    ms = MotionSettings(source=source, mocap_delay=0.004).at(p.rate)
+    np.testing.assert_array_equal(body_rate(p, ms), motion(p, six.vehicle, ms).omega)
+
+
+def test_identify_memory_per_row(six):
+    """Peak traced memory of a whole identification (IMU-lag search, bias passes, noise moment,
+    gain spread) on 64 s of 1 kHz flight stays under 300 B per input row (issue 14 goal 4; 612
+    before the motion, the rotor side and the noise Jacobians were taken a block at a time)."""
+    f = six.flights["train"].resample(1000.0)
+    reps = 8
+    t = f.t[0] + np.arange(reps * len(f.t)) * 1e-3
+    tiled = {c: np.tile(getattr(f, c), (reps, 1)) for c in ("acc", "gyro", "cmd", "rotor_speed")}
+    long = replace(f, t=t, quat=None, pos=None, vel=None, **tiled)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tls.identify({"A": [long]}, six.vehicle)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert peak / len(t) < 300, peak / len(t)

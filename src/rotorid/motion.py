@@ -18,7 +18,15 @@ import numpy as np
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY_ENU, bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
-from rotorid.signal import butter_filtfilt, derivative, is_uniform, motor_lag, runs
+from rotorid.signal import (
+    BLOCK,
+    cached_sos,
+    derivative_blocks,
+    filtfilt_blocks,
+    is_uniform,
+    motor_lag,
+    runs,
+)
 from rotorid.vehicle import Vehicle
 
 #: Wrench components: force then moment about the body origin (the row blocks of W_t, Sec. III-B).
@@ -101,7 +109,26 @@ class Motion:
 
 
 def _filt(x: np.ndarray, fs: float, low: float, high: float, order: int) -> np.ndarray:
-    return butter_filtfilt(x, fs, (low, high) if low > 0 else high, order=order)
+    """`butter_filtfilt` (band-pass, or low-pass for low = 0) of the columns of x, computed a
+    block at a time (`filtfilt_blocks`, the same numbers) into one new array, which holds the
+    forward pass meanwhile: no whole-length temporaries besides it."""
+    sos = cached_sos(fs, (low, high) if low > 0 else high, order)
+    out = np.empty(np.shape(x))
+    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), BLOCK, forward=out):
+        out[a : a + len(y)] = y
+    return out
+
+
+def _in_place_rate(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """`derivative(x, t)` written over x (a block at a time, `derivative_blocks`)."""
+    return derivative_blocks(x, t, out=x)
+
+
+def _band_rate(raw: np.ndarray, smooth: np.ndarray, t: np.ndarray, st: MotionSettings) -> np.ndarray:
+    """The rate of a measured signal: the derivative of `raw` band-passed (`st.band` with a low
+    cut), else of `smooth`, `raw` already low-passed at the band's high corner."""
+    (low, high), fs, order = st.band, st.fs, st.order
+    return _in_place_rate(_filt(raw, fs, low, high, order), t) if low > 0 else derivative_blocks(smooth, t)
 
 
 def speed_source(flight: Flight, vehicle: Vehicle, speed: str) -> str:
@@ -130,13 +157,14 @@ def _imu_motion(flight: Flight, vehicle: Vehicle, st: MotionSettings) -> tuple[n
     specific force at the origin is the accelerometer's minus the lever-arm terms
     omega_dot x r + omega x (omega x r), r = `vehicle.imu_offset` (Sec. III-C1)."""
     flight.require_rate(MIN_RATE_HZ, "acc", "gyro")
-    (low, high), fs, order = st.band, st.fs, st.order
+    high, fs, order = st.band[1], st.fs, st.order
     omega = _filt(flight.gyro, fs, 0.0, high, order)
-    omega_dot = derivative(_filt(flight.gyro, fs, low, high, order) if low > 0 else omega, flight.t)
-    r = vehicle.imu_offset
-    acc = _filt(flight.acc, fs, 0.0, high, order)
-    lever = np.cross(omega_dot, r) + np.cross(omega, np.cross(omega, r))
-    return omega, omega_dot, acc - lever
+    omega_dot = _band_rate(flight.gyro, omega, flight.t, st)
+    r, s = vehicle.imu_offset, _filt(flight.acc, fs, 0.0, high, order)
+    for a in range(0, len(s), BLOCK):  # s -= the lever-arm terms, a block at a time
+        om, od = omega[a : a + BLOCK], omega_dot[a : a + BLOCK]
+        s[a : a + BLOCK] -= np.cross(od, r) + np.cross(om, np.cross(om, r))
+    return omega, omega_dot, s
 
 
 def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -155,10 +183,19 @@ def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.nd
             "where Bryant angles are singular (eq. 4); cut that part out with a window"
         )
     eta = _filt(eta_raw, fs, 0.0, high, order)
-    eta_d = derivative(_filt(eta_raw, fs, low, high, order) if low > 0 else eta, t)
-    omega, omega_dot = bryant_rates(eta, eta_d, derivative(eta_d, t))
-    zeta_dd = derivative(_filt(pos, fs, low, high, order), t, order=2)
+    eta_d = _band_rate(eta_raw, eta, t, st)
+    omega, omega_dot = bryant_rates(eta, eta_d, derivative_blocks(eta_d, t))
+    zeta_dd = _in_place_rate(_in_place_rate(_filt(pos, fs, low, high, order), t), t)
     return omega, omega_dot, world_to_body(bryant_to_quat(eta), zeta_dd - GRAVITY_ENU)
+
+
+def body_rate(flight: Flight, settings: MotionSettings) -> np.ndarray:
+    """The body rate omega of `motion` (N, 3) alone: for the IMU source the low-passed gyro, the
+    other signals not computed; for motion capture the pose's (`_mocap_motion`)."""
+    st = settings if settings.fs is not None else settings.at(flight.rate)
+    if st.source == "imu":
+        return _filt(flight.gyro, st.fs, 0.0, st.band[1], st.order)
+    return _mocap_motion(flight, st)[0]
 
 
 def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None:
@@ -174,7 +211,7 @@ def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None
     t, high, order = flight.t, settings.band[1], settings.order
     quat, x = flight.quat, flight.vel if flight.vel is not None else flight.pos
     x = _filt(x, settings.fs, 0.0, high, order)
-    vel = world_to_body(quat, x if flight.vel is not None else derivative(x, t))  # scipy normalizes q
+    vel = world_to_body(quat, x if flight.vel is not None else _in_place_rate(x, t))  # scipy normalizes q
     if settings.mocap_delay:  # velocity and attitude lag alike: the body-frame velocity is read later
         ts = np.clip(t + settings.mocap_delay, t[0], t[-1])
         vel = np.column_stack([np.interp(ts, t, c) for c in vel.T])
@@ -209,9 +246,9 @@ def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float
     high, fs, t = st.band[1], st.fs, piece.t
     _, _, s_imu = _imu_motion(piece, vehicle, replace(st, band=(0.0, high)))
     if piece.vel is not None:
-        zeta_dd = derivative(_filt(piece.vel, fs, 0.0, high, st.order), t)
+        zeta_dd = _in_place_rate(_filt(piece.vel, fs, 0.0, high, st.order), t)
     else:
-        zeta_dd = derivative(_filt(piece.pos, fs, 0.0, high, st.order), t, order=2)
+        zeta_dd = _in_place_rate(_in_place_rate(_filt(piece.pos, fs, 0.0, high, st.order), t), t)
     s_pose = world_to_body(piece.quat, zeta_dd - GRAVITY_ENU)
     reach = int(np.ceil(MAX_POSE_LAG * fs))
     at = np.flatnonzero((t >= t[0] + st.trim) & (t <= t[-1] - st.trim))[reach:-reach]

@@ -48,16 +48,18 @@ from rotorid.motion import (
     Motion,
     MotionSettings,
     airborne_pieces,
+    body_rate,
     body_velocity,
     drag_regressor,
     motion,
     pose_lag,
     rel_error_norms,
+    rotor_terms,
     speed_source,
 )
 from rotorid.motion import MIN_RATE_HZ as MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
 from rotorid.result import ACC_BIAS_KEY, Estimate, Result, build_result
-from rotorid.signal import block_rows, butter_filtfilt, butter_sos, derivative, filtfilt_blocks
+from rotorid.signal import BLOCK, block_rows, butter_filtfilt, cached_sos, derivative, filtfilt_blocks
 from rotorid.vehicle import Vehicle
 
 #: Largest IMU lag behind the rotor signals (s) `TlsSettings.imu_delay` takes or searches: several
@@ -267,31 +269,62 @@ def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
 MOTION_COLUMNS = slice(12, 72)
 
 
-def _columns(
-    mo: Motion, vehicle: Vehicle, a: int, b: int, vel: np.ndarray | None = None, part: str = "all"
-) -> np.ndarray:
-    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`), with
-    the six rows of the rotor-drag column (`motion.drag_regressor`) appended when `vel` is given;
-    `part` "motion" gives only [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag]."""
-    seg = Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b])
+@dataclass(frozen=True)
+class _Rotor:
+    """The rotor side of a piece's IDIM, read a block of rows at a time (`rows`) so that nothing
+    of the whole piece is copied: the rotor terms u (N, M) scaled by the rotor gains (`idim_rows`'
+    `gain`; None: 1) and, with the IMU's `lag` (s), read at the IMU's instant t - lag by linear
+    interpolation, the rotor drag's body velocity `vel` (N, 3; None without the drag) alike;
+    `omega` the body rate the drag's hub velocities need (the motion's, at the IMU's instant)."""
+
+    t: np.ndarray
+    u: np.ndarray
+    vel: np.ndarray | None
+    omega: np.ndarray | None
+    gain: np.ndarray | None
+    lag: float
+
+    def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """u and vel of rows a..b-1: the numbers of scaling and interpolating the whole piece (the
+        interpolation reads the samples around t[a:b] - lag, two more either side)."""
+        lo, hi = a, b
+        if self.lag:
+            tq = self.t[a:b] - self.lag
+            lo = max(int(np.searchsorted(self.t, tq[0])) - 2, 0)
+            hi = min(int(np.searchsorted(self.t, tq[-1])) + 2, len(self.t))
+        u = self.u[lo:hi] if self.gain is None else self.u[lo:hi] * np.sqrt(self.gain)
+        vel = None if self.vel is None else self.vel[lo:hi]
+        if not self.lag:
+            return u, vel
+        t, m = self.t[lo:hi], u.shape[1]
+        both = np.column_stack([np.interp(tq, t, c) for c in (u.T if vel is None else np.hstack([u, vel]).T)])
+        return both[:, :m], (None if vel is None else both[:, m:])
+
+
+def _columns(mo: Motion | None, vehicle: Vehicle, a: int, b: int, rotor: _Rotor, part: str = "all") -> np.ndarray:
+    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`) of the
+    motion `mo` and the rotor terms of `rotor`, with the six rows of the rotor-drag column
+    (`motion.drag_regressor`) appended when `rotor` has a velocity; `part` "motion" gives only
+    [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag] (`mo` unused: may be None)."""
     if part == "motion":
-        d, dm = _motion_matrices(seg)
+        d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
         return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
-    cols = [_rotor_matrix(seg.u, vehicle).reshape(b - a, -1)]
+    u, vel = rotor.rows(a, b)
+    cols = [_rotor_matrix(u, vehicle).reshape(b - a, -1)]
     if part == "all":
-        d, dm = _motion_matrices(seg)
+        d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], u))
         cols += [d.reshape(b - a, -1), dm]
     if vel is not None:
-        cols.append(drag_regressor(seg.u, vel[a:b], seg.omega, vehicle))
+        cols.append(drag_regressor(u, vel, rotor.omega[a:b], vehicle))
     return np.concatenate(cols, axis=1)
 
 
 def _filtered_rows(
-    mo: Motion,
+    mo: Motion | None,
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    vel: np.ndarray | None = None,
+    rotor: _Rotor,
     motion_part: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rows `sel` (sorted) of the IDIM columns low-passed in parallel at `ms.parallel_cutoff`
@@ -299,15 +332,15 @@ def _filtered_rows(
     time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held. Each column
     is filtered on its own, so `motion_part`, the `MOTION_COLUMNS` of an earlier call on the same
     motion, is reused as it is and only the rotor columns are computed."""
-    n = len(mo.t)
-    sos = butter_sos(ms.fs, ms.parallel_cutoff, order=ms.order)
-    out = np.empty((len(sel), 72 if vel is None else 78))
+    n = len(rotor.t)
+    sos = cached_sos(ms.fs, ms.parallel_cutoff, ms.order)
+    out = np.empty((len(sel), 72 if rotor.vel is None else 78))
     part, dest = (
         ("all", np.arange(out.shape[1])) if motion_part is None else ("rotor", _ROTOR_DEST[: out.shape[1] - 60])
     )
     if motion_part is not None:
         out[:, MOTION_COLUMNS] = motion_part
-    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, vel, part), n, block_rows(n)):
+    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, rotor, part), n, block_rows(n)):
         i, j = np.searchsorted(sel, [a, a + len(y)])
         out[i:j, dest] = y[sel[i:j] - a]
     return out
@@ -384,17 +417,13 @@ def idim_rows(
     for k, p in enumerate(pieces):
         own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
         ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
-        mo = motion(p, vehicle, ms)
-        vel = body_velocity(p, ms) if settings.rotor_drag else None
-        if acc_bias is not None:
-            mo = replace(mo, s=mo.s - acc_bias[k])
-        mo, vel = _rotor_side(mo, vel, gain, settings.imu_delay if settings.source == "imu" else 0.0)
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
-        if len(sel) < 2:
+        lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
+        cols = _piece_columns(p, vehicle, ms, sel, (gain, lag, settings.rotor_drag), memo, (flights, k, acc_bias))
+        if cols is None:
             continue
-        cols = _memoized_rows(mo, vehicle, ms, sel, vel, memo, (flights, k, None if acc_bias is None else acc_bias[k]))
         means[k, centre] = cols[:, centre].mean(axis=0)
         cols[:, centre] -= means[k, centre]
         ts.append(p.t[sel])
@@ -420,42 +449,39 @@ def idim_rows(
     ), cfg
 
 
-def _rotor_side(
-    mo: Motion, vel: np.ndarray | None, gain: np.ndarray | None, lag: float | None
-) -> tuple[Motion, np.ndarray | None]:
-    """The rotor terms scaled by the rotor gains (`idim_rows`' `gain`) and, with the IMU's `lag`,
-    read at the IMU's instant, the drag's velocity alike."""
-    if gain is not None:
-        mo = replace(mo, u=mo.u * np.sqrt(gain))
-    if lag:
-        tq = mo.t - lag
-        mo = replace(mo, u=np.column_stack([np.interp(tq, mo.t, c) for c in mo.u.T]))
-        vel = None if vel is None else np.column_stack([np.interp(tq, mo.t, c) for c in vel.T])
-    return mo, vel
-
-
-def _memoized_rows(
-    mo: Motion,
+def _piece_columns(
+    p: Flight,
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    vel: np.ndarray | None,
+    rotor_side: tuple[np.ndarray | None, float, bool],
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None],
-) -> np.ndarray:
-    """`_filtered_rows` with the motion columns `memo` holds for `piece` (flights, index,
-    accelerometer bias removed), which it keeps when they are new. The key is what those
+) -> np.ndarray | None:
+    """`_filtered_rows` of the airborne piece `p` (None when `sel` keeps fewer than two rows):
+    its motion less the accelerometer bias of `piece` (flights, index, biases or None), and the
+    rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled; `_Rotor`).
+    `memo` keeps the motion columns, which depend on neither (`idim_rows`); when it holds them,
+    the motion is not computed again (the rotor drag's body rate alone). The key is what those
     columns depend on: the flights (alive for the whole identification), the motion settings
     (the pose's lag only where the motion is the pose's), the rows kept and the bias."""
-    if memo is None:
-        return _filtered_rows(mo, vehicle, ms, sel, vel)
-    flights, k, bias = piece
+    flights, k, biases = piece
+    bias = None if biases is None else biases[k]
     lag = ms.mocap_delay if ms.source == "mocap" else None
     what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, lag)
     key = (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
-    cached = memo.get(key)
-    cols = _filtered_rows(mo, vehicle, ms, sel, vel, cached)
-    if cached is None:
+    cached = None if memo is None else memo.get(key)
+    mo = motion(p, vehicle, ms) if cached is None else None  # checks the piece as every call did
+    gain, lag, drag = rotor_side
+    vel = body_velocity(p, ms) if drag else None
+    if len(sel) < 2:
+        return None
+    if mo is not None and bias is not None:
+        mo.s[:] -= bias  # in place: this call's own array
+    u = rotor_terms(p, vehicle, ms.speed, ms.tm) if mo is None else mo.u
+    omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
+    cols = _filtered_rows(mo, vehicle, ms, sel, _Rotor(p.t, u, vel, omega, gain, lag), cached)
+    if memo is not None and cached is None:
         memo[key] = cols[:, MOTION_COLUMNS].copy()
     return cols
 
@@ -510,7 +536,7 @@ def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarra
         w[:, :, -1] = masses[c] * r.dm.T
         mats.append(w.reshape(6 * n, nc + 1))
         blocks.append(np.repeat(6 * ci + np.arange(6), n))
-    return np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag)
+    return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag)
 
 
 def _fit(
@@ -660,6 +686,20 @@ def _noise_floor(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
     return np.median(pxx[band], axis=0) * fs / 2.0
 
 
+def _piece_floor(p: Flight, ms: MotionSettings) -> np.ndarray:
+    """The white-noise variance per sample of the six measured signals of one airborne piece
+    (`_noise_floor`): gyro and accelerometer, or Bryant angles and position (taken isotropic).
+    One sensor at a time (Welch's segments are a few times the signal's size; the numbers of
+    both at once up to the rounding of the segments' detrend, ~1e-14 relative)."""
+    f_lo = NOISE_FROM * ms.band[1]
+    if ms.source == "imu":
+        return np.concatenate([_noise_floor(p.gyro, p.rate, f_lo), _noise_floor(p.acc, p.rate, f_lo)])
+    angles = np.unwrap(quat_to_bryant(p.quat), axis=0)
+    floor = np.concatenate([_noise_floor(angles, p.rate, f_lo), _noise_floor(p.pos, p.rate, f_lo)])
+    floor[3:] = floor[3:].mean()
+    return floor
+
+
 def _chain_gains(ms: MotionSettings) -> np.ndarray:
     """Variance that white noise of unit variance per sample in a measured signal has at the
     rows of W_t, through `motion`'s filters and derivatives and the parallel low-pass of
@@ -683,38 +723,47 @@ def _chain_gains(ms: MotionSettings) -> np.ndarray:
     return np.sum(out**2, axis=0)
 
 
-def _noise_jacobians(
-    mo: Motion, idx: np.ndarray, vehicle: Vehicle, lever_arm: np.ndarray
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """∂(D_k, D, D_m)/∂z at the samples `idx` for each of the nine noise channels z = (ω, ω̇, s)
+def _noise_jacobian(
+    mo: Motion, k: int, vehicle: Vehicle, lever_arm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """∂(D_k, D, D_m)/∂z at the samples of `mo` for the noise channel z = (ω, ω̇, s)[k]
     (`observation`); ω and ω̇ noise also reaches s through the IMU's lever-arm removal
     (`lever_arm` r; zero for motion capture). The rows are at most quadratic in z, so the
     central difference with a unit step is exact."""
-    om, od, s, u, t = mo.omega[idx], mo.omega_dot[idx], mo.s[idx], mo.u[idx], mo.t[idx]
+    om, od, s, u, t = mo.omega, mo.omega_dot, mo.s, mo.u, mo.t
 
     def lever(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.cross(b, lever_arm) + np.cross(a, np.cross(a, lever_arm))
 
     base = lever(om, od)
-    out = []
-    for k in range(9):
-        e = np.zeros((len(idx), 9))
-        e[:, k] = 1.0
-        plus, minus = (
-            observation(
-                Motion(
-                    t,
-                    om + h * e[:, :3],
-                    od + h * e[:, 3:6],
-                    s + h * e[:, 6:] + base - lever(om + h * e[:, :3], od + h * e[:, 3:6]),
-                    u,
-                ),
-                vehicle,
-            )
-            for h in (1.0, -1.0)
+    e = np.zeros((len(t), 9))
+    e[:, k] = 1.0
+    plus, minus = (
+        observation(
+            Motion(
+                t,
+                om + h * e[:, :3],
+                od + h * e[:, 3:6],
+                s + h * e[:, 6:] + base - lever(om + h * e[:, :3], od + h * e[:, 3:6]),
+                u,
+            ),
+            vehicle,
         )
-        out.append(tuple((p - m) / 2.0 for p, m in zip(plus, minus, strict=True)))
-    return out
+        for h in (1.0, -1.0)
+    )
+    return tuple((p - m) / 2.0 for p, m in zip(plus, minus, strict=True))
+
+
+def _noise_at_rows(
+    p: Flight, vehicle: Vehicle, ms: MotionSettings, idx: np.ndarray, floor: np.ndarray
+) -> tuple[np.ndarray, Motion]:
+    """The noise standard deviation of each of the nine channels (ω, ω̇, s) at the rows of one
+    airborne piece (`_noise_moment`) from the noise `floor` of its signals (`_piece_floor`),
+    and the piece's motion at its rows `idx` (the full-rate motion is freed on return)."""
+    gain = _chain_gains(ms)
+    sd = np.sqrt(np.concatenate([floor[:3] * gain[0], floor[:3] * gain[1], floor[3:] * gain[2]]))
+    mo = motion(p, vehicle, ms)
+    return sd, Motion(mo.t[idx], mo.omega[idx], mo.omega_dot[idx], mo.s[idx], mo.u[idx])
 
 
 def _noise_moment(
@@ -724,47 +773,54 @@ def _noise_moment(
     settings: TlsSettings,
     rows: dict[str, Rows],
     resolved: dict[str, dict],
+    memo: dict | None = None,
 ) -> np.ndarray:
     """Second moment E[dw dwᵀ] of the sensor noise in one row of each row block of W_t (B, n_t,
     n_t: the mean over the block's rows, in `assemble`'s columns), for the bias-compensated
     final fit (`TlsSettings.eiv`). Per airborne piece, the white-noise floor of each measured
     signal (`_noise_floor`: gyro and accelerometer, or Bryant angles and position, the latter
     taken isotropic) times its path's gain (`_chain_gains`) is the variance of the noise in
-    ω, ω̇, s at the rows; the rows' Jacobians (`_noise_jacobians`, at the decimated samples: the
+    ω, ω̇, s at the rows; the rows' Jacobians (`_noise_jacobian`, at the decimated samples: the
     parallel low-pass passes the band's slow motion unchanged) carry it into the columns. The
     channels are independent (different sensors and axes; rate and derivative uncorrelated,
-    `_chain_gains`), so the moment is the sum of their outer products."""
-    imu = settings.source == "imu"
-    arm = vehicle.imu_offset if imu else np.zeros(3)
-    parts: list[dict[str, Rows]] = [{} for _ in range(9)]
+    `_chain_gains`), so the moment is the sum of their outer products, taken one channel at a
+    time (the Jacobians of one channel are held, not nine). `memo` (`idim_rows`) keeps each
+    piece's noise floor for the next call."""
+    arm = vehicle.imu_offset if settings.source == "imu" else np.zeros(3)
+    at_rows: dict[str, list[tuple[np.ndarray, np.ndarray, Motion]]] = {}
     for c, flights in configs.items():
         pieces = [p for f in flights for p in airborne_pieces(f)]
         r, cfg = rows[c], resolved[c]
-        jac = [(np.zeros_like(r.dk), np.zeros_like(r.d), np.zeros_like(r.dm)) for _ in range(9)]
+        at_rows[c] = []
         for k in np.unique(r.piece):
             p = pieces[k]
             own = settings.motion.at(p.rate)
             ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
             at = np.flatnonzero(r.piece == k)
-            idx = np.searchsorted(p.t, r.t[at])
-            raw = np.column_stack([p.gyro, p.acc] if imu else [np.unwrap(quat_to_bryant(p.quat), axis=0), p.pos])
-            floor = _noise_floor(raw, p.rate, NOISE_FROM * ms.band[1])
-            if not imu:
-                floor[3:] = floor[3:].mean()
-            gain = _chain_gains(ms)
-            sd = np.sqrt(np.concatenate([floor[:3] * gain[0], floor[:3] * gain[1], floor[3:] * gain[2]]))
-            for ch, dj in enumerate(_noise_jacobians(motion(p, vehicle, ms), idx, vehicle, arm)):
-                for full, part in zip(jac[ch], dj, strict=True):
-                    full[at] = sd[ch] * part
-        for ch in range(9):
-            dk, d, dm = jac[ch]
+            key = ("noise floor", tuple(map(id, flights)), int(k), ms.source, ms.band[1])
+            floor = (memo or {}).get(key)
+            floor = _piece_floor(p, ms) if floor is None else floor
+            if memo is not None:
+                memo[key] = floor
+            at_rows[c].append((at, *_noise_at_rows(p, vehicle, ms, np.searchsorted(p.t, r.t[at]), floor)))
+    nb = 6 * len(configs)
+    out = None
+    for ch in range(9):
+        part = {}
+        for c, r in rows.items():
+            jac = (np.zeros_like(r.dk), np.zeros_like(r.d), np.zeros_like(r.dm))
+            for at, sd, mo in at_rows[c]:
+                for i in range(0, len(at), BLOCK):  # a block of rows at a time: small temporaries
+                    j = slice(i, i + BLOCK)
+                    seg = Motion(mo.t[j], mo.omega[j], mo.omega_dot[j], mo.s[j], mo.u[j])
+                    for full, dj in zip(jac, _noise_jacobian(seg, ch, vehicle, arm), strict=True):
+                        full[at[j]] = sd[ch] * dj
             # the rotor-drag column carries no sensor noise of these channels here (its airspeed comes
             # from the pose, its ω x r_i term is small): zero
             drag = None if r.drag is None else np.zeros_like(r.drag)
-            parts[ch][c] = replace(r, dk=dk, d=d, dm=dm, drag=drag, force_mean=None, drag_mean=None, yaw_mean=None)
-    nb = 6 * len(configs)
-    out = None
-    for part in parts:
+            part[c] = replace(
+                r, dk=jac[0], d=jac[1], dm=jac[2], drag=drag, force_mean=None, drag_mean=None, yaw_mean=None
+            )
         dw, blocks, _ = assemble(part, masses)
         out = np.zeros((nb, dw.shape[1], dw.shape[1])) if out is None else out
         for b in range(nb):
@@ -1197,14 +1253,17 @@ def _solve(
     w_ref = None
     if settings.nuisance:  # the paper's model sets r_σ's scale (`essential`)
         w_ref = w
+        del rows  # each system is let go before the next is built (their size sets the peak)
         rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {}, None, memo)
     fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref)
+    del w_ref
     bias0: dict[str, np.ndarray] = {}
     if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
         bias0 = _acc_bias(rows, _full(fit.x, kept, len(names)), masses)
+        del rows, w
         rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, bias0, None, memo)
         fit, scale = _fit_set(w, blocks, kept, active, base, settings)
-    noise = _noise_moment(configs, vehicle, masses, settings, rows, resolved) if settings.eiv else None
+    noise = _noise_moment(configs, vehicle, masses, settings, rows, resolved, memo) if settings.eiv else None
     if noise is not None:  # errors in variables: the final fit compensated for the sensor noise
         fit = _fixed_fit(w, blocks, kept, active, scale, noise)
     if settings.covariance == "hac":
@@ -1314,15 +1373,16 @@ def _estimate_imu_delay(
 
     st = replace(settings, imu_delay=0.0, motor_spread=0.0)
     sol = _solve(configs, vehicle, masses, base, st, memo)
-    act = sol.active
+    act, kept, bias0 = sol.active, sol.kept, sol.bias0
+    del sol  # its system, the size of the one each cost builds
 
     def cost(tau: float) -> float:  # a measured pose lag (behind the IMU) moves with the IMU's
         lagged = replace(st, imu_delay=tau, mocap_delay=st.mocap_delay + (tau if pose_measured else 0.0))
-        w, blocks = _system(configs, vehicle, masses, lagged, sol.bias0 if st.nuisance else None, None, memo)[2:4]
+        w, blocks = _system(configs, vehicle, masses, lagged, bias0 if st.nuisance else None, None, memo)[2:4]
         wc, bc, counts = compress(w, blocks)
         sel = act[bc]
-        fit, _ = _fit(wc[sel][:, [*sol.kept, w.shape[1] - 1]], bc[sel], counts * act, base, st)
-        res = w[:, [*sol.kept, w.shape[1] - 1]] @ np.append(fit.x, 1.0)
+        fit, _ = _fit(wc[sel][:, [*kept, w.shape[1] - 1]], bc[sel], counts * act, base, st)
+        res = w[:, [*kept, w.shape[1] - 1]] @ np.append(fit.x, 1.0)
         ss = np.bincount(blocks, weights=res**2, minlength=len(counts))
         n = counts[act]
         return float(np.sum(n * np.log(ss[act] / n)) / 2)
