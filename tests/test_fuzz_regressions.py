@@ -18,7 +18,7 @@ import fuzzing
 from helpers_cf import CF_TYPE, fixed_frequency, log_bytes
 from rotorid import frames, signal
 from rotorid.errors import LogFormatError, RotoridError, clip, one_line, quote
-from rotorid.flight import Flight, Series, align
+from rotorid.flight import Flight, Series, align, grid_size
 from rotorid.io import guard, load, read, table, ulog
 
 
@@ -238,6 +238,23 @@ def test_flight_grids_are_bounded() -> None:
         align({"gyro": s}, meta={"source": "x"})
     with pytest.raises(RotoridError, match="sample rate inf Hz"):
         signal.butter_filtfilt(np.zeros((10, 3)), float("inf"), 5.0)
+
+
+def test_a_channel_stamp_far_beyond_the_common_span_does_not_size_the_grid() -> None:
+    """atheris finding (DataFlash, a 5.6 kB input): one channel's last stamp at ~1e23 s, far
+    past the common span of 0.57 s. The float tolerance of the grid's stamps was taken at that
+    magnitude (5e8 s), and `grid_size` added it to a 4-sample grid: 4.2e9 samples, a 31 GiB
+    allocation past the size check. The tolerance is now the grid's own (its start and end),
+    the held channel is read at the grid's magnitude, and a tolerance as long as a step is
+    refused."""
+    t = np.arange(101) / 100.0
+    gyro = Series(t, np.ones((101, 3)))
+    cmd = Series(np.array([0.0, 0.5, 1.0, 1e23]), np.array([[0.1], [0.2], [0.3], [0.4]]) * np.ones((1, 4)))
+    flight, _ = align({"gyro": gyro, "cmd": cmd}, meta={"source": "x.bin"})
+    assert len(flight.t) == 101 and flight.t[-1] == 1.0
+    np.testing.assert_array_equal(flight.cmd[[0, 49, 50, 99, 100], 0], [0.1, 0.1, 0.2, 0.2, 0.3])
+    with pytest.raises(RotoridError, match=r"x.bin: time stamps of that size are only resolved to 0\.02 s"):
+        grid_size(1.0, 100.0, 100, "x.bin", tol=0.02)
 
 
 def test_without_is_linear_in_gaps() -> None:

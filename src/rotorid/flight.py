@@ -285,7 +285,7 @@ def _interp(s: Series, t: np.ndarray, kind: str) -> np.ndarray:
     """Values of `s` at times `t` (inside its span) by the given interpolation kind."""
     v = s.values
     if kind == "hold":  # a grid time a few float steps before a stamp is at that stamp
-        idx = np.searchsorted(s.t, t + stamp_tolerance(s.t, t), side="right") - 1
+        idx = np.searchsorted(s.t, t + stamp_tolerance(t), side="right") - 1  # at the grid's magnitude
         return v[np.clip(idx, 0, len(s.t) - 1)]
     if kind == "slerp":
         from scipy.spatial.transform import Rotation, Slerp
@@ -323,7 +323,7 @@ def align(
         raise RotoridError(f"{meta.get('source', 'log')}: the channels do not overlap in time")
     rate = rate or max(s.rate for s in series.values())
     n_logged = max(len(s.t) for s in series.values())
-    tol = stamp_tolerance(*(s.t for s in series.values()))
+    tol = stamp_tolerance(np.array([start, end]))  # the grid's own stamps: a channel's far end is not on it
     n = grid_size(end - start, rate, n_logged, str(meta.get("source", "log")), tol=tol)
     t = start + np.arange(n) / rate
     gaps: list[tuple[float, float]] = []
@@ -353,6 +353,11 @@ def grid_size(span: float, rate: float, n_logged: float, source: str, tol: float
         raise RotoridError(
             f"{source}: a {rate:.4g} Hz grid over {span:.4g} s would hold {n:.3g} samples for "
             f"{int(n_logged)} logged; the time stamps jump (corrupt or several recordings) — split the log there"
+        )
+    if not tol * rate < 1.0:  # the stamps' own float error spans a whole step: they cannot time the samples
+        raise RotoridError(
+            f"{source}: time stamps of that size are only resolved to {tol:.3g} s, more than a {rate:.4g} Hz "
+            "sample period (corrupt time stamps); check the log's time channel"
         )
     return int(np.floor(n + tol * rate)) + 1
 
