@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rotorid.signal import CHUNK, butter_filtfilt, derivative, motor_lag, motor_lag_asymmetric
+from rotorid.signal import CHUNK, butter_filtfilt, derivative, derivative_blocks, motor_lag, motor_lag_asymmetric
 
 
 def _lag_reference(u, t, tm_rise, tm_fall):
@@ -94,6 +94,27 @@ def test_filtfilt_zero_phase_and_derivative():
     assert rms_out < 0.3 * rms_in  # noise removed, signal kept (no phase lag: a lag would leave a big error)
     d = derivative(x, t)
     np.testing.assert_allclose(d[inner, 0], 4 * np.pi * np.cos(2 * np.pi * 2 * t[inner]), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("grid", ["exact", "rounded", "jittered"])
+@pytest.mark.parametrize("n", [3, 4, 700, 1025])
+def test_derivative_blocks_equal_the_one_shot_derivative(grid, n):
+    """Any block size (a last block of one row, blocks longer than x), into a new array or in
+    place: the same numbers as `derivative`, on an exactly uniform grid (the one-step formula),
+    a rounded one (np.arange * 1e-3: steps differ in the last bit) and a jittered one."""
+    rng = np.random.default_rng(n)
+    t = {
+        "exact": 0.5 * np.arange(n),
+        "rounded": 7.0 + np.arange(n) * 1e-3,
+        "jittered": np.cumsum(rng.uniform(0.5, 1.5, n)),
+    }[grid]
+    x = rng.standard_normal((n, 3)).cumsum(axis=0)
+    ref = derivative(x, t)
+    for block in (256, 341, 699, 1024, 5000):
+        assert np.array_equal(derivative_blocks(x, t, block=block), ref)
+        y = x.copy()
+        assert derivative_blocks(y, t, out=y, block=block) is y
+        assert np.array_equal(y, ref)
 
 
 def test_runs_of_boolean_mask():

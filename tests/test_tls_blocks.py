@@ -13,15 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rotorid.methods import tls
-from rotorid.motion import airborne_pieces, derivative_blocks, motion
-from rotorid.signal import butter_filtfilt, butter_sos, derivative, filtfilt_blocks
+from rotorid.motion import airborne_pieces, motion
+from rotorid.signal import butter_filtfilt, butter_sos, filtfilt_blocks
 from rotorid.sim import scenarios
 
 
-def _blocked(x: np.ndarray, sos: np.ndarray, block: int) -> np.ndarray:
+def _blocked(x: np.ndarray, sos: np.ndarray, block: int, keep: bool = False) -> np.ndarray:
     out = np.full_like(x, np.nan)
     seen = []
-    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), block):
+    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), block, forward=out if keep else None):
         out[a : a + len(y)] = y
         seen.append(a)
     assert seen == sorted(seen, reverse=True)  # from the last block to the first
@@ -35,14 +35,16 @@ def _blocked(x: np.ndarray, sos: np.ndarray, block: int) -> np.ndarray:
     band=st.sampled_from([15.0, 40.0, (0.5, 20.0), (3.0, 60.0)]),
     order=st.integers(1, 6),
     seed=st.integers(0, 2**16),
+    keep=st.booleans(),
 )
-def test_blocks_equal_the_one_shot_filter(n, block, band, order, seed):
-    """Any length (shorter than the odd extension too), block size and filter: the blocks
-    reproduce sosfiltfilt's numbers, odd extension and initial states included."""
+def test_blocks_equal_the_one_shot_filter(n, block, band, order, seed, keep):
+    """Any length (shorter than the odd extension too), block size and filter, the forward
+    pass re-run per block or kept in the output array (`keep`): the blocks reproduce
+    sosfiltfilt's numbers, odd extension and initial states included."""
     x = np.random.default_rng(seed).standard_normal((n, 3)).cumsum(axis=0)
     sos = butter_sos(200.0, band, order)
     ref = butter_filtfilt(x, 200.0, band, order)
-    np.testing.assert_allclose(_blocked(x, sos, block), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_blocked(x, sos, block, keep), ref, rtol=1e-12, atol=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -164,24 +166,3 @@ def test_identify_memory_per_row(six):
     finally:
         tracemalloc.stop()
     assert peak / len(t) < 300, peak / len(t)
-
-
-@pytest.mark.parametrize("grid", ["exact", "rounded", "jittered"])
-@pytest.mark.parametrize("n", [3, 4, 700, 1025])
-def test_derivative_blocks_equal_the_one_shot_derivative(grid, n):
-    """Any block size (a last block of one row, blocks longer than x), into a new array or in
-    place: the same numbers as `derivative`, on an exactly uniform grid (the one-step formula),
-    a rounded one (np.arange * 1e-3: steps differ in the last bit) and a jittered one."""
-    rng = np.random.default_rng(n)
-    t = {
-        "exact": 0.5 * np.arange(n),
-        "rounded": 7.0 + np.arange(n) * 1e-3,
-        "jittered": np.cumsum(rng.uniform(0.5, 1.5, n)),
-    }[grid]
-    x = rng.standard_normal((n, 3)).cumsum(axis=0)
-    ref = derivative(x, t)
-    for block in (256, 341, 699, 1024, 5000):
-        assert np.array_equal(derivative_blocks(x, t, block=block), ref)
-        y = x.copy()
-        assert derivative_blocks(y, t, out=y, block=block) is y
-        assert np.array_equal(y, ref)

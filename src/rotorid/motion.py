@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,15 @@ import numpy as np
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY_ENU, bryant_rates, bryant_to_quat, quat_to_bryant, world_to_body
-from rotorid.signal import BLOCK, butter_sos, filtfilt_blocks, is_uniform, motor_lag, runs
+from rotorid.signal import (
+    BLOCK,
+    cached_sos,
+    derivative_blocks,
+    filtfilt_blocks,
+    is_uniform,
+    motor_lag,
+    runs,
+)
 from rotorid.vehicle import Vehicle
 
 #: Wrench components: force then moment about the body origin (the row blocks of W_t, Sec. III-B).
@@ -101,50 +108,13 @@ class Motion:
     u: np.ndarray
 
 
-@lru_cache(maxsize=64)
-def _designed(fs: float, cutoff: float | tuple[float, float], order: int) -> np.ndarray:
-    return butter_sos(fs, cutoff, order)
-
-
-def cached_sos(fs: float, cutoff: float | tuple[float, float], order: int = 4) -> np.ndarray:
-    """`signal.butter_sos` (a cut-off or a (low, high) tuple), designed once per process for
-    each (fs, cutoff, order): a design takes ~0.3 ms, more than filtering a block of rows (the
-    block-wise motion and tls's IDIM columns filter many blocks). A copy."""
-    return _designed(float(fs), cutoff, int(order)).copy()
-
-
-def derivative_blocks(x: np.ndarray, t: np.ndarray, out: np.ndarray | None = None, block: int = BLOCK) -> np.ndarray:
-    """`signal.derivative(x, t)` (first order) computed `block` rows at a time into `out`, which
-    may be `x` itself (in place), so the temporaries are a few blocks whatever the length.
-
-    Each block is `np.gradient` of its rows with one neighbour either side, the same formula
-    per sample; whether the grid is uniform is decided on the whole of `t` as `np.gradient`
-    does (a uniform grid passes its one step). The numbers are the one-shot call's, up to the
-    rounding of a block whose steps happen to be all equal on a grid that is not uniform.
-    """
-    n = len(x)
-    out = np.empty(np.shape(x)) if out is None else out
-    step = t[1] - t[0]
-    uniform = all(np.all(np.diff(t[a : a + BLOCK + 1]) == step) for a in range(0, n - 1, BLOCK))
-    starts = list(range(0, n, max(block, 2)))
-    if len(starts) > 1 and n - starts[-1] < 2:  # a block needs a neighbour on each side or two rows
-        starts.pop()
-    left = None
-    for a, b in zip(starts, [*starts[1:], n], strict=True):
-        lo, hi = max(a - 1, 0), min(b + 1, n)
-        rows = x[lo:hi] if left is None else np.concatenate([left, x[a:hi]])
-        left = x[b - 1 : b].copy()  # the next block's left neighbour, before `out` may overwrite it
-        out[a:b] = np.gradient(rows, step if uniform else t[lo:hi], axis=0, edge_order=2)[a - lo : b - lo]
-    return out
-
-
 def _filt(x: np.ndarray, fs: float, low: float, high: float, order: int) -> np.ndarray:
     """`butter_filtfilt` (band-pass, or low-pass for low = 0) of the columns of x, computed a
-    block at a time (`filtfilt_blocks`, the same numbers) into one new array: no whole-length
-    temporaries besides it."""
+    block at a time (`filtfilt_blocks`, the same numbers) into one new array, which holds the
+    forward pass meanwhile: no whole-length temporaries besides it."""
     sos = cached_sos(fs, (low, high) if low > 0 else high, order)
     out = np.empty(np.shape(x))
-    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), BLOCK):
+    for a, y in filtfilt_blocks(sos, lambda a, b: x[a:b], len(x), BLOCK, forward=out):
         out[a : a + len(y)] = y
     return out
 

@@ -50,7 +50,6 @@ from rotorid.motion import (
     airborne_pieces,
     body_rate,
     body_velocity,
-    cached_sos,
     drag_regressor,
     motion,
     pose_lag,
@@ -60,7 +59,7 @@ from rotorid.motion import (
 )
 from rotorid.motion import MIN_RATE_HZ as MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
 from rotorid.result import ACC_BIAS_KEY, Estimate, Result, build_result
-from rotorid.signal import BLOCK, block_rows, butter_filtfilt, derivative, filtfilt_blocks
+from rotorid.signal import BLOCK, block_rows, butter_filtfilt, cached_sos, derivative, filtfilt_blocks
 from rotorid.vehicle import Vehicle
 
 #: Largest IMU lag behind the rotor signals (s) `TlsSettings.imu_delay` takes or searches: several
