@@ -9,6 +9,7 @@ import pytest
 
 from rotorid.methods import tls
 from rotorid.sim import scenarios
+from rotorid.vehicle import Vehicle
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,8 @@ def _z(result, truth: dict[str, float], names: list[str]) -> dict[str, float]:
 
 def test_unequal_rotors_gains_are_recovered_and_the_parameters_no_longer_assumed(spread) -> None:
     """Each k_t_mI within 0.3 % and 3σ of the simulator's (σ 0.05-0.3 %); k_t is their mean; no
-    parameter rests on the assumed spread, and the rigid-body ones lie within 3σ."""
+    parameter rests on the assumed spread, and the rigid-body ones lie within 3σ; the identified
+    vehicle carries them as its per-rotor thrust curve."""
     sc = spread
     r = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle)
     tr = sc.truth.params
@@ -45,6 +47,8 @@ def test_unequal_rotors_gains_are_recovered_and_the_parameters_no_longer_assumed
     assert not any(e.assumed for e in r.params.values())
     rigid = ["k_t", "I_xx", "I_yy", "com_x", "com_y", "com_z"]
     assert max(map(abs, _z(r, tr, rigid).values())) < 3.0
+    v = Vehicle.from_dict(r.vehicle)  # the identified vehicle flies the rotors' own coefficients
+    assert v.thrust_exponents == (2,) and v.thrust_coeffs.ravel() == pytest.approx([r.params[k].value for k in rotors])
 
 
 def test_identical_rotors_give_gains_of_one_and_sigma_far_below_the_assumed_spreads(equal) -> None:
