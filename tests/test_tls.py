@@ -48,7 +48,8 @@ def test_config_a_alone(six_ab) -> None:
     for p in PRODUCTS:
         o = r.observability[p]
         assert o["identifiable"] is False and "products of inertia" in o["reason"] and p not in r.params
-    assert r.vehicle["thrust_coeffs"] == [r.value("k_t")] and r.vehicle["thrust_exponents"] == [2]
+    assert r.vehicle["thrust_coeffs"] == [[r.value(f"k_t_m{i}")] for i in range(1, 5)]  # the rotors' own
+    assert r.vehicle["thrust_exponents"] == [2]
     assert r.settings["r_sigma"] == 250.0 and r.settings["band"] == [0.0, 15.0] and r.settings["decimate"] == 6
 
 
