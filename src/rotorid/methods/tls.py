@@ -114,11 +114,16 @@ class TlsSettings:
       manoeuvres drive the u_i² apart, so a flight that rolls and pitches separates them; the
       moment rows then separate the CoM. Per configuration (a battery or propeller change
       between flights changes them): the first one's gains average 1 (k_t is its mean rotor),
-      the others' are free. On the simulated six-config-a flights with ±5 % gains they came
-      out within ~0.1 % (σ 0.03-0.2 %), and σ of the other parameters honest (SD/σ̄ 0.9-1.2
-      where the assumed spread gave 0.3-0.5). Where a rotor's gain is not known to better
-      than `motor_spread` (σ ≥ it: a flight without enough roll/pitch), the spread is assumed
-      instead and a note says so.
+      the others' are free. On six-config-a-mismatch (±5 % gains, 20 seeds, A and A + B) each
+      k_t_mI comes out within 0.15 % on average (σ̄ 0.07-0.15 %, ±2σ 95-100 %), and I_xx, I_yy,
+      com, k_t scatter 0.8-1.1 σ̄ (the assumed spread's σ made k_t and com_z 0.3-0.5, labelled
+      assumed). With identical rotors (six-config-a) the gains cost the flight's own σ little
+      (I_xx, I_yy, k_t, com_z 0.8-0.9 σ̄, 0.02-0.2 with the spread assumed), but the
+      essential step's cancelled products of inertia leave the same small bias in every flight:
+      com_y +0.05 mm (+0.95σ̄, its σ 40x the flight's own with equal rotors declared), one
+      rotor's gain -0.08 % (-2σ̄). Where a rotor's gain is not known to better than
+      `motor_spread` (σ ≥ it, or a degenerate fit: a flight without enough roll and pitch), the
+      spread is assumed as before and a note says so.
     - `imu_delay`: s the IMU signals lag the rotor signals (IMU source; the pose's own lag is
       `mocap_delay`); None estimates it from the flights (`_estimate_imu_delay`). Eq. 10 pairs
       the rotor wrench with the motion at the same instant: a lag of the gyro/accelerometer
