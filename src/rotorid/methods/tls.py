@@ -1112,9 +1112,11 @@ def cancellation_var(
     active: np.ndarray,
     scale: np.ndarray,
     noise: np.ndarray | None = None,
+    combos: np.ndarray | None = None,
 ) -> np.ndarray:
     """Variance the essential-parameter step's cancellations add to each kept parameter (same
-    order as `kept`): the squared bias of setting the cancelled parameters θ_c to zero.
+    order as `kept`; with `combos`, to each linear combination of them, a row each): the
+    squared bias of setting the cancelled parameters θ_c to zero.
 
     Leaving out columns A_c moves the kept estimates by P θ_c, P = (A_kᵀA_k)⁻¹A_kᵀA_c (the
     omitted-variable bias; Greene, Econometric Analysis, 7th ed., Sec. 4.3.2). By Frisch-Waugh-
@@ -1131,18 +1133,19 @@ def cancellation_var(
     cancelling the products of inertia caused on a simulated flight."""
     keep = active[blocks]
     excited = sorted({j for j in range(w.shape[1] - 1) if np.any(w[keep, j] != 0)} | set(kept))
+    c = np.eye(len(kept)) if combos is None else combos
     if len(excited) == len(kept):
-        return np.zeros(len(kept))
+        return np.zeros(len(c))
     try:
         full = _fixed_fit(w, blocks, excited, active, scale, noise)
         red = _fixed_fit(w, blocks, kept, active, scale, noise)
     except ExcitationError:
         if noise is None:
-            return np.zeros(len(kept))
-        return cancellation_var(w, blocks, kept, active, scale)
+            return np.zeros(len(c))
+        return cancellation_var(w, blocks, kept, active, scale, combos=combos)
     at = [excited.index(j) for j in kept]
-    d = red.x - full.x[at]
-    return np.maximum(d**2 - (np.diag(full.cov)[at] - np.diag(red.cov)), 0.0)
+    d = c @ (red.x - full.x[at])
+    return np.maximum(d**2 - np.einsum("ij,jk,ik->i", c, full.cov[np.ix_(at, at)] - red.cov, c), 0.0)
 
 
 def _fit_set(
@@ -1286,7 +1289,8 @@ def _rotor_gains(
     block factors of `sol`: the gain columns (`_gain_columns`) join W_t, whose rows are rebuilt
     with the gains found until they settle (`GAIN_PASSES`); the last pass's fit, η ≈ 0, gives
     their covariance with every parameter (the errors-in-variables noise of `noise` is zero
-    in these rotor-only columns)."""
+    in these rotor-only columns), widened as `_final_fit` does, the rotors' coefficients by
+    the cancellations' bias of each (a combination of the unknowns, `cancellation_var`)."""
     gains = {c: np.ones(vehicle.n_rotors) for c in configs}
     bias = sol.bias0 if settings.nuisance else None
     for _ in range(GAIN_PASSES):
@@ -1299,7 +1303,7 @@ def _rotor_gains(
         if noise is not None:
             na = np.zeros((len(noise), nw + ne + 1, nw + ne + 1))
             na[np.ix_(range(len(noise)), [*range(nw), nw + ne], [*range(nw), nw + ne])] = noise
-        fit = _final_fit(wa, blocks, rows, cols, sol.active, sol.scale, na, settings)
+        fit = _fixed_fit(wa, blocks, cols, sol.active, sol.scale, na)
         k = len(sol.kept)
         kt, eta = fit.x[0], fit.x[k:] / fit.x[0]
         m = _gain_map(gains)
@@ -1309,12 +1313,15 @@ def _rotor_gains(
         gains = dict(zip(configs, (new / np.mean(new[: vehicle.n_rotors])).reshape(len(configs), -1), strict=True))
         if np.max(np.abs(eta)) < GAIN_TOL:
             break
-    c = np.ix_([0, *range(k, len(cols))], [0, *range(k, len(cols))])
-    cov = m @ fit.cov[c] @ m.T
+    if settings.covariance == "hac":
+        fit = replace(fit, cov=hac_covariance(wa, blocks, rows, cols, sol.active, sol.scale, fit.x, na))
+    mm = np.zeros((len(m), len(cols)))  # the rotors' coefficients from every unknown of the fit
+    mm[:, [0, *range(k, len(cols))]] = m
+    extra = cancellation_var(wa, blocks, cols, sol.active, sol.scale, na, np.vstack([np.eye(len(cols)), mm]))
+    cov = _widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
     value = m @ np.concatenate([[kt], fit.x[k:]])
-    system = (rows, resolved, w, blocks)
-    kf = replace(fit, x=fit.x[:k], cov=fit.cov[:k, :k])
-    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, system, kf)
+    kf = replace(fit, x=fit.x[:k], cov=_widened(fit.cov, extra[: len(cols)])[:k, :k])
+    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf)
 
 
 def _gain_report(sol: _Solution, est: dict[str, tuple[float, float]]) -> list[str]:
