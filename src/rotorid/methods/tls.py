@@ -120,8 +120,8 @@ class TlsSettings:
       assumed). With identical rotors (six-config-a) the gains cost the flight's own σ little
       (I_xx, I_yy, k_t, com_z 0.8-0.9 σ̄, 0.02-0.2 with the spread assumed), but the
       essential step's cancelled products of inertia leave the same small bias in every flight:
-      com_y +0.05 mm (+0.95σ̄, its σ 40x the flight's own with equal rotors declared), one
-      rotor's gain -0.08 % (-2σ̄). Where a rotor's gain is not known to better than
+      com_y +0.05 mm (+0.95σ̄, its σ 40x the flight's own with equal rotors declared), the
+      gains -0.08 to +0.02 % (within ±1σ̄; ±2σ 90-100 %). Where a rotor's gain is not known to better than
       `motor_spread` (σ ≥ it, or a degenerate fit: a flight without enough roll and pitch), the
       spread is assumed as before and a note says so.
     - `imu_delay`: s the IMU signals lag the rotor signals (IMU source; the pose's own lag is
