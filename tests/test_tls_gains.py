@@ -95,3 +95,18 @@ def test_gain_map_gives_each_rotors_coefficient() -> None:
     out = m @ theta
     assert out[:3] == pytest.approx([1.0 * 2.1, 0.9 * 1.8, 1.1 * 2.1])
     assert out[3:] == pytest.approx([1.0 * 2.3, 1.2 * 2.0, 0.8 * 1.9])
+
+
+def test_gains_far_from_their_mean_or_too_uncertain_are_not_taken_as_measured() -> None:
+    """`_unseparated`: measured when every σ is below the assumed spread and every gain within
+    `GAIN_PLAUSIBLE` spreads of the mean; else, or with a degenerate fit, the reason in words."""
+    fit = None  # not read
+
+    def gains(rel: list[float], sd: float) -> tls._Gains:
+        v = 2.0 * (1.0 + np.array(rel))
+        return tls._Gains(v, np.eye(4) * (2.0 * sd) ** 2, np.full(4, sd), ({}, {}, np.zeros(0), np.zeros(0)), fit)
+
+    assert tls._unseparated(gains([0.04, -0.04, 0.02, -0.02], 0.002), 4, 0.03) == ""
+    assert "σ up to 3.5 %" in tls._unseparated(gains([0.04, -0.04, 0.02, -0.02], 0.035), 4, 0.03)
+    assert "a gain 100 % off their mean" in tls._unseparated(gains([-0.998, 1.0, -0.998, 0.996], 5e-4), 4, 0.03)
+    assert "their fit is degenerate" in tls._unseparated(None, 4, 0.03)

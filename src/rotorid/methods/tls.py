@@ -1324,6 +1324,31 @@ def _rotor_gains(
     return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf)
 
 
+#: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the
+#: first configuration's mean is no rotor's own: the flights did not separate the gains (a
+#: hover-only flight, whose accelerometer bias also was not separable, gave -99.8 and +102 %
+#: at a σ of 0.05 %), as `ACC_BIAS_PLAUSIBLE` judges a bias.
+GAIN_PLAUSIBLE = 5.0
+
+
+def _unseparated(gains: _Gains | None, n_rotors: int, spread: float) -> str:
+    """Why the rotors' gains `gains` (None: their fit was degenerate) do not count as measured,
+    in words; "" when they do: every gain's σ below the assumed `spread` and every gain within
+    `GAIN_PLAUSIBLE` spreads of the first configuration's mean."""
+    if gains is None:
+        known = "their fit is degenerate"
+    else:
+        worst = float(gains.rel_std.max())
+        far = float(np.max(np.abs(gains.value / np.mean(gains.value[:n_rotors]) - 1.0)))
+        if worst < spread and far <= GAIN_PLAUSIBLE * spread:
+            return ""
+        known = f"σ up to {100 * worst:.2g} %" if worst >= spread else f"a gain {100 * far:.3g} % off their mean"
+    return (
+        f"the rotors' gains are not separated by these flights ({known}; the assumed spread is {100 * spread:g} %): "
+        "their spread is assumed instead; fly roll and pitch manoeuvres"
+    )
+
+
 def _gain_report(sol: _Solution, est: dict[str, tuple[float, float]]) -> list[str]:
     """Adds the rotors' thrust coefficients of `sol` (`TlsSettings.rotor_gains`) to `est` as
     `k_t_mI` (`k_t_mI@C` per configuration when several); returns the notes: the gains in % of
@@ -1428,21 +1453,16 @@ def _solve(
     if want:
         try:
             gains = _rotor_gains(configs, vehicle, masses, settings, sol, noise, memo)
-            worst = float(gains.rel_std.max())
         except ExcitationError:  # the gains' fit is degenerate: nothing separates them
-            gains, worst = None, float("inf")
-        if gains is not None and worst < settings.motor_spread:
+            gains = None
+        why = _unseparated(gains, vehicle.n_rotors, settings.motor_spread)
+        if gains is not None and not why:
             rows, resolved, w, blocks = gains.system
             spread = np.zeros_like(gains.fit.cov)
             return replace(
                 sol, rows=rows, resolved=resolved, w=w, blocks=blocks, fit=gains.fit, spread=spread, gains=gains
             )
         sol = _selected(configs, vehicle, masses, base, settings, memo)  # the paper's selection, equal rotors
-        known = f"σ up to {100 * worst:.2g} %" if np.isfinite(worst) else "their fit is degenerate"
-        why = (
-            f"the rotors' gains are not separated by these flights ({known}, not below the assumed spread of "
-            f"{100 * settings.motor_spread:g} %): their spread is assumed instead; fly roll and pitch manoeuvres"
-        )
     kept, scale, active = sol.kept, sol.scale, sol.active
     fit = _final_fit(sol.w, sol.blocks, sol.rows, kept, active, scale, noise, settings, sol.fit)
     spread = np.zeros_like(fit.cov)
