@@ -238,6 +238,14 @@ def _with_rotor_drag(sc: Any, truth: dict[str, float]) -> dict[str, float]:
     return truth if k is None else {**truth, "k_rd": k * math.sqrt(truth["k_t"])}
 
 
+def _with_rotor_gains(sc: Any, truth: dict[str, float]) -> dict[str, float]:
+    """`truth` with each rotor's thrust coefficient `k_t_mI` (tls's `rotor_gains`) where the
+    scenario flies identical rotors: its k_t (per configuration, `k_t_mI@C`, in an A + B truth)."""
+    sufs = ["@A", "@B"] if "k_t@A" in truth else [""]
+    n = sc.vehicle.n_rotors
+    return {**{f"k_t_m{i}{s}": truth[f"k_t{s}"] for s in sufs for i in range(1, n + 1)}, **truth}
+
+
 def truth_settings(method: str, family: str, sc: Any) -> dict[str, Any]:
     """Settings fields that set a method's stated assumptions to the truth of the simulated
     scenario `sc` of `family`, with σ 0 (the `TRUTH` cases)."""
@@ -296,7 +304,7 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
         b = _simulate(f"six-config-b{sfx}", seed, duration, flights=("train",), **ov)
         cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
         masses = {"B": b.vehicle.mass}
-        both = _with_rotor_drag(a, _combined_truth(a, b))
+        both = _with_rotor_gains(a, _with_rotor_drag(a, _combined_truth(a, b)))
 
         def imu(st: dict[str, Any]) -> Any:
             return tls.TlsSettings(**{**TLS_OPTIONS, **st})
@@ -309,7 +317,7 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
             a,
             lambda st: (
                 tls.identify({"A": cfg["A"]}, a.vehicle, settings=imu(st)),
-                _with_rotor_drag(a, a.truth.params),
+                _with_rotor_gains(a, _with_rotor_drag(a, a.truth.params)),
             ),
         )
         attempt(

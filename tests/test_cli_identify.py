@@ -110,21 +110,24 @@ def test_out_is_replaced_whole(six: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_tls_model_options(six: dict[str, Path], tmp_path: Path) -> None:
-    """--imu-delay SECONDS, --mocap-delay SECONDS, --no-yaw-moment and --no-rotor-drag reach the
-    settings params.json records; by default both lags are measured (numbers recorded: the
-    simulated pose lags 5 ms) and the yaw moment is on."""
+    """--imu-delay SECONDS, --mocap-delay SECONDS, --no-yaw-moment, --no-rotor-drag and
+    --no-rotor-gains reach the settings params.json records; by default both lags are measured
+    (numbers recorded: the simulated pose lags 5 ms), the yaw moment is on and the rotors' gains
+    are estimated (k_t_m1.. in params.json)."""
     base = ["identify", "--method", "tls", "--vehicle", str(six["vehicle"]), str(six["log"])]
     res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "a")])
     assert res.exit_code == 0, res.output
     st = json.loads((tmp_path / "a" / "params.json").read_text())["settings"]
-    assert abs(st["imu_delay"]) <= 0.025 and st["yaw_moment"] and st["rotor_drag"]
+    assert abs(st["imu_delay"]) <= 0.025 and st["yaw_moment"] and st["rotor_drag"] and st["rotor_gains"]
+    assert "k_t_m1" in json.loads((tmp_path / "a" / "params.json").read_text())["params"]
     assert st["mocap_delay"] - st["imu_delay"] == pytest.approx(0.005, abs=3e-4)
-    opts = ["--imu-delay", "0.002", "--mocap-delay", "0.003", "--no-yaw-moment", "--no-rotor-drag"]
+    opts = ["--imu-delay", "0.002", "--mocap-delay", "0.003", "--no-yaw-moment", "--no-rotor-drag", "--no-rotor-gains"]
     opts += ["--out", str(tmp_path / "b")]
     res = CliRunner().invoke(app, [*base, *opts])
     assert res.exit_code == 0, res.output
     st = json.loads((tmp_path / "b" / "params.json").read_text())["settings"]
     assert st["imu_delay"] == 0.002 and st["mocap_delay"] == 0.003 and not st["yaw_moment"] and not st["rotor_drag"]
+    assert not st["rotor_gains"]
     fails([*base, "--mocap-delay", "5ms", "--out", str(tmp_path / "c")], "--mocap-delay must be 'auto' or seconds")
     fails([*base, "--imu-delay", "4ms", "--out", str(tmp_path / "c")], "--imu-delay must be 'auto' or seconds")
     fails([*base, "--imu-delay", "0.1", "--out", str(tmp_path / "c")], "--imu-delay must be within")

@@ -131,10 +131,12 @@ def test_idim_is_exact_for_any_layout(layout: str, source: str) -> None:
 
 
 def test_imu_lever_arm_is_removed() -> None:
-    """Ignoring a 5 cm IMU offset biases the inertia; accounting for it does not."""
+    """Ignoring a 5 cm IMU offset biases the inertia; accounting for it does not. (Equal rotors,
+    the paper's model: with the rotors' gains free, `TlsSettings.rotor_gains`, they absorb part
+    of the ignored offset, k_t -2.3 % with a σ of 2 %, and ms_z moves only 0.6 %.)"""
     v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285).replace(imu_offset=np.array([0.05, 0.0, 0.0]))
     fl = kinematic_flight(v, seed=2, dur=12.0)
-    st = tls.TlsSettings(essential=False, band=(0, 8))
+    st = tls.TlsSettings(essential=False, band=(0, 8), rotor_gains=False)
     good = tls.identify({"A": [fl]}, v, settings=st)
     bad = tls.identify({"A": [fl]}, v.replace(imu_offset=np.zeros(3)), settings=st)
     tv = _true_params(v)["ms_x"]

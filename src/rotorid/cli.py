@@ -292,6 +292,14 @@ def identify(
             rich_help_panel=_TLS,
         ),
     ] = True,
+    rotor_gains: Annotated[
+        bool,
+        typer.Option(
+            help="Estimate each rotor's own thrust coefficient (k_t_mI); where the flights do not separate them, "
+            "their --motor-spread is assumed.",
+            rich_help_panel=_TLS,
+        ),
+    ] = True,
     motor_spread: Annotated[
         float,
         typer.Option(

@@ -54,7 +54,8 @@ def _mass(result: Result, get: Getter, config: str | None, base: Vehicle) -> flo
 
 
 def _thrust(result: Result, get: Getter, base: Vehicle) -> dict[str, Any]:
-    """Thrust curve: per motor `thrust_cJ_mK`, lumped `thrust_cJ`, or `k_t` (f = k_t u²)."""
+    """Thrust curve: per motor `thrust_cJ_mK`, lumped `thrust_cJ`, per motor `k_t_mK` (tls's
+    rotor gains), or `k_t` (f = k_t u²)."""
     lumped: dict[int, float] = {}
     per_motor: dict[int, dict[int, float]] = {}
     for k, v in result.params.items():
@@ -72,7 +73,8 @@ def _thrust(result: Result, get: Getter, base: Vehicle) -> dict[str, Any]:
         exps = sorted(lumped)
         coeffs = np.array([lumped[e] for e in exps])
     elif (kt := get("k_t")) is not None:
-        exps, coeffs = [2], np.array([kt])
+        own = [get(f"k_t_m{m + 1}") for m in range(base.n_rotors)]
+        exps, coeffs = [2], np.array([[k] for k in own] if None not in own else [kt])
     else:
         return {}
     return {"thrust_exponents": tuple(exps), "thrust_coeffs": coeffs}
@@ -138,7 +140,7 @@ def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None
     Reads canonical names (`rotorid.result.PARAMS`), preferring `NAME@config` when `config`
     is given (default for a combined TLS result: its first configuration): mass (or
     `settings["masses"][config]`), thrust curve `thrust_cJ` (lumped) or `thrust_cJ_mK` (per
-    motor) or `k_t` (f = k_t u^2), `k_tau` (or k_d/k_t), motor lag `tm` or `tm_rise`/`tm_fall`
+    motor) or `k_t_mK` (per motor, f = k_t_mK u^2) or `k_t`, `k_tau` (or k_d/k_t), motor lag `tm` or `tm_rise`/`tm_fall`
     (or the T_m a TLS run assumed), inertia `I_*` (products default to 0; a diagonal element
     not identified is taken from `base`, else I_zz = I_xx + I_yy; moved from the body origin
     to the CoM by the parallel-axis theorem when `settings["inertia_about"] == "origin"`, as

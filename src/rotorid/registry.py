@@ -105,6 +105,7 @@ _TLS_OPTIONS = (
     "imu_delay",
     "yaw_moment",
     "rotor_drag",
+    "rotor_gains",
 )
 _ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow", "motor_spread")
 

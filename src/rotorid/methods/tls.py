@@ -102,13 +102,30 @@ class TlsSettings:
       eq. 18-20 (independent rows). The essential-parameter selection always ranks by eq. 20's
       %σ, the scale the paper's r_σ = 250 was set on.
     - `motor_spread`: assumed relative 1σ spread of the rotors' gains about their mean (one
-      k_t, k_d for all rotors is the paper's model, eq. 8-9). A rotor stronger by ε_i adds the
-      wrench ε_i k_t u_i² [a_i; r_i x a_i] that no flight near hover separates from the
-      parameters: in hover its moment equals a CoM shift Δc = Σ ε_i r_i / n (horizontal), and
+      k_t, k_d for all rotors is the paper's model, eq. 8-9), used where the gains are not
+      estimated (`rotor_gains`). A rotor stronger by ε_i adds the wrench ε_i k_t u_i² [a_i;
+      r_i x a_i]: in hover its moment equals a CoM shift Δc = Σ ε_i r_i / n (horizontal), and
       in manoeuvres it scales the roll/pitch input (I_xx, I_yy). Its effect enters σ as
       σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂χ/∂ε_i of the final fit (the common mode is k_t itself);
-      a parameter whose variance is mostly this term is labelled assumed. 0 turns it off.
-      Default `MOTOR_SPREAD` (measured on a real Crazyflie).
+      a parameter whose variance is mostly this term is labelled assumed. 0 declares the
+      rotors equal (nothing assumed, no gain estimated). Default `MOTOR_SPREAD` (measured on
+      a real Crazyflie).
+    - `rotor_gains`: estimate each rotor's own thrust coefficient k_t g_i (on by default;
+      `_rotor_gains`). The hover moment of the gains equals a CoM shift, but the force rows
+      see every rotor's thrust through the accelerometer (m s_z = k_t Σ g_i u_i²) and attitude
+      manoeuvres drive the u_i² apart, so a flight that rolls and pitches separates them; the
+      moment rows then separate the CoM. Per configuration (a battery or propeller change
+      between flights changes them): the first one's gains average 1 (k_t is its mean rotor),
+      the others' are free. On six-config-a-mismatch (±5 % gains, 20 seeds, A and A + B) each
+      k_t_mI comes out within 0.15 % on average (σ̄ 0.07-0.15 %, ±2σ 95-100 %), and I_xx, I_yy,
+      com, k_t scatter 0.8-1.1 σ̄ (the assumed spread's σ made k_t and com_z 0.3-0.5, labelled
+      assumed). With identical rotors (six-config-a) the gains cost the flight's own σ little
+      (I_xx, I_yy, k_t, com_z 0.8-0.9 σ̄, 0.02-0.2 with the spread assumed), but the
+      essential step's cancelled products of inertia leave the same small bias in every flight:
+      com_y +0.05 mm (+0.95σ̄, its σ 40x the flight's own with equal rotors declared), the
+      gains -0.08 to +0.02 % (within ±1σ̄; ±2σ 90-100 %). Where a rotor's gain is not known to better than
+      `motor_spread` (σ ≥ it, or a degenerate fit: a flight without enough roll and pitch), the
+      spread is assumed as before and a note says so.
     - `imu_delay`: s the IMU signals lag the rotor signals (IMU source; the pose's own lag is
       `mocap_delay`); None estimates it from the flights (`_estimate_imu_delay`). Eq. 10 pairs
       the rotor wrench with the motion at the same instant: a lag of the gyro/accelerometer
@@ -158,6 +175,7 @@ class TlsSettings:
     covariance: str = "hac"
     acc_bias: bool = True
     motor_spread: float = MOTOR_SPREAD
+    rotor_gains: bool = True
     imu_delay: float | None = None
     yaw_moment: bool = True
     rotor_drag: bool = True
@@ -555,6 +573,7 @@ def essential(
     names: list[str],
     settings: TlsSettings,
     w_ref: np.ndarray | None = None,
+    extra: np.ndarray | None = None,
 ) -> tuple[Fit, list[int], np.ndarray, list[dict[str, Any]], np.ndarray]:
     """Essential parameters (Sec. III-B): starting from all unknowns, repeatedly cancel the
     one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma.
@@ -573,9 +592,14 @@ def essential(
     ("this performance is required to set the ratio r_σ", Sec. IV-A); centring takes the hover
     balance away from k_t (its %σ grows ~6x), which would loosen r_σ by as much and keep
     parameters the paper cancels. The numerator (and the parameter cancelled) stays the
-    nuisance-free %σ of `w`, which a bias cannot distort."""
-    wc, bc, counts = compress(w, blocks)  # exact stand-in for W_t, n_t rows per block
-    wr = None if w_ref is None else compress(w_ref, blocks)[0]
+    nuisance-free %σ of `w`, which a bias cannot distort.
+
+    `extra` (rows of `w`, k): columns of unknowns in every fit, never ranked nor cancelled (the
+    rotors' gains, `_gain_columns`); the fit returned has them after the kept ones."""
+    k = 0 if extra is None else extra.shape[1]
+    wc, bc, counts = compress(w if extra is None else np.column_stack([w[:, :-1], extra, w[:, -1]]), blocks)
+    more, last = list(range(len(names), len(names) + k)), len(names) + k
+    wr, br, _ = (None, None, None) if w_ref is None else compress(w_ref, blocks)
     colnorm = np.linalg.norm(w[:, :-1], axis=0)
     kept = [j for j in range(len(names)) if colnorm[j] > 0]
     history: list[dict[str, Any]] = [
@@ -589,14 +613,15 @@ def essential(
     while True:
         # a row block left without any rotor or known term (the yaw rows once k_d is cancelled)
         # no longer states an equation with an input: it is dropped from the fit
-        driven = [j for j in (0, 1, w.shape[1] - 1) if j in kept or j == w.shape[1] - 1]
+        driven = [j for j in (0, 1, last) if j in kept or j == last]
         active = np.bincount(bc, weights=np.any(wc[:, driven] != 0, axis=1), minlength=nb) > 0
         rows = active[bc]
-        fit, scale = _fit(wc[rows][:, [*kept, w.shape[1] - 1]], bc[rows], counts * active, base, settings)
-        pct = np.where(np.isfinite(fit.rel_std_pct), fit.rel_std_pct, np.inf)
+        fit, scale = _fit(wc[rows][:, [*kept, *more, last]], bc[rows], counts * active, base, settings)
+        pct = np.where(np.isfinite(fit.rel_std_pct), fit.rel_std_pct, np.inf)[: len(kept)]
         floor = pct.min()
         if wr is not None:
-            ref, _ = _fit(wr[rows][:, [*kept, w.shape[1] - 1]], bc[rows], counts * active, base, settings)
+            at = active[br]
+            ref, _ = _fit(wr[at][:, [*kept, w.shape[1] - 1]], br[at], counts * active, base, settings)
             # k_t's %σ in the paper's model, never above the own floor: a large accelerometer bias can
             # collapse that model's fit (on the mismatch scenarios k_d came out 700 with %σ 1e-13 on
             # others, and every parameter but k_t was cancelled)
@@ -1098,19 +1123,19 @@ def _system(
     masses: dict[str, float],
     settings: TlsSettings,
     bias: dict[str, np.ndarray] | None,
-    gain: np.ndarray | None = None,
+    gain: dict[str, np.ndarray] | None = None,
     memo: dict | None = None,
 ) -> tuple[dict[str, Rows], dict[str, dict], np.ndarray, np.ndarray, list[str]]:
     """Rows of every configuration and the assembled W_t (`assemble`): the paper's model when
     `bias` is None, else the rows centred for the nuisance constants of `settings` (accelerometer
     bias, yaw moment) with `bias` (per configuration, (pieces, 3); missing: none) removed from
-    the specific force first; `gain` scales each rotor's wrench, `memo` keeps the motion columns
-    (`idim_rows`)."""
+    the specific force first; `gain` (per configuration, (n_rotors,); missing: 1) scales each
+    rotor's wrench, `memo` keeps the motion columns (`idim_rows`)."""
     rows, resolved = {}, {}
     nuisance = bias is not None  # the paper's model (None) has neither nuisance
     st = replace(settings, acc_bias=settings.acc_bias and nuisance, yaw_moment=settings.yaw_moment and nuisance)
     for c in configs:
-        rows[c], resolved[c] = idim_rows(configs[c], vehicle, st, (bias or {}).get(c), gain, memo)
+        rows[c], resolved[c] = idim_rows(configs[c], vehicle, st, (bias or {}).get(c), (gain or {}).get(c), memo)
     return rows, resolved, *assemble(rows, masses)
 
 
@@ -1143,9 +1168,11 @@ def cancellation_var(
     active: np.ndarray,
     scale: np.ndarray,
     noise: np.ndarray | None = None,
+    combos: np.ndarray | None = None,
 ) -> np.ndarray:
     """Variance the essential-parameter step's cancellations add to each kept parameter (same
-    order as `kept`): the squared bias of setting the cancelled parameters θ_c to zero.
+    order as `kept`; with `combos`, to each linear combination of them, a row each): the
+    squared bias of setting the cancelled parameters θ_c to zero.
 
     Leaving out columns A_c moves the kept estimates by P θ_c, P = (A_kᵀA_k)⁻¹A_kᵀA_c (the
     omitted-variable bias; Greene, Econometric Analysis, 7th ed., Sec. 4.3.2). By Frisch-Waugh-
@@ -1156,19 +1183,25 @@ def cancellation_var(
     cancellation is harmless, the bias when a cancelled parameter is in fact not zero (e.g. ms_z
     of configuration A in a combined fit: m c_z² is 0.3 % of I_xx, 12 σ). Zero when nothing was
     cancelled or the full model is degenerate on these rows. `noise`: both fits bias-compensated
-    (`_fixed_fit`)."""
+    (`_fixed_fit`); where the full model's compensated normal matrix is not positive (its noise
+    moment exceeds the signal in the cancelled columns' directions), the uncompensated fits
+    instead: returning zero there hid a 2 % bias of rotor gains (`TlsSettings.rotor_gains`) that
+    cancelling the products of inertia caused on a simulated flight."""
     keep = active[blocks]
     excited = sorted({j for j in range(w.shape[1] - 1) if np.any(w[keep, j] != 0)} | set(kept))
+    c = np.eye(len(kept)) if combos is None else combos
     if len(excited) == len(kept):
-        return np.zeros(len(kept))
+        return np.zeros(len(c))
     try:
         full = _fixed_fit(w, blocks, excited, active, scale, noise)
         red = _fixed_fit(w, blocks, kept, active, scale, noise)
     except ExcitationError:
-        return np.zeros(len(kept))
+        if noise is None:
+            return np.zeros(len(c))
+        return cancellation_var(w, blocks, kept, active, scale, combos=combos)
     at = [excited.index(j) for j in kept]
-    d = red.x - full.x[at]
-    return np.maximum(d**2 - (np.diag(full.cov)[at] - np.diag(red.cov)), 0.0)
+    d = c @ (red.x - full.x[at])
+    return np.maximum(d**2 - np.einsum("ij,jk,ik->i", c, full.cov[np.ix_(at, at)] - red.cov, c), 0.0)
 
 
 def _fit_set(
@@ -1217,12 +1250,194 @@ def _spread_assumed(
     }
 
 
+#: Most passes of the rotor-gain estimate (`_rotor_gains`), each on rows rebuilt with the gains of
+#: the last; it stops once no gain moves by more than `GAIN_TOL` (on the simulated six-config-a
+#: flights with ±5 % gains the third pass moved them by < 3e-4, about 0.1σ).
+GAIN_PASSES = 5
+GAIN_TOL = 1e-5
+
+
+def _gain_columns(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    settings: TlsSettings,
+    bias: dict[str, np.ndarray] | None,
+    gains: dict[str, np.ndarray],
+    memo: dict | None,
+) -> np.ndarray:
+    """Columns of W_t for the rotors' gains at `gains` (`TlsSettings.rotor_gains`): rotor i's
+    part of the k_t column, -g_i D_k,i (`assemble`), one column per rotor and configuration
+    (zero in the other configurations' rows), the unknown of rotor i being k_t η_i (its gain
+    becomes g_i (1 + η_i)). The first configuration's gains keep their mean (k_t is its mean
+    rotor): its columns are rotor i's minus the last rotor's (η_n = -Σ η_i)."""
+    n = vehicle.n_rotors
+    own = np.eye(n)
+    alone = [
+        _system(configs, vehicle, masses, settings, bias, {c: g * own[i] for c, g in gains.items()}, memo)
+        for i in range(n)
+    ]
+    cfg = alone[0][3] // 6
+    one = np.column_stack([a[2][:, 0] for a in alone])
+    first = (one[:, :-1] - one[:, -1:]) * (cfg == 0)[:, None]
+    return np.column_stack([first, *(one * (cfg == ci)[:, None] for ci in range(1, len(configs)))])
+
+
+def _gain_map(gains: dict[str, np.ndarray]) -> np.ndarray:
+    """Rotor thrust coefficients k_t g_i (1 + η_i) per configuration (rows, first configuration
+    first) as a linear map of [k_t, the gain unknowns of `_gain_columns`] (at η = 0)."""
+    g = list(gains.values())
+    n = len(g[0])
+    first = np.vstack([np.eye(n - 1), -np.ones(n - 1)])
+    m = np.zeros((n * len(g), 1 + (n - 1) + n * (len(g) - 1)))
+    m[:, 0] = np.concatenate(g)
+    m[:n, 1:n] = g[0][:, None] * first
+    for ci in range(1, len(g)):
+        m[n * ci : n * (ci + 1), n + n * (ci - 1) : n + n * ci] = np.diag(g[ci])
+    return m
+
+
+def _final_fit(
+    w: np.ndarray,
+    blocks: np.ndarray,
+    rows: dict[str, Rows],
+    kept: list[int],
+    active: np.ndarray,
+    scale: np.ndarray,
+    noise: np.ndarray | None,
+    settings: TlsSettings,
+    fit: Fit | None = None,
+) -> Fit:
+    """The final fit of the columns `kept` with its covariance: bias-compensated with `noise`
+    (`TlsSettings.eiv`), else `fit` (or TLS with the block factors `scale` held), the HAC
+    covariance when asked, widened by what the essential step's cancellations add."""
+    if noise is not None or fit is None:
+        fit = _fixed_fit(w, blocks, kept, active, scale, noise)
+    if settings.covariance == "hac":
+        fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x, noise))
+    return replace(fit, cov=_widened(fit.cov, cancellation_var(w, blocks, kept, active, scale, noise)))
+
+
+@dataclass(frozen=True)
+class _Gains:
+    """The rotors' thrust coefficients k_t g_i per configuration (`_rotor_gains`): values,
+    covariance and each gain's σ relative to k_t (configurations in order, rotors within), the
+    system built with the gains (rows, resolved settings, W_t, row blocks) and the final fit of
+    the parameters (their covariance marginal over the gains)."""
+
+    value: np.ndarray
+    cov: np.ndarray
+    rel_std: np.ndarray
+    system: tuple[dict[str, Rows], dict[str, dict], np.ndarray, np.ndarray]
+    fit: Fit
+
+
+def _rotor_gains(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    settings: TlsSettings,
+    sol: _Solution,
+    noise: np.ndarray | None,
+    memo: dict | None,
+) -> _Gains:
+    """Each rotor's own gain (`TlsSettings.rotor_gains`) with the essential set, row blocks and
+    block factors of `sol`: the gain columns (`_gain_columns`) join W_t, whose rows are rebuilt
+    with the gains found until they settle (`GAIN_PASSES`); the last pass's fit, η ≈ 0, gives
+    their covariance with every parameter (the errors-in-variables noise of `noise` is zero
+    in these rotor-only columns), widened as `_final_fit` does, the rotors' coefficients by
+    the cancellations' bias of each (a combination of the unknowns, `cancellation_var`)."""
+    gains = {c: np.ones(vehicle.n_rotors) for c in configs}
+    bias = sol.bias0 if settings.nuisance else None
+    for _ in range(GAIN_PASSES):
+        rows, resolved, w, blocks, _ = _system(configs, vehicle, masses, settings, bias, gains, memo)
+        extra = _gain_columns(configs, vehicle, masses, settings, bias, gains, memo)
+        ne, nw = extra.shape[1], w.shape[1] - 1
+        wa = np.column_stack([w[:, :-1], extra, w[:, -1]])
+        cols = [*sol.kept, *range(nw, nw + ne)]
+        na = None
+        if noise is not None:
+            na = np.zeros((len(noise), nw + ne + 1, nw + ne + 1))
+            na[np.ix_(range(len(noise)), [*range(nw), nw + ne], [*range(nw), nw + ne])] = noise
+        fit = _fixed_fit(wa, blocks, cols, sol.active, sol.scale, na)
+        k = len(sol.kept)
+        kt, eta = fit.x[0], fit.x[k:] / fit.x[0]
+        m = _gain_map(gains)
+        new = (m @ np.concatenate([[kt], kt * eta])) / kt
+        if not np.all(np.isfinite(new) & (new > 0)):
+            raise ExcitationError("the rotors' gains are not separated by these flights")
+        gains = dict(zip(configs, (new / np.mean(new[: vehicle.n_rotors])).reshape(len(configs), -1), strict=True))
+        if np.max(np.abs(eta)) < GAIN_TOL:
+            break
+    if settings.covariance == "hac":
+        fit = replace(fit, cov=hac_covariance(wa, blocks, rows, cols, sol.active, sol.scale, fit.x, na))
+    mm = np.zeros((len(m), len(cols)))  # the rotors' coefficients from every unknown of the fit
+    mm[:, [0, *range(k, len(cols))]] = m
+    extra = cancellation_var(wa, blocks, cols, sol.active, sol.scale, na, np.vstack([np.eye(len(cols)), mm]))
+    cov = _widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
+    value = m @ np.concatenate([[kt], fit.x[k:]])
+    kf = replace(fit, x=fit.x[:k], cov=_widened(fit.cov, extra[: len(cols)])[:k, :k])
+    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf)
+
+
+#: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the
+#: first configuration's mean is no rotor's own: the flights did not separate the gains (a
+#: hover-only flight, whose accelerometer bias also was not separable, gave -99.8 and +102 %
+#: at a σ of 0.05 %), as `ACC_BIAS_PLAUSIBLE` judges a bias.
+GAIN_PLAUSIBLE = 5.0
+
+
+def _unseparated(gains: _Gains | None, n_rotors: int, spread: float) -> str:
+    """Why the rotors' gains `gains` (None: their fit was degenerate) do not count as measured,
+    in words; "" when they do: every gain's σ below the assumed `spread` and every gain within
+    `GAIN_PLAUSIBLE` spreads of the first configuration's mean."""
+    if gains is None:
+        known = "their fit is degenerate"
+    else:
+        worst = float(gains.rel_std.max())
+        far = float(np.max(np.abs(gains.value / np.mean(gains.value[:n_rotors]) - 1.0)))
+        if worst < spread and far <= GAIN_PLAUSIBLE * spread:
+            return ""
+        known = f"σ up to {100 * worst:.2g} %" if worst >= spread else f"a gain {100 * far:.3g} % off their mean"
+    return (
+        f"the rotors' gains are not separated by these flights ({known}; the assumed spread is {100 * spread:g} %): "
+        "their spread is assumed instead; fly roll and pitch manoeuvres"
+    )
+
+
+def _gain_report(sol: _Solution, est: dict[str, tuple[float, float]]) -> list[str]:
+    """Adds the rotors' thrust coefficients of `sol` (`TlsSettings.rotor_gains`) to `est` as
+    `k_t_mI` (`k_t_mI@C` per configuration when several); returns the notes: the gains in % of
+    the first configuration's mean rotor (k_t), or why they were not estimated."""
+    gains, cfgs = sol.gains, list(sol.rows)
+    if gains is None:
+        return [sol.gains_unseparated] if sol.gains_unseparated else []
+    n = len(gains.value) // len(cfgs)
+    kt = float(np.mean(gains.value[:n]))
+    sd = np.sqrt(np.diag(gains.cov))
+    notes = []
+    for ci, c in enumerate(cfgs):
+        suf = "" if len(cfgs) == 1 else f"@{c}"
+        at = slice(n * ci, n * (ci + 1))
+        est |= {
+            f"k_t_m{i + 1}{suf}": (float(v), float(e))
+            for i, (v, e) in enumerate(zip(gains.value[at], sd[at], strict=True))
+        }
+        pct = ", ".join(
+            f"{100 * (v / kt - 1):+.2f} ± {100 * r:.2f}"
+            for v, r in zip(gains.value[at], gains.rel_std[at], strict=True)
+        )
+        notes.append(f"rotor gains estimated{' of ' + c if suf else ''} (k_t_m1..{n}{suf}), % of k_t: [{pct}]")
+    return notes
+
+
 @dataclass(frozen=True)
 class _Solution:
     """What `_solve` found: the final system (rows, resolved settings, W_t, row blocks, column
     names), the fit with its covariance, the essential columns, block factors, cancellation
-    history, fitted row blocks, the first pass's accelerometer bias and the covariance the
-    rotors' gain spread adds (already in `fit.cov`)."""
+    history, fitted row blocks, the first pass's accelerometer bias, the covariance the
+    rotors' gain spread adds (already in `fit.cov`), the rotors' gains where estimated
+    (`TlsSettings.rotor_gains`) and, where they were tried but not separated, why."""
 
     rows: dict[str, Rows]
     resolved: dict[str, dict]
@@ -1236,6 +1451,41 @@ class _Solution:
     active: np.ndarray
     bias0: dict[str, np.ndarray]
     spread: np.ndarray
+    gains: _Gains | None = None
+    gains_unseparated: str = ""
+
+
+def _selected(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    base: np.ndarray,
+    settings: TlsSettings,
+    memo: dict | None = None,
+    gain: dict[str, np.ndarray] | None = None,
+) -> _Solution:
+    """Rows and essential parameters (the paper's procedure, Sec. III-B), with the accelerometer
+    bias (`TlsSettings.acc_bias`) estimated and removed; with `gain` (`idim_rows`) the rotors'
+    wrench scaled by it and their gain columns (`_gain_columns`) in every fit of the selection.
+    The fit and covariance are not yet the final ones (`_solve`)."""
+    rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, None, gain, memo)
+    w_ref = None
+    if settings.nuisance:  # the paper's model sets r_σ's scale (`essential`)
+        w_ref = w
+        del rows  # each system is let go before the next is built (their size sets the peak)
+        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {}, gain, memo)
+    extra = None
+    if gain is not None:
+        extra = _gain_columns(configs, vehicle, masses, settings, {} if settings.nuisance else None, gain, memo)
+    fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref, extra)
+    del w_ref, extra
+    bias0: dict[str, np.ndarray] = {}
+    if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
+        bias0 = _acc_bias(rows, _full(fit.x[: len(kept)], kept, len(names)), masses)
+        del rows, w
+        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, bias0, gain, memo)
+        fit, scale = _fit_set(w, blocks, kept, active, base, settings)
+    return _Solution(rows, resolved, w, blocks, names, fit, kept, scale, history, active, bias0, np.zeros(0))
 
 
 def _solve(
@@ -1246,40 +1496,45 @@ def _solve(
     settings: TlsSettings,
     memo: dict | None = None,
 ) -> _Solution:
-    """Rows, essential parameters, (weighted) TLS and covariance: the paper's procedure, with
-    the accelerometer-bias nuisance (`TlsSettings.acc_bias`), the HAC covariance and the
-    rotors' gain spread (`TlsSettings.motor_spread`) when asked; `memo` as in `idim_rows`."""
-    rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, None, None, memo)
-    w_ref = None
-    if settings.nuisance:  # the paper's model sets r_σ's scale (`essential`)
-        w_ref = w
-        del rows  # each system is let go before the next is built (their size sets the peak)
-        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {}, None, memo)
-    fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref)
-    del w_ref
-    bias0: dict[str, np.ndarray] = {}
-    if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
-        bias0 = _acc_bias(rows, _full(fit.x, kept, len(names)), masses)
-        del rows, w
-        rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, bias0, None, memo)
-        fit, scale = _fit_set(w, blocks, kept, active, base, settings)
-    noise = _noise_moment(configs, vehicle, masses, settings, rows, resolved, memo) if settings.eiv else None
-    if noise is not None:  # errors in variables: the final fit compensated for the sensor noise
-        fit = _fixed_fit(w, blocks, kept, active, scale, noise)
-    if settings.covariance == "hac":
-        fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x, noise))
-    fit = replace(fit, cov=_widened(fit.cov, cancellation_var(w, blocks, kept, active, scale, noise)))
+    """Rows, essential parameters (`_selected`), the final fit and its covariance: the paper's
+    procedure, with the accelerometer-bias nuisance (`TlsSettings.acc_bias`), the HAC covariance
+    and the rotors' own gains (`TlsSettings.rotor_gains`) or, where the flights do not separate
+    them, their assumed spread (`TlsSettings.motor_spread`) when asked; `memo` as in
+    `idim_rows`. With the gains, the essential set is chosen with their columns in every fit
+    (`essential`'s `extra`): the paper's model with equal rotors hands the gains' hover moment to
+    the first moments and can cancel one that is not zero (ms_x of six-config-a-mismatch seed
+    4: -0.27 g m for -4.5 g m), which would leave the gains unseparated."""
+    want = settings.rotor_gains and settings.motor_spread > 0
+    ones = {c: np.ones(vehicle.n_rotors) for c in configs} if want else None
+    sol = _selected(configs, vehicle, masses, base, settings, memo, ones)
+    noise = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo) if settings.eiv else None
+    why = ""
+    if want:
+        try:
+            gains = _rotor_gains(configs, vehicle, masses, settings, sol, noise, memo)
+        except ExcitationError:  # the gains' fit is degenerate: nothing separates them
+            gains = None
+        why = _unseparated(gains, vehicle.n_rotors, settings.motor_spread)
+        if gains is not None and not why:
+            rows, resolved, w, blocks = gains.system
+            spread = np.zeros_like(gains.fit.cov)
+            return replace(
+                sol, rows=rows, resolved=resolved, w=w, blocks=blocks, fit=gains.fit, spread=spread, gains=gains
+            )
+        sol = _selected(configs, vehicle, masses, base, settings, memo)  # the paper's selection, equal rotors
+    kept, scale, active = sol.kept, sol.scale, sol.active
+    fit = _final_fit(sol.w, sol.blocks, sol.rows, kept, active, scale, noise, settings, sol.fit)
     spread = np.zeros_like(fit.cov)
     if settings.motor_spread > 0:
 
         def solve_gain(gain: np.ndarray) -> np.ndarray:
-            wg, bg = _system(configs, vehicle, masses, settings, bias0 if settings.nuisance else None, gain, memo)[2:4]
+            bias = sol.bias0 if settings.nuisance else None
+            wg, bg = _system(configs, vehicle, masses, settings, bias, dict.fromkeys(configs, gain), memo)[2:4]
             return _fixed_fit(wg, bg, kept, active, scale, noise).x
 
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
         fit = replace(fit, cov=fit.cov + spread)
-
-    return _Solution(rows, resolved, w, blocks, names, fit, kept, scale, history, active, bias0, spread)
+    return replace(sol, fit=fit, spread=spread, gains_unseparated=why)
 
 
 def _solve_separated(
@@ -1448,7 +1703,7 @@ def identify(
     diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
     diag |= {"acc_bias": acc_bias} if acc_bias else {}
-    notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m"]
+    notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *_gain_report(sol, est)]
     if unseparated:
         notes.append(unseparated)
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
@@ -1468,6 +1723,7 @@ def identify(
             if f"I_zz{suf}" in kept_names:
                 observability[f"I_zz{suf}"]["source"] = "gyroscopic terms of the roll/pitch rows only"
     settings_out = _settings_out(resolved, rows, masses, weights, [names[j] for j in kept], active)
+    settings_out["rotor_gains"] = sol.gains is not None  # estimated, or not separated (notes)
     if mean_bias:  # validation removes it from the held-out specific force alike
         settings_out[ACC_BIAS_KEY] = {c: b.tolist() for c, b in mean_bias.items()}
     result = build_result("tls", est, settings_out, diag, observability, notes)
