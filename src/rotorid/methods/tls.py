@@ -1273,12 +1273,15 @@ def _gain_columns(
     rotor): its columns are rotor i's minus the last rotor's (η_n = -Σ η_i)."""
     n = vehicle.n_rotors
     own = np.eye(n)
-    alone = [
-        _system(configs, vehicle, masses, settings, bias, {c: g * own[i] for c, g in gains.items()}, memo)
-        for i in range(n)
-    ]
-    cfg = alone[0][3] // 6
-    one = np.column_stack([a[2][:, 0] for a in alone])
+    kt = []
+    for i in range(n):  # one rotor's system at a time: only its k_t column is kept
+        w, blocks = _system(configs, vehicle, masses, settings, bias, {c: g * own[i] for c, g in gains.items()}, memo)[
+            2:4
+        ]
+        kt.append(w[:, 0].copy())
+        del w
+    cfg = blocks // 6
+    one = np.column_stack(kt)
     first = (one[:, :-1] - one[:, -1:]) * (cfg == 0)[:, None]
     return np.column_stack([first, *(one * (cfg == ci)[:, None] for ci in range(1, len(configs)))])
 
@@ -1349,7 +1352,9 @@ def _rotor_gains(
     the cancellations' bias of each (a combination of the unknowns, `cancellation_var`)."""
     gains = {c: np.ones(vehicle.n_rotors) for c in configs}
     bias = sol.bias0 if settings.nuisance else None
+    rows = w = wa = None
     for _ in range(GAIN_PASSES):
+        rows = w = wa = None  # the last pass's system is let go before the next is built
         rows, resolved, w, blocks, _ = _system(configs, vehicle, masses, settings, bias, gains, memo)
         extra = _gain_columns(configs, vehicle, masses, settings, bias, gains, memo)
         ne, nw = extra.shape[1], w.shape[1] - 1
@@ -1510,6 +1515,7 @@ def _solve(
     noise = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo) if settings.eiv else None
     why = ""
     if want:
+        sol = replace(sol, rows={}, w=np.empty((0, 0)))  # the gains' passes rebuild the system (memory)
         try:
             gains = _rotor_gains(configs, vehicle, masses, settings, sol, noise, memo)
         except ExcitationError:  # the gains' fit is degenerate: nothing separates them
