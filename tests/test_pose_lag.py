@@ -3,6 +3,8 @@ rotor-drag velocity with it (`TlsSettings.mocap_delay` None, `--mocap-delay auto
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -78,6 +80,21 @@ def test_tls_aligns_the_rotor_drag_velocity_with_the_measured_pose_lag() -> None
         else:
             assert r.settings["mocap_delay"] == 0.0 and not said
     assert abs(ms_z[None]) < 0.005 < 0.03 < abs(ms_z[0.0])
+
+
+def test_the_mocap_source_adds_the_imus_own_lag_to_the_pose_lag() -> None:
+    """Pose 8 ms and IMU 4 ms behind the rotor signals, the motion-capture source: the pose is
+    timed against the IMU (4 ms) and the IMU against the rotor signals by the IMU-source model
+    (`_imu_lag`), so the motion is read 8 ms late, as it was logged; an IMU lag given is used
+    as it is."""
+    sc = scenarios.run("six-config-a", seed=2, duration=30.0, flights=("train",), mocap_delay=0.008, imu_delay=0.004)
+    fl = {"A": [sc.flights["train"]]}
+    r = tls.identify(fl, sc.vehicle, settings=tls.TlsSettings(source="mocap"))
+    assert r.settings["imu_delay"] == pytest.approx(0.004, abs=3e-4)
+    assert r.settings["mocap_delay"] == pytest.approx(0.008, abs=4e-4)
+    assert any(re.search(r"the rotor signals by 8\.\d ms with the IMU's own 4\.0 ms", n) for n in r.notes), r.notes
+    given = tls.identify(fl, sc.vehicle, settings=tls.TlsSettings(source="mocap", imu_delay=0.0))
+    assert given.settings["mocap_delay"] == pytest.approx(0.004, abs=3e-4)
 
 
 def test_mocap_delay_option() -> None:

@@ -126,8 +126,9 @@ class TlsSettings:
       gains -0.08 to +0.02 % (within ±1σ̄; ±2σ 90-100 %). Where a rotor's gain is not known to better than
       `motor_spread` (σ ≥ it, or a degenerate fit: a flight without enough roll and pitch), the
       spread is assumed as before and a note says so.
-    - `imu_delay`: s the IMU signals lag the rotor signals (IMU source; the pose's own lag is
-      `mocap_delay`); None estimates it from the flights (`_estimate_imu_delay`). Eq. 10 pairs
+    - `imu_delay`: s the IMU signals lag the rotor signals (the IMU source's motion; the mocap
+      source's pose lag, `mocap_delay`, adds it when measured); None estimates it from the
+      flights (`_estimate_imu_delay`). Eq. 10 pairs
       the rotor wrench with the motion at the same instant: a lag of the gyro/accelerometer
       pipeline (on-board filters, logging) behind the rotor channel biases every parameter
       (a 4 ms lag: k_t -0.6 %, k_d and I_zz -11 %, I_xx -0.8 % on six A + B). Default None
@@ -136,7 +137,8 @@ class TlsSettings:
       the motion of the mocap source, the velocity of the rotor-drag column. None (default)
       measures it where the flights log an accelerometer: the pose's lag behind the IMU
       (`motion.pose_lag`: the body-frame specific force of the differentiated pose against the
-      accelerometer) plus, for the IMU source, the IMU's own lag (`imu_delay`); 0 where it
+      accelerometer) plus the IMU's own lag (`imu_delay`; for the mocap source found by the
+      IMU-source model of the same flights, `_imu_lag`, where `imu_delay` is None); 0 where it
       cannot be timed (`identify` measures it; `idim_rows` called alone reads None as 0).
       Unaligned, the drag's velocity lags the rotor wrench it is paired with: with rotor drag
       0.3 1/s, a 5 ms pose lag moved ms_z by -4.3 % on a noise-free six-config-a flight (-0.04 %
@@ -1553,7 +1555,7 @@ def _solve_separated(
     """`_solve`; when the accelerometer bias it estimates is beyond any sensor offset
     (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
     the paper's model, and the reason in words for k_t's assumption ("" when separated). An
-    `imu_delay` of None is estimated first (`_estimate_imu_delay`; 0 for motion capture), a
+    `imu_delay` of None is estimated first (`_imu_lag`), a
     `mocap_delay` of None measured (`_pose_lag`, returned: None when given or not measurable); the
     rotor drag is left out when a flight has no attitude or no position or velocity."""
     if settings.rotor_drag and not all(_posed(f) for fs in configs.values() for f in fs):
@@ -1563,10 +1565,8 @@ def _solve_separated(
     if settings.mocap_delay is None:
         settings = replace(settings, mocap_delay=lag or 0.0)  # behind the IMU; + its own lag below
     if settings.imu_delay is None:
-        imu = settings.source == "imu"
-        tau = _estimate_imu_delay(configs, vehicle, masses, base, settings, lag is not None, memo) if imu else 0.0
-        settings = replace(settings, imu_delay=tau)
-    if lag is not None and settings.source == "imu":
+        settings = replace(settings, imu_delay=_imu_lag(configs, vehicle, masses, base, settings, lag, memo))
+    if lag is not None:  # the pose timed against the IMU, the IMU against the rotor signals
         settings = replace(settings, mocap_delay=lag + settings.imu_delay)
     sol = _solve(configs, vehicle, masses, base, settings, memo)
     if not settings.centred:
@@ -1583,6 +1583,30 @@ def _solve_separated(
     return _solve(configs, vehicle, masses, base, settings, memo), settings, why, lag
 
 
+def _imu_lag(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    base: np.ndarray,
+    settings: TlsSettings,
+    lag: float | None,
+    memo: dict,
+) -> float:
+    """The IMU's lag behind the rotor signals (`_estimate_imu_delay`). The motion-capture source
+    needs it only when its pose was timed against the IMU (`lag`, `_pose_lag`): the pose then
+    lags the rotor signals by `lag` plus this, found by the IMU-source model of the same flights
+    (on the mismatch flights, IMU 4 ms and pose 8 ms late, `lag` alone is 4 ms and left com_z
+    -4.8σ̄); 0 otherwise, or where the flights do not carry that model."""
+    if settings.source == "imu":
+        return _estimate_imu_delay(configs, vehicle, masses, base, settings, lag is not None, memo)
+    if lag is None:
+        return 0.0
+    try:  # its own memo: the motion columns of the other source
+        return _estimate_imu_delay(configs, vehicle, masses, base, replace(settings, source="imu"), True, {})
+    except RotoridError:
+        return 0.0
+
+
 def _pose_note(lag: float | None, settings: TlsSettings) -> str:
     """How the pose's lag (`TlsSettings.mocap_delay` None) was found, in words."""
     use = "motion" if settings.source == "mocap" else "rotor-drag velocity"
@@ -1591,7 +1615,7 @@ def _pose_note(lag: float | None, settings: TlsSettings) -> str:
             f"the pose could not be timed against the accelerometer (none logged, or every piece shorter than "
             f"the search): its lag is taken as 0 for the {use} (give --mocap-delay)"
         )
-    own = f" with the IMU's own {1e3 * settings.imu_delay:.1f} ms" if settings.source == "imu" else ""
+    own = f" with the IMU's own {1e3 * settings.imu_delay:.1f} ms"
     return (
         f"the pose lags the IMU by {1e3 * lag:.1f} ms (measured from the specific force), the rotor "
         f"signals by {1e3 * settings.mocap_delay:.1f} ms{own}: the {use} is aligned to them"
