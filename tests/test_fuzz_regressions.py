@@ -530,6 +530,25 @@ def test_dataflash_corrupt_multiplier_is_a_format_error(tmp_path: Path, mult: fl
             read(path)
 
 
+def test_dataflash_sensor_instance_that_is_no_whole_number_is_a_format_error(tmp_path: Path) -> None:
+    """atheris finding (DataFlash, a 1.5 kB input): two type characters of the IMU format swapped
+    ('QBff…' -> 'QfBf…', the same length) made the instance field I a float holding NaN, and
+    choosing the instance raised "cannot convert float NaN to integer" (ValueError)."""
+    from rotorid.io import dataflash
+
+    rng = np.random.default_rng(0)
+    t = 1.0 + np.arange(200) / 400.0
+    gyro = rng.normal(0, 0.01, (200, 3))
+    gyro[:, 0] = struct.unpack("<f", bytes([0x00, 0xC0, 0x7F, 0x3F]))[0]  # I's zero byte + these: NaN
+    f = Flight(t=t, acc=rng.normal(0, 0.1, (200, 3)) + np.array([0, 0, 9.81]), gyro=gyro)
+    path = dataflash.write(f, tmp_path / "i.bin")
+    data = path.read_bytes()
+    assert data.count(b"QBffffffIIfBBHH") == 1
+    path.write_bytes(data.replace(b"QBffffffIIfBBHH", b"QfBfffffIIfBBHH"))
+    with pytest.raises(LogFormatError, match=r"IMU\.I \(the sensor instance\) holds nan, not a whole number"):
+        read(path)
+
+
 def test_motor_column_with_a_leading_zero_is_an_unknown_column(tmp_path: Path) -> None:
     """'cmd_00' (campaign, table input 503531, a removed chunk): it matched the motor pattern as
     motor 0 and was then looked up as 'cmd_0' (KeyError). Motor columns are ASCII digits without a

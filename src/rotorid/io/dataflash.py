@@ -273,7 +273,13 @@ def _text(b: bytes) -> str:
 
 
 def _instances(log: _Log, name: str, col: str) -> np.ndarray:
-    return np.unique(log.table(name)[col])
+    """The sensor instances `name`.`col` holds; one that is no whole number (a corrupt format
+    giving the field a float type and a NaN, found by fuzzing) is a format error."""
+    ids = np.unique(log.table(name)[col])
+    bad = ids[~(np.isfinite(ids) & (ids == np.round(ids)))] if ids.dtype.kind == "f" else ids[:0]
+    if bad.size:
+        raise LogFormatError(f"{log.path}: {name}.{col} (the sensor instance) holds {float(bad[0]):g}, not a whole number")
+    return ids
 
 
 def _pick(available: np.ndarray, want: int | None, what: str, path: Path) -> int:
@@ -459,7 +465,7 @@ def _flights(
             series[ch], source[ch] = s, msg
 
     if imu_source == "batch":
-        inst = _pick(np.unique(log.table("ISBH")["instance"]) if log.has("ISBH") else np.array([0]), imu, "IMU", path)
+        inst = _pick(_instances(log, "ISBH", "instance") if log.has("ISBH") else np.array([0]), imu, "IMU", path)
         for ch, s in _batch(log, inst, notes).items():
             series[ch], source[ch] = s, "ISBD"
     elif log.has("IMU"):
