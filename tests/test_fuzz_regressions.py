@@ -545,8 +545,35 @@ def test_dataflash_sensor_instance_that_is_no_whole_number_is_a_format_error(tmp
     data = path.read_bytes()
     assert data.count(b"QBffffffIIfBBHH") == 1
     path.write_bytes(data.replace(b"QBffffffIIfBBHH", b"QfBfffffIIfBBHH"))
-    with pytest.raises(LogFormatError, match=r"IMU\.I \(the sensor instance\) holds nan, not a whole number"):
+    with pytest.raises(
+        LogFormatError, match=r"IMU\.I \(the sensor instance\) holds nan, not a whole number in 0\.\.255"
+    ):
         read(path)
+
+
+def test_dataflash_esc_instance_out_of_range_is_a_format_error(tmp_path: Path) -> None:
+    """atheris finding (DataFlash, a 300-byte input): the ESC format's instance turned float
+    ('QBff…' -> 'QfBf…') held 1.4e28 and 6.2e10, and casting them to motor numbers raised numpy's
+    RuntimeWarning (invalid value in cast) instead of a decision."""
+    from rotorid.io import dataflash
+
+    rng = np.random.default_rng(0)
+    t = 1.0 + np.arange(200) / 400.0
+    rpm = struct.unpack("<f", bytes([0x00, 0xC0, 0x7F, 0x46]))[0]  # 16368 rpm: an instance byte + these = NaN
+    f = Flight(
+        t=t,
+        acc=rng.normal(0, 0.1, (200, 3)) + np.array([0, 0, 9.81]),
+        gyro=rng.normal(0, 0.01, (200, 3)),
+        rotor_speed=np.full((200, 4), rpm * 2 * np.pi / 60),
+    )
+    path = dataflash.write(f, tmp_path / "e.bin")
+    data = path.read_bytes()
+    assert data.count(b"QBffffcfcf") == 1
+    path.write_bytes(data.replace(b"QBffffcfcf", b"QfBfffcfcf"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(LogFormatError, match=r"ESC\.Instance \(the sensor instance\) holds nan, not a whole"):
+            read(path)
 
 
 def test_motor_column_with_a_leading_zero_is_an_unknown_column(tmp_path: Path) -> None:

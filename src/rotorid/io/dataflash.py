@@ -273,12 +273,15 @@ def _text(b: bytes) -> str:
 
 
 def _instances(log: _Log, name: str, col: str) -> np.ndarray:
-    """The sensor instances `name`.`col` holds; one that is no whole number (a corrupt format
-    giving the field a float type and a NaN, found by fuzzing) is a format error."""
+    """The sensor instances `name`.`col` holds (ArduPilot logs them as a byte); one that is no
+    whole number in 0..255 (a corrupt format giving the field a float type: NaN, 1.4e28, found
+    by fuzzing) is a format error."""
     ids = np.unique(log.table(name)[col])
-    bad = ids[~(np.isfinite(ids) & (ids == np.round(ids)))] if ids.dtype.kind == "f" else ids[:0]
+    bad = ids[~(np.isfinite(ids) & (ids == np.round(ids)) & (ids >= 0) & (ids <= 255))]
     if bad.size:
-        raise LogFormatError(f"{log.path}: {name}.{col} (the sensor instance) holds {float(bad[0]):g}, not a whole number")
+        raise LogFormatError(
+            f"{log.path}: {name}.{col} (the sensor instance) holds {float(bad[0]):g}, not a whole number in 0..255"
+        )
     return ids
 
 
@@ -488,7 +491,7 @@ def _flights(
     if log.has("ESC"):
         esc = log.table("ESC")
         # ESC instance i drives output i + 1; without RCOU, every ESC instance logged is a motor
-        outs = chans or (range(1, n_motors + 1) if n_motors else np.unique(esc["Instance"]).astype(int) + 1)
+        outs = chans or (range(1, n_motors + 1) if n_motors else _instances(log, "ESC", "Instance").astype(int) + 1)
         per = [
             _finite(Series(*log.columns("ESC", ["RPM"], esc[esc["Instance"] == c - 1])), path, f"ESC {c}", notes)
             for c in outs
