@@ -109,7 +109,8 @@ def target_main(reader: str, counts_path: Path, libfuzzer_args: list[str]) -> No
         import fuzzing
 
         fuzzing._preload()
-    scratch = Path(fuzzing.SCRATCH or counts_path.parent) / f"rotorid-atheris-{os.getpid()}"
+    # one folder per reader, reused run after run (libFuzzer exits without cleaning up)
+    scratch = Path(fuzzing.SCRATCH or counts_path.parent) / f"rotorid-atheris-{reader}"
     scratch.mkdir(exist_ok=True)
     with open(counts_path, "r+b") as fh:
         counts = mmap.mmap(fh.fileno(), 8 * len(KINDS))
