@@ -576,6 +576,29 @@ def test_dataflash_esc_instance_out_of_range_is_a_format_error(tmp_path: Path) -
             read(path)
 
 
+def test_dataflash_rcou_output_with_a_leading_zero_is_no_motor(tmp_path: Path) -> None:
+    """atheris finding (DataFlash, a 2.6 kB input): an RCOU field renamed 'C12' -> 'C00' was taken
+    as output 0 and then looked up as 'C0' (ValueError: no field of name C0). Outputs are C1, C2,
+    ... without a leading zero, as the table reader's motor columns (the next test)."""
+    from rotorid.io import dataflash
+
+    rng = np.random.default_rng(0)
+    t = 1.0 + np.arange(200) / 400.0
+    f = Flight(
+        t=t,
+        acc=rng.normal(0, 0.1, (200, 3)) + np.array([0, 0, 9.81]),
+        gyro=rng.normal(0, 0.01, (200, 3)),
+        cmd=rng.uniform(0.3, 0.7, (200, 4)),
+    )
+    path = dataflash.write(f, tmp_path / "r.bin")
+    data = path.read_bytes()
+    assert data.count(b"C11,C12,C13") == 1
+    # without SERVOn_FUNCTION parameters (renamed), as in the input: the non-zero outputs are the motors
+    path.write_bytes(data.replace(b"C11,C12,C13", b"C11,C00,C13").replace(b"SERVO", b"SERVQ"))
+    (got,) = read(path)
+    assert got.cmd.shape[1] == 4 and np.allclose(got.cmd, f.cmd, atol=1e-3)
+
+
 def test_motor_column_with_a_leading_zero_is_an_unknown_column(tmp_path: Path) -> None:
     """'cmd_00' (campaign, table input 503531, a removed chunk): it matched the motor pattern as
     motor 0 and was then looked up as 'cmd_0' (KeyError). Motor columns are ASCII digits without a

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -42,6 +43,8 @@ from rotorid.util import atomic_write_bytes
 
 MAGIC = b"\xa3\x95"
 HEAD = 3  # 0xA3 0x95 type
+#: An RCOU output field: C1, C2, ... (1-based, no leading zero).
+RCOU_OUTPUT = re.compile(r"C[1-9][0-9]*")
 #: SERVOn_FUNCTION values of Motor1..8 and Motor9..12 (ArduPilot SRV_Channel::Aux_servo_function_t)
 MOTOR_FUNCS = {**{33 + i: i + 1 for i in range(8)}, **{82 + i: i + 9 for i in range(4)}}
 #: LOG_BITMASK bits (ArduCopter defines.h): 0 ATTITUDE_FAST, 7 IMU, 10 RCOUT, 17 MOTBATT, 18 IMU_FAST, 19 IMU_RAW
@@ -333,9 +336,8 @@ def _batch(log: _Log, instance: int, notes: list[str]) -> dict[str, Series]:
 def _motor_channels(log: _Log, motors: int | None, notes: list[str]) -> list[int]:
     """RCOU channel numbers (1-based) of the motors, in motor order."""
     rc = log.table("RCOU")
-    outs = sorted(
-        {int(c[1:]) for c in rc.dtype.names if c[:1] == "C" and c[1:].isdigit() and rc.dtype[c].kind in "iuf"}
-    )
+    # outputs are C1, C2, ...: ASCII digits without a leading zero ('C00' would be looked up as 'C0')
+    outs = sorted(int(c[1:]) for c in rc.dtype.names if RCOU_OUTPUT.fullmatch(c) and rc.dtype[c].kind in "iuf")
     by_func = sorted(
         (MOTOR_FUNCS[int(log.params.get(f"SERVO{c}_FUNCTION", -1))], c)
         for c in outs
