@@ -85,6 +85,18 @@ def _cond(a: np.ndarray) -> float:
     return float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
 
 
+def _check_excited(n: int, excited: np.ndarray, what: str) -> None:
+    """`ExcitationError` unless n rows can determine the parameters and every regressor column
+    (`excited`: which are non-zero somewhere) is excited."""
+    if n <= len(excited):
+        raise ExcitationError(f"{what}: {n} samples cannot determine {len(excited)} parameters")
+    zero = np.flatnonzero(~excited)
+    if zero.size:
+        raise ExcitationError(
+            f"{what}: regressor column(s) {zero.tolist()} are all zero: those parameters are not excited"
+        )
+
+
 def ols(a: np.ndarray, b: np.ndarray, weights: np.ndarray | None = None, what: str = "regression") -> Fit:
     """Ordinary (or row-weighted) least squares min ||sqrt(w) (a x - b)||.
 
@@ -96,15 +108,9 @@ def ols(a: np.ndarray, b: np.ndarray, weights: np.ndarray | None = None, what: s
     if a.ndim == 1:
         a = a[:, None]
     n, p = a.shape
-    if n <= p:
-        raise ExcitationError(f"{what}: {n} samples cannot determine {p} parameters")
     sw = np.ones(n) if weights is None else np.sqrt(np.asarray(weights, dtype=float))
     aw, bw = a * sw[:, None], b * sw
-    zero = np.flatnonzero(~np.any(aw != 0, axis=0))
-    if zero.size:
-        raise ExcitationError(
-            f"{what}: regressor column(s) {zero.tolist()} are all zero: those parameters are not excited"
-        )
+    _check_excited(n, np.any(aw != 0, axis=0), what)
     x, *_ = np.linalg.lstsq(aw, bw, rcond=None)
     r = b - a @ x
     rw = r * sw
@@ -154,13 +160,7 @@ def ols_blocks(blocks: Callable[[], Iterable[np.ndarray]], b: np.ndarray, what: 
     number is that of A with unit columns, R D⁻¹'s (A D⁻¹ = Q R D⁻¹)."""
     red = reduce_rows(blocks(), b)
     p = len(red.excited)
-    if red.n <= p:
-        raise ExcitationError(f"{what}: {red.n} samples cannot determine {p} parameters")
-    zero = np.flatnonzero(~red.excited)
-    if zero.size:
-        raise ExcitationError(
-            f"{what}: regressor column(s) {zero.tolist()} are all zero: those parameters are not excited"
-        )
+    _check_excited(red.n, red.excited, what)
     rr = red.r[:p, :p]
     x, *_ = np.linalg.lstsq(rr, red.r[:p, p], rcond=None)
     residual = np.empty(red.n)
