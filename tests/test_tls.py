@@ -37,7 +37,10 @@ def res_ab(six_ab):
 
 def test_config_a_alone(six_ab) -> None:
     """Table I (left) on the clean simulated flight: k_t within 1 %, I_xx and I_yy within
-    5 %, every product of inertia cancelled with its reason. (Here the gyroscopic coupling of
+    5 %. The simulated vehicle's products of inertia are not zero (2e-5, -1.2e-4, 4e-5 kg m²)
+    and this flight measures each to 2-10 %σ (|value| > `cancel_z` σ), so the essential step
+    keeps them (the paper's rule alone, `cancel_z` = inf, cancels them, and the cancellation
+    moves the others): each is reported within 3σ of the truth. (The gyroscopic coupling of
     the simulated pilot is strong and its sensors clean enough that k_d and I_zz survive;
     `test_config_a_paper_quality` reproduces the paper's cancellation.)"""
     a, _ = six_ab
@@ -46,8 +49,12 @@ def test_config_a_alone(six_ab) -> None:
     assert abs(err["k_t"]) < 1.0
     assert abs(err["I_xx"]) < 5.0 and abs(err["I_yy"]) < 5.0
     for p in PRODUCTS:
-        o = r.observability[p]
-        assert o["identifiable"] is False and "products of inertia" in o["reason"] and p not in r.params
+        e = r.params[p]
+        assert abs(e.value) > r.settings["cancel_z"] * e.std and abs(e.value - a.truth.params[p]) < 3 * e.std, p
+    paper = tls.identify({"A": [a.flights["train"]]}, a.vehicle, settings=tls.TlsSettings(cancel_z=float("inf")))
+    for p in PRODUCTS:
+        o = paper.observability[p]
+        assert o["identifiable"] is False and "products of inertia" in o["reason"] and p not in paper.params
     assert r.vehicle["thrust_coeffs"] == [[r.value(f"k_t_m{i}")] for i in range(1, 5)]  # the rotors' own
     assert r.vehicle["thrust_exponents"] == [2]
     assert r.settings["r_sigma"] == 250.0 and r.settings["band"] == [0.0, 15.0] and r.settings["decimate"] == 6
@@ -127,7 +134,10 @@ def test_delay_aware_regressors_remove_lag_bias() -> None:
     e_raw, e_lag = compare(raw, a.truth), compare(lag, a.truth)
     worst = lambda e: max(abs(e.get(k, float("inf"))) for k in ("k_t", "I_xx", "I_yy"))  # cancelled: not recovered
     assert worst(e_lag) < 1.0 and worst(e_raw) > 3 * worst(e_lag)
-    assert "k_d" not in raw.params and abs(e_lag["k_d"]) < 5.0 and abs(e_lag["I_zz"]) < 5.0
+    # the raw regressors leave k_d undetermined: cancelled (the paper's rule), or kept as significant by
+    # eq. 20's σ (`cancel_z`) with a reported σ (HAC: the lag's residuals are correlated) of 7e5 %
+    assert "k_d" not in raw.params or raw.params["k_d"].rel_std_pct > 100
+    assert abs(e_lag["k_d"]) < 5.0 and abs(e_lag["I_zz"]) < 5.0
     assert lag.settings["speed_channel"] == {"A": "cmd"} and lag.vehicle["tm_rise"] == 0.03
 
 

@@ -216,6 +216,8 @@ def test_bad_input_is_explained() -> None:
         tls.identify({"A": [fl], "B": [fl]}, v)
     with pytest.raises(RotoridError, match="--band"):
         tls.identify({"A": [fl]}, v, settings=tls.TlsSettings(band=(5, 2)))
+    with pytest.raises(RotoridError, match="--cancel-z must be positive"):
+        tls.identify({"A": [fl]}, v, settings=tls.TlsSettings(cancel_z=0.0))
     with pytest.raises(RotoridError, match="airborne piece"):
         tls.identify({"A": [fl.window(0.0, 1.0)]}, v)
     with pytest.raises(RotoridError, match="has 6 rotors"):

@@ -253,6 +253,13 @@ def identify(
     r_sigma: Annotated[
         float, typer.Option(help="Essential-parameter threshold max/min %σ.", rich_help_panel=_TLS)
     ] = 250.0,
+    cancel_z: Annotated[
+        float,
+        typer.Option(
+            help="Cancel an essential-parameter candidate only within this many σ of zero (inf: the paper's rule).",
+            rich_help_panel=_TLS,
+        ),
+    ] = 2.0,
     band: Annotated[
         str | None, typer.Option(help="Band-pass LOW,HIGH in Hz (default chosen from the rate).", rich_help_panel=_TLS)
     ] = None,

@@ -96,6 +96,7 @@ _TLS_OPTIONS = (
     "source",
     "tm",
     "r_sigma",
+    "cancel_z",
     "band",
     "weighted",
     "speed",

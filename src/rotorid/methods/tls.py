@@ -33,6 +33,7 @@ from rotorid.frames import GRAVITY, quat_to_bryant
 from rotorid.identified import with_vehicle
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
 from rotorid.methods.regression import (
+    WEIGHT_FLOOR,
     Fit,
     bc_hac_cov,
     bias_compensated,
@@ -83,6 +84,19 @@ class TlsSettings:
       motion and rotor terms are measured and filtered (`rotorid.motion.MotionSettings`);
       `parallel_cutoff` is the low-pass applied to every column of W_t before decimation.
     - `r_sigma`: essential parameters are kept when max/min %sigma < r_sigma (Sec. III-B).
+    - `cancel_z`: a parameter is cancelled only while its estimate is within `cancel_z` σ of
+      zero (%σ > 100 / cancel_z; eq. 20's σ, as the ranking): Six et al. cancel parameters that
+      "have no significant contribution in the dynamic model", but r_σ = 250 against k_t's %σ
+      (0.02-0.05 %) also cancelled ms_z and I_xz at 20-30σ on the simulated motion-capture
+      flights, and setting a parameter that is not zero to zero biases the others by its
+      omitted-variable bias (Greene, Econometric Analysis, Sec. 4.3.2), the same in every
+      flight: I_xx, I_yy -0.4 %, com_z -1.8 %, k_t -0.05 %, each about its σ (which
+      `cancellation_var` widened to cover it). The default 2 is a t test at the 5 % level, the
+      significance the essential-parameter literature asks of a parameter's contribution
+      (Pham & Gautier 1991: the residual's increase on cancelling it); on the simulated
+      flights 5 kept fewer (com_y@A then carries a +3.7 % cancellation bias in the
+      motion-capture fit). Two exceptions keep the paper's rule: the yaw pair (`YAW_PAIR`) and a
+      fit whose block weighting has collapsed (`_collapsed`). inf is the paper's rule alone.
     - `weighted`: scale each wrench-row block by the inverse of its residual std.
     - `decimate`: default floor(fs / (2 parallel_cutoff)) (`TlsSettings.decimation`).
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
@@ -98,9 +112,12 @@ class TlsSettings:
       scenarios' value, moves every parameter of six-config-a by at most 0.26σ (paired
       simulation, same noise streams), as it enters only the small gyroscopic terms.
     - `covariance`: "hac" (default) reports the Newey-West sandwich of the final fit
-      (`regression.tls_hac_cov`), valid when the rows stay correlated; "eq20" the paper's
-      eq. 18-20 (independent rows). The essential-parameter selection always ranks by eq. 20's
-      %σ, the scale the paper's r_σ = 250 was set on.
+      (`regression.tls_hac_cov`), valid when the rows stay correlated, each parameter's
+      variance with its own bandwidth (`regression.influence_std`: the twice-differentiated
+      pose's noise has little power at the regressors' frequencies, and one rule-of-thumb
+      bandwidth for all made the motion-capture σ of k_t and the first moments 2-4x their
+      scatter); "eq20" the paper's eq. 18-20 (independent rows). The essential-parameter
+      selection always ranks by eq. 20's %σ, the scale the paper's r_σ = 250 was set on.
     - `motor_spread`: assumed relative 1σ spread of the rotors' gains about their mean (one
       k_t, k_d for all rotors is the paper's model, eq. 8-9), used where the gains are not
       estimated (`rotor_gains`). A rotor stronger by ε_i adds the wrench ε_i k_t u_i² [a_i;
@@ -164,6 +181,7 @@ class TlsSettings:
     source: str = "imu"
     tm: float | None = None
     r_sigma: float = 250.0
+    cancel_z: float = 2.0
     band: tuple[float, float] | None = None
     weighted: bool = True
     speed: str = "auto"
@@ -225,6 +243,8 @@ class TlsSettings:
         """Concrete settings for data sampled at `fs` Hz (every default filled in)."""
         if not self.r_sigma > 1:
             raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
+        if not self.cancel_z > 0:
+            raise RotoridError(f"--cancel-z must be positive, got {self.cancel_z}")
         if not 0 <= self.motor_spread < 1:
             raise RotoridError(f"--motor-spread must be a fraction in [0, 1), got {self.motor_spread}")
         if self.covariance not in ("hac", "eq20"):
@@ -568,6 +588,14 @@ def _fit(
     return tls(w * base[blocks][:, None], what="IDIM-TLS", rows=int(counts.sum())), base.copy()
 
 
+#: The unknowns `essential` cancels by the paper's rule alone (`TlsSettings.cancel_z` aside): in one
+#: configuration the yaw row fixes only I_zz / k_d (eq. 23), so their %σ comes from weak couplings
+#: and the block weighting, not from the data's information on each (kept at 2 %σ, k_d came out
+#: -96 % on a simulated configuration-A flight, and a symmetric vehicle's garbage k_d moved the
+#: estimated IMU lag to 25 ms).
+YAW_PAIR = ("k_d", "I_zz")
+
+
 def essential(
     w: np.ndarray,
     blocks: np.ndarray,
@@ -578,7 +606,8 @@ def essential(
     extra: np.ndarray | None = None,
 ) -> tuple[Fit, list[int], np.ndarray, list[dict[str, Any]], np.ndarray]:
     """Essential parameters (Sec. III-B): starting from all unknowns, repeatedly cancel the
-    one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma.
+    one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma or the
+    candidate is significant (%σ < 100 / `TlsSettings.cancel_z`).
     k_t is never cancelled (it carries the scale of the TLS solution). Columns that are
     identically zero are cancelled first ("not excited"). A row block whose rotor and known
     columns are all cancelled (the yaw rows of a planar vehicle once k_d goes) is left out:
@@ -604,11 +633,7 @@ def essential(
     wr, br, _ = (None, None, None) if w_ref is None else compress(w_ref, blocks)
     colnorm = np.linalg.norm(w[:, :-1], axis=0)
     kept = [j for j in range(len(names)) if colnorm[j] > 0]
-    history: list[dict[str, Any]] = [
-        {"name": names[j], "rel_std_pct": float("inf"), "ratio": float("inf"), "value": 0.0, "why": "not excited"}
-        for j in range(len(names))
-        if colnorm[j] == 0
-    ]
+    history = _not_excited(names, colnorm)
     if 0 not in kept:
         raise ExcitationError("the thrust column is zero: the rotor commands are all zero in every flight")
     nb = len(counts)
@@ -629,11 +654,14 @@ def essential(
             # others, and every parameter but k_t was cancelled)
             floor = min(floor, float(ref.rel_std_pct[kept.index(0)]))
         ratio = float(pct.max() / floor) if floor > 0 else float("inf")
-        if not settings.essential or ratio < settings.r_sigma or len(kept) == 1:
-            return fit, kept, scale, history, active
         cand = pct.copy()
         cand[kept.index(0)] = -np.inf
         i = int(np.argmax(cand))
+        keep = cand[i] < 100.0 / settings.cancel_z and not names[kept[i]].startswith(YAW_PAIR)
+        if keep:  # significant, unless the weighting collapsed (then no %σ of this fit means anything)
+            keep = not _collapsed(wc[rows][:, [*kept, *more, last]], bc[rows], counts * active, base, fit)
+        if not settings.essential or ratio < settings.r_sigma or len(kept) == 1 or keep:
+            return fit, kept, scale, history, active
         history.append(
             {
                 "name": names[kept[i]],
@@ -644,6 +672,30 @@ def essential(
             }
         )
         del kept[i]
+
+
+def _not_excited(names: list[str], colnorm: np.ndarray) -> list[dict[str, Any]]:
+    """`essential`'s history entries of the unknowns whose column is zero."""
+    return [
+        {"name": n, "rel_std_pct": float("inf"), "ratio": float("inf"), "value": 0.0, "why": "not excited"}
+        for n, c in zip(names, colnorm, strict=True)
+        if c == 0
+    ]
+
+
+def _collapsed(w: np.ndarray, blocks: np.ndarray, counts: np.ndarray, base: np.ndarray, fit: Fit) -> bool:
+    """Whether the block weighting of `fit` (compressed rows of its columns, `_fit`) sits at its
+    floor in some row block (`regression.block_weighted_tls`, `WEIGHT_FLOOR`): a block without
+    a known term (the yaw rows) that its own parameters nearly zero, so they shrink together
+    (k_d and I_zz -96 % at 1 %σ on a simulated configuration-A flight, eq. 23). No %σ of such a
+    fit says anything about significance (`TlsSettings.cancel_z`)."""
+    plain = tls(w * base[blocks][:, None], what="IDIM-TLS", rows=int(counts.sum()))
+
+    def rms(x: np.ndarray) -> np.ndarray:
+        res = w @ np.append(x, 1.0)
+        return np.sqrt(np.bincount(blocks, weights=res**2, minlength=len(counts)) / np.maximum(counts, 1))
+
+    return bool(np.any(rms(fit.x) <= WEIGHT_FLOOR * (1.0 + 1e-3) * rms(plain.x)))
 
 
 def _full(x: np.ndarray, kept: list[int], n: int) -> np.ndarray:
@@ -1003,8 +1055,14 @@ def _estimates(
     return est
 
 
+def _within(rel_std_pct: float, z: float) -> str:
+    """' (within z σ of zero)' when a cancelled parameter was not significant (`TlsSettings.cancel_z`),
+    else '' (the yaw pair or a collapsed weighting, `essential`)."""
+    return f" (within {z:g}σ of zero)" if rel_std_pct * z >= 100 else ""
+
+
 def _observability(
-    names: list[str], fit: Fit, kept: list[int], history: list[dict[str, Any]], cfgs: list[str], r_sigma: float
+    names: list[str], fit: Fit, kept: list[int], history: list[dict[str, Any]], cfgs: list[str], st: TlsSettings
 ) -> dict[str, dict[str, Any]]:
     """Per unknown: essential (with its final %σ) or cancelled, with why and what to fly."""
     pct_final = dict(zip([names[j] for j in kept], fit.rel_std_pct.tolist(), strict=True))
@@ -1019,7 +1077,8 @@ def _observability(
         why = (
             "its column is zero (not excited)"
             if h["why"] == "not excited"
-            else f"cancelled with %σ = {h['rel_std_pct']:.3g} while max/min %σ = {h['ratio']:.3g} ≥ r_σ = {r_sigma:g}"
+            else f"cancelled with %σ = {h['rel_std_pct']:.3g}{_within(h['rel_std_pct'], st.cancel_z)} while "
+            f"max/min %σ = {h['ratio']:.3g} ≥ r_σ = {st.r_sigma:g}"
         )
         observability[nm] = {
             "identifiable": False,
@@ -1717,7 +1776,7 @@ def identify(
     cov[:] = 0.0
     cov[np.ix_(kept, kept)] = spread
     assumed = _spread_assumed(est, _estimates(x, cov, names, kept_names, masses), settings.motor_spread)
-    observability = _observability(names, fit, kept, history, cfgs, settings.r_sigma)
+    observability = _observability(names, fit, kept, history, cfgs, settings)
     if unseparated and "k_t" in est:
         observability["k_t"]["rel_std_pct"] = Estimate(*est["k_t"]).rel_std_pct
     if "k_tau" in est:

@@ -33,6 +33,9 @@ def sigma_figure(result: Result) -> Figure:
     r = result.settings.get("r_sigma")
     if r and kept.any():
         ax.axhline(r * np.nanmin(shown[kept]), ls="--", color="k", lw=0.8, label=f"r_σ × min %σ (r_σ = {r:g})")
+    z = result.settings.get("cancel_z")
+    if z and np.isfinite(z):
+        ax.axhline(100.0 / z, ls=":", color="tab:red", lw=0.8, label=f"significant below: 100 / {z:g} %σ")
     ax.set_yscale("log")
     ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("%σ")
