@@ -136,13 +136,12 @@ class TlsSettings:
       the others' are free. On six-config-a-mismatch (±5 % gains, 20 seeds, A and A + B) each
       k_t_mI comes out within 0.15 % on average (σ̄ 0.07-0.15 %, ±2σ 95-100 %), and I_xx, I_yy,
       com, k_t scatter 0.8-1.1 σ̄ (the assumed spread's σ made k_t and com_z 0.3-0.5, labelled
-      assumed). With identical rotors (six-config-a) the gains cost the flight's own σ little
-      (I_xx, I_yy, k_t, com_z 0.8-0.9 σ̄, 0.02-0.2 with the spread assumed), but the
-      essential step's cancelled products of inertia leave the same small bias in every flight:
-      com_y +0.05 mm (+0.95σ̄, its σ 40x the flight's own with equal rotors declared), the
-      gains -0.08 to +0.02 % (within ±1σ̄; ±2σ 90-100 %). Where a rotor's gain is not known to better than
-      `motor_spread` (σ ≥ it, or a degenerate fit: a flight without enough roll and pitch), the
-      spread is assumed as before and a note says so.
+      assumed). With identical rotors (six-config-a, 30 seeds, IMU, A) every parameter, gains
+      included, scatters 0.74-1.18 σ̄ (±2σ 87-100 %; 0.02-0.2 with the spread assumed); from
+      motion capture the gains of rotors 1 and 3 of A come out -0.018/+0.021 % (±1σ̄) and com_x@A
+      -0.62 % (-1.8σ̄), an effect of the pose noise (exact on a noise-free flight). Where a
+      rotor's gain is not known to better than `motor_spread` (σ ≥ it, or a degenerate fit: a
+      flight without enough roll and pitch), the spread is assumed as before and a note says so.
     - `imu_delay`: s the IMU signals lag the rotor signals (the IMU source's motion; the mocap
       source's pose lag, `mocap_delay`, adds it when measured); None estimates it from the
       flights (`_estimate_imu_delay`). Eq. 10 pairs
