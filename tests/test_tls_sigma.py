@@ -9,7 +9,7 @@ from scipy.signal import lfilter
 
 from rotorid.errors import RotoridError
 from rotorid.methods import tls as tls_method
-from rotorid.methods.regression import hac_meat, newey_west_lags, tls, tls_hac_cov
+from rotorid.methods.regression import bartlett_lrv, hac_meat, newey_west_lags, tls, tls_hac_cov
 from rotorid.methods.tls import TlsSettings
 from rotorid.motion import MotionSettings
 from rotorid.result import verdict
@@ -73,6 +73,19 @@ def test_own_bandwidth_sees_over_differenced_errors() -> None:
     sd = np.std(xs, axis=0, ddof=1)
     assert np.all(np.mean(rule, axis=0) / sd > 1.4)
     assert sd / np.mean(own, axis=0) == pytest.approx(np.ones(3), abs=0.25)
+
+
+def test_fft_long_run_variance_is_the_meat_of_one_series() -> None:
+    """`bartlett_lrv` (FFT autocovariances per segment) is `hac_meat` of one column, for any
+    bandwidth up to the whole series and segments of any length."""
+    rng = np.random.default_rng(6)
+    for n in (7, 400):
+        z = np.diff(rng.standard_normal(n + 1))
+        seg = np.repeat([0, 2, 5], [n // 3, 1, n - n // 3 - 1])
+        for lags in (0, 1, 3, n // 4, n):
+            assert bartlett_lrv(z, seg, lags) == pytest.approx(
+                hac_meat(z[:, None], seg, lags)[0, 0], rel=1e-9, abs=1e-12
+            )
 
 
 def test_meat_never_pairs_two_segments() -> None:

@@ -33,7 +33,6 @@ from rotorid.frames import GRAVITY, quat_to_bryant
 from rotorid.identified import with_vehicle
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
 from rotorid.methods.regression import (
-    WEIGHT_FLOOR,
     Fit,
     bc_hac_cov,
     bias_compensated,
@@ -42,6 +41,7 @@ from rotorid.methods.regression import (
     one_blas_thread,
     tls,
     tls_hac_cov,
+    weighting_collapsed,
 )
 from rotorid.motion import (
     MIN_PIECE,
@@ -96,7 +96,8 @@ class TlsSettings:
       (Pham & Gautier 1991: the residual's increase on cancelling it); on the simulated
       flights 5 kept fewer (com_y@A then carries a +3.7 % cancellation bias in the
       motion-capture fit). Two exceptions keep the paper's rule: the yaw pair (`YAW_PAIR`) and a
-      fit whose block weighting has collapsed (`_collapsed`). inf is the paper's rule alone.
+      fit whose block weighting has collapsed (`regression.weighting_collapsed`; k_d and I_zz
+      -96 % at 1 %σ on a simulated configuration-A flight). inf is the paper's rule alone.
     - `weighted`: scale each wrench-row block by the inverse of its residual std.
     - `decimate`: default floor(fs / (2 parallel_cutoff)) (`TlsSettings.decimation`).
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
@@ -658,7 +659,7 @@ def essential(
         i = int(np.argmax(cand))
         keep = cand[i] < 100.0 / settings.cancel_z and not names[kept[i]].startswith(YAW_PAIR)
         if keep:  # significant, unless the weighting collapsed (then no %σ of this fit means anything)
-            keep = not _collapsed(wc[rows][:, [*kept, *more, last]], bc[rows], counts * active, base, fit)
+            keep = not weighting_collapsed(wc[rows][:, [*kept, *more, last]], bc[rows], counts * active, base, fit)
         if not settings.essential or ratio < settings.r_sigma or len(kept) == 1 or keep:
             return fit, kept, scale, history, active
         history.append(
@@ -680,21 +681,6 @@ def _not_excited(names: list[str], colnorm: np.ndarray) -> list[dict[str, Any]]:
         for n, c in zip(names, colnorm, strict=True)
         if c == 0
     ]
-
-
-def _collapsed(w: np.ndarray, blocks: np.ndarray, counts: np.ndarray, base: np.ndarray, fit: Fit) -> bool:
-    """Whether the block weighting of `fit` (compressed rows of its columns, `_fit`) sits at its
-    floor in some row block (`regression.block_weighted_tls`, `WEIGHT_FLOOR`): a block without
-    a known term (the yaw rows) that its own parameters nearly zero, so they shrink together
-    (k_d and I_zz -96 % at 1 %σ on a simulated configuration-A flight, eq. 23). No %σ of such a
-    fit says anything about significance (`TlsSettings.cancel_z`)."""
-    plain = tls(w * base[blocks][:, None], what="IDIM-TLS", rows=int(counts.sum()))
-
-    def rms(x: np.ndarray) -> np.ndarray:
-        res = w @ np.append(x, 1.0)
-        return np.sqrt(np.bincount(blocks, weights=res**2, minlength=len(counts)) / np.maximum(counts, 1))
-
-    return bool(np.any(rms(fit.x) <= WEIGHT_FLOOR * (1.0 + 1e-3) * rms(plain.x)))
 
 
 def _full(x: np.ndarray, kept: list[int], n: int) -> np.ndarray:
