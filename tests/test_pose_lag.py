@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from rotorid.errors import RotoridError
+from rotorid.errors import ExcitationError, RotoridError
 from rotorid.methods import tls
 from rotorid.motion import MotionSettings, airborne_pieces, pose_lag
 from rotorid.runs import seconds_or_auto
@@ -95,6 +95,22 @@ def test_the_mocap_source_adds_the_imus_own_lag_to_the_pose_lag() -> None:
     assert any(re.search(r"the rotor signals by 8\.\d ms with the IMU's own 4\.0 ms", n) for n in r.notes), r.notes
     given = tls.identify(fl, sc.vehicle, settings=tls.TlsSettings(source="mocap", imu_delay=0.0))
     assert given.settings["mocap_delay"] == pytest.approx(0.004, abs=3e-4)
+
+
+def test_an_imu_lag_that_cannot_be_estimated_is_said_not_taken_silently(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The motion-capture source times the pose against the IMU and needs the IMU's own lag
+    behind the rotor signals; where the IMU-source model of the flights fails, that lag is 0
+    and the pose's note says so, with the reason and what to give."""
+    sc = scenarios.run("six-config-a", seed=2, duration=20.0, flights=("train",), mocap_delay=0.008, imu_delay=0.004)
+
+    def fails(*args: object, **kwargs: object) -> float:
+        raise ExcitationError("IMU model: too few rows")
+
+    monkeypatch.setattr(tls, "_estimate_imu_delay", fails)
+    r = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(source="mocap"))
+    assert r.settings["imu_delay"] == 0.0
+    (said,) = [n for n in r.notes if n.startswith("the pose lags the IMU")]
+    assert "could not be estimated, taken as 0; give --imu-delay: IMU model: too few rows" in said, said
 
 
 def test_mocap_delay_option() -> None:

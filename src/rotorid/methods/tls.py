@@ -1595,36 +1595,39 @@ def _solve_separated(
     masses: dict[str, float],
     base: np.ndarray,
     settings: TlsSettings,
-) -> tuple[_Solution, TlsSettings, str]:
+) -> tuple[_Solution, TlsSettings, str, float | None, str]:
     """`_solve`; when the accelerometer bias it estimates is beyond any sensor offset
     (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
     the paper's model, and the reason in words for k_t's assumption ("" when separated). An
-    `imu_delay` of None is estimated first (`_imu_lag`), a
-    `mocap_delay` of None measured (`_pose_lag`, returned: None when given or not measurable); the
-    rotor drag is left out when a flight has no attitude or no position or velocity."""
+    `imu_delay` of None is estimated first (`_imu_lag`; why it could not be, returned last, ""
+    when it was), a `mocap_delay` of None measured (`_pose_lag`, returned: None when given or not
+    measurable); the rotor drag is left out when a flight has no attitude or no position or
+    velocity."""
     if settings.rotor_drag and not all(_posed(f) for fs in configs.values() for f in fs):
         settings = replace(settings, rotor_drag=False)
     memo: dict = {}  # the motion columns, shared by every fit of this identification (`idim_rows`)
     lag = _pose_lag(configs, vehicle, settings) if settings.mocap_delay is None else None
     if settings.mocap_delay is None:
         settings = replace(settings, mocap_delay=lag or 0.0)  # behind the IMU; + its own lag below
+    imu_why = ""
     if settings.imu_delay is None:
-        settings = replace(settings, imu_delay=_imu_lag(configs, vehicle, masses, base, settings, lag, memo))
+        imu_lag, imu_why = _imu_lag(configs, vehicle, masses, base, settings, lag, memo)
+        settings = replace(settings, imu_delay=imu_lag)
     if lag is not None:  # the pose timed against the IMU, the IMU against the rotor signals
         settings = replace(settings, mocap_delay=lag + settings.imu_delay)
     sol = _solve(configs, vehicle, masses, base, settings, memo)
     if not settings.centred:
-        return sol, settings, "", lag
+        return sol, settings, "", lag, imu_why
     worst = max(float(np.abs(b).max()) for b in _bias_of(sol, masses).values())
     if worst <= ACC_BIAS_PLAUSIBLE:
-        return sol, settings, "", lag
+        return sol, settings, "", lag, imu_why
     settings = replace(settings, acc_bias=False)
     why = (
         f"the accelerometer bias is not separable from the thrust in these flights (it came out "
         f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
-    return _solve(configs, vehicle, masses, base, settings, memo), settings, why, lag
+    return _solve(configs, vehicle, masses, base, settings, memo), settings, why, lag, imu_why
 
 
 def _imu_lag(
@@ -1635,24 +1638,26 @@ def _imu_lag(
     settings: TlsSettings,
     lag: float | None,
     memo: dict,
-) -> float:
-    """The IMU's lag behind the rotor signals (`_estimate_imu_delay`). The motion-capture source
-    needs it only when its pose was timed against the IMU (`lag`, `_pose_lag`): the pose then
-    lags the rotor signals by `lag` plus this, found by the IMU-source model of the same flights
-    (on the mismatch flights, IMU 4 ms and pose 8 ms late, `lag` alone is 4 ms and left com_z
-    -4.8σ̄); 0 otherwise, or where the flights do not carry that model."""
+) -> tuple[float, str]:
+    """The IMU's lag behind the rotor signals (`_estimate_imu_delay`) and, when it could not be
+    found, why ("" otherwise). The motion-capture source needs it only when its pose was timed
+    against the IMU (`lag`, `_pose_lag`): the pose then lags the rotor signals by `lag` plus
+    this, found by the IMU-source model of the same flights (on the mismatch flights, IMU 4 ms
+    and pose 8 ms late, `lag` alone is 4 ms and left com_z -4.8σ̄); 0 otherwise, or where the
+    flights do not carry that model (the reason then goes into the pose's note, `_pose_note`)."""
     if settings.source == "imu":
-        return _estimate_imu_delay(configs, vehicle, masses, base, settings, lag is not None, memo)
+        return _estimate_imu_delay(configs, vehicle, masses, base, settings, lag is not None, memo), ""
     if lag is None:
-        return 0.0
+        return 0.0, ""
     try:  # its own memo: the motion columns of the other source
-        return _estimate_imu_delay(configs, vehicle, masses, base, replace(settings, source="imu"), True, {})
-    except RotoridError:
-        return 0.0
+        return _estimate_imu_delay(configs, vehicle, masses, base, replace(settings, source="imu"), True, {}), ""
+    except RotoridError as e:
+        return 0.0, str(e)
 
 
-def _pose_note(lag: float | None, settings: TlsSettings) -> str:
-    """How the pose's lag (`TlsSettings.mocap_delay` None) was found, in words."""
+def _pose_note(lag: float | None, settings: TlsSettings, imu_why: str = "") -> str:
+    """How the pose's lag (`TlsSettings.mocap_delay` None) was found, in words; `imu_why`: why
+    the IMU's own lag could not be estimated (`_imu_lag`), "" when it was."""
     use = "motion" if settings.source == "mocap" else "rotor-drag velocity"
     if lag is None:
         return (
@@ -1660,6 +1665,8 @@ def _pose_note(lag: float | None, settings: TlsSettings) -> str:
             f"the search): its lag is taken as 0 for the {use} (give --mocap-delay)"
         )
     own = f" with the IMU's own {1e3 * settings.imu_delay:.1f} ms"
+    if imu_why:
+        own = f" (the IMU's own lag behind them could not be estimated, taken as 0; give --imu-delay: {imu_why})"
     return (
         f"the pose lags the IMU by {1e3 * lag:.1f} ms (measured from the specific force), the rotor "
         f"signals by {1e3 * settings.mocap_delay:.1f} ms{own}: the {use} is aligned to them"
@@ -1744,7 +1751,7 @@ def identify(
     base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
 
     asked = settings
-    sol, settings, unseparated, pose_lagged = _solve_separated(configs, vehicle, masses, base, settings)
+    sol, settings, unseparated, pose_lagged, imu_why = _solve_separated(configs, vehicle, masses, base, settings)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
 
@@ -1784,7 +1791,7 @@ def identify(
     mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
     notes += _nuisance_notes(rows, mean_bias, _yaw_moments(rows, x), asked.rotor_drag and not settings.rotor_drag)
     if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag):
-        notes.append(_pose_note(pose_lagged, settings))
+        notes.append(_pose_note(pose_lagged, settings, imu_why))
     single = len(cfgs) == 1
     if not _mocap_yaw_pair(settings) and "k_d" in kept_names:
         notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
