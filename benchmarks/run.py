@@ -6,13 +6,15 @@ calibration`).
 
 Each module defines `run() -> list[dict]`, each dict a row with at least `name`, `value`,
 `unit` and optionally `target` and `note`; a module whose own output already uses
-<name>.json names its rows file in `ROWS_FILE`.
+<name>.json names its rows file in `ROWS_FILE`. Each module starts from the environment
+run.py started with: what one writes to os.environ is undone after it.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import platform
 import sys
 import time
@@ -35,7 +37,12 @@ def main(argv: list[str]) -> int:
         sys.modules[path.stem] = mod  # picklable by name for worker processes (calibration)
         spec.loader.exec_module(mod)
         t0 = time.perf_counter()
-        rows = mod.run()
+        env = dict(os.environ)
+        try:
+            rows = mod.run()
+        finally:  # e.g. Dask's nanny writes MALLOC_TRIM_THRESHOLD_ and BLAS thread counts into it
+            os.environ.clear()
+            os.environ.update(env)
         meta = {"python": platform.python_version(), "machine": platform.machine(), "wall_s": time.perf_counter() - t0}
         (OUT / getattr(mod, "ROWS_FILE", f"{stem}.json")).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
         for r in rows:
