@@ -32,7 +32,7 @@ def test_noise_moment_matches_the_noise_the_rows_carry(source: str) -> None:
     rows, resolved, wn, blocks, _ = tls._system({"A": [noisy]}, v, m, st, None)
     wc = tls._system({"A": [clean]}, v, m, st, None)[2]
     dw = wn - wc  # the same trajectory: the rows' noise itself
-    moment = tls._noise_moment({"A": [noisy]}, v, m, st, rows, resolved)
+    moment = tls._noise_moment({"A": [noisy]}, v, m, st, rows, resolved).total
     for b in range(6):
         emp = np.diag(dw[blocks == b].T @ dw[blocks == b]) / np.sum(blocks == b)
         big = emp > 1e-3 * emp.max()
@@ -51,3 +51,40 @@ def test_bias_compensated_fit_removes_the_errors_in_variables_bias() -> None:
         z[eiv] = {k: (e.value - truth[k]) / e.std for k, e in res.params.items() if k in truth}
     assert max(abs(x) for x in z[False].values()) > 20  # TLS: k_d, I_zz ~140σ off
     assert max(abs(x) for x in z[True].values()) < 3, z[True]
+
+
+def _low_passed(x: np.ndarray, fs: float, sd: float, seed: int = 8) -> np.ndarray:
+    """`x` plus noise of std `sd` (per sample, before the filter) low-passed at 30 Hz, as a
+    sensor's or logger's filter leaves it."""
+    from scipy.signal import butter, lfilter
+
+    b, a = butter(2, 30.0, fs=fs)
+    return x + lfilter(b, a, np.random.default_rng(seed).standard_normal(x.shape), axis=0) * sd
+
+
+def test_floor_doubt_is_the_sampling_error_of_a_white_floor_and_the_step_of_a_low_passed_one() -> None:
+    rng = np.random.default_rng(0)
+    white = rng.standard_normal((12000, 3))
+    d = tls._floor_doubt(white, 200.0, 45.0)
+    assert np.all((d > 0.005) & (d < 0.05)), d  # the floor's standard error, 2-3 %
+    low = tls._floor_doubt(_low_passed(0.1 * white, 200.0, 1.0), 200.0, 45.0)
+    assert np.all(low > 2.0), low  # the spectrum at 22.5-45 Hz is several times the floor above
+
+
+def test_a_floor_below_the_bands_noise_widens_sigma_and_is_said() -> None:
+    """Gyro noise low-passed at 30 Hz: the floor read above 45 Hz is below the noise in the band,
+    the compensation under-corrects I_zz (toward zero, 8.6σ of the fit's own σ before this
+    term), and σ now carries the doubt: I_zz within 3σ, its σ several times the white-noise
+    flight's, and a note says why; the white-noise flight's σ and notes are as before."""
+    v = hexa_tilted()
+    truth = _true_params(v)
+    f = kinematic_flight(v, seed=1, dur=60.0, noise=(ACC, GYRO, 0, 0))
+    st = tls.TlsSettings(motor_spread=0.0, essential=False)
+    white = tls.identify({"A": [f]}, v, settings=st)
+    assert not [n for n in white.notes if "noise floors" in n]
+    low = tls.identify({"A": [f.replace(gyro=_low_passed(f.gyro, f.rate, 0.004))]}, v, settings=st)
+    (said,) = [n for n in low.notes if "noise floors" in n]
+    assert "reads above 45 Hz: the spectrum just below is gyro" in said and "I_zz" in said, said
+    e = low.params["I_zz"]
+    assert abs(e.value - truth["I_zz"]) < 3 * e.std
+    assert e.std > 3 * white.params["I_zz"].std

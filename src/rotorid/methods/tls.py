@@ -175,7 +175,12 @@ class TlsSettings:
       (default) the final fit is bias-compensated least squares (`regression.bias_compensated`)
       with the noise moment each row's columns carry, measured from the flight's own noise
       floor above the rigid-body band (`_noise_moment`); the essential set is still chosen by
-      the paper's TLS. False: the paper's TLS throughout.
+      the paper's TLS. σ carries the doubt about those floors (`floor_var`): their sampling
+      error (~2.7 % on a 75 s flight at 200 Hz), or, where a sensor's or logger's low-pass (or
+      vibration) makes the spectrum just below where they are read differ from them, that
+      level (`_floor_doubt`; every real log in ../shared/data does, by 4.6x to 60,000x; the
+      simulated flights do not), and a note names it when it is a quarter of a parameter's
+      variance. False: the paper's TLS throughout.
     """
 
     source: str = "imu"
@@ -741,27 +746,89 @@ def _noise_floor(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
     σ² per sample has the one-sided density 2σ²/fs). Zero where that band holds no bin. A
     logger that low-passes its signals below f_lo leaves a lower floor: the compensation is
     then partial, never excessive."""
+    level = _band_level(x, fs, f_lo, 0.45 * fs)
+    return np.zeros(x.shape[1]) if level is None else level[0] * fs / 2.0
+
+
+def _band_level(x: np.ndarray, fs: float, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """Median over [lo, hi] Hz of the Welch power spectral density of each column of `x`
+    (segments median-averaged, linear detrend) and the relative standard error of that median
+    (1.2533 x the bins' robust spread 1.4826 MAD / sqrt(K), K the independent bins: the Hann
+    window's equivalent noise bandwidth is 1.5 bins); None where no bin lies there."""
     from scipy.signal import welch
 
     f, pxx = welch(x, fs=fs, nperseg=int(min(256, len(x))), axis=0, average="median", detrend="linear")
-    band = (f >= f_lo) & (f <= 0.45 * fs)
+    band = (f >= lo) & (f <= hi)
     if not band.any():
+        return None
+    med = np.median(pxx[band], axis=0)
+    spread = 1.2533 * 1.4826 * np.median(np.abs(pxx[band] - med), axis=0) / np.sqrt(band.sum() / 1.5)
+    return med, spread / np.where(med > 0, med, 1.0)
+
+
+def _floor_doubt(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
+    """Relative change δ of each column's white-noise floor (`_noise_floor`, read above f_lo) if
+    the noise in the band were at the level the spectrum has just below f_lo, from f_lo / 2 to
+    f_lo (1.5 to NOISE_FROM times the band's edge), or, where the two levels agree within three
+    times their combined standard error (`_band_level`), the floor's standard error. The compensation extrapolates the floor into the
+    band as white: a sensor's or logger's low-pass at a few tens of Hz puts the floor in its
+    stop band (on the real logs of ../shared/data the gyro's spectrum just below f_lo is
+    4.6-5.5x its floor on the PX4 sample, 370-4100x on Crazyflie log10 and log16, where the
+    level just below matches the BMI088's datasheet noise; 0.97-1.10x on the simulated
+    flights), and vibration or motion there moves it the other way. 0 where there is no floor."""
+    far = _band_level(x, fs, f_lo, 0.45 * fs)
+    near = _band_level(x, fs, 0.5 * f_lo, f_lo)
+    if far is None or near is None:
         return np.zeros(x.shape[1])
-    return np.median(pxx[band], axis=0) * fs / 2.0
+    (floor, se), (level, se_near) = far, near
+    d = level / np.where(floor > 0, floor, 1.0) - 1.0
+    flat = np.abs(d) <= 3.0 * np.hypot(se, se_near)  # the two levels agree within their sampling error
+    return np.where(floor > 0, np.where(flat, se, d), 0.0)
 
 
-def _piece_floor(p: Flight, ms: MotionSettings) -> np.ndarray:
+#: `_floor_note` speaks when the doubt about the noise floors (`floor_var`) is this share of a
+#: parameter's variance or more.
+FLOOR_SHARE = 0.25
+
+
+def _floor_note(sol: _Solution, kept: list[str], settings: TlsSettings, resolved: dict[str, dict]) -> list[str]:
+    """In words, when the doubt about the noise floors (`floor_var`) makes up FLOOR_SHARE of a
+    parameter's variance or more: how far the spectrum just below where the floors are read
+    is from them (`_floor_doubt`), per sensor, and which parameters' σ it widens most."""
+    if sol.floor is None or sol.doubt is None:
+        return []
+    var = np.diag(sol.fit.cov)[: len(sol.floor)]
+    share = np.where(var > 0, sol.floor / np.where(var > 0, var, 1.0), 0.0)
+    if not share.max() >= FLOOR_SHARE:
+        return []
+    who = ", ".join(f"{kept[i]} {share[i]:.0%}" for i in np.argsort(-share)[:3] if share[i] >= FLOOR_SHARE)
+    edge = NOISE_FROM * max(float(r["band"][1]) for r in resolved.values())
+    sensors = ("gyro", "accelerometer") if settings.source == "imu" else ("attitude", "position")
+    ratio = ", ".join(
+        f"{name} {1 + sol.doubt[3 * k : 3 * k + 3].min():.3g}-{1 + sol.doubt[3 * k : 3 * k + 3].max():.3g}x"
+        for k, name in enumerate(sensors)
+    )
+    return [
+        f"σ includes the doubt about the sensor noise floors the errors-in-variables compensation reads above "
+        f"{edge:g} Hz: the spectrum just below is {ratio} of them (a sensor or logger low-pass, or vibration or "
+        f"motion there), and with that level as the band's noise the estimates move; share of the variance: {who} "
+        f"(log the sensors before their low-pass, or give --band 0,F with {NOISE_FROM:g} F below it)"
+    ]
+
+
+def _piece_floor(p: Flight, ms: MotionSettings) -> tuple[np.ndarray, np.ndarray]:
     """The white-noise variance per sample of the six measured signals of one airborne piece
-    (`_noise_floor`): gyro and accelerometer, or Bryant angles and position (taken isotropic).
-    One sensor at a time (Welch's segments are a few times the signal's size; the numbers of
-    both at once up to the rounding of the segments' detrend, ~1e-14 relative)."""
+    (`_noise_floor`) and its relative doubt (`_floor_doubt`): gyro and accelerometer, or Bryant
+    angles and position (taken isotropic). One sensor at a time (Welch's segments are a few
+    times the signal's size; the numbers of both at once up to the rounding of the segments'
+    detrend, ~1e-14 relative)."""
     f_lo = NOISE_FROM * ms.band[1]
-    if ms.source == "imu":
-        return np.concatenate([_noise_floor(p.gyro, p.rate, f_lo), _noise_floor(p.acc, p.rate, f_lo)])
-    angles = np.unwrap(quat_to_bryant(p.quat), axis=0)
-    floor = np.concatenate([_noise_floor(angles, p.rate, f_lo), _noise_floor(p.pos, p.rate, f_lo)])
-    floor[3:] = floor[3:].mean()
-    return floor
+    signals = (p.gyro, p.acc) if ms.source == "imu" else (np.unwrap(quat_to_bryant(p.quat), axis=0), p.pos)
+    floor = np.concatenate([_noise_floor(x, p.rate, f_lo) for x in signals])
+    doubt = np.concatenate([_floor_doubt(x, p.rate, f_lo) for x in signals])
+    if ms.source != "imu":
+        floor[3:], doubt[3:] = floor[3:].mean(), doubt[3:].mean()
+    return floor, doubt
 
 
 def _chain_gains(ms: MotionSettings) -> np.ndarray:
@@ -830,6 +897,30 @@ def _noise_at_rows(
     return sd, Motion(mo.t[idx], mo.omega[idx], mo.omega_dot[idx], mo.s[idx], mo.u[idx])
 
 
+@dataclass(frozen=True)
+class NoiseMoment:
+    """The noise moment of `_noise_moment`: `total` (B, n_t, n_t), the sum of `parts` (6, B, n_t,
+    n_t), the share of each measured signal (gyro or Bryant angle x, y, z, then accelerometer or
+    position x, y, z), and `doubt` (6,), each signal's floor's relative doubt (`_floor_doubt`,
+    the airborne pieces' mean weighted by their rows)."""
+
+    total: np.ndarray
+    parts: np.ndarray
+    doubt: np.ndarray
+
+    def padded(self, nw: int, ne: int) -> NoiseMoment:
+        """The moment of W_t with `ne` columns of no noise (the rotors' gains, `_gain_columns`)
+        put between its `nw` unknowns' columns and the known one."""
+        rows, cols = np.ix_([*range(nw), nw + ne], [*range(nw), nw + ne])
+
+        def pad(a: np.ndarray) -> np.ndarray:
+            out = np.zeros((*a.shape[:-2], nw + ne + 1, nw + ne + 1))
+            out[..., rows, cols] = a
+            return out
+
+        return NoiseMoment(pad(self.total), pad(self.parts), self.doubt)
+
+
 def _noise_moment(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,
@@ -838,7 +929,7 @@ def _noise_moment(
     rows: dict[str, Rows],
     resolved: dict[str, dict],
     memo: dict | None = None,
-) -> np.ndarray:
+) -> NoiseMoment:
     """Second moment E[dw dwᵀ] of the sensor noise in one row of each row block of W_t (B, n_t,
     n_t: the mean over the block's rows, in `assemble`'s columns), for the bias-compensated
     final fit (`TlsSettings.eiv`). Per airborne piece, the white-noise floor of each measured
@@ -848,10 +939,12 @@ def _noise_moment(
     parallel low-pass passes the band's slow motion unchanged) carry it into the columns. The
     channels are independent (different sensors and axes; rate and derivative uncorrelated,
     `_chain_gains`), so the moment is the sum of their outer products, taken one channel at a
-    time (the Jacobians of one channel are held, not nine). `memo` (`idim_rows`) keeps each
-    piece's noise floor for the next call."""
+    time (the Jacobians of one channel are held, not nine), and kept per measured signal with
+    the doubt of its floor (`NoiseMoment`). `memo` (`idim_rows`) keeps each piece's noise floor
+    for the next call."""
     arm = vehicle.imu_offset if settings.source == "imu" else np.zeros(3)
     at_rows: dict[str, list[tuple[np.ndarray, np.ndarray, Motion]]] = {}
+    doubt, n_rows = np.zeros(6), 0
     for c, flights in configs.items():
         pieces = [p for f in flights for p in airborne_pieces(f)]
         r, cfg = rows[c], resolved[c]
@@ -866,10 +959,11 @@ def _noise_moment(
             floor = _piece_floor(p, ms) if floor is None else floor
             if memo is not None:
                 memo[key] = floor
-            at_rows[c].append((at, *_noise_at_rows(p, vehicle, ms, np.searchsorted(p.t, r.t[at]), floor)))
+            doubt, n_rows = doubt + floor[1] * len(at), n_rows + len(at)
+            at_rows[c].append((at, *_noise_at_rows(p, vehicle, ms, np.searchsorted(p.t, r.t[at]), floor[0])))
     nb = 6 * len(configs)
     out = None
-    for ch in range(9):
+    for ch in range(9):  # channel ch comes from signal ch % 3 (ω, ω̇: gyro or angles) or ch - 3 (s)
         part = {}
         for c, r in rows.items():
             jac = (np.zeros_like(r.dk), np.zeros_like(r.d), np.zeros_like(r.dm))
@@ -886,12 +980,12 @@ def _noise_moment(
                 r, dk=jac[0], d=jac[1], dm=jac[2], drag=drag, force_mean=None, drag_mean=None, yaw_mean=None
             )
         dw, blocks, _ = assemble(part, masses)
-        out = np.zeros((nb, dw.shape[1], dw.shape[1])) if out is None else out
+        out = np.zeros((6, nb, dw.shape[1], dw.shape[1])) if out is None else out
         for b in range(nb):
             sel = dw[blocks == b]
-            out[b] += sel.T @ sel
-    counts = np.bincount(blocks, minlength=nb)
-    return out / np.maximum(counts, 1)[:, None, None]
+            out[ch % 3 if ch < 6 else ch - 3, b] += sel.T @ sel
+    parts = out / np.maximum(np.bincount(blocks, minlength=nb), 1)[:, None, None]
+    return NoiseMoment(parts.sum(axis=0), parts, doubt / max(n_rows, 1))
 
 
 def hac_covariance(
@@ -1250,6 +1344,43 @@ def cancellation_var(
     return np.maximum(d**2 - np.einsum("ij,jk,ik->i", c, full.cov[np.ix_(at, at)] - red.cov, c), 0.0)
 
 
+def floor_var(
+    w: np.ndarray,
+    blocks: np.ndarray,
+    kept: list[int],
+    active: np.ndarray,
+    scale: np.ndarray,
+    noise: NoiseMoment,
+    x: np.ndarray,
+    combos: np.ndarray | None = None,
+) -> np.ndarray:
+    """Variance the doubt about the noise floors adds to the bias-compensated estimate x of the
+    columns `kept` (`_fixed_fit` with `noise.total`; with `combos`, to each linear combination
+    of them, a row each): Σ_s (x_s - x)², x_s the fit with signal s's share of the moment
+    scaled by 1 + δ_s (`NoiseMoment.doubt`), the signals' doubts taken as independent.
+
+    The compensation subtracts a moment read from a floor above the band; where the noise is a
+    large part of a column's power (the twice-differentiated pose in ω̇: a 5 % change of the
+    angles' floor moved I_xx, I_yy 1σ and k_d, I_zz 1.35σ on a simulated motion-capture
+    flight), or the floor is not the band's noise, that reading's error is a term σ must
+    carry. Where 1 + δ_s makes the compensated normal matrix indefinite (the moment would exceed
+    the signal), δ_s is halved until it does not (at most 8 times)."""
+    c = np.eye(len(kept)) if combos is None else combos
+    out = np.zeros(len(c))
+    for part, d in zip(noise.parts, noise.doubt, strict=True):
+        for _ in range(9):
+            if d == 0 or not np.any(part):
+                break
+            try:
+                moved = _fixed_fit(w, blocks, kept, active, scale, noise.total + d * part).x
+            except ExcitationError:
+                d /= 2.0
+                continue
+            out += (c @ (moved - x)) ** 2
+            break
+    return out
+
+
 def _fit_set(
     w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, base: np.ndarray, settings: TlsSettings
 ) -> tuple[Fit, np.ndarray]:
@@ -1353,18 +1484,22 @@ def _final_fit(
     kept: list[int],
     active: np.ndarray,
     scale: np.ndarray,
-    noise: np.ndarray | None,
+    nm: NoiseMoment | None,
     settings: TlsSettings,
     fit: Fit | None = None,
-) -> Fit:
-    """The final fit of the columns `kept` with its covariance: bias-compensated with `noise`
-    (`TlsSettings.eiv`), else `fit` (or TLS with the block factors `scale` held), the HAC
-    covariance when asked, widened by what the essential step's cancellations add."""
+) -> tuple[Fit, np.ndarray]:
+    """The final fit of the columns `kept` with its covariance: bias-compensated with the noise
+    moment `nm` (`TlsSettings.eiv`), else `fit` (or TLS with the block factors `scale` held),
+    the HAC covariance when asked, widened by what the essential step's cancellations and the
+    doubt about the noise floors (`floor_var`, returned too: zeros without `nm`) add."""
+    noise = None if nm is None else nm.total
     if noise is not None or fit is None:
         fit = _fixed_fit(w, blocks, kept, active, scale, noise)
     if settings.covariance == "hac":
         fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x, noise))
-    return replace(fit, cov=_widened(fit.cov, cancellation_var(w, blocks, kept, active, scale, noise)))
+    floor = np.zeros(len(kept)) if nm is None else floor_var(w, blocks, kept, active, scale, nm, fit.x)
+    extra = cancellation_var(w, blocks, kept, active, scale, noise) + floor
+    return replace(fit, cov=_widened(fit.cov, extra)), floor
 
 
 @dataclass(frozen=True)
@@ -1372,13 +1507,15 @@ class _Gains:
     """The rotors' thrust coefficients k_t g_i per configuration (`_rotor_gains`): values,
     covariance and each gain's σ relative to k_t (configurations in order, rotors within), the
     system built with the gains (rows, resolved settings, W_t, row blocks) and the final fit of
-    the parameters (their covariance marginal over the gains)."""
+    the parameters (their covariance marginal over the gains), and the variance in it that the
+    doubt about the noise floors added (`floor_var`)."""
 
     value: np.ndarray
     cov: np.ndarray
     rel_std: np.ndarray
     system: tuple[dict[str, Rows], dict[str, dict], np.ndarray, np.ndarray]
     fit: Fit
+    floor: np.ndarray
 
 
 def _rotor_gains(
@@ -1387,7 +1524,7 @@ def _rotor_gains(
     masses: dict[str, float],
     settings: TlsSettings,
     sol: _Solution,
-    noise: np.ndarray | None,
+    noise: NoiseMoment | None,
     memo: dict | None,
 ) -> _Gains:
     """Each rotor's own gain (`TlsSettings.rotor_gains`) with the essential set, row blocks and
@@ -1406,10 +1543,8 @@ def _rotor_gains(
         ne, nw = extra.shape[1], w.shape[1] - 1
         wa = np.column_stack([w[:, :-1], extra, w[:, -1]])
         cols = [*sol.kept, *range(nw, nw + ne)]
-        na = None
-        if noise is not None:
-            na = np.zeros((len(noise), nw + ne + 1, nw + ne + 1))
-            na[np.ix_(range(len(noise)), [*range(nw), nw + ne], [*range(nw), nw + ne])] = noise
+        padded = None if noise is None else noise.padded(nw, ne)
+        na = None if padded is None else padded.total
         fit = _fixed_fit(wa, blocks, cols, sol.active, sol.scale, na)
         k = len(sol.kept)
         kt, eta = fit.x[0], fit.x[k:] / fit.x[0]
@@ -1424,11 +1559,15 @@ def _rotor_gains(
         fit = replace(fit, cov=hac_covariance(wa, blocks, rows, cols, sol.active, sol.scale, fit.x, na))
     mm = np.zeros((len(m), len(cols)))  # the rotors' coefficients from every unknown of the fit
     mm[:, [0, *range(k, len(cols))]] = m
-    extra = cancellation_var(wa, blocks, cols, sol.active, sol.scale, na, np.vstack([np.eye(len(cols)), mm]))
+    combos = np.vstack([np.eye(len(cols)), mm])
+    floor = np.zeros(len(combos))
+    if padded is not None:
+        floor = floor_var(wa, blocks, cols, sol.active, sol.scale, padded, fit.x, combos)
+    extra = cancellation_var(wa, blocks, cols, sol.active, sol.scale, na, combos) + floor
     cov = _widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
     value = m @ np.concatenate([[kt], fit.x[k:]])
     kf = replace(fit, x=fit.x[:k], cov=_widened(fit.cov, extra[: len(cols)])[:k, :k])
-    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf)
+    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf, floor[:k])
 
 
 #: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the
@@ -1504,6 +1643,8 @@ class _Solution:
     spread: np.ndarray
     gains: _Gains | None = None
     gains_unseparated: str = ""
+    floor: np.ndarray | None = None
+    doubt: np.ndarray | None = None
 
 
 def _selected(
@@ -1558,12 +1699,13 @@ def _solve(
     want = settings.rotor_gains and settings.motor_spread > 0
     ones = {c: np.ones(vehicle.n_rotors) for c in configs} if want else None
     sol = _selected(configs, vehicle, masses, base, settings, memo, ones)
-    noise = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo) if settings.eiv else None
+    nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo) if settings.eiv else None
+    noise = None if nm is None else nm.total
     why = ""
     if want:
         sol = replace(sol, rows={}, w=np.empty((0, 0)))  # the gains' passes rebuild the system (memory)
         try:
-            gains = _rotor_gains(configs, vehicle, masses, settings, sol, noise, memo)
+            gains = _rotor_gains(configs, vehicle, masses, settings, sol, nm, memo)
         except ExcitationError:  # the gains' fit is degenerate: nothing separates them
             gains = None
         why = _unseparated(gains, vehicle.n_rotors, settings.motor_spread)
@@ -1571,11 +1713,20 @@ def _solve(
             rows, resolved, w, blocks = gains.system
             spread = np.zeros_like(gains.fit.cov)
             return replace(
-                sol, rows=rows, resolved=resolved, w=w, blocks=blocks, fit=gains.fit, spread=spread, gains=gains
+                sol,
+                rows=rows,
+                resolved=resolved,
+                w=w,
+                blocks=blocks,
+                fit=gains.fit,
+                spread=spread,
+                gains=gains,
+                floor=gains.floor,
+                doubt=nm.doubt if nm is not None else None,
             )
         sol = _selected(configs, vehicle, masses, base, settings, memo)  # the paper's selection, equal rotors
     kept, scale, active = sol.kept, sol.scale, sol.active
-    fit = _final_fit(sol.w, sol.blocks, sol.rows, kept, active, scale, noise, settings, sol.fit)
+    fit, floor = _final_fit(sol.w, sol.blocks, sol.rows, kept, active, scale, nm, settings, sol.fit)
     spread = np.zeros_like(fit.cov)
     if settings.motor_spread > 0:
 
@@ -1586,7 +1737,8 @@ def _solve(
 
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
         fit = replace(fit, cov=fit.cov + spread)
-    return replace(sol, fit=fit, spread=spread, gains_unseparated=why)
+    doubt = None if nm is None else nm.doubt
+    return replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt)
 
 
 def _solve_separated(
@@ -1754,7 +1906,6 @@ def identify(
     sol, settings, unseparated, pose_lagged, imu_why = _solve_separated(configs, vehicle, masses, base, settings)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
-
     nfull = len(names)
     x = np.zeros(nfull)
     cov = np.zeros((nfull, nfull))
@@ -1790,6 +1941,7 @@ def identify(
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
     mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
     notes += _nuisance_notes(rows, mean_bias, _yaw_moments(rows, x), asked.rotor_drag and not settings.rotor_drag)
+    notes += _floor_note(sol, [names[j] for j in kept], settings, resolved)
     if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag):
         notes.append(_pose_note(pose_lagged, settings, imu_why))
     single = len(cfgs) == 1
