@@ -1944,9 +1944,9 @@ def identify(
     if unseparated and "k_t" in est:  # a z bias b moves k_t by b/g of itself (hover: k_t sum u^2 = m (g + b))
         kt, std = est["k_t"]
         est["k_t"] = (kt, float(np.hypot(std, kt * ACC_BIAS_Z_SIGMA / GRAVITY)))
-    cov[:] = 0.0
-    cov[np.ix_(kept, kept)] = spread
-    assumed = _spread_assumed(est, _estimates(x, cov, names, kept_names, masses), settings.motor_spread)
+    spread_cov = np.zeros_like(cov)  # `cov` stays the parameters' own, for the diagnostics
+    spread_cov[np.ix_(kept, kept)] = spread
+    assumed = _spread_assumed(est, _estimates(x, spread_cov, names, kept_names, masses), settings.motor_spread)
     observability = _observability(names, fit, kept, history, cfgs, settings)
     if unseparated and "k_t" in est:
         observability["k_t"]["rel_std_pct"] = Estimate(*est["k_t"]).rel_std_pct
