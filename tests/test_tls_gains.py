@@ -105,7 +105,7 @@ def test_gains_far_from_their_mean_or_too_uncertain_are_not_taken_as_measured() 
     def gains(rel: list[float], sd: float) -> tls._Gains:
         v = 2.0 * (1.0 + np.array(rel))
         return tls._Gains(
-            v, np.eye(4) * (2.0 * sd) ** 2, np.full(4, sd), ({}, {}, np.zeros(0), np.zeros(0)), fit, np.zeros(0)
+            v, np.eye(4) * (2.0 * sd) ** 2, np.full(4, sd), ({}, {}, np.zeros(0), np.zeros(0)), fit, np.zeros(0), {}
         )
 
     assert tls._unseparated(gains([0.04, -0.04, 0.02, -0.02], 0.002), 4, 0.03) == ""

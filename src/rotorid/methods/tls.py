@@ -1432,6 +1432,9 @@ def _spread_assumed(
 #: flights with ±5 % gains the third pass moved them by < 3e-4, about 0.1σ).
 GAIN_PASSES = 5
 GAIN_TOL = 1e-5
+#: ... and once no accelerometer bias it re-estimates (`_rebiased`) moves by more than this, m/s²
+#: (1e-6 g: a first moment's scale by as much).
+BIAS_TOL = 1e-5
 
 
 def _gain_columns(
@@ -1516,6 +1519,7 @@ class _Gains:
     system: tuple[dict[str, Rows], dict[str, dict], np.ndarray, np.ndarray]
     fit: Fit
     floor: np.ndarray
+    bias: dict[str, np.ndarray]
 
 
 def _rotor_gains(
@@ -1529,7 +1533,8 @@ def _rotor_gains(
 ) -> _Gains:
     """Each rotor's own gain (`TlsSettings.rotor_gains`) with the essential set, row blocks and
     block factors of `sol`: the gain columns (`_gain_columns`) join W_t, whose rows are rebuilt
-    with the gains found until they settle (`GAIN_PASSES`); the last pass's fit, η ≈ 0, gives
+    with the gains found, and the accelerometer bias the compensated fit finds (`_rebiased`),
+    until they settle (`GAIN_PASSES`); the last pass's fit, η ≈ 0, gives
     their covariance with every parameter (the errors-in-variables noise of `noise` is zero
     in these rotor-only columns), widened as `_final_fit` does, the rotors' coefficients by
     the cancellations' bias of each (a combination of the unknowns, `cancellation_var`)."""
@@ -1553,7 +1558,11 @@ def _rotor_gains(
         if not np.all(np.isfinite(new) & (new > 0)):
             raise ExcitationError("the rotors' gains are not separated by these flights")
         gains = dict(zip(configs, (new / np.mean(new[: vehicle.n_rotors])).reshape(len(configs), -1), strict=True))
-        if np.max(np.abs(eta)) < GAIN_TOL:
+        left = {}
+        if noise is not None and settings.centred:  # the compensated fit's bias for the next pass (`_rebiased`)
+            left = _acc_bias(rows, _full(fit.x[:k], sol.kept, nw), masses)
+            bias = {c: bias[c] + b for c, b in left.items()}
+        if np.max(np.abs(eta)) < GAIN_TOL and all(np.abs(b).max() < BIAS_TOL for b in left.values()):
             break
     if settings.covariance == "hac":
         fit = replace(fit, cov=hac_covariance(wa, blocks, rows, cols, sol.active, sol.scale, fit.x, na))
@@ -1567,7 +1576,7 @@ def _rotor_gains(
     cov = _widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
     value = m @ np.concatenate([[kt], fit.x[k:]])
     kf = replace(fit, x=fit.x[:k], cov=_widened(fit.cov, extra[: len(cols)])[:k, :k])
-    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf, floor[:k])
+    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf, floor[:k], bias or {})
 
 
 #: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the
@@ -1725,8 +1734,8 @@ def _solve(
     sol = _selected(configs, vehicle, masses, base, settings, memo, ones)
     nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo) if settings.eiv else None
     noise = None if nm is None else nm.total
-    if noise is not None and settings.centred:
-        sol = _rebiased(configs, vehicle, masses, settings, sol, noise, ones, memo)
+    if noise is not None and settings.centred and not want:  # with the gains, their passes do it
+        sol = _rebiased(configs, vehicle, masses, settings, sol, noise, None, memo)
     why = ""
     if want:
         sol = replace(sol, rows={}, w=np.empty((0, 0)))  # the gains' passes rebuild the system (memory)
@@ -1749,6 +1758,7 @@ def _solve(
                 gains=gains,
                 floor=gains.floor,
                 doubt=nm.doubt if nm is not None else None,
+                bias0=gains.bias if settings.nuisance else sol.bias0,
             )
         sol = _selected(configs, vehicle, masses, base, settings, memo)  # the paper's selection, equal rotors
         if noise is not None and settings.centred:
