@@ -770,8 +770,9 @@ def _floor_doubt(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
     """Relative change δ of each column's white-noise floor (`_noise_floor`, read above f_lo) if
     the noise in the band were at the level the spectrum has just below f_lo, from f_lo / 2 to
     f_lo (1.5 to NOISE_FROM times the band's edge), or, where the two levels agree within three
-    times their combined standard error (`_band_level`), the floor's standard error. The compensation extrapolates the floor into the
-    band as white: a sensor's or logger's low-pass at a few tens of Hz puts the floor in its
+    times their combined standard error (`_band_level`), the floor's standard error. The
+    compensation extrapolates the floor into the band as white: a sensor's or logger's
+    low-pass at a few tens of Hz puts the floor in its
     stop band (on the real logs of ../shared/data the gyro's spectrum just below f_lo is
     4.6-5.5x its floor on the PX4 sample, 370-4100x on Crazyflie log10 and log16, where the
     level just below matches the BMI088's datasheet noise; 0.97-1.10x on the simulated
@@ -1698,20 +1699,19 @@ def _rebiased(
     settings: TlsSettings,
     sol: _Solution,
     noise: np.ndarray,
-    gain: dict[str, np.ndarray] | None,
     memo: dict | None,
 ) -> _Solution:
     """`sol` with the accelerometer bias re-estimated from the bias-compensated fit and its system
     rebuilt with it. The first pass's b (`_selected`) comes from the paper's TLS, which the
     sensor noise biases (k_t -0.06 % on six-config-a), so b_z is off by about that share of g;
     the final fit corrects k_t, but the moment rows keep s - b in -[s]x ms, where b_z's error
-    scales the first moments by 1 + Δb_z / g (+0.04-0.05 % in every simulated flight, 2σ̄ of
+    scales the first moments by 1 + Δb_z / g (+0.04-0.05 % in every simulated flight, 1.3-1.5σ̄ of
     com_x, com_y in configuration B: the same bias with or without the compensation)."""
     fit = _fixed_fit(sol.w, sol.blocks, sol.kept, sol.active, sol.scale, noise)
     x = _full(fit.x, sol.kept, len(sol.names))
     bias = {c: b + sol.bias0[c] for c, b in _acc_bias(sol.rows, x, masses).items()}
     sol = replace(sol, rows={}, w=np.empty((0, 0)))  # the old system is let go before the new is built
-    rows, resolved, w, blocks, _ = _system(configs, vehicle, masses, settings, bias, gain, memo)
+    rows, resolved, w, blocks, _ = _system(configs, vehicle, masses, settings, bias, None, memo)
     return replace(sol, rows=rows, resolved=resolved, w=w, blocks=blocks, bias0=bias)
 
 
@@ -1737,7 +1737,7 @@ def _solve(
     nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo) if settings.eiv else None
     noise = None if nm is None else nm.total
     if noise is not None and settings.centred and not want:  # with the gains, their passes do it
-        sol = _rebiased(configs, vehicle, masses, settings, sol, noise, None, memo)
+        sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
     why = ""
     if want:
         sol = replace(sol, rows={}, w=np.empty((0, 0)))  # the gains' passes rebuild the system (memory)
@@ -1764,7 +1764,7 @@ def _solve(
             )
         sol = _selected(configs, vehicle, masses, base, settings, memo)  # the paper's selection, equal rotors
         if noise is not None and settings.centred:
-            sol = _rebiased(configs, vehicle, masses, settings, sol, noise, None, memo)
+            sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
     kept, scale, active = sol.kept, sol.scale, sol.active
     fit, floor = _final_fit(sol.w, sol.blocks, sol.rows, kept, active, scale, nm, settings, sol.fit)
     spread = np.zeros_like(fit.cov)
