@@ -1447,25 +1447,37 @@ def _gain_columns(
     bias: dict[str, np.ndarray] | None,
     gains: dict[str, np.ndarray],
     memo: dict | None,
-) -> np.ndarray:
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Columns of W_t for the rotors' gains at `gains` (`TlsSettings.rotor_gains`): rotor i's
     part of the k_t column, -g_i D_k,i (`assemble`), one column per rotor and configuration
     (zero in the other configurations' rows), the unknown of rotor i being k_t η_i (its gain
     becomes g_i (1 + η_i)). The first configuration's gains keep their mean (k_t is its mean
-    rotor): its columns are rotor i's minus the last rotor's (η_n = -Σ η_i)."""
+    rotor): its columns are rotor i's minus the last rotor's (η_n = -Σ η_i). With centred force
+    rows (`idim_rows`), also what each column removed from them per configuration (pieces, 3,
+    columns), for the accelerometer bias (`_rotor_gains`); else an empty dict."""
     n = vehicle.n_rotors
     own = np.eye(n)
-    kt = []
+    kt, means = [], []
     for i in range(n):  # one rotor's system at a time: only its k_t column is kept
-        w, blocks = _system(configs, vehicle, masses, settings, bias, {c: g * own[i] for c, g in gains.items()}, memo)[
-            2:4
-        ]
+        rows, _, w, blocks, _ = _system(
+            configs, vehicle, masses, settings, bias, {c: g * own[i] for c, g in gains.items()}, memo
+        )
         kt.append(w[:, 0].copy())
-        del w
+        means.append({c: -r.force_mean[:, :, 0] for c, r in rows.items() if r.force_mean is not None})
+        del w, rows
     cfg = blocks // 6
     one = np.column_stack(kt)
     first = (one[:, :-1] - one[:, -1:]) * (cfg == 0)[:, None]
-    return np.column_stack([first, *(one * (cfg == ci)[:, None] for ci in range(1, len(configs)))])
+    columns = np.column_stack([first, *(one * (cfg == ci)[:, None] for ci in range(1, len(configs)))])
+    removed = {}
+    for ci, c in enumerate(configs):
+        if c in means[0]:
+            per = np.stack([m[c] for m in means], axis=-1)  # (pieces, 3, rotors)
+            before, after = (0, n * (len(configs) - 1)) if ci == 0 else (n * ci - 1, n * (len(configs) - 1 - ci))
+            own_cols = per[..., :-1] - per[..., -1:] if ci == 0 else per
+            pad = [np.zeros((*per.shape[:2], k)) for k in (before, after)]
+            removed[c] = np.concatenate([pad[0], own_cols, pad[1]], axis=-1)
+    return columns, removed
 
 
 def _gain_map(gains: dict[str, np.ndarray]) -> np.ndarray:
@@ -1546,7 +1558,7 @@ def _rotor_gains(
     for npass in range(1, GAIN_PASSES + 1):
         rows = w = wa = None  # the last pass's system is let go before the next is built
         rows, resolved, w, blocks, _ = _system(configs, vehicle, masses, settings, bias, gains, memo)
-        extra = _gain_columns(configs, vehicle, masses, settings, bias, gains, memo)
+        extra, removed = _gain_columns(configs, vehicle, masses, settings, bias, gains, memo)
         ne, nw = extra.shape[1], w.shape[1] - 1
         wa = np.column_stack([w[:, :-1], extra, w[:, -1]])
         cols = [*sol.kept, *range(nw, nw + ne)]
@@ -1562,7 +1574,8 @@ def _rotor_gains(
         gains = dict(zip(configs, (new / np.mean(new[: vehicle.n_rotors])).reshape(len(configs), -1), strict=True))
         left = {}
         if noise is not None and settings.centred:  # the compensated fit's bias for the next pass (`_rebiased`)
-            left = _acc_bias(rows, _full(fit.x[:k], sol.kept, nw), masses)
+            left = _acc_bias(rows, _full(fit.x[:k], sol.kept, nw), masses)  # with the gain columns' part
+            left = {c: b + removed[c] @ fit.x[k:] / masses[c] for c, b in left.items()}
         settled = np.max(np.abs(eta)) < GAIN_TOL and all(np.abs(b).max() < BIAS_TOL for b in left.values())
         if settled or npass == GAIN_PASSES:
             break  # the bias stays the one these rows were built with (`_bias_of` adds what they leave)
@@ -1680,7 +1693,7 @@ def _selected(
         rows, resolved, w, blocks, names = _system(configs, vehicle, masses, settings, {}, gain, memo)
     extra = None
     if gain is not None:
-        extra = _gain_columns(configs, vehicle, masses, settings, {} if settings.nuisance else None, gain, memo)
+        extra = _gain_columns(configs, vehicle, masses, settings, {} if settings.nuisance else None, gain, memo)[0]
     fit, kept, scale, history, active = essential(w, blocks, base, names, settings, w_ref, extra)
     del w_ref, extra
     bias0: dict[str, np.ndarray] = {}
