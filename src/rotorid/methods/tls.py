@@ -1504,19 +1504,22 @@ def _final_fit(
     nm: NoiseMoment | None,
     settings: TlsSettings,
     fit: Fit | None = None,
-) -> tuple[Fit, np.ndarray]:
+    sol: _Solution | None = None,
+) -> tuple[Fit, np.ndarray, tuple[str, ...]]:
     """The final fit of the columns `kept` with its covariance: bias-compensated with the noise
     moment `nm` (`TlsSettings.eiv`), else `fit` (or TLS with the block factors `scale` held),
     the HAC covariance when asked, widened by what the essential step's cancellations and the
-    doubt about the noise floors (`floor_var`, returned too: zeros without `nm`) add."""
+    doubt about the noise floors (`floor_var`, returned too: zeros without `nm`) add, and the
+    cancelled unknowns of `sol` it should keep (`_restored`; none without `sol`)."""
     noise = None if nm is None else nm.total
     if noise is not None or fit is None:
         fit = _fixed_fit(w, blocks, kept, active, scale, noise)
     if settings.covariance == "hac":
         fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x, noise))
     floor = np.zeros(len(kept)) if nm is None else floor_var(w, blocks, kept, active, scale, nm, fit.x)
+    back = () if sol is None else _restored(sol.names, sol.history, w, blocks, kept, fit, active, scale, noise)
     extra = cancellation_var(w, blocks, kept, active, scale, noise) + floor
-    return replace(fit, cov=_widened(fit.cov, extra)), floor
+    return replace(fit, cov=_widened(fit.cov, extra)), floor, back
 
 
 @dataclass(frozen=True)
@@ -1534,6 +1537,7 @@ class _Gains:
     fit: Fit
     floor: np.ndarray
     bias: dict[str, np.ndarray]
+    restore: tuple[str, ...] = ()
 
 
 def _rotor_gains(
@@ -1582,6 +1586,7 @@ def _rotor_gains(
         bias = {c: bias[c] + left.get(c, 0.0) for c in bias} if bias is not None else None
     if settings.covariance == "hac":
         fit = replace(fit, cov=hac_covariance(wa, blocks, rows, cols, sol.active, sol.scale, fit.x, na))
+    back = _restored(sol.names, sol.history, wa, blocks, cols, fit, sol.active, sol.scale, na)
     mm = np.zeros((len(m), len(cols)))  # the rotors' coefficients from every unknown of the fit
     mm[:, [0, *range(k, len(cols))]] = m
     combos = np.vstack([np.eye(len(cols)), mm])
@@ -1592,7 +1597,7 @@ def _rotor_gains(
     cov = _widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
     value = m @ np.concatenate([[kt], fit.x[k:]])
     kf = replace(fit, x=fit.x[:k], cov=_widened(fit.cov, extra[: len(cols)])[:k, :k])
-    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf, floor[:k], bias or {})
+    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf, floor[:k], bias or {}, back)
 
 
 #: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the
@@ -1670,6 +1675,7 @@ class _Solution:
     gains_unseparated: str = ""
     floor: np.ndarray | None = None
     doubt: np.ndarray | None = None
+    restored: tuple[str, ...] = ()
 
 
 def _selected(
@@ -1728,6 +1734,72 @@ def _rebiased(
     return replace(sol, rows=rows, resolved=resolved, w=w, blocks=blocks, bias0=bias)
 
 
+#: A cancelled unknown comes back (`_restored`) when leaving the cancelled ones out moves a kept
+#: one by more than this many of its reported σ.
+RESTORE_Z = 1.0
+
+
+def _restored(
+    names: list[str],
+    history: list[dict[str, Any]],
+    w: np.ndarray,
+    blocks: np.ndarray,
+    kept: list[int],
+    fit: Fit,
+    active: np.ndarray,
+    scale: np.ndarray,
+    noise: np.ndarray | None,
+) -> tuple[str, ...]:
+    """Names of the unknowns `essential` cancelled as not significant (not the yaw pair, not the
+    unexcited) that the bias-compensated final fit should keep: their joint omitted-variable
+    bias d = x_kept - x_all[kept] (`cancellation_var`) moves some kept unknown j by more than
+    RESTORE_Z of its σ in `fit` (the reported, HAC σ of the fit without them, before the
+    cancellations widen it). The paper's TLS, on which `essential` ranks, does not see it: on
+    the simulated motion-capture A + B flights, I_yz@A, I_xy@A, I_xy@B (t 0.8-1.5 each)
+    shifted the gains of rotors 1 and 3 of A by 0.6σ and com_x@A by -0.4 % (-0.53 % against
+    -0.13 % kept, seed 0), the same in every flight. The fewest of them, by their t in the fit
+    with all, that leave no such move come back. `kept` may hold more columns of `w` than
+    `names` (the rotors' gains, `_rotor_gains`), which are never candidates."""
+    gone = {h["name"] for h in history if h["why"] == "largest %σ" and not h["name"].startswith(YAW_PAIR)}
+    cand = [j for j, n in enumerate(names) if n in gone and np.any(w[active[blocks], j] != 0)]
+    if noise is None or not cand:
+        return ()
+    cols = sorted([*kept, *cand])
+    try:
+        full = _fixed_fit(w, blocks, cols, active, scale, noise)
+    except ExcitationError:
+        return ()
+    at, var = [cols.index(j) for j in kept], RESTORE_Z**2 * np.diag(fit.cov)
+    if not np.any((fit.x - full.x[at]) ** 2 > var):
+        return ()
+    t = {j: abs(full.x[cols.index(j)]) / np.sqrt(full.cov[cols.index(j), cols.index(j)]) for j in cand}
+    order = sorted(cand, key=lambda j: -t[j])
+    for m in range(1, len(order)):  # the fewest, most significant first, that leave no such move
+        sub = sorted([*kept, *order[:m]])
+        part = _fixed_fit(w, blocks, sub, active, scale, noise)
+        if np.all((part.x[[sub.index(j) for j in kept]] - full.x[at]) ** 2 <= var):
+            return tuple(names[j] for j in order[:m])
+    return tuple(names[j] for j in order)
+
+
+def _restored_note(names: tuple[str, ...], settings: TlsSettings) -> list[str]:
+    """In words, the cancelled unknowns `_restored` brought back."""
+    if not names:
+        return []
+    return [
+        f"{', '.join(names)} kept though within {settings.cancel_z:g}σ of zero: leaving them out moved another "
+        f"parameter by more than {RESTORE_Z:g} of its σ in the bias-compensated fit (a bias the same in every flight)"
+    ]
+
+
+def _kept_too(sol: _Solution, names: tuple[str, ...]) -> _Solution:
+    """`sol` with the cancelled unknowns `names` kept (`_restored`), out of the history."""
+    if not names:
+        return sol
+    kept = sorted([*sol.kept, *(sol.names.index(n) for n in names)])
+    return replace(sol, kept=kept, history=[h for h in sol.history if h["name"] not in names])
+
+
 def _solve(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,
@@ -1736,7 +1808,24 @@ def _solve(
     settings: TlsSettings,
     memo: dict | None = None,
 ) -> _Solution:
-    """Rows, essential parameters (`_selected`), the final fit and its covariance: the paper's
+    """`_solve_once`, and once more with the cancelled unknowns `_restored` says the final fit
+    should keep (`_Solution.restored` names them; not with `cancel_z` inf, the paper's rule)."""
+    sol, back = _solve_once(configs, vehicle, masses, base, settings, memo)
+    if not back or not np.isfinite(settings.cancel_z):
+        return sol
+    return replace(_solve_once(configs, vehicle, masses, base, settings, memo, back)[0], restored=back)
+
+
+def _solve_once(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    base: np.ndarray,
+    settings: TlsSettings,
+    memo: dict | None = None,
+    restore: tuple[str, ...] = (),
+) -> tuple[_Solution, tuple[str, ...]]:
+    """Rows, essential parameters (`_selected`, with the cancelled `restore` kept) (`_selected`), the final fit and its covariance: the paper's
     procedure, with the accelerometer-bias nuisance (`TlsSettings.acc_bias`), the HAC covariance
     and the rotors' own gains (`TlsSettings.rotor_gains`) or, where the flights do not separate
     them, their assumed spread (`TlsSettings.motor_spread`) when asked; `memo` as in
@@ -1746,7 +1835,7 @@ def _solve(
     4: -0.27 g m for -4.5 g m), which would leave the gains unseparated."""
     want = settings.rotor_gains and settings.motor_spread > 0
     ones = {c: np.ones(vehicle.n_rotors) for c in configs} if want else None
-    sol = _selected(configs, vehicle, masses, base, settings, memo, ones)
+    sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo, ones), restore)
     nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo) if settings.eiv else None
     noise = None if nm is None else nm.total
     if noise is not None and settings.centred and not want:  # with the gains, their passes do it
@@ -1762,24 +1851,15 @@ def _solve(
         if gains is not None and not why:
             rows, resolved, w, blocks = gains.system
             spread = np.zeros_like(gains.fit.cov)
-            return replace(
-                sol,
-                rows=rows,
-                resolved=resolved,
-                w=w,
-                blocks=blocks,
-                fit=gains.fit,
-                spread=spread,
-                gains=gains,
-                floor=gains.floor,
-                doubt=nm.doubt if nm is not None else None,
-                bias0=gains.bias if settings.nuisance else sol.bias0,
-            )
-        sol = _selected(configs, vehicle, masses, base, settings, memo)  # the paper's selection, equal rotors
+            doubt = nm.doubt if nm is not None else None
+            bias = gains.bias if settings.nuisance else sol.bias0
+            sol = replace(sol, rows=rows, resolved=resolved, w=w, blocks=blocks, fit=gains.fit, spread=spread)
+            return replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias), gains.restore
+        sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo), restore)  # equal rotors
         if noise is not None and settings.centred:
             sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
     kept, scale, active = sol.kept, sol.scale, sol.active
-    fit, floor = _final_fit(sol.w, sol.blocks, sol.rows, kept, active, scale, nm, settings, sol.fit)
+    fit, floor, back = _final_fit(sol.w, sol.blocks, sol.rows, kept, active, scale, nm, settings, sol.fit, sol)
     spread = np.zeros_like(fit.cov)
     if settings.motor_spread > 0:
 
@@ -1791,7 +1871,7 @@ def _solve(
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
         fit = replace(fit, cov=fit.cov + spread)
     doubt = None if nm is None else nm.doubt
-    return replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt)
+    return replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt), back
 
 
 def _solve_separated(
@@ -1994,7 +2074,7 @@ def identify(
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
     mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
     notes += _nuisance_notes(rows, mean_bias, _yaw_moments(rows, x), asked.rotor_drag and not settings.rotor_drag)
-    notes += _floor_note(sol, [names[j] for j in kept], settings, resolved)
+    notes += _floor_note(sol, [names[j] for j in kept], settings, resolved) + _restored_note(sol.restored, settings)
     if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag):
         notes.append(_pose_note(pose_lagged, settings, imu_why))
     single = len(cfgs) == 1
