@@ -97,7 +97,11 @@ class TlsSettings:
       flights 5 kept fewer (com_y@A then carries a +3.7 % cancellation bias in the
       motion-capture fit). Two exceptions keep the paper's rule: the yaw pair (`YAW_PAIR`) and a
       fit whose block weighting has collapsed (`regression.weighting_collapsed`; k_d and I_zz
-      -96 % at 1 %σ on a simulated configuration-A flight). inf is the paper's rule alone.
+      -96 % at 1 %σ on a simulated configuration-A flight). A parameter cancelled this way comes
+      back when leaving it out moves another beyond its σ in the bias-compensated final fit
+      (`_restored`: on the motion-capture flights the products I_yz@A, I_xy@A, I_xy@B moved the
+      rotors' gains and com_x@A by -0.4 %, -1.7σ̄, though each sat within 1.5σ of zero). inf
+      is the paper's rule alone.
     - `weighted`: scale each wrench-row block by the inverse of its residual std.
     - `decimate`: default floor(fs / (2 parallel_cutoff)) (`TlsSettings.decimation`).
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
