@@ -143,8 +143,9 @@ class TlsSettings:
       com, k_t scatter 0.8-1.1 σ̄ (the assumed spread's σ made k_t and com_z 0.3-0.5, labelled
       assumed). With identical rotors (six-config-a, 30 seeds, IMU, A) every parameter, gains
       included, scatters 0.74-1.18 σ̄ (±2σ 87-100 %; 0.02-0.2 with the spread assumed); from
-      motion capture the gains of rotors 1 and 3 of A come out -0.018/+0.021 % (±1σ̄) and com_x@A
-      -0.62 % (-1.8σ̄), an effect of the pose noise (exact on a noise-free flight). Where a
+      motion capture the gains of rotors 1 and 3 of A came out -0.018/+0.021 % (±1σ̄) and com_x@A
+      -0.62 % (-1.8σ̄) while the products that move them were cancelled; restored (`_restored`),
+      -0.001/+0.004 % and -0.08 % (-0.27σ̄, 100 % within 2σ). Where a
       rotor's gain is not known to better than `motor_spread` (σ ≥ it, or a degenerate fit: a
       flight without enough roll and pitch), the spread is assumed as before and a note says so.
     - `imu_delay`: s the IMU signals lag the rotor signals (the IMU source's motion; the mocap
