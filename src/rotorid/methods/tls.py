@@ -744,25 +744,33 @@ def _bias_of(sol: _Solution, masses: dict[str, float]) -> dict[str, np.ndarray]:
 NOISE_FROM = 3.0
 
 
-def _noise_floor(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
+def _spectrum(x: np.ndarray, fs: float) -> tuple[np.ndarray, np.ndarray]:
+    """Welch power spectral density of each column of `x` (N, C): segments median-averaged (rotor
+    vibration lines and transients do not count as noise), linear detrend."""
+    from scipy.signal import welch
+
+    return welch(x, fs=fs, nperseg=int(min(256, len(x))), axis=0, average="median", detrend="linear")
+
+
+def _noise_floor(
+    x: np.ndarray, fs: float, f_lo: float, spectrum: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
     """Variance per sample of the white noise in each column of `x` (N, C): the median over
     [f_lo, 0.9 fs/2] of its Welch power spectral density (segments median-averaged, so rotor
     vibration lines and transients do not count as noise), times fs/2 (white noise of variance
     σ² per sample has the one-sided density 2σ²/fs). Zero where that band holds no bin. A
     logger that low-passes its signals below f_lo leaves a lower floor: the compensation is
-    then partial, never excessive."""
-    level = _band_level(x, fs, f_lo, 0.45 * fs)
+    then partial, never excessive. `spectrum`: `x`'s (`_spectrum`), when already taken."""
+    level = _band_level(spectrum or _spectrum(x, fs), f_lo, 0.45 * fs)
     return np.zeros(x.shape[1]) if level is None else level[0] * fs / 2.0
 
 
-def _band_level(x: np.ndarray, fs: float, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """Median over [lo, hi] Hz of the Welch power spectral density of each column of `x`
-    (segments median-averaged, linear detrend) and the relative standard error of that median
-    (1.2533 x the bins' robust spread 1.4826 MAD / sqrt(K), K the independent bins: the Hann
-    window's equivalent noise bandwidth is 1.5 bins); None where no bin lies there."""
-    from scipy.signal import welch
-
-    f, pxx = welch(x, fs=fs, nperseg=int(min(256, len(x))), axis=0, average="median", detrend="linear")
+def _band_level(spectrum: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """Median over [lo, hi] Hz of each column's power spectral density (`_spectrum`) and the
+    relative standard error of that median (1.2533 x the bins' robust spread 1.4826 MAD /
+    sqrt(K), K the independent bins: the Hann window's equivalent noise bandwidth is 1.5
+    bins); None where no bin lies there."""
+    f, pxx = spectrum
     band = (f >= lo) & (f <= hi)
     if not band.any():
         return None
@@ -771,7 +779,9 @@ def _band_level(x: np.ndarray, fs: float, lo: float, hi: float) -> tuple[np.ndar
     return med, spread / np.where(med > 0, med, 1.0)
 
 
-def _floor_doubt(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
+def _floor_doubt(
+    x: np.ndarray, fs: float, f_lo: float, spectrum: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
     """Relative change δ of each column's white-noise floor (`_noise_floor`, read above f_lo) if
     the noise in the band were at the level the spectrum has just below f_lo, from f_lo / 2 to
     f_lo (1.5 to NOISE_FROM times the band's edge), or, where the two levels agree within three
@@ -781,9 +791,10 @@ def _floor_doubt(x: np.ndarray, fs: float, f_lo: float) -> np.ndarray:
     stop band (on the real logs of ../shared/data the gyro's spectrum just below f_lo is
     4.6-5.5x its floor on the PX4 sample, 370-4100x on Crazyflie log10 and log16, where the
     level just below matches the BMI088's datasheet noise; 0.97-1.10x on the simulated
-    flights), and vibration or motion there moves it the other way. 0 where there is no floor."""
-    far = _band_level(x, fs, f_lo, 0.45 * fs)
-    near = _band_level(x, fs, 0.5 * f_lo, f_lo)
+    flights), and vibration or motion there moves it the other way. 0 where there is no floor.
+    `spectrum` as in `_noise_floor`."""
+    spectrum = spectrum or _spectrum(x, fs)
+    far, near = _band_level(spectrum, f_lo, 0.45 * fs), _band_level(spectrum, 0.5 * f_lo, f_lo)
     if far is None or near is None:
         return np.zeros(x.shape[1])
     (floor, se), (level, se_near) = far, near
@@ -830,8 +841,9 @@ def _piece_floor(p: Flight, ms: MotionSettings) -> tuple[np.ndarray, np.ndarray]
     detrend, ~1e-14 relative)."""
     f_lo = NOISE_FROM * ms.band[1]
     signals = (p.gyro, p.acc) if ms.source == "imu" else (np.unwrap(quat_to_bryant(p.quat), axis=0), p.pos)
-    floor = np.concatenate([_noise_floor(x, p.rate, f_lo) for x in signals])
-    doubt = np.concatenate([_floor_doubt(x, p.rate, f_lo) for x in signals])
+    spectra = [_spectrum(x, p.rate) for x in signals]  # one each, read for the floor and its doubt
+    floor = np.concatenate([_noise_floor(x, p.rate, f_lo, sp) for x, sp in zip(signals, spectra, strict=True)])
+    doubt = np.concatenate([_floor_doubt(x, p.rate, f_lo, sp) for x, sp in zip(signals, spectra, strict=True)])
     if ms.source != "imu":
         floor[3:], doubt[3:] = floor[3:].mean(), doubt[3:].mean()
     return floor, doubt
@@ -1815,10 +1827,10 @@ def _solve(
 ) -> _Solution:
     """`_solve_once`, and once more with the cancelled unknowns `_restored` says the final fit
     should keep (`_Solution.restored` names them; not with `cancel_z` inf, the paper's rule)."""
-    sol, back = _solve_once(configs, vehicle, masses, base, settings, memo)
+    sol, back, nm = _solve_once(configs, vehicle, masses, base, settings, memo)
     if not back or not np.isfinite(settings.cancel_z):
         return sol
-    return replace(_solve_once(configs, vehicle, masses, base, settings, memo, back)[0], restored=back)
+    return replace(_solve_once(configs, vehicle, masses, base, settings, memo, back, nm)[0], restored=back)
 
 
 def _solve_once(
@@ -1829,9 +1841,12 @@ def _solve_once(
     settings: TlsSettings,
     memo: dict | None = None,
     restore: tuple[str, ...] = (),
-) -> tuple[_Solution, tuple[str, ...]]:
-    """Rows, essential parameters (`_selected`, with the cancelled `restore` kept) (`_selected`), the final fit and its covariance: the paper's
-    procedure, with the accelerometer-bias nuisance (`TlsSettings.acc_bias`), the HAC covariance
+    nm: NoiseMoment | None = None,
+) -> tuple[_Solution, tuple[str, ...], NoiseMoment | None]:
+    """Rows, essential parameters (`_selected`, with the cancelled `restore` kept), the final fit
+    and its covariance, the cancelled unknowns to restore (`_restored`) and the noise moment
+    (`_noise_moment`; `nm`, that of an earlier pass over the same rows, is used as it is when
+    `restore` is given): the paper's procedure, with the accelerometer-bias nuisance (`TlsSettings.acc_bias`), the HAC covariance
     and the rotors' own gains (`TlsSettings.rotor_gains`) or, where the flights do not separate
     them, their assumed spread (`TlsSettings.motor_spread`) when asked; `memo` as in
     `idim_rows`. With the gains, the essential set is chosen with their columns in every fit
@@ -1841,7 +1856,8 @@ def _solve_once(
     want = settings.rotor_gains and settings.motor_spread > 0
     ones = {c: np.ones(vehicle.n_rotors) for c in configs} if want else None
     sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo, ones), restore)
-    nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo) if settings.eiv else None
+    if settings.eiv and not (restore and nm is not None):
+        nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo)
     noise = None if nm is None else nm.total
     if noise is not None and settings.centred and not want:  # with the gains, their passes do it
         sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
@@ -1859,7 +1875,7 @@ def _solve_once(
             doubt = nm.doubt if nm is not None else None
             bias = gains.bias if settings.nuisance else sol.bias0
             sol = replace(sol, rows=rows, resolved=resolved, w=w, blocks=blocks, fit=gains.fit, spread=spread)
-            return replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias), gains.restore
+            return replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias), gains.restore, nm
         sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo), restore)  # equal rotors
         if noise is not None and settings.centred:
             sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
@@ -1876,7 +1892,7 @@ def _solve_once(
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
         fit = replace(fit, cov=fit.cov + spread)
     doubt = None if nm is None else nm.doubt
-    return replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt), back
+    return replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt), back, nm
 
 
 def _solve_separated(
