@@ -68,7 +68,8 @@ def test_identical_rotors_give_gains_of_one_and_sigma_far_below_the_assumed_spre
     assert "k_t_m1" not in r0.params and r0.settings["rotor_gains"] is False
     for k in ("com_x", "com_y", "I_xx", "I_yy", "k_t"):
         assert not r.params[k].assumed and assumed.params[k].assumed, k
-        assert 0.99 * r0.params[k].std < r.params[k].std < assumed.params[k].std / 2, k
+        # 0.98: each fit's covariance carries the accelerometer bias's path at its own first moments
+        assert 0.98 * r0.params[k].std < r.params[k].std < assumed.params[k].std / 2, k
         assert abs(r.params[k].value - tr[k]) < 3 * r.params[k].std, k
 
 

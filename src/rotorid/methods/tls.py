@@ -700,16 +700,39 @@ def _full(x: np.ndarray, kept: list[int], n: int) -> np.ndarray:
     return out
 
 
-def _acc_bias(rows: dict[str, Rows], x: np.ndarray, masses: dict[str, float]) -> dict[str, np.ndarray]:
-    """Accelerometer bias per configuration and piece (pieces, 3), m/s²: the force rows' mean
-    residual over each piece divided by the mass (`idim_rows`), at the solution x."""
+def _force_means(
+    rows: dict[str, Rows], masses: dict[str, float], ncols: int, removed: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """The means `idim_rows` removed from the force rows over each piece, as columns of W_t
+    (`assemble`, `ncols` with the known one; the rotors' gain columns, whose means `removed`
+    gives (`_gain_columns`), just before it): (pieces, 3, ncols) per centred configuration."""
+    drag = all(r.drag is not None for r in rows.values())
+    nc = 2 + 9 * len(rows) + drag
     out = {}
     for ci, (c, r) in enumerate(rows.items()):
-        if r.force_mean is not None:
-            chi = np.concatenate([-x[:2], x[2 + 9 * ci : 11 + 9 * ci], [masses[c]]])
-            drag = 0.0 if r.drag_mean is None else r.drag_mean * x[2 + 9 * len(rows)]
-            out[c] = (r.force_mean @ chi + drag) / masses[c]
+        if r.force_mean is None:
+            continue
+        fm = r.force_mean
+        m = np.zeros((len(fm), 3, ncols))
+        m[..., :2] = -fm[..., :2]
+        m[..., 2 + 9 * ci : 11 + 9 * ci] = fm[..., 2:11]
+        if drag and r.drag_mean is not None:
+            m[..., nc - 1] = r.drag_mean
+        if removed:
+            m[..., nc:-1] = removed[c]
+        m[..., -1] = masses[c] * fm[..., 11]
+        out[c] = m
     return out
+
+
+def _acc_bias(
+    rows: dict[str, Rows], x: np.ndarray, masses: dict[str, float], removed: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """Accelerometer bias per configuration and piece (pieces, 3), m/s²: the force rows' mean
+    residual over each piece divided by the mass (`idim_rows`), at the solution x (every
+    unknown of W_t; with the rotors' gains, theirs last, `removed` their columns' means)."""
+    means = _force_means(rows, masses, len(x) + 1, removed)
+    return {c: m @ np.append(x, 1.0) / masses[c] for c, m in means.items()}
 
 
 def _yaw_moments(rows: dict[str, Rows], x: np.ndarray) -> dict[str, np.ndarray]:
@@ -1006,7 +1029,44 @@ def _noise_moment(
     return NoiseMoment(parts.sum(axis=0), parts, doubt / max(n_rows, 1))
 
 
-def hac_covariance(
+def _bias_profiled(
+    wk: np.ndarray,
+    keep: np.ndarray,
+    rows: dict[str, Rows],
+    cols: list[int],
+    x: np.ndarray,
+    scale: np.ndarray,
+    means: dict[str, np.ndarray],
+    masses: dict[str, float],
+) -> None:
+    """Adds to the moment rows of `wk` (in place: W_t's rows `keep`, columns `cols` and the known
+    one, block-scaled; x the estimate of `cols`) the accelerometer bias's path into them, so that
+    a covariance of `wk` is the one of the parameters with the bias estimated too.
+
+    The moment rows hold -[s - b]x ms = -[s]x ms - [ms]x b, b = b0 + M_k chi / m the force rows'
+    mean residual over piece k (`_acc_bias`, `means` = M_k per configuration, `_force_means`): b
+    is a function of the parameters, so the rows' Jacobian is W + ∂r/∂b ∂b/∂chi, the moment rows
+    gaining -[ms]x M_k / m (the joint least squares of chi and b, whose chi block is the fit on W
+    with b's columns projected out; Frisch-Waugh-Lovell). Held at b0, the covariance tied the
+    first moments to k_t through the hover balance k_t Δu r = ms g (correlation 0.94 on the
+    simulated A + B flights, σ of com_x, com_y of B 3-5x their scatter), although an error of
+    k_t moves b_z, hence s - b, alike and leaves ms as it is. The M_z row, when centred for a
+    yaw moment, loses the per-piece constant again, so it gains nothing."""
+    pos = np.cumsum(keep) - 1
+    idx, start = [*cols, len(next(iter(means.values()))[0, 0]) - 1], 0
+    for ci, (c, r) in enumerate(rows.items()):
+        n = len(r.t)
+        if c in means:
+            ms = np.array([x[cols.index(j)] if j in cols else 0.0 for j in range(2 + 9 * ci, 5 + 9 * ci)])
+            corr = -np.einsum("ab,pbk->pak", _skew(ms[None])[0], means[c][..., idx]) / masses[c]
+            for j in (3, 4) if r.yaw_mean is not None else (3, 4, 5):
+                at = start + j * n + np.arange(n)
+                if keep[at[0]]:
+                    wk[pos[at]] += corr[r.piece, j - 3] * scale[6 * ci + j]
+        start += 6 * n
+
+
+def _covariance(
     w: np.ndarray,
     blocks: np.ndarray,
     rows: dict[str, Rows],
@@ -1014,24 +1074,38 @@ def hac_covariance(
     active: np.ndarray,
     scale: np.ndarray,
     x: np.ndarray,
-    noise: np.ndarray | None = None,
+    noise: np.ndarray | None,
+    settings: TlsSettings,
+    profile: tuple[dict[str, float], dict[str, np.ndarray] | None] | None = None,
 ) -> np.ndarray:
-    """Covariance of the final (weighted) fit of the columns `cols` over the fitted row blocks
-    (`active`), robust to rows correlated in time (`regression.tls_hac_cov`; with `noise`, the
-    bias-compensated fit's `regression.bc_hac_cov`): the six wrench rows of one instant share
-    its time step, and lags never cross pieces or configurations."""
+    """Covariance of the final (weighted) fit x of the columns `cols` over the fitted row blocks
+    (`active`): with `settings.covariance` "hac", robust to rows correlated in time
+    (`regression.tls_hac_cov`; with `noise`, the bias-compensated fit's `regression.bc_hac_cov`):
+    the six wrench rows of one instant share its time step, and lags never cross pieces or
+    configurations; "eq20", eq. 18-20 (`regression.bias_compensated`'s with `noise`). With
+    `profile` (masses, the gain columns' force means or None; `_gain_columns`) and centred force
+    rows, the accelerometer bias's path into the moment rows is in it (`_bias_profiled`)."""
+    keep = active[blocks]
+    idx = [*cols, w.shape[1] - 1]
+    wk = w[keep][:, idx] * scale[blocks[keep]][:, None]
+    means = {} if profile is None else _force_means(rows, profile[0], w.shape[1], profile[1])
+    if means:
+        _bias_profiled(wk, keep, rows, cols, x, scale, means, profile[0])
+    per_row = None if noise is None else noise[:, idx][:, :, idx] * scale[:, None, None] ** 2
+    if settings.covariance == "eq20":
+        if per_row is None:
+            return tls(wk).cov
+        return bias_compensated(
+            wk, np.einsum("b,bij->ij", np.bincount(blocks[keep], minlength=len(scale)), per_row)
+        ).cov
     sizes = [len(r.t) for r in rows.values()]
     start = np.cumsum([0, *sizes[:-1]])
     instant = np.concatenate([s0 + np.tile(np.arange(n), 6) for s0, n in zip(start, sizes, strict=True)])
     pieces = [r.piece for r in rows.values()]
     offsets = np.cumsum([0, *(int(p.max()) + 1 for p in pieces[:-1])])
     segment = np.concatenate([p + o for p, o in zip(pieces, offsets, strict=True)])
-    keep = active[blocks]
-    idx = [*cols, w.shape[1] - 1]
-    wk = w[keep][:, idx] * scale[blocks[keep]][:, None]
-    if noise is None:
+    if per_row is None:
         return tls_hac_cov(wk, x, instant[keep], segment)
-    per_row = noise[:, idx][:, :, idx] * scale[:, None, None] ** 2
     return bc_hac_cov(wk, x, per_row, blocks[keep], instant[keep], segment)
 
 
@@ -1515,6 +1589,7 @@ def _final_fit(
     w: np.ndarray,
     blocks: np.ndarray,
     rows: dict[str, Rows],
+    masses: dict[str, float],
     kept: list[int],
     active: np.ndarray,
     scale: np.ndarray,
@@ -1525,14 +1600,17 @@ def _final_fit(
 ) -> tuple[Fit, np.ndarray, tuple[str, ...]]:
     """The final fit of the columns `kept` with its covariance: bias-compensated with the noise
     moment `nm` (`TlsSettings.eiv`), else `fit` (or TLS with the block factors `scale` held),
-    the HAC covariance when asked, widened by what the essential step's cancellations and the
-    doubt about the noise floors (`floor_var`, returned too: zeros without `nm`) add, and the
-    cancelled unknowns of `sol` it should keep (`_restored`; none without `sol`)."""
+    the HAC covariance when asked (with centred force rows, the accelerometer bias's path into
+    the moment rows in it either way, `_bias_profiled`), widened by what the essential step's
+    cancellations and the doubt about the noise floors (`floor_var`, returned too: zeros without
+    `nm`) add, and the cancelled unknowns of `sol` it should keep (`_restored`; none without `sol`)."""
     noise = None if nm is None else nm.total
     if noise is not None or fit is None:
         fit = _fixed_fit(w, blocks, kept, active, scale, noise)
-    if settings.covariance == "hac":
-        fit = replace(fit, cov=hac_covariance(w, blocks, rows, kept, active, scale, fit.x, noise))
+    if settings.covariance == "hac" or settings.centred:
+        fit = replace(
+            fit, cov=_covariance(w, blocks, rows, kept, active, scale, fit.x, noise, settings, (masses, None))
+        )
     floor = np.zeros(len(kept)) if nm is None else floor_var(w, blocks, kept, active, scale, nm, fit.x)
     back = () if sol is None else _restored(sol.names, sol.history, w, blocks, kept, fit, active, scale, noise)
     extra = cancellation_var(w, blocks, kept, active, scale, noise) + floor
@@ -1595,14 +1673,14 @@ def _rotor_gains(
         gains = dict(zip(configs, (new / np.mean(new[: vehicle.n_rotors])).reshape(len(configs), -1), strict=True))
         left = {}
         if noise is not None and settings.centred:  # the compensated fit's bias for the next pass (`_rebiased`)
-            left = _acc_bias(rows, _full(fit.x[:k], sol.kept, nw), masses)  # with the gain columns' part
-            left = {c: b + removed[c] @ fit.x[k:] / masses[c] for c, b in left.items()}
+            left = _acc_bias(rows, np.concatenate([_full(fit.x[:k], sol.kept, nw), fit.x[k:]]), masses, removed)
         settled = np.max(np.abs(eta)) < GAIN_TOL and all(np.abs(b).max() < BIAS_TOL for b in left.values())
         if settled or npass == GAIN_PASSES:
             break  # the bias stays the one these rows were built with (`_bias_of` adds what they leave)
         bias = {c: bias[c] + left.get(c, 0.0) for c in bias} if bias is not None else None
-    if settings.covariance == "hac":
-        fit = replace(fit, cov=hac_covariance(wa, blocks, rows, cols, sol.active, sol.scale, fit.x, na))
+    if settings.covariance == "hac" or settings.centred:
+        profile = (masses, removed)
+        fit = replace(fit, cov=_covariance(wa, blocks, rows, cols, sol.active, sol.scale, fit.x, na, settings, profile))
     back = _restored(sol.names, sol.history, wa, blocks, cols, fit, sol.active, sol.scale, na)
     mm = np.zeros((len(m), len(cols)))  # the rotors' coefficients from every unknown of the fit
     mm[:, [0, *range(k, len(cols))]] = m
@@ -1880,7 +1958,7 @@ def _solve_once(
         if noise is not None and settings.centred:
             sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
     kept, scale, active = sol.kept, sol.scale, sol.active
-    fit, floor, back = _final_fit(sol.w, sol.blocks, sol.rows, kept, active, scale, nm, settings, sol.fit, sol)
+    fit, floor, back = _final_fit(sol.w, sol.blocks, sol.rows, masses, kept, active, scale, nm, settings, sol.fit, sol)
     spread = np.zeros_like(fit.cov)
     if settings.motor_spread > 0:
 
