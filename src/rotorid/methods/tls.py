@@ -22,7 +22,7 @@ first-order motor lag with a given T_m, or measured rotor speeds.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -834,26 +834,47 @@ FLOOR_SHARE = 0.25
 def _floor_note(sol: _Solution, kept: list[str], settings: TlsSettings, resolved: dict[str, dict]) -> list[str]:
     """In words, when the doubt about the noise floors (`floor_var`) makes up FLOOR_SHARE of a
     parameter's variance or more: how far the spectrum just below where the floors are read
-    is from them (`_floor_doubt`), per sensor, and which parameters' σ it widens most."""
-    if sol.floor is None or sol.doubt is None:
+    is from them (`_floor_doubt`), per sensor, and which parameters' σ it widens most; alike
+    for the doubt about the disturbance's level (`_disturbance`)."""
+    if sol.floor is None or sol.doubt is None or not len(sol.floor):
         return []
-    var = np.diag(sol.fit.cov)[: len(sol.floor)]
-    share = np.where(var > 0, sol.floor / np.where(var > 0, var, 1.0), 0.0)
-    if not share.max() >= FLOOR_SHARE:
-        return []
-    who = ", ".join(f"{kept[i]} {share[i]:.0%}" for i in np.argsort(-share)[:3] if share[i] >= FLOOR_SHARE)
-    edge = NOISE_FROM * max(float(r["band"][1]) for r in resolved.values())
-    sensors = ("gyro", "accelerometer") if settings.source == "imu" else ("attitude", "position")
-    ratio = ", ".join(
-        f"{name} {1 + sol.doubt[3 * k : 3 * k + 3].min():.3g}-{1 + sol.doubt[3 * k : 3 * k + 3].max():.3g}x"
-        for k, name in enumerate(sensors)
-    )
-    return [
-        f"σ includes the doubt about the sensor noise floors the errors-in-variables compensation reads above "
-        f"{edge:g} Hz: the spectrum just below is {ratio} of them (a sensor or logger low-pass, or vibration or "
-        f"motion there), and with that level as the band's noise the estimates move; share of the variance: {who} "
-        f"(log the sensors before their low-pass, or give --band 0,F with {NOISE_FROM:g} F below it)"
-    ]
+    var = np.diag(sol.fit.cov)[: sol.floor.shape[1]]
+
+    def who(term: np.ndarray) -> str:
+        share = np.where(var > 0, term / np.where(var > 0, var, 1.0), 0.0)
+        return ", ".join(f"{kept[i]} {share[i]:.0%}" for i in np.argsort(-share)[:3] if share[i] >= FLOOR_SHARE)
+
+    notes = []
+    sensors_who, dist_who = who(sol.floor[:6].sum(axis=0)), who(sol.floor[6:].sum(axis=0))
+    if sensors_who:
+        edge = NOISE_FROM * max(float(r["band"][1]) for r in resolved.values())
+        sensors = ("gyro", "accelerometer") if settings.source == "imu" else ("attitude", "position")
+        ratio = ", ".join(
+            f"{name} {1 + sol.doubt[3 * k : 3 * k + 3].min():.3g}-{1 + sol.doubt[3 * k : 3 * k + 3].max():.3g}x"
+            for k, name in enumerate(sensors)
+        )
+        notes.append(
+            f"σ includes the doubt about the sensor noise floors the errors-in-variables compensation reads above "
+            f"{edge:g} Hz: the spectrum just below is {ratio} of them (a sensor or logger low-pass, or vibration or "
+            f"motion there), and with that level as the band's noise the estimates move; share of the variance: "
+            f"{sensors_who} (log the sensors before their low-pass, or give --band 0,F with {NOISE_FROM:g} F below it)"
+        )
+    if dist_who:
+        one = len(sol.disturbance) == 1
+
+        def rms(k: int) -> str:
+            return "; ".join(
+                ("" if one else f"{c}: ") + ", ".join(f"{v:.2g}" for v in lv[:, k]) for c, lv in sol.disturbance.items()
+            )
+
+        notes.append(
+            f"σ includes the doubt about the angular-acceleration errors the errors-in-variables compensation reads "
+            f"from the moment rows' residuals beyond the sensor floors (RMS in the band about x, y, z, N m: a white "
+            f"disturbance torque, thrust fluctuation, {rms(0)}; noise of the gyro's spectrum above its floor "
+            f"{rms(1)}): the white shape alone reads them up to {sol.doubt[6:].max():.0%} apart; share of the "
+            f"variance: {dist_who}"
+        )
+    return notes
 
 
 def _piece_floor(p: Flight, ms: MotionSettings) -> tuple[np.ndarray, np.ndarray]:
@@ -872,13 +893,14 @@ def _piece_floor(p: Flight, ms: MotionSettings) -> tuple[np.ndarray, np.ndarray]
     return floor, doubt
 
 
-def _chain_gains(ms: MotionSettings) -> np.ndarray:
-    """Variance that white noise of unit variance per sample in a measured signal has at the
-    rows of W_t, through `motion`'s filters and derivatives and the parallel low-pass of
-    `_filtered_rows`: Σ h² of the impulse response of each path (the same zero-phase filters,
-    so the noise of a rate and of its derivative is uncorrelated at one instant). Returns the
-    gains of (ω, ω̇, s): IMU gyro -> ω, gyro -> ω̇, accelerometer -> s; motion capture angles
-    -> η̇ and η̈ (ω ≈ η̇, ω̇ ≈ η̈ near hover, eq. 4-5), position -> ζ̈ (eq. 3)."""
+def _chain_responses(ms: MotionSettings) -> np.ndarray:
+    """Impulse responses (n, 4) of the paths white noise of a measured signal takes to the rows
+    of W_t, through `motion`'s filters and derivatives and the parallel low-pass of
+    `_filtered_rows` (the same zero-phase filters, so the noise of a rate and of its derivative
+    is uncorrelated at one instant): IMU gyro -> ω, gyro -> ω̇, accelerometer -> s; motion
+    capture angles -> η̇ and η̈ (ω ≈ η̇, ω̇ ≈ η̈ near hover, eq. 4-5), position -> ζ̈ (eq. 3);
+    last, white angular acceleration of the body itself -> ω̇ (a disturbance torque,
+    `_disturbance`: what a derivative takes from a rate its integral gave, so the band alone)."""
     (low, high), fs, order = ms.band, ms.fs, ms.order
     n = max(4096, int(16 * fs / low) if low > 0 else 0)  # the band-pass's ring-down fits
     x = np.zeros(n)
@@ -887,12 +909,17 @@ def _chain_gains(ms: MotionSettings) -> np.ndarray:
     band = butter_filtfilt(x, fs, (low, high) if low > 0 else high, order=order)
     lowp = butter_filtfilt(x, fs, high, order=order)
     if ms.source == "imu":
-        paths = (lowp, derivative(band, t), lowp)
+        paths = (lowp, derivative(band, t), lowp, band)
     else:
         rate = derivative(band, t)
-        paths = (rate, derivative(rate, t), derivative(band, t, order=2))
-    out = butter_filtfilt(np.column_stack(paths), fs, ms.parallel_cutoff, order=order)
-    return np.sum(out**2, axis=0)
+        paths = (rate, derivative(rate, t), derivative(band, t, order=2), band)
+    return butter_filtfilt(np.column_stack(paths), fs, ms.parallel_cutoff, order=order)
+
+
+def _chain_gains(ms: MotionSettings) -> np.ndarray:
+    """Variance that white noise of unit variance per sample in a measured signal has at the
+    rows of W_t: Σ h² of the impulse response of each path (`_chain_responses`), (ω, ω̇, s)."""
+    return np.sum(_chain_responses(ms)[:, :3] ** 2, axis=0)
 
 
 def _noise_jacobian(
@@ -940,14 +967,17 @@ def _noise_at_rows(
 
 @dataclass(frozen=True)
 class NoiseMoment:
-    """The noise moment of `_noise_moment`: `total` (B, n_t, n_t), the sum of `parts` (6, B, n_t,
+    """The noise moment of `_noise_moment`: `total` (B, n_t, n_t), the sum of `parts` (P, B, n_t,
     n_t), the share of each measured signal (gyro or Bryant angle x, y, z, then accelerometer or
-    position x, y, z), and `doubt` (6,), each signal's floor's relative doubt (`_floor_doubt`,
-    the airborne pieces' mean weighted by their rows)."""
+    position x, y, z) and, with `_disturbance`, of the disturbance torque about x, y, z of each
+    configuration, and `doubt` (P,), each part's relative doubt (`_floor_doubt`, the airborne
+    pieces' mean weighted by their rows; `_disturbance`); `disturbance`, that torque's RMS in
+    the band per configuration (3,), N m."""
 
     total: np.ndarray
     parts: np.ndarray
     doubt: np.ndarray
+    disturbance: dict[str, np.ndarray] = field(default_factory=dict)
 
     def padded(self, nw: int, ne: int) -> NoiseMoment:
         """The moment of W_t with `ne` columns of no noise (the rotors' gains, `_gain_columns`)
@@ -959,7 +989,11 @@ class NoiseMoment:
             out[..., rows, cols] = a
             return out
 
-        return NoiseMoment(pad(self.total), pad(self.parts), self.doubt)
+        return NoiseMoment(pad(self.total), pad(self.parts), self.doubt, self.disturbance)
+
+    def sensors(self) -> NoiseMoment:
+        """The sensors' parts alone (the first six: without `_disturbance`'s)."""
+        return NoiseMoment(self.parts[:6].sum(axis=0), self.parts[:6], self.doubt[:6])
 
 
 def _noise_moment(
@@ -1027,6 +1061,164 @@ def _noise_moment(
             out[ch % 3 if ch < 6 else ch - 3, b] += sel.T @ sel
     parts = out / np.maximum(np.bincount(blocks, minlength=nb), 1)[:, None, None]
     return NoiseMoment(parts.sum(axis=0), parts, doubt / max(n_rows, 1))
+
+
+#: The disturbance's level is read where its shape at the rows is at least this share of its
+#: peak (the band's flat part; `_disturbance`), from Welch segments of this many rows at most.
+DIST_FLAT = 0.5
+DIST_SEGMENT = 256
+
+
+def _decimated_shape(h: np.ndarray, d: int, f: np.ndarray, fs: float) -> np.ndarray:
+    """One-sided power spectral density at `f` of white noise through the impulse response `h`
+    and kept every `d`-th sample (rate `fs`), per unit of its variance: the autocorrelation of
+    `h` at the kept lags, Fourier-transformed (decimation folds the spectrum; the lags fold it
+    exactly)."""
+    r = np.correlate(h, h, "full")[len(h) - 1 :: d]
+    m = np.arange(1, len(r))
+    return 2.0 * (r[0] + 2.0 * (r[1:] @ np.cos(2.0 * np.pi * np.outer(m, f) / fs))) / (fs * r[0])
+
+
+def _excess_levels(p: np.ndarray, base: np.ndarray, shapes: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray]:
+    """Levels c ≥ 0 of components of known `shapes` (K, bins) over a known `base` in the Welch
+    density `p` (ν degrees of freedom per bin), and their covariance: the fit of log p = log(base
+    + shapesᵀ c) + log(χ²_ν / ν), each bin's log-ratio standardised by the log-χ²'s mean and
+    standard deviation (ψ(ν/2) - log(ν/2), ψ'(ν/2)^½) under a Cauchy loss, so bins another
+    component fills (model error at the manoeuvres' frequencies, 10-1000x the noise on the
+    simulated mismatch flights) do not count."""
+    from scipy.optimize import least_squares
+    from scipy.special import digamma, polygamma
+
+    centre, spread, unit = digamma(nu / 2) - np.log(nu / 2), np.sqrt(polygamma(1, nu / 2)), float(np.mean(p))
+
+    def res(c: np.ndarray) -> np.ndarray:
+        return (np.log(p) - np.log(base + unit * (shapes.T @ c)) - centre) / spread
+
+    fit = least_squares(res, np.full(len(shapes), 0.1), bounds=(0.0, np.inf), loss="cauchy", f_scale=2.0)
+    return unit * fit.x, unit**2 * np.linalg.pinv(fit.jac.T @ fit.jac)
+
+
+def _omega_dot_rows(rows: dict[str, Rows], vehicle: Vehicle, masses: dict[str, float], arm: np.ndarray) -> np.ndarray:
+    """∂(row of W_t)/∂ω̇_a for each axis a and row block (3, B, n_t): constant, as the rows are
+    linear in ω̇ (`observation`, the IMU's lever-arm removal included)."""
+    one = Motion(np.zeros(1), np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, vehicle.n_rotors)))
+    out = []
+    for a in range(3):
+        dk, d, dm = _noise_jacobian(one, 3 + a, vehicle, arm)
+        part = {
+            c: Rows(
+                np.zeros(1), dk, d, dm, np.zeros(1, dtype=np.int64), drag=None if r.drag is None else np.zeros((1, 6))
+            )
+            for c, r in rows.items()
+        }
+        out.append(assemble(part, masses)[0])
+    return np.stack(out)
+
+
+def _residual_spectrum(
+    res: np.ndarray, piece: np.ndarray, pieces: list[Flight], settings: TlsSettings, cfg: dict, shapes: dict
+) -> tuple[np.ndarray, ...] | None:
+    """Welch density of one row block's residual `res` over each airborne piece (`piece`: its
+    rows'), pooled over the bins where the disturbance's shape is flat (`DIST_FLAT`), with the
+    shapes there (`_decimated_shape`: sensor noise through ω̇, through s, the disturbance) and
+    the bins' degrees of freedom; None when no piece has enough rows."""
+    from scipy.signal import welch
+
+    out, segments = [], 0.0
+    for k in np.unique(piece):
+        seg, p = res[piece == k], pieces[k]
+        own = settings.motion.at(p.rate)
+        ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
+        d = settings.decimation(own)
+        nper = min(DIST_SEGMENT, len(seg))
+        if nper < 32:
+            continue
+        f, psd = welch(seg, fs=p.rate / d, nperseg=nper, detrend="linear")
+        key = (p.rate, d, ms.band, ms.parallel_cutoff, nper)
+        if key not in shapes:
+            h = _chain_responses(ms)
+            shapes[key] = np.stack([_decimated_shape(h[:, i], d, f, p.rate / d) for i in (1, 2, 3)])
+        sh = shapes[key]
+        flat = (f > 0) & (sh[2] >= DIST_FLAT * sh[2].max())
+        out.append((psd[flat], sh[0][flat], sh[1][flat], sh[2][flat]))
+        segments += len(seg) / (nper / 2) - 1  # Hann, half overlap
+    if not out:
+        return None
+    return (*(np.concatenate(z) for z in zip(*out, strict=True)), 1.9 * segments / len(out))
+
+
+def _disturbance(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float],
+    settings: TlsSettings,
+    sol: _Solution,
+    nm: NoiseMoment,
+) -> NoiseMoment:
+    """`nm` with the moment of the angular-acceleration errors the sensor floors do not show.
+
+    Thrust fluctuation (turbulence, blade passage; Kwon eq. 51's thrust noise) drives ω̇ with a
+    torque d the rotor terms do not hold: ω̇ = ω̇_model + I⁻¹ d, so the ω̇ columns carry I⁻¹ d as
+    errors in variables (d is the moment rows' equation error) that no floor shows (in the
+    gyro, 1/f² under the sensor's own white noise). Uncompensated, it scaled k_t, I_xx, I_yy by
+    -0.02 to -0.03 % on the simulated six-config flights (0.8σ̄; k_t 77 % within 2σ on the A + B
+    twin), gone with its true moment. Gyro noise in the band above a floor read in a sensor's
+    stop band (`_floor_doubt`) is the same kind of error with another spectrum.
+
+    Both are read from the moment rows' residuals of the selection's system (`sol`) fitted with
+    the sensors' moment `nm` (equal rotors: the gains' part is low-frequency): per axis j,
+    the Welch density of the M_j row's residual over the band's flat part is the sensor noise's
+    (the moment `nm`, spread as its paths through ω̇ and s spread it, `_chain_responses`) plus a
+    white torque's shape times c_d and the ω̇ sensor path's times c_g (`_excess_levels`, robust
+    to model error at the manoeuvres' frequencies: on the mismatch flights the residual was
+    18-240x the sensor noise and c_d within 30 % of the paper flights'). With A[j, a] =
+    ∂(M_j residual)/∂ω̇_a (= I), Cov(ω̇ error) = A⁻¹ diag(c_d + c_g) A⁻ᵀ, a part per axis. Its
+    doubt: how far the white shape alone reads the total (the shape is a model) and the fit's
+    own standard error, relative."""
+    try:  # the residuals of the selection's fit compensated for the sensors' noise alone (equal rotors)
+        x = _fixed_fit(sol.w, sol.blocks, sol.kept, sol.active, sol.scale, nm.total).x
+    except ExcitationError:
+        return nm
+    chi = np.append(_full(x, sol.kept, len(sol.names)), 1.0)
+    arm = vehicle.imu_offset if settings.source == "imu" else np.zeros(3)
+    jac = _omega_dot_rows(sol.rows, vehicle, masses, arm)
+    gyro, acc = nm.parts[:3].sum(axis=0), nm.parts[3:6].sum(axis=0)
+    parts, doubt, level, shapes = [], [], {}, {}
+    for ci, (c, flights) in enumerate(configs.items()):
+        pieces = [p for f in flights for p in airborne_pieces(f)]
+        lv, d_j = np.zeros((3, 2)), np.zeros(3)
+        for j in range(3):
+            b = 6 * ci + 3 + j
+            res = sol.w[sol.blocks == b] @ chi
+            spec = _residual_spectrum(res, sol.rows[c].piece, pieces, settings, sol.resolved[c], shapes)
+            if spec is None or not sol.active[b]:
+                continue
+            psd, s_g, s_a, s_d, nu = spec
+            base = (chi @ gyro[b] @ chi) * s_g + (chi @ acc[b] @ chi) * s_a
+            lv[j], cov = _excess_levels(psd, base, np.stack([s_d, s_g]), nu)
+            alone = _excess_levels(psd, base, s_d[None], nu)[0][0]
+            d_j[j] = np.hypot(alone - lv[j, 0], np.sqrt(cov[0, 0])) / lv[j, 0] if lv[j, 0] > 0 else 0.0
+        a_inv = np.linalg.inv(np.array([[jac[a, 6 * ci + 3 + j] @ chi for a in range(3)] for j in range(3)]))
+        for j in range(3):
+            cov = lv[j, 0] * np.outer(a_inv[:, j], a_inv[:, j])
+            part = np.zeros_like(nm.total)
+            for b in range(6 * ci, 6 * ci + 6):
+                part[b] = jac[:, b].T @ cov @ jac[:, b]
+            parts.append(part)
+        doubt.extend(d_j)
+        level[c] = np.sqrt(lv)
+    extra = np.stack(parts)
+    for _ in range(9):  # twice the moment must leave the compensated fit positive: later systems differ a little
+        try:
+            _fixed_fit(sol.w, sol.blocks, sol.kept, sol.active, sol.scale, nm.total + 2.0 * extra.sum(axis=0))
+            break
+        except ExcitationError:
+            extra /= 2.0
+            level = {c: lv / np.sqrt(2.0) for c, lv in level.items()}
+    else:
+        return nm
+    parts_all = np.concatenate([nm.parts, extra])
+    return NoiseMoment(parts_all.sum(axis=0), parts_all, np.concatenate([nm.doubt, doubt]), level)
 
 
 def _bias_profiled(
@@ -1446,10 +1638,11 @@ def floor_var(
     x: np.ndarray,
     combos: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Variance the doubt about the noise floors adds to the bias-compensated estimate x of the
-    columns `kept` (`_fixed_fit` with `noise.total`; with `combos`, to each linear combination
-    of them, a row each): Σ_s (x_s - x)², x_s the fit with signal s's share of the moment
-    scaled by 1 + δ_s (`NoiseMoment.doubt`), the signals' doubts taken as independent.
+    """Variance the doubt about the noise floors (and the disturbance, `_disturbance`) adds to the
+    bias-compensated estimate x of the columns `kept` (`_fixed_fit` with `noise.total`; with
+    `combos`, to each linear combination of them, a column each), per part of the moment (P, n):
+    (x_s - x)², x_s the fit with part s scaled by 1 + δ_s (`NoiseMoment.doubt`); the parts'
+    doubts are independent, so their sum is the term.
 
     The compensation subtracts a moment read from a floor above the band; where the noise is a
     large part of a column's power (the twice-differentiated pose in ω̇: a 5 % change of the
@@ -1458,8 +1651,8 @@ def floor_var(
     carry. Where 1 + δ_s makes the compensated normal matrix indefinite (the moment would exceed
     the signal), δ_s is halved until it does not (at most 8 times)."""
     c = np.eye(len(kept)) if combos is None else combos
-    out = np.zeros(len(c))
-    for part, d in zip(noise.parts, noise.doubt, strict=True):
+    out = np.zeros((len(noise.parts), len(c)))
+    for i, (part, d) in enumerate(zip(noise.parts, noise.doubt, strict=True)):
         for _ in range(9):
             if d == 0 or not np.any(part):
                 break
@@ -1468,7 +1661,7 @@ def floor_var(
             except ExcitationError:
                 d /= 2.0
                 continue
-            out += (c @ (moved - x)) ** 2
+            out[i] = (c @ (moved - x)) ** 2
             break
     return out
 
@@ -1611,9 +1804,9 @@ def _final_fit(
         fit = replace(
             fit, cov=_covariance(w, blocks, rows, kept, active, scale, fit.x, noise, settings, (masses, None))
         )
-    floor = np.zeros(len(kept)) if nm is None else floor_var(w, blocks, kept, active, scale, nm, fit.x)
+    floor = np.zeros((0, len(kept))) if nm is None else floor_var(w, blocks, kept, active, scale, nm, fit.x)
     back = () if sol is None else _restored(sol.names, sol.history, w, blocks, kept, fit, active, scale, noise)
-    extra = cancellation_var(w, blocks, kept, active, scale, noise) + floor
+    extra = cancellation_var(w, blocks, kept, active, scale, noise) + floor.sum(axis=0)
     return replace(fit, cov=_widened(fit.cov, extra)), floor, back
 
 
@@ -1685,14 +1878,16 @@ def _rotor_gains(
     mm = np.zeros((len(m), len(cols)))  # the rotors' coefficients from every unknown of the fit
     mm[:, [0, *range(k, len(cols))]] = m
     combos = np.vstack([np.eye(len(cols)), mm])
-    floor = np.zeros(len(combos))
+    floor = np.zeros((0, len(combos)))
     if padded is not None:
         floor = floor_var(wa, blocks, cols, sol.active, sol.scale, padded, fit.x, combos)
-    extra = cancellation_var(wa, blocks, cols, sol.active, sol.scale, na, combos) + floor
+    extra = cancellation_var(wa, blocks, cols, sol.active, sol.scale, na, combos) + floor.sum(axis=0)
     cov = _widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
     value = m @ np.concatenate([[kt], fit.x[k:]])
     kf = replace(fit, x=fit.x[:k], cov=_widened(fit.cov, extra[: len(cols)])[:k, :k])
-    return _Gains(value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf, floor[:k], bias or {}, back)
+    return _Gains(
+        value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf, floor[:, :k], bias or {}, back
+    )
 
 
 #: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the
@@ -1771,6 +1966,7 @@ class _Solution:
     floor: np.ndarray | None = None
     doubt: np.ndarray | None = None
     restored: tuple[str, ...] = ()
+    disturbance: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _selected(
@@ -1936,6 +2132,7 @@ def _solve_once(
     sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo, ones), restore)
     if settings.eiv and not (restore and nm is not None):
         nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo)
+        nm = _disturbance(configs, vehicle, masses, settings, sol, nm)
     noise = None if nm is None else nm.total
     if noise is not None and settings.centred and not want:  # with the gains, their passes do it
         sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
@@ -1953,8 +2150,12 @@ def _solve_once(
             doubt = nm.doubt if nm is not None else None
             bias = gains.bias if settings.nuisance else sol.bias0
             sol = replace(sol, rows=rows, resolved=resolved, w=w, blocks=blocks, fit=gains.fit, spread=spread)
-            return replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias), gains.restore, nm
+            sol = replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias, disturbance=nm.disturbance)
+            return sol, gains.restore, nm
         sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo), restore)  # equal rotors
+        if nm is not None:  # read from this selection's residuals, as without the gains
+            nm = _disturbance(configs, vehicle, masses, settings, sol, nm.sensors())
+            noise = nm.total
         if noise is not None and settings.centred:
             sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
     kept, scale, active = sol.kept, sol.scale, sol.active
@@ -1969,8 +2170,9 @@ def _solve_once(
 
         spread = _spread_cov(solve_gain, vehicle.n_rotors, settings.motor_spread)
         fit = replace(fit, cov=fit.cov + spread)
-    doubt = None if nm is None else nm.doubt
-    return replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt), back, nm
+    doubt, dist = (None, {}) if nm is None else (nm.doubt, nm.disturbance)
+    sol = replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt, disturbance=dist)
+    return sol, back, nm
 
 
 def _solve_separated(
@@ -2167,6 +2369,7 @@ def identify(
     diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
     diag |= {"acc_bias": acc_bias} if acc_bias else {}
+    diag |= {"disturbance_rms": sol.disturbance} if sol.disturbance else {}
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *_gain_report(sol, est)]
     if unseparated:
         notes.append(unseparated)
