@@ -185,7 +185,9 @@ class TlsSettings:
       vibration) makes the spectrum just below where they are read differ from them, that
       level (`_floor_doubt`; every real log in ../shared/data does, by 4.6x to 60,000x; the
       simulated flights do not), and a note names it when it is a quarter of a parameter's
-      variance. False: the paper's TLS throughout.
+      variance. A disturbance torque (thrust fluctuation) is an error in ω̇ no floor shows: its
+      level is read from the moment rows' residuals (`_disturbance`) and compensated alike,
+      its doubt in σ. False: the paper's TLS throughout.
     """
 
     source: str = "imu"
