@@ -1149,6 +1149,18 @@ def _residual_spectrum(
     return (*(np.concatenate(z) for z in zip(*out, strict=True)), 1.9 * segments / len(out))
 
 
+#: The rotor thrust noise is read about the axes where a rotor's thrust makes at least this
+#: share of the largest torque (roll and pitch; `_disturbance`).
+DIST_AXES = 0.25
+
+
+def _thrust_torques(vehicle: Vehicle, kappa: float) -> np.ndarray:
+    """Σ_i b_i b_iᵀ (3, 3), b_i = r_i x a_i + κ dir_i a_i the torque about the origin of a unit
+    change of rotor i's thrust (`observation`), κ = k_d / k_t."""
+    b = np.cross(vehicle.positions, vehicle.axes) + kappa * vehicle.torque_dirs[:, None] * vehicle.axes
+    return b.T @ b
+
+
 def _disturbance(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,
@@ -1157,39 +1169,48 @@ def _disturbance(
     sol: _Solution,
     nm: NoiseMoment,
 ) -> NoiseMoment:
-    """`nm` with the moment of the angular-acceleration errors the sensor floors do not show.
+    """`nm` with the moment of the angular acceleration the rotors' thrust noise gives the body.
 
     Thrust fluctuation (turbulence, blade passage; Kwon eq. 51's thrust noise) drives ω̇ with a
     torque d the rotor terms do not hold: ω̇ = ω̇_model + I⁻¹ d, so the ω̇ columns carry I⁻¹ d as
     errors in variables (d is the moment rows' equation error) that no floor shows (in the
     gyro, 1/f² under the sensor's own white noise). Uncompensated, it scaled k_t, I_xx, I_yy by
     -0.02 to -0.03 % on the simulated six-config flights (0.8σ̄; k_t 77 % within 2σ on the A + B
-    twin), gone with its true moment. Gyro noise in the band above a floor read in a sensor's
-    stop band (`_floor_doubt`) is the same kind of error with another spectrum.
+    twin), gone with its true moment.
 
-    Both are read from the moment rows' residuals of the selection's system (`sol`) fitted with
-    the sensors' moment `nm` (equal rotors: the gains' part is low-frequency): per axis j,
-    the Welch density of the M_j row's residual over the band's flat part is the sensor noise's
-    (the moment `nm`, spread as its paths through ω̇ and s spread it, `_chain_responses`) plus a
-    white torque's shape times c_d and the ω̇ sensor path's times c_g (`_excess_levels`, robust
-    to model error at the manoeuvres' frequencies: on the mismatch flights the residual was
-    18-240x the sensor noise and c_d within 30 % of the paper flights'). With A[j, a] =
-    ∂(M_j residual)/∂ω̇_a (= I), Cov(ω̇ error) = A⁻¹ diag(c_d + c_g) A⁻ᵀ, a part per axis. Its
-    doubt: how far the white shape alone reads the total (the shape is a model) and the fit's
-    own standard error, relative."""
+    Read from the moment rows' residuals of the selection's system (`sol`) fitted with the
+    sensors' moment `nm` (equal rotors: the gains' part is low-frequency): per axis j, the
+    Welch density of the M_j row's residual over the band's flat part is the sensor noise's
+    (`nm`, spread as its paths through ω̇ and s spread it, `_chain_responses`) plus a white
+    torque's shape times c_j and the ω̇ sensor path's (gyro noise above a floor read in a stop
+    band, `_floor_doubt`) times another level (`_excess_levels`, robust to model error at the
+    manoeuvres' frequencies: on the mismatch flights the residual was 18-240x the sensor
+    noise). Rotor i's thrust noise, independent and alike in every rotor (variance σ_w² in the
+    band), makes Cov(d) = σ_w² G (`_thrust_torques`): σ_w² = Σ c_j / Σ G_jj over the roll and
+    pitch axes (`DIST_AXES`), which fixes the yaw's too, where model error fills the residual
+    (yaw damping, the rotors' spread: read alone, 5x the simulator's on the mismatch flights).
+    With A[j, a] = ∂(M_j residual)/∂ω̇_a (= I), Cov(ω̇ error) = A⁻¹ σ_w² G A⁻ᵀ. Its doubt: the
+    axes' disagreement, how far the white shape alone reads them, and the fits' standard error.
+
+    IMU source only (`_solve_once`): the twice-differentiated pose's noise is the ω̇ columns'
+    error there (its moment 50x the thrust noise's on the six-config flights, 2 %, inside its
+    floor's own sampling doubt), and the pose's residuals carry its timing error, broadband as
+    a disturbance (read from them on the mismatch flights: 2-3x the simulator's about x, y,
+    which biased I_zz, k_d +3.7 %, 3.5σ̄)."""
     try:  # the residuals of the selection's fit compensated for the sensors' noise alone (equal rotors)
         x = _fixed_fit(sol.w, sol.blocks, sol.kept, sol.active, sol.scale, nm.total).x
     except ExcitationError:
         return nm
     chi = np.append(_full(x, sol.kept, len(sol.names)), 1.0)
-    arm = vehicle.imu_offset if settings.source == "imu" else np.zeros(3)
-    jac = _omega_dot_rows(sol.rows, vehicle, masses, arm)
+    jac = _omega_dot_rows(sol.rows, vehicle, masses, vehicle.imu_offset)
+    g = _thrust_torques(vehicle, chi[1] / chi[0])
+    axes = np.flatnonzero(np.diag(g) >= DIST_AXES * np.diag(g).max())
     gyro, acc = nm.parts[:3].sum(axis=0), nm.parts[3:6].sum(axis=0)
     parts, doubt, level, shapes = [], [], {}, {}
     for ci, (c, flights) in enumerate(configs.items()):
         pieces = [p for f in flights for p in airborne_pieces(f)]
-        lv, d_j = np.zeros((3, 2)), np.zeros(3)
-        for j in range(3):
+        lv, d_j = np.full((3, 2), np.nan), np.zeros(3)
+        for j in axes:
             b = 6 * ci + 3 + j
             res = sol.w[sol.blocks == b] @ chi
             spec = _residual_spectrum(res, sol.rows[c].piece, pieces, settings, sol.resolved[c], shapes)
@@ -1200,15 +1221,21 @@ def _disturbance(
             lv[j], cov = _excess_levels(psd, base, np.stack([s_d, s_g]), nu)
             alone = _excess_levels(psd, base, s_d[None], nu)[0][0]
             d_j[j] = np.hypot(alone - lv[j, 0], np.sqrt(cov[0, 0])) / lv[j, 0] if lv[j, 0] > 0 else 0.0
+        read = np.isfinite(lv[:, 0])
+        if not read.any() or lv[read, 0].sum() <= 0:
+            continue
+        per = lv[read, 0] / np.diag(g)[read]  # each axis's σ_w²
+        var = lv[read, 0].sum() / np.diag(g)[read].sum()
         a_inv = np.linalg.inv(np.array([[jac[a, 6 * ci + 3 + j] @ chi for a in range(3)] for j in range(3)]))
-        for j in range(3):
-            cov = lv[j, 0] * np.outer(a_inv[:, j], a_inv[:, j])
-            part = np.zeros_like(nm.total)
-            for b in range(6 * ci, 6 * ci + 6):
-                part[b] = jac[:, b].T @ cov @ jac[:, b]
-            parts.append(part)
-        doubt.extend(d_j)
-        level[c] = np.sqrt(lv)
+        cov = var * a_inv @ g @ a_inv.T
+        part = np.zeros_like(nm.total)
+        for b in range(6 * ci, 6 * ci + 6):
+            part[b] = jac[:, b].T @ cov @ jac[:, b]
+        parts.append(part)
+        doubt.append(float(np.hypot((per.max() - per.min()) / (2.0 * var), d_j.max())))
+        level[c] = np.column_stack([np.sqrt(var * np.diag(g)), np.sqrt(np.nan_to_num(lv[:, 1]))])
+    if not parts:
+        return nm
     extra = np.stack(parts)
     for _ in range(9):  # twice the moment must leave the compensated fit positive: later systems differ a little
         try:
@@ -1216,7 +1243,7 @@ def _disturbance(
             break
         except ExcitationError:
             extra /= 2.0
-            level = {c: lv / np.sqrt(2.0) for c, lv in level.items()}
+            level = {c: lv * [np.sqrt(0.5), 1.0] for c, lv in level.items()}
     else:
         return nm
     parts_all = np.concatenate([nm.parts, extra])
@@ -2134,7 +2161,8 @@ def _solve_once(
     sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo, ones), restore)
     if settings.eiv and not (restore and nm is not None):
         nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo)
-        nm = _disturbance(configs, vehicle, masses, settings, sol, nm)
+        if settings.source == "imu":  # the pose's: see `_disturbance`
+            nm = _disturbance(configs, vehicle, masses, settings, sol, nm)
     noise = None if nm is None else nm.total
     if noise is not None and settings.centred and not want:  # with the gains, their passes do it
         sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
@@ -2155,7 +2183,7 @@ def _solve_once(
             sol = replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias, disturbance=nm.disturbance)
             return sol, gains.restore, nm
         sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo), restore)  # equal rotors
-        if nm is not None:  # read from this selection's residuals, as without the gains
+        if nm is not None and settings.source == "imu":  # read from this selection's residuals, as without gains
             nm = _disturbance(configs, vehicle, masses, settings, sol, nm.sensors())
             noise = nm.total
         if noise is not None and settings.centred:
@@ -2371,7 +2399,11 @@ def identify(
     diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
     diag |= {"acc_bias": acc_bias} if acc_bias else {}
-    diag |= {"disturbance_rms": sol.disturbance} if sol.disturbance else {}
+    if (
+        sol.disturbance
+    ):  # RMS in the band per axis, N m: a white torque; sensor noise beyond the floors (`_disturbance`)
+        diag |= {"disturbance_rms": {c: lv[:, 0] for c, lv in sol.disturbance.items()}}
+        diag |= {"omega_dot_excess_rms": {c: lv[:, 1] for c, lv in sol.disturbance.items()}}
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *_gain_report(sol, est)]
     if unseparated:
         notes.append(unseparated)
