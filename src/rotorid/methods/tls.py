@@ -1273,17 +1273,19 @@ def _bias_profiled(
     simulated A + B flights, σ of com_x, com_y of B 3-5x their scatter), although an error of
     k_t moves b_z, hence s - b, alike and leaves ms as it is. The M_z row, when centred for a
     yaw moment, loses the per-piece constant again, so it gains nothing."""
-    pos = np.cumsum(keep) - 1
+    first = np.cumsum(keep) - 1  # each kept row's place in wk; a block's rows are kept together
     idx, start = [*cols, len(next(iter(means.values()))[0, 0]) - 1], 0
     for ci, (c, r) in enumerate(rows.items()):
         n = len(r.t)
         if c in means:
             ms = np.array([x[cols.index(j)] if j in cols else 0.0 for j in range(2 + 9 * ci, 5 + 9 * ci)])
             corr = -np.einsum("ab,pbk->pak", _skew(ms[None])[0], means[c][..., idx]) / masses[c]
+            cuts = np.flatnonzero(np.diff(r.piece)) + 1  # the pieces' rows are consecutive
             for j in (3, 4) if r.yaw_mean is not None else (3, 4, 5):
-                at = start + j * n + np.arange(n)
-                if keep[at[0]]:
-                    wk[pos[at]] += corr[r.piece, j - 3] * scale[6 * ci + j]
+                if keep[start + j * n]:
+                    at = first[start + j * n]
+                    for a, b in zip(np.r_[0, cuts], np.r_[cuts, n], strict=True):  # in place, a piece at a time
+                        wk[at + a : at + b] += corr[r.piece[a], j - 3] * scale[6 * ci + j]
         start += 6 * n
 
 
