@@ -1161,6 +1161,43 @@ def _thrust_torques(vehicle: Vehicle, kappa: float) -> np.ndarray:
     return b.T @ b
 
 
+def _thrust_noise(
+    flights: list[Flight],
+    settings: TlsSettings,
+    sol: _Solution,
+    nm: NoiseMoment,
+    chi: np.ndarray,
+    ci: int,
+    g: np.ndarray,
+) -> tuple[float, float, np.ndarray] | None:
+    """The rotors' thrust-noise variance σ_w² in the band of configuration `ci` (`_disturbance`),
+    its relative doubt, and the RMS of the ω̇ sensor path's excess per axis (N m, 0 where not
+    read), from the residuals W [chi] of `sol`'s moment rows; None where no axis was read."""
+    c = list(sol.rows)[ci]
+    axes = np.flatnonzero(np.diag(g) >= DIST_AXES * np.diag(g).max())
+    gyro, acc = nm.parts[:3].sum(axis=0), nm.parts[3:6].sum(axis=0)
+    pieces = [p for f in flights for p in airborne_pieces(f)]
+    lv, d_j, shapes = np.full((3, 2), np.nan), np.zeros(3), {}
+    for j in axes:
+        b = 6 * ci + 3 + j
+        spec = _residual_spectrum(
+            sol.w[sol.blocks == b] @ chi, sol.rows[c].piece, pieces, settings, sol.resolved[c], shapes
+        )
+        if spec is None or not sol.active[b]:
+            continue
+        psd, s_g, s_a, s_d, nu = spec
+        base = (chi @ gyro[b] @ chi) * s_g + (chi @ acc[b] @ chi) * s_a
+        lv[j], cov = _excess_levels(psd, base, np.stack([s_d, s_g]), nu)
+        alone = _excess_levels(psd, base, s_d[None], nu)[0][0]
+        d_j[j] = np.hypot(alone - lv[j, 0], np.sqrt(cov[0, 0])) / lv[j, 0] if lv[j, 0] > 0 else 0.0
+    read = np.isfinite(lv[:, 0])
+    if not read.any() or not lv[read, 0].sum() > 0:
+        return None
+    per = lv[read, 0] / np.diag(g)[read]  # each axis's σ_w²
+    var = lv[read, 0].sum() / np.diag(g)[read].sum()
+    return var, float(np.hypot((per.max() - per.min()) / (2.0 * var), d_j.max())), np.sqrt(np.nan_to_num(lv[:, 1]))
+
+
 def _disturbance(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,
@@ -1202,38 +1239,25 @@ def _disturbance(
     except ExcitationError:
         return nm
     chi = np.append(_full(x, sol.kept, len(sol.names)), 1.0)
+    if chi[0] == 0:
+        return nm
     jac = _omega_dot_rows(sol.rows, vehicle, masses, vehicle.imu_offset)
     g = _thrust_torques(vehicle, chi[1] / chi[0])
-    axes = np.flatnonzero(np.diag(g) >= DIST_AXES * np.diag(g).max())
-    gyro, acc = nm.parts[:3].sum(axis=0), nm.parts[3:6].sum(axis=0)
-    parts, doubt, level, shapes = [], [], {}, {}
-    for ci, (c, flights) in enumerate(configs.items()):
-        pieces = [p for f in flights for p in airborne_pieces(f)]
-        lv, d_j = np.full((3, 2), np.nan), np.zeros(3)
-        for j in axes:
-            b = 6 * ci + 3 + j
-            res = sol.w[sol.blocks == b] @ chi
-            spec = _residual_spectrum(res, sol.rows[c].piece, pieces, settings, sol.resolved[c], shapes)
-            if spec is None or not sol.active[b]:
-                continue
-            psd, s_g, s_a, s_d, nu = spec
-            base = (chi @ gyro[b] @ chi) * s_g + (chi @ acc[b] @ chi) * s_a
-            lv[j], cov = _excess_levels(psd, base, np.stack([s_d, s_g]), nu)
-            alone = _excess_levels(psd, base, s_d[None], nu)[0][0]
-            d_j[j] = np.hypot(alone - lv[j, 0], np.sqrt(cov[0, 0])) / lv[j, 0] if lv[j, 0] > 0 else 0.0
-        read = np.isfinite(lv[:, 0])
-        if not read.any() or lv[read, 0].sum() <= 0:
-            continue
-        per = lv[read, 0] / np.diag(g)[read]  # each axis's σ_w²
-        var = lv[read, 0].sum() / np.diag(g)[read].sum()
-        a_inv = np.linalg.inv(np.array([[jac[a, 6 * ci + 3 + j] @ chi for a in range(3)] for j in range(3)]))
+    parts, doubt, level = [], [], {}
+    for ci, c in enumerate(configs):
+        read = _thrust_noise(configs[c], settings, sol, nm, chi, ci, g)
+        a = np.array([[jac[k, 6 * ci + 3 + j] @ chi for k in range(3)] for j in range(3)])
+        if read is None or not abs(np.linalg.det(a)) > 1e-12 * np.abs(a).max() ** 3:
+            continue  # nothing read, or no inertia to carry it into ω̇
+        var, dj, lv = read
+        a_inv = np.linalg.inv(a)
         cov = var * a_inv @ g @ a_inv.T
         part = np.zeros_like(nm.total)
         for b in range(6 * ci, 6 * ci + 6):
             part[b] = jac[:, b].T @ cov @ jac[:, b]
         parts.append(part)
-        doubt.append(float(np.hypot((per.max() - per.min()) / (2.0 * var), d_j.max())))
-        level[c] = np.column_stack([np.sqrt(var * np.diag(g)), np.sqrt(np.nan_to_num(lv[:, 1]))])
+        doubt.append(dj)
+        level[c] = np.column_stack([np.sqrt(var * np.diag(g)), lv])
     if not parts:
         return nm
     extra = np.stack(parts)
@@ -1520,6 +1544,17 @@ def _withhold_yaw_pair(
             "reason": MOCAP_YAW,
             "advice": "identify k_d, k_tau and I_zz from the IMU (--source imu), with configuration B for k_d",
         }
+
+
+def _disturbance_diagnostics(level: dict[str, np.ndarray]) -> dict[str, Any]:
+    """RMS in the band per configuration and axis, N m (`_disturbance`): the rotors' thrust
+    noise's torque, and the ω̇ sensor path's noise beyond the floors; nothing when not read."""
+    if not level:
+        return {}
+    return {
+        "disturbance_rms": {c: lv[:, 0] for c, lv in level.items()},
+        "omega_dot_excess_rms": {c: lv[:, 1] for c, lv in level.items()},
+    }
 
 
 def _diagnostics(
@@ -2400,12 +2435,7 @@ def identify(
     acc_bias = _bias_of(sol, masses)
     diag: dict[str, Any] = {"configs": _diagnostics(w, blocks, x, rows, scale), "history": history}
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
-    diag |= {"acc_bias": acc_bias} if acc_bias else {}
-    if (
-        sol.disturbance
-    ):  # RMS in the band per axis, N m: a white torque; sensor noise beyond the floors (`_disturbance`)
-        diag |= {"disturbance_rms": {c: lv[:, 0] for c, lv in sol.disturbance.items()}}
-        diag |= {"omega_dot_excess_rms": {c: lv[:, 1] for c, lv in sol.disturbance.items()}}
+    diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | _disturbance_diagnostics(sol.disturbance)
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *_gain_report(sol, est)]
     if unseparated:
         notes.append(unseparated)
