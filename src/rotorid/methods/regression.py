@@ -250,7 +250,7 @@ def bc_hac_cov(
     """Covariance of the bias-compensated estimate x (`bias_compensated`) when the rows'
     errors are correlated in time: the sandwich B^-1 M B^-1 of its estimating equation
     sum_i (w_x,i rho_i - (S_i chi)_x) = 0, with B = W_x^T W_x - sum_i S_i,x x (the compensated
-    normal matrix), M the Newey-West meat (`hac_meat`, the same lags as `tls_hac_cov`) of the
+    normal matrix), M the long-run variance (`ewc_meat`, or `hac_meat` with `lags`, as in `tls_hac_cov`) of the
     per-instant scores g_t = sum over the rows of instant t of w_x,i rho_i - (S_i chi)_x, times
     r / (r - p) (Fuller 1987, Thm. 2.2.1's covariance with a HAC middle; Newey & West 1987).
 
@@ -401,7 +401,8 @@ def tls_hac_cov(
     correlated rows it stays consistent where eq. 18's independence fails. `instant` (r,) maps
     each row to its time step 0..T-1 (rows of one instant, e.g. the six wrench components,
     share it; consecutive steps adjacent in time), `segment` (T,) the continuous piece each
-    step belongs to; `lags` defaults to `newey_west_lags(T)`."""
+    step belongs to; `lags` None (default) takes the long-run variance of the scores by
+    `ewc_meat`, an int the Newey-West meat with that bandwidth."""
     w = np.asarray(w, dtype=float)
     chi = np.append(np.asarray(x, dtype=float), 1.0)
     r, nt = w.shape
@@ -415,15 +416,55 @@ def tls_hac_cov(
 
 
 def _sandwich(binv: np.ndarray, scores: np.ndarray, segment: np.ndarray, lags: int | None, dof: float) -> np.ndarray:
-    """binv M binv times `dof`, M the Newey-West meat of the per-step `scores` with `lags`; by
-    default (None) the correlations of the rule-of-thumb bandwidth (`newey_west_lags`) and each
-    parameter's variance from its own influence series binv g_t (`influence_std`)."""
-    meat = hac_meat(scores, segment, newey_west_lags(len(segment)) if lags is None else lags)
+    """binv M binv times `dof`, M the long-run variance of the per-step `scores`: by default
+    (None) the equal-weighted cosine estimate (`ewc_meat`), else the Newey-West meat with
+    `lags` (`hac_meat`)."""
+    meat = ewc_meat(scores, segment) if lags is None else hac_meat(scores, segment, lags)
     cov = binv @ meat @ binv * dof
-    cov = 0.5 * (cov + cov.T)
-    if lags is None:
-        cov = with_std(cov, influence_std(scores @ binv.T, segment) * np.sqrt(dof))
-    return cov
+    return 0.5 * (cov + cov.T)
+
+
+def ewc_cosines(n: int) -> int:
+    """Number of cosines of the equal-weighted cosine estimate (`ewc_meat`) for a segment of
+    `n` steps: round(0.4 n^(2/3)) (Lazarus, Lewis, Stock & Watson 2018, J. Bus. Econ. Stat. 36,
+    541-559, "HAR inference: recommendations and drawbacks", their rule for EWC), at least 1 and
+    below n."""
+    return int(min(max(round(0.4 * n ** (2.0 / 3.0)), 1), max(n - 1, 1)))
+
+
+def ewc_meat(scores: np.ndarray, segment: np.ndarray) -> np.ndarray:
+    """Long-run variance of the sum of time-ordered scores g_t (T, p) (the meat of a sandwich),
+    by the equal-weighted cosine (EWC) estimator: per continuous segment of T_s steps,
+    T_s / ν Σ_{j=1..ν} Λ_j Λ_jᵀ with Λ_j = sqrt(2 / T_s) Σ_t g_t cos(π j (t + 1/2) / T_s) (the
+    orthonormal DCT-II of the segment, ν = `ewc_cosines(T_s)`), summed over the segments, which
+    are independent (Müller 2007, J. Econometrics 141, 1331-1352; Sun 2013, Econometrics J. 16,
+    1-26; Lazarus et al. 2018). Positive semi-definite, one estimate for every parameter and
+    every combination of them; a segment of one step gives its outer product.
+
+    Each Λ_j² estimates the scores' spectral density at j / (2 T_s) cycles per step through a
+    window whose side lobes are at the level 1 / T_s of the whole segment; a lag window of width L
+    (Bartlett, Newey-West) has them at 1 / L, and in the time domain the Bartlett meat is the
+    truncated sum of autocovariances minus Σ_l |l| γ_l / (L + 1) (Parzen 1957, Ann. Math.
+    Stat. 28; Andrews 1991, Econometrica 59, the bias of a kernel of characteristic exponent 1).
+    Where the scores are dominated by a differentiated sensor's noise (power rising with
+    frequency, lag-1 autocorrelation about -0.55, long-run variance 1/20-1/160 of the variance:
+    k_t, the first moments and I_xx, I_yy from motion capture) that term is as large as the
+    long-run variance itself even at Newey and West's (1994) widest bandwidth, 0.1 T."""
+    from scipy.fft import dct
+
+    g = np.asarray(scores, dtype=float)
+    seg = np.asarray(segment)
+    cuts = np.flatnonzero(seg[1:] != seg[:-1]) + 1
+    meat = np.zeros((g.shape[1], g.shape[1]))
+    for x in np.split(g, cuts):
+        n = len(x)
+        if n < 2:
+            meat += x.T @ x
+            continue
+        nu = ewc_cosines(n)
+        lam = dct(x, type=2, norm="ortho", axis=0)[1 : nu + 1]
+        meat += n / nu * (lam.T @ lam)
+    return meat
 
 
 def andrews_lags(scores: np.ndarray) -> int:
@@ -497,13 +538,6 @@ def bartlett_lrv(z: np.ndarray, segment: np.ndarray, lags: int) -> float:
         acov = irfft(f * np.conj(f), next_fast_len(2 * len(x)))[: m + 1]
         total += acov[0] + 2.0 * float(weights[:m] @ acov[1:])
     return total
-
-
-def with_std(cov: np.ndarray, std: np.ndarray) -> np.ndarray:
-    """`cov` rescaled to the standard deviations `std`, its correlations kept."""
-    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    f = np.where(sd > 0, std / np.where(sd > 0, sd, 1.0), 0.0)
-    return cov * np.outer(f, f)
 
 
 def rls_influence_std(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray) -> np.ndarray:

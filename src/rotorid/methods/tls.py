@@ -116,13 +116,17 @@ class TlsSettings:
       (which Six et al. remove with an EKF) needs no state here: 0.5 deg/s, the mismatch
       scenarios' value, moves every parameter of six-config-a by at most 0.26σ (paired
       simulation, same noise streams), as it enters only the small gyroscopic terms.
-    - `covariance`: "hac" (default) reports the Newey-West sandwich of the final fit
-      (`regression.tls_hac_cov`), valid when the rows stay correlated, each parameter's
-      variance with its own bandwidth (`regression.influence_std`: the twice-differentiated
-      pose's noise has little power at the regressors' frequencies, and one rule-of-thumb
-      bandwidth for all made the motion-capture σ of k_t and the first moments 2-4x their
-      scatter); "eq20" the paper's eq. 18-20 (independent rows). The essential-parameter
-      selection always ranks by eq. 20's %σ, the scale the paper's r_σ = 250 was set on.
+    - `covariance`: "hac" (default) reports the sandwich of the final fit robust to rows
+      correlated in time (`regression.tls_hac_cov`, `regression.bc_hac_cov`), its meat the
+      equal-weighted cosine estimate of the scores' long-run variance (`regression.ewc_meat`).
+      The twice-differentiated pose's noise dominates the motion-capture scores of k_t, the
+      first moments and I_xx, I_yy (variance 20-160x their long-run variance, lag-1
+      autocorrelation -0.55), and a lag window leaks it into its estimate at frequency 0: one
+      rule-of-thumb Newey-West bandwidth for all made their σ 2-4x the scatter over seeds,
+      each parameter's own Newey-West (1994) bandwidth still 1.2-1.7x (k_t 0.67, com_x@B 0.56
+      SD/σ̄ on the A + B twin); "eq20" the paper's eq. 18-20 (independent rows). The
+      essential-parameter selection always ranks by eq. 20's %σ, the scale the paper's
+      r_σ = 250 was set on.
     - `motor_spread`: assumed relative 1σ spread of the rotors' gains about their mean (one
       k_t, k_d for all rotors is the paper's model, eq. 8-9), used where the gains are not
       estimated (`rotor_gains`). A rotor stronger by ε_i adds the wrench ε_i k_t u_i² [a_i;
