@@ -364,12 +364,6 @@ def block_weighted_tls(
     return fit, scale
 
 
-def newey_west_lags(n: int) -> int:
-    """Bandwidth of the Newey-West estimator for `n` time steps: floor(4 (n/100)^(2/9))
-    (Newey & West 1994, Rev. Econ. Stud. 61, the rule of thumb for the Bartlett kernel)."""
-    return int(4.0 * (max(n, 1) / 100.0) ** (2.0 / 9.0))
-
-
 def hac_meat(scores: np.ndarray, segment: np.ndarray, lags: int) -> np.ndarray:
     """Heteroscedasticity- and autocorrelation-consistent "meat" sum_l k_l (Gamma_l + Gamma_l^T)
     of time-ordered scores g_t (T, p), Bartlett weights k_l = 1 - l/(lags+1), Gamma_0 counted
