@@ -877,8 +877,8 @@ def _floor_note(sol: _Solution, kept: list[str], settings: TlsSettings, resolved
             f"σ includes the doubt about the angular-acceleration errors the errors-in-variables compensation reads "
             f"from the moment rows' residuals beyond the sensor floors (RMS in the band about x, y, z, N m: a white "
             f"disturbance torque, thrust fluctuation, {rms(0)}; noise of the gyro's spectrum above its floor "
-            f"{rms(1)}): the white shape alone reads them up to {sol.doubt[6:].max():.0%} apart; share of the "
-            f"variance: {dist_who}"
+            f"{rms(1)}): the thrust noise's level is read to within {sol.doubt[6:].max():.0%} (its axes, the white "
+            f"shape alone and the fit's error); share of the variance: {dist_who}"
         )
     return notes
 
@@ -975,10 +975,11 @@ def _noise_at_rows(
 class NoiseMoment:
     """The noise moment of `_noise_moment`: `total` (B, n_t, n_t), the sum of `parts` (P, B, n_t,
     n_t), the share of each measured signal (gyro or Bryant angle x, y, z, then accelerometer or
-    position x, y, z) and, with `_disturbance`, of the disturbance torque about x, y, z of each
+    position x, y, z) and, with `_disturbance`, of the rotors' thrust noise in each
     configuration, and `doubt` (P,), each part's relative doubt (`_floor_doubt`, the airborne
-    pieces' mean weighted by their rows; `_disturbance`); `disturbance`, that torque's RMS in
-    the band per configuration (3,), N m."""
+    pieces' mean weighted by their rows; `_disturbance`); `disturbance`, per configuration the
+    RMS in the band about x, y, z (3, 2), N m, of that noise's torque and of the ω̇ sensor
+    path's noise beyond the floors."""
 
     total: np.ndarray
     parts: np.ndarray
@@ -1171,23 +1172,25 @@ def _thrust_noise(
     sol: _Solution,
     nm: NoiseMoment,
     chi: np.ndarray,
-    ci: int,
+    c: str,
     g: np.ndarray,
 ) -> tuple[float, float, np.ndarray] | None:
-    """The rotors' thrust-noise variance σ_w² in the band of configuration `ci` (`_disturbance`),
+    """The rotors' thrust-noise variance σ_w² in the band of configuration `c` (`_disturbance`),
     its relative doubt, and the RMS of the ω̇ sensor path's excess per axis (N m, 0 where not
     read), from the residuals W [chi] of `sol`'s moment rows; None where no axis was read."""
-    c = list(sol.rows)[ci]
+    ci = list(sol.rows).index(c)
     axes = np.flatnonzero(np.diag(g) >= DIST_AXES * np.diag(g).max())
     gyro, acc = nm.parts[:3].sum(axis=0), nm.parts[3:6].sum(axis=0)
     pieces = [p for f in flights for p in airborne_pieces(f)]
     lv, d_j, shapes = np.full((3, 2), np.nan), np.zeros(3), {}
     for j in axes:
         b = 6 * ci + 3 + j
+        if not sol.active[b]:
+            continue
         spec = _residual_spectrum(
             sol.w[sol.blocks == b] @ chi, sol.rows[c].piece, pieces, settings, sol.resolved[c], shapes
         )
-        if spec is None or not sol.active[b]:
+        if spec is None:
             continue
         psd, s_g, s_a, s_d, nu = spec
         base = (chi @ gyro[b] @ chi) * s_g + (chi @ acc[b] @ chi) * s_a
@@ -1233,11 +1236,13 @@ def _disturbance(
     With A[j, a] = ∂(M_j residual)/∂ω̇_a (= I), Cov(ω̇ error) = A⁻¹ σ_w² G A⁻ᵀ. Its doubt: the
     axes' disagreement, how far the white shape alone reads them, and the fits' standard error.
 
-    IMU source only (`_solve_once`): the twice-differentiated pose's noise is the ω̇ columns'
+    IMU source only (`nm` as it is otherwise): the twice-differentiated pose's noise is the ω̇ columns'
     error there (its moment 50x the thrust noise's on the six-config flights, 2 %, inside its
     floor's own sampling doubt), and the pose's residuals carry its timing error, broadband as
     a disturbance (read from them on the mismatch flights: 2-3x the simulator's about x, y,
     which biased I_zz, k_d +3.7 %, 3.5σ̄)."""
+    if settings.source != "imu":
+        return nm
     try:  # the residuals of the selection's fit compensated for the sensors' noise alone (equal rotors)
         x = _fixed_fit(sol.w, sol.blocks, sol.kept, sol.active, sol.scale, nm.total).x
     except ExcitationError:
@@ -1249,7 +1254,7 @@ def _disturbance(
     g = _thrust_torques(vehicle, chi[1] / chi[0])
     parts, doubt, level = [], [], {}
     for ci, c in enumerate(configs):
-        read = _thrust_noise(configs[c], settings, sol, nm, chi, ci, g)
+        read = _thrust_noise(configs[c], settings, sol, nm, chi, c, g)
         a = np.array([[jac[k, 6 * ci + 3 + j] @ chi for k in range(3)] for j in range(3)])
         if read is None or not abs(np.linalg.det(a)) > 1e-12 * np.abs(a).max() ** 3:
             continue  # nothing read, or no inertia to carry it into ω̇
@@ -1302,7 +1307,7 @@ def _bias_profiled(
     k_t moves b_z, hence s - b, alike and leaves ms as it is. The M_z row, when centred for a
     yaw moment, loses the per-piece constant again, so it gains nothing."""
     first = np.cumsum(keep) - 1  # each kept row's place in wk; a block's rows are kept together
-    idx, start = [*cols, len(next(iter(means.values()))[0, 0]) - 1], 0
+    idx, start = [*cols, next(iter(means.values())).shape[-1] - 1], 0
     for ci, (c, r) in enumerate(rows.items()):
         n = len(r.t)
         if c in means:
@@ -2202,8 +2207,7 @@ def _solve_once(
     sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo, ones), restore)
     if settings.eiv and not (restore and nm is not None):
         nm = _noise_moment(configs, vehicle, masses, settings, sol.rows, sol.resolved, memo)
-        if settings.source == "imu":  # the pose's: see `_disturbance`
-            nm = _disturbance(configs, vehicle, masses, settings, sol, nm)
+        nm = _disturbance(configs, vehicle, masses, settings, sol, nm)
     noise = None if nm is None else nm.total
     if noise is not None and settings.centred and not want:  # with the gains, their passes do it
         sol = _rebiased(configs, vehicle, masses, settings, sol, noise, memo)
@@ -2224,7 +2228,7 @@ def _solve_once(
             sol = replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias, disturbance=nm.disturbance)
             return sol, gains.restore, nm
         sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo), restore)  # equal rotors
-        if nm is not None and settings.source == "imu":  # read from this selection's residuals, as without gains
+        if nm is not None:  # read from this selection's residuals, as without the gains
             nm = _disturbance(configs, vehicle, masses, settings, sol, nm.sensors())
             noise = nm.total
         if noise is not None and settings.centred:
