@@ -25,10 +25,15 @@ def test_noise_floor_reads_the_white_noise_level() -> None:
     assert np.all(tls._noise_floor(p.gyro[:, :1], p.rate, 0.46 * p.rate) == 0)  # no bin above 0.9 Nyquist
 
 
-@pytest.mark.parametrize("source", ["imu", "mocap"])
-def test_noise_moment_matches_the_noise_the_rows_carry(source: str) -> None:
+@pytest.mark.parametrize(
+    ("source", "noise"), [("imu", (ACC, GYRO, 0, 0)), ("mocap", (0, 0, POS, ANG)), ("mocap", (0, 0, 0, ANG))]
+)
+def test_noise_moment_matches_the_noise_the_rows_carry(source: str, noise: tuple) -> None:
+    """Each column's noise variance, and the correlations between columns: a motion-capture
+    angle's noise reaches ω̇ (twice differentiated) and s (the attitude s is rotated by) at once,
+    and the two are correlated (-0.75 for a flat band; the force rows' known column m s and the
+    ω̇ columns of ms share it), which a model of independent channels put at zero."""
     v = hexa_tilted()
-    noise = (ACC, GYRO, 0, 0) if source == "imu" else (0, 0, POS, ANG)
     noisy, clean = (kinematic_flight(v, seed=3, dur=60.0, noise=nz) for nz in (noise, (0, 0, 0, 0)))
     st = tls.TlsSettings(source=source, acc_bias=False)
     m = {"A": v.mass}
@@ -36,12 +41,22 @@ def test_noise_moment_matches_the_noise_the_rows_carry(source: str) -> None:
     wc = tls._system({"A": [clean]}, v, m, st, None)[2]
     dw = wn - wc  # the same trajectory: the rows' noise itself
     moment = tls._noise_moment({"A": [noisy]}, v, m, st, rows, resolved).total
+    strong = 0
     for b in range(6):
-        emp = np.diag(dw[blocks == b].T @ dw[blocks == b]) / np.sum(blocks == b)
-        big = emp > 1e-3 * emp.max()
-        assert big.sum() >= 3
-        np.testing.assert_allclose(np.diag(moment[b])[big], emp[big], rtol=0.2)
-        assert np.all(np.diag(moment[b])[~big] <= 2e-3 * emp.max())
+        emp = dw[blocks == b].T @ dw[blocks == b] / np.sum(blocks == b)
+        big = np.diag(emp) > 1e-3 * np.diag(emp).max()
+        assert big.sum() >= 2
+        np.testing.assert_allclose(np.diag(moment[b])[big], np.diag(emp)[big], rtol=0.2)
+        assert np.all(np.diag(moment[b])[~big] <= 2e-3 * np.diag(emp).max())
+        # correlations wherever the model puts noise (not the rotor-drag column's: left out, tiny)
+        on = np.diag(moment[b]) > 1e-8 * np.diag(emp).max()
+        sd_e, sd_m = np.sqrt(np.diag(emp)[on]), np.sqrt(np.diag(moment[b])[on])
+        corr_e = emp[np.ix_(on, on)] / np.outer(sd_e, sd_e)
+        corr_m = moment[b][np.ix_(on, on)] / np.outer(sd_m, sd_m)
+        np.testing.assert_allclose(corr_m, corr_e, atol=0.1)
+        strong += int(np.sum(np.abs(corr_e[np.triu_indices(on.sum(), 1)]) > 0.5))
+    if noise == (0, 0, 0, ANG):  # the angles' noise in ω̇ and in s, correlated
+        assert strong >= 6
 
 
 def test_bias_compensated_fit_removes_the_errors_in_variables_bias() -> None:

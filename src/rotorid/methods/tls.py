@@ -900,13 +900,15 @@ def _piece_floor(p: Flight, ms: MotionSettings) -> tuple[np.ndarray, np.ndarray]
 
 
 def _chain_responses(ms: MotionSettings) -> np.ndarray:
-    """Impulse responses (n, 4) of the paths white noise of a measured signal takes to the rows
+    """Impulse responses (n, 5) of the paths white noise of a measured signal takes to the rows
     of W_t, through `motion`'s filters and derivatives and the parallel low-pass of
     `_filtered_rows` (the same zero-phase filters, so the noise of a rate and of its derivative
     is uncorrelated at one instant): IMU gyro -> ω, gyro -> ω̇, accelerometer -> s; motion
     capture angles -> η̇ and η̈ (ω ≈ η̇, ω̇ ≈ η̈ near hover, eq. 4-5), position -> ζ̈ (eq. 3);
-    last, white angular acceleration of the body itself -> ω̇ (a disturbance torque,
-    `_disturbance`: what a derivative takes from a rate its integral gave, so the band alone)."""
+    then white angular acceleration of the body itself -> ω̇ (a disturbance torque,
+    `_disturbance`: what a derivative takes from a rate its integral gave, so the band alone);
+    last, motion capture's angles -> the attitude s = Rᵀ(ζ̈ - g) is rotated by (low-passed,
+    `_mocap_motion`; the IMU measures s in body axes: unused there)."""
     (low, high), fs, order = ms.band, ms.fs, ms.order
     n = max(4096, int(16 * fs / low) if low > 0 else 0)  # the band-pass's ring-down fits
     x = np.zeros(n)
@@ -915,34 +917,62 @@ def _chain_responses(ms: MotionSettings) -> np.ndarray:
     band = butter_filtfilt(x, fs, (low, high) if low > 0 else high, order=order)
     lowp = butter_filtfilt(x, fs, high, order=order)
     if ms.source == "imu":
-        paths = (lowp, derivative(band, t), lowp, band)
+        paths = (lowp, derivative(band, t), lowp, band, lowp)
     else:
         rate = derivative(band, t)
-        paths = (rate, derivative(rate, t), derivative(band, t, order=2), band)
+        paths = (rate, derivative(rate, t), derivative(band, t, order=2), band, lowp)
     return butter_filtfilt(np.column_stack(paths), fs, ms.parallel_cutoff, order=order)
 
 
-def _chain_gains(ms: MotionSettings) -> np.ndarray:
-    """Variance that white noise of unit variance per sample in a measured signal has at the
-    rows of W_t: Σ h² of the impulse response of each path (`_chain_responses`), (ω, ω̇, s)."""
-    return np.sum(_chain_responses(ms)[:, :3] ** 2, axis=0)
+def _noise_channels(ms: MotionSettings) -> tuple[np.ndarray, np.ndarray]:
+    """Independent unit noises that white noise of unit variance per sample in each measured
+    signal (gyro or Bryant angle x, y, z, then accelerometer or position x, y, z) puts into
+    (ω, ω̇, s) at the rows (`_noise_moment`): the signal of each channel (C,) and its
+    coefficients (C, 4) on axis a of ω, of ω̇, of s, and of s x e_a, the rotation of s by a
+    small angle about a (s' = Exp(-δη) s ≈ s + s x δη, as ω ≈ η̇ near hover).
+
+    Each path's variance is Σ h² of its impulse response (`_chain_responses`). The IMU's paths
+    are independent: a rate and its derivative are uncorrelated at one instant under zero-phase
+    filters, and the accelerometer is another sensor. A motion-capture angle reaches ω, ω̇ and
+    the rotation of s at once, and an angle's low-pass and its second derivative are
+    correlated (Σ h h'' = -Σ h'², -0.75 for a flat band): the paths' covariance C = Hᵀ H is
+    split into three independent mixtures by its square root (C = L Lᵀ). Leaving the rotation
+    out biased com_z of the simulated motion-capture flights by -0.9σ (-2 %: the force rows'
+    known column, m s, and the ω̇ columns of ms_z shared that noise at correlation 0.71)."""
+    h = _chain_responses(ms)
+    if ms.source == "imu":
+        gain = np.sqrt(np.sum(h[:, :3] ** 2, axis=0))
+        coef = np.zeros((9, 4))
+        coef[:3, 0], coef[3:6, 1], coef[6:, 2] = gain[0], gain[1], gain[2]
+        return _channel_signals(ms.source), coef
+    paths = h[:, [0, 1, 4]]
+    val, vec = np.linalg.eigh(paths.T @ paths)
+    root = vec * np.sqrt(np.clip(val, 0.0, None))  # C = root rootᵀ; column j is mixture j's coefficients
+    coef = np.zeros((12, 4))
+    for a in range(3):
+        coef[3 * a : 3 * a + 3, [0, 1, 3]] = root.T
+    coef[9:, 2] = np.sqrt(np.sum(h[:, 2] ** 2))
+    return _channel_signals(ms.source), coef
+
+
+def _channel_signals(source: str) -> np.ndarray:
+    """The measured signal of each noise channel of `_noise_channels` (its axis: signal % 3)."""
+    return np.r_[0, 1, 2, 0, 1, 2, 3, 4, 5] if source == "imu" else np.r_[0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 4, 5]
 
 
 def _noise_jacobian(
-    mo: Motion, k: int, vehicle: Vehicle, lever_arm: np.ndarray
+    mo: Motion, e: np.ndarray, vehicle: Vehicle, lever_arm: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """∂(D_k, D, D_m)/∂z at the samples of `mo` for the noise channel z = (ω, ω̇, s)[k]
-    (`observation`); ω and ω̇ noise also reaches s through the IMU's lever-arm removal
-    (`lever_arm` r; zero for motion capture). The rows are at most quadratic in z, so the
-    central difference with a unit step is exact."""
+    """∂(D_k, D, D_m)/∂z at the samples of `mo` along the noise direction `e` (n, 9) of
+    z = (ω, ω̇, s) (`observation`); ω and ω̇ noise also reaches s through the IMU's lever-arm
+    removal (`lever_arm` r; zero for motion capture). The rows are at most quadratic in z, so
+    the central difference with a unit step is exact."""
     om, od, s, u, t = mo.omega, mo.omega_dot, mo.s, mo.u, mo.t
 
     def lever(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.cross(b, lever_arm) + np.cross(a, np.cross(a, lever_arm))
 
     base = lever(om, od)
-    e = np.zeros((len(t), 9))
-    e[:, k] = 1.0
     plus, minus = (
         observation(
             Motion(
@@ -962,13 +992,25 @@ def _noise_jacobian(
 def _noise_at_rows(
     p: Flight, vehicle: Vehicle, ms: MotionSettings, idx: np.ndarray, floor: np.ndarray
 ) -> tuple[np.ndarray, Motion]:
-    """The noise standard deviation of each of the nine channels (ω, ω̇, s) at the rows of one
-    airborne piece (`_noise_moment`) from the noise `floor` of its signals (`_piece_floor`),
+    """The coefficients (C, 4) of each noise channel (`_noise_channels`) at the rows of one
+    airborne piece (`_noise_moment`), scaled by the noise `floor` of its signal (`_piece_floor`),
     and the piece's motion at its rows `idx` (the full-rate motion is freed on return)."""
-    gain = _chain_gains(ms)
-    sd = np.sqrt(np.concatenate([floor[:3] * gain[0], floor[:3] * gain[1], floor[3:] * gain[2]]))
+    signal, coef = _noise_channels(ms)
     mo = motion(p, vehicle, ms)
-    return sd, Motion(mo.t[idx], mo.omega[idx], mo.omega_dot[idx], mo.s[idx], mo.u[idx])
+    return coef * np.sqrt(floor[signal])[:, None], Motion(
+        mo.t[idx], mo.omega[idx], mo.omega_dot[idx], mo.s[idx], mo.u[idx]
+    )
+
+
+def _noise_direction(mo: Motion, axis: int, coef: np.ndarray) -> np.ndarray:
+    """Direction (n, 9) in (ω, ω̇, s) at the samples of `mo` of a noise channel on `axis` with
+    the coefficients `coef` (`_noise_channels`)."""
+    unit = np.eye(3)[axis]
+    e = np.zeros((len(mo.t), 9))
+    e[:, :3], e[:, 3:6], e[:, 6:] = coef[0] * unit, coef[1] * unit, coef[2] * unit
+    if coef[3]:
+        e[:, 6:] += coef[3] * np.cross(mo.s, unit)
+    return e
 
 
 @dataclass(frozen=True)
@@ -1016,12 +1058,13 @@ def _noise_moment(
     n_t: the mean over the block's rows, in `assemble`'s columns), for the bias-compensated
     final fit (`TlsSettings.eiv`). Per airborne piece, the white-noise floor of each measured
     signal (`_noise_floor`: gyro and accelerometer, or Bryant angles and position, the latter
-    taken isotropic) times its path's gain (`_chain_gains`) is the variance of the noise in
+    taken isotropic) times its paths' gains (`_noise_channels`) is the variance of the noise in
     ω, ω̇, s at the rows; the rows' Jacobians (`_noise_jacobian`, at the decimated samples: the
     parallel low-pass passes the band's slow motion unchanged) carry it into the columns. The
-    channels are independent (different sensors and axes; rate and derivative uncorrelated,
-    `_chain_gains`), so the moment is the sum of their outer products, taken one channel at a
-    time (the Jacobians of one channel are held, not nine), and kept per measured signal with
+    channels are independent (different sensors and axes; a motion-capture angle's correlated
+    paths split into independent mixtures, `_noise_channels`), so the moment is the sum of their
+    outer products, taken one channel at a time (the Jacobians of one channel are held, not
+    all), and kept per measured signal with
     the doubt of its floor (`NoiseMoment`). `memo` (`idim_rows`) keeps each piece's noise floor
     for the next call."""
     arm = vehicle.imu_offset if settings.source == "imu" else np.zeros(3)
@@ -1045,16 +1088,18 @@ def _noise_moment(
             at_rows[c].append((at, *_noise_at_rows(p, vehicle, ms, np.searchsorted(p.t, r.t[at]), floor[0])))
     nb = 6 * len(configs)
     out = None
-    for ch in range(9):  # channel ch comes from signal ch % 3 (ω, ω̇: gyro or angles) or ch - 3 (s)
+    signal = _channel_signals(settings.source)
+    for ch, sig in enumerate(signal):  # each channel from one signal, on its axis sig % 3
         part = {}
         for c, r in rows.items():
             jac = (np.zeros_like(r.dk), np.zeros_like(r.d), np.zeros_like(r.dm))
-            for at, sd, mo in at_rows[c]:
+            for at, coef, mo in at_rows[c]:
                 for i in range(0, len(at), BLOCK):  # a block of rows at a time: small temporaries
                     j = slice(i, i + BLOCK)
                     seg = Motion(mo.t[j], mo.omega[j], mo.omega_dot[j], mo.s[j], mo.u[j])
-                    for full, dj in zip(jac, _noise_jacobian(seg, ch, vehicle, arm), strict=True):
-                        full[at[j]] = sd[ch] * dj
+                    e = _noise_direction(seg, sig % 3, coef[ch])
+                    for full, dj in zip(jac, _noise_jacobian(seg, e, vehicle, arm), strict=True):
+                        full[at[j]] = dj
             # the rotor-drag column carries no sensor noise of these channels here (its airspeed comes
             # from the pose, its ω x r_i term is small): zero
             drag = None if r.drag is None else np.zeros_like(r.drag)
@@ -1065,7 +1110,7 @@ def _noise_moment(
         out = np.zeros((6, nb, dw.shape[1], dw.shape[1])) if out is None else out
         for b in range(nb):
             sel = dw[blocks == b]
-            out[ch % 3 if ch < 6 else ch - 3, b] += sel.T @ sel
+            out[sig, b] += sel.T @ sel
     parts = out / np.maximum(np.bincount(blocks, minlength=nb), 1)[:, None, None]
     return NoiseMoment(parts.sum(axis=0), parts, doubt / max(n_rows, 1))
 
@@ -1111,7 +1156,7 @@ def _omega_dot_rows(rows: dict[str, Rows], vehicle: Vehicle, masses: dict[str, f
     one = Motion(np.zeros(1), np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, vehicle.n_rotors)))
     out = []
     for a in range(3):
-        dk, d, dm = _noise_jacobian(one, 3 + a, vehicle, arm)
+        dk, d, dm = _noise_jacobian(one, np.eye(9)[3 + a][None], vehicle, arm)
         part = {
             c: Rows(
                 np.zeros(1), dk, d, dm, np.zeros(1, dtype=np.int64), drag=None if r.drag is None else np.zeros((1, 6))
