@@ -177,6 +177,25 @@ def test_the_thrust_noise_is_read_from_the_residuals_and_its_errors_in_variables
         assert abs(z[0]) < 1.0 and z[1] < -2.0, (k, z)
 
 
+def test_a_thrust_noise_read_near_zero_keeps_its_doubt_finite() -> None:
+    """Without thrust noise the level read from the residuals may be ~1e-20 of the torque's
+    scale: a doubt relative to it (1e14 on this flight) moved the compensated fit without bound
+    in `floor_var` and σ of I_xx@A, I_yy@B and com_x@B was 1.2-1.35 %, 40-160x the others'. The
+    doubt is absolute (`NoiseMoment.moves`), and σ stays at the flight's own."""
+    a, b = (scenarios.run(f"six-config-{c}", seed=5, duration=30.0, thrust_noise=0.0, flights=("train",)) for c in "ab")
+    r = tls.identify(
+        {"A": [a.flights["train"]], "B": [b.flights["train"]]},
+        a.vehicle,
+        masses={"B": b.vehicle.mass},
+        settings=tls.TlsSettings(motor_spread=0.0),
+    )
+    truth = {**{f"{k}@A": v for k, v in a.truth.params.items()}, **{f"{k}@B": v for k, v in b.truth.params.items()}}
+    for k in ("I_xx@A", "I_yy@B", "com_x@B"):
+        e = r.params[k]
+        assert e.std < 1e-3 * abs(truth[k]), (k, e.std / abs(truth[k]))  # 0.04, 0.04, 0.007 %
+        assert abs(e.value - truth[k]) < 3 * e.std, k
+
+
 def test_the_diagnostics_carry_the_parameters_covariance() -> None:
     """`diagnostics["cov"]` is the covariance of `diagnostics["chi"]` (it was the rotor-spread
     part only, all zeros with `motor_spread` 0)."""

@@ -873,12 +873,14 @@ def _floor_note(sol: _Solution, kept: list[str], settings: TlsSettings, resolved
                 ("" if one else f"{c}: ") + ", ".join(f"{v:.2g}" for v in lv[:, k]) for c, lv in sol.disturbance.items()
             )
 
+        worst = float(sol.doubt[6:].max())
+        within = f"{worst:.0%}" if worst < 10 else "more than 10x its value: it is not told from zero"
         notes.append(
             f"σ includes the doubt about the angular-acceleration errors the errors-in-variables compensation reads "
             f"from the moment rows' residuals beyond the sensor floors (RMS in the band about x, y, z, N m: a white "
             f"disturbance torque, thrust fluctuation, {rms(0)}; noise of the gyro's spectrum above its floor "
-            f"{rms(1)}): the thrust noise's level is read to within {sol.doubt[6:].max():.0%} (its axes, the white "
-            f"shape alone and the fit's error); share of the variance: {dist_who}"
+            f"{rms(1)}): the thrust noise's level is read to within {within} (its axes, the white shape alone and "
+            f"the fit's error); share of the variance: {dist_who}"
         )
     return notes
 
@@ -1019,14 +1021,21 @@ class NoiseMoment:
     n_t), the share of each measured signal (gyro or Bryant angle x, y, z, then accelerometer or
     position x, y, z) and, with `_disturbance`, of the rotors' thrust noise in each
     configuration, and `doubt` (P,), each part's relative doubt (`_floor_doubt`, the airborne
-    pieces' mean weighted by their rows; `_disturbance`); `disturbance`, per configuration the
-    RMS in the band about x, y, z (3, 2), N m, of that noise's torque and of the ω̇ sensor
-    path's noise beyond the floors."""
+    pieces' mean weighted by their rows; `_disturbance`); `moves` (P, B, n_t, n_t), how far each
+    part may be off (`floor_var`): its doubt times the part, or, where the level read may be
+    near zero (the thrust noise), its absolute doubt in the part's shape; `disturbance`, per
+    configuration the RMS in the band about x, y, z (3, 2), N m, of that noise's torque and of
+    the ω̇ sensor path's noise beyond the floors."""
 
     total: np.ndarray
     parts: np.ndarray
     doubt: np.ndarray
     disturbance: dict[str, np.ndarray] = field(default_factory=dict)
+    moves: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.moves is None:
+            object.__setattr__(self, "moves", self.doubt[:, None, None, None] * self.parts)
 
     def padded(self, nw: int, ne: int) -> NoiseMoment:
         """The moment of W_t with `ne` columns of no noise (the rotors' gains, `_gain_columns`)
@@ -1038,11 +1047,11 @@ class NoiseMoment:
             out[..., rows, cols] = a
             return out
 
-        return NoiseMoment(pad(self.total), pad(self.parts), self.doubt, self.disturbance)
+        return NoiseMoment(pad(self.total), pad(self.parts), self.doubt, self.disturbance, pad(self.moves))
 
     def sensors(self) -> NoiseMoment:
         """The sensors' parts alone (the first six: without `_disturbance`'s)."""
-        return NoiseMoment(self.parts[:6].sum(axis=0), self.parts[:6], self.doubt[:6])
+        return NoiseMoment(self.parts[:6].sum(axis=0), self.parts[:6], self.doubt[:6], moves=self.moves[:6])
 
 
 def _noise_moment(
@@ -1221,13 +1230,14 @@ def _thrust_noise(
     g: np.ndarray,
 ) -> tuple[float, float, np.ndarray] | None:
     """The rotors' thrust-noise variance σ_w² in the band of configuration `c` (`_disturbance`),
-    its relative doubt, and the RMS of the ω̇ sensor path's excess per axis (N m, 0 where not
-    read), from the residuals W [chi] of `sol`'s moment rows; None where no axis was read."""
+    its doubt (absolute, N²: the level may be near zero, where a relative doubt means nothing),
+    and the RMS of the ω̇ sensor path's excess per axis (N m, 0 where not read), from the
+    residuals W [chi] of `sol`'s moment rows; None where no axis was read."""
     ci = list(sol.rows).index(c)
     axes = np.flatnonzero(np.diag(g) >= DIST_AXES * np.diag(g).max())
     gyro, acc = nm.parts[:3].sum(axis=0), nm.parts[3:6].sum(axis=0)
     pieces = [p for f in flights for p in airborne_pieces(f)]
-    lv, d_j, shapes = np.full((3, 2), np.nan), np.zeros(3), {}
+    lv, d_j, shapes = np.full((3, 2), np.nan), np.zeros(3), {}  # d_j: axis j's level doubt, absolute
     for j in axes:
         b = 6 * ci + 3 + j
         if not sol.active[b]:
@@ -1241,13 +1251,14 @@ def _thrust_noise(
         base = (chi @ gyro[b] @ chi) * s_g + (chi @ acc[b] @ chi) * s_a
         lv[j], cov = _excess_levels(psd, base, np.stack([s_d, s_g]), nu)
         alone = _excess_levels(psd, base, s_d[None], nu)[0][0]
-        d_j[j] = np.hypot(alone - lv[j, 0], np.sqrt(cov[0, 0])) / lv[j, 0] if lv[j, 0] > 0 else 0.0
+        d_j[j] = np.hypot(alone - lv[j, 0], np.sqrt(cov[0, 0]))
     read = np.isfinite(lv[:, 0])
-    if not read.any() or not lv[read, 0].sum() > 0:
+    if not read.any():
         return None
     per = lv[read, 0] / np.diag(g)[read]  # each axis's σ_w²
     var = lv[read, 0].sum() / np.diag(g)[read].sum()
-    return var, float(np.hypot((per.max() - per.min()) / (2.0 * var), d_j.max())), np.sqrt(np.nan_to_num(lv[:, 1]))
+    doubt = float(np.hypot((per.max() - per.min()) / 2.0, np.max(d_j[read] / np.diag(g)[read])))
+    return var, doubt, np.sqrt(np.nan_to_num(lv[:, 1]))
 
 
 def _disturbance(
@@ -1297,7 +1308,7 @@ def _disturbance(
         return nm
     jac = _omega_dot_rows(sol.rows, vehicle, masses, vehicle.imu_offset)
     g = _thrust_torques(vehicle, chi[1] / chi[0])
-    parts, doubt, level = [], [], {}
+    parts, moves, doubt, level = [], [], [], {}
     for ci, c in enumerate(configs):
         read = _thrust_noise(configs[c], settings, sol, nm, chi, c, g)
         a = np.array([[jac[k, 6 * ci + 3 + j] @ chi for k in range(3)] for j in range(3)])
@@ -1305,12 +1316,10 @@ def _disturbance(
             continue  # nothing read, or no inertia to carry it into ω̇
         var, dj, lv = read
         a_inv = np.linalg.inv(a)
-        cov = var * a_inv @ g @ a_inv.T
-        part = np.zeros_like(nm.total)
-        for b in range(6 * ci, 6 * ci + 6):
-            part[b] = jac[:, b].T @ cov @ jac[:, b]
-        parts.append(part)
-        doubt.append(dj)
+        unit = _config_moment(jac, a_inv @ g @ a_inv.T, ci, nm.total)  # per unit σ_w²
+        parts.append(var * unit)
+        moves.append(dj * unit)  # absolute: a level read near zero keeps a finite doubt
+        doubt.append(dj / var if var > 0 else np.inf)
         level[c] = np.column_stack([np.sqrt(var * np.diag(g)), lv])
     if not parts:
         return nm
@@ -1324,8 +1333,17 @@ def _disturbance(
             level = {c: lv * [np.sqrt(0.5), 1.0] for c, lv in level.items()}
     else:
         return nm
-    parts_all = np.concatenate([nm.parts, extra])
-    return NoiseMoment(parts_all.sum(axis=0), parts_all, np.concatenate([nm.doubt, doubt]), level)
+    parts_all, moves_all = np.concatenate([nm.parts, extra]), np.concatenate([nm.moves, np.stack(moves)])
+    return NoiseMoment(parts_all.sum(axis=0), parts_all, np.concatenate([nm.doubt, doubt]), level, moves_all)
+
+
+def _config_moment(jac: np.ndarray, cov: np.ndarray, ci: int, like: np.ndarray) -> np.ndarray:
+    """The moment in the row blocks of configuration `ci` (zero in the others; shaped as `like`)
+    of an ω̇ error of covariance `cov` (3, 3), through ∂(row)/∂ω̇ `jac` (`_omega_dot_rows`)."""
+    out = np.zeros_like(like)
+    for b in range(6 * ci, 6 * ci + 6):
+        out[b] = jac[:, b].T @ cov @ jac[:, b]
+    return out
 
 
 def _bias_profiled(
@@ -1761,25 +1779,25 @@ def floor_var(
     """Variance the doubt about the noise floors (and the disturbance, `_disturbance`) adds to the
     bias-compensated estimate x of the columns `kept` (`_fixed_fit` with `noise.total`; with
     `combos`, to each linear combination of them, a column each), per part of the moment (P, n):
-    (x_s - x)², x_s the fit with part s scaled by 1 + δ_s (`NoiseMoment.doubt`); the parts'
-    doubts are independent, so their sum is the term.
+    (x_s - x)², x_s the fit with part s moved by its doubt (`NoiseMoment.moves`: scaled by
+    1 + δ_s); the parts' doubts are independent, so their sum is the term.
 
     The compensation subtracts a moment read from a floor above the band; where the noise is a
     large part of a column's power (the twice-differentiated pose in ω̇: a 5 % change of the
     angles' floor moved I_xx, I_yy 1σ and k_d, I_zz 1.35σ on a simulated motion-capture
     flight), or the floor is not the band's noise, that reading's error is a term σ must
-    carry. Where 1 + δ_s makes the compensated normal matrix indefinite (the moment would exceed
-    the signal), δ_s is halved until it does not (at most 8 times)."""
+    carry. Where the move makes the compensated normal matrix indefinite (the moment would exceed
+    the signal), it is halved until it does not (at most 8 times)."""
     c = np.eye(len(kept)) if combos is None else combos
     out = np.zeros((len(noise.parts), len(c)))
-    for i, (part, d) in enumerate(zip(noise.parts, noise.doubt, strict=True)):
+    for i, move in enumerate(noise.moves):
         for _ in range(9):
-            if d == 0 or not np.any(part):
+            if not np.any(move):
                 break
             try:
-                moved = _fixed_fit(w, blocks, kept, active, scale, noise.total + d * part).x
+                moved = _fixed_fit(w, blocks, kept, active, scale, noise.total + move).x
             except ExcitationError:
-                d /= 2.0
+                move = move / 2.0
                 continue
             out[i] = (c @ (moved - x)) ** 2
             break
