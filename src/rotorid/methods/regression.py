@@ -246,6 +246,7 @@ def bc_hac_cov(
     instant: np.ndarray,
     segment: np.ndarray,
     lags: int | None = None,
+    extra: np.ndarray | None = None,
 ) -> np.ndarray:
     """Covariance of the bias-compensated estimate x (`bias_compensated`) when the rows'
     errors are correlated in time: the sandwich B^-1 M B^-1 of its estimating equation
@@ -256,7 +257,9 @@ def bc_hac_cov(
 
     `noise` (B, n_t, n_t) is the noise moment of one row of each row block (E[dw_i dw_i^T], the
     same for every row of a block), `blocks` (r,) each row's block; `instant`, `segment` as in
-    `tls_hac_cov`. The noise term centres each score: E[w rho] = S chi at the true chi."""
+    `tls_hac_cov`. The noise term centres each score: E[w rho] = S chi at the true chi.
+    `extra` (T, n_t - 1), when given, is added to the per-step scores: a first-step estimate's
+    influence on the estimating equation (Murphy & Topel 1985; Newey 1994)."""
     w = np.asarray(w, dtype=float)
     noise = np.asarray(noise, dtype=float)
     blocks = np.asarray(blocks, dtype=int)
@@ -268,6 +271,8 @@ def bc_hac_cov(
     nsteps = len(segment)
     scores = np.zeros((nsteps, nt - 1))
     np.add.at(scores, np.asarray(instant), rows)
+    if extra is not None:
+        scores += extra
     count = np.bincount(blocks, minlength=len(noise))
     bread = w[:, :-1].T @ w[:, :-1] - np.einsum("b,bij->ij", count, noise)[:-1, :-1]
     binv = np.linalg.pinv(bread)
@@ -382,7 +387,12 @@ def hac_meat(scores: np.ndarray, segment: np.ndarray, lags: int) -> np.ndarray:
 
 
 def tls_hac_cov(
-    w: np.ndarray, x: np.ndarray, instant: np.ndarray, segment: np.ndarray, lags: int | None = None
+    w: np.ndarray,
+    x: np.ndarray,
+    instant: np.ndarray,
+    segment: np.ndarray,
+    lags: int | None = None,
+    extra: np.ndarray | None = None,
 ) -> np.ndarray:
     """Covariance of the TLS solution x of W_t [x; 1] = rho (`tls`) when the rows' errors are
     correlated in time: the sandwich B^-1 M B^-1 with B = W_bar^T W_bar (first n_t - 1 columns
@@ -396,7 +406,7 @@ def tls_hac_cov(
     each row to its time step 0..T-1 (rows of one instant, e.g. the six wrench components,
     share it; consecutive steps adjacent in time), `segment` (T,) the continuous piece each
     step belongs to; `lags` None (default) takes the long-run variance of the scores by
-    `ewc_meat`, an int the Newey-West meat with that bandwidth."""
+    `ewc_meat`, an int the Newey-West meat with that bandwidth; `extra` as in `bc_hac_cov`."""
     w = np.asarray(w, dtype=float)
     chi = np.append(np.asarray(x, dtype=float), 1.0)
     r, nt = w.shape
@@ -405,6 +415,8 @@ def tls_hac_cov(
     nsteps = len(segment)
     scores = np.zeros((nsteps, nt - 1))
     np.add.at(scores, np.asarray(instant), wb * rho[:, None])
+    if extra is not None:
+        scores += extra
     binv = np.linalg.pinv(wb.T @ wb)
     return _sandwich(binv, scores, segment, lags, r / (r - nt))
 
