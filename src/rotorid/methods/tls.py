@@ -1411,20 +1411,23 @@ def _bias_scores(
     in the long-run variance at every frequency but zero, where it sums to nothing: on the
     simulated A + B flights σ of com_x@B was 1.6x the scatter (without thrust noise 11x)."""
     extra = np.zeros((sum(len(r.t) for r in rows.values()), len(cols)))
-    first, idx, start, step = np.cumsum(keep) - 1, [*cols, w.shape[1] - 1], 0, 0
-    chi = np.append(x, 1.0)
-    for ci, r in enumerate(rows.values()):
+    first, start, step = np.cumsum(keep) - 1, 0, 0
+    chi = np.zeros(w.shape[1])
+    chi[[*cols, w.shape[1] - 1]] = np.append(x, 1.0)
+    for ci, (c, r) in enumerate(rows.items()):
         n = len(r.t)
         if r.force_mean is not None:
             d_rho = -_skew(_ms_of(x, cols, ci)[None])[0]  # ∂(moment rows' residual)/∂b
-            force = np.column_stack([w[start + a * n : start + (a + 1) * n][:, idx] @ chi for a in range(3)])
-            g = np.zeros((int(r.piece.max()) + 1, len(cols), 3))
+            cuts = np.r_[0, np.flatnonzero(np.diff(r.piece)) + 1]  # the pieces' rows are consecutive
+            g = np.zeros((len(cuts), len(cols), 3))
             for j in (3, 4) if r.yaw_mean is not None else (3, 4, 5):  # a centred M_z row loses b's constant
                 if keep[start + j * n]:
-                    at = first[start + j * n : start + (j + 1) * n]
-                    np.add.at(g, r.piece, wk[at, :-1, None] * (scale[6 * ci + j] * d_rho[j - 3])[None, None])
-            psi = force / (masses[list(rows)[ci]] * np.bincount(r.piece)[r.piece][:, None])
-            extra[step : step + n] = np.einsum("tpb,tb->tp", g[r.piece], psi)
+                    at = first[start + j * n]  # the block's rows, consecutive in wk
+                    sums = np.add.reduceat(wk[at : at + n, :-1], cuts, axis=0)
+                    g += sums[:, :, None] * (scale[6 * ci + j] * d_rho[j - 3])[None, None]
+            force = np.column_stack([w[start + a * n : start + (a + 1) * n] @ chi for a in range(3)])
+            for k, (a, b) in enumerate(zip(cuts, np.r_[cuts[1:], n], strict=True)):
+                extra[step + a : step + b] = force[a:b] @ g[k].T / (masses[c] * (b - a))
         start, step = start + 6 * n, step + n
     return extra
 
