@@ -48,12 +48,14 @@ def test_the_diverging_seed_stays_within_its_sigma() -> None:
 
 
 def test_without_the_yaw_moment_column_the_inertia_diverges() -> None:
-    pct, _ = _errors(online.OnlineSettings(yaw_moment=0.0))
+    """The streaming estimator (one run: the fixed-point passes re-run it from its own end,
+    where the divergence is 17-23 %)."""
+    pct, _ = _errors(online.OnlineSettings(yaw_moment=0.0, fixed_point=False))
     assert max(abs(pct["I_xx"]), abs(pct["I_yy"])) > 1000.0, pct
 
 
 def test_without_the_gyro_bias_the_inertia_is_attenuated() -> None:
-    pct, _ = _errors(online.OnlineSettings(gyro_bias=False))
+    pct, _ = _errors(online.OnlineSettings(gyro_bias=False, fixed_point=False))
     assert pct["I_xx"] < -15.0, pct
 
 

@@ -100,6 +100,7 @@ class Reference(online.OnlineEstimator):
     def trajectories(self, flight, rec):
         self.th1, self.s1 = self.t1.tolist(), self.P1.ravel().tolist()
         self.th2, self.s2 = self.t2.tolist(), [self.P2[0, 0], self.P2[0, 1], self.P2[1, 1]]
+        self._chi1, self._chi2 = self.ch1, self.ch2  # the a-posteriori scales (the fixed point's `KfModel`)
         out = {key: np.array([r[key] for r in rec]) for key in rec[0]}
         out["t"] = flight.t.copy()
         return out
@@ -135,19 +136,23 @@ class Reference(online.OnlineEstimator):
 
     def kf(self, dt, Fm, Mm, g):
         """Alg. 1–2 (eq. 22, 29) and the correction law's test (Alg. 4)."""
-        s = self.settings
-        com = np.array([self.t1[3], self.t1[4], self._com_z])
-        u = Mm - np.cross(com, Fm) - np.array([0.0, 0.0, self.t1[5]])
-        J = np.maximum(self.t1[:3], s.j_min)
+        s, m = self.settings, self._kf_model  # the KF's model: the running RLS or held (`KfModel`)
+        t1, P1, sc = (
+            (self.t1, self.P1, _scale(self.ch1)) if m is None else (np.array(m[0]), np.reshape(m[1], (6, 6)), m[2])
+        )
+        com = np.array([t1[3], t1[4], self._com_z])
+        u = Mm - np.cross(com, Fm) - np.array([0.0, 0.0, t1[5]])
+        J = np.maximum(t1[:3], s.j_min)
         w = self.W
         wb = w + (u - np.cross(w, J * w)) / J * dt
-        pb = self.Pw + u**2 * np.diag(self.P1)[:3] * dt**2 * _scale(self.ch1) / J**4 + s.q_omega * dt
+        pb = self.Pw + u**2 * np.diag(P1)[:3] * dt**2 * sc / J**4 + s.q_omega * dt
         R, c = dt / s.gyro_nd**2, s.c_sigma * s.gyro_nd / math.sqrt(dt)
         r = np.abs(g - wb)
         rm = np.where(r > c, R * r / c, R)
         kk = pb / (pb + 1.0 / rm)
         act = np.abs(w) >= s.n_sigma * np.sqrt(self.Pw)
         self.Pw = (1.0 - kk) * pb
+        self.gain = (*kk, *((wb - w) / dt))  # gain and model acceleration, recorded with the rows
         return wb + kk * (g - wb), act, kk**2 / rm / dt**2
 
     def rls(self, dt, om, act, va, Fm, Mm, am):
@@ -186,7 +191,10 @@ class Reference(online.OnlineEstimator):
         r2 = s.force_nd**2 / dt
         for h, y in zip(H2, y2, strict=True):
             self.t2, self.P2 = _rls_row(self.t2, self.P2, h, y, r2, self.ch2)
-        self._rows.append((H1.tolist(), y1.tolist(), r1.tolist(), H2.tolist(), y2.tolist(), r2, moved.tolist(), th_moi))
+        gain = self.gain if self._kf else (0.0,) * 6
+        self._rows.append(
+            (H1.tolist(), y1.tolist(), r1.tolist(), H2.tolist(), y2.tolist(), r2, moved.tolist(), th_moi, gain)
+        )
 
 
 def _rls_row(th, P, h, y, r, chi):
@@ -278,7 +286,7 @@ def test_step_equals_the_plain_reference(case: str, monkeypatch) -> None:
     for key in ("theta1", "theta1_std", "mass", "mass_std", "imu_z", "imu_z_std"):
         _close(key, tr[key], tr_ref[key])
     assert len(est._rows) == len(ref_est._rows) > 100
-    for i, name in enumerate(("H1", "y1", "R1", "H2", "y2", "R2", "moved", "J")):
+    for i, name in enumerate(("H1", "y1", "R1", "H2", "y2", "R2", "moved", "J", "KF gain and model")):
         _close(name, [r[i] for r in est._rows], [r[i] for r in ref_est._rows])
     assert res.params.keys() == ref.params.keys()
     for name, p in ref.params.items():
