@@ -571,7 +571,8 @@ class OnlineEstimator:
         rx, ry, rz = abs(gx - wx), abs(gy - wy), abs(gz - wz)
         mx, my, mz = R * rx / c if rx > c else R, R * ry / c if ry > c else R, R * rz / c if rz > c else R
         kx, ky, kz = bx / (bx + 1.0 / mx), by / (by + 1.0 / my), bz / (bz + 1.0 / mz)
-        self._gain = (kx, ky, kz, (wx - p_) / dt, (wy - q_) / dt, (wz - r_) / dt)
+        if self._rows is not None:  # recorded by `run` only: the streaming step stays lean
+            self._gain = (kx, ky, kz, (wx - p_) / dt, (wy - q_) / dt, (wz - r_) / dt)
         self.p = ((1.0 - kx) * bx, (1.0 - ky) * by, (1.0 - kz) * bz)
         w1 = (wx + kx * (gx - wx), wy + ky * (gy - wy), wz + kz * (gz - wz))
         va = (kx * kx / mx / dt2, ky * ky / my / dt2, kz * kz / mz / dt2)  # what the measurement adds to α̂
