@@ -853,6 +853,23 @@ def _kf_jacobian(kfrow: np.ndarray, dt: np.ndarray, jm: np.ndarray, h1: np.ndarr
     return np.where(np.stack([h1[:, k, k] != 0 for k in range(3)], -1), d, 0.0)
 
 
+def _fuller(m_mat: np.ndarray, th: np.ndarray, s_uu: np.ndarray, n: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """Fuller's known-error-covariance estimator (1987, *Measurement Error Models*, §2.2) of the
+    least squares `th` with normal matrix `m_mat` whose columns carry noise of moment diag(`s_uu`)
+    over `n` rows: θ̃ = (M - S_uu)⁻¹ M θ, with S_uu scaled by λ̂ - 1/(n-1) where the smallest root
+    λ̂ of |C - λ S_uu| = 0 (C the noisy columns' Schur complement in M) is below 1 + 1/(n-1),
+    which keeps M - S_uu positive definite. Returns the scale, (M - S_uu)⁻¹ and θ̃."""
+    scale, a = 1.0, np.flatnonzero(s_uu > 0)
+    if len(a):
+        b = np.setdiff1d(np.arange(len(th)), a)
+        c = m_mat[np.ix_(a, a)] - m_mat[np.ix_(a, b)] @ np.linalg.solve(m_mat[np.ix_(b, b)], m_mat[np.ix_(b, a)])
+        d = 1.0 / np.sqrt(s_uu[a])
+        lam = float(np.linalg.eigvalsh(d[:, None] * c * d[None, :])[0])
+        scale = min(1.0, lam - 1.0 / (n - 1))
+    b_mat = np.linalg.inv(m_mat - np.diag(scale * s_uu))
+    return scale, b_mat, b_mat @ (m_mat @ th)
+
+
 def _final_theta1_eiv(
     bread: np.ndarray,
     th: np.ndarray,
@@ -886,21 +903,13 @@ def _final_theta1_eiv(
     for k in range(3):
         on = h1[:, k, k] != 0  # α̂_k in the row only while the column is active
         w[:, k] = np.where(on, vu[:, k] / r1[:, k], 0.0)
-    s_uu, n, scale = w.sum(axis=0), h1.shape[0] * h1.shape[1], 1.0
-    a = np.flatnonzero(s_uu > 0)
-    if len(a):
-        b = np.setdiff1d(np.arange(len(th)), a)
-        c = m_mat[np.ix_(a, a)] - m_mat[np.ix_(a, b)] @ np.linalg.solve(m_mat[np.ix_(b, b)], m_mat[np.ix_(b, a)])
-        d = 1.0 / np.sqrt(s_uu[a])
-        lam = float(np.linalg.eigvalsh(d[:, None] * c * d[None, :])[0])
-        scale = min(1.0, lam - 1.0 / (n - 1))
-    b_mat = np.linalg.inv(m_mat - np.diag(scale * s_uu))
-    th_c = b_mat @ (m_mat @ th)
+    s_uu = w.sum(axis=0)
+    scale, b_mat, th_c = _fuller(m_mat, th, s_uu, h1.shape[0] * h1.shape[1])
     e = y1 - np.einsum("tkp,p->tk", h1, th_c)
     psi = np.einsum("tkp,tk->tp", h1, e / r1) + scale * w * th_c[None, :]
     if dalpha is not None:
         jac = np.zeros_like(m_mat)
-        jac[:, :3] = np.einsum("tkp,tk->pk", h1[:, :, :], dalpha * th_c[None, :3] / r1)
+        jac[:, :3] = np.einsum("tkp,tk->pk", h1, dalpha * th_c[None, :3] / r1)
         jac[:3, :3] -= np.diag(np.sum(dalpha * e / r1, axis=0))
         b_mat = np.linalg.inv(m_mat - np.diag(scale * s_uu) + jac)
     return th_c, influence_std(psi @ b_mat.T), b_mat
@@ -924,13 +933,7 @@ def _final_theta2(bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.nd
     at θ̃ (Fuller §2.2's covariance is this with independent rows)."""
     m_mat = np.linalg.inv(bread2)
     w = np.sum(vu / r2, axis=1)  # each step's share of S_uu's entry
-    s_uu, n = float(w.sum()), h2.shape[0] * h2.shape[1]
-    scale = 1.0
-    if s_uu > 0:
-        lam = (m_mat[0, 0] - m_mat[0, 1] ** 2 / m_mat[1, 1]) / s_uu
-        scale = min(1.0, lam - 1.0 / (n - 1))
-    b = np.linalg.inv(m_mat - np.diag([scale * s_uu, 0.0]))
-    th = b @ (m_mat @ th2)
+    scale, b, th = _fuller(m_mat, th2, np.array([w.sum(), 0.0]), h2.shape[0] * h2.shape[1])
     e = y2 - np.einsum("tkp,p->tk", h2, th)
     psi = np.einsum("tkp,tk->tp", h2, e / r2)
     psi[:, 0] += scale * w * th[0]
