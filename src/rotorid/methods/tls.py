@@ -2337,7 +2337,8 @@ def _solve_once(
             doubt = nm.doubt if nm is not None else None
             bias = gains.bias if settings.nuisance else sol.bias0
             sol = replace(sol, rows=rows, resolved=resolved, w=w, blocks=blocks, fit=gains.fit, spread=spread)
-            sol = replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias, disturbance=nm.disturbance)
+            dist = {} if nm is None else nm.disturbance
+            sol = replace(sol, gains=gains, floor=gains.floor, doubt=doubt, bias0=bias, disturbance=dist)
             return sol, gains.restore, nm
         sol = _kept_too(_selected(configs, vehicle, masses, base, settings, memo), restore)  # equal rotors
         if nm is not None:  # read from this selection's residuals, as without the gains
