@@ -34,6 +34,11 @@ import numpy as np
 
 OUT = Path(__file__).parent / "results"
 SEEDS = 30
+#: More seeds for a case with a cell outside issue 11's bars after the first `SEEDS`, judged on
+#: all of them (a two-stage design): with honest σ a given cell of 30 seeds falls below 90 %
+#: within ±2σ 5 % of the time (Binomial(30, 0.954) <= 26), so among ~150 judged cells several
+#: do by chance; on 90 seeds a chance miss is rare and a real one (SD/σ̄ 0.6, a bias of 1σ̄) stays.
+EXTEND = 60
 WORKERS = 2
 
 
@@ -407,6 +412,12 @@ def flags(s: dict[str, Any], mismatch: bool, seeds: int) -> list[str]:
     return out
 
 
+def outside_bar(s: dict[str, Any], mismatch: bool, seeds: int) -> list[str]:
+    """The `flags` of one parameter that break issue 11's bars (not "reported in k/n runs", which
+    a parameter the essential-parameter step keeps only on some flights carries, nor "assumed")."""
+    return [f for f in flags(s, mismatch, seeds) if not f.startswith(("reported in", "assumed"))]
+
+
 def honest_ranges(n: int) -> dict[str, float]:
     """Where the statistics of `n` seeds fall 95 % of the time when σ is honest and the errors
     Gaussian: SD/σ̄ from (n-1) SD²/σ² ~ χ²(n-1), cover2 and cover3 from Binomial(n, 0.954 / 0.997)
@@ -425,6 +436,9 @@ def honest_ranges(n: int) -> dict[str, float]:
 
 def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     r = honest_ranges(meta["seeds"]) if meta["seeds"] > 1 else None
+    more = meta.get("extended", [])
+    total = meta["seeds"] + meta.get("extend", 0)
+    wide = honest_ranges(total) if more else None
     lines = [
         "# Calibration of the reported σ (issue 11)",
         "",
@@ -440,10 +454,22 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
                 f"Sampling error of {meta['seeds']} seeds: with honest σ and Gaussian errors, SD/σ̄ falls in "
                 f"[{r['sd_lo']:.2f}, {r['sd_hi']:.2f}], cover2 ≥ {r['cover2_lo']:.0%} and cover3 ≥ {r['cover3_lo']:.0%} "
                 "95 % of the time (χ² and binomial): over many parameters a few cells outside the bars are chance, "
-                "and another set of seeds is the check.",
+                "and more seeds are the check.",
                 "",
             ]
             if r
+            else []
+        ),
+        *(
+            [
+                f"A case with a cell outside the bars after {meta['seeds']} seeds ran on {meta['extend']} more "
+                f"(seeds {meta.get('first_seed', 0) + meta['seeds']}–{meta.get('first_seed', 0) + total - 1}) and is "
+                f"judged on all {total} (two stages; on {total} seeds the honest ranges are SD/σ̄ in "
+                f"[{wide['sd_lo']:.2f}, {wide['sd_hi']:.2f}] and cover2 ≥ {wide['cover2_lo']:.0%}): "
+                f"{', '.join(more)}.",
+                "",
+            ]
+            if wide
             else []
         ),
         f"Two cases run on the same flights of each paper scenario. The default one keeps the method's "
@@ -485,6 +511,26 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _pass(pool: Any, groups: dict[str, set[str]], seeds: range, runs: dict, t0: float, label: str = "") -> None:
+    """Run every wanted case of `groups` (group -> case names) on `seeds` into `runs`."""
+    jobs = [(g, s, frozenset(w)) for s in seeds for g, w in groups.items()]
+    for i, (group, seed, res) in enumerate(pool.imap_unordered(_job, jobs), start=1):
+        for case, r in res.items():
+            runs[case][seed] = r
+        print(f"[{label}{i}/{len(jobs)}] {group} seed {seed} ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+def _outside(summary: dict[str, Any], chosen: list[Case]) -> dict[str, set[str]]:
+    """The cases with a parameter outside issue 11's bars (`outside_bar`), by group."""
+    out: dict[str, set[str]] = {}
+    for c in chosen:
+        d = summary[c.name]
+        n_ok = len(d["seeds"]) - len(d["failed"])
+        if any(outside_bar(s, c.mismatch, n_ok) for s in d["params"].values()):
+            out.setdefault(c.group, set()).add(c.name)
+    return out
+
+
 def calibrate(
     seeds: int = SEEDS,
     cases: list[str] | None = None,
@@ -492,10 +538,12 @@ def calibrate(
     ablation: bool = False,
     tag: str = "",
     first_seed: int = 0,
+    extend: int = EXTEND,
 ) -> dict[str, Any]:
     """Run the Monte Carlo on seeds `first_seed` ... `first_seed + seeds - 1` (`cases`:
     substrings selecting case names; all by default; with `ablation` the single-effect cases
-    only) and write results/calibration{-ablation}.{json,md}. Returns the JSON document."""
+    only), then each case with a cell outside the bars on `extend` more seeds (`EXTEND`), and
+    write results/calibration{-ablation}.{json,md}. Returns the JSON document."""
     pool_of = ABLATION_CASES if ablation else CASES
     chosen = [c for c in pool_of if not cases or any(x in c.name for x in cases)]
     if not chosen:
@@ -503,15 +551,15 @@ def calibrate(
     groups: dict[str, set[str]] = {}
     for c in chosen:
         groups.setdefault(c.group, set()).add(c.name)
-    jobs = [(g, s, frozenset(w)) for s in range(first_seed, first_seed + seeds) for g, w in groups.items()]
     runs: dict[str, dict[int, dict[str, Any]]] = {c.name: {} for c in chosen}
     t0 = time.perf_counter()
     ctx = mp.get_context("fork" if sys.platform != "win32" else "spawn")
     with ctx.Pool(workers) as pool:
-        for i, (group, seed, res) in enumerate(pool.imap_unordered(_job, jobs), start=1):
-            for case, r in res.items():
-                runs[case][seed] = r
-            print(f"[{i}/{len(jobs)}] {group} seed {seed} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        _pass(pool, groups, range(first_seed, first_seed + seeds), runs, t0)
+        again = _outside(aggregate(runs), chosen) if extend > 0 else {}
+        if again:
+            print(f"{extend} more seeds for: {', '.join(sorted(n for w in again.values() for n in w))}", flush=True)
+            _pass(pool, again, range(first_seed + seeds, first_seed + seeds + extend), runs, t0, "+")
     meta = {
         "seeds": seeds,
         "first_seed": first_seed,
@@ -522,6 +570,8 @@ def calibrate(
         "load_avg": os.getloadavg()[0],
         "tls_options": dict(TLS_OPTIONS),
         "online_options": dict(ONLINE_OPTIONS),
+        "extend": extend,
+        "extended": sorted(n for w in again.values() for n in w),
     }
     summary = aggregate(runs)
     doc = {
@@ -550,7 +600,7 @@ def run() -> list[dict]:
     for case, d in doc["summary"].items():
         mismatch = cases[case].mismatch
         ps = d["params"]
-        good = [k for k, s in ps.items() if not flags(s, mismatch, len(d["seeds"]) - len(d["failed"]))]
+        good = [k for k, s in ps.items() if not outside_bar(s, mismatch, len(d["seeds"]) - len(d["failed"]))]
         rows.append(
             {
                 "name": f"{case}: parameters meeting the bar",
@@ -577,6 +627,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--online", action="append", default=[], help="NAME=VALUE: an OnlineSettings field for every online case"
     )
+    ap.add_argument(
+        "--extend", type=int, default=EXTEND, help=f"more seeds for a case outside the bars (default {EXTEND}; 0: none)"
+    )
     ap.add_argument("--tag", default="", help="suffix of the output files (calibration-TAG.md)")
     ap.add_argument("--first-seed", type=int, default=0, help="first seed (another set of seeds re-checks a finding)")
     a = ap.parse_args(argv)
@@ -587,7 +640,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.list:
         print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
         return 0
-    calibrate(a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation, a.tag, a.first_seed)
+    calibrate(
+        a.seeds, [x for x in a.cases.split(",") if x] or None, a.workers, a.ablation, a.tag, a.first_seed, a.extend
+    )
     return 0
 
 

@@ -206,3 +206,35 @@ def test_a_real_online_run_reports_honest_sigma():
     z = _z(r["params"])
     assert {"I_xx", "I_yy", "I_zz", "com_x", "com_y", "mass"} <= set(z)
     assert max(map(abs, z.values())) < 4.0
+
+
+def test_a_case_outside_the_bars_runs_on_more_seeds_and_is_judged_on_all(tmp_path, monkeypatch):
+    """Two stages (`calibrate`'s `extend`): a case with a cell outside the bars after the first
+    seeds runs on more, judged on every seed, so a chance miss (one seed at 3σ among three) clears
+    while a σ three times too small stays flagged; a case inside the bars keeps its seeds."""
+
+    def fake(group: str, seed: int, wanted: set[str], duration: float | None = None) -> dict:
+        sign = 1.0 if seed % 2 else -1.0
+        out = {}
+        for case in wanted:
+            e = 3.0 if seed == 0 and case == "delay/eschmann-crazyflie" else sign  # in units of σ
+            p = {"tm": {"value": 1.0 + 0.01 * e, "std": 0.01, "truth": 1.0, "assumed": False}}
+            if case == "delay/eschmann-crazyflie":
+                p["k"] = {"value": 2.0 + 0.03 * sign, "std": 0.01, "truth": 2.0, "assumed": False}
+            out[case] = {"params": p, "wall_s": 0.0}
+        return out
+
+    monkeypatch.setattr(cal, "_run_group", fake)
+    monkeypatch.setattr(cal, "OUT", tmp_path)
+    doc = cal.calibrate(3, ["delay/eschmann-crazyflie"], workers=1, tag="t", extend=30)
+    assert doc["meta"]["extended"] == ["delay/eschmann-crazyflie"]
+    s = doc["summary"]
+    assert (
+        len(s["delay/eschmann-crazyflie"]["seeds"]) == 33
+        and len(s[f"delay/eschmann-crazyflie{cal.TRUTH}"]["seeds"]) == 3
+    )
+    d = s["delay/eschmann-crazyflie"]["params"]
+    assert cal.outside_bar(d["tm"], False, 33) == [] and d["tm"]["cover2"] == pytest.approx(32 / 33)
+    assert cal.outside_bar(d["k"], False, 33) == ["σ too small", "2σ coverage < 90 %"]
+    md = (tmp_path / "calibration-t.md").read_text()
+    assert "judged on all 33" in md and "seeds 33" in md
