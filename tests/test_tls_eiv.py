@@ -214,6 +214,30 @@ def test_a_thrust_noise_read_near_zero_keeps_its_doubt_finite() -> None:
         assert abs(e.value - truth[k]) < 3 * e.std, k
 
 
+def test_the_thrust_noise_doubt_is_the_levels_sampling_error_not_twice_it(monkeypatch) -> None:
+    """Without thrust noise (another simulator may have none) the level `_thrust_noise` reads
+    scatters about zero, half the flights at the bound; its doubt should be that scatter's size
+    (√2 times the RMS for a normal read clipped at zero), not the axes' and the shapes' own
+    sampling noise counted again on top of it: 2.9x the RMS before (6 flights of 30 s), 1.8x now."""
+    reads = []
+    real = tls._thrust_noise
+
+    def spy(*args, **kw):
+        out = real(*args, **kw)
+        reads.append(out[:2])
+        return out
+
+    monkeypatch.setattr(tls, "_thrust_noise", spy)
+    last = []  # each flight's last read (the final selection's)
+    for seed in range(6):
+        sc = scenarios.run("six-config-a", seed=seed, duration=30.0, thrust_noise=0.0, flights=("train",))
+        tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(motor_spread=0.0))
+        last.append(reads[-1])
+    level, doubt = np.array(last).T
+    ratio = doubt.mean() / np.sqrt(np.mean(level**2))
+    assert 1.0 < ratio < 2.3, ratio
+
+
 def test_the_diagnostics_carry_the_parameters_covariance() -> None:
     """`diagnostics["cov"]` is the covariance of `diagnostics["chi"]` (it was the rotor-spread
     part only, all zeros with `motor_spread` 0)."""
