@@ -4,6 +4,8 @@ causal gyro-bias tracker (`online.gyro_bias`, its time constant from the Allan v
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -101,3 +103,15 @@ def test_a_constant_bias_gets_the_running_mean() -> None:
     assert gb.series[-1] == pytest.approx(d.mean(axis=0), rel=1e-9, abs=1e-12)
     assert gb.series[-1] == pytest.approx(bias[0], abs=5e-5)
     assert np.all(gb.tau <= fl.t[-1])
+
+
+def test_a_walk_without_white_noise_is_tracked_sample_by_sample() -> None:
+    """A walking bias with no white noise reads τ = N/K = 0 (a noise-free simulated gyro with a
+    random walk): the tracker follows d itself, no faster than a sample, without dividing by zero."""
+    fl, bias = _gyro_flight(np.random.default_rng(8), 0.0, 2e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gb = online.gyro_bias(fl, lag=0.0)
+    step = float(np.median(np.diff(fl.t)))
+    assert np.all(gb.tau == pytest.approx(step)) and np.all(np.isfinite(gb.series))
+    assert np.abs(gb.series - bias).max() < 1e-3

@@ -1187,7 +1187,7 @@ def gyro_bias(flight: Flight, tau: float | None = None, lag: float | None = None
             taus = np.where(np.isfinite(white) & (walk > 0), white / walk, span)
     else:
         taus = np.full(3, float(tau))
-    taus = np.minimum(taus, span)
+    taus = np.clip(taus, step, span)  # no faster than a sample (a walk without white noise reads τ = 0)
     n = len(d)
     est = np.cumsum(d, axis=0) / np.arange(1, n + 1)[:, None]  # the running mean
     for k in range(3):  # then the low-pass, once 1/k < dt/τ
