@@ -413,9 +413,12 @@ def flags(s: dict[str, Any], mismatch: bool, seeds: int) -> list[str]:
 
 
 def outside_bar(s: dict[str, Any], mismatch: bool, seeds: int) -> list[str]:
-    """The `flags` of one parameter that break issue 11's bars (not "reported in k/n runs", which
-    a parameter the essential-parameter step keeps only on some flights carries, nor "assumed")."""
-    return [f for f in flags(s, mismatch, seeds) if not f.startswith(("reported in", "assumed"))]
+    """The `flags` of one parameter that break issue 11's bars: SD/σ̄ (unless assumed) and ±2σ
+    coverage on a paper scenario, ±3σ coverage on a model-mismatch one, and σ missing or ≤ 0
+    anywhere (not "reported in k/n runs", which a parameter the essential-parameter step keeps on
+    some flights only carries, nor a bias, which the coverage judges)."""
+    bars = ("σ ≤ 0", "no σ", "3σ coverage") if mismatch else ("σ ≤ 0", "no σ", "σ too", "2σ coverage")
+    return [f for f in flags(s, mismatch, seeds) if f.startswith(bars)]
 
 
 def honest_ranges(n: int) -> dict[str, float]:

@@ -238,3 +238,15 @@ def test_a_case_outside_the_bars_runs_on_more_seeds_and_is_judged_on_all(tmp_pat
     assert cal.outside_bar(d["k"], False, 33) == ["σ too small", "2σ coverage < 90 %"]
     md = (tmp_path / "calibration-t.md").read_text()
     assert "judged on all 33" in md and "seeds 33" in md
+
+
+def test_the_bars_are_issue_11s_per_kind_of_scenario():
+    """On a model-mismatch scenario only ±3σ coverage (and a missing σ) breaks the bar; a σ
+    twice too large or a bias is information there, and an assumed σ is never too large."""
+    big = cal.summarize(*_draws(4000, 0.2, 0.1, bias=0.25))
+    assert cal.outside_bar(big, mismatch=True, seeds=4000) == []
+    assert cal.outside_bar(big, mismatch=False, seeds=4000) == ["σ too large"]
+    assert cal.outside_bar(big | {"assumed": True}, mismatch=False, seeds=4000) == []
+    small = cal.summarize(*_draws(4000, 0.03, 0.1))
+    assert cal.outside_bar(small, mismatch=True, seeds=4000) == ["3σ coverage < 90 %"]
+    assert cal.outside_bar(small, mismatch=False, seeds=4500) == ["σ too small", "2σ coverage < 90 %"]
