@@ -543,12 +543,13 @@ def calibrate(
     first_seed: int = 0,
     extend: int = EXTEND,
 ) -> dict[str, Any]:
-    """Run the Monte Carlo on seeds `first_seed` ... `first_seed + seeds - 1` (`cases`:
-    substrings selecting case names; all by default; with `ablation` the single-effect cases
+    """Run the Monte Carlo on seeds `first_seed` ... `first_seed + seeds - 1` (`cases`: whole
+    case names, or parts of names selecting every case containing them; all by default; with `ablation` the single-effect cases
     only), then each case with a cell outside the bars on `extend` more seeds (`EXTEND`), and
     write results/calibration{-ablation}.{json,md}. Returns the JSON document."""
     pool_of = ABLATION_CASES if ablation else CASES
-    chosen = [c for c in pool_of if not cases or any(x in c.name for x in cases)]
+    names = {c.name for c in pool_of}  # a whole case name selects that case alone
+    chosen = [c for c in pool_of if not cases or any(x == c.name or (x not in names and x in c.name) for x in cases)]
     if not chosen:
         raise SystemExit(f"no case matches {cases}; cases: {', '.join(c.name for c in CASES)}")
     groups: dict[str, set[str]] = {}
@@ -619,7 +620,7 @@ def run() -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds per case (default {SEEDS})")
-    ap.add_argument("--cases", default="", help="comma-separated substrings of case names (default: all)")
+    ap.add_argument("--cases", default="", help="comma-separated case names or substrings of them (default: all)")
     ap.add_argument("--workers", type=int, default=WORKERS, help=f"worker processes (default {WORKERS})")
     ap.add_argument(
         "--ablation", action="store_true", help="each mismatch effect alone (writes calibration-ablation.*)"

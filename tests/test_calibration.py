@@ -226,9 +226,11 @@ def test_a_case_outside_the_bars_runs_on_more_seeds_and_is_judged_on_all(tmp_pat
 
     monkeypatch.setattr(cal, "_run_group", fake)
     monkeypatch.setattr(cal, "OUT", tmp_path)
-    doc = cal.calibrate(3, ["delay/eschmann-crazyflie"], workers=1, tag="t", extend=30)
+    # a whole case name selects that case alone, a part of one every case containing it
+    doc = cal.calibrate(3, ["delay/eschmann-crazyflie", "crazyflie@"], workers=1, tag="t", extend=30)
     assert doc["meta"]["extended"] == ["delay/eschmann-crazyflie"]
     s = doc["summary"]
+    assert set(s) == {"delay/eschmann-crazyflie", f"delay/eschmann-crazyflie{cal.TRUTH}"}
     assert (
         len(s["delay/eschmann-crazyflie"]["seeds"]) == 33
         and len(s[f"delay/eschmann-crazyflie{cal.TRUTH}"]["seeds"]) == 3
