@@ -186,7 +186,7 @@ def test_rotor_model_and_motor_lag_match_the_core() -> None:
     est = online.OnlineEstimator(veh, online.OnlineSettings(rate_hz=None))
     force, moment = [], []
     for ti, ci in zip(t.tolist(), cmd.tolist(), strict=True):
-        f, m = est._wrench(est._motor_state(ti, ci, None))
+        f, m = est._wrench(est._thrusts(est._motor_state(ti, ci, None)))
         est._t_raw = ti
         force.append(f)
         moment.append(m)
