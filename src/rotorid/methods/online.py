@@ -306,7 +306,6 @@ class OnlineEstimator:
         self._mono = [k[0] for k in kthr] if len(exps) == 1 else None
         self._exps = [exps[0]] * vehicle.n_rotors
         self._mix_rows = [row if any(row) else None for row in self._mix]
-        self._force_rows = [(k, row) for k, row in enumerate(self._mix_rows[:3]) if row is not None]
         self._m = vehicle.n_rotors
         self._tm = (vehicle.tm_rise, vehicle.tm_fall if vehicle.tm_fall is not None else vehicle.tm_rise)
         imu = vehicle.imu_offset
@@ -326,6 +325,7 @@ class OnlineEstimator:
         self._blk: list | None = None  # [count, sum t, sums of gyro, acc, thrusts, thrust integral]
         self._hold = math.inf  # `OnlineSettings.motor_hold`, resolved with the motor source (`_motor_state`)
         self._fl: list[float] | None = None  # rotor thrusts of the last sample
+        self._wl: tuple = ()  # their force and moment (every sample a step)
         self._cf: list[float] = [0.0] * self._m  # trapezoidal ∫ thrust dt up to the last sample
         self._cbar: tuple | None = None  # the last block's mean time, mean of that integral, mean thrusts
         # KF state (Alg. 1-2)
@@ -455,14 +455,20 @@ class OnlineEstimator:
         if fl is None:  # the first sample: a block of its own, the estimator's initial state
             self._t_emit = None if per is None else t + per
             self._cbar = (t, self._cf, f)
-            self._step(t, g, a, q, f, None)
+            self._wl = self._wrench(f)
+            self._step(t, g, a, q, self._wl[0], None, None)
             return
         d = t - t0
-        if per is None:
-            if self._hold < d:
-                c = 0.5 * self._hold / d
-                fl = [0.5 * (x + y) + c * (x - y) for x, y in zip(fl, f, strict=True)]
-            self._step(t, g, a, q, f, fl)
+        if per is None:  # the wrench is linear in the thrusts: mix each sample once
+            F, M = self._wrench(f)
+            (Fl, Ml), self._wl = self._wl, (F, M)
+            if self._hold < d:  # weights of the last sample and this one
+                wl = 0.5 + 0.5 * self._hold / d
+                wt = 1.0 - wl
+                (x0, y0, z0), (l0, m0, n0), (x1, y1, z1), (l1, m1, n1) = Fl, Ml, F, M
+                Fl = (wl * x0 + wt * x1, wl * y0 + wt * y1, wl * z0 + wt * z1)
+                Ml = (wl * l0 + wt * l1, wl * m0 + wt * m1, wl * n0 + wt * n1)
+            self._step(t, g, a, q, F, Fl, Ml)
             return
         h = 0.5 * d
         self._cf = cf = [c + h * (x + y) for c, x, y in zip(self._cf, fl, f, strict=True)]
@@ -483,7 +489,7 @@ class OnlineEstimator:
             self._t_emit += per * (1 + math.floor((t - self._t_emit) / per + 1e-6))
             dt, delta = tb - tp, 0.5 * min(self._hold, d)
             fw = [(c1 - c0 - delta * (f1 - f0)) / dt for c0, c1, f0, f1 in zip(cp, cb, fp, fb, strict=True)]
-            self._step(tb, mean[0:3], mean[3:6], q, fb, fw)
+            self._step(tb, mean[0:3], mean[3:6], q, self._wrench(fb)[0], *self._wrench(fw))
 
     @property
     def state(self) -> OnlineState:
@@ -523,26 +529,32 @@ class OnlineEstimator:
 
     # -- the step ---------------------------------------------------------------------------
     def _step(
-        self, t: float, g: list[float], acc: list[float], q: list[float] | None, f: list[float], fw: list[float] | None
+        self,
+        t: float,
+        g: list[float],
+        acc: list[float],
+        q: list[float] | None,
+        F: Sequence[float],
+        Fm: Sequence[float] | None,
+        Mm: Sequence[float] | None,
     ) -> None:
-        """One estimator step from block means (gyro, accelerometer, rotor thrusts `f`) and the
-        thrusts' mean over the step `fw` (`_push`; None at the first): enable check, KF (Alg.
-        1-2, 4), regressors (Alg. 3, 6), RLS (Alg. 5, 7). The KF and the RLS rows take the step's
-        wrench from `fw`; the RLS2 rows the mean force of the two blocks, as the accelerometer."""
+        """One estimator step from block means (gyro, accelerometer, rotor force `F`) and the
+        wrench's mean over the step `Fm`, `Mm` (`_push`; None at the first): enable check, KF
+        (Alg. 1-2, 4), regressors (Alg. 3, 6), RLS (Alg. 5, 7). The KF and the RLS rows take the
+        step's wrench; the RLS2 rows the mean force of the two blocks, as the accelerometer."""
         self._state = None
         if self._t is None:  # first sample: initial state only
             self._t = t
-            self._prev = (f, acc, g)
+            self._prev = (F, acc, g)
             if not self._kf:
                 self.w = list(g)
             return
         dt = t - self._t
         self._t = t
-        f0, a0, g0 = self._prev
-        self._prev = (f, acc, g)
+        F0, a0, g0 = self._prev
+        self._prev = (F, acc, g)
         if self._rows is not None:  # `run` records it (Fig. 6); a live loop has no use for it
             self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
-        Fm, Mm = self._wrench(fw)
         if not self.enabled:
             self._check_enable(t, dt, acc, q)
         w0 = self.w
@@ -559,10 +571,7 @@ class OnlineEstimator:
         am = (0.5 * (a0[0] + acc[0]), 0.5 * (a0[1] + acc[1]), 0.5 * (a0[2] + acc[2]))
         om = (0.5 * (w0[0] + w1[0]), 0.5 * (w0[1] + w1[1]), 0.5 * (w0[2] + w1[2]))
         h1, y1, h2 = self._regressors(om, al, act, Fm, Mm, am)
-        fb = list(map(add, f0, f))  # twice the mean thrusts of the two blocks
-        y2 = [0.0, 0.0, 0.0]
-        for k, row in self._force_rows:
-            y2[k] = 0.5 * sum(map(mul, row, fb))
+        y2 = [0.5 * (F0[0] + F[0]), 0.5 * (F0[1] + F[1]), 0.5 * (F0[2] + F[2])]
         if self._lpf:
             h1, y1, h2, y2 = self._lowpass(dt, h1, y1, h2, y2)
         m2, f2, eiv = self._nd2
