@@ -8,14 +8,14 @@ density · √rate, Kwon eq. 49–50), as an IMU run at that output rate, or an 
 low-passed gyro sampled by its logger, delivers it. (Sampling a raw 1 kHz gyro at 100 Hz
 without its low-pass aliases the whole band's noise into the log, √10 more per sample; see
 `OnlineSettings.gyro_nd` and benchmarks/bench_online.py for what that does.) The motor
-samples hold for the controller's 2 ms (`OnlineSettings.motor_hold`): the 250 Hz and 100 Hz
-logs record one of its outputs in 2 and 5, and the default (each sample holds to the next)
-puts their moment 1 and 4 ms early (I_xx -0.30 and -1.26 % noise-free, seed 0).
+samples hold for the controller's 2 ms, which the simulator records in the flight's
+`meta["motor_hold"]` and the estimator takes from there (`OnlineSettings.motor_hold` None):
+the 250 Hz and 100 Hz logs record one of its outputs in 2 and 5, and each sample read as held
+to the next would put their moment 1 and 4 ms early (I_xx -0.30 and -1.26 % noise-free, seed 0).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -39,10 +39,7 @@ def _results(seed: int = 3) -> dict[float, tuple]:
     out = {}
     for rate in RATES:
         sc = scenarios.run("kwon-payload", seed=seed, imu_rate=rate, duration=20.0)
-        fl = sc.flights["trajectory"]
-        # the logs slower than the 500 Hz controller hold none of its outputs to the next sample
-        settings = dataclasses.replace(STATISTICAL, motor_hold=1.0 / fl.meta["sim"]["control_rate"])
-        out[rate] = (online.identify(fl, sc.vehicle, settings), sc.truth.params)
+        out[rate] = (online.identify(sc.flights["trajectory"], sc.vehicle, STATISTICAL), sc.truth.params)
     return out
 
 

@@ -49,7 +49,8 @@ class Reference(online.OnlineEstimator):
         self.act, self.al, self.alr = np.zeros(3, bool), np.zeros(3), np.zeros(3)
         self._rows, rec = [], []
         lagged = self._source == "cmd" and veh.tm_rise is not None
-        hold = 0.0 if lagged else s.motor_hold or math.inf  # how long a motor sample holds after its stamp
+        given = s.motor_hold if s.motor_hold is not None else flight.meta.get("motor_hold", 0.0)
+        hold = 0.0 if lagged else given  # how long a motor sample holds after its stamp
         last, this = [], []  # (t, thrusts) of the samples of the last block and of this one
         lag = uprev = t_raw = t_emit = blk = None
         for i, t in enumerate(flight.t):
@@ -272,6 +273,8 @@ CASES = {
     "kwon motor lag from commands": ("kwon", None, "lag"),
     "kwon 250 Hz log, 2 ms motor hold": ("kwon", 100.0, 250.0, 0.002),
     "kwon per sample, 0.5 ms motor hold": ("kwon", None, 1000.0, 0.0005),
+    "kwon per sample, point samples": ("kwon", None, 1000.0, 0.0),
+    "kwon 250 Hz log, point samples": ("kwon", 100.0, 250.0, 0.0),
 }
 
 
@@ -317,9 +320,10 @@ def test_step_equals_the_plain_reference(case: str, monkeypatch) -> None:
 
 
 def test_update_states_equal_the_reference_history() -> None:
-    """`update` one sample at a time (the live-loop path) gives the reference's history."""
+    """`update` one sample at a time (the live-loop path) gives the reference's history; it has
+    no flight to take `meta["motor_hold"]` from, so it reads point samples (0)."""
     fl, veh = _scenario(1000.0)
-    ref = Reference(veh, online.OnlineSettings(rate_hz=None)).run(fl)
+    ref = Reference(veh, online.OnlineSettings(rate_hz=None, motor_hold=0.0)).run(fl)
     est = online.OnlineEstimator(veh, online.OnlineSettings(rate_hz=None))
     states = [
         est.update(online.Sample(t, g, a, c, rs))

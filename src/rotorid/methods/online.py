@@ -158,15 +158,20 @@ class OnlineSettings:
       correction law's column active in hover (Alg. 4), where the rows carry α̂ noise without a
       moment: 0.5 deg/s attenuated J by 20–40 % on kwon-payload-mismatch.
     - `motor_hold` (s): how long each logged motor sample (command or rotor speed) holds after
-      its time stamp, the autopilot's mixer period (the ESC holds each command until the next).
-      The wrench a sample reports is then centred half of min(motor_hold, log interval) after its
-      stamp, which sets the moment the KF integrates and the RLS rows hold
-      (`OnlineEstimator._push`). None: until the next sample (a log of every mixer output, as
-      kwon-payload's 1 kHz log of its 500 Hz controller); give the mixer's period for a log slower
-      than the mixer. Commands through the motor lag (`vehicle.tm_rise`) give the motor state at
-      the stamps, which is centred there (0). Reading held samples as centred on their stamps
-      (the rule before) put the moment half a log sample late against the gyro, which the KF turns
-      into a gain error of α̂: I_xx, I_yy +0.12 % on a noise-free kwon-payload flight.
+      its time stamp, e.g. the autopilot's mixer period when the log records every mixer output
+      (the ESC holds each command until the next). The wrench a sample reports is then centred
+      half of min(motor_hold, log interval) after its stamp, which sets the moment the KF
+      integrates and the RLS rows hold (`OnlineEstimator._push`). 0: point samples, the wrench
+      linear between the stamps, as a measured rotor speed (ESC telemetry) of a continuous state or
+      a log slower than the mixer gives. None (default): the flight's `meta["motor_hold"]` (s)
+      where its reader or the simulator records it (`rotorid.sim.simulator._motor_hold`: the
+      control period where the motors follow their commands at once), else 0; the streaming
+      `update` has no flight, there None is 0. Commands through the motor lag
+      (`vehicle.tm_rise`) give the motor state at the stamps, which is centred there (0 whatever
+      is set). Held samples read as point samples put the moment half a log sample late (I_xx,
+      I_yy +0.12 % on a noise-free kwon-payload flight, 1 kHz log of its 500 Hz controller,
+      which the KF turns into a gain error of α̂); point samples read as held for 10 ms put it
+      5 ms early (-1.3 % on a 100 Hz log).
     - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
       `enable_tau` (s): that LPF's time constant.
     """
@@ -214,10 +219,8 @@ class OnlineSettings:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise RotoridError(f"online setting {name} must be a positive number, got {v!r}")
-        if self.motor_hold is not None and not (math.isfinite(self.motor_hold) and self.motor_hold > 0):
-            raise RotoridError(
-                f"online setting motor_hold must be a positive time in s or None, got {self.motor_hold!r}"
-            )
+        if self.motor_hold is not None:
+            _check_hold(self.motor_hold, "online setting motor_hold")
         if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
             raise RotoridError(f"online setting rate_hz must be a positive rate in Hz or None, got {self.rate_hz!r}")
         if not (0.0 <= self.motor_spread < 1.0 and self.acc_bias_z_sigma >= 0.0 and self.yaw_moment >= 0.0):
@@ -227,6 +230,17 @@ class OnlineSettings:
             )
         if self.q_omega < 0 or min(self.j_min) <= 0 or min(self.theta1_var0) <= 0 or min(self.theta2_var0) <= 0:
             raise RotoridError("online settings q_omega >= 0, j_min > 0 and initial variances > 0 are required")
+
+
+def _check_hold(hold: Any, what: str) -> float:
+    """`OnlineSettings.motor_hold` or `Flight.meta["motor_hold"]` as a float: a time >= 0 in s."""
+    try:
+        v = float(hold)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(hold, bool) or not (math.isfinite(v) and v >= 0.0):
+        raise RotoridError(f"{what} must be a time >= 0 in s (0: point samples), got {hold!r}")
+    return v
 
 
 class KfModel(NamedTuple):
@@ -323,7 +337,8 @@ class OnlineEstimator:
         self._period = None if s.rate_hz is None else 1.0 / s.rate_hz
         self._t_emit: float | None = None  # end of the current block on the grid of _period
         self._blk: list | None = None  # [count, sum t, sums of gyro, acc, thrusts, thrust integral]
-        self._hold = math.inf  # `OnlineSettings.motor_hold`, resolved with the motor source (`_motor_state`)
+        self._hold = 0.0  # `OnlineSettings.motor_hold`, resolved with the motor source (`_motor_state`)
+        self._meta_hold = 0.0  # the flight's `meta["motor_hold"]` (`run`); the streaming `update`: none
         self._fl: list[float] | None = None  # rotor thrusts of the last sample
         self._wl: tuple = ()  # their force and moment (every sample a step)
         self._cf: list[float] = [0.0] * self._m  # trapezoidal ∫ thrust dt up to the last sample
@@ -372,7 +387,8 @@ class OnlineEstimator:
                     "— the online estimator needs the rotor inputs"
                 )
             hold = self.settings.motor_hold
-            self._hold = 0.0 if self._source == "cmd" and self._tm[0] is not None else hold or math.inf
+            lagged = self._source == "cmd" and self._tm[0] is not None
+            self._hold = 0.0 if lagged else self._meta_hold if hold is None else hold
         u = rs if self._source == "rotor_speed" else cmd
         if u is None or len(u) != self._m:
             raise RotoridError(
@@ -797,6 +813,8 @@ class OnlineEstimator:
         t, omega, omega_std, alpha (KF), alpha_raw (differentiated gyro at the estimator rate), active (correction-law columns), enabled, theta1,
         theta1_std, yaw_moment, yaw_moment_std, mass, mass_std, imu_z, imu_z_std."""
         self.check(flight)
+        hold = flight.meta.get("motor_hold")
+        self._meta_hold = 0.0 if hold is None else _check_hold(hold, f"{flight.source}: meta['motor_hold']")
         n = len(flight.t)
         none = [None] * n
         cols = (
@@ -1411,6 +1429,7 @@ def identify(
         **dataclasses.asdict(settings),
         "motor_source": est._source,
         "motor_lag": est._source == "cmd" and vehicle.tm_rise is not None,
+        "motor_hold_used": est._hold,
         "log_rate_hz": flight.rate,
         "runs": runs,
     }
