@@ -415,10 +415,9 @@ class OnlineEstimator:
             return list(map(mul, self._mono, map(pow, u, self._exps)))
         return [sum([k * ui**e for k, e in kp]) for ui, kp in zip(u, self._poly, strict=True)]
 
-    def _wrench(self, f: list[float]) -> tuple[list[float], list[float]]:
-        """Collective force and moment about the body origin (any layout): mixer @ thrusts."""
-        w6 = [0.0 if row is None else sum(map(mul, row, f)) for row in self._mix_rows]
-        return w6[:3], w6[3:]
+    def _wrench(self, f: list[float]) -> list[float]:
+        """Collective force and moment about the body origin (any layout), flat: mixer @ thrusts."""
+        return [0.0 if row is None else sum(map(mul, row, f)) for row in self._mix_rows]
 
     # -- public streaming API ----------------------------------------------------------------
     def update(self, sample: Sample) -> OnlineState:
@@ -472,19 +471,25 @@ class OnlineEstimator:
             self._t_emit = None if per is None else t + per
             self._cbar = (t, self._cf, f)
             self._wl = self._wrench(f)
-            self._step(t, g, a, q, self._wl[0], None, None)
+            self._step(t, g, a, q, self._wl, None)
             return
         d = t - t0
         if per is None:  # the wrench is linear in the thrusts: mix each sample once
-            F, M = self._wrench(f)
-            (Fl, Ml), self._wl = self._wl, (F, M)
+            w = self._wrench(f)
+            ws, self._wl = self._wl, w
             if self._hold < d:  # weights of the last sample and this one
                 wl = 0.5 + 0.5 * self._hold / d
                 wt = 1.0 - wl
-                (x0, y0, z0), (l0, m0, n0), (x1, y1, z1), (l1, m1, n1) = Fl, Ml, F, M
-                Fl = (wl * x0 + wt * x1, wl * y0 + wt * y1, wl * z0 + wt * z1)
-                Ml = (wl * l0 + wt * l1, wl * m0 + wt * m1, wl * n0 + wt * n1)
-            self._step(t, g, a, q, F, Fl, Ml)
+                (x0, y0, z0, l0, m0, n0), (x1, y1, z1, l1, m1, n1) = ws, w
+                ws = (
+                    wl * x0 + wt * x1,
+                    wl * y0 + wt * y1,
+                    wl * z0 + wt * z1,
+                    wl * l0 + wt * l1,
+                    wl * m0 + wt * m1,
+                    wl * n0 + wt * n1,
+                )
+            self._step(t, g, a, q, w, ws)
             return
         h = 0.5 * d
         self._cf = cf = [c + h * (x + y) for c, x, y in zip(self._cf, fl, f, strict=True)]
@@ -505,7 +510,7 @@ class OnlineEstimator:
             self._t_emit += per * (1 + math.floor((t - self._t_emit) / per + 1e-6))
             dt, delta = tb - tp, 0.5 * min(self._hold, d)
             fw = [(c1 - c0 - delta * (f1 - f0)) / dt for c0, c1, f0, f1 in zip(cp, cb, fp, fb, strict=True)]
-            self._step(tb, mean[0:3], mean[3:6], q, self._wrench(fb)[0], *self._wrench(fw))
+            self._step(tb, mean[0:3], mean[3:6], q, self._wrench(fb), self._wrench(fw))
 
     @property
     def state(self) -> OnlineState:
@@ -551,13 +556,13 @@ class OnlineEstimator:
         acc: list[float],
         q: list[float] | None,
         F: Sequence[float],
-        Fm: Sequence[float] | None,
-        Mm: Sequence[float] | None,
+        ws: Sequence[float] | None,
     ) -> None:
-        """One estimator step from block means (gyro, accelerometer, rotor force `F`) and the
-        wrench's mean over the step `Fm`, `Mm` (`_push`; None at the first): enable check, KF
-        (Alg. 1-2, 4), regressors (Alg. 3, 6), RLS (Alg. 5, 7). The KF and the RLS rows take the
-        step's wrench; the RLS2 rows the mean force of the two blocks, as the accelerometer."""
+        """One estimator step from block means (gyro, accelerometer, rotor wrench `F`: force
+        first) and the wrench's mean over the step `ws` (force, moment; `_push`, None at the
+        first): enable check, KF (Alg. 1-2, 4), regressors (Alg. 3, 6), RLS (Alg. 5, 7). The KF
+        and the RLS rows take the step's wrench; the RLS2 rows the mean force of the two blocks,
+        as the accelerometer."""
         self._state = None
         if self._t is None:  # first sample: initial state only
             self._t = t
@@ -575,7 +580,7 @@ class OnlineEstimator:
             self._check_enable(t, dt, acc, q)
         w0 = self.w
         if self._kf:
-            w1, act, va = self._kf_step(dt, Fm, Mm, g)
+            w1, act, va = self._kf_step(dt, ws, g)
         else:
             w1, act, va = g, [True, True, True], None
         self.w = w1
@@ -586,7 +591,7 @@ class OnlineEstimator:
             return
         am = (0.5 * (a0[0] + acc[0]), 0.5 * (a0[1] + acc[1]), 0.5 * (a0[2] + acc[2]))
         om = (0.5 * (w0[0] + w1[0]), 0.5 * (w0[1] + w1[1]), 0.5 * (w0[2] + w1[2]))
-        h1, y1, h2 = self._regressors(om, al, act, Fm, Mm, am)
+        h1, y1, h2 = self._regressors(om, al, act, ws, am)
         y2 = [0.5 * (F0[0] + F[0]), 0.5 * (F0[1] + F[1]), 0.5 * (F0[2] + F[2])]
         if self._lpf:
             h1, y1, h2, y2 = self._lowpass(dt, h1, y1, h2, y2)
@@ -623,9 +628,7 @@ class OnlineEstimator:
             self.enabled = True
             self.t_enabled = t
 
-    def _kf_step(
-        self, dt: float, Fm: tuple[float, ...], Mm: tuple[float, ...], g: list[float]
-    ) -> tuple[list[float], list[bool], list[float]]:
+    def _kf_step(self, dt: float, ws: Sequence[float], g: list[float]) -> tuple[list[float], list[bool], list[float]]:
         """Alg. 1-2 and 4: the KF of the body rate (process model eq. 22 with u = M - com x F
         about the estimated CoM, adaptive measurement weight) and the correction law. Returns
         the new rate, which MOI columns are active and the variance each measurement adds to α̂."""
@@ -636,8 +639,8 @@ class OnlineEstimator:
         else:
             th, S, sc1 = self._kf_model
         cx, cy, cz = th[3], th[4], self._com_z
-        Fx, Fy, Fz = Fm
-        ux, uy, uz = Mm[0] - (cy * Fz - cz * Fy), Mm[1] - (cz * Fx - cx * Fz), Mm[2] - (cx * Fy - cy * Fx) - th[5]
+        Fx, Fy, Fz, Mx, My, Mz = ws
+        ux, uy, uz = Mx - (cy * Fz - cz * Fy), My - (cz * Fx - cx * Fz), Mz - (cx * Fy - cy * Fx) - th[5]
         J0, J1, J2 = (th[0] if th[0] > jx else jx, th[1] if th[1] > jy else jy, th[2] if th[2] > jz else jz)
         (p_, q_, r_), (px, py, pz), (gx, gy, gz) = self.w, self.p, g
         R, c = dt / gnd2, cg / math.sqrt(dt)  # weight 1/R_meas; Alg. 2's c
@@ -670,18 +673,17 @@ class OnlineEstimator:
         om: tuple[float, ...],
         al: tuple[float, ...],
         act: list[bool],
-        Fm: tuple[float, ...],
-        Mm: tuple[float, ...],
+        ws: Sequence[float],
         am: tuple[float, ...],
     ) -> tuple[list[list[float]], list[float], list[list[float]]]:
         """Alg. 3-4: H1 rows (3 x 6, θ1 with the yaw moment) of M - cz [-Fy, Fx, 0] = H1 θ1 (MOI columns of inactive
         axes zeroed, their term at the current estimate moved to the output); Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z], IMU x, y relative to the CoM."""
         p_, q_, r_ = om
         a0, a1, a2 = al
-        Fx, Fy, Fz = Fm
+        Fx, Fy, Fz, Mx, My, y2 = ws
         pq, pr, qr = p_ * q_, p_ * r_, q_ * r_
         cz, th = self._com_z, self.th1
-        y0, y1, y2 = Mm[0] + cz * Fy, Mm[1] - cz * Fx, Mm[2]
+        y0, y1 = Mx + cz * Fy, My - cz * Fx
         cols = [(a0, pr, -pq), (-qr, a1, pq), (qr, -pr, a2)]  # the MOI columns of H1
         moved = _NO_MOVE  # the zeroed entries, rows by MOI column
         if not (act[0] and act[1] and act[2]):
@@ -779,12 +781,13 @@ class OnlineEstimator:
             g1 = s01 * h0 + s11 * h1
             den = h0 * g0 + h1 * g1 + rv
             e = yi - h0 * t0 - h1 * t1
-            t0 += g0 * e / den
-            t1 += g1 * e / den
-            s00 -= g0 * g0 / den
-            s01 -= g0 * g1 / den
-            s11 -= g1 * g1 / den
-            c += e * e / den
+            f, k0 = e / den, g0 / den
+            t0 += g0 * f
+            t1 += g1 * f
+            s00 -= k0 * g0
+            s01 -= k0 * g1
+            s11 -= g1 / den * g1
+            c += e * f
         self.th2 = [t0, t1]
         self.s2 = [s00, s01, s11]
         chi[0] = c
