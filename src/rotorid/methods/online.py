@@ -339,6 +339,7 @@ class OnlineEstimator:
         self._blk: list | None = None  # [count, sum t, sums of gyro, acc, thrusts, thrust integral]
         self._hold = 0.0  # `OnlineSettings.motor_hold`, resolved with the motor source (`_motor_state`)
         self._meta_hold = 0.0  # the flight's `meta["motor_hold"]` (`run`); the streaming `update`: none
+        self._lagged = False  # the commands run through the motor lag (`_motor_state`)
         self._fl: list[float] | None = None  # rotor thrusts of the last sample
         self._wl: tuple = ()  # their force and moment (every sample a step)
         self._cf: list[float] = [0.0] * self._m  # trapezoidal ∫ thrust dt up to the last sample
@@ -387,8 +388,8 @@ class OnlineEstimator:
                     "— the online estimator needs the rotor inputs"
                 )
             hold = self.settings.motor_hold
-            lagged = self._source == "cmd" and self._tm[0] is not None
-            self._hold = 0.0 if lagged else self._meta_hold if hold is None else hold
+            self._lagged = self._source == "cmd" and self._tm[0] is not None
+            self._hold = 0.0 if self._lagged else self._meta_hold if hold is None else hold
         u = rs if self._source == "rotor_speed" else cmd
         if u is None or len(u) != self._m:
             raise RotoridError(
@@ -408,6 +409,11 @@ class OnlineEstimator:
             y[i] = a * y[i] + (1.0 - a) * up[i]
         self._u_prev = u
         return list(y)
+
+    def _motor_settings(self) -> dict[str, Any]:
+        """What `_motor_state` resolved: the motor source, whether the lag model runs and the hold
+        used (s, `OnlineSettings.motor_hold`)."""
+        return {"motor_source": self._source, "motor_lag": self._lagged, "motor_hold_used": self._hold}
 
     def _thrusts(self, u: list[float]) -> list[float]:
         """Rotor thrusts f_i = sum_j K_ij u_i^e_j (eq. 1–5) of the motor states `u`."""
@@ -1430,9 +1436,7 @@ def identify(
         ]
     settings_out = {
         **dataclasses.asdict(settings),
-        "motor_source": est._source,
-        "motor_lag": est._source == "cmd" and vehicle.tm_rise is not None,
-        "motor_hold_used": est._hold,
+        **est._motor_settings(),
         "log_rate_hz": flight.rate,
         "runs": runs,
     }
