@@ -170,7 +170,9 @@ def _bytecodes(est: online.OnlineEstimator, samples: list) -> collections.Counte
 def timing(runs: int = 3) -> list[dict]:
     """CPU time of `update` per sample on a 60 s flight at 1 kHz (median of `runs`), by default
     (100 Hz blocks) and with every sample a full KF/RLS step; the full step's Python bytecode
-    count (what bounds a pure-Python step: count x time per bytecode) and its profile."""
+    count (what bounds a pure-Python step: count x time per bytecode) and its profile. `update`
+    has no flight to read `meta["motor_hold"]` from: it reads point samples, which weigh the two
+    samples' wrenches each step (`OnlineSettings.motor_hold`)."""
     sc = scenarios.run("kwon-payload", seed=0, duration=60.0)
     fl = sc.flights["trajectory"]
     samples = [

@@ -145,8 +145,8 @@ def test_kf_angular_acceleration_beats_the_differentiated_gyro() -> None:
 def test_streaming_update_equals_batch_run() -> None:
     sc = scenario(0, imu_rate=100.0)
     fl = sc.flights["trajectory"].window(0.0, 22.0)
-    batch = online.OnlineEstimator(sc.vehicle).run(fl)
-    est = online.OnlineEstimator(sc.vehicle)
+    batch = online.OnlineEstimator(sc.vehicle).run(fl)  # the hold from the flight's meta
+    est = online.OnlineEstimator(sc.vehicle, online.OnlineSettings(motor_hold=fl.meta["motor_hold"]))  # no flight
     states = [
         est.update(online.Sample(t, g, a, c, rs))
         for t, g, a, c, rs in zip(fl.t, fl.gyro, fl.acc, fl.cmd, fl.rotor_speed, strict=True)
@@ -186,7 +186,8 @@ def test_rotor_model_and_motor_lag_match_the_core() -> None:
     est = online.OnlineEstimator(veh, online.OnlineSettings(rate_hz=None))
     force, moment = [], []
     for ti, ci in zip(t.tolist(), cmd.tolist(), strict=True):
-        f, m = est._wrench(est._motor_state(ti, ci, None))
+        w = est._wrench(est._thrusts(est._motor_state(ti, ci, None)))
+        f, m = w[:3], w[3:]
         est._t_raw = ti
         force.append(f)
         moment.append(m)

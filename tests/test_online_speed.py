@@ -48,6 +48,10 @@ class Reference(online.OnlineEstimator):
         self.prev = self.tp = self.lpf = None
         self.act, self.al, self.alr = np.zeros(3, bool), np.zeros(3), np.zeros(3)
         self._rows, rec = [], []
+        lagged = self._source == "cmd" and veh.tm_rise is not None
+        given = s.motor_hold if s.motor_hold is not None else flight.meta.get("motor_hold", 0.0)
+        hold = 0.0 if lagged else given  # how long a motor sample holds after its stamp
+        last, this = [], []  # (t, thrusts) of the samples of the last block and of this one
         lag = uprev = t_raw = t_emit = blk = None
         for i, t in enumerate(flight.t):
             u = u_all[i].astype(float)
@@ -60,21 +64,35 @@ class Reference(online.OnlineEstimator):
                     lag = a * lag + (1.0 - a) * uprev
                     uprev = u
                 u = lag.copy()
-            w6 = mix @ (k * u[:, None] ** ex).sum(axis=1)
+            f = (k * u[:, None] ** ex).sum(axis=1)
             q = None if flight.quat is None else flight.quat[i]
-            x = np.concatenate([flight.gyro[i], flight.acc[i], w6])
+            if i:
+                delta = 0.5 * min(hold, t - t_raw)  # the sample's thrust is centred δ after its stamp
             t_raw = t
-            if per is None or t_emit is None:
+            this.append((t, f))
+            x = np.concatenate([flight.gyro[i], flight.acc[i], f])
+            close = per is None or t_emit is None
+            if close:
                 t_emit = None if per is None else t + per
-                self.step(t, x, q)
+                m, tb = x, t
             else:
-                blk = [0, 0.0, np.zeros(12)] if blk is None else blk
+                blk = [0, 0.0, np.zeros(x.shape)] if blk is None else blk
                 blk[0], blk[1], blk[2] = blk[0] + 1, blk[1] + t, blk[2] + x
                 if t >= t_emit - 1e-6 * per:
-                    n, m = blk[0], blk[2] / blk[0]
+                    close, m, tb = True, blk[2] / blk[0], blk[1] / blk[0]
                     t_emit += per * (1 + math.floor((t - t_emit) / per + 1e-6))
-                    self.step(blk[1] / n, m, q)
                     blk = None
+            if close:
+                fb, fw = m[6:], None
+                if last:  # the step's mean thrust: the blocks' means of C - δ f, C = ∫ f dt (trapezoid)
+                    ts, fs = (np.array(v) for v in zip(*(last + this), strict=True))
+                    c = np.vstack(
+                        [np.zeros(len(f)), np.cumsum(0.5 * np.diff(ts)[:, None] * (fs[1:] + fs[:-1]), axis=0)]
+                    )
+                    c -= delta * fs
+                    fw = (c[len(last) :].mean(axis=0) - c[: len(last)].mean(axis=0)) / (tb - ts[: len(last)].mean())
+                last, this = this, []
+                self.step(tb, m[:6], fb, None if fw is None else mix @ fw, mix[:3] @ fb, q)
             rec.append(self.record())
         return self.trajectories(flight, rec)
 
@@ -105,17 +123,20 @@ class Reference(online.OnlineEstimator):
         out["t"] = flight.t.copy()
         return out
 
-    def step(self, t, x, q):
-        g, acc, F, M = x[0:3], x[3:6], x[6:9], x[9:12]
+    def step(self, t, x, f, w6, F, q):
+        """One step from the block means x = (gyro, acc), the thrusts f and their force F, and
+        the step's mean wrench w6 (None at the first)."""
+        g, acc = x[0:3], x[3:6]
         if self.tp is None:
-            self.tp, self.prev = t, x
+            self.tp, self.prev = t, (x, F)
             if not self._kf:
                 self.W = g.copy()
             return
-        dt, x0 = t - self.tp, self.prev
-        self.tp, self.prev = t, x
+        dt, (x0, F0) = t - self.tp, self.prev
+        self.tp, self.prev = t, (x, F)
         self.alr = (g - x0[0:3]) / dt
-        Fm, Mm, am = 0.5 * (x0[6:9] + F), 0.5 * (x0[9:12] + M), 0.5 * (x0[3:6] + acc)
+        Fm, Mm, am = w6[:3], w6[3:], 0.5 * (x0[3:6] + acc)
+        self.F2 = 0.5 * (F0 + F)  # the RLS2 rows' force: the mean of the two blocks, as the accelerometer
         if not self.enabled:
             self.enable(t, dt, acc, q)
         w0 = self.W
@@ -175,7 +196,7 @@ class Reference(online.OnlineEstimator):
         lever = np.array([self._imu_xy[0] - self.t1[3], self._imu_xy[1] - self.t1[4]])
         on = np.array([act[1] and act[2], act[0] and act[2], act[0] and act[1]]) if self._kf else np.ones(3, bool)
         H2 = np.column_stack([am - A[:, :2] @ (lever * on[:2]), -A[:, 2] * on[2]])
-        y2 = Fm.copy()
+        y2 = self.F2.copy()
         if self._lpf:
             flat = np.concatenate([H1.ravel(), y1, H2.ravel(), y2])
             if self.lpf is not None:
@@ -250,6 +271,10 @@ CASES = {
     "rls per sample": ("rls", None, 1000.0),
     "rls-lpf 100 Hz blocks": ("rls-lpf", 100.0, 1000.0),
     "kwon motor lag from commands": ("kwon", None, "lag"),
+    "kwon 250 Hz log, 2 ms motor hold": ("kwon", 100.0, 250.0, 0.002),
+    "kwon per sample, 0.5 ms motor hold": ("kwon", None, 1000.0, 0.0005),
+    "kwon per sample, point samples": ("kwon", None, 1000.0, 0.0),
+    "kwon 250 Hz log, point samples": ("kwon", 100.0, 250.0, 0.0),
 }
 
 
@@ -268,12 +293,12 @@ def _identify(cls, fl, veh, settings, monkeypatch):
 
 @pytest.mark.parametrize("case", CASES)
 def test_step_equals_the_plain_reference(case: str, monkeypatch) -> None:
-    variant, rate, log = CASES[case]
+    variant, rate, log, *hold = CASES[case]
     fl, veh = _lag_case() if log == "lag" else _scenario(log)
     settings = (
         online.OnlineSettings.literal(rate_hz=rate)
         if variant == "literal"
-        else online.OnlineSettings(variant, rate_hz=rate)
+        else online.OnlineSettings(variant, rate_hz=rate, motor_hold=hold[0] if hold else None)
     )
     res, est = _identify(online.OnlineEstimator, fl, veh, settings, monkeypatch)
     ref, ref_est = _identify(Reference, fl, veh, settings, monkeypatch)
@@ -295,9 +320,10 @@ def test_step_equals_the_plain_reference(case: str, monkeypatch) -> None:
 
 
 def test_update_states_equal_the_reference_history() -> None:
-    """`update` one sample at a time (the live-loop path) gives the reference's history."""
+    """`update` one sample at a time (the live-loop path) gives the reference's history; it has
+    no flight to take `meta["motor_hold"]` from, so it reads point samples (0)."""
     fl, veh = _scenario(1000.0)
-    ref = Reference(veh, online.OnlineSettings(rate_hz=None)).run(fl)
+    ref = Reference(veh, online.OnlineSettings(rate_hz=None, motor_hold=0.0)).run(fl)
     est = online.OnlineEstimator(veh, online.OnlineSettings(rate_hz=None))
     states = [
         est.update(online.Sample(t, g, a, c, rs))

@@ -121,7 +121,9 @@ class Flight:
     """Time-aligned channels of one flight. All channels share `t` (float64 seconds).
 
     Channels absent from the log are None. `meta` holds the source file, original rates,
-    units, windows and notes; it is carried through every operation.
+    units, windows and notes; it is carried through every operation. `meta["motor_hold"]` (s),
+    where the reader or simulator knows it: how long each motor sample (cmd, rotor_speed) holds
+    after its stamp (0: point samples; `rotorid.methods.online.OnlineSettings.motor_hold`).
     """
 
     t: np.ndarray

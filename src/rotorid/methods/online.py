@@ -47,9 +47,11 @@ are the errors-in-variables corrected solve of the RLS2 rows (`_final_theta2`), 
 from the streaming trajectory's last value by the attenuation the accelerometer noise causes
 (≈ 25 ppm of the mass on kwon-payload).
 
-Discretisation: Alg. 4 differentiates ω̂ between two samples; the moment, thrust, rate and
-accelerometer entering H1/H2 are the means of the same two samples (the midpoint the forward
-difference belongs to), and the KF predicts with the mean moment.
+Discretisation: Alg. 4 differentiates ω̂ between two steps; the KF predicts with, and H1 holds,
+the wrench's exact mean over the step the two blocks' gyro means span (`OnlineEstimator._push`:
+the samples of both blocks weighted by a triangle, each centred where its motor sample holds,
+`OnlineSettings.motor_hold`); the rate in H1/H2 and the force and accelerometer of H2 are the
+means of the two steps (the midpoint the forward difference belongs to).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import add, mul
+from operator import add, mul, sub
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -155,6 +157,21 @@ class OnlineSettings:
       attitude). A bias above the KF's σ keeps the
       correction law's column active in hover (Alg. 4), where the rows carry α̂ noise without a
       moment: 0.5 deg/s attenuated J by 20–40 % on kwon-payload-mismatch.
+    - `motor_hold` (s): how long each logged motor sample (command or rotor speed) holds after
+      its time stamp, e.g. the autopilot's mixer period when the log records every mixer output
+      (the ESC holds each command until the next). The wrench a sample reports is then centred
+      half of min(motor_hold, log interval) after its stamp, which sets the moment the KF
+      integrates and the RLS rows hold (`OnlineEstimator._push`). 0: point samples, the wrench
+      linear between the stamps, as a measured rotor speed (ESC telemetry) of a continuous state or
+      a log slower than the mixer gives. None (default): the flight's `meta["motor_hold"]` (s)
+      where its reader or the simulator records it (`rotorid.sim.simulator._motor_hold`: the
+      control period where the motors follow their commands at once), else 0; the streaming
+      `update` has no flight, there None is 0. Commands through the motor lag
+      (`vehicle.tm_rise`) give the motor state at the stamps, which is centred there (0 whatever
+      is set). Held samples read as point samples put the moment half a log sample late (I_xx,
+      I_yy +0.12 % on a noise-free kwon-payload flight, 1 kHz log of its 500 Hz controller,
+      which the KF turns into a gain error of α̂); point samples read as held for 10 ms put it
+      5 ms early (-1.3 % on a 100 Hz log).
     - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
       `enable_tau` (s): that LPF's time constant.
     """
@@ -185,6 +202,7 @@ class OnlineSettings:
     yaw_moment: float = 1.0
     gyro_bias: bool = True
     fixed_point: bool = True
+    motor_hold: float | None = None
 
     @staticmethod
     def literal(**changes: Any) -> OnlineSettings:
@@ -201,6 +219,8 @@ class OnlineSettings:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise RotoridError(f"online setting {name} must be a positive number, got {v!r}")
+        if self.motor_hold is not None:
+            _check_hold(self.motor_hold, "online setting motor_hold")
         if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
             raise RotoridError(f"online setting rate_hz must be a positive rate in Hz or None, got {self.rate_hz!r}")
         if not (0.0 <= self.motor_spread < 1.0 and self.acc_bias_z_sigma >= 0.0 and self.yaw_moment >= 0.0):
@@ -210,6 +230,17 @@ class OnlineSettings:
             )
         if self.q_omega < 0 or min(self.j_min) <= 0 or min(self.theta1_var0) <= 0 or min(self.theta2_var0) <= 0:
             raise RotoridError("online settings q_omega >= 0, j_min > 0 and initial variances > 0 are required")
+
+
+def _check_hold(hold: Any, what: str) -> float:
+    """`OnlineSettings.motor_hold` or `Flight.meta["motor_hold"]` as a float: a time >= 0 in s."""
+    try:
+        v = float(hold)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(hold, bool) or not (math.isfinite(v) and v >= 0.0):
+        raise RotoridError(f"{what} must be a time >= 0 in s (0: point samples), got {hold!r}")
+    return v
 
 
 class KfModel(NamedTuple):
@@ -305,7 +336,14 @@ class OnlineEstimator:
         self._t_raw: float | None = None  # time of the last sample
         self._period = None if s.rate_hz is None else 1.0 / s.rate_hz
         self._t_emit: float | None = None  # end of the current block on the grid of _period
-        self._blk: list | None = None  # [count, sum t, sums of gyro, acc, F, M]
+        self._blk: list | None = None  # [count, sum t, sums of gyro, acc, thrusts, thrust integral]
+        self._hold = 0.0  # `OnlineSettings.motor_hold`, resolved with the motor source (`_motor_state`)
+        self._meta_hold = 0.0  # the flight's `meta["motor_hold"]` (`run`); the streaming `update`: none
+        self._lagged = False  # the commands run through the motor lag (`_motor_state`)
+        self._fl: list[float] | None = None  # rotor thrusts of the last sample
+        self._wl: tuple = ()  # their force and moment (every sample a step)
+        self._cf: list[float] = [0.0] * self._m  # trapezoidal ∫ thrust dt up to the last sample
+        self._cbar: tuple | None = None  # the last block's mean time, mean of that integral, mean thrusts
         # KF state (Alg. 1-2)
         self.w = list(s.omega0)
         self.p = [s.omega_var0] * 3
@@ -321,7 +359,7 @@ class OnlineEstimator:
         self._az = 0.0
         self._lag: list[float] | None = None
         self._u_prev: list[float] | None = None
-        self._prev: tuple | None = None  # (F, M, acc, gyro) of the previous step
+        self._prev: tuple | None = None  # (thrusts, acc, gyro) block means of the previous step
         self._alpha = (0.0, 0.0, 0.0)
         self._alpha_raw = (0.0, 0.0, 0.0)  # differentiated (block-averaged) gyro, for Fig. 6
         self.active = [False, False, False]
@@ -349,6 +387,9 @@ class OnlineEstimator:
                     f"{'' if self.vehicle.motor_input != 'rad_s' else 'nor rotor speeds '}"
                     "— the online estimator needs the rotor inputs"
                 )
+            hold = self.settings.motor_hold
+            self._lagged = self._source == "cmd" and self._tm[0] is not None
+            self._hold = 0.0 if self._lagged else self._meta_hold if hold is None else hold
         u = rs if self._source == "rotor_speed" else cmd
         if u is None or len(u) != self._m:
             raise RotoridError(
@@ -369,15 +410,20 @@ class OnlineEstimator:
         self._u_prev = u
         return list(y)
 
-    def _wrench(self, u: list[float]) -> tuple[list[float], list[float]]:
-        """Collective force and moment about the body origin (eq. 1–5 for any layout):
-        f_i = sum_j K_ij u_i^e_j, wrench = mixer @ f."""
+    def _motor_settings(self) -> dict[str, Any]:
+        """What `_motor_state` resolved: the motor source, whether the lag model runs and the hold
+        used (s, `OnlineSettings.motor_hold`)."""
+        return {"motor_source": self._source, "motor_lag": self._lagged, "motor_hold_used": self._hold}
+
+    def _thrusts(self, u: list[float]) -> list[float]:
+        """Rotor thrusts f_i = sum_j K_ij u_i^e_j (eq. 1–5) of the motor states `u`."""
         if self._mono is not None:
-            f = list(map(mul, self._mono, map(pow, u, self._exps)))
-        else:
-            f = [sum([k * ui**e for k, e in kp]) for ui, kp in zip(u, self._poly, strict=True)]
-        w6 = [0.0 if row is None else sum(map(mul, row, f)) for row in self._mix_rows]
-        return w6[:3], w6[3:]
+            return list(map(mul, self._mono, map(pow, u, self._exps)))
+        return [sum([k * ui**e for k, e in kp]) for ui, kp in zip(u, self._poly, strict=True)]
+
+    def _wrench(self, f: list[float]) -> list[float]:
+        """Collective force and moment about the body origin (any layout), flat: mixer @ thrusts."""
+        return [0.0 if row is None else sum(map(mul, row, f)) for row in self._mix_rows]
 
     # -- public streaming API ----------------------------------------------------------------
     def update(self, sample: Sample) -> OnlineState:
@@ -406,30 +452,71 @@ class OnlineEstimator:
                 f"t={t:.6f} s: sample out of time order (previous t={self._t_raw:.6f} s); "
                 "feed samples with strictly increasing time stamps"
             )
-        self._push(t, g, a, q, *self._wrench(self._motor_state(t, cmd, rs)))
+        self._push(t, g, a, q, self._thrusts(self._motor_state(t, cmd, rs)))
         return self._state or self.state
 
-    def _push(self, t: float, g: list[float], a: list[float], q: list[float] | None, F: list[float], M: list[float]):
-        """Average samples over blocks of 1/rate_hz and run one estimator step per block."""
-        self._t_raw = t
+    def _push(self, t: float, g: list[float], a: list[float], q: list[float] | None, f: list[float]) -> None:
+        """Average samples over blocks of 1/rate_hz and run one estimator step per block, with
+        the rotor thrusts' mean over the step.
+
+        The KF measures the block mean of the gyro, ω̄_n = Σ_i∈B_n ω(t_i) / N_n, and the rate
+        of a rigid body is ω(t_i) = ω(t_0) + ∫ ω̇ dt (Kwon eq. 7 with the moment of eq. 5, which
+        is linear in the thrusts). Hence ω̄_n - ω̄_n-1 = (C̄_n - C̄_n-1) / J (the gyroscopic term
+        aside), C̄_n the block mean of C(t_i) = ∫_0^t_i f dt through the mixer, and the step's
+        mean thrust is (C̄_n - C̄_n-1) / (t̄_n - t̄_n-1), t̄ the blocks' mean times: the samples
+        of both blocks weighted by a triangle. A sample f_i is the thrust centred δ =
+        min(motor_hold, log interval) / 2 after its stamp (`OnlineSettings.motor_hold`), linear
+        between those centres, so C(t_i) = Σ_k<i (f_k + f_k+1) Δ_k / 2 - δ f_i (trapezoid up to
+        the centre of f_i, less the δ after t_i): a wrench held for the whole interval (δ = Δ/2)
+        gives C(t_i) = Σ_k<i f_k Δ_k, exactly. Every sample its own step (`rate_hz` None):
+        (f_n-1 + f_n) / 2 + (δ / Δ) (f_n-1 - f_n), f_n-1 when held."""
+        t0, fl = self._t_raw, self._fl
+        self._t_raw, self._fl = t, f
         per = self._period
-        if per is None or self._t_emit is None:
+        if fl is None:  # the first sample: a block of its own, the estimator's initial state
             self._t_emit = None if per is None else t + per
-            self._step(t, g, a, q, F, M)
+            self._cbar = (t, self._cf, f)
+            self._wl = self._wrench(f)
+            self._step(t, g, a, q, self._wl, None)
             return
+        d = t - t0
+        if per is None:  # the wrench is linear in the thrusts: mix each sample once
+            w = self._wrench(f)
+            ws, self._wl = self._wl, w
+            if self._hold < d:  # weights of the last sample and this one
+                wl = 0.5 + 0.5 * self._hold / d
+                wt = 1.0 - wl
+                (x0, y0, z0, l0, m0, n0), (x1, y1, z1, l1, m1, n1) = ws, w
+                ws = (
+                    wl * x0 + wt * x1,
+                    wl * y0 + wt * y1,
+                    wl * z0 + wt * z1,
+                    wl * l0 + wt * l1,
+                    wl * m0 + wt * m1,
+                    wl * n0 + wt * n1,
+                )
+            self._step(t, g, a, q, w, ws)
+            return
+        h = 0.5 * d
+        self._cf = cf = [c + h * (x + y) for c, x, y in zip(self._cf, fl, f, strict=True)]
         b = self._blk
         if b is None:
-            b = [0, 0.0, [0.0] * 12]
+            b = [0, 0.0, [0.0] * (6 + 2 * self._m)]
         b[0] += 1
         b[1] += t
-        b[2] = list(map(add, b[2], (*g, *a, *F, *M)))
+        b[2] = list(map(add, b[2], (*g, *a, *f, *cf)))
         self._blk = b
         if t >= self._t_emit - 1e-6 * per:  # the sample reaches the block's end on the grid
-            n = b[0]
-            m = [x / n for x in b[2]]
+            n, m = b[0], self._m
+            mean = [x / n for x in b[2]]
+            tb, fb, cb = b[1] / n, mean[6 : 6 + m], mean[6 + m :]
+            (tp, cp, fp), self._cbar = self._cbar, (tb, [0.0] * m, fb)
+            self._cf = list(map(sub, cf, cb))  # the integral from C̄ of this block on: no growing sum
             self._blk = None
             self._t_emit += per * (1 + math.floor((t - self._t_emit) / per + 1e-6))
-            self._step(b[1] / n, m[0:3], m[3:6], q, m[6:9], m[9:12])
+            dt, delta = tb - tp, 0.5 * min(self._hold, d)
+            fw = [(c1 - c0 - delta * (f1 - f0)) / dt for c0, c1, f0, f1 in zip(cp, cb, fp, fb, strict=True)]
+            self._step(tb, mean[0:3], mean[3:6], q, self._wrench(fb), self._wrench(fw))
 
     @property
     def state(self) -> OnlineState:
@@ -468,30 +555,38 @@ class OnlineEstimator:
         return chi[0] / chi[1] if chi[1] > 10 else 1.0
 
     # -- the step ---------------------------------------------------------------------------
-    def _step(self, t: float, g: list[float], acc: list[float], q: list[float] | None, F: list[float], M: list[float]):
-        """One estimator step: enable check, KF (Alg. 1-2, 4), regressors (Alg. 3, 6), RLS (Alg. 5, 7)."""
+    def _step(
+        self,
+        t: float,
+        g: list[float],
+        acc: list[float],
+        q: list[float] | None,
+        F: Sequence[float],
+        ws: Sequence[float] | None,
+    ) -> None:
+        """One estimator step from block means (gyro, accelerometer, rotor wrench `F`: force
+        first) and the wrench's mean over the step `ws` (force, moment; `_push`, None at the
+        first): enable check, KF (Alg. 1-2, 4), regressors (Alg. 3, 6), RLS (Alg. 5, 7). The KF
+        and the RLS rows take the step's wrench; the RLS2 rows the mean force of the two blocks,
+        as the accelerometer."""
         self._state = None
         if self._t is None:  # first sample: initial state only
             self._t = t
-            self._prev = (F, M, acc, g)
+            self._prev = (F, acc, g)
             if not self._kf:
                 self.w = list(g)
             return
         dt = t - self._t
         self._t = t
-        (F0x, F0y, F0z), (M0x, M0y, M0z), a0, g0 = self._prev
-        self._prev = (F, M, acc, g)
+        F0, a0, g0 = self._prev
+        self._prev = (F, acc, g)
         if self._rows is not None:  # `run` records it (Fig. 6); a live loop has no use for it
             self._alpha_raw = ((g[0] - g0[0]) / dt, (g[1] - g0[1]) / dt, (g[2] - g0[2]) / dt)
-        Fx, Fy, Fz = F
-        Mx, My, Mz = M
-        Fm = (0.5 * (F0x + Fx), 0.5 * (F0y + Fy), 0.5 * (F0z + Fz))
-        Mm = (0.5 * (M0x + Mx), 0.5 * (M0y + My), 0.5 * (M0z + Mz))
         if not self.enabled:
             self._check_enable(t, dt, acc, q)
         w0 = self.w
         if self._kf:
-            w1, act, va = self._kf_step(dt, Fm, Mm, g)
+            w1, act, va = self._kf_step(dt, ws, g)
         else:
             w1, act, va = g, [True, True, True], None
         self.w = w1
@@ -502,7 +597,8 @@ class OnlineEstimator:
             return
         am = (0.5 * (a0[0] + acc[0]), 0.5 * (a0[1] + acc[1]), 0.5 * (a0[2] + acc[2]))
         om = (0.5 * (w0[0] + w1[0]), 0.5 * (w0[1] + w1[1]), 0.5 * (w0[2] + w1[2]))
-        h1, y1, h2, y2 = self._regressors(om, al, act, Fm, Mm, am)
+        h1, y1, h2 = self._regressors(om, al, act, ws, am)
+        y2 = [0.5 * (F0[0] + F[0]), 0.5 * (F0[1] + F[1]), 0.5 * (F0[2] + F[2])]
         if self._lpf:
             h1, y1, h2, y2 = self._lowpass(dt, h1, y1, h2, y2)
         m2, f2, eiv = self._nd2
@@ -538,9 +634,7 @@ class OnlineEstimator:
             self.enabled = True
             self.t_enabled = t
 
-    def _kf_step(
-        self, dt: float, Fm: tuple[float, ...], Mm: tuple[float, ...], g: list[float]
-    ) -> tuple[list[float], list[bool], list[float]]:
+    def _kf_step(self, dt: float, ws: Sequence[float], g: list[float]) -> tuple[list[float], list[bool], list[float]]:
         """Alg. 1-2 and 4: the KF of the body rate (process model eq. 22 with u = M - com x F
         about the estimated CoM, adaptive measurement weight) and the correction law. Returns
         the new rate, which MOI columns are active and the variance each measurement adds to α̂."""
@@ -551,8 +645,8 @@ class OnlineEstimator:
         else:
             th, S, sc1 = self._kf_model
         cx, cy, cz = th[3], th[4], self._com_z
-        Fx, Fy, Fz = Fm
-        ux, uy, uz = Mm[0] - (cy * Fz - cz * Fy), Mm[1] - (cz * Fx - cx * Fz), Mm[2] - (cx * Fy - cy * Fx) - th[5]
+        Fx, Fy, Fz, Mx, My, Mz = ws
+        ux, uy, uz = Mx - (cy * Fz - cz * Fy), My - (cz * Fx - cx * Fz), Mz - (cx * Fy - cy * Fx) - th[5]
         J0, J1, J2 = (th[0] if th[0] > jx else jx, th[1] if th[1] > jy else jy, th[2] if th[2] > jz else jz)
         (p_, q_, r_), (px, py, pz), (gx, gy, gz) = self.w, self.p, g
         R, c = dt / gnd2, cg / math.sqrt(dt)  # weight 1/R_meas; Alg. 2's c
@@ -585,18 +679,17 @@ class OnlineEstimator:
         om: tuple[float, ...],
         al: tuple[float, ...],
         act: list[bool],
-        Fm: tuple[float, ...],
-        Mm: tuple[float, ...],
+        ws: Sequence[float],
         am: tuple[float, ...],
-    ) -> tuple[list[list[float]], list[float], list[list[float]], list[float]]:
+    ) -> tuple[list[list[float]], list[float], list[list[float]]]:
         """Alg. 3-4: H1 rows (3 x 6, θ1 with the yaw moment) of M - cz [-Fy, Fx, 0] = H1 θ1 (MOI columns of inactive
         axes zeroed, their term at the current estimate moved to the output); Alg. 6: H2 rows (3 x 2) of F = H2 [m, m z], IMU x, y relative to the CoM."""
         p_, q_, r_ = om
         a0, a1, a2 = al
-        Fx, Fy, Fz = Fm
+        Fx, Fy, Fz, Mx, My, y2 = ws
         pq, pr, qr = p_ * q_, p_ * r_, q_ * r_
         cz, th = self._com_z, self.th1
-        y0, y1, y2 = Mm[0] + cz * Fy, Mm[1] - cz * Fx, Mm[2]
+        y0, y1 = Mx + cz * Fy, My - cz * Fx
         cols = [(a0, pr, -pq), (-qr, a1, pq), (qr, -pr, a2)]  # the MOI columns of H1
         moved = _NO_MOVE  # the zeroed entries, rows by MOI column
         if not (act[0] and act[1] and act[2]):
@@ -624,7 +717,7 @@ class OnlineEstimator:
             [am[1] - x * (pq + a2) - y * -(p_ * p_ + r_ * r_), -(qr - a0) if c2 else 0.0],
             [am[2] - x * (pr - a1) - y * (qr + a0), (p_ * p_ + q_ * q_) if c2 else 0.0],
         ]
-        return h1, [y0, y1, y2], h2, list(Fm)
+        return h1, [y0, y1, y2], h2
 
     def _lowpass(
         self, dt: float, h1: list[list[float]], y1: list[float], h2: list[list[float]], y2: list[float]
@@ -694,12 +787,13 @@ class OnlineEstimator:
             g1 = s01 * h0 + s11 * h1
             den = h0 * g0 + h1 * g1 + rv
             e = yi - h0 * t0 - h1 * t1
-            t0 += g0 * e / den
-            t1 += g1 * e / den
-            s00 -= g0 * g0 / den
-            s01 -= g0 * g1 / den
-            s11 -= g1 * g1 / den
-            c += e * e / den
+            f, k0 = e / den, g0 / den
+            t0 += g0 * f
+            t1 += g1 * f
+            s00 -= k0 * g0
+            s01 -= k0 * g1
+            s11 -= g1 / den * g1
+            c += e * f
         self.th2 = [t0, t1]
         self.s2 = [s00, s01, s11]
         chi[0] = c
@@ -728,6 +822,8 @@ class OnlineEstimator:
         t, omega, omega_std, alpha (KF), alpha_raw (differentiated gyro at the estimator rate), active (correction-law columns), enabled, theta1,
         theta1_std, yaw_moment, yaw_moment_std, mass, mass_std, imu_z, imu_z_std."""
         self.check(flight)
+        hold = flight.meta.get("motor_hold")
+        self._meta_hold = 0.0 if hold is None else _check_hold(hold, f"{flight.source}: meta['motor_hold']")
         n = len(flight.t)
         none = [None] * n
         cols = (
@@ -743,7 +839,7 @@ class OnlineEstimator:
         rec: dict[str, list] = {k: [] for k in keys}
         rec_th2: list = []
         for t, g, a, c, rs, q in zip(*cols, strict=True):
-            self._push(t, g, a, q, *self._wrench(self._motor_state(t, c, rs)))
+            self._push(t, g, a, q, self._thrusts(self._motor_state(t, c, rs)))
             rec["omega"].append(self.w)
             rec["p"].append(self.p)
             rec["alpha"].append(self._alpha)
@@ -1214,12 +1310,12 @@ def _fixed_point(
     The KF's α̂ follows the gyro below its bandwidth and its model M/Ĵ above it, so each RLS row
     regresses M partly on M/Ĵ_t with the running Ĵ_t of its step: the estimate is pulled toward
     the running estimate, which starts at j0 (1 g m² against 50-60). On a noise-free kwon-payload
-    flight that leaves I_xx, I_yy +0.77 % and I_zz -0.16 %; with j0 at the truth +0.14 % and
-    +0.006 %, and the raw gyro (variant "rls") -0.04 %. Holding the KF at the final θ1 and
+    flight that leaves I_xx, I_yy +0.66 % and I_zz -0.16 %; with j0 at the truth < 0.001 %, and
+    the raw gyro (variant "rls") -0.001 %. Holding the KF at the final θ1 and
     iterating is the off-line form of such a pseudo-linear regression, whose regressors depend on
     the estimate (Ljung & Söderström 1983, *Theory and Practice of Recursive Identification*,
     pseudo-linear regressions): its fixed point does not depend on the initial guess (noise-free:
-    +0.13, +0.12, +0.01 % from j0 = 1 g m² and from the truth alike), and the scatter of I_xx,
+    +0.001, +0.001, -0.001 % from j0 = 1 g m² and from the truth alike), and the scatter of I_xx,
     I_yy, I_zz over 30 seeds falls from 0.47, 0.41, 0.87 % to 0.24, 0.28, 0.78 % (3 runs). σ then
     needs the regressor's dependence on the held θ1 (`_final_theta1_eiv`, `dalpha`)."""
     final = _final_std(est, *nd2)
@@ -1340,8 +1436,7 @@ def identify(
         ]
     settings_out = {
         **dataclasses.asdict(settings),
-        "motor_source": est._source,
-        "motor_lag": est._source == "cmd" and vehicle.tm_rise is not None,
+        **est._motor_settings(),
         "log_rate_hz": flight.rate,
         "runs": runs,
     }
