@@ -113,6 +113,8 @@ def test_resample_interpolates_by_kind() -> None:
     np.testing.assert_allclose(r.cmd[:, 0], f.cmd[np.searchsorted(f.t, r.t + 1e-12, side="right") - 1, 0])
     np.testing.assert_array_equal(r.landed, r.t < 0.5 - 1e-12)
     assert r.meta["resampled_hz"] == 250.0
+    held = f.replace(meta={**f.meta, "motor_hold": 0.002}).resample(250.0)
+    assert "motor_hold" not in held.meta  # the new samples do not hold as the log's did
 
 
 def test_resample_slerps_quaternions() -> None:

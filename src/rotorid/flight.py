@@ -272,7 +272,8 @@ class Flight:
         """This flight on a uniform grid at `rate` Hz (default: its median rate).
 
         Signals are interpolated linearly, commands and `landed` hold the previous value,
-        quaternions are interpolated by slerp.
+        quaternions are interpolated by slerp. `meta["motor_hold"]` is dropped: the new motor
+        samples do not hold as the log's did.
         """
         rate = rate or self.rate
         bound = len(self.t) * min(max(1.0, rate / self.rate), UPSAMPLE_MAX)
@@ -280,7 +281,8 @@ class Flight:
         t = self.t[0] + np.arange(n) / rate
         series = {c: Series(self.t, getattr(self, c)) for c in self.channels}
         kw = {c: _interp(s, t, CHANNELS[c][2]) for c, s in series.items()}
-        return Flight(t=t, meta={**self.meta, "resampled_hz": rate}, **kw)
+        meta = {k: v for k, v in self.meta.items() if k != "motor_hold"}  # the new samples' hold is not the log's
+        return Flight(t=t, meta={**meta, "resampled_hz": rate}, **kw)
 
 
 def _interp(s: Series, t: np.ndarray, kind: str) -> np.ndarray:
