@@ -244,6 +244,8 @@ def test_cli_online_branch(tmp_path) -> None:
             "rls-lpf",
             "--rate-hz",
             "50",
+            "--motor-hold",
+            "0.002",
             "--out",
             str(tmp_path / "out"),
         ],
@@ -251,6 +253,7 @@ def test_cli_online_branch(tmp_path) -> None:
     assert res.exit_code == 0, res.output
     d = json.loads((tmp_path / "out" / "params.json").read_text())
     assert d["method"] == "online" and d["settings"]["variant"] == "rls-lpf" and d["settings"]["rate_hz"] == 50.0
+    assert d["settings"]["motor_hold"] == 0.002 and d["settings"]["motor_hold_used"] == 0.002
     assert abs(d["params"]["mass"]["value"] - 0.5) < 0.0025
     assert (tmp_path / "out" / "convergence_moi.png").stat().st_size > 10_000
 

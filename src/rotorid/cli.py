@@ -326,6 +326,14 @@ def identify(
     a_z_allow: Annotated[
         float, typer.Option(help="Enable threshold on vertical acceleration (m/s²).", rich_help_panel=_ONLINE)
     ] = 0.1,
+    motor_hold: Annotated[
+        float | None,
+        typer.Option(
+            help="How long each logged motor sample holds after its stamp, s: the mixer's period (0: point "
+            "samples). Default: what the log records, else 0.",
+            rich_help_panel=_ONLINE,
+        ),
+    ] = None,
 ) -> None:
     """Identify parameters from flight logs and write params.json, report.html and figures."""
     from rotorid import runs

@@ -108,7 +108,7 @@ _TLS_OPTIONS = (
     "rotor_drag",
     "rotor_gains",
 )
-_ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow", "motor_spread")
+_ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow", "motor_spread", "motor_hold")
 
 register_method(
     MethodSpec(
