@@ -268,11 +268,7 @@ def bc_hac_cov(
     rho = w @ chi
     q = noise @ chi  # (B, n_t): each block's row-noise moment times chi
     rows = w[:, :-1] * rho[:, None] - q[blocks][:, :-1]
-    nsteps = len(segment)
-    scores = np.zeros((nsteps, nt - 1))
-    np.add.at(scores, np.asarray(instant), rows)
-    if extra is not None:
-        scores += extra
+    scores = _step_scores(rows, instant, len(segment), extra)
     count = np.bincount(blocks, minlength=len(noise))
     bread = w[:, :-1].T @ w[:, :-1] - np.einsum("b,bij->ij", count, noise)[:-1, :-1]
     binv = np.linalg.pinv(bread)
@@ -412,13 +408,17 @@ def tls_hac_cov(
     r, nt = w.shape
     rho = w @ chi
     wb = (w - np.outer(rho, chi) / (chi @ chi))[:, :-1]
-    nsteps = len(segment)
-    scores = np.zeros((nsteps, nt - 1))
-    np.add.at(scores, np.asarray(instant), wb * rho[:, None])
-    if extra is not None:
-        scores += extra
+    scores = _step_scores(wb * rho[:, None], instant, len(segment), extra)
     binv = np.linalg.pinv(wb.T @ wb)
     return _sandwich(binv, scores, segment, lags, r / (r - nt))
+
+
+def _step_scores(rows: np.ndarray, instant: np.ndarray, nsteps: int, extra: np.ndarray | None) -> np.ndarray:
+    """Per-step scores (nsteps, p): the rows' scores `rows` (r, p) summed over the rows of each
+    time step (`instant`), plus a first-step estimate's influence `extra` when given."""
+    scores = np.zeros((nsteps, rows.shape[1]))
+    np.add.at(scores, np.asarray(instant), rows)
+    return scores if extra is None else scores + extra
 
 
 def _sandwich(binv: np.ndarray, scores: np.ndarray, segment: np.ndarray, lags: int | None, dof: float) -> np.ndarray:

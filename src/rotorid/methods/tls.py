@@ -1245,12 +1245,8 @@ def _thrust_noise(
     axes = np.flatnonzero(np.diag(g) >= DIST_AXES * np.diag(g).max())
     gyro, acc = nm.parts[:3].sum(axis=0), nm.parts[3:6].sum(axis=0)
     pieces = [p for f in flights for p in airborne_pieces(f)]
-    lv, v, shape, shapes = (
-        np.full((3, 2), np.nan),
-        np.zeros(3),
-        np.zeros((3, 2)),
-        {},
-    )  # shape: (difference, its variance)
+    lv, v, shapes = np.full((3, 2), np.nan), np.zeros(3), {}
+    shape = np.zeros((3, 2))  # per axis: the white-shape-alone reading's difference, its sampling variance
     for j in axes:
         b = 6 * ci + 3 + j
         if not sol.active[b]:
@@ -1272,7 +1268,7 @@ def _thrust_noise(
     per, var_per = lv[read, 0] / gr, v[read] / gr**2  # each axis's σ_w² and its sampling variance
     var = lv[read, 0].sum() / gr.sum()
     hi, lo = int(np.argmax(per)), int(np.argmin(per))
-    axes_apart = _excess((per[hi] - per[lo]) / 2.0, (var_per[hi] + var_per[lo]) / 4.0 if hi != lo else 0.0)
+    axes_apart = _excess((per[hi] - per[lo]) / 2.0, (var_per[hi] + var_per[lo]) / 4.0)
     shape_apart = _excess(shape[read, 0].sum() / gr.sum(), shape[read, 1].sum() / gr.sum() ** 2)
     doubt = float(np.sqrt(v[read].sum() / gr.sum() ** 2 + axes_apart**2 + shape_apart**2))
     return var, doubt, np.sqrt(np.nan_to_num(lv[:, 1]))
@@ -1399,12 +1395,18 @@ def _bias_profiled(
         if c in means:
             corr = -np.einsum("ab,pbk->pak", _skew(_ms_of(x, cols, ci)[None])[0], means[c][..., idx]) / masses[c]
             cuts = np.flatnonzero(np.diff(r.piece)) + 1  # the pieces' rows are consecutive
-            for j in (3, 4) if r.yaw_mean is not None else (3, 4, 5):
+            for j in _bias_moment_rows(r):
                 if keep[start + j * n]:
                     at = first[start + j * n]
                     for a, b in zip(np.r_[0, cuts], np.r_[cuts, n], strict=True):  # in place, a piece at a time
                         wk[at + a : at + b] += corr[r.piece[a], j - 3] * scale[6 * ci + j]
         start += 6 * n
+
+
+def _bias_moment_rows(r: Rows) -> tuple[int, ...]:
+    """The moment rows (3, 4, 5: M_x, M_y, M_z) the accelerometer bias reaches through -[ms]x b:
+    an M_z row centred for a yaw moment loses b's per-piece constant."""
+    return (3, 4) if r.yaw_mean is not None else (3, 4, 5)
 
 
 def _ms_of(x: np.ndarray, cols: list[int], ci: int) -> np.ndarray:
@@ -1443,7 +1445,7 @@ def _bias_scores(
             d_rho = -_skew(_ms_of(x, cols, ci)[None])[0]  # ∂(moment rows' residual)/∂b
             cuts = np.r_[0, np.flatnonzero(np.diff(r.piece)) + 1]  # the pieces' rows are consecutive
             g = np.zeros((len(cuts), len(cols), 3))
-            for j in (3, 4) if r.yaw_mean is not None else (3, 4, 5):  # a centred M_z row loses b's constant
+            for j in _bias_moment_rows(r):
                 if keep[start + j * n]:
                     at = first[start + j * n]  # the block's rows, consecutive in wk
                     sums = np.add.reduceat(wk[at : at + n, :-1], cuts, axis=0)
