@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from rotorid.methods.regression import andrews_lags, newey_west_1994_lags, rls_hac_cov, rls_influence_std
+from rotorid.methods.regression import (
+    andrews_lags,
+    bartlett_lrv,
+    influence_std,
+    newey_west_1994_lags,
+    rls_hac_cov,
+    rls_influence_std,
+)
 
 THETA = np.array([0.05, -0.02])
 
@@ -93,3 +100,31 @@ def test_over_differenced_errors_get_their_own_bandwidth() -> None:
     assert sd[0] / np.mean(s_and, axis=0)[0] < 0.6
     assert sd[0] / np.mean(s_inf, axis=0)[0] == pytest.approx(1.0, abs=0.25)
     assert np.median(lags) > 5 * andrews_lags(np.einsum("tkp,tk->tp", h, res))
+
+
+def test_equal_leverage_is_kiefer_vogelsangs_first_order_term() -> None:
+    """k = Σ w G_t G_s of equal shares G_t = 1/T is b = (L+1)/T up to O(b²)."""
+    t, lags = 2000, 40
+    k = bartlett_lrv(np.full(t, 1.0 / t), np.zeros(t, dtype=int), lags)
+    assert k == pytest.approx((lags + 1) / t, rel=0.05)
+
+
+def test_leverage_restores_the_variance_a_sparsely_informed_parameter_loses() -> None:
+    """A parameter informed by 8 of 400 rows (white errors): the long-run variance of the
+    scores at the estimate misses what the fit takes from them. Over 1000 draws the mean of σ²
+    over the exact variance bread_00 is 0.73 without the leverage correction; with it, 1.02."""
+    rng = np.random.default_rng(1)
+    t, n_on = 400, 8
+    rows = np.linspace(10, t - 10, n_on).astype(int)
+    plain, corrected = [], []
+    for _ in range(1000):
+        a = np.zeros(t)
+        a[rows] = rng.standard_normal(n_on)
+        h = np.stack([a, np.ones(t)], -1)[:, None, :]
+        y = a + rng.standard_normal(t)
+        bread = np.linalg.inv(np.einsum("tkp,tkq->pq", h, h))
+        res = y[:, None] - h @ (bread @ np.einsum("tkp,tk->p", h, y[:, None]))
+        corrected.append(rls_influence_std(bread, h, res, np.ones((t, 1)))[0] ** 2 / bread[0, 0])
+        plain.append(influence_std(np.einsum("tkp,tk->tp", h, res) @ bread)[0] ** 2 / bread[0, 0])
+    assert np.mean(plain) < 0.8
+    assert 0.9 < np.mean(corrected) < 1.1

@@ -70,7 +70,14 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
-from rotorid.methods.regression import andrews_lags, hac_meat, influence_std, rls_hac_cov, rls_influence_std
+from rotorid.methods.regression import (
+    andrews_lags,
+    hac_meat,
+    influence_std,
+    leverage_diag,
+    rls_hac_cov,
+    rls_influence_std,
+)
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
@@ -985,7 +992,8 @@ def _final_theta1_eiv(
     λ̂ - 1/(n-1) when the smallest root λ̂ of |C - λ S_uu| = 0 (C the MOI block's Schur
     complement in M) is below 1 + 1/(n-1). σ: each parameter's long-run variance
     (`regression.influence_std`) of the estimating equations' influence B ψ_t, B = (M - S_uu)⁻¹,
-    ψ_t = Σ_k h_tkᵀ e_tk / r_tk + (vu_t / r_t) ∘ θ̃ on the MOI.
+    ψ_t = Σ_k h_tkᵀ e_tk / r_tk + (vu_t / r_t) ∘ θ̃ on the MOI, widened by each step's leverage (the
+    diagonal of B times the step's share of B⁻¹) for what the fit takes from its own scores.
 
     At the fixed point of `_fixed_point` the regressor α̂ depends on the θ1 the KF holds
     (`dalpha` = ∂α̂_k/∂J_k, `_kf_jacobian`), which is the estimate itself: the estimating
@@ -1008,7 +1016,12 @@ def _final_theta1_eiv(
         jac[:, :3] = np.einsum("tkp,tk->pk", h1, dalpha * th_c[None, :3] / r1)
         jac[:3, :3] -= np.diag(np.sum(dalpha * e / r1, axis=0))
         b_mat = np.linalg.inv(m_mat - np.diag(scale * s_uu) + jac)
-    return th_c, influence_std(psi @ b_mat.T), b_mat
+    lev = leverage_diag(b_mat, h1, r1) - scale * w * np.diag(b_mat)[None, :]
+    if dalpha is not None:  # the step's share of E - F, diagonal of B times it
+        lev[:, :3] += (
+            np.einsum("tpq,pq->tp", h1[:, :3], b_mat[:3]) * th_c[None, :3] - np.diag(b_mat)[None, :3] * e
+        ) * (dalpha / r1)
+    return th_c, influence_std(psi @ b_mat.T, leverage=lev), b_mat
 
 
 def _final_theta2(bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.ndarray, r2: np.ndarray, vu: np.ndarray):
