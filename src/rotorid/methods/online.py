@@ -72,11 +72,11 @@ from rotorid.identified import with_vehicle
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
 from rotorid.methods.regression import (
     andrews_lags,
-    hac_meat,
     influence_std,
     leverage_diag,
     rls_hac_cov,
     rls_influence_std,
+    sandwich,
 )
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
@@ -1036,8 +1036,8 @@ def _final_theta2(bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.nd
     matrix), with Fuller's modification for a weakly determined M: with λ̂ the smallest root
     of |M - λ S_uu| = 0 (here the Schur complement of m z over S_uu's one entry), S_uu is
     scaled by λ̂ - 1/(n-1) when λ̂ < 1 + 1/(n-1), which keeps M - S_uu positive definite.
-    Covariance: the sandwich B Ω B, B = (M - S_uu)⁻¹, Ω the Newey-West meat (`hac_meat`, Andrews
-    bandwidth as `regression.rls_hac_cov`) of the estimating equations per step ψ_t = Σ_k
+    Covariance: the sandwich B Ω B, B = (M - S_uu)⁻¹, Ω the Newey-West meat (`regression.sandwich`,
+    Andrews bandwidth as `regression.rls_hac_cov`, widened by the fit's share) of the estimating equations per step ψ_t = Σ_k
     h_tkᵀ e_tk / r_tk + (Σ_k vu_tk / r_tk) θ̃_0 e₀ (e₀ the first unit vector), which sum to 0
     at θ̃ (Fuller §2.2's covariance is this with independent rows)."""
     m_mat = np.linalg.inv(bread2)
@@ -1046,9 +1046,9 @@ def _final_theta2(bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.nd
     e = y2 - np.einsum("tkp,p->tk", h2, th)
     psi = np.einsum("tkp,tk->tp", h2, e / r2)
     psi[:, 0] += scale * w * th[0]
-    meat = hac_meat(psi, np.zeros(len(psi), dtype=int), andrews_lags(psi))
-    cov = b @ meat @ b
-    return th, 0.5 * (cov + cov.T), b
+    lev = leverage_diag(b, h2, r2)
+    lev[:, 0] -= scale * w * b[0, 0]
+    return th, sandwich(b, psi, np.zeros(len(psi), dtype=int), andrews_lags(psi), 1.0, lev), b
 
 
 def _final_std(

@@ -258,7 +258,7 @@ def bc_hac_cov(
     `noise` (B, n_t, n_t) is the noise moment of one row of each row block (E[dw_i dw_i^T], the
     same for every row of a block), `blocks` (r,) each row's block; `instant`, `segment` as in
     `tls_hac_cov`. The noise term centres each score: E[w rho] = S chi at the true chi. Each
-    variance is widened by the fit's share of its scores (the leverage, `_sandwich`).
+    variance is widened by the fit's share of its scores (the leverage, `sandwich`).
     `extra` (T, n_t - 1), when given, is added to the per-step scores: a first-step estimate's
     influence on the estimating equation (Murphy & Topel 1985; Newey 1994)."""
     w = np.asarray(w, dtype=float)
@@ -275,7 +275,7 @@ def bc_hac_cov(
     binv = np.linalg.pinv(bread)
     shares = (w[:, :-1] @ binv) * w[:, :-1] - np.einsum("pq,bqp->bp", binv, noise[:, :-1, :-1])[blocks]
     leverage = _step_scores(shares, instant, len(segment), None)
-    return _sandwich(binv, scores, segment, lags, r / (r - nt), leverage)
+    return sandwich(binv, scores, segment, lags, r / (r - nt), leverage)
 
 
 def compress(w: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -412,7 +412,7 @@ def tls_hac_cov(
     share it; consecutive steps adjacent in time), `segment` (T,) the continuous piece each
     step belongs to; `lags` None (default) takes the long-run variance of the scores by
     `ewc_meat`, an int the Newey-West meat with that bandwidth; `extra` as in `bc_hac_cov`. Each
-    variance is widened by the fit's share of its scores (the leverage, `_sandwich`)."""
+    variance is widened by the fit's share of its scores (the leverage, `sandwich`)."""
     w = np.asarray(w, dtype=float)
     chi = np.append(np.asarray(x, dtype=float), 1.0)
     r, nt = w.shape
@@ -421,7 +421,7 @@ def tls_hac_cov(
     scores = _step_scores(wb * rho[:, None], instant, len(segment), extra)
     binv = np.linalg.pinv(wb.T @ wb)
     leverage = _step_scores((wb @ binv) * wb, instant, len(segment), None)
-    return _sandwich(binv, scores, segment, lags, r / (r - nt), leverage)
+    return sandwich(binv, scores, segment, lags, r / (r - nt), leverage)
 
 
 def _step_scores(rows: np.ndarray, instant: np.ndarray, nsteps: int, extra: np.ndarray | None) -> np.ndarray:
@@ -432,7 +432,7 @@ def _step_scores(rows: np.ndarray, instant: np.ndarray, nsteps: int, extra: np.n
     return scores if extra is None else scores + extra
 
 
-def _sandwich(
+def sandwich(
     binv: np.ndarray, scores: np.ndarray, segment: np.ndarray, lags: int | None, dof: float, leverage: np.ndarray
 ) -> np.ndarray:
     """binv M binv times `dof`, M the long-run variance of the per-step `scores`: by default
@@ -612,12 +612,12 @@ def rls_hac_cov(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray, 
     own covariance without a-posteriori scaling), M the Newey-West meat (`hac_meat`) of the
     per-step scores g_t = sum_k h_tk e_tk / r_tk; `h` (T, K, p) the regressor rows of each
     step, `e` (T, K) their residuals at the final estimate, `r` (T, K) the row variances the
-    estimator weighted them with; `lags` defaults to `andrews_lags` of the scores. With
-    independent rows and correct r this is the RLS covariance itself."""
+    estimator weighted them with; `lags` defaults to `andrews_lags` of the scores; widened by the
+    fit's share of its scores (`sandwich`). With independent rows and correct r this is the RLS
+    covariance itself."""
     g = np.einsum("tkp,tk->tp", np.asarray(h, dtype=float), np.asarray(e, dtype=float) / np.asarray(r, dtype=float))
     lags = andrews_lags(g) if lags is None else lags
-    cov = bread @ hac_meat(g, np.zeros(len(g), dtype=int), lags) @ bread
-    return 0.5 * (cov + cov.T)
+    return sandwich(bread, g, np.zeros(len(g), dtype=int), lags, 1.0, leverage_diag(bread, h, r))
 
 
 def one_blas_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
