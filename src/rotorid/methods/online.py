@@ -1427,7 +1427,8 @@ def identify(
         notes.append(f"constant yaw moment (rotor spread times k_tau, yaw trim): {yaw[0]:+.4g} ± {yaw[1]:.2g} N m")
     notes.append(
         "σ is the Newey-West (HAC) sandwich of the RLS over the whole flight: the RLS rows share the "
-        "Kalman-filtered rate and are correlated in time"
+        "Kalman-filtered rate and are correlated in time; it gives back what the fit takes from its own "
+        "residuals where a parameter's information comes in bursts (its leverage)"
         + (
             "; mass and imu_z are corrected for the accelerometer noise in their regressor (errors in variables)"
             if settings.eiv and settings.variant != "rls-lpf"
