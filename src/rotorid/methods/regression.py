@@ -368,7 +368,7 @@ def block_weighted_tls(
     return fit, scale
 
 
-#: Largest leverage share k that `influence_std` corrects for (σ at most √2 wider): k near 1
+#: Largest leverage share k that `sandwich` and `influence_std` correct for (σ at most √2 wider): k near 1
 #: means one window holds all of a parameter's information, where no long-run variance from the
 #: flight's own scores can be trusted.
 LEVERAGE_MAX = 0.5
@@ -499,74 +499,30 @@ def ewc_meat(scores: np.ndarray, segment: np.ndarray) -> np.ndarray:
     return meat
 
 
-def andrews_lags(scores: np.ndarray) -> int:
-    """Data-driven Bartlett bandwidth (Andrews 1991, Econometrica 59, eq. 6.2 with an AR(1)
-    plug-in per score component): L = 1.1447 (alpha T)^(1/3), alpha = 4 rho^2 / ((1-rho)^2
-    (1+rho)^2) for each component's lag-1 autocorrelation rho; the largest L over the
-    components (each parameter's scores need their own correlation covered)."""
-    g = np.asarray(scores, dtype=float)
-    g = g - g.mean(axis=0)
-    den = np.sum(g * g, axis=0)
-    ok = den > 0
-    if len(g) < 3 or not ok.any():
-        return 0
-    rho = np.clip(np.sum(g[1:, ok] * g[:-1, ok], axis=0) / den[ok], -0.97, 0.97)
-    alpha = 4.0 * rho**2 / ((1.0 - rho) ** 2 * (1.0 + rho) ** 2)
-    return int(min(1.1447 * float(np.max(alpha) * len(g)) ** (1.0 / 3.0), len(g) - 1))
-
-
-def newey_west_1994_lags(z: np.ndarray, max_frac: float = 0.1) -> int:
-    """Automatic Bartlett bandwidth of one scalar series (Newey & West 1994, Rev. Econ. Stud.
-    61, eq. 3.8 with the pilot n = 4 (T/100)^(2/9)): L = 1.1447 ((s1/s0)^2 T)^(1/3), s0 and s1
-    the pilot sums of the autocovariances and of |l| times them. Unlike an AR(1) plug-in
-    (`andrews_lags`) it sees an over-differenced series, whose long-run variance s0 is near 0
-    while its lag-1 autocorrelation is only about -0.4, and widens the window until the
-    negative lags cancel. Capped at `max_frac` T: with demeaned scores the Bartlett estimate is
-    biased by the factor 1 - b + b^2/3 at b = L/T (Kiefer & Vogelsang 2005, Econometric Theory
-    21), so b <= 0.1 keeps that bias under 10 %."""
-    z = np.asarray(z, dtype=float)
-    z = z - z.mean()
-    t = len(z)
-    cap = int(max_frac * t)
-    if t < 3 or not np.any(z):
-        return 0
-    n = min(int(4.0 * (t / 100.0) ** (2.0 / 9.0)), t - 1)
-    gam = np.array([z[lag:] @ z[: t - lag] for lag in range(n + 1)]) / t
-    s0 = gam[0] + 2.0 * gam[1:].sum()
-    s1 = 2.0 * np.sum(np.arange(1, n + 1) * gam[1:])
-    if s0 <= abs(s1) / cap:  # long-run variance at or below the resolution of the widest window
-        return cap
-    return int(min(1.1447 * ((s1 / s0) ** 2 * t) ** (1.0 / 3.0), cap))
-
-
 def influence_std(z: np.ndarray, segment: np.ndarray | None = None, leverage: np.ndarray | None = None) -> np.ndarray:
     """Standard deviations of the sums of influence series z (T, p) (an estimate's error is
-    sum_t z_t): each column's Bartlett long-run variance (`hac_meat`, lags never pairing two
-    segments) with its own bandwidth `newey_west_1994_lags`. Parameters whose scores differ in
-    correlation (a derivative regressor against a nearly constant one, or scores of a twice-
-    differentiated pose whose noise has almost no power at frequency 0) each get the window
-    their series needs, where one bandwidth for all keeps the Bartlett-weighted negative lags
-    of an over-differenced series from cancelling (σ 2.5-3x the scatter).
+    sum_t z_t): each column's equal-weighted cosine long-run variance (`ewc_meat`). A lag window
+    does not serve them all: the scores of a derivative regressor and of a nearly constant one
+    differ in correlation (an over-differenced series, whose Bartlett bias -Σ|l|γ_l / (L + 1) is
+    the size of its long-run variance, against the slowly decaying rate error of a Kalman filter
+    with gain 0.1 per step, which a window of 40 lags cuts 9 % short).
 
     `leverage` (T, p): each step's share G_t of the estimate's normal matrix (B A_t, diagonal;
     `leverage_diag`). Scores taken at the estimate are ẑ_t = z_t - G_t S with S = Σ z the error
     itself, so their long-run variance misses part of the error's: under the working model of
     least squares with homoscedastic errors (cov(z_t, S) = G_t Var S), E[Q(ẑ)] = (1 - k) Var S
-    to first order, k = Σ_ts w_|t-s| G_t G_s with the Bartlett weights w of the window. The
-    variance is Q / (1 - k): the long-run form of HC2 (MacKinnon & White 1985, J. Econometrics
-    29; Bell & McCaffrey 2002's CR2 for clusters). Equal leverage G_t = 1/T gives k = (L+1)/T,
-    the first-order term of Kiefer & Vogelsang (2005)'s bias 1 - b + b²/3; an axis informed in
-    bursts has far larger k (kwon-payload's I_zz, its column active on 9 % of the rows: 0.15
-    against 0.009)."""
+    to first order, with k = Q(G) the same estimate of the leverage series (for a lag window,
+    Σ_ts w_|t-s| G_t G_s; for EWC, T/ν Σ_j Λ_j(G)²). The variance is Q / (1 - k): the long-run
+    form of HC2 (MacKinnon & White 1985, J. Econometrics 29; Bell & McCaffrey 2002's CR2 for
+    clusters). Equal leverage costs EWC nothing (its cosines are orthogonal to a constant; a
+    Bartlett window loses b = (L+1)/T, the first-order term of Kiefer & Vogelsang 2005's
+    1 - b + b²/3); an axis informed in bursts loses more (kwon-payload's I_zz, its column
+    active on 9 % of the rows: k ≈ 0.15)."""
     z = np.asarray(z, dtype=float)
     seg = np.zeros(len(z), dtype=int) if segment is None else np.asarray(segment)
-    var = []
-    for p in range(z.shape[1]):
-        lags = newey_west_1994_lags(z[:, p])
-        v = bartlett_lrv(z[:, p], seg, lags)
-        if leverage is not None:
-            v /= 1.0 - min(bartlett_lrv(np.asarray(leverage, dtype=float)[:, p], seg, lags), LEVERAGE_MAX)
-        var.append(v)
+    var = np.diag(ewc_meat(z, seg))
+    if leverage is not None:
+        var = var / (1.0 - np.minimum(np.diag(ewc_meat(np.asarray(leverage, dtype=float), seg)), LEVERAGE_MAX))
     return np.sqrt(np.clip(var, 0.0, None))
 
 
@@ -578,30 +534,10 @@ def leverage_diag(bread: np.ndarray, h: np.ndarray, r: np.ndarray) -> np.ndarray
     return np.einsum("tkq,pq,tkp,tk->tp", h, np.asarray(bread, dtype=float), h, 1.0 / np.asarray(r, dtype=float))
 
 
-def bartlett_lrv(z: np.ndarray, segment: np.ndarray, lags: int) -> float:
-    """`hac_meat` of one series z (T,) (its only entry): the autocovariances of each run of equal
-    `segment` by FFT, O(T log T), where the lag loop costs O(T lags): `newey_west_1994_lags`
-    widens to 0.1 T for an over-differenced series (12 000 lags and 5 s per parameter on an
-    hour of 33 rows per second)."""
-    from scipy.fft import irfft, next_fast_len, rfft
-
-    seg = np.asarray(segment)
-    cuts = np.flatnonzero(seg[1:] != seg[:-1]) + 1
-    weights = 1.0 - np.arange(1, lags + 1) / (lags + 1.0)
-    total = 0.0
-    for x in np.split(np.asarray(z, dtype=float), cuts):
-        m = min(lags, len(x) - 1)
-        f = rfft(x, next_fast_len(2 * len(x)))
-        acov = irfft(f * np.conj(f), next_fast_len(2 * len(x)))[: m + 1]
-        total += acov[0] + 2.0 * float(weights[:m] @ acov[1:])
-    return total
-
-
 def rls_influence_std(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Standard deviations of a (recursive) weighted least-squares estimate from the long-run
     variance of each parameter's own influence series z_t = bread g_t (g_t the per-step scores
-    of `rls_hac_cov`), each with its own bandwidth (`influence_std`): the diagonal of
-    `rls_hac_cov` with one bandwidth per parameter."""
+    of `rls_hac_cov`), widened by its leverage (`influence_std`): the diagonal of `rls_hac_cov`."""
     g = np.einsum("tkp,tk->tp", np.asarray(h, dtype=float), np.asarray(e, dtype=float) / np.asarray(r, dtype=float))
     return influence_std(g @ np.asarray(bread, dtype=float), leverage=leverage_diag(bread, h, r))
 
@@ -609,14 +545,13 @@ def rls_influence_std(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.nda
 def rls_hac_cov(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray, lags: int | None = None) -> np.ndarray:
     """Covariance of a (recursive) weighted least-squares estimate robust to heteroscedastic,
     autocorrelated row errors: bread M bread, `bread` = (P0^-1 + sum h h^T / r)^-1 (the RLS's
-    own covariance without a-posteriori scaling), M the Newey-West meat (`hac_meat`) of the
-    per-step scores g_t = sum_k h_tk e_tk / r_tk; `h` (T, K, p) the regressor rows of each
+    own covariance without a-posteriori scaling), M the long-run variance of the per-step
+    scores g_t = sum_k h_tk e_tk / r_tk (`sandwich`: `ewc_meat`, or the Newey-West meat with
+    `lags`), widened by the fit's share of its scores; `h` (T, K, p) the regressor rows of each
     step, `e` (T, K) their residuals at the final estimate, `r` (T, K) the row variances the
-    estimator weighted them with; `lags` defaults to `andrews_lags` of the scores; widened by the
-    fit's share of its scores (`sandwich`). With independent rows and correct r this is the RLS
+    estimator weighted them with. With independent rows and correct r this is the RLS
     covariance itself."""
     g = np.einsum("tkp,tk->tp", np.asarray(h, dtype=float), np.asarray(e, dtype=float) / np.asarray(r, dtype=float))
-    lags = andrews_lags(g) if lags is None else lags
     return sandwich(bread, g, np.zeros(len(g), dtype=int), lags, 1.0, leverage_diag(bread, h, r))
 
 
