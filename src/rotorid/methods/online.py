@@ -70,13 +70,7 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.identified import with_vehicle
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
-from rotorid.methods.regression import (
-    influence_std,
-    leverage_diag,
-    rls_hac_cov,
-    rls_influence_std,
-    sandwich,
-)
+from rotorid.methods.regression import leverage_diag, rls_hac_cov, sandwich
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
@@ -990,7 +984,7 @@ def _final_theta1_eiv(
     Fuller (1987) §2.2 as `_final_theta2`: θ̃ = (M - S_uu)⁻¹ M θ, M = `bread`⁻¹, S_uu scaled by
     λ̂ - 1/(n-1) when the smallest root λ̂ of |C - λ S_uu| = 0 (C the MOI block's Schur
     complement in M) is below 1 + 1/(n-1). σ: each parameter's long-run variance
-    (`regression.influence_std`) of the estimating equations' influence B ψ_t, B = (M - S_uu)⁻¹,
+    (`regression.sandwich`) of the estimating equations' influence B ψ_t, B = (M - S_uu)⁻¹,
     ψ_t = Σ_k h_tkᵀ e_tk / r_tk + (vu_t / r_t) ∘ θ̃ on the MOI, widened by each step's leverage (the
     diagonal of B times the step's share of B⁻¹) for what the fit takes from its own scores.
 
@@ -1020,7 +1014,8 @@ def _final_theta1_eiv(
         lev[:, :3] += (
             np.einsum("tpq,pq->tp", h1[:, :3], b_mat[:3]) * th_c[None, :3] - np.diag(b_mat)[None, :3] * e
         ) * (dalpha / r1)
-    return th_c, influence_std(psi @ b_mat.T, leverage=lev), b_mat
+    cov = sandwich(b_mat, psi, np.zeros(len(psi), dtype=int), None, 1.0, lev)
+    return th_c, np.sqrt(np.clip(np.diag(cov), 0.0, None)), b_mat
 
 
 def _final_theta2(bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.ndarray, r2: np.ndarray, vu: np.ndarray):
@@ -1057,7 +1052,7 @@ def _final_std(
     processed with the estimators' own covariances as the bread. The RLS covariance alone assumes
     independent rows of the stated variance (Kwon et al. eq. 10 and Alg. 5 give the estimator,
     not its sampling distribution); here the rows share the KF-filtered rate and carry model
-    error. θ1: each parameter's own long-run variance (`regression.rls_influence_std`). The
+    error. θ1: the sandwich's long-run variance (`regression.rls_hac_cov`). The
     moment residual holds J (α - α̂), and α̂ = Δω̂/dt is a first difference of the KF's rate
     error, so its spectral density at frequency 0 vanishes; the CoM columns (regressor ≈ the
     constant thrust) pass it to their scores unchanged: lag-1 autocorrelation about -0.4 and
@@ -1067,9 +1062,10 @@ def _final_std(
     KF's rate error decays over ~10 steps: SD/σ̄ 1.22 on 90 seeds). The equal-weighted cosine
     estimate (`regression.ewc_meat`, as tls) has neither bias, and the leverage widening gives
     back what the fit takes from scores in bursts (I_zz: 1.09, 94 % within ±2σ). RLS2 (mass,
-    m z): the sandwich `regression.rls_hac_cov`. With `eiv` and the KF (variant "kwon"), θ1 is corrected for the gyro's
-    noise (density² `gyro_nd2`) in α̂ (`_final_theta1_eiv`). Also which parameters the flight
-    informed: the information sum h^2 / r of its column exceeds that of its initial variance."""
+    m z): the same sandwich. With `eiv` and the KF (variant "kwon"), θ1 is corrected for the
+    gyro's noise (density² `gyro_nd2`) in α̂ (`_final_theta1_eiv`). Also which parameters the
+    flight informed: the information sum h^2 / r of its column exceeds that of its initial
+    variance."""
     s = est.settings
     rows = est._rows or []
     if not rows:
@@ -1093,7 +1089,7 @@ def _final_std(
         da = None if m is None else _kf_jacobian(kfrow, dt, np.maximum(m.theta1[:3], s.j_min), h1)
         th1, std1, bread1 = _final_theta1_eiv(bread1, th1, h1, y1, r1, vu1, da)
     else:
-        std1 = rls_influence_std(bread1, h1, y1 - h1 @ th1, r1)
+        std1 = np.sqrt(np.clip(np.diag(rls_hac_cov(bread1, h1, y1 - h1 @ th1, r1)), 0.0, None))
     r2 = np.repeat(r2[:, None], y2.shape[1], axis=1)
     if s.eiv and acc_nd2 is not None and s.variant != "rls-lpf":  # rls-lpf's rows are low-passed: not white
         th2, cov2, bread2 = _final_theta2(bread2, th2, h2, y2, r2, acc_row_noise(acc_nd2, dt))

@@ -368,9 +368,9 @@ def block_weighted_tls(
     return fit, scale
 
 
-#: Largest leverage share k that `sandwich` and `influence_std` correct for (σ at most √2 wider): k near 1
-#: means one window holds all of a parameter's information, where no long-run variance from the
-#: flight's own scores can be trusted.
+#: Largest leverage share k that `sandwich` corrects for (σ at most √2 wider): k near 1 means one
+#: window holds all of a parameter's information, where no long-run variance from the flight's own
+#: scores can be trusted.
 LEVERAGE_MAX = 0.5
 
 
@@ -435,24 +435,31 @@ def _step_scores(rows: np.ndarray, instant: np.ndarray, nsteps: int, extra: np.n
 def sandwich(
     binv: np.ndarray, scores: np.ndarray, segment: np.ndarray, lags: int | None, dof: float, leverage: np.ndarray
 ) -> np.ndarray:
-    """binv M binv times `dof`, M the long-run variance of the per-step `scores`: by default
-    (None) the equal-weighted cosine estimate (`ewc_meat`), else the Newey-West meat with
-    `lags` (`hac_meat`). Each parameter's variance is divided by 1 - k, k the same estimate of
-    its per-step `leverage` (T, p), the diagonal of binv times the step's share of binv⁻¹ (the
-    correlations kept): what the fit takes from scores taken at the estimate (`influence_std`).
-    EWC's cosines are orthogonal to a constant, so equal leverage costs it nothing; a
-    parameter informed in bursts loses up to 0.12 of its variance (six-config A + B)."""
-    meat, lev = (
-        (ewc_meat(scores, segment), ewc_meat(leverage, segment))
-        if lags is None
-        else (
-            hac_meat(scores, segment, lags),
-            hac_meat(leverage, segment, lags),
-        )
-    )
-    cov = binv @ meat @ binv * dof
-    d = 1.0 / np.sqrt(1.0 - np.minimum(np.diag(lev), LEVERAGE_MAX))
-    cov = cov * d[:, None] * d[None, :]
+    """binv M binvᵀ times `dof`, M the long-run variance of the per-step `scores` (T, p): by
+    default (None) the equal-weighted cosine estimate (`ewc_meat`), else the Newey-West meat with
+    `lags` (`hac_meat`); binvᵀ, not binv, for a bread that is not symmetric (a pseudo-linear
+    regression's total derivative, `online._final_theta1_eiv`).
+
+    `leverage` (T, p): each step's share G_t of the estimate's normal matrix, the diagonal of
+    binv A_t (`leverage_diag`). Scores taken at the estimate are ẑ_t = z_t - G_t S with S = Σ z
+    the error itself, so their long-run variance misses part of the error's: under the working
+    model of least squares with homoscedastic errors (cov(z_t, S) = G_t Var S), E[Q(ẑ)] =
+    (1 - k) Var S to first order, with k = Q(G) the same estimate of the leverage series (for a
+    lag window Σ_ts w_|t-s| G_t G_s, for EWC T/ν Σ_j Λ_j(G)²). Each parameter's variance is
+    divided by 1 - k, the correlations kept: the long-run form of HC2 (MacKinnon & White 1985,
+    J. Econometrics 29; Bell & McCaffrey 2002's CR2 for clusters). Equal leverage costs EWC
+    nothing (its cosines are orthogonal to a constant; a Bartlett window loses b = (L+1)/T, the
+    first-order term of Kiefer & Vogelsang 2005's 1 - b + b²/3); a parameter informed in bursts
+    loses more (kwon-payload's I_zz, its column active on 9 % of the rows: k ≈ 0.15; six-config
+    A + B's first moments up to 0.12).
+
+    EWC also serves scores of different correlation at once, where a lag window does not: an
+    over-differenced series, whose Bartlett bias -Σ|l|γ_l / (L + 1) is the size of its long-run
+    variance, against the slowly decaying rate error of a Kalman filter with gain 0.1 per step,
+    which a window of 40 lags cuts 9 % short."""
+    lrv = (lambda g: ewc_meat(g, segment)) if lags is None else (lambda g: hac_meat(g, segment, lags))
+    d = 1.0 / np.sqrt(1.0 - np.minimum(np.diag(lrv(leverage)), LEVERAGE_MAX))
+    cov = binv @ lrv(scores) @ binv.T * dof * d[:, None] * d[None, :]
     return 0.5 * (cov + cov.T)
 
 
@@ -499,47 +506,12 @@ def ewc_meat(scores: np.ndarray, segment: np.ndarray) -> np.ndarray:
     return meat
 
 
-def influence_std(z: np.ndarray, segment: np.ndarray | None = None, leverage: np.ndarray | None = None) -> np.ndarray:
-    """Standard deviations of the sums of influence series z (T, p) (an estimate's error is
-    sum_t z_t): each column's equal-weighted cosine long-run variance (`ewc_meat`). A lag window
-    does not serve them all: the scores of a derivative regressor and of a nearly constant one
-    differ in correlation (an over-differenced series, whose Bartlett bias -Σ|l|γ_l / (L + 1) is
-    the size of its long-run variance, against the slowly decaying rate error of a Kalman filter
-    with gain 0.1 per step, which a window of 40 lags cuts 9 % short).
-
-    `leverage` (T, p): each step's share G_t of the estimate's normal matrix (B A_t, diagonal;
-    `leverage_diag`). Scores taken at the estimate are ẑ_t = z_t - G_t S with S = Σ z the error
-    itself, so their long-run variance misses part of the error's: under the working model of
-    least squares with homoscedastic errors (cov(z_t, S) = G_t Var S), E[Q(ẑ)] = (1 - k) Var S
-    to first order, with k = Q(G) the same estimate of the leverage series (for a lag window,
-    Σ_ts w_|t-s| G_t G_s; for EWC, T/ν Σ_j Λ_j(G)²). The variance is Q / (1 - k): the long-run
-    form of HC2 (MacKinnon & White 1985, J. Econometrics 29; Bell & McCaffrey 2002's CR2 for
-    clusters). Equal leverage costs EWC nothing (its cosines are orthogonal to a constant; a
-    Bartlett window loses b = (L+1)/T, the first-order term of Kiefer & Vogelsang 2005's
-    1 - b + b²/3); an axis informed in bursts loses more (kwon-payload's I_zz, its column
-    active on 9 % of the rows: k ≈ 0.15)."""
-    z = np.asarray(z, dtype=float)
-    seg = np.zeros(len(z), dtype=int) if segment is None else np.asarray(segment)
-    var = np.diag(ewc_meat(z, seg))
-    if leverage is not None:
-        var = var / (1.0 - np.minimum(np.diag(ewc_meat(np.asarray(leverage, dtype=float), seg)), LEVERAGE_MAX))
-    return np.sqrt(np.clip(var, 0.0, None))
-
-
 def leverage_diag(bread: np.ndarray, h: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Each step's leverage (T, p) on each parameter of a weighted least-squares estimate: the
     diagonal of bread A_t, A_t = Σ_k h_tkᵀ h_tk / r_tk the step's share of the normal matrix
-    (`influence_std`'s `leverage`). `h` (T, K, p), `r` (T, K)."""
+    (`sandwich`'s `leverage`). `h` (T, K, p), `r` (T, K)."""
     h = np.asarray(h, dtype=float)
     return np.einsum("tkq,pq,tkp,tk->tp", h, np.asarray(bread, dtype=float), h, 1.0 / np.asarray(r, dtype=float))
-
-
-def rls_influence_std(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Standard deviations of a (recursive) weighted least-squares estimate from the long-run
-    variance of each parameter's own influence series z_t = bread g_t (g_t the per-step scores
-    of `rls_hac_cov`), widened by its leverage (`influence_std`): the diagonal of `rls_hac_cov`."""
-    g = np.einsum("tkp,tk->tp", np.asarray(h, dtype=float), np.asarray(e, dtype=float) / np.asarray(r, dtype=float))
-    return influence_std(g @ np.asarray(bread, dtype=float), leverage=leverage_diag(bread, h, r))
 
 
 def rls_hac_cov(bread: np.ndarray, h: np.ndarray, e: np.ndarray, r: np.ndarray, lags: int | None = None) -> np.ndarray:
