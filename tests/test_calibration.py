@@ -209,15 +209,16 @@ def test_a_real_online_run_reports_honest_sigma():
 
 
 def test_a_case_outside_the_bars_runs_on_more_seeds_and_is_judged_on_all(tmp_path, monkeypatch):
-    """Two stages (`calibrate`'s `extend`): a case with a cell outside the bars after the first
-    seeds runs on more, judged on every seed, so a chance miss (one seed at 3σ among three) clears
-    while a σ three times too small stays flagged; a case inside the bars keeps its seeds."""
+    """Stages (`calibrate`'s `extend`): a case with a cell outside the bars after the first seeds
+    runs on more, judged on every seed, so a chance miss (one seed at 3σ among three) clears while
+    a σ three times too small stays flagged and runs on the next stage too; a case inside the bars
+    keeps its seeds, and one that clears stops."""
 
     def fake(group: str, seed: int, wanted: set[str], duration: float | None = None) -> dict:
         sign = 1.0 if seed % 2 else -1.0
         out = {}
         for case in wanted:
-            e = 3.0 if seed == 0 and case == "delay/eschmann-crazyflie" else sign  # in units of σ
+            e = 3.0 if seed == 0 and case.startswith("delay/eschmann-crazyflie") else sign  # in units of σ
             p = {"tm": {"value": 1.0 + 0.01 * e, "std": 0.01, "truth": 1.0, "assumed": False}}
             if case == "delay/eschmann-crazyflie":
                 p["k"] = {"value": 2.0 + 0.03 * sign, "std": 0.01, "truth": 2.0, "assumed": False}
@@ -227,19 +228,21 @@ def test_a_case_outside_the_bars_runs_on_more_seeds_and_is_judged_on_all(tmp_pat
     monkeypatch.setattr(cal, "_run_group", fake)
     monkeypatch.setattr(cal, "OUT", tmp_path)
     # a whole case name selects that case alone, a part of one every case containing it
-    doc = cal.calibrate(3, ["delay/eschmann-crazyflie", "crazyflie@"], workers=1, tag="t", extend=30)
-    assert doc["meta"]["extended"] == ["delay/eschmann-crazyflie"]
+    doc = cal.calibrate(3, ["delay/eschmann-crazyflie", "crazyflie@"], workers=1, tag="t", extend=(30, 20))
+    twin = f"delay/eschmann-crazyflie{cal.TRUTH}"
+    assert doc["meta"]["stages"] == [
+        {"seeds": 30, "first_seed": 3, "cases": ["delay/eschmann-crazyflie", twin]},
+        {"seeds": 20, "first_seed": 33, "cases": ["delay/eschmann-crazyflie"]},
+    ]
     s = doc["summary"]
-    assert set(s) == {"delay/eschmann-crazyflie", f"delay/eschmann-crazyflie{cal.TRUTH}"}
-    assert (
-        len(s["delay/eschmann-crazyflie"]["seeds"]) == 33
-        and len(s[f"delay/eschmann-crazyflie{cal.TRUTH}"]["seeds"]) == 3
-    )
+    assert set(s) == {"delay/eschmann-crazyflie", twin}
+    assert len(s["delay/eschmann-crazyflie"]["seeds"]) == 53 and len(s[twin]["seeds"]) == 33
     d = s["delay/eschmann-crazyflie"]["params"]
-    assert cal.outside_bar(d["tm"], False, 33) == [] and d["tm"]["cover2"] == pytest.approx(32 / 33)
-    assert cal.outside_bar(d["k"], False, 33) == ["σ too small", "2σ coverage < 90 %"]
+    assert cal.outside_bar(d["tm"], False, 53) == [] and d["tm"]["cover2"] == pytest.approx(52 / 53)
+    assert cal.outside_bar(d["k"], False, 53) == ["σ too small", "2σ coverage < 90 %"]
+    assert cal.outside_bar(s[twin]["params"]["tm"], False, 33) == []
     md = (tmp_path / "calibration-t.md").read_text()
-    assert "judged on all 33" in md and "seeds 33" in md
+    assert "judged on all 33" in md and "judged on all 53" in md and "seeds 53" in md
 
 
 def test_the_bars_are_issue_11s_per_kind_of_scenario():
