@@ -266,16 +266,22 @@ def bc_hac_cov(
     blocks = np.asarray(blocks, dtype=int)
     chi = np.append(np.asarray(x, dtype=float), 1.0)
     r, nt = w.shape
-    rho = w @ chi
-    q = noise @ chi  # (B, n_t): each block's row-noise moment times chi
-    rows = w[:, :-1] * rho[:, None] - q[blocks][:, :-1]
-    scores = _step_scores(rows, instant, len(segment), extra)
+    q = (noise @ chi)[:, :-1]  # (B, n_t - 1): each block's row-noise moment times chi
     count = np.bincount(blocks, minlength=len(noise))
     bread = w[:, :-1].T @ w[:, :-1] - np.einsum("b,bij->ij", count, noise)[:-1, :-1]
     binv = np.linalg.pinv(bread)
-    shares = (w[:, :-1] @ binv) * w[:, :-1] - np.einsum("pq,bqp->bp", binv, noise[:, :-1, :-1])[blocks]
-    leverage = _step_scores(shares, instant, len(segment), None)
-    return sandwich(binv, scores, segment, lags, r / (r - nt), leverage)
+    own = np.einsum("pq,bqp->bp", binv, noise[:, :-1, :-1])  # (B, n_t - 1): a row's noise share
+
+    def rows(s: slice) -> np.ndarray:
+        wx = w[s, :-1]
+        return wx * (w[s] @ chi)[:, None] - q[blocks[s]]
+
+    def shares(s: slice) -> np.ndarray:
+        wx = w[s, :-1]
+        return (wx @ binv) * wx - own[blocks[s]]
+
+    scores = _step_sums(rows, r, instant, len(segment), extra)
+    return sandwich(binv, scores, segment, lags, r / (r - nt), _step_sums(shares, r, instant, len(segment)))
 
 
 def compress(w: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -416,20 +422,36 @@ def tls_hac_cov(
     w = np.asarray(w, dtype=float)
     chi = np.append(np.asarray(x, dtype=float), 1.0)
     r, nt = w.shape
-    rho = w @ chi
-    wb = (w - np.outer(rho, chi) / (chi @ chi))[:, :-1]
-    scores = _step_scores(wb * rho[:, None], instant, len(segment), extra)
-    binv = np.linalg.pinv(wb.T @ wb)
-    leverage = _step_scores((wb @ binv) * wb, instant, len(segment), None)
-    return sandwich(binv, scores, segment, lags, r / (r - nt), leverage)
+    proj = (np.eye(nt) - np.outer(chi, chi) / (chi @ chi))[:, :-1]  # w proj: the rows less their residual
+    binv = np.linalg.pinv(proj.T @ (w.T @ w) @ proj)
+
+    def rows(s: slice) -> np.ndarray:
+        return (w[s] @ proj) * (w[s] @ chi)[:, None]
+
+    def shares(s: slice) -> np.ndarray:
+        wb = w[s] @ proj
+        return (wb @ binv) * wb
+
+    scores = _step_sums(rows, r, instant, len(segment), extra)
+    return sandwich(binv, scores, segment, lags, r / (r - nt), _step_sums(shares, r, instant, len(segment)))
 
 
-def _step_scores(rows: np.ndarray, instant: np.ndarray, nsteps: int, extra: np.ndarray | None) -> np.ndarray:
-    """Per-step scores (nsteps, p): the rows' scores `rows` (r, p) summed over the rows of each
-    time step (`instant`), plus a first-step estimate's influence `extra` when given."""
-    scores = np.zeros((nsteps, rows.shape[1]))
-    np.add.at(scores, np.asarray(instant), rows)
-    return scores if extra is None else scores + extra
+#: Rows per chunk of `_step_sums` (its temporaries are a few chunks wide, not a few regressors).
+CHUNK = 16384
+
+
+def _step_sums(
+    rows: Callable[[slice], np.ndarray], r: int, instant: np.ndarray, nsteps: int, extra: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-step sums (nsteps, p) of the per-row quantities `rows(s)` (len(s), p) of the r rows,
+    over the rows of each time step (`instant`), built `CHUNK` rows at a time so no (r, p)
+    temporary is held; plus a first-step estimate's influence `extra` when given."""
+    instant = np.asarray(instant)
+    out = np.zeros((nsteps, rows(slice(0, 0)).shape[1]))
+    for a in range(0, r, CHUNK):
+        s = slice(a, min(a + CHUNK, r))
+        np.add.at(out, instant[s], rows(s))
+    return out if extra is None else out + extra
 
 
 def sandwich(

@@ -1478,7 +1478,8 @@ def _covariance(
     rows, the accelerometer bias's path into the moment rows is in it (`_bias_profiled`)."""
     keep = active[blocks]
     idx = [*cols, w.shape[1] - 1]
-    wk = w[keep][:, idx] * scale[blocks[keep]][:, None]
+    wk = w[np.ix_(keep, idx)]  # one copy: only the fitted rows' fitted columns
+    wk *= scale[blocks[keep]][:, None]
     means = {} if profile is None else _force_means(rows, profile[0], w.shape[1], profile[1])
     extra = None
     if means:
