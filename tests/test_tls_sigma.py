@@ -8,6 +8,7 @@ import pytest
 from scipy.signal import lfilter
 
 from rotorid.errors import RotoridError
+from rotorid.methods import regression
 from rotorid.methods import tls as tls_method
 from rotorid.methods.regression import (
     bc_hac_cov,
@@ -257,3 +258,23 @@ def test_equal_leverage_costs_the_cosine_estimate_nothing() -> None:
     """EWC's cosines are orthogonal to a constant: equal per-step leverage has k = 0."""
     lev = np.full((500, 1), 1.0 / 500)
     assert ewc_meat(lev, np.zeros(500, dtype=int))[0, 0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_sandwich_does_not_depend_on_how_many_rows_it_reads_at_a_time(monkeypatch) -> None:
+    """The scores and leverage are summed per step a chunk of rows at a time (`regression.CHUNK`):
+    chunks that split the rows of an instant (six per instant, blocks of rows apart, two segments)
+    give the covariance of one chunk."""
+    rng = np.random.default_rng(5)
+    n = 300
+    w = rng.standard_normal((6 * n, 4))
+    x = np.linalg.lstsq(w[:, :3], -w[:, 3], rcond=None)[0]
+    blocks = np.repeat(np.arange(6), n)
+    step, seg = np.tile(np.arange(n), 6), np.repeat([0, 1], n // 2)
+    noise = np.stack([0.01 * (b + 1) * np.eye(4) for b in range(6)])
+    extra = 0.1 * rng.standard_normal((n, 3))
+    whole = (bc_hac_cov(w, x, noise, blocks, step, seg, extra=extra), tls_hac_cov(w, x, step, seg, extra=extra))
+    monkeypatch.setattr(regression, "CHUNK", 7)
+    chunked = (bc_hac_cov(w, x, noise, blocks, step, seg, extra=extra), tls_hac_cov(w, x, step, seg, extra=extra))
+    for a, b in zip(whole, chunked, strict=True):
+        assert np.all(np.linalg.eigvalsh(a) > 0)
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=0)
