@@ -204,3 +204,29 @@ def test_a_dead_time_the_lag_model_absorbs_widens_sigma_to_cover_it(cf):
         clean.params["tm"].std
         == delay.identify([f], cf, settings=delay.DelaySettings(dead_time_check=False)).params["tm"].std
     )
+
+
+def test_motors_rising_faster_than_they_fall_widen_sigma_to_cover_them(cf):
+    """Motors rising in 30 ms and falling in 70 ms: one lag leaves the thrust curve beyond 2σ
+    of the truth; the asymmetry check finds the two constants and widens σ of T_m and the curve
+    by the two models' difference, so the curve and the mean lag are covered. With one lag the
+    check does not fire and σ stays as it was."""
+    f = thrust_flight(seed=31, tm=(0.03, 0.07), duration=8.0, noise=0.1)
+    r = delay.identify([f], cf)
+    plain = delay.identify([f], cf, settings=delay.DelaySettings(asymmetry_check=False))
+    assert r.params["tm"].value == plain.params["tm"].value
+    d = r.diagnostics
+    assert d["asym_p"] < 0.01
+    assert d["tm_rise"] == pytest.approx(0.03, rel=0.05) and d["tm_fall"] == pytest.approx(0.07, rel=0.05)
+    assert abs(r.value("tm") - 0.05) < 2 * r.params["tm"].std
+    for j in (1, 2):
+        assert abs(plain.value(f"thrust_c{j}") - K[j]) > 2 * plain.params[f"thrust_c{j}"].std
+    for j in range(3):
+        assert abs(r.value(f"thrust_c{j}") - K[j]) < 2 * r.params[f"thrust_c{j}"].std
+    assert any("the motors rise in" in n for n in r.notes)
+    assert "rising/falling" in r.observability["tm"]["reason"]
+    clean = thrust_flight(seed=31, duration=8.0, noise=0.1)
+    one = delay.identify([clean], cf)
+    assert one.diagnostics["asym_p"] >= 0.01
+    off = delay.identify([clean], cf, settings=delay.DelaySettings(asymmetry_check=False))
+    assert one.params["tm"].std == off.params["tm"].std
