@@ -82,6 +82,7 @@ ABLATION: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "imu_bias": (("gyro_bias", "acc_bias", "gyro_rw", "acc_rw"), ("eschmann", "six", "kwon")),
     "imu_delay": (("imu_delay",), ("eschmann", "six", "kwon")),
     "izz_ratio": (("izz_ratio",), ("eschmann",)),
+    "motor_asymmetry": (("tm_rise", "tm_fall"), ("eschmann",)),
     "mocap_delay": (("mocap_delay",), ("six",)),
 }
 _SCENARIO = {"eschmann": "eschmann-crazyflie", "six": "six-config-a", "kwon": "kwon-payload"}

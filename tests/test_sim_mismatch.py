@@ -156,6 +156,7 @@ def test_mismatch_variant_with_its_effects_off_is_its_base_scenario(name):
     base, extra = scenarios.MISMATCH[name]
     off = {k: 0.0 for k in ("rotor_drag", "thrust_spread", "tm_spread", "gyro_rw", "acc_rw", "imu_delay")}
     off |= {k: v for k, v in scenarios.OVERRIDES[base].items() if k in extra}  # izz_ratio, mocap_delay
+    off |= {k: scenarios.OVERRIDES[base]["tm"] for k in ("tm_rise", "tm_fall") if k in extra}  # the base's one lag
     own = {"eschmann-crazyflie": ((0.002, -0.003, 0.001), (0.03, -0.02, 0.05))}
     own |= dict.fromkeys(("six-config-a", "six-config-b"), ((0.001, -0.0015, 0.0008), (0.02, -0.015, 0.03)))
     g, a = own.get(base, ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))

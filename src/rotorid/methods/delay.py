@@ -1285,6 +1285,12 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     return True
 
 
+#: `_asymmetry_check`'s screen: relative split of its two evaluations, and the p-value above
+#: which the full two-constant fit is skipped.
+ASYM_SCREEN_STEP = 0.1
+ASYM_SCREEN_P = 0.2
+
+
 def _asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: _Collected) -> bool:
     """Model-structure check of the symmetric lag: separate rising and falling constants (motors
     that spin up faster than they spin down, RLtools' and RotorS's motor models) fitted from the
@@ -1294,14 +1300,28 @@ def _asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     T_m (the constants' mean) and thrust coefficients enters their covariance (Δθ Δθᵀ), which
     the roll/pitch and yaw steps propagate; a note says so. On simulated motors rising in 55 ms
     and falling in 85 ms the symmetric T_m was 6.7 % below their mean (7σ) and I_xx, I_yy
-    3.6 % high (3σ). Returns whether it widened σ."""
+    3.6 % high (3σ). A screen of two evaluations decides first whether the full fit is worth
+    it (`ASYM_SCREEN_P`; the screen's p-value is the diagnostic then). Returns whether it
+    widened σ."""
     lo, hi = _support(st)
     n_eff = sym.n / sym.tau_int
+    # screen (two evaluations, each ~7 symmetric ones): the split alone, T_m held, through a
+    # parabola in δ = (T_rise - T_fall) / (2 T_m); the full fit can only fit better, so a
+    # screen far from significance (p > ASYM_SCREEN_P) ends the check
+    s0, h = sym.unc.fit.sse, ASYM_SCREEN_STEP
+    sp, sm = prob.sse((sym.tm * (1 + h), sym.tm * (1 - h))), prob.sse((sym.tm * (1 - h), sym.tm * (1 + h)))
+    curv = (sp - 2 * s0 + sm) / h**2
+    d0 = float(np.clip(-(sp - sm) / (2 * h * curv), -0.5, 0.5)) if curv > 0 else (h if sp < sm else -h)
+    best = min(sp, sm, s0 - (sp - sm) ** 2 / (8 * h**2 * curv) if curv > 0 else s0)
+    screen = float(special.chdtrc(1, max(n_eff * math.log(s0 / max(best, 1e-300)), 0.0)))
+    if screen > ASYM_SCREEN_P:
+        out.diag.update(asym_p=screen, asym_supported=False)
+        return False
     nlp = lambda x: (
         0.5 * n_eff * math.log(prob.sse((float(x[0]), float(x[1]))))
         + float(_neg_log_prior(x[0], st.tm_prior) + _neg_log_prior(x[1], st.tm_prior))
     )
-    x0 = np.clip(np.array([sym.tm * 1.05, sym.tm * 0.95]), lo, hi)  # just off the diagonal
+    x0 = np.clip(sym.tm * np.array([1 + d0, 1 - d0]), lo, hi)  # from the screen's split
     res = optimize.minimize(nlp, x0, method="L-BFGS-B", bounds=[(lo, hi)] * 2)
     tr, tf = float(res.x[0]), float(res.x[1])
     lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / prob.sse((tr, tf))), 0.0)
