@@ -332,3 +332,24 @@ def test_delay_method_end_to_end_on_a_fixture_window(bbl: dict[str, Path], tmp_p
     params = json.loads((out / "params.json").read_text())["params"]
     assert 0.01 < params["tm"]["value"] < 0.1  # a 1105-size motor with a 2.5" prop
     assert params["hover_cmd"]["value"] == pytest.approx(0.26, abs=0.01)
+
+
+def test_a_frame_ending_in_a_tag8_8svb_field_is_refused_not_decoded_for_ever(
+    bbl: dict[str, Path], tmp_path: Path
+) -> None:
+    """orangebox counts a tag8_8svb group one field short at the frame's end, so a frame whose
+    last field has that encoding never finishes decoding (a fuzzed header found it). The
+    header check refuses the section instead; the read runs in a child process so that a
+    regression fails on its timeout rather than hanging the suite."""
+    import subprocess
+    import sys
+
+    data = bbl["better_tune"].read_bytes()
+    line = next(ln for ln in data[:20000].split(b"\n") if ln.startswith(b"H Field P encoding:"))
+    assert line.endswith(b",0")
+    bad = tmp_path / "tag8.BBL"
+    bad.write_bytes(data.replace(line, line[:-1] + b"6", 1))
+    code = "import sys\nfrom rotorid.io import read\ntry:\n    read(sys.argv[1])\nexcept Exception as e:\n    print(type(e).__name__, e)"
+    out = subprocess.run([sys.executable, "-c", code, str(bad)], capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith("LogFormatError"), out.stdout + out.stderr
+    assert "P frame field 'motor[3]' is tag8_8svb-encoded" in out.stdout

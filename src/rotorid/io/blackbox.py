@@ -159,12 +159,30 @@ def _check_intervals(headers: dict[str, Any]) -> None:
         )
 
 
+#: orangebox's code of the tag8_8svb encoding (up to eight adjacent fields behind one tag byte).
+TAG8_8SVB = 6
+
+
+def _check_groups(field_defs: dict[Any, list[Any]]) -> None:
+    """No frame kind may end with a tag8_8svb field: orangebox counts such a group one field
+    short where it meets the frame's end (the firmware's decoder counts to the end), so the last
+    field decodes as a group of none and its frame loop never advances — for ever."""
+    for kind, defs in field_defs.items():
+        if defs and getattr(defs[-1], "encoding", None) == TAG8_8SVB:
+            raise LogFormatError(
+                f"header: the last {getattr(kind, 'value', kind)} frame field {quote(getattr(defs[-1], 'name', '?'))} "
+                f"is tag8_8svb-encoded (encoding {TAG8_8SVB}), which orangebox cannot decode (it would never finish); "
+                "the header is probably corrupt"
+            )
+
+
 def _section(parser: Any, index: int, path: Path) -> tuple[dict[str, Any], list[str], list[tuple], str | None]:
     """Headers, field names and decoded main frames of log section `index` (from its first I
     frame), plus why decoding stopped early (None if the section ended cleanly)."""
     parser.set_log_index(index)
     headers = dict(parser.headers)
     _check_intervals(headers)
+    _check_groups(parser.reader.field_defs)
     names = [str(n) for n in parser.field_names]  # a corrupt header can make a name a number
     rows: list[tuple] = []
     seen_intra = False
