@@ -616,6 +616,7 @@ class _Frames:
     """A stand-in for orangebox's Parser with the given frames (type, values) in log section 1."""
 
     field_names = ("loopIteration", "time", "gyroADC[0]")
+    reader = type("Reader", (), {"field_defs": {}})()  # the header's field definitions
 
     def __init__(self, frames: list[tuple[str, tuple]]) -> None:
         self._frames, self.headers = frames, {}
