@@ -1285,8 +1285,8 @@ def _dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     return True
 
 
-#: `_asymmetry_check`'s screen: relative split of its two evaluations, and the p-value above
-#: which the full two-constant fit is skipped.
+#: `_asymmetry_check`'s screen: the largest relative split of its two evaluations, and the
+#: p-value above which the full two-constant fit is skipped.
 ASYM_SCREEN_STEP = 0.1
 ASYM_SCREEN_P = 0.2
 
@@ -1308,7 +1308,9 @@ def _asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     # screen (two evaluations, each ~7 symmetric ones): the split alone, T_m held, through a
     # parabola in δ = (T_rise - T_fall) / (2 T_m); the full fit can only fit better, so a
     # screen far from significance (p > ASYM_SCREEN_P) ends the check
-    s0, h = sym.unc.fit.sse, ASYM_SCREEN_STEP
+    # the step: a few of T_m's own σ (a parabola's vertex off a wide step reads the SSE's
+    # skew as a split when an hour of samples makes every SSE difference count)
+    s0, h = sym.unc.fit.sse, float(np.clip(3.0 * sym.std / sym.tm, 0.002, ASYM_SCREEN_STEP))
     sp, sm = prob.sse((sym.tm * (1 + h), sym.tm * (1 - h))), prob.sse((sym.tm * (1 - h), sym.tm * (1 + h)))
     curv = (sp - 2 * s0 + sm) / h**2
     d0 = float(np.clip(-(sp - sm) / (2 * h * curv), -0.5, 0.5)) if curv > 0 else (h if sp < sm else -h)
