@@ -1306,10 +1306,9 @@ def _asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     lo, hi = _support(st)
     n_eff = sym.n / sym.tau_int
     # screen (two evaluations, each ~7 symmetric ones): the split alone, T_m held, through a
-    # parabola in δ = (T_rise - T_fall) / (2 T_m); the full fit can only fit better, so a
-    # screen far from significance (p > ASYM_SCREEN_P) ends the check
-    # the step: a few of T_m's own σ (a parabola's vertex off a wide step reads the SSE's
-    # skew as a split when an hour of samples makes every SSE difference count)
+    # parabola in δ = (T_rise - T_fall) / (2 T_m) stepped a few of T_m's own σ (a wide step's
+    # vertex reads the SSE's skew as a split when an hour of samples makes every SSE difference
+    # count); the full fit can only fit better, so a screen far from significance ends the check
     s0, h = sym.unc.fit.sse, float(np.clip(3.0 * sym.std / sym.tm, 0.002, ASYM_SCREEN_STEP))
     sp, sm = prob.sse((sym.tm * (1 + h), sym.tm * (1 - h))), prob.sse((sym.tm * (1 - h), sym.tm * (1 + h)))
     curv = (sp - 2 * s0 + sm) / h**2
