@@ -767,10 +767,13 @@ class AsymSearch:
     unc: ThrustUncertainty | None = None
 
 
-def search_tm_asymmetric(problem: ThrustProblem, sym: TmSearch, settings: DelaySettings) -> AsymSearch:
-    """Rising and falling constants by a bounded quasi-Newton (L-BFGS-B) search from the symmetric
-    optimum and a Newton polish, std from the joint uncertainty (`thrust_uncertainty`), and the
-    F-test of the split against the symmetric model."""
+def _rise_fall_fit(
+    problem: ThrustProblem, sym: TmSearch, settings: DelaySettings, x0: np.ndarray
+) -> tuple[float, float, Callable[[Any], float], list[int]]:
+    """Rising and falling constants minimising the negative log posterior (the SSE at the
+    residual's effective sample count plus the T_m prior) by a bounded quasi-Newton (L-BFGS-B)
+    search from `x0`, never worse than the symmetric optimum; also that objective and its
+    evaluation count (a one-element list), for a polish to go on with."""
     lo, hi = _support(settings)
     n_eff = sym.n / sym.tau_int
     count = [0]
@@ -781,11 +784,20 @@ def search_tm_asymmetric(problem: ThrustProblem, sym: TmSearch, settings: DelayS
         prior = float(_neg_log_prior(tr, settings.tm_prior) + _neg_log_prior(tf, settings.tm_prior))
         return 0.5 * n_eff * math.log(problem.sse((tr, tf))) + prior
 
-    x0 = np.clip(np.array([sym.tm * 1.05, sym.tm * 0.95]), lo, hi)  # just off the diagonal
-    res = optimize.minimize(nlp, x0, method="L-BFGS-B", bounds=[(lo, hi)] * 2)
+    res = optimize.minimize(nlp, np.clip(x0, lo, hi), method="L-BFGS-B", bounds=[(lo, hi)] * 2)
     if res.fun > nlp(np.array([sym.tm, sym.tm])):
         res.x = np.array([sym.tm, sym.tm])
-    tr, tf = (float(v) for v in res.x)
+    return float(res.x[0]), float(res.x[1]), nlp, count
+
+
+def search_tm_asymmetric(problem: ThrustProblem, sym: TmSearch, settings: DelaySettings) -> AsymSearch:
+    """Rising and falling constants by a bounded quasi-Newton (L-BFGS-B) search from the symmetric
+    optimum and a Newton polish, std from the joint uncertainty (`thrust_uncertainty`), and the
+    F-test of the split against the symmetric model."""
+    lo, hi = _support(settings)
+    n_eff = sym.n / sym.tau_int
+    x0 = np.array([sym.tm * 1.05, sym.tm * 0.95])  # just off the diagonal
+    tr, tf, nlp, count = _rise_fall_fit(problem, sym, settings, x0)
     at_edge = any(min(v - lo, hi - v) <= 2 * settings.tm_xtol for v in (tr, tf))
     std: tuple[float, float] = (float("nan"), float("nan"))
     unc = None
@@ -1303,7 +1315,6 @@ def _asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     3.6 % high (3σ). A screen of two evaluations decides first whether the full fit is worth
     it (`ASYM_SCREEN_P`; the screen's p-value is the diagnostic then). Returns whether it
     widened σ."""
-    lo, hi = _support(st)
     n_eff = sym.n / sym.tau_int
     # screen (two evaluations, each ~7 symmetric ones): the split alone, T_m held, through a
     # parabola in δ = (T_rise - T_fall) / (2 T_m) stepped a few of T_m's own σ (a wide step's
@@ -1318,19 +1329,14 @@ def _asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     if screen > ASYM_SCREEN_P:
         out.diag.update(asym_p=screen, asym_supported=False)
         return False
-    nlp = lambda x: (
-        0.5 * n_eff * math.log(prob.sse((float(x[0]), float(x[1]))))
-        + float(_neg_log_prior(x[0], st.tm_prior) + _neg_log_prior(x[1], st.tm_prior))
-    )
-    x0 = np.clip(sym.tm * np.array([1 + d0, 1 - d0]), lo, hi)  # from the screen's split
-    res = optimize.minimize(nlp, x0, method="L-BFGS-B", bounds=[(lo, hi)] * 2)
-    tr, tf = float(res.x[0]), float(res.x[1])
-    lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / prob.sse((tr, tf))), 0.0)
+    tr, tf, _, _ = _rise_fall_fit(prob, sym, st, sym.tm * np.array([1 + d0, 1 - d0]))  # from the screen's split
+    fit = prob.fit((tr, tf))[0]
+    lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / fit.sse), 0.0)
     p = float(special.chdtrc(1, 2 * lr))
     out.diag.update(tm_rise=tr, tm_fall=tf, asym_p=p, asym_supported=p < 0.01)
     if not p < 0.01:
         return False
-    delta = np.concatenate([[sym.tm - 0.5 * (tr + tf)], sym.unc.fit.x - prob.fit((tr, tf))[0].x])
+    delta = np.concatenate([[sym.tm - 0.5 * (tr + tf)], sym.unc.fit.x - fit.x])
     sym.unc.cov = sym.unc.cov + np.outer(delta, delta)
     sym.std = float(sym.unc.std[0])
     out.notes.append(
