@@ -4,7 +4,9 @@ writes: the template's preamble and notes around the tables of the last full run
 from __future__ import annotations
 
 from conftest import REPO
-from test_calibration import cal
+from support.bench import load
+
+cal = load("calibration")
 
 
 def _around_tables(text: str) -> tuple[str, str]:
