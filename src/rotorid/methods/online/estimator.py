@@ -31,6 +31,24 @@ class KfModel(NamedTuple):
     scale: float
 
 
+class RlsRows(NamedTuple):
+    """The rows the RLS (Alg. 5) and RLS2 (Alg. 7) processed, one per enabled step (T of them),
+    as `OnlineEstimator.run` recorded them: H1 (T, 3, 6), its output and row variances (T, 3);
+    H2 (T, 3, 2), its output (T, 3) and row variance (T,); the H1 entries the correction law moved
+    to the output (T, 3 rows, 3 MOI columns) with the running Ĵ they moved with (T, 3); and the
+    KF's gain and model acceleration per axis (T, 6; 0 without the KF)."""
+
+    h1: np.ndarray
+    y1: np.ndarray
+    r1: np.ndarray
+    h2: np.ndarray
+    y2: np.ndarray
+    r2: np.ndarray
+    moved: np.ndarray
+    jhat: np.ndarray
+    kf: np.ndarray
+
+
 class Sample(NamedTuple):
     """One IMU/motor sample: time (s), gyro (rad/s, body FLU), accelerometer specific force
     (m/s², body FLU), motor commands and/or measured rotor speeds (one per rotor), and
@@ -188,7 +206,7 @@ class OnlineEstimator:
         self._u_prev = u
         return list(y)
 
-    def _motor_settings(self) -> dict[str, Any]:
+    def motor_settings(self) -> dict[str, Any]:
         """What `_motor_state` resolved: the motor source, whether the lag model runs and the hold
         used (s, `OnlineSettings.motor_hold`)."""
         return {"motor_source": self._source, "motor_lag": self._lagged, "motor_hold_used": self._hold}
@@ -326,6 +344,33 @@ class OnlineEstimator:
                 ),
             )
         return self._state
+
+    @property
+    def theta1_scale(self) -> float:
+        """The a-posteriori variance factor of the RLS's Σ_θ1 (`_scale`)."""
+        return self._scale(self._chi1)
+
+    @property
+    def com_z(self) -> float:
+        """The CoM's height above the body origin the estimator takes from the vehicle (0 when unknown)."""
+        return self._com_z
+
+    @property
+    def kf_model(self) -> KfModel | None:
+        """The KF's process model held fixed (`KfModel`), None: the running RLS estimate."""
+        return self._kf_model
+
+    @property
+    def mixer(self) -> np.ndarray:
+        """The mixer (6, n): force and moment about the body origin per unit rotor thrust."""
+        return np.array(self._mix)
+
+    def recorded_rows(self) -> RlsRows | None:
+        """The rows `run` recorded, as arrays (`RlsRows`); None when there are none (not run, or
+        the RLS never enabled)."""
+        if not self._rows:
+            return None
+        return RlsRows(*(np.array([r[i] for r in self._rows], dtype=float) for i in range(len(RlsRows._fields))))
 
     @staticmethod
     def _scale(chi: list) -> float:

@@ -11,7 +11,7 @@ import numpy as np
 
 from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
-from rotorid.methods.online.passes import stream
+from rotorid.methods.online.passes import OnlineProblem, Prepared, Stream, prepare, stream
 from rotorid.methods.online.settings import THETA1, OnlineSettings
 from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
@@ -73,15 +73,18 @@ def identify(
     Tables 8–10: I_xx, I_yy, I_zz, com_x, com_y, mass, imu_z with std from the RLS covariances)
     and the trajectories in `result.diagnostics`. With `truth` (canonical name -> value, e.g.
     `scenario.truth.params`) the notes list each final value against it."""
-    settings = settings or OnlineSettings()
-    est, tr, bias, (final, informed), runs = stream(flight, vehicle, settings)
-    yaw = final.pop("yaw_moment", None)  # a nuisance term, not a vehicle parameter: said in the notes
-    estimates = {name: (float(v), math.sqrt(sd * sd + va)) for name, (v, sd, va) in final.items()}
+    problem = OnlineProblem(flight, vehicle, settings or OnlineSettings())
+    settings = problem.settings
+    prepared = prepare(problem)
+    run = stream(problem, prepared)
+    est, tr, final = run.estimator, run.trajectories, run.final.params
+    # the yaw moment is a nuisance term, not a vehicle parameter: said in the notes
+    params_final = {name: p for name, p in final.items() if name != "yaw_moment"}
+    estimates = {name: (float(v), math.sqrt(sd * sd + va)) for name, (v, sd, va) in params_final.items()}
     params = {name: Estimate(v, sd) for name, (v, sd) in estimates.items()}
     en = tr["enabled"]
-    kwon = settings.variant == "kwon"
-    frac = tr["active"][en].mean(axis=0) if kwon else np.ones(3)
-    observability, never = _observability(params, frac, informed)
+    frac = tr["active"][en].mean(axis=0) if settings.variant == "kwon" else np.ones(3)
+    observability, never = _observability(params, frac, run.final.informed)
     for name in never:
         del estimates[name]
     diagnostics: dict[str, Any] = dict(tr)
@@ -90,9 +93,40 @@ def identify(
     intervals = flight.meta.get("sim", {}).get("intervals") if isinstance(flight.meta.get("sim"), dict) else None
     if intervals:
         diagnostics["intervals"] = intervals
+    notes = _notes(problem, prepared, run, frac, never)
+    if truth:
+        diagnostics["truth"] = dict(truth)
+        notes += [
+            f"{name}: {v:.6g} / true {truth[name]:.6g} {unit_of(name)} ({rel_error_pct(v, truth[name]):+.2f} %)"
+            for name, (v, _) in estimates.items()
+            if name in truth and truth[name] != 0
+        ]
+    settings_out = {
+        **dataclasses.asdict(settings),
+        **est.motor_settings(),
+        "log_rate_hz": flight.rate,
+        "runs": run.runs,
+    }
+    result = build_result("online", estimates, settings_out, diagnostics, observability, notes)
+    for name, (_, sd, va) in params_final.items():
+        if name in result.params and va > sd * sd:  # the σ is mostly the assumption's
+            why = _BIAS_WHY.format(settings.acc_bias_z_sigma) if name in ("mass", "imu_z") else _SPREAD_WHY
+            result.params[name] = dataclasses.replace(result.params[name], assumption=why.format(settings.motor_spread))
+    return with_vehicle(result, vehicle)
+
+
+def _notes(problem: OnlineProblem, prepared: Prepared, run: Stream, frac: np.ndarray, never: list[str]) -> list[str]:
+    """`identify`'s notes: when the estimator enabled and how often it ran, what was not reported,
+    the gyro bias removed, the constant yaw moment, what σ is and the correction law's activity."""
+    settings, bias, en = problem.settings, prepared.bias, run.trajectories["enabled"]
     notes = [
-        f"variant {settings.variant}: estimator enabled at t={est.t_enabled:.3f} s ({100 * en.mean():.1f}% of the log)"
-        + (f"; run {runs} times, the KF's model held at the previous run's θ1 (fixed point)" if runs > 1 else ""),
+        f"variant {settings.variant}: estimator enabled at t={run.estimator.t_enabled:.3f} s "
+        f"({100 * en.mean():.1f}% of the log)"
+        + (
+            f"; run {run.runs} times, the KF's model held at the previous run's θ1 (fixed point)"
+            if run.runs > 1
+            else ""
+        ),
         "imu_z is the IMU height above the CoM plus com_z of the vehicle (0 if unknown)",
     ]
     if never:
@@ -106,8 +140,9 @@ def identify(
             + ", ".join(f"{a} {math.degrees(b):+.3f}" for a, b in zip("xyz", bias.series.mean(axis=0), strict=True))
             + " deg/s"
         )
+    yaw = run.final.params.get("yaw_moment")
     if yaw is not None:
-        notes.append(f"constant yaw moment (rotor spread times k_tau, yaw trim): {yaw[0]:+.4g} ± {yaw[1]:.2g} N m")
+        notes.append(f"constant yaw moment (rotor spread times k_tau, yaw trim): {yaw.value:+.4g} ± {yaw.std:.2g} N m")
     notes.append(
         "σ is the HAC sandwich of the RLS over the whole flight (equal-weighted cosine long-run variance): "
         "the RLS rows share the Kalman-filtered rate and are correlated in time; it gives back what the fit "
@@ -118,28 +153,10 @@ def identify(
             else ""
         )
     )
-    if kwon:
+    if settings.variant == "kwon":
         notes.append(
             "correction law: MOI columns active on "
             + ", ".join(f"{'xyz'[k]} {100 * frac[k]:.0f}%" for k in range(3))
             + " of the enabled samples"
         )
-    if truth:
-        diagnostics["truth"] = dict(truth)
-        notes += [
-            f"{name}: {v:.6g} / true {truth[name]:.6g} {unit_of(name)} ({rel_error_pct(v, truth[name]):+.2f} %)"
-            for name, (v, _) in estimates.items()
-            if name in truth and truth[name] != 0
-        ]
-    settings_out = {
-        **dataclasses.asdict(settings),
-        **est._motor_settings(),
-        "log_rate_hz": flight.rate,
-        "runs": runs,
-    }
-    result = build_result("online", estimates, settings_out, diagnostics, observability, notes)
-    for name, (_, sd, va) in final.items():
-        if name in result.params and va > sd * sd:  # the σ is mostly the assumption's
-            why = _BIAS_WHY.format(settings.acc_bias_z_sigma) if name in ("mass", "imu_z") else _SPREAD_WHY
-            result.params[name] = dataclasses.replace(result.params[name], assumption=why.format(settings.motor_spread))
-    return with_vehicle(result, vehicle)
+    return notes

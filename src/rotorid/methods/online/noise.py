@@ -4,7 +4,17 @@ rows' specific force (Alg. 6) and in the RLS rows' α̂ (Alg. 4)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+
+
+class NoiseDensities(NamedTuple):
+    """White-noise density² per body axis (`acc_noise_density`) of the accelerometer
+    ((m/s²)²/Hz) and of the gyro ((rad/s)²/Hz)."""
+
+    acc: np.ndarray
+    gyro: np.ndarray
 
 
 def acc_noise_density(acc: np.ndarray, t: np.ndarray) -> np.ndarray:

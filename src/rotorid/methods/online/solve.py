@@ -5,15 +5,58 @@ settings' assumptions add, and which parameters the flight informed."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from rotorid.methods.online.estimator import OnlineEstimator, imu_height
-from rotorid.methods.online.noise import acc_row_noise, alpha_row_noise
+from rotorid.methods.online.estimator import OnlineEstimator, RlsRows, imu_height
+from rotorid.methods.online.noise import NoiseDensities, acc_row_noise, alpha_row_noise
 from rotorid.methods.online.settings import N1, THETA1
 from rotorid.methods.regression import leverage_diag, rls_hac_cov, sandwich
 
 
-def _final_theta1(est: OnlineEstimator, h1: np.ndarray, y1: np.ndarray, r1: np.ndarray, bread: np.ndarray):
+class FinalParam(NamedTuple):
+    """A parameter's final value, its σ from the flight and the variance the settings' assumptions
+    add (`_assumed`)."""
+
+    value: float
+    std: float
+    assumed_var: float
+
+
+class FinalFit(NamedTuple):
+    """`final_std`'s result: the final parameters by name (θ1, the constant yaw moment when
+    `OnlineSettings.yaw_moment` > 0, mass and imu_z) and which of them the flight informed."""
+
+    params: dict[str, FinalParam]
+    informed: dict[str, bool]
+
+
+class Fuller(NamedTuple):
+    """`_fuller`'s result: the scale of S_uu, the corrected bread (M - S_uu)⁻¹ and θ̃."""
+
+    scale: float
+    bread: np.ndarray
+    theta: np.ndarray
+
+
+class Theta1Fit(NamedTuple):
+    """`final_theta1_eiv`'s result: θ1 corrected, its σ and the bread of its delta method."""
+
+    theta: np.ndarray
+    std: np.ndarray
+    bread: np.ndarray
+
+
+class Theta2Fit(NamedTuple):
+    """`final_theta2`'s result: θ2 = [m, m z] corrected, its (2, 2) covariance and its bread."""
+
+    theta: np.ndarray
+    cov: np.ndarray
+    bread: np.ndarray
+
+
+def _final_theta1(est: OnlineEstimator, rows: RlsRows, bread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """θ1 and the rows' outputs with every moved term (Alg. 4 as changed here: an inactive MOI
     column's term Ĵ_k h_k moves to the output) evaluated at the final MOI instead of the running
     Ĵ_k of its step. Early in a flight the running value is the initial guess (1 g m² against
@@ -22,9 +65,7 @@ def _final_theta1(est: OnlineEstimator, h1: np.ndarray, y1: np.ndarray, r1: np.n
     same in every seed, and gone with j0 at the truth. The RLS solves its normal equations
     exactly, θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r), so new outputs y + Δy give θ + bread Σ hᵀ Δy / r;
     three passes settle the fixed point (the MOI moves by < 1 % of its σ after the first)."""
-    rows = est._rows
-    hm = np.array([r[6] for r in rows], dtype=float)  # (T, 3 rows, 3 MOI columns)
-    jt = np.array([r[7] for r in rows], dtype=float)  # (T, 3) running Ĵ they moved with
+    h1, y1, r1, hm, jt = rows.h1, rows.y1, rows.r1, rows.moved, rows.jhat
     th = np.array(est.th1)
     y = y1
     for _ in range(3):
@@ -49,7 +90,7 @@ def _kf_jacobian(kfrow: np.ndarray, dt: np.ndarray, jm: np.ndarray, h1: np.ndarr
     return np.where(np.stack([h1[:, k, k] != 0 for k in range(3)], -1), d, 0.0)
 
 
-def _fuller(m_mat: np.ndarray, th: np.ndarray, s_uu: np.ndarray, n: int) -> tuple[float, np.ndarray, np.ndarray]:
+def _fuller(m_mat: np.ndarray, th: np.ndarray, s_uu: np.ndarray, n: int) -> Fuller:
     """Fuller's known-error-covariance estimator (1987, *Measurement Error Models*, §2.2) of the
     least squares `th` with normal matrix `m_mat` whose columns carry noise of moment diag(`s_uu`)
     over `n` rows: θ̃ = (M - S_uu)⁻¹ M θ, with S_uu scaled by λ̂ - 1/(n-1) where the smallest root
@@ -63,7 +104,7 @@ def _fuller(m_mat: np.ndarray, th: np.ndarray, s_uu: np.ndarray, n: int) -> tupl
         lam = float(np.linalg.eigvalsh(d[:, None] * c * d[None, :])[0])
         scale = min(1.0, lam - 1.0 / (n - 1))
     b_mat = np.linalg.inv(m_mat - np.diag(scale * s_uu))
-    return scale, b_mat, b_mat @ (m_mat @ th)
+    return Fuller(scale, b_mat, b_mat @ (m_mat @ th))
 
 
 def final_theta1_eiv(
@@ -74,7 +115,7 @@ def final_theta1_eiv(
     r1: np.ndarray,
     vu: np.ndarray,
     dalpha: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> Theta1Fit:
     """θ1 corrected for the gyro noise in α̂ (`alpha_row_noise`, variance `vu` (T, 3)), its σ
     and the corrected bread. The rows' α̂ is the MOI column of its own axis while that column is
     active (H1's diagonal), and its noise attenuates least squares as the accelerometer's does
@@ -115,10 +156,12 @@ def final_theta1_eiv(
             np.einsum("tpq,pq->tp", h1[:, :3], b_mat[:3]) * th_c[None, :3] - np.diag(b_mat)[None, :3] * e
         ) * (dalpha / r1)
     cov = sandwich(b_mat, psi, np.zeros(len(psi), dtype=int), None, 1.0, lev)
-    return th_c, np.sqrt(np.clip(np.diag(cov), 0.0, None)), b_mat
+    return Theta1Fit(th_c, np.sqrt(np.clip(np.diag(cov), 0.0, None)), b_mat)
 
 
-def final_theta2(bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.ndarray, r2: np.ndarray, vu: np.ndarray):
+def final_theta2(
+    bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.ndarray, r2: np.ndarray, vu: np.ndarray
+) -> Theta2Fit:
     """θ2 = [m, m z] corrected for the noise in its regressor, and its covariance.
 
     The RLS2 rows F = H2 θ2 (Alg. 7, eq. 19–20) regress the noise-free rotor force on the
@@ -142,12 +185,10 @@ def final_theta2(bread2: np.ndarray, th2: np.ndarray, h2: np.ndarray, y2: np.nda
     psi[:, 0] += scale * w * th[0]
     lev = leverage_diag(b, h2, r2)
     lev[:, 0] -= scale * w * b[0, 0]
-    return th, sandwich(b, psi, np.zeros(len(psi), dtype=int), None, 1.0, lev), b
+    return Theta2Fit(th, sandwich(b, psi, np.zeros(len(psi), dtype=int), None, 1.0, lev), b)
 
 
-def final_std(
-    est: OnlineEstimator, acc_nd2: np.ndarray | None = None, gyro_nd2: np.ndarray | None = None
-) -> tuple[dict[str, tuple[float, float, float]], dict[str, bool]]:
+def final_std(est: OnlineEstimator, noise: NoiseDensities | None = None) -> FinalFit:
     """Final θ1 (`_final_theta1`) and σ of θ1, mass and imu_z, from the rows the RLS and RLS2
     processed with the estimators' own covariances as the bread. The RLS covariance alone assumes
     independent rows of the stated variance (Kwon et al. eq. 10 and Alg. 5 give the estimator,
@@ -163,29 +204,30 @@ def final_std(
     estimate (`regression.ewc_meat`, as tls) has neither bias, and the leverage widening gives
     back what the fit takes from scores in bursts (I_zz: 1.09, 94 % within ±2σ). RLS2 (mass,
     m z): the same sandwich. With `eiv` and the KF (variant "kwon"), θ1 is corrected for the
-    gyro's noise (density² `gyro_nd2`) in α̂ (`final_theta1_eiv`). Also which parameters the
+    gyro's noise (density² `noise.gyro`) in α̂ (`final_theta1_eiv`). Also which parameters the
     flight informed: the information sum h^2 / r of its column exceeds that of its initial
     variance."""
-    s = est.settings
-    rows = est._rows or []
-    if not rows:
+    s, rows = est.settings, est.recorded_rows()
+    names = [*THETA1, "mass", "imu_z"]
+    if rows is None:
         st, nan = est.state, float("nan")
         values = [*st.theta1, st.mass, st.imu_z]
-        return {k: (v, nan, 0.0) for k, v in zip([*THETA1, "mass", "imu_z"], values, strict=True)}, dict.fromkeys(
-            [*THETA1, "mass", "imu_z"], False
+        return FinalFit(
+            {k: FinalParam(v, nan, 0.0) for k, v in zip(names, values, strict=True)}, dict.fromkeys(names, False)
         )
-    h1, y1, r1, h2, y2, r2 = (np.array([r[i] for r in rows], dtype=float) for i in range(6))
+    acc_nd2, gyro_nd2 = (None, None) if noise is None else noise
+    h1, r1, h2, y2, r2 = rows.h1, rows.r1, rows.h2, rows.y2, rows.r2
     th2 = np.array(est.th2)
     bread1 = np.array(est.s1).reshape(N1, N1)
-    th1, y1 = _final_theta1(est, h1, y1, r1, bread1)
+    th1, y1 = _final_theta1(est, rows, bread1)
     s00, s01, s11 = est.s2
     bread2 = np.array([[s00, s01], [s01, s11]])
     dt = s.force_nd**2 / r2  # each step's duration (the RLS2 row variance is force_nd²/dt)
     if s.variant == "kwon":
-        kfrow = np.array([r[8] for r in rows], dtype=float)
+        kfrow = rows.kf
         eiv = s.eiv and gyro_nd2 is not None
-        vu1 = alpha_row_noise(gyro_nd2, kfrow[:, :3], dt) if eiv else np.zeros((len(rows), 3))
-        m = est._kf_model
+        vu1 = alpha_row_noise(gyro_nd2, kfrow[:, :3], dt) if eiv else np.zeros((len(kfrow), 3))
+        m = est.kf_model
         da = None if m is None else _kf_jacobian(kfrow, dt, np.maximum(m.theta1[:3], s.j_min), h1)
         th1, std1, bread1 = final_theta1_eiv(bread1, th1, h1, y1, r1, vu1, da)
     else:
@@ -200,27 +242,26 @@ def final_std(
     informed = {name: bool(info1[i] * s.theta1_var0[i] > 1.0) for i, name in enumerate(THETA1)}
     informed["mass"] = bool(info2[0] * s.theta2_var0[0] > 1.0)
     informed["imu_z"] = bool(info2[1] * s.theta2_var0[1] > 1.0)
-    thrust = _rotor_thrusts(est, rows, h1, y1, th1)
+    thrust = _rotor_thrusts(est, rows.moved, h1, y1, th1)
     var1, cov2b = _assumed(est, h1, r1, bread1, th1, thrust, h2, r2, bread2, th2)
     _, z_std = imu_height(th2[0], th2[1], cov2[0, 0], cov2[0, 1], cov2[1, 1], 1.0)
     _, z_b = imu_height(th2[0], th2[1], cov2b[0, 0], cov2b[0, 1], cov2b[1, 1], 1.0)
-    out = {name: (th1[i], std1[i], var1[i]) for i, name in enumerate(THETA1)}
+    out = {name: FinalParam(th1[i], std1[i], var1[i]) for i, name in enumerate(THETA1)}
     if s.yaw_moment > 0:
-        out["yaw_moment"] = (th1[5], std1[5], 0.0)  # a rotor spread is this moment: no spread term
-    out["mass"] = (th2[0], float(np.sqrt(max(cov2[0, 0], 0.0))), float(cov2b[0, 0]))
-    out["imu_z"] = (est._com_z + th2[1] / th2[0], float(z_std), float(z_b) ** 2)
-    return out, informed
+        out["yaw_moment"] = FinalParam(th1[5], std1[5], 0.0)  # a rotor spread is this moment: no spread term
+    out["mass"] = FinalParam(th2[0], float(np.sqrt(max(cov2[0, 0], 0.0))), float(cov2b[0, 0]))
+    out["imu_z"] = FinalParam(est.com_z + th2[1] / th2[0], float(z_std), float(z_b) ** 2)
+    return FinalFit(out, informed)
 
 
-def _rotor_thrusts(est: OnlineEstimator, rows: list, h1: np.ndarray, y1: np.ndarray, th1: np.ndarray) -> np.ndarray:
+def _rotor_thrusts(est: OnlineEstimator, hm: np.ndarray, h1: np.ndarray, y1: np.ndarray, th1: np.ndarray) -> np.ndarray:
     """Per-rotor thrust of every RLS row (T, n), recovered from the row's force and moment (the
     H1 force columns, and the output before the moved terms and the com_z F term) through the
     mixer's pseudo-inverse: exact for a quadrotor (rank 4), the minimum-norm allocation of the
-    same wrench for more rotors."""
-    hm = np.array([r[6] for r in rows], dtype=float)
+    same wrench for more rotors. `hm` (T, 3, 3): the H1 entries moved to the output (`RlsRows.moved`)."""
     fx, fy, fz = -h1[:, 2, 4], h1[:, 2, 3], h1[:, 0, 4]
-    m = y1 + np.einsum("tjk,k->tj", hm, th1[:3]) - est._com_z * np.stack([fy, -fx, np.zeros_like(fx)], -1)
-    return np.column_stack([fx, fy, fz, m]) @ np.linalg.pinv(np.array(est._mix)).T
+    m = y1 + np.einsum("tjk,k->tj", hm, th1[:3]) - est.com_z * np.stack([fy, -fx, np.zeros_like(fx)], -1)
+    return np.column_stack([fx, fy, fz, m]) @ np.linalg.pinv(est.mixer).T
 
 
 def _assumed(est, h1, r1, bread1, th1, thrust, h2, r2, bread2, th2) -> tuple[np.ndarray, np.ndarray]:
@@ -231,9 +272,9 @@ def _assumed(est, h1, r1, bread1, th1, thrust, h2, r2, bread2, th2) -> tuple[np.
     stronger by ε_i adds ε_i f_i(t) (r_i - c) x z with its thrust f_i(t) of each row (`thrust`):
     the hover part is a CoM shift, the part that follows the manoeuvres (the differential
     thrust that drives α) scales the inertia."""
-    s, n = est.settings, est._m
-    mix = np.array(est._mix)  # (6, n): force and moment about the body origin per unit thrust
-    com = np.array([th1[3], th1[4], est._com_z])
+    s, mix = est.settings, est.mixer  # (6, n): force and moment about the body origin per unit thrust
+    n = mix.shape[1]
+    com = np.array([th1[3], th1[4], est.com_z])
     arm = mix[3:6] - np.cross(com, mix[0:3].T).T  # moment per unit thrust about the CoM
     jac = bread1 @ np.einsum("tkp,tk,ki,ti->pi", h1, 1.0 / r1, arm, thrust)  # (6, n) ∂θ1/∂ε_i
     centre = np.eye(n) - 1.0 / n
