@@ -41,9 +41,9 @@ the literal algorithms for comparison (benchmarks/bench_online.py).
 
 Uncertainty: the streaming state (`OnlineState.theta1_std`, the trajectories) carries the RLS's
 own covariance scaled by its a-posteriori residual variance, what a live loop can afford;
-`identify` reports the HAC sandwich over the whole flight (`_final_std`), and leaves out a
+`identify` reports the HAC sandwich over the whole flight (`solve.final_std`), and leaves out a
 parameter the flight never informed (the value would be the initial guess). Its mass and imu_z
-are the errors-in-variables corrected solve of the RLS2 rows (`_final_theta2`), so they differ
+are the errors-in-variables corrected solve of the RLS2 rows (`solve.final_theta2`), so they differ
 from the streaming trajectory's last value by the attenuation the accelerometer noise causes
 (≈ 25 ppm of the mass on kwon-payload).
 
