@@ -42,10 +42,11 @@ def test_noise_moment_matches_the_noise_the_rows_carry(source: str, noise: tuple
     noisy, clean = (kinematic_flight(v, seed=3, dur=60.0, noise=nz) for nz in (noise, (0, 0, 0, 0)))
     st = tls.TlsSettings(source=source, acc_bias=False)
     m = {"A": v.mass}
-    rows, resolved, wn, blocks, _ = tls_problem.build_system({"A": [noisy]}, v, m, st, None)
-    wc = tls_problem.build_system({"A": [clean]}, v, m, st, None)[2]
+    noisy_problem = tls_problem.TlsProblem.of({"A": [noisy]}, v, m, settings=st)
+    rows, resolved, wn, blocks, _ = tls_problem.build_system(noisy_problem, None)
+    wc = tls_problem.build_system(tls_problem.TlsProblem.of({"A": [clean]}, v, m, settings=st), None).w
     dw = wn - wc  # the same trajectory: the rows' noise itself
-    moment = tls_noise.noise_moment({"A": [noisy]}, v, m, st, rows, resolved).total
+    moment = tls_noise.noise_moment(noisy_problem, rows, resolved).total
     strong = 0
     for b in range(6):
         emp = dw[blocks == b].T @ dw[blocks == b] / np.sum(blocks == b)
@@ -130,7 +131,8 @@ def test_the_moment_rows_use_the_bias_the_compensated_fit_finds(ab) -> None:
     first moments by 1 + Δb_z / g (com_x, com_y of configuration B 1.2-1.4 σ̄ off in every
     simulated flight)."""
     configs, vehicle, masses = ab
-    sol = tls_lags.solve_separated(configs, vehicle, masses, np.ones(12), tls.TlsSettings(motor_spread=0.0))[0]
+    problem = tls_problem.TlsProblem.of(configs, vehicle, masses, settings=tls.TlsSettings(motor_spread=0.0))
+    sol = tls_lags.solve_separated(problem).solution
     x = np.zeros(len(sol.names))
     x[sol.kept] = sol.fit.x
     left = tls_rows.acc_bias_estimate(sol.rows, x, masses)
@@ -179,7 +181,7 @@ def test_the_first_moments_sigma_counts_the_accelerometer_noise_the_bias_estimat
 def test_the_thrust_noise_is_read_from_the_residuals_and_its_errors_in_variables_compensated() -> None:
     """Thrust noise (0.05 N per rotor, white at the simulator's 1 kHz) drives ω̇ with a torque
     the rotor terms do not hold: an error in the ω̇ columns no sensor floor shows. Its RMS in
-    the band, read from the moment rows' residuals (`_disturbance`), is the simulator's within
+    the band, read from the moment rows' residuals (`noise.disturbance_moment`), is the simulator's within
     10 % about each axis; compensated, I_xx and I_yy are within 1σ, left out they are 2.4-2.7σ
     low (-0.26 %, -0.28 %)."""
     from rotorid.sim.dynamics import Body
@@ -220,7 +222,7 @@ def test_a_thrust_noise_read_near_zero_keeps_its_doubt_finite() -> None:
 
 
 def test_the_thrust_noise_doubt_is_the_levels_sampling_error_not_twice_it(monkeypatch) -> None:
-    """Without thrust noise (another simulator may have none) the level `_thrust_noise` reads
+    """Without thrust noise (another simulator may have none) the level `noise.thrust_noise` reads
     scatters about zero, half the flights at the bound; its doubt should be that scatter's size
     (√2 times the RMS for a normal read clipped at zero), not the axes' and the shapes' own
     sampling noise counted again on top of it: 2.9x the RMS before (6 flights of 30 s), 1.8x now."""

@@ -90,7 +90,7 @@ def test_gains_not_known_better_than_the_assumed_spread_fall_back_to_it(spread) 
 
 
 def test_gain_map_gives_each_rotors_coefficient() -> None:
-    """`_gain_map`: [k_t, δ] -> k_t g_i (1 + η_i), the first configuration's last rotor taking
+    """`gains.gain_map`: [k_t, δ] -> k_t g_i (1 + η_i), the first configuration's last rotor taking
     -Σ δ (its mean kept), another configuration's every rotor free."""
     g = {"A": np.array([1.0, 0.9, 1.1]), "B": np.array([1.0, 1.2, 0.8])}
     m = tls_gains.gain_map(g)
@@ -101,14 +101,20 @@ def test_gain_map_gives_each_rotors_coefficient() -> None:
 
 
 def test_gains_far_from_their_mean_or_too_uncertain_are_not_taken_as_measured() -> None:
-    """`_unseparated`: measured when every σ is below the assumed spread and every gain within
+    """`gains.unseparated_reason`: measured when every σ is below the assumed spread and every gain within
     `GAIN_PLAUSIBLE` spreads of the mean; else, or with a degenerate fit, the reason in words."""
     fit = None  # not read
 
     def gains(rel: list[float], sd: float) -> tls_problem.Gains:
         v = 2.0 * (1.0 + np.array(rel))
         return tls_problem.Gains(
-            v, np.eye(4) * (2.0 * sd) ** 2, np.full(4, sd), ({}, {}, np.zeros(0), np.zeros(0)), fit, np.zeros(0), {}
+            v,
+            np.eye(4) * (2.0 * sd) ** 2,
+            np.full(4, sd),
+            tls_problem.System({}, {}, np.zeros(0), np.zeros(0), []),
+            fit,
+            np.zeros(0),
+            {},
         )
 
     assert tls_gains.unseparated_reason(gains([0.04, -0.04, 0.02, -0.02], 0.002), 4, 0.03) == ""

@@ -4,22 +4,20 @@ the bias-compensated fit brings back."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from rotorid.errors import ExcitationError
-from rotorid.flight import Flight
 from rotorid.methods.regression import (
     Fit,
 )
 from rotorid.methods.tls.covariance import cancellation_var, fit_covariance, floor_var, widened
 from rotorid.methods.tls.noise import NoiseMoment
-from rotorid.methods.tls.problem import Gains, Solution, build_system
+from rotorid.methods.tls.problem import Gains, Solution, TlsProblem, build_system
 from rotorid.methods.tls.rows import Rows, acc_bias_estimate
 from rotorid.methods.tls.selection import YAW_PAIR, expanded, fixed_fit
 from rotorid.methods.tls.settings import TlsSettings
-from rotorid.vehicle import Vehicle
 
 #: Most passes of the rotor-gain estimate (`estimate_rotor_gains`), each on rows rebuilt with the gains of
 #: the last; it stops once no gain moves by more than `GAIN_TOL` (on the simulated six-config-a
@@ -36,15 +34,15 @@ GAIN_TOL = 1e-5
 BIAS_TOL = 1e-4
 
 
-def gain_columns(
-    configs: dict[str, list[Flight]],
-    vehicle: Vehicle,
-    masses: dict[str, float],
-    settings: TlsSettings,
-    bias: dict[str, np.ndarray] | None,
-    gains: dict[str, np.ndarray],
-    memo: dict | None,
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+class GainColumns(NamedTuple):
+    """The rotors' gain columns of W_t (`gain_columns`) and, per configuration with centred force
+    rows, what each removed from them (pieces, 3, columns)."""
+
+    columns: np.ndarray
+    removed: dict[str, np.ndarray]
+
+
+def gain_columns(problem: TlsProblem, bias: dict[str, np.ndarray] | None, gains: dict[str, np.ndarray]) -> GainColumns:
     """Columns of W_t for the rotors' gains at `gains` (`TlsSettings.rotor_gains`): rotor i's
     part of the k_t column, -g_i D_k,i (`assemble`), one column per rotor and configuration
     (zero in the other configurations' rows), the unknown of rotor i being k_t η_i (its gain
@@ -52,13 +50,11 @@ def gain_columns(
     rotor): its columns are rotor i's minus the last rotor's (η_n = -Σ η_i). With centred force
     rows (`idim_rows`), also what each column removed from them per configuration (pieces, 3,
     columns), for the accelerometer bias (`estimate_rotor_gains`); else an empty dict."""
-    n = vehicle.n_rotors
+    n, configs = problem.vehicle.n_rotors, problem.configs
     own = np.eye(n)
     kt, means = [], []
     for i in range(n):  # one rotor's system at a time: only its k_t column is kept
-        rows, _, w, blocks, _ = build_system(
-            configs, vehicle, masses, settings, bias, {c: g * own[i] for c, g in gains.items()}, memo
-        )
+        rows, _, w, blocks, _ = build_system(problem, bias, {c: g * own[i] for c, g in gains.items()})
         kt.append(w[:, 0].copy())
         means.append({c: -r.force_mean[:, :, 0] for c, r in rows.items() if r.force_mean is not None})
         del w, rows
@@ -74,7 +70,7 @@ def gain_columns(
             own_cols = per[..., :-1] - per[..., -1:] if ci == 0 else per
             pad = [np.zeros((*per.shape[:2], k)) for k in (before, after)]
             removed[c] = np.concatenate([pad[0], own_cols, pad[1]], axis=-1)
-    return columns, removed
+    return GainColumns(columns, removed)
 
 
 def gain_map(gains: dict[str, np.ndarray]) -> np.ndarray:
@@ -91,6 +87,15 @@ def gain_map(gains: dict[str, np.ndarray]) -> np.ndarray:
     return m
 
 
+class FinalFit(NamedTuple):
+    """The final fit with its widened covariance (`final_fit`), the variance the doubt about each
+    noise floor adds to it (`floor_var`) and the cancelled unknowns it should keep (`_restored`)."""
+
+    fit: Fit
+    floor: np.ndarray
+    restore: tuple[str, ...]
+
+
 def final_fit(
     w: np.ndarray,
     blocks: np.ndarray,
@@ -103,7 +108,7 @@ def final_fit(
     settings: TlsSettings,
     fit: Fit | None = None,
     sol: Solution | None = None,
-) -> tuple[Fit, np.ndarray, tuple[str, ...]]:
+) -> FinalFit:
     """The final fit of the columns `kept` with its covariance: bias-compensated with the noise
     moment `nm` (`TlsSettings.eiv`), else `fit` (or TLS with the block factors `scale` held),
     the HAC covariance when asked (with centred force rows, the accelerometer bias's path into
@@ -120,18 +125,10 @@ def final_fit(
     floor = np.zeros((0, len(kept))) if nm is None else floor_var(w, blocks, kept, active, scale, nm, fit.x)
     back = () if sol is None else _restored(sol.names, sol.history, w, blocks, kept, fit, active, scale, noise)
     extra = cancellation_var(w, blocks, kept, active, scale, noise) + floor.sum(axis=0)
-    return replace(fit, cov=widened(fit.cov, extra)), floor, back
+    return FinalFit(replace(fit, cov=widened(fit.cov, extra)), floor, back)
 
 
-def estimate_rotor_gains(
-    configs: dict[str, list[Flight]],
-    vehicle: Vehicle,
-    masses: dict[str, float],
-    settings: TlsSettings,
-    sol: Solution,
-    noise: NoiseMoment | None,
-    memo: dict | None,
-) -> Gains:
+def estimate_rotor_gains(problem: TlsProblem, sol: Solution, noise: NoiseMoment | None) -> Gains:
     """Each rotor's own gain (`TlsSettings.rotor_gains`) with the essential set, row blocks and
     block factors of `sol`: the gain columns (`gain_columns`) join W_t, whose rows are rebuilt
     with the gains found, and the accelerometer bias the compensated fit finds (`_rebiased`),
@@ -139,13 +136,15 @@ def estimate_rotor_gains(
     their covariance with every parameter (the errors-in-variables noise of `noise` is zero
     in these rotor-only columns), widened as `final_fit` does, the rotors' coefficients by
     the cancellations' bias of each (a combination of the unknowns, `cancellation_var`)."""
+    configs, vehicle, masses, settings = problem.configs, problem.vehicle, problem.masses, problem.model
     gains = {c: np.ones(vehicle.n_rotors) for c in configs}
     bias = sol.bias0 if settings.nuisance else None
-    rows = w = wa = None
+    system = rows = w = wa = None
     for npass in range(1, GAIN_PASSES + 1):
-        rows = w = wa = None  # the last pass's system is let go before the next is built
-        rows, resolved, w, blocks, _ = build_system(configs, vehicle, masses, settings, bias, gains, memo)
-        extra, removed = gain_columns(configs, vehicle, masses, settings, bias, gains, memo)
+        system = rows = w = wa = None  # the last pass's system is let go before the next is built
+        system = build_system(problem, bias, gains)
+        rows, w, blocks = system.rows, system.w, system.blocks
+        extra, removed = gain_columns(problem, bias, gains)
         ne, nw = extra.shape[1], w.shape[1] - 1
         wa = np.column_stack([w[:, :-1], extra, w[:, -1]])
         cols = [*sol.kept, *range(nw, nw + ne)]
@@ -184,9 +183,7 @@ def estimate_rotor_gains(
     cov = widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
     value = m @ np.concatenate([[kt], fit.x[k:]])
     kf = replace(fit, x=fit.x[:k], cov=widened(fit.cov, extra[: len(cols)])[:k, :k])
-    return Gains(
-        value, cov, np.sqrt(np.diag(cov)) / kt, (rows, resolved, w, blocks), kf, floor[:, :k], bias or {}, back
-    )
+    return Gains(value, cov, np.sqrt(np.diag(cov)) / kt, system, kf, floor[:, :k], bias or {}, back)
 
 
 #: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the

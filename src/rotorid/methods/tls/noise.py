@@ -10,7 +10,7 @@ import numpy as np
 from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
 from rotorid.frames import quat_to_bryant
-from rotorid.methods.tls.problem import Solution
+from rotorid.methods.tls.problem import Solution, TlsProblem
 from rotorid.methods.tls.rows import Rows, assemble, observation
 from rotorid.methods.tls.selection import expanded, fixed_fit
 from rotorid.methods.tls.settings import TlsSettings
@@ -262,15 +262,7 @@ class NoiseMoment:
         return NoiseMoment(self.parts[:6].sum(axis=0), self.parts[:6], self.doubt[:6], moves=self.moves[:6])
 
 
-def noise_moment(
-    configs: dict[str, list[Flight]],
-    vehicle: Vehicle,
-    masses: dict[str, float],
-    settings: TlsSettings,
-    rows: dict[str, Rows],
-    resolved: dict[str, dict],
-    memo: dict | None = None,
-) -> NoiseMoment:
+def noise_moment(problem: TlsProblem, rows: dict[str, Rows], resolved: dict[str, dict]) -> NoiseMoment:
     """Second moment E[dw dwᵀ] of the sensor noise in one row of each row block of W_t (B, n_t,
     n_t: the mean over the block's rows, in `assemble`'s columns), for the bias-compensated
     final fit (`TlsSettings.eiv`). Per airborne piece, the white-noise floor of each measured
@@ -282,8 +274,15 @@ def noise_moment(
     paths split into independent mixtures, `_noise_channels`), so the moment is the sum of their
     outer products, taken one channel at a time (the Jacobians of one channel are held, not
     all), and kept per measured signal with
-    the doubt of its floor (`NoiseMoment`). `memo` (`idim_rows`) keeps each piece's noise floor
-    for the next call."""
+    the doubt of its floor (`NoiseMoment`). The problem's memo (`idim_rows`) keeps each piece's
+    noise floor for the next call."""
+    configs, vehicle, masses, settings, memo = (
+        problem.configs,
+        problem.vehicle,
+        problem.masses,
+        problem.model,
+        problem.memo,
+    )
     arm = vehicle.imu_offset if settings.source == "imu" else np.zeros(3)
     at_rows: dict[str, list[tuple[np.ndarray, np.ndarray, Motion]]] = {}
     doubt, n_rows = np.zeros(6), 0
@@ -490,14 +489,7 @@ def _excess(diff: float, sampling: float) -> float:
     return float(np.sqrt(max(diff**2 - sampling, 0.0)))
 
 
-def disturbance_moment(
-    configs: dict[str, list[Flight]],
-    vehicle: Vehicle,
-    masses: dict[str, float],
-    settings: TlsSettings,
-    sol: Solution,
-    nm: NoiseMoment,
-) -> NoiseMoment:
+def disturbance_moment(problem: TlsProblem, sol: Solution, nm: NoiseMoment) -> NoiseMoment:
     """`nm` with the moment of the angular acceleration the rotors' thrust noise gives the body.
 
     Thrust fluctuation (turbulence, blade passage; Kwon eq. 51's thrust noise) drives ω̇ with a
@@ -526,6 +518,7 @@ def disturbance_moment(
     floor's own sampling doubt), and the pose's residuals carry its timing error, broadband as
     a disturbance (read from them on the mismatch flights: 2-3x the simulator's about x, y,
     which biased I_zz, k_d +3.7 %, 3.5σ̄)."""
+    configs, vehicle, masses, settings = problem.configs, problem.vehicle, problem.masses, problem.model
     if settings.source != "imu":
         return nm
     try:  # the residuals of the selection's fit compensated for the sensors' noise alone (equal rotors)

@@ -31,7 +31,7 @@ from rotorid.methods.tls.notes import (
     spread_assumed,
     withhold_yaw_pair,
 )
-from rotorid.methods.tls.problem import checked_masses
+from rotorid.methods.tls.problem import TlsProblem
 from rotorid.methods.tls.rows import yaw_moments
 from rotorid.methods.tls.settings import TlsSettings
 from rotorid.methods.tls.solve import bias_of
@@ -51,15 +51,9 @@ def identify(
     the propeller coefficients (eq. 24-25). `configs` maps a configuration name ("A", "B",
     ...) to its flights; `masses` gives each configuration's measured mass (config A
     defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
-    settings = settings or TlsSettings()
-    weights = dict(weights or {})
-    masses = checked_masses(configs, vehicle, dict(masses or {}), weights)
-    cfgs = list(configs)
-    masses = {c: masses[c] for c in cfgs}
-    base = np.repeat([float(weights.get(c, 1.0)) for c in cfgs], 6)
-
-    asked = settings
-    sol, settings, unseparated, pose_lagged, imu_why = solve_separated(configs, vehicle, masses, base, settings)
+    problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
+    sol, problem, unseparated, pose_lagged, imu_why = solve_separated(problem)
+    asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
     nfull = len(names)
@@ -111,7 +105,7 @@ def identify(
             notes.append(f"yaw-moment rows{' of ' + c if suf else ''} left out once k_d was cancelled (no input left)")
             if f"I_zz{suf}" in kept_names:
                 observability[f"I_zz{suf}"]["source"] = "gyroscopic terms of the roll/pitch rows only"
-    settings_out = recorded_settings(resolved, rows, masses, weights, [names[j] for j in kept], active)
+    settings_out = recorded_settings(resolved, rows, masses, problem.weights, [names[j] for j in kept], active)
     settings_out["rotor_gains"] = sol.gains is not None  # estimated, or not separated (notes)
     if mean_bias:  # validation removes it from the held-out specific force alike
         settings_out[ACC_BIAS_KEY] = {c: b.tolist() for c, b in mean_bias.items()}

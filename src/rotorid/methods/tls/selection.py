@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,6 +35,17 @@ def weighted_fit(
 YAW_PAIR = ("k_d", "I_zz")
 
 
+class Selection(NamedTuple):
+    """What `essential` chose: the fit of the kept columns, their indices, the block factors,
+    the history of cancellations and which row blocks were fitted."""
+
+    fit: Fit
+    kept: list[int]
+    scale: np.ndarray
+    history: list[dict[str, Any]]
+    active: np.ndarray
+
+
 def essential(
     w: np.ndarray,
     blocks: np.ndarray,
@@ -43,7 +54,7 @@ def essential(
     settings: TlsSettings,
     w_ref: np.ndarray | None = None,
     extra: np.ndarray | None = None,
-) -> tuple[Fit, list[int], np.ndarray, list[dict[str, Any]], np.ndarray]:
+) -> Selection:
     """Essential parameters (Sec. III-B): starting from all unknowns, repeatedly cancel the
     one with the largest %sigma (eq. 22) and re-solve, until max/min %sigma < r_sigma or the
     candidate is significant (%σ < 100 / `TlsSettings.cancel_z`).
@@ -100,7 +111,7 @@ def essential(
         if keep:  # significant, unless the weighting collapsed (then no %σ of this fit means anything)
             keep = not weighting_collapsed(wc[rows][:, [*kept, *more, last]], bc[rows], counts * active, base, fit)
         if not settings.essential or ratio < settings.r_sigma or len(kept) == 1 or keep:
-            return fit, kept, scale, history, active
+            return Selection(fit, kept, scale, history, active)
         history.append(
             {
                 "name": names[kept[i]],
