@@ -20,7 +20,7 @@ def _demean(x: np.ndarray, on: bool) -> np.ndarray:
     return x - x.mean(axis=0) if on else x
 
 
-@dataclass
+@dataclass(frozen=True)
 class Angular:
     """Filtered, trimmed and (optionally) de-meaned columns of a set of flights for the angular
     fits, plus the raw quantities for the held-out angular-rate prediction."""

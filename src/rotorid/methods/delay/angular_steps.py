@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from rotorid.methods.delay.angular import Angular, angular_columns
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.inertia import (
     EIV_ADVICE,
+    RollPitch,
     eiv_bracket,
     gyro_coupling,
     inertia_grad,
@@ -22,45 +22,48 @@ from rotorid.methods.delay.inertia import (
     predict_scores,
     roll_pitch_inertia,
 )
+from rotorid.methods.delay.problem import DelayProblem
 from rotorid.methods.delay.settings import INERTIA_PARAMS, DelaySettings, subsample
 from rotorid.methods.delay.uncertainty import ThrustUncertainty
 from rotorid.methods.delay.yaw import fit_k_tau, joint_estimate
 from rotorid.vehicle import Vehicle
 
 
-def roll_pitch_step(
-    roll_pitch: list[Flight], ident: Vehicle, unc: ThrustUncertainty, st: DelaySettings, out: Collected
-) -> dict[str, Any]:
+def roll_pitch_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertainty, out: Collected) -> RollPitch:
     """Step 3: I_xx, I_yy by the chosen parameterization (eq. 80-82), σ with the thrust
     parameters' uncertainty propagated (`inertia_sigma`); returns `roll_pitch_inertia`'s fits
-    and choice, plus "grad" (∂I/∂θ) and "lengths" for the yaw step."""
+    and choice with what the yaw step needs for its σ (∂I/∂θ, the flights' lengths)."""
+    roll_pitch, st = problem.roll_pitch, problem.settings
     ang = angular_columns(roll_pitch, ident, unc.pair, st, "roll/pitch", unc.thrust_derivs)
     with _naming(roll_pitch, "fly roll and pitch doublets in that window"):
-        rp = roll_pitch_inertia(ang, st)
-    chosen, fits = rp["chosen"], rp["fits"]
+        fitted = roll_pitch_inertia(ang, st)
+    chosen, fits = fitted.chosen, fitted.fits
     out.settings["inertia_param_chosen"] = chosen
     ixx, iyy = (fits[chosen][k][0] for k in (0, 1))
     cpl = gyro_coupling(ixx, iyy, st.izz_ratio[0] * 0.5 * (ixx + iyy)) * st.gyroscopic
-    rp["grad"] = inertia_grad(ang, chosen, cpl)
-    rp["lengths"] = [len(r["t"]) for r in ang.raw]
-    rp["theta_cov"] = unc.cov
     eiv = [
         eiv_bracket(ang.acc[:, k], ang.tau[:, k] - cpl[k] * ang.prec[:, k], fits[chosen][k][0], "torque")
         for k in (0, 1)
     ]
-    rp["eiv_var"] = np.array([e[0] ** 2 for e in eiv])
+    rp = RollPitch(
+        inertia=fitted,
+        grad=inertia_grad(ang, chosen, cpl),
+        lengths=[len(r["t"]) for r in ang.raw],
+        theta_cov=unc.cov,
+        eiv_var=np.array([e.std**2 for e in eiv]),
+    )
     for k, nm in enumerate(("I_xx", "I_yy")):
         v = fits[chosen][k][0]
         s = inertia_sigma(rp, np.eye(2)[k], st)
         out.put(nm, v, s)
-        out.obs[nm] = {"identifiable": eiv[k][2], "rel_std_pct": 100 * s / v, "reason": eiv[k][1]}
-        if not eiv[k][2]:
+        out.obs[nm] = {"identifiable": eiv[k].identified, "rel_std_pct": 100 * s / v, "reason": eiv[k].reason}
+        if not eiv[k].identified:
             out.obs[nm]["advice"] = EIV_ADVICE
     out.notes.append(
         "Roll/pitch inertia by parameterization (I_xx, I_yy; held-out R² of the angular-rate change over "
         f"{1e3 * st.pred_horizon:g} ms): "
         + "; ".join(
-            f"{h}: {fits[h][0][0]:.4g}, {fits[h][1][0]:.4g} kg m² (R² {rp['holdout_r2'][h]:.3f})"
+            f"{h}: {fits[h][0][0]:.4g}, {fits[h][1][0]:.4g} kg m² (R² {fitted.holdout_r2[h]:.3f})"
             for h in INERTIA_PARAMS
         )
         + f". Chosen: {chosen}"
@@ -71,20 +74,13 @@ def roll_pitch_step(
         rp_acc=ang.acc[sub, :2],
         rp_tau=ang.tau[sub, :2],
         rp_fits={h: [v for v, _ in fits[h]] for h in INERTIA_PARAMS},
-        rp_holdout_r2=rp["holdout_r2"],
+        rp_holdout_r2=fitted.holdout_r2,
         rp_chosen=chosen,
     )
     return rp
 
 
-def yaw_step(
-    yaw: list[Flight],
-    ident: Vehicle,
-    unc: ThrustUncertainty,
-    rp: dict[str, Any],
-    st: DelaySettings,
-    out: Collected,
-) -> None:
+def yaw_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertainty, rp: RollPitch, out: Collected) -> None:
     """Step 4: I_zz from the assumed ratio (eq. 93-94) and, with a yaw flight, K_tau by eq. 95-96
     scaled by it; their σ carry the ratio's own spread and both are marked assumed. The joint
     estimate (eq. 73-76) is reported as a check, not used: where the yaw flight precesses
@@ -92,6 +88,7 @@ def yaw_step(
     acceleration), biased low by the noise in the angular acceleration (0.3-0.5 % = 5-8 σ on
     the simulator's `eschmann-crazyflie`, unbiased without sensor and thrust noise). The
     roll/pitch model is cross-validated on the yaw flight."""
+    yaw, st = problem.yaw, problem.settings
     c, c_sd = st.izz_ratio
     ixx, iyy = out.est["I_xx"][0], out.est["I_yy"][0]
     izz = c * 0.5 * (ixx + iyy)
@@ -111,10 +108,11 @@ def yaw_step(
         return
     ang_y = angular_columns(yaw, ident, unc.pair, st, "yaw", unc.thrust_derivs)
     with _naming(yaw, "fly yaw doublets in that window"):
-        ktau, ktau_std, yfit = fit_k_tau(ang_y, (ixx, iyy), rp, st)
+        yfit = fit_k_tau(ang_y, (ixx, iyy), rp, st)
+    ktau, ktau_std = yfit.k_tau, yfit.std
     out.put("k_tau", ktau, ktau_std)
     out.assumed["k_tau"] = f"the yaw flight measures I_zz / K_tau only (eq. 95-96); scaled by I_zz from {ratio}"
-    _, eiv_words, eiv_ok = yfit["eiv"]
+    eiv_words, eiv_ok = yfit.eiv.reason, yfit.eiv.identified
     out.obs["k_tau"] = {
         "identifiable": eiv_ok and not missing,
         "rel_std_pct": 100 * ktau_std / abs(ktau),
@@ -124,16 +122,14 @@ def yaw_step(
     if not eiv_ok:
         out.obs["k_tau"]["advice"] = "fly sharper yaw doublets (larger yaw command steps)"
     sub = subsample(len(ang_y.drag))
-    out.diag.update(
-        yaw_drag=ang_y.drag[sub], yaw_lhs=yfit["lhs"][sub], yaw_r2=yfit["r2"], k_tau=ktau, yaw_cond=yfit["cond"]
-    )
+    out.diag.update(yaw_drag=ang_y.drag[sub], yaw_lhs=yfit.lhs[sub], yaw_r2=yfit.r2, k_tau=ktau, yaw_cond=yfit.cond)
     _joint_note(ang_y, rp, st, out)
     _cross_validate(ang_y, rp, st, out)
 
 
-def _joint_note(ang_y: Angular, rp: dict[str, Any], st: DelaySettings, out: Collected) -> None:
+def _joint_note(ang_y: Angular, rp: RollPitch, st: DelaySettings, out: Collected) -> None:
     """The joint estimate (eq. 73-76) as a diagnostic and a note."""
-    joint = joint_estimate(ang_y, st, rp["theta_cov"])
+    joint = joint_estimate(ang_y, st, rp.theta_cov)
     out.diag["joint"] = joint
     c, c_sd = st.izz_ratio
     if joint["grounded"]:
@@ -151,14 +147,14 @@ def _joint_note(ang_y: Angular, rp: dict[str, Any], st: DelaySettings, out: Coll
         )
 
 
-def _cross_validate(ang_y: Angular, rp: dict[str, Any], st: DelaySettings, out: Collected) -> None:
+def _cross_validate(ang_y: Angular, rp: RollPitch, st: DelaySettings, out: Collected) -> None:
     """Cross-validation of every roll/pitch model on the yaw flight(s)."""
     xval = {}
     for h in INERTIA_PARAMS:
-        ixx, iyy = (v for v, _ in rp["fits"][h])
+        ixx, iyy = (v for v, _ in rp.inertia.fits[h])
         xval[h] = predict_scores(ang_y, (ixx, iyy, st.izz_ratio[0] * 0.5 * (ixx + iyy)), st)
     out.diag["xval"] = xval
-    chosen = rp["chosen"]
+    chosen = rp.inertia.chosen
     c = xval[chosen]
     out.notes.append(
         f"Cross-validation on the yaw flight(s): the roll/pitch model ({chosen}) predicts angular "

@@ -4,7 +4,8 @@ errors-in-variables bracket."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.integrate import cumulative_trapezoid
@@ -86,17 +87,50 @@ def _fit_axes(
     return vals
 
 
-def roll_pitch_inertia(ang: Angular, settings: DelaySettings) -> dict[str, Any]:
+@dataclass(frozen=True)
+class InertiaFits:
+    """I_xx, I_yy by each parameterization (`INERTIA_PARAMS`), their held-out scores and the one
+    chosen."""
+
+    fits: dict[str, list[tuple[float, float]]]  # parameterization -> [(I_xx, σ), (I_yy, σ)]
+    holdout_r2: dict[str, float]  # parameterization -> held-out R² of the angular-rate change
+    influence: dict[str, list[np.ndarray]]  # parameterization -> influence series of I_xx, I_yy
+    chosen: str
+
+
+@dataclass(frozen=True)
+class RollPitch:
+    """What the roll/pitch step derives for the σ of I_xx, I_yy and of what rests on them (I_zz,
+    K_tau; `inertia_sigma`, `fit_k_tau`)."""
+
+    inertia: InertiaFits
+    grad: np.ndarray  # (2, P): ∂(I_xx, I_yy)/∂θ of the chosen fit (`inertia_grad`)
+    lengths: list[int]  # samples per roll/pitch flight (segments of the influence series)
+    theta_cov: np.ndarray  # covariance of the thrust parameters θ
+    eiv_var: np.ndarray  # (2,): each axis's errors-in-variables variance (`eiv_bracket`)
+
+
+class EivBracket(NamedTuple):
+    """`eiv_bracket`'s verdict on a slope."""
+
+    std: float
+    reason: str
+    identified: bool
+
+
+def roll_pitch_inertia(ang: Angular, settings: DelaySettings) -> InertiaFits:
     """I_xx, I_yy by all three parameterizations (eq. 80-82, Sec. IV-B, TLS), the held-out
-    selection, std. deviations (`influence_sd` of each fit's influence series, kept in "influence"
+    selection, std. deviations (`influence_sd` of each fit's influence series, kept in `influence`
     for the σ of I_xx + I_yy)."""
-    out: dict[str, Any] = {"fits": {}, "holdout_r2": {}, "influence": {}}
+    fits: dict[str, list[tuple[float, float]]] = {}
+    holdout: dict[str, float] = {}
+    influence: dict[str, list[np.ndarray]] = {}
     lengths = [len(r["t"]) for r in ang.raw]
     cpl = {}
     for how in INERTIA_PARAMS:
         vals = _fit_axes(ang, slice(None), how, settings, "roll/pitch inertia")
-        out["fits"][how] = [(v, influence_sd(z, lengths, settings)) for v, z in vals]
-        out["influence"][how] = [z for _, z in vals]
+        fits[how] = [(v, influence_sd(z, lengths, settings)) for v, z in vals]
+        influence[how] = [z for _, z in vals]
         ixx, iyy = vals[0][0], vals[1][0]
         cpl[how] = gyro_coupling(ixx, iyy, settings.izz_ratio[0] * 0.5 * (ixx + iyy)) * settings.gyroscopic
     # held-out: fit on one half of every flight (gyroscopic coupling from the full fit), predict
@@ -114,12 +148,11 @@ def roll_pitch_inertia(ang: Angular, settings: DelaySettings) -> dict[str, Any]:
                     ys.append(y)
                     ps.append(p / vals[ax][0])
                 scores.append(r2(np.concatenate(ys), np.concatenate(ps)))
-        out["holdout_r2"][how] = float(np.mean(scores))
+        holdout[how] = float(np.mean(scores))
     chosen = settings.inertia_param
     if chosen == "auto":
-        chosen = max(INERTIA_PARAMS, key=lambda h: out["holdout_r2"][h])
-    out["chosen"] = chosen
-    return out
+        chosen = max(INERTIA_PARAMS, key=lambda h: holdout[h])
+    return InertiaFits(fits, holdout, influence, chosen)
 
 
 def inertia_grad(ang: Angular, how: str, coupling: np.ndarray) -> np.ndarray:
@@ -149,7 +182,7 @@ EIV_MAX_HALF_WIDTH = LOOSE_PCT / 100.0
 EIV_ADVICE = "fly sharper doublets on that axis (larger command steps, less wind) so the torque dominates the scatter"
 
 
-def eiv_bracket(x: np.ndarray, y: np.ndarray, value: float, what: str) -> tuple[float, str, bool]:
+def eiv_bracket(x: np.ndarray, y: np.ndarray, value: float, what: str) -> EivBracket:
     """Errors-in-variables term of a slope y = value x through the origin (inertia: torque on
     angular acceleration; K_tau: yaw torque side on the drag column): (σ, reason, identified).
 
@@ -166,7 +199,7 @@ def eiv_bracket(x: np.ndarray, y: np.ndarray, value: float, what: str) -> tuple[
     its centre."""
     lo, hi, rr = frisch_bounds(x, y)
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo * hi <= 0:
-        return (
+        return EivBracket(
             float("inf"),
             f"the {what} does not follow the angular acceleration (correlation {math.sqrt(rr):.2f})",
             False,
@@ -179,19 +212,19 @@ def eiv_bracket(x: np.ndarray, y: np.ndarray, value: float, what: str) -> tuple[
     )
     if not ok:
         reason += f" — wider than ±{100 * EIV_MAX_HALF_WIDTH:.0f} % about its centre (r² < 1/3): not identifiable"
-    return bracket_std(value, lo, hi), reason, ok
+    return EivBracket(bracket_std(value, lo, hi), reason, ok)
 
 
-def inertia_sigma(rp: dict[str, Any], c: np.ndarray, st: DelaySettings) -> float:
+def inertia_sigma(rp: RollPitch, c: np.ndarray, st: DelaySettings) -> float:
     """σ of c_x I_xx + c_y I_yy: the roll/pitch flights' own noise (`influence_sd` of the combined
     influence series) plus the thrust flight's, through ∂I/∂θ and θ's covariance (first order;
     independent flights), plus each axis's errors-in-variables bracket (`eiv_bracket`; the
     axes' unknown error splits independent)."""
-    zx, zy = rp["influence"][rp["chosen"]]
-    g = c @ rp["grad"]
-    eiv = float(c**2 @ rp["eiv_var"])
+    zx, zy = rp.inertia.influence[rp.inertia.chosen]
+    g = c @ rp.grad
+    eiv = float(c**2 @ rp.eiv_var)
     return math.sqrt(
-        influence_sd(c[0] * zx + c[1] * zy, rp["lengths"], st) ** 2 + max(float(g @ rp["theta_cov"] @ g), 0.0) + eiv
+        influence_sd(c[0] * zx + c[1] * zy, rp.lengths, st) ** 2 + max(float(g @ rp.theta_cov @ g), 0.0) + eiv
     )
 
 

@@ -6,31 +6,15 @@ import dataclasses
 
 from threadpoolctl import threadpool_limits
 
-from rotorid.errors import ExcitationError, VehicleError
 from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
 from rotorid.methods.delay.angular_steps import roll_pitch_step, yaw_step
 from rotorid.methods.delay.collected import Collected
-from rotorid.methods.delay.problem import ThrustProblem, check_commands
-from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings, tm_support
+from rotorid.methods.delay.problem import DelayProblem, check_commands, prepare
+from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.thrust_steps import motor_lag_step, thrust_step
 from rotorid.result import Result, build_result
 from rotorid.vehicle import Vehicle
-
-
-def _prepare(flights: list[Flight], vehicle: Vehicle, what: str, *channels: str) -> list[Flight]:
-    out = []
-    for f in flights:
-        f.require_rate(MIN_RATE_HZ, *channels)
-        if f.cmd.shape[1] != vehicle.n_rotors:
-            raise VehicleError(
-                f"{f.source}: {f.cmd.shape[1]} motor commands but vehicle '{vehicle.name}' has "
-                f"{vehicle.n_rotors} rotors; choose the matching vehicle"
-            )
-        out.append(f)
-    if not out and what == "thrust":
-        raise ExcitationError("no thrust flight given: the delay method needs a vertical (thrust) excitation flight")
-    return out
 
 
 def identify(
@@ -57,24 +41,24 @@ def identify(
 def _identify(
     thrust_flights: list[Flight], vehicle: Vehicle, roll_pitch: list[Flight], yaw: list[Flight], st: DelaySettings
 ) -> Result:
-    thrust_flights = _prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
-    roll_pitch = _prepare(roll_pitch, vehicle, "roll/pitch", "cmd", "gyro")
-    yaw = _prepare(yaw, vehicle, "yaw", "cmd", "gyro")
+    thrust_flights = prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
+    roll_pitch = prepare(roll_pitch, vehicle, "roll/pitch", "cmd", "gyro")
+    yaw = prepare(yaw, vehicle, "yaw", "cmd", "gyro")
     check_commands(thrust_flights, vehicle)
+    problem = DelayProblem(thrust_flights, roll_pitch, yaw, vehicle, st)
     out = Collected()
-    prob = ThrustProblem(thrust_flights, vehicle, st.exponents, st.per_motor, st.acc_bias_z[0])
-    sym, tm_pair, unc = motor_lag_step(prob, st, out)
-    ident = thrust_step(prob, sym, tm_pair, unc, st, out)
+    lag = motor_lag_step(problem, out)
+    ident = thrust_step(problem, lag, out)
     out.settings = {
         **dataclasses.asdict(st),
         "tm_search_range": list(tm_support(st)),
-        "tm_evaluations": sym.evaluations,
+        "tm_evaluations": lag.search.evaluations,
     }
-    rp = roll_pitch_step(roll_pitch, ident, unc, st, out) if roll_pitch else None
-    if rp is None:
+    if not roll_pitch:
         out.notes.append("No roll/pitch flight: I_xx, I_yy (and so I_zz, K_tau) were not identified.")
     else:
-        yaw_step(yaw, ident, unc, rp, st, out)
+        rp = roll_pitch_step(problem, ident, lag.unc, out)
+        yaw_step(problem, ident, lag.unc, rp, out)
     result = build_result("delay", out.est, out.settings, out.diag, out.obs, out.notes)
     for name, why in out.assumed.items():
         result.params[name] = dataclasses.replace(result.params[name], assumption=why)

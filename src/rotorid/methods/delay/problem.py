@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rotorid.errors import ExcitationError
+from rotorid.errors import ExcitationError, VehicleError
 from rotorid.flight import Flight
+from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings
 from rotorid.methods.regression import (
     Fit,
     ols_blocks,
@@ -167,6 +168,23 @@ class ThrustProblem:
         return np.array([self.coeffs(eye[k]).mean(axis=0) for k in range(eye.shape[0])]).T  # (E, P)
 
 
+def prepare(flights: list[Flight], vehicle: Vehicle, what: str, *channels: str) -> list[Flight]:
+    """The flights of one manoeuvre, each checked for its logging rate and its number of motor
+    commands; a thrust manoeuvre must have a flight."""
+    out = []
+    for f in flights:
+        f.require_rate(MIN_RATE_HZ, *channels)
+        if f.cmd.shape[1] != vehicle.n_rotors:
+            raise VehicleError(
+                f"{f.source}: {f.cmd.shape[1]} motor commands but vehicle '{vehicle.name}' has "
+                f"{vehicle.n_rotors} rotors; choose the matching vehicle"
+            )
+        out.append(f)
+    if not out and what == "thrust":
+        raise ExcitationError("no thrust flight given: the delay method needs a vertical (thrust) excitation flight")
+    return out
+
+
 def check_commands(flights: list[Flight], vehicle: Vehicle) -> None:
     span = max(vehicle.cmd_max - vehicle.cmd_min, 1e-12)
     if all(np.ptp(f.cmd, axis=0).max() <= 1e-6 * span for f in flights):
@@ -176,3 +194,23 @@ def check_commands(flights: list[Flight], vehicle: Vehicle) -> None:
             f"({flights[0].t[0]:.2f}–{flights[-1].t[-1]:.2f} s); fly the thrust manoeuvre (repeated climbs and "
             "descents with sharp throttle changes) and pass that window"
         )
+
+
+@dataclass(frozen=True)
+class DelayProblem:
+    """One identification's inputs and the user's settings, never replaced: the thrust,
+    roll/pitch and yaw flights (checked by `prepare`), the vehicle, and the thrust regression
+    (eq. 17-21) they set. What the steps derive travels in their own records (`MotorLag`,
+    `RollPitch`)."""
+
+    thrust_flights: list[Flight]
+    roll_pitch: list[Flight]
+    yaw: list[Flight]
+    vehicle: Vehicle
+    settings: DelaySettings
+    thrust: ThrustProblem = field(init=False)
+
+    def __post_init__(self) -> None:
+        st = self.settings
+        thrust = ThrustProblem(self.thrust_flights, self.vehicle, st.exponents, st.per_motor, st.acc_bias_z[0])
+        object.__setattr__(self, "thrust", thrust)

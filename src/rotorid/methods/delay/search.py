@@ -16,7 +16,7 @@ from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, prior_terms, thrust_uncertainty
 
 
-@dataclass
+@dataclass(frozen=True)
 class TmSearch:
     """Outcome of the T_m search: optimum, std, the evaluated curve, edge flag, the joint
     uncertainty (None at the edge) and the residual's autocorrelation time at the optimum."""
@@ -139,7 +139,7 @@ def _tau_int(residual: np.ndarray, problem: ThrustProblem, lengths: Sequence[int
     return float(np.mean([integrated_autocorr_time(r[:, k], lengths) for k in range(problem.n_rows)]))
 
 
-@dataclass
+@dataclass(frozen=True)
 class AsymSearch:
     tm_rise: float
     tm_fall: float

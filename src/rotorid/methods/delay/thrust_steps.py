@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from scipy import special
 from rotorid.errors import ExcitationError
 from rotorid.frames import GRAVITY
 from rotorid.methods.delay.collected import Collected
-from rotorid.methods.delay.problem import ThrustProblem
+from rotorid.methods.delay.problem import DelayProblem, ThrustProblem
 from rotorid.methods.delay.search import AsymSearch, TmSearch, search_tm, search_tm_asymmetric
 from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, subsample, tm_support
 from rotorid.methods.delay.structure import asymmetry_check, dead_time_check
@@ -22,12 +23,22 @@ from rotorid.methods.regression import (
 from rotorid.vehicle import Vehicle
 
 
-def motor_lag_step(
-    prob: ThrustProblem, st: DelaySettings, out: Collected
-) -> tuple[TmSearch, tuple[float, float], ThrustUncertainty]:
+@dataclass(frozen=True)
+class MotorLag:
+    """What step 1 derives: the symmetric T_m search (σ with any model-structure term), the
+    motor constants the later steps use (rise, fall; equal unless `asymmetric_tm`) and the joint
+    uncertainty of those constants and the thrust coefficients there (with the fit and states)."""
+
+    search: TmSearch
+    pair: tuple[float, float]
+    unc: ThrustUncertainty
+
+
+def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
     """Step 1: T_m (or rising/falling constants) from the thrust flight; the joint uncertainty
     (with the thrust fit and motor states) at the chosen constants. Raises `ExcitationError` when the thrust does not
     follow the commands or fits equally well for every T_m."""
+    prob, st = problem.thrust, problem.settings
     sym = search_tm(prob, st)
     tm_pair = (sym.tm, sym.tm)
     src = ", ".join(sorted({f.source for f in prob.flights}))
@@ -63,12 +74,14 @@ def motor_lag_step(
     )
     if not st.asymmetric_tm:
         why = []
-        if sym.unc is not None and st.dead_time_check and dead_time_check(prob, sym, st, out):
+        if sym.unc is not None and st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
+            sym = wide
             why.append(
                 f"a {1e3 * out.diag['dead_time']:.1f} ms dead time with T_m {out.diag['dead_time_tm']:.4g} s fits "
                 "better than the pure lag"
             )
-        if sym.unc is not None and st.asymmetry_check and asymmetry_check(prob, sym, st, out):
+        if sym.unc is not None and st.asymmetry_check and (wide := asymmetry_check(prob, sym, st, out)) is not None:
+            sym = wide
             why.append(
                 f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
                 "better than one"
@@ -78,10 +91,10 @@ def motor_lag_step(
             tm_obs["reason"] = "σ includes the model-structure term: " + "; ".join(why)
         out.put("tm", sym.tm, sym.std)
         out.obs["tm"] = tm_obs
-        return sym, tm_pair, sym.unc or thrust_uncertainty(prob, tm_pair, [], st)
+        return MotorLag(sym, tm_pair, sym.unc or thrust_uncertainty(prob, tm_pair, [], st))
     asym = _asymmetric_step(prob, sym, tm_obs, st, out)
     tm_pair = (asym.tm_rise, asym.tm_fall)
-    return sym, tm_pair, asym.unc or thrust_uncertainty(prob, tm_pair, [], st)
+    return MotorLag(sym, tm_pair, asym.unc or thrust_uncertainty(prob, tm_pair, [], st))
 
 
 def _asymmetric_step(
@@ -121,16 +134,10 @@ def _hover_grad(prob: ThrustProblem, x: np.ndarray, hover: float, exponents: tup
     return -(hover**e) / dfdu @ lmap
 
 
-def thrust_step(
-    prob: ThrustProblem,
-    sym: TmSearch,
-    tm_pair: tuple[float, float],
-    unc: ThrustUncertainty,
-    st: DelaySettings,
-    out: Collected,
-) -> Vehicle:
+def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle:
     """Step 2: the thrust curve and the hover command with their σ (marginal over T_m,
     `thrust_uncertainty`); returns the vehicle with the identified curve and motor lag."""
+    prob, st, sym, tm_pair, unc = problem.thrust, problem.settings, lag.search, lag.pair, lag.unc
     fit, states = unc.fit, unc.states
     ccov = unc.coeff_cov
     std = np.sqrt(np.clip(np.diag(ccov), 0.0, None))

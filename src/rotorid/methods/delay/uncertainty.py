@@ -18,7 +18,7 @@ from rotorid.methods.regression import (
 from rotorid.signal import CHUNK
 
 
-@dataclass
+@dataclass(frozen=True)
 class ThrustUncertainty:
     """Joint uncertainty of the motor constant(s) and the thrust coefficients at the optimum.
 

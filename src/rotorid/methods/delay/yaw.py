@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from rotorid.errors import ExcitationError
 from rotorid.methods.delay.angular import Angular
 from rotorid.methods.delay.covariance import hac_cov, influence_sd, ols_influence
-from rotorid.methods.delay.inertia import eiv_bracket
+from rotorid.methods.delay.inertia import EivBracket, RollPitch, eiv_bracket
 from rotorid.methods.delay.settings import DelaySettings
 from rotorid.methods.regression import (
     ols,
@@ -18,9 +19,20 @@ from rotorid.methods.regression import (
 )
 
 
-def fit_k_tau(
-    ang: Angular, inertia: tuple[float, float], rp: dict[str, Any], st: DelaySettings
-) -> tuple[float, float, dict[str, Any]]:
+@dataclass(frozen=True)
+class YawFit:
+    """K_tau (eq. 95-96) with its σ, the torque side it was fitted to, its R², the fit's
+    condition number and its errors-in-variables bracket."""
+
+    k_tau: float
+    std: float
+    lhs: np.ndarray  # I_zz ω̇_z + (I_yy - I_xx) ω_x ω_y per sample
+    r2: float
+    cond: float
+    eiv: EivBracket
+
+
+def fit_k_tau(ang: Angular, inertia: tuple[float, float], rp: RollPitch, st: DelaySettings) -> YawFit:
     """K_tau by least squares (eq. 95-96): I_zz ω̇_z + (I_yy - I_xx) ω_x ω_y = K_tau Σ_i d_i f_i,
     I_zz = C (I_xx + I_yy)/2. σ to first order in everything it rests on, the three sources
     independent: the yaw flight's noise (influence series), the roll/pitch flights' (through
@@ -41,18 +53,18 @@ def fit_k_tau(
     cx, cy = a_izz * 0.5 * c - a_diff, a_izz * 0.5 * c + a_diff  # ∂K/∂I_xx, ∂K/∂I_yy
     g_drag = np.array([-k * float(d @ s) / float(d @ d) for s in ang.sens[:, :, 3].T])  # ∂K/∂θ via d (scale)
     g_drag += np.array([float(s @ fit.residual) / float(d @ d) for s in ang.sens[:, :, 3].T])
-    g = g_drag + cx * rp["grad"][0] + cy * rp["grad"][1]
-    zx, zy = rp["influence"][rp["chosen"]]
+    g = g_drag + cx * rp.grad[0] + cy * rp.grad[1]
+    zx, zy = rp.inertia.influence[rp.inertia.chosen]
     eiv = eiv_bracket(d, lhs, k, "yaw drag torque")
     var = (
         var_yaw
-        + influence_sd(cx * zx + cy * zy, rp["lengths"], st) ** 2
-        + max(float(g @ rp["theta_cov"] @ g), 0.0)
+        + influence_sd(cx * zx + cy * zy, rp.lengths, st) ** 2
+        + max(float(g @ rp.theta_cov @ g), 0.0)
         + (a_izz * 0.5 * (ixx + iyy) * c_sd) ** 2
-        + float(np.array([cx, cy]) ** 2 @ rp["eiv_var"])
-        + eiv[0] ** 2
+        + float(np.array([cx, cy]) ** 2 @ rp.eiv_var)
+        + eiv.std**2
     )
-    return k, math.sqrt(var), {"lhs": lhs, "r2": r2_from_sse(fit.sse, lhs), "cond": fit.cond, "eiv": eiv}
+    return YawFit(k, math.sqrt(var), lhs, r2_from_sse(fit.sse, lhs), fit.cond, eiv)
 
 
 def _joint_system(ang: Angular, dtau: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
