@@ -11,11 +11,7 @@ import numpy as np
 from rotorid.errors import ExcitationError, VehicleError
 from rotorid.flight import Flight
 from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings
-from rotorid.methods.regression import (
-    Fit,
-    ols_blocks,
-    reduce_rows,
-)
+from rotorid.methods.regression import Fit, ols_blocks, reduce_rows
 from rotorid.signal import CHUNK, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 

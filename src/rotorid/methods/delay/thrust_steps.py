@@ -17,9 +17,7 @@ from rotorid.methods.delay.search import AsymSearch, TmSearch, search_tm, search
 from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, subsample, tm_support
 from rotorid.methods.delay.structure import asymmetry_check, dead_time_check
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
-from rotorid.methods.regression import (
-    r2_from_sse,
-)
+from rotorid.methods.regression import r2_from_sse
 from rotorid.vehicle import Vehicle
 
 

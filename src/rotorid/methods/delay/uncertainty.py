@@ -12,9 +12,7 @@ import numpy as np
 from rotorid.methods.delay.covariance import hac_cov
 from rotorid.methods.delay.problem import ThrustProblem, lag_states
 from rotorid.methods.delay.settings import DelaySettings
-from rotorid.methods.regression import (
-    Fit,
-)
+from rotorid.methods.regression import Fit
 from rotorid.signal import CHUNK
 
 

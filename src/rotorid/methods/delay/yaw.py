@@ -13,10 +13,7 @@ from rotorid.methods.delay.angular import Angular
 from rotorid.methods.delay.covariance import hac_cov, influence_sd, ols_influence
 from rotorid.methods.delay.inertia import EivBracket, RollPitch, eiv_bracket
 from rotorid.methods.delay.settings import DelaySettings
-from rotorid.methods.regression import (
-    ols,
-    r2_from_sse,
-)
+from rotorid.methods.regression import ols, r2_from_sse
 
 
 @dataclass(frozen=True)
