@@ -8,8 +8,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rotorid.methods.delay.settings import DelaySettings
-
 #: Sokal's window constant: autocovariances are summed up to the smallest lag M with
 #: M >= c tau_int(M) (Sokal 1997, "Monte Carlo Methods in Statistical Mechanics", Sec. 3;
 #: c = 5 as in emcee's `integrated_time`).
@@ -126,7 +124,7 @@ def hac_cov(z: np.ndarray, lengths: Sequence[int], correlated: bool = True) -> n
     return d[:, None] * (z.T @ z) * d[None, :]
 
 
-def influence_sd(z: np.ndarray, lengths: Sequence[int], st: DelaySettings) -> float:
-    """σ of Σ_t z_t: `long_run_var` over the flights, or White's (lag 0 only) without
-    `autocorr_correction`."""
-    return math.sqrt(long_run_var(z, lengths)[0] if st.autocorr_correction else float(z @ z))
+def influence_sd(z: np.ndarray, lengths: Sequence[int], correlated: bool = True) -> float:
+    """σ of Σ_t z_t: `long_run_var` over the flights, or White's (lag 0 only) when not
+    `correlated` (the setting `autocorr_correction`)."""
+    return math.sqrt(long_run_var(z, lengths)[0] if correlated else float(z @ z))

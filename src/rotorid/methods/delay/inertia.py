@@ -123,7 +123,7 @@ def roll_pitch_inertia(ang: Angular, settings: DelaySettings) -> InertiaFits:
     cpl = {}
     for how in INERTIA_PARAMS:
         vals = _fit_axes(ang, slice(None), how, settings, "roll/pitch inertia")
-        fits[how] = [(v, influence_sd(z, lengths, settings)) for v, z in vals]
+        fits[how] = [(v, influence_sd(z, lengths, settings.autocorr_correction)) for v, z in vals]
         influence[how] = [z for _, z in vals]
         ixx, iyy = vals[0][0], vals[1][0]
         cpl[how] = gyro_coupling(ixx, iyy, settings.izz_ratio[0] * 0.5 * (ixx + iyy)) * settings.gyroscopic
@@ -218,7 +218,9 @@ def inertia_sigma(rp: RollPitch, c: np.ndarray, st: DelaySettings) -> float:
     g = c @ rp.grad
     eiv = float(c**2 @ rp.eiv_var)
     return math.sqrt(
-        influence_sd(c[0] * zx + c[1] * zy, rp.lengths, st) ** 2 + max(float(g @ rp.theta_cov @ g), 0.0) + eiv
+        influence_sd(c[0] * zx + c[1] * zy, rp.lengths, st.autocorr_correction) ** 2
+        + max(float(g @ rp.theta_cov @ g), 0.0)
+        + eiv
     )
 
 

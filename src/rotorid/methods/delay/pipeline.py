@@ -10,7 +10,7 @@ from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
 from rotorid.methods.delay.angular_steps import roll_pitch_step, yaw_step
 from rotorid.methods.delay.collected import Collected
-from rotorid.methods.delay.problem import DelayProblem, check_commands, prepare
+from rotorid.methods.delay.problem import DelayProblem
 from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.thrust_steps import motor_lag_step, thrust_step
 from rotorid.result import Result, build_result
@@ -41,11 +41,7 @@ def identify(
 def _identify(
     thrust_flights: list[Flight], vehicle: Vehicle, roll_pitch: list[Flight], yaw: list[Flight], st: DelaySettings
 ) -> Result:
-    thrust_flights = prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
-    roll_pitch = prepare(roll_pitch, vehicle, "roll/pitch", "cmd", "gyro")
-    yaw = prepare(yaw, vehicle, "yaw", "cmd", "gyro")
-    check_commands(thrust_flights, vehicle)
-    problem = DelayProblem(thrust_flights, roll_pitch, yaw, vehicle, st)
+    problem = DelayProblem.checked(thrust_flights, roll_pitch, yaw, vehicle, st)
     out = Collected()
     lag = motor_lag_step(problem, out)
     ident = thrust_step(problem, lag, out)
@@ -54,7 +50,7 @@ def _identify(
         "tm_search_range": list(tm_support(st)),
         "tm_evaluations": lag.search.evaluations,
     }
-    if not roll_pitch:
+    if not problem.roll_pitch:
         out.notes.append("No roll/pitch flight: I_xx, I_yy (and so I_zz, K_tau) were not identified.")
     else:
         rp = roll_pitch_step(problem, ident, lag.unc, out)

@@ -182,6 +182,7 @@ def prepare(flights: list[Flight], vehicle: Vehicle, what: str, *channels: str) 
 
 
 def check_commands(flights: list[Flight], vehicle: Vehicle) -> None:
+    """Raise `ExcitationError` when the thrust flights' motor commands never change: no T_m to find."""
     span = max(vehicle.cmd_max - vehicle.cmd_min, 1e-12)
     if all(np.ptp(f.cmd, axis=0).max() <= 1e-6 * span for f in flights):
         src = ", ".join(sorted({f.source for f in flights}))
@@ -205,6 +206,22 @@ class DelayProblem:
     vehicle: Vehicle
     settings: DelaySettings
     thrust: ThrustProblem = field(init=False)
+
+    @classmethod
+    def checked(
+        cls,
+        thrust_flights: list[Flight],
+        roll_pitch: list[Flight],
+        yaw: list[Flight],
+        vehicle: Vehicle,
+        settings: DelaySettings,
+    ) -> DelayProblem:
+        """The problem of these flights once `prepare` and `check_commands` accept them."""
+        thrust_flights = prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
+        roll_pitch = prepare(roll_pitch, vehicle, "roll/pitch", "cmd", "gyro")
+        yaw = prepare(yaw, vehicle, "yaw", "cmd", "gyro")
+        check_commands(thrust_flights, vehicle)
+        return cls(thrust_flights, roll_pitch, yaw, vehicle, settings)
 
     def __post_init__(self) -> None:
         st = self.settings

@@ -133,6 +133,7 @@ class DelaySettings:
 
 
 def subsample(n: int, k: int = MAX_PLOT_POINTS) -> np.ndarray:
+    """Indices of at most `k` of `n` samples, evenly spread (the figures' scatters)."""
     return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
 
 

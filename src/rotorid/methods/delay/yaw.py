@@ -45,7 +45,7 @@ def fit_k_tau(ang: Angular, inertia: tuple[float, float], rp: RollPitch, st: Del
     fit = ols(d, lhs, what="yaw torque coefficient (eq. 95-96)")
     k = float(fit.x[0])
     lengths = [len(r["t"]) for r in ang.raw]
-    var_yaw = influence_sd(ols_influence(d, fit.residual)[:, 0], lengths, st) ** 2
+    var_yaw = influence_sd(ols_influence(d, fit.residual)[:, 0], lengths, st.autocorr_correction) ** 2
     a_izz, a_diff = float(d @ acc) / float(d @ d), float(d @ prec) / float(d @ d)
     cx, cy = a_izz * 0.5 * c - a_diff, a_izz * 0.5 * c + a_diff  # ∂K/∂I_xx, ∂K/∂I_yy
     g_drag = np.array([-k * float(d @ s) / float(d @ d) for s in ang.sens[:, :, 3].T])  # ∂K/∂θ via d (scale)
@@ -55,7 +55,7 @@ def fit_k_tau(ang: Angular, inertia: tuple[float, float], rp: RollPitch, st: Del
     eiv = eiv_bracket(d, lhs, k, "yaw drag torque")
     var = (
         var_yaw
-        + influence_sd(cx * zx + cy * zy, rp.lengths, st) ** 2
+        + influence_sd(cx * zx + cy * zy, rp.lengths, st.autocorr_correction) ** 2
         + max(float(g @ rp.theta_cov @ g), 0.0)
         + (a_izz * 0.5 * (ixx + iyy) * c_sd) ** 2
         + float(np.array([cx, cy]) ** 2 @ rp.eiv_var)
