@@ -475,16 +475,28 @@ def validate(
     source: Annotated[
         str | None, typer.Option(help="Motion data from 'imu' or 'mocap' (default: the result's, else imu).")
     ] = None,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay",
+            help="Also drive the model with the logged motor commands over short horizons, re-initialised from the log, and score the body rates.",
+        ),
+    ] = False,
+    horizon: Annotated[float, typer.Option(help="Replay horizon (s), 0.2 to 1.")] = 0.5,
+    exit_code: Annotated[
+        bool, typer.Option("--exit-code", help="Exit with status 1 when the verdict is FAIL (for scripts).")
+    ] = False,
     allow_corrupt: AllowCorrupt = False,
 ) -> None:
     """Cross-validate identified parameters on held-out flights (Six et al. Sec. IV-B4, Table III).
 
-    Writes validation.json, the figures and report.html into OUT (replaced whole)."""
+    Prints a PASS/FAIL verdict (thresholds in the README, "Validation"); writes validation.json,
+    the figures and report.html into OUT (replaced whole)."""
     from rich.table import Table
 
     from rotorid.io import load
     from rotorid.report import check_output
-    from rotorid.report.validate import rows, write_validation
+    from rotorid.report.validate import replay_rows, rows, write_validation
     from rotorid.result import Result
     from rotorid.runs import provenance
     from rotorid.validate import overlaps
@@ -500,18 +512,29 @@ def validate(
     for text in overlap:
         warnings.warn(text, stacklevel=1)
     with console().status("validating…"):
-        val = run(result, flights, base, config=config, source=source)
+        val = run(result, flights, base, config=config, source=source, horizon=horizon if replay else None)
     table = Table(title=f"cross-validation of {params} ({result.method})")
     for col in ("channel", "RMSE", "R²", "wrench", "model error %"):
         table.add_column(col, justify="right")
     for r in rows(val):
         table.add_row(r["channel"], r["rmse"], r["r2"], r["wrench"], r["norm"])
     console().print(table)
+    if val.replay is not None:
+        rt = Table(title=f"replay over {val.replay.horizon:g} s horizons, re-initialised from the log")
+        for col in ("channel", "RMSE", "R²", "holding the rate"):
+            rt.add_column(col, justify="right")
+        for r in replay_rows(val):
+            rt.add_row(r["channel"], r["rmse"], r["r2"], r["hold"])
+        console().print(rt)
     for n in val.notes:
         console().print(f"note: {n}")
+    style = "bold green" if val.verdict.passed else "bold red"
+    console().print(f"[{style}]verdict:[/] {val.verdict.line}", highlight=False, soft_wrap=True)
     val.notes[:0] = overlap  # the report says it too
     written = write_validation(val, result, out, str(params), held_out)
     console().print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
+    if exit_code and not val.verdict.passed:
+        raise typer.Exit(1)
 
 
 def _registries() -> None:
