@@ -361,7 +361,9 @@ def export(
         str | None,
         typer.Option(
             "--format",
-            help="toml (rotorid vehicle), rotorpy (quad_params .py), rltools (dynamics JSON) or gazebo (SDF motor models).",
+            help="toml (rotorid vehicle), rotorpy (quad_params .py), rltools (dynamics JSON), gazebo (SDF motor models), "
+            "or the firmware's own parameters: px4 (.params), ardupilot (.parm), ardupilot-sitl (frame JSON), "
+            "betaflight (CLI set), crazyflie (persistent-parameter YAML).",
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="File to write.")] = None,
@@ -376,11 +378,18 @@ def export(
     config: Annotated[
         str | None, typer.Option(help="Mass configuration of a combined tls result (e.g. B); default: the first.")
     ] = None,
+    allow_poor: Annotated[
+        bool,
+        typer.Option(
+            "--allow-poor",
+            help="Write parameters the run calls poorly determined or not identifiable (the file says so).",
+        ),
+    ] = False,
     to: Annotated[Path | None, typer.Option(hidden=True)] = None,
     window: Annotated[str | None, typer.Option(hidden=True)] = None,
     allow_corrupt: Annotated[bool, typer.Option(hidden=True)] = False,
 ) -> None:
-    """Export identified parameters for rotorid's simulator, RotorPy, RLtools or Gazebo."""
+    """Export identified parameters for rotorid's simulator, RotorPy, RLtools, Gazebo, or the firmware (PX4, ArduPilot, Betaflight, Crazyflie)."""
     from rotorid.export import export_params as run
 
     if to is not None:  # the old `rotorid export LOG --to FILE`, now `convert`
@@ -388,7 +397,9 @@ def export(
         return convert(params, to, window, allow_corrupt)
     if fmt is None or out is None:
         raise RotoridError("rotorid export needs --format FORMAT and --out FILE (see `rotorid export --help`)")
-    written = run(Path(params), fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config)
+    written = run(
+        Path(params), fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config, allow_poor=allow_poor
+    )
     console().print(f"wrote [bold]{written}[/] ({fmt})")
 
 
