@@ -196,3 +196,15 @@ def test_poor_parameters_are_refused_unless_allowed_and_then_flagged(tmp_path: P
     assert res.exit_code == 2 and "--allow-poor" in res.output and not (tmp_path / "r.json").exists()
     res = runner.invoke(app, [*args, "--allow-poor"])
     assert res.exit_code == 0 and "warning:" in res.output and "I_yy (poor" in res.output
+
+
+def test_a_loose_coefficient_of_a_well_determined_curve_is_no_poor_curve(tmp_path: Path) -> None:
+    """log10's delay run: thrust_c1 alone is 'poor' (%σ 59) while the thrust at hover is known
+    to %σ 9: the curve is judged as a whole; the run's own hover-command σ is the hover's."""
+    curve = {"thrust_c0": (0.0225, 0.0033), "thrust_c1": (-0.0118, 0.00696), "thrust_c2": (0.1284, 0.00735)}
+    path = _save(tmp_path, curve, hover_cmd=(0.6313, 0.0118))
+    text = export_params(path, "betaflight", tmp_path / "bf.txt").read_text()
+    assert "hover throttle: 63.1 % of the motor output range (σ 1.18 %)" in text
+    path = _save(tmp_path, {**curve, "thrust_c2": (0.1284, 0.1)})  # now the curve itself is poor
+    with pytest.raises(ExportError, match=r"the thrust curve \(thrust at hover %σ \d+"):
+        export_params(path, "betaflight", tmp_path / "bf.txt")

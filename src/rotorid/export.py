@@ -444,20 +444,37 @@ def quantity(name: str) -> str | None:
     return "tm" if base in ("tm_rise", "tm_fall") else None
 
 
-def poor_parameters(result: Result, fmt: str, config: str | None) -> list[str]:
+def poor_parameters(result: Result, fmt: str, config: str | None, v: Vehicle | None = None) -> list[str]:
     """The parameters feeding what `fmt` writes that the run calls poorly determined or not
-    identifiable, each with its verdict in words."""
+    identifiable, each with its verdict in words. The coefficients of a polynomial thrust curve
+    (`thrust_cJ`) are judged together, by the thrust at the hover command of the identified
+    vehicle `v` (its σ from theirs, independent): one coefficient is often loose alone (it
+    trades off against the others) while the curve the firmware uses is well determined."""
     from rotorid.names import parse
-    from rotorid.result import verdict
+    from rotorid.result import LOOSE_PCT, verdict
 
     out = []
+    curve: dict[str, Any] = {}
     for name, e in result.params.items():
-        cfg = parse(name).config
-        if quantity(name) not in WRITES[fmt] or (cfg is not None and config is not None and cfg != config):
+        p = parse(name)
+        if quantity(name) not in WRITES[fmt] or (p.config is not None and config is not None and p.config != config):
             continue
-        v = verdict(e, result.observability.get(name))
-        if v.cls == "bad":
-            out.append(f"{name} ({v.word}{f', %σ {e.rel_std_pct:.3g}' if v.word == 'poor' else ''})")
+        if p.base.startswith("thrust_c") and v is not None and v.thrust_coeffs is not None:
+            curve[name] = e
+            continue
+        vd = verdict(e, result.observability.get(name))
+        if vd.cls == "bad":
+            out.append(f"{name} ({vd.word}{f', %σ {e.rel_std_pct:.3g}' if vd.word == 'poor' else ''})")
+    if curve:
+        u = v.hover_command()
+        f = sum(e.value * u ** parse(n).exponent for n, e in curve.items()) / (
+            v.n_rotors if any(parse(n).motor for n in curve) else 1
+        )
+        sd = math.sqrt(sum((e.std * u ** parse(n).exponent) ** 2 for n, e in curve.items()))
+        sd /= v.n_rotors if any(parse(n).motor for n in curve) else 1
+        pct = 100 * sd / abs(f) if f else math.inf
+        if not pct <= LOOSE_PCT:
+            out.append(f"the thrust curve (thrust at hover %σ {pct:.3g}, from {', '.join(curve)})")
     return out
 
 
@@ -556,6 +573,7 @@ def export_params(
     write it in format `fmt` to `out` atomically (nothing is written when anything is missing).
     For a combined multi-configuration result `config` picks the configuration (default: the
     first). Notes go into the file's header and, as warnings, to the terminal."""
+    from rotorid.errors import RotoridError
     from rotorid.identified import changes, is_physical
     from rotorid.result import Result
 
@@ -579,7 +597,12 @@ def export_params(
     if config is not None and config not in have:
         raise ExportError(f"{params} has no configuration '{config}' (has {', '.join(have) or 'none'})")
     notes: list[str] = []
-    poor = poor_parameters(result, fmt, config)
+    ch = changes(result, base, config)
+    try:
+        identified = base.replace(**{k: x for k, x in ch.items() if k != "inertia"})
+    except RotoridError:
+        identified = None
+    poor = poor_parameters(result, fmt, config, identified)
     if poor and not allow_poor:
         raise ExportError(
             f"{params}: the {fmt} export would write what the run calls poorly determined or not identifiable: "
@@ -590,7 +613,6 @@ def export_params(
         notes.append(
             f"WARNING: written with --allow-poor; the run calls these poorly determined or not identifiable: {', '.join(poor)}"
         )
-    ch = changes(result, base, config)
     fix = np.zeros((3, 3))
     if "inertia" in ch and "inertia" in WRITES[fmt]:
         j, projected = physical_inertia(result, ch["inertia"], config, str(params))
@@ -612,6 +634,11 @@ def export_params(
         from rotorid import firmware
 
         sigma = _sigmas(result, base, config, adjust, firmware.VALUES[fmt])
+        hover = result.params.get(f"hover_cmd@{config}") if config else None
+        hover = hover or result.params.get("hover_cmd")
+        if hover is not None and math.isfinite(hover.std):  # the run's own σ of the hover command
+            lo, hi = _command_range(v)
+            sigma |= {"hover_pct": 100 * hover.std / (hi - lo), "hoverThrOut": hover.std / (hi - lo)}
     for n in notes:
         warnings.warn(f"{fmt} export: {n}", stacklevel=2)
     text = export(v, fmt, max_rotor_speed, source=f"{params} (method {result.method})", notes=notes, sigma=sigma)
