@@ -55,7 +55,7 @@ import numpy as np
 
 from rotorid.errors import ExportError
 from rotorid.frames import GRAVITY
-from rotorid.util import atomic_write_text
+from rotorid.util import atomic_write_text, windows_text
 from rotorid.vehicle import Vehicle
 
 if TYPE_CHECKING:
@@ -596,6 +596,10 @@ def export_params(
             )
     if config is not None and config not in have:
         raise ExportError(f"{params} has no configuration '{config}' (has {', '.join(have) or 'none'})")
+    logs = [
+        f"{i.get('path')} ({windows_text(i.get('windows'))}, sha256 {str(i.get('sha256'))[:12]})" for i in result.inputs
+    ]
+    provenance = [f"identified from {'; '.join(logs)}"] if logs else []
     notes: list[str] = []
     ch = changes(result, base, config)
     try:
@@ -641,7 +645,9 @@ def export_params(
             sigma |= {"hover_pct": 100 * hover.std / (hi - lo), "hoverThrOut": hover.std / (hi - lo)}
     for n in notes:
         warnings.warn(f"{fmt} export: {n}", stacklevel=2)
-    text = export(v, fmt, max_rotor_speed, source=f"{params} (method {result.method})", notes=notes, sigma=sigma)
+    text = export(
+        v, fmt, max_rotor_speed, source=f"{params} (method {result.method})", notes=provenance + notes, sigma=sigma
+    )
     out = Path(out)
     if out.is_dir():
         raise ExportError(f"{out}: is a folder; --out takes a file name, e.g. {out / ('vehicle.' + _SUFFIX[fmt])}")

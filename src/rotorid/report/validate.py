@@ -14,6 +14,7 @@ import numpy as np
 
 from rotorid.motion import WRENCH
 from rotorid.report.style import MEASURED, MODEL, figure
+from rotorid.util import windows_text
 from rotorid.validate import MOTION, PASS_ERROR_PCT, PASS_R2, RATES, WEAK_EXCITATION
 
 if TYPE_CHECKING:
@@ -136,13 +137,6 @@ def replay_rows(val: Validation) -> list[dict[str, str]]:
         }
         for name, m in val.replay.metrics.items()
     ]
-
-
-def windows_text(windows: list[Any] | None) -> str:
-    """Time windows as people write them: `183.37–191.02 s, 200–210 s` ("whole log" for none)."""
-    if not windows:
-        return "whole log"
-    return ", ".join(f"{float(a):g}–{float(b):g} s" for a, b in windows)
 
 
 def rows(val: Validation) -> list[dict[str, str]]:
