@@ -1,7 +1,7 @@
 """Crazyflie logs under the firmware's own variable names (issue 35.1): `pwm.m*_pwm`, the RPM
 deck's `rpm.m*` (with drop-outs), `pm.vbatMV`, `stateEstimate.*`, the external pose `locSrv.*`
 in its own 100 Hz event type and `ctrl*` setpoints, written by our own writer
-(tests/helpers_cf.py `firmware_log`) from simulated flights with known truth; `info`,
+(tests/support/helpers_cf.py `firmware_log`) from simulated flights with known truth; `info`,
 `identify` (delay, tls, online) and `convert` work on them."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from helpers_cf import firmware_log
+from support.helpers_cf import firmware_log
 from rotorid.cli import app
 from rotorid.io import load, read
 from rotorid.methods import delay, online, tls
