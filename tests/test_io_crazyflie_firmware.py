@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from support.helpers_cf import firmware_log
 from rotorid.cli import app
 from rotorid.io import load, read
 from rotorid.methods import delay, online, tls
 from rotorid.sim import scenarios
+from support.helpers_cf import firmware_log
 
 K_OMEGA = 1e-8  # N/(rad/s)^2: the RPM deck's rotor speeds are √(thrust / K_OMEGA)
 

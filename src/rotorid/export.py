@@ -473,7 +473,7 @@ def poor_parameters(result: Result, fmt: str, config: str | None, v: Vehicle | N
         sd = math.sqrt(sum((e.std * u ** parse(n).exponent) ** 2 for n, e in curve.items()))
         sd /= v.n_rotors if any(parse(n).motor for n in curve) else 1
         pct = 100 * sd / abs(f) if f else math.inf
-        if not pct <= LOOSE_PCT:
+        if pct > LOOSE_PCT:  # NaN (no σ) is "no σ", not poor
             out.append(f"the thrust curve (thrust at hover %σ {pct:.3g}, from {', '.join(curve)})")
     return out
 
@@ -558,27 +558,11 @@ def _sigmas(
     return {k: math.sqrt(x) if x > 0 else math.nan for k, x in var.items()}  # 0: not from the run
 
 
-def export_params(
-    params: str | Path,
-    fmt: str,
-    out: str | Path,
-    vehicle: str | Path | None = None,
-    max_rotor_speed: float | None = None,
-    config: str | None = None,
-    allow_poor: bool = False,
-) -> Path:
-    """Read a `params.json`, build the identified vehicle (`rotorid.identified.changes` on the
-    base vehicle: `vehicle` if given, else the one stored in params.json), check what it writes
-    (physical inertia, no poor parameter unless `allow_poor`: see the module docstring) and
-    write it in format `fmt` to `out` atomically (nothing is written when anything is missing).
-    For a combined multi-configuration result `config` picks the configuration (default: the
-    first). Notes go into the file's header and, as warnings, to the terminal."""
-    from rotorid.errors import RotoridError
-    from rotorid.identified import changes, is_physical
+def _load(params: str | Path, vehicle: str | Path | None, config: str | None) -> tuple[Result, Vehicle, str | None]:
+    """The run, its base vehicle (`vehicle` if given, else the one in params.json) and the
+    configuration to export (default: the first of a combined result, with a warning)."""
     from rotorid.result import Result
 
-    if fmt not in FORMATS:
-        raise ExportError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)}")
     result = Result.load(params)
     if vehicle is not None:
         base = Vehicle.load(vehicle)
@@ -592,14 +576,23 @@ def export_params(
         if len(have) > 1:
             warnings.warn(
                 f"{params} holds mass configurations {', '.join(have)}; exporting {config} (choose with --config)",
-                stacklevel=2,
+                stacklevel=3,
             )
     if config is not None and config not in have:
         raise ExportError(f"{params} has no configuration '{config}' (has {', '.join(have) or 'none'})")
-    logs = [
-        f"{i.get('path')} ({windows_text(i.get('windows'))}, sha256 {str(i.get('sha256'))[:12]})" for i in result.inputs
-    ]
-    provenance = [f"identified from {'; '.join(logs)}"] if logs else []
+    return result, base, config
+
+
+def _checked(
+    result: Result, base: Vehicle, config: str | None, fmt: str, allow_poor: bool, params: str
+) -> tuple[Vehicle, Callable[[dict[str, Any]], dict[str, Any]], list[str]]:
+    """The identified vehicle as `fmt` may write it, the adjustment applied to the run's changes
+    (a projection to a physical inertia; an inertia the format does not write left out when not
+    physical) and the notes to write: poor parameters refused unless `allow_poor` (module
+    docstring)."""
+    from rotorid.errors import RotoridError
+    from rotorid.identified import changes, is_physical
+
     notes: list[str] = []
     ch = changes(result, base, config)
     try:
@@ -619,20 +612,39 @@ def export_params(
         )
     fix = np.zeros((3, 3))
     if "inertia" in ch and "inertia" in WRITES[fmt]:
-        j, projected = physical_inertia(result, ch["inertia"], config, str(params))
+        j, projected = physical_inertia(result, ch["inertia"], config, params)
         fix = j - ch["inertia"]
         notes += projected
 
     def adjust(c: dict[str, Any]) -> dict[str, Any]:
-        """The projection applied (a perturbed tensor moves with it); an inertia the format does
-        not write is left out when it is not physical."""
         if "inertia" in c and "inertia" in WRITES[fmt]:
-            return {**c, "inertia": c["inertia"] + fix}
+            return {**c, "inertia": c["inertia"] + fix}  # a perturbed tensor moves with the projection
         if "inertia" in c and not is_physical(c["inertia"]):
             return {k: x for k, x in c.items() if k != "inertia"}
         return c
 
-    v = base.replace(**adjust(ch))
+    return base.replace(**adjust(ch)), adjust, notes
+
+
+def export_params(
+    params: str | Path,
+    fmt: str,
+    out: str | Path,
+    vehicle: str | Path | None = None,
+    max_rotor_speed: float | None = None,
+    config: str | None = None,
+    allow_poor: bool = False,
+) -> Path:
+    """Read a `params.json`, build the identified vehicle (`rotorid.identified.changes` on the
+    base vehicle: `vehicle` if given, else the one stored in params.json), check what it writes
+    (physical inertia, no poor parameter unless `allow_poor`: see the module docstring) and
+    write it in format `fmt` to `out` atomically (nothing is written when anything is missing).
+    For a combined multi-configuration result `config` picks the configuration (default: the
+    first). Notes go into the file's header and, as warnings, to the terminal."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)}")
+    result, base, config = _load(params, vehicle, config)
+    v, adjust, notes = _checked(result, base, config, fmt, allow_poor, str(params))
     sigma = None
     if fmt in FIRMWARE:
         from rotorid import firmware
@@ -645,6 +657,10 @@ def export_params(
             sigma |= {"hover_pct": 100 * hover.std / (hi - lo), "hoverThrOut": hover.std / (hi - lo)}
     for n in notes:
         warnings.warn(f"{fmt} export: {n}", stacklevel=2)
+    logs = [
+        f"{i.get('path')} ({windows_text(i.get('windows'))}, sha256 {str(i.get('sha256'))[:12]})" for i in result.inputs
+    ]
+    provenance = [f"identified from {'; '.join(logs)}"] if logs else []
     text = export(
         v, fmt, max_rotor_speed, source=f"{params} (method {result.method})", notes=provenance + notes, sigma=sigma
     )

@@ -394,6 +394,24 @@ def replay(
     return Replay(horizon=float(horizon), metrics=metrics, t=t_all, measured=m_all, predicted=p_all, segment=seg_all)
 
 
+def _motion_settings(result: Result, v: Vehicle, flights: list[Flight], source: str | None) -> MotionSettings:
+    """How the held-out motion is measured: as the TLS identification did (its band, speed
+    source, filter order, mocap delay), else from the commands through the identified lag;
+    `source` defaults to the result's, else IMU when the flight has it."""
+    if source is None:
+        source = result.settings.get("source") if result.method == "tls" else None
+        source = source or ("imu" if flights[0].acc is not None and flights[0].gyro is not None else "mocap")
+    rs = result.settings if result.method == "tls" else {}
+    return MotionSettings(
+        source=source,
+        tm=v.tm_rise,
+        band=tuple(rs["band"]) if rs.get("band") else None,
+        speed=rs.get("speed", "cmd"),  # replay the logged commands unless TLS was fed rotor speeds
+        order=int(rs.get("order", 4)),
+        mocap_delay=float(rs.get("mocap_delay", 0.0)),
+    )
+
+
 def validate(
     result: Result,
     flights: list[Flight],
@@ -423,18 +441,8 @@ def validate(
         raise RotoridError(f"the result ({result.method}) identifies no thrust curve and the vehicle gives none")
     if not flights:
         raise RotoridError("no held-out flight given to validate on")
-    if source is None:
-        source = result.settings.get("source") if result.method == "tls" else None
-        source = source or ("imu" if flights[0].acc is not None and flights[0].gyro is not None else "mocap")
-    rs = result.settings if result.method == "tls" else {}
-    settings = MotionSettings(
-        source=source,
-        tm=v.tm_rise,
-        band=tuple(rs["band"]) if rs.get("band") else None,
-        speed=rs.get("speed", "cmd"),  # replay the logged commands unless TLS was fed rotor speeds
-        order=int(rs.get("order", 4)),
-        mocap_delay=float(rs.get("mocap_delay", 0.0)),
-    )
+    settings = _motion_settings(result, v, flights, source)
+    source = settings.source
     mixer = v.mixer(k_tau=v.k_tau or 0.0)
     produced = np.abs(mixer).max(axis=1) > 1e-9 * np.abs(mixer).max()
     modeled = {c: bool(produced[j]) for j, c in enumerate(WRENCH)}

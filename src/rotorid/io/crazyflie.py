@@ -263,6 +263,80 @@ def _monotonic_prefix(t: np.ndarray, name: str, path: Path, allow_corrupt: bool)
     return i + 1
 
 
+def _sources(
+    events: dict[str, dict[str, np.ndarray]], path: Path, allow_corrupt: bool
+) -> tuple[dict[str, int], dict[str, tuple[int, int, str, list[str], float]], list[str]]:
+    """Per event type the number of leading events with increasing stamps (types with fewer
+    than 2 left out); per channel its best source over every event type, (preference rank,
+    -samples, event, variable names, scale): the preferred source, then the most samples; the
+    setpoint variables logged."""
+    kept: dict[str, int] = {}
+    best: dict[str, tuple[int, int, str, list[str], float]] = {}
+    setpoints: list[str] = []
+    for name, ev in events.items():
+        n = _monotonic_prefix(ev["t"], name, path, allow_corrupt)
+        if n < 2:
+            continue
+        kept[name] = n
+        setpoints += [v for v in ev if v != "t" and v.startswith(SETPOINT_PREFIXES)]
+        for ch in SOURCES:
+            if (hit := _find(ev, ch)) is not None and (ch not in best or (hit[0], -n) < best[ch][:2]):
+                best[ch] = (hit[0], -n, name, hit[1], hit[2])
+    if not best:
+        raise LogFormatError(f"{path}: no acc.*, gyro.*, motor.m*, pwm.m*_pwm or rpm.m* variables in any event type")
+    return kept, best, setpoints
+
+
+def _channels(
+    events: dict[str, dict[str, np.ndarray]],
+    kept: dict[str, int],
+    best: dict[str, tuple[int, int, str, list[str], float]],
+    path: Path,
+) -> tuple[dict[str, Series], dict[str, np.ndarray]]:
+    """Every channel in SI from its best source (`_sources`), as a `Series` on its event type's
+    clock without the samples holding NaN/inf (warned) and, for rotor speeds, without the
+    RPM-deck drop-outs (warned); and per channel the indices of the event samples kept."""
+    series: dict[str, Series] = {}
+    cut: dict[str, np.ndarray] = {}  # per channel: indices of the kept samples of its event type
+    by_event: dict[str, list[str]] = {}
+    for ch, (*_, ev_name, _names, _scale) in best.items():
+        by_event.setdefault(ev_name, []).append(ch)
+    for ev_name, chans in by_event.items():
+        ev, n = events[ev_name], kept[ev_name]
+        t = ev["t"][:n]
+        found = {}
+        for ch in chans:
+            names, scale = best[ch][3], best[ch][4]
+            found[ch] = np.column_stack([ev[v][:n] for v in names]) * scale
+        ok = np.all(np.isfinite(np.column_stack(list(found.values()))), axis=1)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            warnings.warn(
+                f"{path}: event {quote(ev_name)}: {bad.size} samples hold NaN/inf (first at t = {t[bad[0]]:.6f} s); "
+                "dropped them and split the log there",
+                stacklevel=3,
+            )
+        keep = np.arange(n) if ok.all() else np.flatnonzero(ok)
+        t_kept = t if ok.all() else t[keep]  # one array per event type: channels sharing it share a clock
+        for ch, v in found.items():
+            v = v if ok.all() else v[keep]
+            if ch == "rotor_speed" and (drop := _rpm_dropouts(v * 60.0 / (2.0 * np.pi))).any():
+                warnings.warn(
+                    f"{path}: event {quote(ev_name)}: {int(drop.sum())} RPM-deck samples read a rotor near 0 "
+                    f"while the others spin (first at t = {t_kept[drop][0]:.6f} s): sensor drop-outs, removed "
+                    "(short ones bridged, longer ones split the log)",
+                    stacklevel=3,
+                )
+                series[ch] = Series(t_kept[~drop], v[~drop])
+                cut[ch] = keep[~drop]
+                continue
+            if ch == "quat":
+                v = v / np.linalg.norm(v, axis=1, keepdims=True)
+            series[ch] = Series(t_kept, v)
+            cut[ch] = keep
+    return series, cut
+
+
 @register("crazyflie", (".bin", ""), magic=MAGIC)
 @guard.reader
 def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> list[Flight]:
@@ -283,58 +357,8 @@ def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> 
     version, events = decode(path, allow_corrupt=allow_corrupt)
     if not any(len(ev["t"]) for ev in events.values()):
         raise LogFormatError(f"{path}: the log holds no events after its header")
-    kept: dict[str, int] = {}
-    best: dict[str, tuple[int, int, str, list[str], float]] = {}  # channel -> (rank, -samples, event, names, scale)
-    setpoints: list[str] = []
-    for name, ev in events.items():
-        n = _monotonic_prefix(ev["t"], name, path, allow_corrupt)
-        if n < 2:
-            continue
-        kept[name] = n
-        setpoints += [v for v in ev if v != "t" and v.startswith(SETPOINT_PREFIXES)]
-        for ch in SOURCES:
-            if (hit := _find(ev, ch)) is not None and (ch not in best or (hit[0], -n) < best[ch][:2]):
-                best[ch] = (hit[0], -n, name, hit[1], hit[2])
-    if not best:
-        raise LogFormatError(f"{path}: no acc.*, gyro.*, motor.m*, pwm.m*_pwm or rpm.m* variables in any event type")
-    series: dict[str, Series] = {}
-    cut: dict[str, np.ndarray] = {}  # per channel: indices of the kept samples of its event type
-    by_event: dict[str, list[str]] = {}
-    for ch, (*_, ev_name, _names, _scale) in best.items():
-        by_event.setdefault(ev_name, []).append(ch)
-    for ev_name, chans in by_event.items():
-        ev, n = events[ev_name], kept[ev_name]
-        t = ev["t"][:n]
-        found = {}
-        for ch in chans:
-            names, scale = best[ch][3], best[ch][4]
-            found[ch] = np.column_stack([ev[v][:n] for v in names]) * scale
-        ok = np.all(np.isfinite(np.column_stack(list(found.values()))), axis=1)
-        if not ok.all():
-            bad = np.flatnonzero(~ok)
-            warnings.warn(
-                f"{path}: event {quote(ev_name)}: {bad.size} samples hold NaN/inf (first at t = {t[bad[0]]:.6f} s); "
-                "dropped them and split the log there",
-                stacklevel=2,
-            )
-        keep = np.arange(n) if ok.all() else np.flatnonzero(ok)
-        t_kept = t if ok.all() else t[keep]  # one array per event type: channels sharing it share a clock
-        for ch, v in found.items():
-            v = v if ok.all() else v[keep]
-            if ch == "rotor_speed" and (drop := _rpm_dropouts(v * 60.0 / (2.0 * np.pi))).any():
-                warnings.warn(
-                    f"{path}: event {quote(ev_name)}: {int(drop.sum())} RPM-deck samples read a rotor near 0 "
-                    f"while the others spin (first at t = {t_kept[drop][0]:.6f} s): sensor drop-outs, removed "
-                    "(short ones bridged, longer ones split the log)",
-                    stacklevel=2,
-                )
-                series[ch] = Series(t_kept[~drop], v[~drop])
-                cut[ch] = keep[~drop]
-                continue
-            if ch == "quat":
-                v = v / np.linalg.norm(v, axis=1, keepdims=True)
-            series[ch] = Series(t_kept, v)
-            cut[ch] = keep
+    kept, best, setpoints = _sources(events, path, allow_corrupt)
+    series, cut = _channels(events, kept, best, path)
     if "vbat" in series:
         series["vbat"] = Series(series["vbat"].t, series["vbat"].values[:, 0])
     cmd_var = best["cmd"][3][0] if "cmd" in best else ""
