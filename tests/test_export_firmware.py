@@ -110,9 +110,8 @@ def test_ardupilot_sitl_frame_model(tmp_path: Path) -> None:
     doc = json.loads("\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#")))  # as SIM_Frame does
     assert doc["mass"] == 0.027 and doc["num_motors"] == 4 and doc["moment_inertia"] == [1.6e-5, 1.7e-5, 2.9e-5]
     assert doc["propExpo"] == pytest.approx(0.55, abs=1e-3) and doc["spin_min"] == pytest.approx(0.12, abs=1e-5)
-    assert doc["hoverThrOut"] == pytest.approx(
-        CF.replace(thrust_exponents=(0, 1, 2), thrust_coeffs=np.array([v for v, _ in curve.values()])).hover_command()
-    )
+    ap = _parm(export_params(_save(tmp_path, curve), "ardupilot", tmp_path / "v.parm").read_text())
+    assert doc["hoverThrOut"] == ap["MOT_THST_HOVER"] == pytest.approx(W / 0.15)  # hover over full thrust
     assert doc["diagonal_size"] == pytest.approx(2 * 0.028 * math.sqrt(2))
 
 

@@ -654,7 +654,7 @@ def export_params(
         hover = hover or result.params.get("hover_cmd")
         if hover is not None and math.isfinite(hover.std):  # the run's own σ of the hover command
             lo, hi = _command_range(v)
-            sigma |= {"hover_pct": 100 * hover.std / (hi - lo), "hoverThrOut": hover.std / (hi - lo)}
+            sigma["hover_pct"] = 100 * hover.std / (hi - lo)
     for n in notes:
         warnings.warn(f"{fmt} export: {n}", stacklevel=2)
     logs = [

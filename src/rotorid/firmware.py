@@ -25,7 +25,9 @@ deviation of the firmware's curve from the identified one there is written in th
 - ArduPilot SITL (JSON frame model read by libraries/SITL/SIM_Frame.cpp `load_frame_params`,
   ``--model quad:FILE.json``; "#" comments are stripped by the loader): mass, diagonal_size,
   moment_inertia (principal axes only), num_motors, propExpo (= MOT_THST_EXPO), hoverThrOut
-  (the motor output at hover), pwmMin/pwmMax, spin_min/spin_max.
+  (hover thrust over full thrust, = MOT_THST_HOVER: `Frame::init` sets the rotors' maximum
+  outflow velocity to the hover one over √hoverThrOut, thrust growing with its square),
+  spin_min/spin_max.
 - Betaflight (CLI ``set`` lines): ``thrust_linear`` (percent) of src/main/flight/pid.c
   `pidApplyThrustLinearization` (4.3 and later): output = m (1 + TL (1 - m)²) for the desired
   thrust fraction m, fitted so that F(output)/F(1) = m; the hover throttle as a comment.
@@ -201,7 +203,7 @@ def sitl_values(v: Vehicle) -> dict[str, float]:
         "Iyy": float(v.inertia[1, 1]),
         "Izz": float(v.inertia[2, 2]),
         "propExpo": ap["MOT_THST_EXPO"],
-        "hoverThrOut": hover_output(v),
+        "hoverThrOut": ap["MOT_THST_HOVER"],
         "spin_min": ap.get("MOT_SPIN_MIN", AP_SPIN_MIN),
         "spin_max": AP_SPIN_MAX,
         "_products": float(np.max(np.abs(v.inertia - np.diag(np.diag(v.inertia)))) / float(lam.max())),
