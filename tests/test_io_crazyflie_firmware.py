@@ -17,7 +17,7 @@ from rotorid.cli import app
 from rotorid.io import load, read
 from rotorid.methods import delay, online, tls
 from rotorid.sim import scenarios
-from support.helpers_cf import firmware_log
+from support.helpers_cf import firmware_log, log_bytes
 
 K_OMEGA = 1e-8  # N/(rad/s)^2: the RPM deck's rotor speeds are √(thrust / K_OMEGA)
 
@@ -116,3 +116,17 @@ def test_tls_and_online_use_rotor_speeds_and_the_mocap_pose(esch, logs) -> None:
     o = online.identify(f, v)
     for name in ("I_xx", "I_yy", "I_zz"):
         assert o.params[name].value == pytest.approx(esch.truth.params[name], rel=0.05), name
+
+
+def test_a_slow_battery_event_neither_splits_nor_refuses_the_log(tmp_path: Path) -> None:
+    """pm.vbatMV in its own event type every 2 s (0.5 Hz): interpolated onto the 1 kHz grid, no
+    gap between its samples, no rate refusal."""
+    fast = (0, "fixedFrequency", [(f"gyro.{a}", "f") for a in "xyz"] + [(f"motor.m{i}", "H") for i in range(1, 5)])
+    slow = (1, "pm", [("pm.vbatMV", "H")])
+    events = [(0, 1_000_000 + 1000 * k, [0.0, 0.0, 0.0, 30000, 30000, 30000, 30000]) for k in range(6001)]
+    events += [(1, 1_000_000 + 2_000_000 * k, [4200 - 100 * k]) for k in range(4)]
+    p = tmp_path / "slow_pm.bin"
+    p.write_bytes(log_bytes([fast, slow], sorted(events, key=lambda e: e[1])))
+    (f,) = read(p)
+    assert f.duration == pytest.approx(6.0) and f.meta["rates"]["vbat"] == pytest.approx(0.5)
+    np.testing.assert_allclose(f.vbat[[0, 1000, 6000]], [4.2, 4.15, 3.9])

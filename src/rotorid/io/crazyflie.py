@@ -376,7 +376,8 @@ def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> 
     same_clock = len({id(s.t) for s in series.values()}) == 1
     if not same_clock:
         flight, _ = align(series, rate=rate, meta={**meta, "rates": rates})
-        return flight.without(source_gaps(series))
+        # a battery voltage logged slowly (pm at 1 Hz) is smooth, not a drop-out between its samples
+        return flight.without(source_gaps({k: x for k, x in series.items() if k != "vbat"}))
     s0 = next(iter(series.values()))
     keep = next(iter(cut.values()))
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(keep) > 1) + 1, [len(keep)]])

@@ -294,7 +294,7 @@ def _check_time_and_rates(flight: Flight, lim: Limits) -> None:
     topics = flight.meta.get("topics", {})
     for ch in flight.channels:
         r = float(rates.get(ch, flight.rate))
-        if ch == "landed" or lim.rate_min <= r <= lim.rate_max:  # the land detector logs on change
+        if ch in ("landed", "vbat") or lim.rate_min <= r <= lim.rate_max:  # logged on change / slowly
             continue
         where = f" (topic {quote(topics[ch])})" if ch in topics else ""
         raise LogFormatError(
