@@ -60,7 +60,7 @@ def test_every_firmware_variable_is_read_in_si(esch, logs) -> None:
     assert f.meta["rates"]["pos"] == pytest.approx(100.0) and f.meta["rates"]["cmd"] == pytest.approx(1000.0)
     assert f.meta["topics"]["pos"] == "estPose: locSrv.x … locSrv.z"  # the external pose wins over the estimate
     assert f.meta["topics"]["vel"].startswith("fixedFrequency: stateEstimate.vx")
-    assert f.meta["setpoints"] == ["ctrltarget.roll"] and f.meta["units"]["cmd"].startswith("normalized (motor")
+    assert f.meta["setpoints"] == ["ctrltarget.roll"] and f.meta["units"]["cmd"] == "normalized (PWM/65536)"
     # one 1 kHz grid from the first pose (1 µs after a fixed-frequency event), the pose interpolated
     i = np.round((f.t - st["t"][0]) * 1000.0).astype(int)
     np.testing.assert_allclose(f.gyro, sim.gyro[i], atol=1e-3)  # float32, 1 µs shift

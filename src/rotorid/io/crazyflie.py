@@ -365,7 +365,7 @@ def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> 
     meta = {
         "source": str(path),
         "format": f"crazyflie-v{version}",
-        "units": {"cmd": f"normalized ({'PWM sent' if cmd_var.startswith('pwm.') else 'motor command'}/65536)"}
+        "units": {"cmd": f"normalized ({'PWM sent' if cmd_var.startswith('pwm.') else 'PWM'}/65536)"}
         if cmd_var
         else {},
         "topics": {ch: f"{b[2]}: {b[3][0]}{f' … {b[3][-1]}' if len(b[3]) > 1 else ''}" for ch, b in best.items()},
