@@ -177,7 +177,7 @@ def _given(ctx: typer.Context, names: tuple[str, ...]) -> dict[str, Any]:
     return {n: ctx.params[n] for n in names if getattr(ctx.get_parameter_source(n), "name", None) in typed}
 
 
-_DELAY, _TLS, _ONLINE = _panel("delay"), _panel("tls"), _panel("online")
+_DELAY, _TLS, _ONLINE, _FREQ = _panel("delay"), _panel("tls"), _panel("online"), _panel("freq")
 
 
 @command()
@@ -229,7 +229,9 @@ def identify(
         float,
         typer.Option(help="Zero-phase low-pass (Hz) for torque and angular acceleration.", rich_help_panel=_DELAY),
     ] = 20.0,
-    tm_bounds: Annotated[str, typer.Option(help="T_m search range LO,HI (s).", rich_help_panel=_DELAY)] = "0.002,0.5",
+    tm_bounds: Annotated[
+        str, typer.Option(help="T_m search range LO,HI (s); also freq.", rich_help_panel=_DELAY)
+    ] = "0.002,0.5",
     config: Annotated[
         list[str] | None, typer.Option(help="Extra mass configuration NAME=LOG[@windows].", rich_help_panel=_TLS)
     ] = None,
@@ -261,7 +263,12 @@ def identify(
         ),
     ] = 2.0,
     band: Annotated[
-        str | None, typer.Option(help="Band-pass LOW,HIGH in Hz (default chosen from the rate).", rich_help_panel=_TLS)
+        str | None,
+        typer.Option(
+            help="Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default "
+            "the sweep's).",
+            rich_help_panel=_TLS,
+        ),
     ] = None,
     weighted: Annotated[
         bool, typer.Option(help="Weight each wrench row block by its residual σ.", rich_help_panel=_TLS)
@@ -326,6 +333,16 @@ def identify(
     a_z_allow: Annotated[
         float, typer.Option(help="Enable threshold on vertical acceleration (m/s²).", rich_help_panel=_ONLINE)
     ] = 0.1,
+    min_coherence: Annotated[
+        float, typer.Option(help="Fit only bins whose input-output coherence is at least this.", rich_help_panel=_FREQ)
+    ] = 0.6,
+    dead_time: Annotated[
+        str,
+        typer.Option(help="auto (kept if it predicts held-out frequencies better), on or off.", rich_help_panel=_FREQ),
+    ] = "auto",
+    cycles: Annotated[
+        float, typer.Option(help="Periods of the lowest fitted frequency per spectral segment.", rich_help_panel=_FREQ)
+    ] = 3.0,
     motor_hold: Annotated[
         float | None,
         typer.Option(

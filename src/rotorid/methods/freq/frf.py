@@ -99,7 +99,9 @@ def _window_overlap(win: np.ndarray, step: int) -> np.ndarray:
 def estimate(x: np.ndarray, y: np.ndarray, fs: float, nperseg: int, r: np.ndarray | None = None) -> Frf:
     """The frequency response from `x` to `y` (1-D, same length, sampled at `fs` Hz) on the
     bins of `nperseg`-sample Hann segments overlapping by half, instrumented by `r` (default
-    `x`: the H1 estimate). Each segment's mean is removed (scipy.signal.csd's detrend)."""
+    `x`: the H1 estimate). Each segment's mean is removed (scipy.signal.csd's detrend). The
+    segments end at the last sample (the samples left over are dropped at the start: a sweep
+    rises to its highest frequencies at the end of its record)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     r = x if r is None else np.asarray(r, dtype=float)
     if not (x.shape == y.shape == r.shape) or x.ndim != 1:
@@ -110,7 +112,8 @@ def estimate(x: np.ndarray, y: np.ndarray, fs: float, nperseg: int, r: np.ndarra
     if len(x) < nperseg + step:
         raise RotoridError(f"frequency response: {len(x)} samples are too few for two {nperseg}-sample segments")
     win = np.hanning(nperseg + 1)[:-1]  # periodic Hann, as scipy.signal.get_window("hann")
-    segs = sliding_window_view(np.stack([x, y, r]), nperseg, axis=1)[:, ::step]
+    first = (len(x) - nperseg) % step  # segments tile the record up to its last sample
+    segs = sliding_window_view(np.stack([x, y, r])[:, first:], nperseg, axis=1)[:, ::step]
     spec = np.fft.rfft((segs - segs.mean(axis=-1, keepdims=True)) * win, axis=-1)
     xs, ys, rs = spec
     k = xs.shape[0]
