@@ -562,7 +562,7 @@ def _span_text(spans: list[tuple[float, float]], limit: int = 4) -> str:
 _COLOUR = {"excited": "green", "weak": "yellow", "none": "red", "n/a": "dim"}
 
 
-def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any]) -> None:
+def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any], vehicle: Any = None) -> None:
     """One log: a key/value table (format, span, channels with rate verdicts, gaps, activity),
     one row per segment, and the windows proposed per role."""
     from rich import box
@@ -602,6 +602,11 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
     tab.add_row("flying", f"{_span_text(fly)}  ({sum(e.flying_time for e in ex):.1f} s, from {src})")
     tab.add_row("on ground", _span_text([s for e in ex for s in e.ground]))
     tab.add_row("activity", judged.activity)
+    from rotorid.methods.freq.sweep import describe
+
+    for f in flights:
+        if len(f.t) > 256:
+            tab.add_row("sweeps", f"{f.t[0]:.2f}–{f.t[-1]:.2f} s: {describe(f, vehicle)}")
     console().print(tab)
     seg = Table(
         title="excitation per segment" if len(flights) > 1 else "excitation",
@@ -685,7 +690,7 @@ def info(
         flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt)
         judged = excitation.judge(flights, mins, thresholds=limits)
         found[spec] = excitation.log_windows(flights)
-        _info_log(spec, flights, judged, found[spec])
+        _info_log(spec, flights, judged, found[spec], veh)
         channels = {c for f in flights for c in f.channels}
         slow = {r.method for r in judged.too_slow}
         usable[spec] = {m for m, chs in needs.items() if m not in slow and chs <= channels}

@@ -22,6 +22,7 @@ from scipy import signal as sps
 from scipy import stats
 
 from rotorid.flight import Flight
+from rotorid.methods.freq import frf
 from rotorid.signal import SID_AXES, sid_chirp
 from rotorid.vehicle import Vehicle
 
@@ -112,3 +113,30 @@ def find(flight: Flight, vehicle: Vehicle) -> list[Sweep]:
         if rank >= MIN_RANK and band[1] > 2.0 * band[0]:
             found.append(Sweep(axis, True, band, rank, "spectrum"))
     return found or [Sweep(a, False, DEFAULT_BAND, 0.0, "none") for a in AXES]
+
+
+def coherent_share(flight: Flight, vehicle: Vehicle, sw: Sweep, min_coherence: float = 0.6) -> float:
+    """How well `sw` was flown: the share of its band's bins whose command-to-output coherence
+    reaches `min_coherence` (spectral segments of three periods of the band's lowest frequency)."""
+    x, y = axis_input(flight, vehicle, sw.axis), axis_output(flight, sw.axis)
+    n = frf.segment_length(flight.rate, len(x), sw.band[0], 3.0)
+    if len(x) < n + n // 2:
+        return 0.0
+    e = frf.estimate(x, y, flight.rate, n)
+    inside = (e.f >= sw.band[0]) & (e.f <= sw.band[1])
+    return float(np.mean(e.coherence[inside] >= min_coherence)) if inside.any() else 0.0
+
+
+def describe(flight: Flight, vehicle: Vehicle | None) -> str:
+    """`rotorid info`'s line on a flight's sweeps: axis, band and coherent share, or why none."""
+    if vehicle is None:
+        sid = from_sid(flight)
+        return sid.describe() if sid else "none in SIDS (give --vehicle to look in the commands' spectra)"
+    if flight.cmd is None or flight.gyro is None or flight.acc is None or flight.cmd.shape[1] != vehicle.n_rotors:
+        return "not judged (needs acc, gyro and one cmd column per rotor of the vehicle)"
+    found = [sw for sw in find(flight, vehicle) if sw.swept]
+    if not found:
+        return "none (no axis' command wrench sweeps: the freq method fits the pilot's input, 0.5-15 Hz)"
+    return "; ".join(
+        f"{sw.describe()}, {100 * coherent_share(flight, vehicle, sw):.0f} % of it coherent" for sw in found
+    )
