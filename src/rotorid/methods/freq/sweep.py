@@ -52,7 +52,10 @@ class Sweep:
     def describe(self) -> str:
         """One line for `rotorid info` and the notes."""
         if not self.swept:
-            return f"{self.axis}: no sweep (fitted over {self.band[0]:g}-{self.band[1]:g} Hz of the pilot's input)"
+            return (
+                f"{self.axis}: no sweep (fitted over {self.band[0]:g}-{self.band[1]:g} Hz of the pilot's input, "
+                "H1 in closed loop: feedback noise biases it)"
+            )
         how = "ArduPilot SIDS" if self.source == "SIDS" else f"command spectrum, rank {self.rank:.2f}"
         return f"{self.axis} swept {self.band[0]:.2g}-{self.band[1]:.3g} Hz ({how})"
 
