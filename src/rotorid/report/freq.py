@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from rotorid.result import Result
 
-_UNITS = {"acc": "(m/s²) per unit command wrench", "rate": "(rad/s) per unit command wrench"}
+_UNITS = {"acc": "(m/s²) per unit command wrench", "angacc": "(rad/s²) per unit command wrench"}
 
 
 def bode(d: dict[str, Any]) -> Figure:

@@ -675,9 +675,9 @@ _BUILDERS = {"eschmann-crazyflie": _eschmann, "kwon-payload": _kwon, "six-config
 
 # -- chirp-roll, chirp-pitch, chirp-yaw, chirp-thrust ------------------------------------------
 def _chirp(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
-    """The eschmann-crazyflie vehicle, IMU and controller hovering 1 s, then flying ArduPilot's
-    System ID chirp (`rotorid.signal.sid_chirp`, two cycles at the start frequency first) on
-    one axis, then 1 s of hover; logged at `log_rate` (default 500 Hz on a 2 ms step, a fast
+    """The eschmann-crazyflie vehicle, IMU and controller hovering 1-2 s (drawn per seed), then
+    flying ArduPilot's System ID chirp (`rotorid.signal.sid_chirp`, two cycles at the start
+    frequency first) on one axis, then 1 s of hover; logged at `log_rate` (default 500 Hz on a 2 ms step, a fast
     ArduPilot log's rate), with the SIDS settings and the sweep's start in `meta["sid"]`."""
     sid_axis, axis = CHIRP[name]
     rate = float(o["log_rate"])
@@ -696,8 +696,11 @@ def _chirp(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         "t_const": 2.0 / float(o["sid_f_start"]),  # ArduCopter: two cycles at the start frequency
         "t_record": float(o["sid_t_rec"]),
         "t_fade_out": float(o["sid_t_fade_out"]),
-        "t_start": 1.0,
     }
+    rng = _rng(name, seed, axis + "/excitation")
+    # the pilot switches to System ID mode after 1-2 s of hover (not at a fixed instant: where the
+    # sweep falls among a spectral estimate's segments is part of the estimate's error)
+    sid["t_start"] = round(1.0 + float(rng.uniform(0.0, 1.0)), 3)
     dur = float(o["duration"] or sid["t_start"] + sid["t_record"] + 1.0)
     dt, cr = float(o["dt"]), float(o["control_rate"])
     t = _ctrl_grid(dur, dt, cr)
@@ -705,7 +708,6 @@ def _chirp(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         t - sid["t_start"],
         *(sid[k] for k in ("magnitude", "f_start", "f_stop", "t_fade_in", "t_const", "t_record", "t_fade_out")),
     )
-    rng = _rng(name, seed, axis + "/excitation")
     off = np.zeros((len(t), 6))
     col = {"roll": 3, "pitch": 4, "yaw": 5, "thrust": 2}[axis]
     off[:, col] = wave if axis == "thrust" else wave * DEG

@@ -43,10 +43,11 @@ def _response(f: Flight, vehicle: Vehicle, sw: sweep.Sweep, s: FreqSettings) -> 
     inside = (e.f >= band[0]) & (e.f <= band[1])
     use = inside & (e.coherence >= s.min_coherence) & (e.var > 0) & np.isfinite(e.var)
     show = (e.f >= band[0] / SHOW) & (e.f <= band[1] * SHOW) & (e.f > 0)
-    kind = "acc" if sw.axis == "thrust" else "rate"
+    kind = "acc" if sw.axis == "thrust" else "angacc"
     diag = {
         "axis": sw.axis,
         "kind": kind,
+        "fs": fs,
         "source": f.source,
         "sweep": sw.describe(),
         "band": band,
@@ -60,7 +61,7 @@ def _response(f: Flight, vehicle: Vehicle, sw: sweep.Sweep, s: FreqSettings) -> 
     if use.sum() < MIN_BINS:
         return None, diag
     idx = np.flatnonzero(use)
-    return model.AxisData(sw.axis, kind, e.f[idx], e.h[idx], e.covariance(idx)), diag
+    return model.AxisData(sw.axis, kind, e.f[idx], e.h[idx], e.covariance(idx), fs), diag
 
 
 def _dead_time(data: list[model.AxisData], s: FreqSettings) -> tuple[bool, str]:
@@ -169,7 +170,9 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
     est, obs = _estimates(fit, vehicle, notes)
     for p in panels:
         if p["axis"] in {d.axis for d in data}:
-            p["model"], p["model_mag_std"], p["model_phase_std"] = model.model_band(p["f"], p["kind"], p["axis"], fit)
+            p["model"], p["model_mag_std"], p["model_phase_std"] = model.model_band(
+                p["f"], p["kind"], p["axis"], fit, p["fs"]
+            )
     settings = {**dataclasses.asdict(s), "dead_time_fitted": dead, "chi2_red": fit.chi2_red}
     diag = {"freq_panels": {f"{i}_{p['axis']}": p for i, p in enumerate(panels)}}
     diag["freq_fit"] = {"names": np.array(fit.names), "theta": fit.theta, "cov": fit.cov}

@@ -5,9 +5,12 @@ a first-order motor lag `T_m` (Eschmann et al. eq. 4, the delay method's EMA in 
 time) and an optional dead time `τ`:
 
     thrust:           a_z / w   = g e^{-sτ} / (1 + s T_m)           g = k / m
-    roll, pitch, yaw: ω / w     = g e^{-sτ} / (s (1 + s T_m))       g = k / I   (yaw: k K_τ / I_zz)
+    roll, pitch, yaw: ω̇ / w     = g e^{-sτ} / (1 + s T_m) D(ω)      g = k / I   (yaw: k K_τ / I_zz)
 
-with `k` every rotor's thrust slope at hover (N per unit command). `T_m` and `τ` are shared
+with `k` every rotor's thrust slope at hover (N per unit command) and `D(ω) = sin(ωΔ) / (ωΔ)`
+the central difference's response (the angular acceleration is the gyro's central difference
+at the sample period Δ: an output with the motor lag's short memory, whose spectral segments
+hold little of the transients a rate output, an integrator's, carries over their edges). `T_m` and `τ` are shared
 by every axis and flight, each axis has its gain. The fit minimizes Σ |ĥ - H(θ)|² / var(ĥ)
 over the bins kept (complex weighted least squares); its covariance is the sandwich
 `A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = Re(Jᴴ W C W J)`, with `C` the estimates' covariance
@@ -31,13 +34,15 @@ CV_BLOCKS = 5
 @dataclass(frozen=True)
 class AxisData:
     """The bins of one measured response kept for the fit: frequencies (Hz), estimates,
-    their complex covariance, the output kind ("acc" or "rate") and the gain it shares."""
+    their complex covariance, the output kind ("acc": specific force, or "angacc": the gyro's
+    central difference at `fs` Hz) and the axis whose gain it shares."""
 
     axis: str
     kind: str
     f: np.ndarray
     h: np.ndarray
     cov: np.ndarray
+    fs: float = 0.0
 
     @property
     def var(self) -> np.ndarray:
@@ -59,17 +64,18 @@ class Fit:
         return float(self.theta[self.names.index(name)])
 
 
-def response(f: np.ndarray, gain: float, tm: float, tau: float, kind: str) -> np.ndarray:
+def response(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0) -> np.ndarray:
     """The model's frequency response at `f` (Hz)."""
-    s = 2j * np.pi * np.asarray(f, dtype=float)
+    f = np.asarray(f, dtype=float)
+    s = 2j * np.pi * f
     h = gain * np.exp(-s * tau) / (1.0 + s * tm)
-    return h / s if kind == "rate" else h
+    return h * np.sinc(2.0 * f / fs) if kind == "angacc" else h
 
 
-def jacobian(f: np.ndarray, gain: float, tm: float, tau: float, kind: str) -> np.ndarray:
+def jacobian(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0) -> np.ndarray:
     """∂H/∂(gain, tm, tau), shape (len(f), 3)."""
     s = 2j * np.pi * np.asarray(f, dtype=float)
-    h = response(f, gain, tm, tau, kind)
+    h = response(f, gain, tm, tau, kind, fs)
     return np.column_stack([h / gain, -s * h / (1.0 + s * tm), -s * h])
 
 
@@ -81,19 +87,19 @@ def _unpack(theta: np.ndarray, names: list[str], d: AxisData) -> tuple[float, fl
 def _design(theta: np.ndarray, names: list[str], d: AxisData) -> tuple[np.ndarray, np.ndarray]:
     """The model at `d`'s bins and its derivatives by every parameter, (len(f), len(names))."""
     g, tm, tau = _unpack(theta, names, d)
-    jl = jacobian(d.f, g, tm, tau, d.kind)
+    jl = jacobian(d.f, g, tm, tau, d.kind, d.fs)
     j = np.zeros((len(d.f), len(names)), dtype=complex)
     j[:, names.index(f"g_{d.axis}")] = jl[:, 0]
     j[:, 0] = jl[:, 1]
     if "tau" in names:
         j[:, 1] = jl[:, 2]
-    return response(d.f, g, tm, tau, d.kind), j
+    return response(d.f, g, tm, tau, d.kind, d.fs), j
 
 
 def _residuals(theta: np.ndarray, names: list[str], data: list[AxisData]) -> np.ndarray:
     out = []
     for d in data:
-        e = (d.h - response(d.f, *_unpack(theta, names, d), d.kind)) / np.sqrt(d.var)
+        e = (d.h - response(d.f, *_unpack(theta, names, d), d.kind, d.fs)) / np.sqrt(d.var)
         out += [e.real, e.imag]
     return np.concatenate(out)
 
@@ -102,7 +108,7 @@ def _gains(tm: float, tau: float, data: list[AxisData], axes: list[str]) -> np.n
     """The weighted least-squares gains for fixed lags (the model is linear in them)."""
     num, den = dict.fromkeys(axes, 0.0), dict.fromkeys(axes, 0.0)
     for d in data:
-        m = response(d.f, 1.0, tm, tau, d.kind)
+        m = response(d.f, 1.0, tm, tau, d.kind, d.fs)
         num[d.axis] += float(np.sum(np.real(np.conj(m) * d.h) / d.var))
         den[d.axis] += float(np.sum(np.abs(m) ** 2 / d.var))
     return np.array([max(num[a] / den[a], 1e-300) for a in axes])
@@ -158,7 +164,7 @@ def _blocks(data: list[AxisData]) -> list[np.ndarray]:
 
 
 def _take(d: AxisData, keep: np.ndarray) -> AxisData:
-    return AxisData(d.axis, d.kind, d.f[keep], d.h[keep], d.cov[np.ix_(keep, keep)])
+    return AxisData(d.axis, d.kind, d.f[keep], d.h[keep], d.cov[np.ix_(keep, keep)], d.fs)
 
 
 def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool) -> float:
@@ -176,15 +182,17 @@ def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: b
             test = b == k
             if test.any():
                 g, tm, tau = _unpack(fk.theta, fk.names, d)
-                r = d.h[test] - response(d.f[test], g, tm, tau, d.kind)
+                r = d.h[test] - response(d.f[test], g, tm, tau, d.kind, d.fs)
                 total += float(np.sum(np.abs(r) ** 2 / d.var[test]))
     return total
 
 
-def model_band(f: np.ndarray, kind: str, axis: str, result: Fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def model_band(
+    f: np.ndarray, kind: str, axis: str, result: Fit, fs: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The fitted model at `f` and the σ of its magnitude (relative) and phase (rad) from the
     fit's covariance (delta method)."""
-    h, j = _design(result.theta, result.names, AxisData(axis, kind, f, np.zeros(len(f), complex), np.eye(len(f))))
+    h, j = _design(result.theta, result.names, AxisData(axis, kind, f, np.zeros(len(f), complex), np.eye(len(f)), fs))
     rel = j / h[:, None]  # d log H = d log|H| + i d phase
     mag = np.sqrt(np.einsum("ni,ij,nj->n", rel.real, result.cov, rel.real))
     phase = np.sqrt(np.einsum("ni,ij,nj->n", rel.imag, result.cov, rel.imag))

@@ -5,7 +5,8 @@ An axis' input is its "command wrench": the motor commands through the rotor geo
 `w = Σ_i a_i u_i` with `a_i` the rotor's force-z (thrust), moment-x (roll), moment-y (pitch)
 or drag-torque direction (yaw) per unit thrust. With every rotor's thrust slope `k = df/du`
 at hover, the body sees `k w` through the motor lag. Its output is the specific force along
-z (thrust, m/s²) or the body rate (roll, pitch, yaw; rad/s).
+z (thrust, m/s²) or the angular acceleration, the gyro's central difference (roll, pitch,
+yaw; rad/s²).
 
 A flight's sweep comes from ArduPilot's SIDS settings when the log has them (`meta["sid"]`:
 the axis, band and the injected signal, rebuilt with `rotorid.signal.sid_chirp`), else from
@@ -72,8 +73,9 @@ def axis_input(flight: Flight, vehicle: Vehicle, axis: str) -> np.ndarray:
 
 
 def axis_output(flight: Flight, axis: str) -> np.ndarray:
-    """Specific force along body z (thrust) or the body rate about the axis (rad/s)."""
-    return flight.acc[:, 2] if axis == "thrust" else flight.gyro[:, AXES.index(axis) - 1]
+    """Specific force along body z (thrust, m/s²) or the angular acceleration about the axis
+    (rad/s²: the gyro's central difference; one-sided at the ends)."""
+    return flight.acc[:, 2] if axis == "thrust" else np.gradient(flight.gyro[:, AXES.index(axis) - 1], flight.t)
 
 
 def from_sid(flight: Flight) -> Sweep | None:
