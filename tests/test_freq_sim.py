@@ -6,6 +6,7 @@ import pytest
 from rotorid.errors import RotoridError
 from rotorid.methods.freq import FreqSettings, identify, sweep
 from rotorid.report.freq import figures
+from rotorid.result import verdict
 from rotorid.sim import scenarios
 
 
@@ -37,6 +38,14 @@ def test_without_thrust_only_the_lag_and_a_note(chirps):
     assert set(res.params) == {"tm"}
     assert res.params["tm"].value == pytest.approx(0.07, rel=0.03)
     assert any("fly a thrust chirp" in n for n in res.notes)
+
+
+def test_a_lag_on_its_search_bound_is_not_identified(chirps):
+    flights, sc = chirps
+    res = identify(flights, sc.vehicle, FreqSettings(tm_bounds=(0.002, 0.03)))
+    assert res.params["tm"].value == pytest.approx(0.03, rel=1e-3)
+    assert verdict(res.params["tm"], res.observability["tm"]).word == "not identified"
+    assert any("T_m stopped on a bound" in n for n in res.notes)
 
 
 def test_sweep_found_in_the_command_spectrum_without_sids(chirps):

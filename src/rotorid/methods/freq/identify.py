@@ -77,7 +77,7 @@ def _dead_time(data: list[model.AxisData], s: FreqSettings) -> tuple[bool, str]:
     )
 
 
-def _physics(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> tuple[dict, np.ndarray]:
+def _physics(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> dict[str, tuple[float, np.ndarray]]:
     """(name -> (value, gradient over fit.theta)) of the physical parameters."""
     n = len(fit.names)
     out: dict[str, tuple[float, np.ndarray]] = {}
@@ -90,7 +90,7 @@ def _physics(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> tuple[dict, 
         out["dead_time"] = (fit.get("tau"), g)
     if "g_thrust" not in fit.names:
         notes.append("no thrust response: inertia needs the thrust slope at hover; fly a thrust chirp (SID_AXIS 13)")
-        return out, grad
+        return out
     m, it = vehicle.mass, fit.names.index("g_thrust")
     gz = fit.get("g_thrust")
     for axis, name, factor in (("roll", "I_xx", 1.0), ("pitch", "I_yy", 1.0), ("yaw", "I_zz", vehicle.k_tau)):
@@ -105,31 +105,30 @@ def _physics(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> tuple[dict, 
         g = np.zeros(n)
         g[it], g[ia] = m * factor / ga, -value / ga
         out[name] = (value, g)
-    return out, grad
+    return out
 
 
 def _estimates(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> tuple[dict, dict]:
     """(name -> (value, σ)) with σ guarded, and the observability verdicts."""
     est, obs = {}, {}
-    phys, _ = _physics(fit, vehicle, notes)
+    phys = _physics(fit, vehicle, notes)
     for name, (value, g) in phys.items():
         if name == "dead_time":
             continue
         std = float(np.sqrt(max(g @ fit.cov @ g, 0.0)))
         floor = 8 * np.spacing(abs(value))  # the arithmetic's resolution
+        at = {}
         if name == "tm" and fit.at_bound:
             notes.append(f"T_m stopped on a bound of --tm-bounds ({value:.4g} s): not identified")
-            obs[name] = {
-                "identifiable": False,
-                "reason": "on a bound of the search range",
+            at = {
+                "at_bound": f"a bound of --tm-bounds ({value:.4g} s)",
                 "advice": "widen --tm-bounds or fly a wider sweep",
             }
-            continue
         if not (np.isfinite(value) and np.isfinite(std) and value > 0):
             notes.append(f"{name}: no finite estimate with σ; not reported")
             continue
         est[name] = (value, max(std, floor))
-        obs[name] = {"identifiable": True, "rel_std_pct": 100.0 * est[name][1] / value}
+        obs[name] = {"identifiable": True, "rel_std_pct": 100.0 * est[name][1] / value, **at}
     if "dead_time" in phys:
         v, g = phys["dead_time"]
         notes.append(f"dead time {1e3 * v:.2f} ± {1e3 * np.sqrt(max(g @ fit.cov @ g, 0.0)):.2f} ms (commands to IMU)")
