@@ -229,9 +229,7 @@ def identify(
         float,
         typer.Option(help="Zero-phase low-pass (Hz) for torque and angular acceleration.", rich_help_panel=_DELAY),
     ] = 20.0,
-    tm_bounds: Annotated[
-        str, typer.Option(help="T_m search range LO,HI (s); also freq.", rich_help_panel=_DELAY)
-    ] = "0.002,0.5",
+    tm_bounds: Annotated[str, typer.Option(help="T_m search range LO,HI (s) (delay, freq).")] = "0.002,0.5",
     config: Annotated[
         list[str] | None, typer.Option(help="Extra mass configuration NAME=LOG[@windows].", rich_help_panel=_TLS)
     ] = None,
@@ -266,8 +264,7 @@ def identify(
         str | None,
         typer.Option(
             help="Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default "
-            "the sweep's).",
-            rich_help_panel=_TLS,
+            "the sweep's)."
         ),
     ] = None,
     weighted: Annotated[
