@@ -156,7 +156,7 @@ register_method(
         "frequency domain",
         "Chirp frequency responses fitted with the motor-lag model of Eschmann, Albani, Loianno — Data-Driven "
         "System Identification of Quadrotors Subject to Motor Delays (issue 37)",
-        "rotorid.methods.freq:FreqSettings",
+        "rotorid.methods.freq.settings:FreqSettings",
         "rotorid.runs:run_freq",
         "rotorid.report.freq:figures",
         _FREQ_OPTIONS,
