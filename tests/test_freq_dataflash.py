@@ -27,13 +27,15 @@ def sid_logs(tmp_path_factory):
 def test_sids_and_sidd_are_read_back(sid_logs):
     path, sc = sid_logs["pitch"]
     (f,) = load(str(path))
-    assert f.meta["sid"] == sc.flights["pitch"].meta["sid"]  # axis 8, band, times: exact in float32
+    sid, want = f.meta["sid"], sc.flights["pitch"].meta["sid"]
+    assert sid["t_start"] == pytest.approx(want["t_start"], abs=1e-9)  # TimeUS - Time (float32 s)
+    assert {k: v for k, v in sid.items() if k != "t_start"} == {k: v for k, v in want.items() if k != "t_start"}
     assert any(n.startswith("SIDS: System ID sweep of pitch (SID_AXIS 8)") for n in f.meta["notes"])
     assert not any("SIDD.Targ differs" in n for n in f.meta["notes"])
     log = dataflash._Log(path)
     with log:
         sidd = log.table("SIDD")
-        assert len(sidd) == 24 * 500 + 1  # every sample of the 24 s record at 500 Hz
+        assert len(sidd) in (24 * 500, 24 * 500 + 1)  # every sample of the 24 s record at 500 Hz
         assert np.max(np.abs(sidd["Targ"])) == pytest.approx(60.0, rel=1e-3)  # SID_MAGNITUDE, deg/s
         assert sidd["F"][-1] == pytest.approx(20.0, rel=1e-4)
         gy = np.degrees(-f.gyro[:, 1])  # FLU -> FRD pitch, deg/s
@@ -44,9 +46,10 @@ def test_sids_and_sidd_are_read_back(sid_logs):
 def test_a_targ_that_is_not_the_sids_chirp_is_said(sid_logs, tmp_path):
     """SIDS says SID_MAGNITUDE 30 where SIDD.Targ swings ±60: the reader says the two differ
     (a firmware whose chirp is not the one rebuilt) and keeps the SIDS settings."""
-    path, _ = sid_logs["pitch"]
+    path, sc = sid_logs["pitch"]
     data = bytearray(path.read_bytes())
-    head = bytes([0xA3, 0x95, dataflash._MSGS["SIDS"][0]]) + (1_000_000).to_bytes(8, "little")
+    t_us = round(sc.flights["pitch"].meta["sid"]["t_start"] * 1e6)
+    head = bytes([0xA3, 0x95, dataflash._MSGS["SIDS"][0]]) + t_us.to_bytes(8, "little")
     at = data.index(head) + len(head) + 1  # after TimeUS and Ax: Mag (float32)
     data[at : at + 4] = np.float32(30.0).tobytes()
     bad = tmp_path / "bad.bin"
