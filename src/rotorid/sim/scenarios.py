@@ -677,7 +677,7 @@ _BUILDERS = {"eschmann-crazyflie": _eschmann, "kwon-payload": _kwon, "six-config
 def _chirp(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     """The eschmann-crazyflie vehicle, IMU and controller hovering 1-2 s (drawn per seed), then
     flying ArduPilot's System ID chirp (`rotorid.signal.sid_chirp`, two cycles at the start
-    frequency first) on one axis, then 1 s of hover; logged at `log_rate` (default 500 Hz on a 2 ms step, a fast
+    frequency first) on one axis, then 1-4 s of hover; logged at `log_rate` (default 500 Hz on a 2 ms step, a fast
     ArduPilot log's rate), with the SIDS settings and the sweep's start in `meta["sid"]`."""
     sid_axis, axis = CHIRP[name]
     rate = float(o["log_rate"])
@@ -698,10 +698,11 @@ def _chirp(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         "t_fade_out": float(o["sid_t_fade_out"]),
     }
     rng = _rng(name, seed, axis + "/excitation")
-    # the pilot switches to System ID mode after 1-2 s of hover (not at a fixed instant: where the
-    # sweep falls among a spectral estimate's segments is part of the estimate's error)
+    # the pilot switches to System ID mode after 1-2 s of hover and back 1-4 s after the sweep
+    # (not at fixed instants: where the sweep falls among a spectral estimate's segments, which
+    # end at the log's end, is part of the estimate's error)
     sid["t_start"] = round(1.0 + float(rng.uniform(0.0, 1.0)), 3)
-    dur = float(o["duration"] or sid["t_start"] + sid["t_record"] + 1.0)
+    dur = float(o["duration"] or round(sid["t_start"] + sid["t_record"] + 1.0 + float(rng.uniform(0.0, 3.0)), 3))
     dt, cr = float(o["dt"]), float(o["control_rate"])
     t = _ctrl_grid(dur, dt, cr)
     wave, _ = sid_chirp(
