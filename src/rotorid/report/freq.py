@@ -51,6 +51,9 @@ def bode(d: dict[str, Any]) -> Figure:
         ap.fill_between(f, pm - np.degrees(ps), pm + np.degrees(ps), color=MODEL, alpha=0.25, lw=0)
     am.set_xscale("log")
     am.set_yscale("log")
+    if used.any():  # out-of-band bins (no coherence) would set the scale: frame the fitted ones
+        am.set_ylim(mag[used].min() / 3.0, mag[used].max() * 3.0)
+        ap.set_ylim(phase[used].min() - 45.0, phase[used].max() + 45.0)
     am.set_ylabel("|H| " + _UNITS.get(str(d["kind"]), ""))
     am.legend(fontsize=7, loc="lower left")
     am.set_title(f"{d['axis']}: {d['sweep']}", fontsize=9)
