@@ -432,7 +432,13 @@ def _override_value(text: str) -> Any:
 
 @command()
 def simulate(
-    scenario: Annotated[str, typer.Argument(help="eschmann-crazyflie, kwon-payload, six-config-a or six-config-b.")],
+    scenario: Annotated[
+        str,
+        typer.Argument(
+            help="eschmann-crazyflie, kwon-payload, six-config-a, six-config-b (each also -mismatch), or an ArduPilot "
+            "System ID chirp: chirp-roll, chirp-pitch, chirp-yaw, chirp-thrust."
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="Output folder: one log per flight, truth.json, vehicle TOMLs.")],
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same flights).")] = 0,
     duration: Annotated[float | None, typer.Option(help="Seconds per flight (default: the paper's).")] = None,
