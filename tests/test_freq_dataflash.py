@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from rotorid import runs
 from rotorid.cli import app
 from rotorid.io import dataflash, load, write
 from rotorid.sim import scenarios
+from rotorid.vehicle import Vehicle
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +81,9 @@ def test_identify_freq_on_dataflash_chirps(sid_logs, tmp_path):
 
 def test_freq_options_reach_the_settings_and_others_are_refused(sid_logs, tmp_path):
     logs = [str(sid_logs[k][0]) for k in ("thrust", "pitch")]
-    out = tmp_path / "run"
-    args = ["identify", "--method", "freq", "--vehicle", "crazyflie", *logs, "--out", str(out)]
-    res = CliRunner().invoke(app, [*args, "--min-coherence", "0.8", "--dead-time", "off", "--band", "1,15"])
-    assert res.exit_code == 0, res.output
-    s = json.loads((out / "params.json").read_text())["settings"]
-    assert (s["min_coherence"], s["dead_time"], s["band"], s["dead_time_fitted"]) == (0.8, "off", [1.0, 15.0], False)
+    opts = {"min_coherence": "0.8", "dead_time": "off", "band": "1,15"}
+    s = runs.identify("freq", logs, Vehicle.preset("crazyflie"), opts).settings
+    assert (s["min_coherence"], s["dead_time"], s["band"], s["dead_time_fitted"]) == (0.8, "off", (1.0, 15.0), False)
+    args = ["identify", "--method", "freq", "--vehicle", "crazyflie", *logs, "--out", str(tmp_path / "run")]
     bad = CliRunner().invoke(app, [*args, "--variant", "rls"])
     assert bad.exit_code == 2 and "online" in bad.output
