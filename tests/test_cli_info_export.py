@@ -68,7 +68,10 @@ def test_info_on_a_ulog_names_topics_and_rates(px4_logs: dict[str, Path]) -> Non
     r = run("info", px4_logs["sample_px4_events"])
     assert r.exit_code == 0, r.output
     flat = " ".join(r.stdout.replace("│", " ").split())
-    assert "10.0 Hz (actuator_motors) too slow for delay (≥ 100 Hz), tls (≥ 50 Hz), online (≥ 50 Hz)" in flat
+    assert (
+        "10.0 Hz (actuator_motors) too slow for delay (≥ 100 Hz), tls (≥ 50 Hz), online (≥ 50 Hz), freq (≥ 100 Hz)"
+        in flat
+    )
     assert "SDLOG_PROFILE=25" in flat and "from landed" in flat
     assert "no identify command to suggest: every method needs faster logs (see fix)" in flat
 

@@ -177,7 +177,7 @@ def _given(ctx: typer.Context, names: tuple[str, ...]) -> dict[str, Any]:
     return {n: ctx.params[n] for n in names if getattr(ctx.get_parameter_source(n), "name", None) in typed}
 
 
-_DELAY, _TLS, _ONLINE = _panel("delay"), _panel("tls"), _panel("online")
+_DELAY, _TLS, _ONLINE, _FREQ = _panel("delay"), _panel("tls"), _panel("online"), _panel("freq")
 
 
 @command()
@@ -229,7 +229,7 @@ def identify(
         float,
         typer.Option(help="Zero-phase low-pass (Hz) for torque and angular acceleration.", rich_help_panel=_DELAY),
     ] = 20.0,
-    tm_bounds: Annotated[str, typer.Option(help="T_m search range LO,HI (s).", rich_help_panel=_DELAY)] = "0.002,0.5",
+    tm_bounds: Annotated[str, typer.Option(help="T_m search range LO,HI (s) (delay, freq).")] = "0.002,0.5",
     config: Annotated[
         list[str] | None, typer.Option(help="Extra mass configuration NAME=LOG[@windows].", rich_help_panel=_TLS)
     ] = None,
@@ -261,7 +261,11 @@ def identify(
         ),
     ] = 2.0,
     band: Annotated[
-        str | None, typer.Option(help="Band-pass LOW,HIGH in Hz (default chosen from the rate).", rich_help_panel=_TLS)
+        str | None,
+        typer.Option(
+            help="Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default "
+            "the sweep's)."
+        ),
     ] = None,
     weighted: Annotated[
         bool, typer.Option(help="Weight each wrench row block by its residual σ.", rich_help_panel=_TLS)
@@ -326,6 +330,16 @@ def identify(
     a_z_allow: Annotated[
         float, typer.Option(help="Enable threshold on vertical acceleration (m/s²).", rich_help_panel=_ONLINE)
     ] = 0.1,
+    min_coherence: Annotated[
+        float, typer.Option(help="Fit only bins whose input-output coherence is at least this.", rich_help_panel=_FREQ)
+    ] = 0.6,
+    dead_time: Annotated[
+        str,
+        typer.Option(help="auto (kept if it predicts held-out frequencies better), on or off.", rich_help_panel=_FREQ),
+    ] = "auto",
+    cycles: Annotated[
+        float, typer.Option(help="Periods of the lowest fitted frequency per spectral segment.", rich_help_panel=_FREQ)
+    ] = 3.0,
     motor_hold: Annotated[
         float | None,
         typer.Option(
@@ -429,7 +443,13 @@ def _override_value(text: str) -> Any:
 
 @command()
 def simulate(
-    scenario: Annotated[str, typer.Argument(help="eschmann-crazyflie, kwon-payload, six-config-a or six-config-b.")],
+    scenario: Annotated[
+        str,
+        typer.Argument(
+            help="eschmann-crazyflie, kwon-payload, six-config-a, six-config-b (each also -mismatch), or an ArduPilot "
+            "System ID chirp: chirp-roll, chirp-pitch, chirp-yaw, chirp-thrust."
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="Output folder: one log per flight, truth.json, vehicle TOMLs.")],
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same flights).")] = 0,
     duration: Annotated[float | None, typer.Option(help="Seconds per flight (default: the paper's).")] = None,
@@ -579,7 +599,7 @@ def _span_text(spans: list[tuple[float, float]], limit: int = 4) -> str:
 _COLOUR = {"excited": "green", "weak": "yellow", "none": "red", "n/a": "dim"}
 
 
-def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any]) -> None:
+def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any], vehicle: Any = None) -> None:
     """One log: a key/value table (format, span, channels with rate verdicts, gaps, activity),
     one row per segment, and the windows proposed per role."""
     from rich import box
@@ -619,6 +639,11 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
     tab.add_row("flying", f"{_span_text(fly)}  ({sum(e.flying_time for e in ex):.1f} s, from {src})")
     tab.add_row("on ground", _span_text([s for e in ex for s in e.ground]))
     tab.add_row("activity", judged.activity)
+    from rotorid.methods.freq.sweep import describe
+
+    for f in flights:
+        if len(f.t) > 256:
+            tab.add_row("sweeps", f"{f.t[0]:.2f}–{f.t[-1]:.2f} s: {describe(f, vehicle)}")
     console().print(tab)
     seg = Table(
         title="excitation per segment" if len(flights) > 1 else "excitation",
@@ -702,7 +727,7 @@ def info(
         flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt)
         judged = excitation.judge(flights, mins, thresholds=limits)
         found[spec] = excitation.log_windows(flights)
-        _info_log(spec, flights, judged, found[spec])
+        _info_log(spec, flights, judged, found[spec], veh)
         channels = {c for f in flights for c in f.channels}
         slow = {r.method for r in judged.too_slow}
         usable[spec] = {m for m, chs in needs.items() if m not in slow and chs <= channels}

@@ -109,6 +109,7 @@ _TLS_OPTIONS = (
     "rotor_gains",
 )
 _ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow", "motor_spread", "motor_hold")
+_FREQ_OPTIONS = ("min_coherence", "band", "dead_time", "tm_bounds", "cycles")
 
 register_method(
     MethodSpec(
@@ -147,6 +148,18 @@ register_method(
         _ONLINE_OPTIONS,
         channels=("acc", "gyro", "cmd", "rotor_speed"),
         logs="rotorid.runs:online_logs",
+    )
+)
+register_method(
+    MethodSpec(
+        "freq",
+        "frequency domain",
+        "Chirp frequency responses fitted with the motor-lag model of Eschmann, Albani, Loianno — Data-Driven "
+        "System Identification of Quadrotors Subject to Motor Delays (issue 37)",
+        "rotorid.methods.freq.settings:FreqSettings",
+        "rotorid.runs:run_freq",
+        "rotorid.report.freq:figures",
+        _FREQ_OPTIONS,
     )
 )
 

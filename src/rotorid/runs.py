@@ -368,6 +368,23 @@ def run_delay(req: Request) -> Result:
     return delay.identify(thrust, req.vehicle, roll_pitch=roll_pitch, yaw=yaw, settings=settings)
 
 
+def run_freq(req: Request) -> Result:
+    """The frequency-domain method: every log's swept axes (ArduPilot SIDS, or found in the
+    commands' spectra), fitted together."""
+    from rotorid.methods import freq
+
+    settings = req.settings(
+        freq.FreqSettings,
+        {
+            "band": lambda v: floats(v, 2, "--band"),
+            "tm_bounds": lambda v: floats(v, 2, "--tm-bounds"),
+            "min_coherence": float,
+            "cycles": float,
+        },
+    )
+    return freq.identify(req.flights(req.logs), req.vehicle, settings)
+
+
 def _yaw_share(flights: list[Flight]) -> tuple[float, float, float]:
     """(yaw / roll-pitch excitation, yaw, roll-pitch) of flights: the RMS angular accelerations
     `rotorid.excitation.measure` gives, roll-pitch the larger of roll and pitch, each the

@@ -282,3 +282,39 @@ def runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (exclusive) indices of the runs of True in a boolean array."""
     edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
     return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+
+
+#: ArduPilot's SID_AXIS values (ArduCopter mode_systemid.h) -> the rotorid axis they sweep:
+#: 1-3 attitude input, 4-6 recovery, 7-9 rate target, 10-12 mixer, 13 mixer throttle.
+SID_AXES = {1: "roll", 2: "pitch", 3: "yaw", 4: "roll", 5: "pitch", 6: "yaw", 7: "roll", 8: "pitch", 9: "yaw"}
+SID_AXES |= {10: "roll", 11: "pitch", 12: "yaw", 13: "thrust"}
+
+
+def sid_chirp(
+    t: np.ndarray,
+    magnitude: float,
+    f_start: float,
+    f_stop: float,
+    t_fade_in: float,
+    t_const: float,
+    t_record: float,
+    t_fade_out: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """ArduPilot's System ID chirp (AP_Math/chirp.cpp) at times `t` since the sweep began:
+    (waveform, instantaneous frequency in Hz). The frequency holds at `f_start` for `t_const`
+    s (ArduCopter: two cycles), then rises exponentially to `f_stop` at `t_record`; the
+    amplitude fades in over `t_fade_in` s and out over the last `t_fade_out` s (half-cosines)."""
+    t = np.asarray(t, dtype=float)
+    w0, w1 = 2 * np.pi * f_start, 2 * np.pi * f_stop
+    b = np.log(w1 / w0)
+    span = max(t_record - t_const, 1e-9)
+    tau = np.clip(t, 0.0, t_record)
+    window = np.clip(tau / max(t_fade_in, 1e-9), 0.0, 1.0)
+    window = 0.5 - 0.5 * np.cos(np.pi * window)
+    out = np.clip((tau - (t_record - t_fade_out)) / max(t_fade_out, 1e-9), 0.0, 1.0)
+    window = window * (0.5 + 0.5 * np.cos(np.pi * out))
+    sweep = tau > t_const
+    phase = np.where(sweep, w0 * span / b * (np.exp(b * (tau - t_const) / span) - 1.0), w0 * (tau - t_const))
+    freq = np.where(sweep, w0 * np.exp(b * (tau - t_const) / span), w0) / (2 * np.pi)
+    inside = (t > 0) & (t <= t_record)
+    return np.where(inside, window * magnitude * np.sin(phase), 0.0), np.where(inside, freq, 0.0)

@@ -39,6 +39,7 @@ from rotorid.errors import LogFormatError, RotoridError, quote
 from rotorid.flight import Flight, Series, align
 from rotorid.io import dropouts, guard, register
 from rotorid.io.ulog import _clean
+from rotorid.signal import SID_AXES, sid_chirp
 from rotorid.util import atomic_write_bytes
 
 MAGIC = b"\xa3\x95"
@@ -85,7 +86,14 @@ _NEEDS = {
     "RCOU": {"TimeUS": "n", "C1": "n"},
     "ESC": {"TimeUS": "n", "Instance": "n", "RPM": "n"},
     "ATT": {"TimeUS": "n", "Roll": "n", "Pitch": "n", "Yaw": "n"},
+    "SIDS": dict.fromkeys(("TimeUS", "Ax", "Mag", "FSt", "FSp", "TFin", "TC", "TR", "TFout"), "n"),
+    "SIDD": dict.fromkeys(("TimeUS", "Time", "Targ"), "n"),
 }
+#: SIDS column -> the key of `Flight.meta["sid"]` (the settings of ArduPilot's System ID chirp)
+_SIDS_KEYS = {"Ax": "axis", "Mag": "magnitude", "FSt": "f_start", "FSp": "f_stop", "TFin": "t_fade_in"}
+_SIDS_KEYS |= {"TC": "t_const", "TR": "t_record", "TFout": "t_fade_out"}
+#: SIDD.Targ may differ from the chirp rebuilt from SIDS by this share of its magnitude (float32, timing)
+SID_MATCH = 0.05
 #: one pymavlink index at a time: its C indexer prints to the process's stderr (fd 2), which
 #: `_captured_stderr` points at a file while it runs
 _FD2 = threading.Lock()
@@ -512,6 +520,7 @@ def _flights(
             f"{path}: no IMU, RCOU, ESC or ATT messages with at least two samples; check LOG_BITMASK ({RATE_HINT})"
         )
     _damage_notes(log, notes)
+    sid = _sid(log, notes)
     meta: dict[str, Any] = {
         "source": str(path),
         "format": "dataflash",
@@ -520,10 +529,44 @@ def _flights(
         "rate_hint": RATE_HINT,
         "units": units,
         "notes": notes,
-        "params": {k: log.params[k] for k in sorted(log.params) if k.startswith(("LOG_", "INS_LOG", "MOT_PWM"))},
+        "params": {
+            k: log.params[k] for k in sorted(log.params) if k.startswith(("LOG_", "INS_LOG", "MOT_PWM", "SID_"))
+        },
+        **({"sid": sid} if sid else {}),
     }
     flight, _ = align(ok, rate=rate or max(s.rate for s in ok.values()), meta=meta)
     return dropouts.split(flight, ok, path)
+
+
+def _sid(log: _Log, notes: list[str]) -> dict[str, float] | None:
+    """ArduPilot's System ID sweep: the SIDS settings, its start (SIDD's TimeUS - Time) and a
+    check of SIDD.Targ against the chirp those settings give (`rotorid.signal.sid_chirp`)."""
+    if not (log.has("SIDS") and log.has("SIDD")):
+        return None
+    sids, sidd = log.table("SIDS"), log.table("SIDD")
+    if len(sids) > 1:
+        notes.append(f"SIDS: {len(sids)} sweeps in the log; the first is read (give a window around each)")
+    sid = {key: float(sids[col][0]) for col, key in _SIDS_KEYS.items()}
+    t_us = _f64(sidd["TimeUS"]) * 1e-6
+    time, targ = _f64(sidd["Time"]), _f64(sidd["Targ"])
+    after = t_us >= _f64(sids["TimeUS"][:1])[0] * 1e-6
+    if not after.any() or not all(np.isfinite(v) for v in sid.values()) or int(sid["axis"]) not in SID_AXES:
+        notes.append("SIDS/SIDD: no usable System ID sweep (axis, settings or data missing)")
+        return None
+    sid["t_start"] = float(np.median(t_us[after] - time[after]))
+    keys = ("magnitude", "f_start", "f_stop", "t_fade_in", "t_const", "t_record", "t_fade_out")
+    rebuilt, _ = sid_chirp(t_us[after] - sid["t_start"], *(sid[k] for k in keys))
+    miss = float(np.max(np.abs(rebuilt - targ[after]))) / max(abs(sid["magnitude"]), 1e-12)
+    if miss > SID_MATCH:
+        notes.append(
+            f"SIDD.Targ differs from the chirp rebuilt from SIDS by {100 * miss:.0f} % of SID_MAGNITUDE "
+            "(a firmware whose chirp differs): the rebuilt chirp is the instrument"
+        )
+    sid["axis"] = int(sid["axis"])
+    notes.append(
+        f"SIDS: System ID sweep of {SID_AXES[sid['axis']]} (SID_AXIS {sid['axis']}) from {sid['t_start']:.2f} s"
+    )
+    return sid
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -540,10 +583,12 @@ _MSGS = {
     "ESC": (86, "QBffffcfcf", "TimeUS,Instance,RPM,RawRPM,Volt,Curr,Temp,CTot,MotTemp,Err",
             "s#qqvAOaO%", "F-00--BCB-"),
     "ATT": (72, "QffffffB", "TimeUS,DesRoll,Roll,DesPitch,Pitch,DesYaw,Yaw,AEKF", "sddddhh-", "F000000-"),
+    "SIDD": (206, "Qfffffffff", "TimeUS,Time,Targ,F,Gx,Gy,Gz,Ax,Ay,Az", "ss-zkkkooo", "F---------"),
+    "SIDS": (207, "QBfffffff", "TimeUS,Ax,Mag,FSt,FSp,TFin,TC,TR,TFout", "s--ssssss", "F--------"),
 }  # fmt: skip
 _UNITS = {
     "s": "s", "#": "instance", "-": "", "E": "rad/s", "o": "m/s/s", "O": "degC", "z": "Hz", "Y": "us",
-    "q": "rpm", "v": "V", "A": "A", "a": "Ah", "%": "%", "d": "deg", "h": "degheading",
+    "q": "rpm", "v": "V", "A": "A", "a": "Ah", "%": "%", "d": "deg", "h": "degheading", "k": "deg/s",
 }  # fmt: skip
 _MULTS = {"-": 0.0, "0": 1.0, "F": 1e-6, "B": 1e-2, "C": 1e-3}
 
@@ -576,7 +621,7 @@ def write(
 ) -> Path:
     """Write `flight` as an ArduPilot DataFlash log (FRD/NED), atomically.
 
-    IMU (instance 0, float32), RCOU (commands 0…1 -> uint16 µs over `pwm`, with
+    IMU (instance 0, float32), SIDS/SIDD when `meta["sid"]` holds a System ID sweep, RCOU (commands 0…1 -> uint16 µs over `pwm`, with
     SERVOn_FUNCTION = Motor n and MOT_PWM_MIN/MAX), ESC (one instance per motor, rpm float32)
     and ATT (degrees) with `TimeUS` = t·10⁶ rounded to the µs (t must be >= 0). `rates`
     decimates messages ({"RCOU": 10.0} as ArduCopter logs it; default every sample). pos, vel,
@@ -633,6 +678,9 @@ def write(
         ypr = np.degrees(frames.quat_to_rot(frames.quat_enu_flu_to_ned_frd(flight.quat[i])).as_euler("ZYX"))
         yaw = np.mod(ypr[:, 0], 360.0)
         data.append(_records("ATT", len(i), TimeUS=t_us[i], Roll=ypr[:, 2], Pitch=ypr[:, 1], Yaw=yaw, DesYaw=yaw))
+    sid = flight.meta.get("sid")
+    if sid and flight.acc is not None and flight.gyro is not None:
+        data += _sid_records(flight, sid, t_us)
     if not data:
         raise RotoridError(f"{flight.source}: the flight has no channel a DataFlash log can hold")
     all_params: dict[str, float] = {"LOG_BITMASK": LOG_BITMASK_FAST}
@@ -642,6 +690,21 @@ def write(
     all_params |= params or {}
     atomic_write_bytes(path, b"".join(h.tobytes() for h in _header(all_params)) + _time_ordered(data))
     return path
+
+
+def _sid_records(flight: Flight, sid: dict[str, float], t_us: np.ndarray) -> list[np.ndarray]:
+    """SIDS once at the sweep's start and SIDD at every sample of the sweep, as ArduCopter's
+    System ID mode logs them (Targ the chirp, F its frequency, G deg/s and A m/s² in FRD)."""
+    keys = ("magnitude", "f_start", "f_stop", "t_fade_in", "t_const", "t_record", "t_fade_out")
+    t0 = float(sid["t_start"])
+    i = np.flatnonzero((flight.t >= t0) & (flight.t <= t0 + float(sid["t_record"])))
+    targ, freq = sid_chirp(flight.t[i] - t0, *(float(sid[k]) for k in keys))
+    gyro, acc = np.degrees(frames.flu_to_frd(flight.gyro[i])), frames.flu_to_frd(flight.acc[i])
+    cols = {f"G{a}": gyro[:, k] for k, a in enumerate("xyz")} | {f"A{a}": acc[:, k] for k, a in enumerate("xyz")}
+    sidd = _records("SIDD", len(i), TimeUS=t_us[i], Time=flight.t[i] - t0, Targ=targ, F=freq, **cols)
+    start = {col: float(sid[key]) for col, key in _SIDS_KEYS.items()}
+    sids = _records("SIDS", 1, TimeUS=np.rint(t0 * 1e6).astype(np.uint64), **start)
+    return [sids, sidd]
 
 
 def _header(params: dict[str, float]) -> list[np.ndarray]:

@@ -6,8 +6,9 @@ Position loop (eq. 40, plus the weight the paper leaves implicit in eq. 6):
 Desired roll/pitch for heading psi_ref (z-x'-y'' Euler angles, eq. 42-43, solved exactly),
 then the excitation offsets (Eschmann/Six manoeuvres) are added to the attitude setpoints
 and the collective thrust is scaled by (1 + thrust offset).
-Attitude loop (eq. 41): M = K_op (eta_ref - eta) - K_od omega + c x [0, 0, T], the last term
-compensating the CoM offset c (moments about the body origin).
+Attitude loop (eq. 41): M = K_op (eta_ref - eta) + K_od (omega_ref - omega) + c x [0, 0, T], the
+last term compensating the CoM offset c (moments about the body origin); omega_ref is zero but
+for the optional rate offsets (a chirp added to the rate target, ArduPilot's SID_AXIS 7-9).
 Mixer (eq. 47 generalized): rotor thrusts = pinv(A) [T, M], A the force-z and moment rows of
 `Vehicle.mixer()`; clamped to the thrust at cmd_min/cmd_max (eq. 48) and turned into motor
 commands by inverting the thrust polynomial.
@@ -139,7 +140,8 @@ class CascadeController:
 
     References are arrays sampled at the control rate: position/velocity/acceleration of the
     CoM (K, 3), yaw (K,), and excitation offsets added to roll/pitch setpoints and to the
-    relative collective thrust (K, 3: d_roll, d_pitch, d_thrust). The position loop's tilt is
+    relative collective thrust (K, 3: d_roll, d_pitch, d_thrust), optionally followed by
+    body-rate offsets (K, 6: ..., d_p, d_q, d_r in rad/s). The position loop's tilt is
     limited to `max_tilt` (the paper's gentle trajectories never reach it). The controller knows mass,
     CoM and geometry (`model`, normally the true body, as in the paper).
     """
@@ -166,12 +168,15 @@ class CascadeController:
         self.tan_tilt = math.tan(max_tilt)
         self.every = control_every
         n = len(yaw)
-        off = np.zeros((n, 3)) if offsets is None else np.asarray(offsets, dtype=float)
+        off = np.zeros((n, 6))
+        if offsets is not None:
+            given = np.asarray(offsets, dtype=float)
+            off[:, : given.shape[1]] = given
         self.ref = [tuple(r) for r in np.column_stack([pos, vel, acc, yaw, off]).tolist()]
 
     def __call__(self, k: int, s: tuple[float, ...]) -> list[float]:
         px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = s
-        rpx, rpy, rpz, rvx, rvy, rvz, rax, ray, raz, psi, d_roll, d_pitch, d_thrust = self.ref[
+        rpx, rpy, rpz, rvx, rvy, rvz, rax, ray, raz, psi, d_roll, d_pitch, d_thrust, d_p, d_q, d_r = self.ref[
             min(k // self.every, len(self.ref) - 1)
         ]
         kpx, kpy, kpz, kdx, kdy, kdz, kox, koy, koz, kwx, kwy, kwz = self.gains
@@ -189,7 +194,7 @@ class CascadeController:
         thrust *= 1.0 + d_thrust
         roll, pitch, yaw = euler_zxy(qw, qx, qy, qz)
         e_yaw = (psi - yaw + math.pi) % (2 * math.pi) - math.pi
-        mx = kox * (roll_ref - roll) - kwx * wx + self.cy * thrust  # eq. 41
-        my = koy * (pitch_ref - pitch) - kwy * wy - self.cx * thrust
-        mz = koz * e_yaw - kwz * wz
+        mx = kox * (roll_ref - roll) + kwx * (d_p - wx) + self.cy * thrust  # eq. 41
+        my = koy * (pitch_ref - pitch) + kwy * (d_q - wy) - self.cx * thrust
+        mz = koz * e_yaw + kwz * (d_r - wz)
         return self.inverse([r0 * thrust + r1 * mx + r2 * my + r3 * mz for r0, r1, r2, r3 in self.alloc])

@@ -96,6 +96,7 @@ from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.result import Truth
+from rotorid.signal import sid_chirp
 from rotorid.sim.control import Gains
 from rotorid.sim.sensors import DEG, Imu, Mocap
 from rotorid.sim.simulator import FlightSpec, References, fly
@@ -134,7 +135,14 @@ MISMATCH: dict[str, tuple[str, dict[str, Any]]] = {
     "six-config-a-mismatch": ("six-config-a", {**_MISMATCH, "mocap_delay": 0.008}),
     "six-config-b-mismatch": ("six-config-b", {**_MISMATCH, "mocap_delay": 0.008}),
 }
-NAMES = PAPER + tuple(MISMATCH)
+#: Chirp flights as ArduPilot's System ID mode flies them (issue 37): name -> (SID_AXIS, axis).
+CHIRP: dict[str, tuple[int, str]] = {
+    "chirp-roll": (7, "roll"),
+    "chirp-pitch": (8, "pitch"),
+    "chirp-yaw": (9, "yaw"),
+    "chirp-thrust": (13, "thrust"),
+}
+NAMES = PAPER + tuple(MISMATCH) + tuple(CHIRP)
 
 _COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0, "drag": (0.0, 0.0, 0.0), **_EFFECTS}
 #: gyro_dot = log PX4's filtered angular acceleration (IMU_DGYRO_CUTOFF 30 Hz) as `gyro_dot`.
@@ -148,6 +156,21 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "six-config-b": {**_SIX, "imu_offset": (0.0, 0.0, 0.0)},
 }
 OVERRIDES |= {name: {**OVERRIDES[base], **extra} for name, (base, extra) in MISMATCH.items()}
+#: SID_MAGNITUDE per axis: deg/s added to the rate target (SID_AXIS 7-9), or the collective
+#: thrust's relative change (13, mixer throttle).
+_SID_MAGNITUDE = {"roll": 60.0, "pitch": 60.0, "yaw": 30.0, "thrust": 0.15}
+for _name, (_, _axis) in CHIRP.items():
+    OVERRIDES[_name] = {
+        "tm": 0.07,
+        "k_tau": 0.0055,
+        "sid_magnitude": _SID_MAGNITUDE[_axis],
+        "sid_f_start": 0.5,
+        "sid_f_stop": 20.0,
+        "sid_t_fade_in": 2.0,
+        "sid_t_rec": 24.0,
+        "sid_t_fade_out": 1.0,
+        "log_rate": 500.0,
+    }
 
 
 @dataclass
@@ -190,13 +213,15 @@ def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None 
     opts = options(name, **overrides)
     if int(seed) < 0:
         raise RotoridError(f"scenario '{name}': the seed must be a non-negative integer, got {seed}")
+    if name in CHIRP:
+        return _chirp(name, int(seed), opts, progress)
     return _BUILDERS[MISMATCH.get(name, (name,))[0]](name, int(seed), opts, progress)
 
 
 def _rng(name: str, seed: int, flight: str) -> np.random.Generator:
     """An independent, reproducible stream per (scenario, seed, flight); a mismatch variant
     draws the same streams as its base scenario."""
-    key = [seed, PAPER.index(MISMATCH.get(name, (name,))[0]), *flight.encode()]
+    key = [seed, (PAPER + tuple(CHIRP)).index(MISMATCH.get(name, (name,))[0]), *flight.encode()]
     return np.random.default_rng(key)
 
 
@@ -297,22 +322,29 @@ def _ctrl_grid(duration: float, dt: float, control_rate: float) -> np.ndarray:
 
 
 # -- eschmann-crazyflie ----------------------------------------------------------------------
-def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+_CF_CURVE = (0.0227, -0.0119, 0.1283)
+
+
+def _crazyflie_true(o: dict[str, Any], source: str) -> Vehicle:
+    """The Crazyflie 2.1 of Eschmann et al. with its true thrust curve, lags and inertia
+    (I_zz = izz_ratio (I_xx + I_yy) / 2, Eschmann eq. 93: C_xy->z = 1.832 by default)."""
     rise, fall = _tm(o)
-    base = crazyflie()
     ixx, iyy = 1.57e-5, 1.62e-5
-    izz = float(o["izz_ratio"]) * 0.5 * (ixx + iyy)  # Eschmann eq. 93 (C_xy->z = 1.832 by default)
-    true = base.replace(
-        thrust_coeffs=np.array([0.0227, -0.0119, 0.1283]),
+    return crazyflie().replace(
+        thrust_coeffs=np.array(_CF_CURVE),
         k_tau=float(o["k_tau"]),
         tm_rise=rise,
         tm_fall=fall,
-        inertia=np.diag([ixx, iyy, izz]),
+        inertia=np.diag([ixx, iyy, float(o.get("izz_ratio", 1.832)) * 0.5 * (ixx + iyy)]),
         com=np.zeros(3),
-        source="sim:eschmann-crazyflie",
+        source=source,
     )
-    imu = Imu(
-        rate=1000.0,
+
+
+def _crazyflie_imu(rate: float) -> Imu:
+    """A BMI088-like IMU, as on the Crazyflie 2.1."""
+    return Imu(
+        rate=rate,
         gyro_nd=0.014 * DEG,
         acc_nd=160e-6 * GRAVITY,
         gyro_bias=(0.002, -0.003, 0.001),
@@ -320,11 +352,36 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
         gyro_res=2000.0 / 32768 * DEG,
         acc_res=24 * GRAVITY / 32768,
     )
-    fx = _effects(name, seed, o, true, imu)
+
+
+def _crazyflie_truth(true: Vehicle) -> dict[str, float]:
+    """truth.json's parameters of a simulated Crazyflie (lumped, before any motor spread)."""
+    return {
+        "mass": true.mass,
+        **_tm_truth(true.tm_rise, true.tm_fall),
+        **{f"thrust_c{j}": float(c) for j, c in enumerate(_CF_CURVE)},
+        "I_xx": float(true.inertia[0, 0]),
+        "I_yy": float(true.inertia[1, 1]),
+        "I_zz": float(true.inertia[2, 2]),
+        "k_tau": true.k_tau,
+        "hover_cmd": true.hover_command(),
+    }
+
+
+def _crazyflie_gains(true: Vehicle) -> Gains:
+    """The pilot's loose position hold around a 12 rad/s attitude loop (10 rad/s in yaw)."""
+    return Gains.from_bandwidth(true.inertia, (12.0, 12.0, 10.0), 0.8, pos_wn=(0.8, 0.8, 1.2))
+
+
+def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+    rise, fall = _tm(o)
+    base = crazyflie()
+    true = _crazyflie_true(o, "sim:eschmann-crazyflie")
+    fx = _effects(name, seed, o, true, _crazyflie_imu(1000.0))
     imu = fx.imu
     dur = float(o["duration"] or 35.0)
     dt, cr = float(o["dt"]), float(o["control_rate"])
-    gains = Gains.from_bandwidth(true.inertia, (12.0, 12.0, 10.0), 0.8, pos_wn=(0.8, 0.8, 1.2))
+    gains = _crazyflie_gains(true)
     t = _ctrl_grid(dur, dt, cr)
     a = min(1.0, 0.1 * dur)
     b = dur - a
@@ -361,18 +418,7 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
             meta={"scenario": name, "flight": fname, "seed": seed},
         )
     flights, states = _fly_all(name, seed, true, specs, progress)
-    curve = np.array([0.0227, -0.0119, 0.1283])
-    truth = {
-        "mass": true.mass,
-        **_tm_truth(rise, fall),
-        **{f"thrust_c{j}": float(c) for j, c in enumerate(curve)},
-        "I_xx": ixx,
-        "I_yy": iyy,
-        "I_zz": izz,
-        "k_tau": true.k_tau,
-        "hover_cmd": true.hover_command(),
-    }
-    true, truth = _spread_truth(true, truth, fx, curve, rise, fall)
+    true, truth = _spread_truth(true, _crazyflie_truth(true), fx, np.array(_CF_CURVE), rise, fall)
     user = base.replace(source="sim:eschmann-crazyflie (user knowledge)")
     return Scenario(name, seed, flights, Truth(truth, _truth_vehicle(true, fx)), user, true, states, o)
 
@@ -625,3 +671,64 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
 
 
 _BUILDERS = {"eschmann-crazyflie": _eschmann, "kwon-payload": _kwon, "six-config-a": _six, "six-config-b": _six}
+
+
+# -- chirp-roll, chirp-pitch, chirp-yaw, chirp-thrust ------------------------------------------
+def _chirp(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+    """The eschmann-crazyflie vehicle, IMU and controller hovering 1-2 s (drawn per seed), then
+    flying ArduPilot's System ID chirp (`rotorid.signal.sid_chirp`, two cycles at the start
+    frequency first) on one axis, then 1-4 s of hover; logged at `log_rate` (default 500 Hz on a 2 ms step, a fast
+    ArduPilot log's rate), with the SIDS settings and the sweep's start in `meta["sid"]`."""
+    sid_axis, axis = CHIRP[name]
+    rate = float(o["log_rate"])
+    o = {
+        **o,
+        "dt": o["dt"] if o["dt"] != _COMMON["dt"] else 1.0 / rate,
+        "control_rate": min(float(o["control_rate"]), rate),
+    }
+    true = _crazyflie_true(o, f"sim:{name}")
+    sid = {
+        "axis": sid_axis,
+        "magnitude": float(o["sid_magnitude"]),
+        "f_start": float(o["sid_f_start"]),
+        "f_stop": float(o["sid_f_stop"]),
+        "t_fade_in": float(o["sid_t_fade_in"]),
+        "t_const": 2.0 / float(o["sid_f_start"]),  # ArduCopter: two cycles at the start frequency
+        "t_record": float(o["sid_t_rec"]),
+        "t_fade_out": float(o["sid_t_fade_out"]),
+    }
+    rng = _rng(name, seed, axis + "/excitation")
+    # the pilot switches to System ID mode after 1-2 s of hover and back 1-4 s after the sweep
+    # (not at fixed instants: where the sweep falls among a spectral estimate's segments, which
+    # end at the log's end, is part of the estimate's error)
+    sid["t_start"] = round(1.0 + float(rng.uniform(0.0, 1.0)), 3)
+    dur = float(o["duration"] or round(sid["t_start"] + sid["t_record"] + 1.0 + float(rng.uniform(0.0, 3.0)), 3))
+    dt, cr = float(o["dt"]), float(o["control_rate"])
+    t = _ctrl_grid(dur, dt, cr)
+    wave, _ = sid_chirp(
+        t - sid["t_start"],
+        *(sid[k] for k in ("magnitude", "f_start", "f_stop", "t_fade_in", "t_const", "t_record", "t_fade_out")),
+    )
+    off = np.zeros((len(t), 6))
+    col = {"roll": 3, "pitch": 4, "yaw": 5, "thrust": 2}[axis]
+    off[:, col] = wave if axis == "thrust" else wave * DEG
+    for k in (0, 1):  # the pilot's small corrections on roll and pitch, as in eschmann-crazyflie
+        off[:, k] += band_limited_noise(t, 1 * DEG, 1.0, rng)
+    fx = _effects(name, seed, o, true, _crazyflie_imu(rate))
+    spec = FlightSpec(
+        duration=dur,
+        references=_hold_refs((0.0, 0.0, 1.0), off),
+        gains=_crazyflie_gains(true),
+        imu=fx.imu,
+        log_rate=rate,
+        dt=dt,
+        control_rate=cr,
+        drag=tuple(o["drag"]),
+        **fx.spec,
+        meta={"scenario": name, "flight": axis, "seed": seed},
+    )
+    flights, states = _fly_all(name, seed, true, {axis: spec}, progress)
+    flights[axis] = flights[axis].replace(meta={**flights[axis].meta, "sid": sid})
+    true, truth = _spread_truth(true, _crazyflie_truth(true), fx, np.array(_CF_CURVE), *_tm(o))
+    user = crazyflie().replace(source=f"sim:{name} (user knowledge)")
+    return Scenario(name, seed, flights, Truth(truth, _truth_vehicle(true, fx)), user, true, states, o)

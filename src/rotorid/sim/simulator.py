@@ -23,7 +23,8 @@ from rotorid.vehicle import Vehicle
 @dataclass(frozen=True)
 class References:
     """Controller references on a time grid: CoM position/velocity/acceleration (K, 3), yaw
-    (K,), and excitation offsets (K, 3) = (roll, pitch, relative thrust)."""
+    (K,), and excitation offsets (K, 3) = (roll, pitch, relative thrust), or (K, 6) with body-rate
+    offsets (rad/s) added to the rate target after them."""
 
     pos: np.ndarray
     vel: np.ndarray

@@ -1,0 +1,132 @@
+"""Frequency responses from averaged spectral estimates, with coherence and the covariance of
+each estimate (Bendat & Piersol, *Random Data*, ch. 9; Welch 1967).
+
+The record is cut into Hann-windowed segments overlapping by half (Welch); `X_k`, `Y_k`, `R_k`
+are the segments' DFTs of input, output and instrument. The estimate at each frequency is
+
+    H = Σ_k conj(R_k) Y_k / Σ_k conj(R_k) X_k
+
+the H1 estimate `S_xy / S_xx` when the instrument is the input itself (`r=None`), and the
+closed-loop (joint input-output) estimate `S_ry / S_rx` when it is the injected excitation,
+which noise fed back by the controller does not reach. The residual `E_k = Y_k - H X_k` gives
+the noise spectrum `S_nn = Σ |E_k|² / (K - 1)`, and the covariance of the estimates follows
+from the DFT of the window: white-ish noise seen through overlapping Hann segments is
+correlated between neighbouring segments and neighbouring bins,
+
+    Cov(H_j, H_i) = √(S_nn,j S_nn,i) Σ_kl conj(R_kj) R_li ρ_{l-k}(j, i) / (D_j conj(D_i)),
+    ρ_m(j, i) = e^{-2πi j m s / L} Σ_n w[n + m s] w[n] e^{-2πi (j - i) n / L} / Σ_n w[n]²,
+
+with `D = Σ_k conj(R_k) X_k`, `L` the segment length, `s` its step. On the diagonal with
+`R = X` this is the textbook `|H|² (1 - γ²) / (n_d γ²)` (Bendat & Piersol eq. 9.90).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from rotorid.errors import RotoridError
+
+#: Neighbouring bins whose noise correlation is kept (the Hann window and its half-overlap products fall off as 1/d²).
+BIN_REACH = 6
+
+
+@dataclass(frozen=True)
+class Frf:
+    """One frequency response on the bins `f` (Hz): estimate `h`, its variance `var`
+    (E|ĥ - H|²), the ordinary coherence of input and output, the instrument's and the
+    input's auto-spectra (arbitrary common scale), and what the bins' covariance needs."""
+
+    f: np.ndarray
+    h: np.ndarray
+    var: np.ndarray
+    coherence: np.ndarray
+    s_rr: np.ndarray
+    s_xx: np.ndarray
+    n_segments: int
+    nperseg: int
+    _r: np.ndarray
+    _d: np.ndarray
+    _s_nn: np.ndarray
+    _rho: np.ndarray
+
+    def covariance(self, idx: np.ndarray) -> np.ndarray:
+        """Complex covariance E[e_j conj(e_i)] of the estimates at bins `idx` (indices into `f`);
+        bins more than `BIN_REACH` apart are taken as uncorrelated."""
+        idx = np.asarray(idx)
+        jj, ii = np.nonzero(np.abs(idx[:, None] - idx[None, :]) <= BIN_REACH)
+        out = np.zeros((len(idx), len(idx)), dtype=complex)
+        out[jj, ii] = self._pairs(idx[jj], idx[ii])
+        return out
+
+    def _pairs(self, bj: np.ndarray, bi: np.ndarray) -> np.ndarray:
+        """E[e_j conj(e_i)] for each pair of bins (bj[n], bi[n]) at most `BIN_REACH` apart."""
+        r, k, step = self._r, self._r.shape[0], self.nperseg // 2
+        acc = np.zeros(len(bj), dtype=complex)
+        for m in range(-(self._rho.shape[0] - 1), self._rho.shape[0]):
+            if m >= 0:  # ρ_m(j, i) = e^{-2πi j m s / L} G_m(j - i)
+                g = self._rho[m][bj - bi + BIN_REACH] * np.exp(-2j * np.pi * bj * m * step / self.nperseg)
+                a, b = slice(0, k - m), slice(m, k)
+            else:  # ρ_{-m}(j, i) = conj(ρ_m(i, j))
+                g = np.conj(self._rho[-m][bi - bj + BIN_REACH]) * np.exp(-2j * np.pi * bi * m * step / self.nperseg)
+                a, b = slice(-m, k), slice(0, k + m)
+            acc += g * np.einsum("kn,kn->n", np.conj(r[a][:, bj]), r[b][:, bi])
+        return acc * np.sqrt(self._s_nn[bj] * self._s_nn[bi]) / (self._d[bj] * np.conj(self._d[bi]))
+
+
+def segment_length(fs: float, n: int, f_lo: float, cycles: float = 4.0) -> int:
+    """Samples per segment: `cycles` periods of the lowest frequency of interest, at most a
+    quarter of the record (so at least seven half-overlapping segments average), at least 64."""
+    want = round(cycles * fs / max(f_lo, 1e-3))
+    return int(max(64, min(want, n // 4)))
+
+
+def _window_overlap(win: np.ndarray, step: int) -> np.ndarray:
+    """ρ_m(d) without the bin phase: Σ_n w[n + m s] w[n] e^{-2πi d n / L} / Σ w², for m = 0, 1, ...
+    while segments overlap and d = -BIN_REACH..BIN_REACH; shape (M, 2 BIN_REACH + 1)."""
+    n = len(win)
+    d = np.arange(-BIN_REACH, BIN_REACH + 1)
+    rows = []
+    for m in range((n - 1) // step + 1):
+        prod = win[m * step :] * win[: n - m * step]
+        ph = np.exp(-2j * np.pi * np.outer(d, np.arange(n - m * step)) / n)
+        rows.append(ph @ prod / np.sum(win**2))
+    return np.array(rows)
+
+
+def estimate(x: np.ndarray, y: np.ndarray, fs: float, nperseg: int, r: np.ndarray | None = None) -> Frf:
+    """The frequency response from `x` to `y` (1-D, same length, sampled at `fs` Hz) on the
+    bins of `nperseg`-sample Hann segments overlapping by half, instrumented by `r` (default
+    `x`: the H1 estimate). Each segment's mean is removed (scipy.signal.csd's detrend). The
+    segments end at the last sample (the samples left over are dropped at the start: a sweep
+    rises to its highest frequencies at the end of its record)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    r = x if r is None else np.asarray(r, dtype=float)
+    if not (x.shape == y.shape == r.shape) or x.ndim != 1:
+        raise RotoridError(
+            f"frequency response: input, output and instrument need one equal length, got {x.shape}, {y.shape}, {r.shape}"
+        )
+    step = nperseg // 2
+    if len(x) < nperseg + step:
+        raise RotoridError(f"frequency response: {len(x)} samples are too few for two {nperseg}-sample segments")
+    win = np.hanning(nperseg + 1)[:-1]  # periodic Hann, as scipy.signal.get_window("hann")
+    first = (len(x) - nperseg) % step  # segments tile the record up to its last sample
+    segs = sliding_window_view(np.stack([x, y, r])[:, first:], nperseg, axis=1)[:, ::step]
+    spec = np.fft.rfft((segs - segs.mean(axis=-1, keepdims=True)) * win, axis=-1)
+    xs, ys, rs = spec
+    k = xs.shape[0]
+    d = np.sum(np.conj(rs) * xs, axis=0)
+    tiny = np.finfo(float).tiny
+    h = np.sum(np.conj(rs) * ys, axis=0) / np.where(np.abs(d) > 0, d, tiny)
+    s_nn = np.sum(np.abs(ys - h * xs) ** 2, axis=0) / (k - 1)
+    s_xx, s_yy = np.mean(np.abs(xs) ** 2, axis=0), np.mean(np.abs(ys) ** 2, axis=0)
+    s_xy = np.mean(np.conj(xs) * ys, axis=0)
+    coh = np.abs(s_xy) ** 2 / np.maximum(s_xx * s_yy, tiny)
+    rho = _window_overlap(win, step)
+    f = np.fft.rfftfreq(nperseg, 1.0 / fs)
+    s_rr = np.mean(np.abs(rs) ** 2, axis=0)
+    out = Frf(f, h, np.zeros(len(f)), coh, s_rr, s_xx, k, nperseg, rs, d, s_nn, rho)
+    bins = np.arange(len(f))
+    return Frf(f, h, np.real(out._pairs(bins, bins)), coh, s_rr, s_xx, k, nperseg, rs, d, s_nn, rho)

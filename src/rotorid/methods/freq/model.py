@@ -1,0 +1,199 @@
+"""The physical model's transfer functions and their weighted fit to measured responses.
+
+Per axis, from the command wrench `w` (`rotorid.methods.freq.sweep`) to the measured output,
+a first-order motor lag `T_m` (Eschmann et al. eq. 4, the delay method's EMA in continuous
+time) and an optional dead time `τ`:
+
+    thrust:           a_z / w   = g e^{-sτ} / (1 + s T_m)           g = k / m
+    roll, pitch, yaw: ω̇ / w     = g e^{-sτ} / (1 + s T_m) D(ω)      g = k / I   (yaw: k K_τ / I_zz)
+
+with `k` every rotor's thrust slope at hover (N per unit command) and `D(ω) = sin(ωΔ) / (ωΔ)`
+the central difference's response (the angular acceleration is the gyro's central difference
+at the sample period Δ: an output with the motor lag's short memory, whose spectral segments
+hold little of the transients a rate output, an integrator's, carries over their edges). `T_m` and `τ` are shared
+by every axis and flight, each axis has its gain. The fit minimizes Σ |ĥ - H(θ)|² / var(ĥ)
+over the bins kept (complex weighted least squares); its covariance is the sandwich
+`A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = Re(Jᴴ W C W J)`, with `C` the estimates' covariance
+across neighbouring bins (`rotorid.methods.freq.frf`), widened by the reduced χ² when the
+residuals exceed their variance (what the model leaves out, measured from the data).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+#: Upper bound of the dead time (s).
+TAU_MAX = 0.1
+#: Frequency blocks held out, one at a time, to judge the dead time.
+CV_BLOCKS = 5
+
+
+@dataclass(frozen=True)
+class AxisData:
+    """The bins of one measured response kept for the fit: frequencies (Hz), estimates,
+    their complex covariance, the output kind ("acc": specific force, or "angacc": the gyro's
+    central difference at `fs` Hz) and the axis whose gain it shares."""
+
+    axis: str
+    kind: str
+    f: np.ndarray
+    h: np.ndarray
+    cov: np.ndarray
+    fs: float = 0.0
+
+    @property
+    def var(self) -> np.ndarray:
+        return np.real(np.diag(self.cov))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Estimates `theta` (names in `names`: "tm", optional "tau", then "g_<axis>"), their
+    covariance, the reduced χ² (before widening) and the parameters stopped on a bound."""
+
+    names: list[str]
+    theta: np.ndarray
+    cov: np.ndarray
+    chi2_red: float
+    at_bound: list[str]
+
+    def get(self, name: str) -> float:
+        return float(self.theta[self.names.index(name)])
+
+
+def response(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0) -> np.ndarray:
+    """The model's frequency response at `f` (Hz)."""
+    f = np.asarray(f, dtype=float)
+    s = 2j * np.pi * f
+    h = gain * np.exp(-s * tau) / (1.0 + s * tm)
+    return h * np.sinc(2.0 * f / fs) if kind == "angacc" else h
+
+
+def jacobian(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0) -> np.ndarray:
+    """∂H/∂(gain, tm, tau), shape (len(f), 3)."""
+    s = 2j * np.pi * np.asarray(f, dtype=float)
+    h = response(f, gain, tm, tau, kind, fs)
+    return np.column_stack([h / gain, -s * h / (1.0 + s * tm), -s * h])
+
+
+def _unpack(theta: np.ndarray, names: list[str], d: AxisData) -> tuple[float, float, float]:
+    tau = theta[names.index("tau")] if "tau" in names else 0.0
+    return float(theta[names.index(f"g_{d.axis}")]), float(theta[0]), float(tau)
+
+
+def _design(theta: np.ndarray, names: list[str], d: AxisData) -> tuple[np.ndarray, np.ndarray]:
+    """The model at `d`'s bins and its derivatives by every parameter, (len(f), len(names))."""
+    g, tm, tau = _unpack(theta, names, d)
+    jl = jacobian(d.f, g, tm, tau, d.kind, d.fs)
+    j = np.zeros((len(d.f), len(names)), dtype=complex)
+    j[:, names.index(f"g_{d.axis}")] = jl[:, 0]
+    j[:, 0] = jl[:, 1]
+    if "tau" in names:
+        j[:, 1] = jl[:, 2]
+    return response(d.f, g, tm, tau, d.kind, d.fs), j
+
+
+def _residuals(theta: np.ndarray, names: list[str], data: list[AxisData]) -> np.ndarray:
+    out = []
+    for d in data:
+        e = (d.h - response(d.f, *_unpack(theta, names, d), d.kind, d.fs)) / np.sqrt(d.var)
+        out += [e.real, e.imag]
+    return np.concatenate(out)
+
+
+def _gains(tm: float, tau: float, data: list[AxisData], axes: list[str]) -> np.ndarray:
+    """The weighted least-squares gains for fixed lags (the model is linear in them)."""
+    num, den = dict.fromkeys(axes, 0.0), dict.fromkeys(axes, 0.0)
+    for d in data:
+        m = response(d.f, 1.0, tm, tau, d.kind, d.fs)
+        num[d.axis] += float(np.sum(np.real(np.conj(m) * d.h) / d.var))
+        den[d.axis] += float(np.sum(np.abs(m) ** 2 / d.var))
+    return np.array([max(num[a] / den[a], 1e-300) for a in axes])
+
+
+def _start(data: list[AxisData], axes: list[str], tm_bounds: tuple[float, float], dead: bool) -> np.ndarray:
+    """The best of a log-spaced grid of T_m (gains solved for each), as the local search's start."""
+    best = None
+    for tm in np.geomspace(*tm_bounds, 25)[1:-1]:
+        th = np.concatenate([[tm], [0.0] if dead else [], _gains(tm, 0.0, data, axes)])
+        names = ["tm", *(["tau"] if dead else []), *(f"g_{a}" for a in axes)]
+        cost = float(np.sum(_residuals(th, names, data) ** 2))
+        if best is None or cost < best[0]:
+            best = (cost, th)
+    return best[1]
+
+
+def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool) -> Fit:
+    """Fit T_m, the dead time (if `dead`) and one gain per axis to every data set."""
+    axes = list(dict.fromkeys(d.axis for d in data))
+    names = ["tm", *(["tau"] if dead else []), *(f"g_{a}" for a in axes)]
+    x0 = _start(data, axes, tm_bounds, dead)
+    lo = np.array([tm_bounds[0], *([0.0] if dead else []), *([0.0] * len(axes))])
+    hi = np.array([tm_bounds[1], *([TAU_MAX] if dead else []), *([np.inf] * len(axes))])
+    x0 = np.clip(x0, lo, hi)
+    sol = optimize.least_squares(_residuals, x0, bounds=(lo, hi), args=(names, data), x_scale="jac", xtol=1e-12)
+    theta = sol.x
+    a = np.zeros((len(names), len(names)))
+    b = np.zeros_like(a)
+    chi2, n = 0.0, 0
+    for d in data:
+        h, j = _design(theta, names, d)
+        wj = j / d.var[:, None]
+        a += np.real(np.conj(j).T @ wj)
+        b += np.real(np.conj(wj).T @ d.cov @ wj)
+        r = d.h - h
+        chi2 += float(np.sum(np.abs(r) ** 2 / d.var))
+        n += len(d.f)
+    ainv = np.linalg.pinv(a)
+    chi2_red = chi2 / max(n - 0.5 * len(names), 1.0)
+    cov = 0.5 * ainv @ b @ ainv * max(1.0, chi2_red)
+    on_bound = not tm_bounds[0] * (1 + 1e-3) < theta[0] < tm_bounds[1] * (1 - 1e-3)
+    at_bound = ["tm"] if on_bound else []
+    return Fit(names, theta, cov, chi2_red, at_bound)
+
+
+def _blocks(data: list[AxisData]) -> list[np.ndarray]:
+    """Each data set's bins split into `CV_BLOCKS` contiguous log-frequency blocks, as block
+    indices per bin (the same frequency edges for every data set)."""
+    lf = np.log(np.concatenate([d.f for d in data]))
+    edges = np.quantile(lf, np.linspace(0, 1, CV_BLOCKS + 1)[1:-1])
+    return [np.searchsorted(edges, np.log(d.f)) for d in data]
+
+
+def _take(d: AxisData, keep: np.ndarray) -> AxisData:
+    return AxisData(d.axis, d.kind, d.f[keep], d.h[keep], d.cov[np.ix_(keep, keep)], d.fs)
+
+
+def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool) -> float:
+    """Σ over held-out frequency blocks of the weighted squared prediction error of the model
+    fitted to the other blocks (with or without dead time)."""
+    blocks = _blocks(data)
+    total = 0.0
+    for k in range(CV_BLOCKS):
+        train = [_take(d, b != k) for d, b in zip(data, blocks, strict=True)]
+        train = [d for d in train if len(d.f)]
+        if {d.axis for d in train} != {d.axis for d in data}:
+            continue
+        fk = fit(train, tm_bounds, dead)
+        for d, b in zip(data, blocks, strict=True):
+            test = b == k
+            if test.any():
+                g, tm, tau = _unpack(fk.theta, fk.names, d)
+                r = d.h[test] - response(d.f[test], g, tm, tau, d.kind, d.fs)
+                total += float(np.sum(np.abs(r) ** 2 / d.var[test]))
+    return total
+
+
+def model_band(
+    f: np.ndarray, kind: str, axis: str, result: Fit, fs: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The fitted model at `f` and the σ of its magnitude (relative) and phase (rad) from the
+    fit's covariance (delta method)."""
+    h, j = _design(result.theta, result.names, AxisData(axis, kind, f, np.zeros(len(f), complex), np.eye(len(f)), fs))
+    rel = j / h[:, None]  # d log H = d log|H| + i d phase
+    mag = np.sqrt(np.einsum("ni,ij,nj->n", rel.real, result.cov, rel.real))
+    phase = np.sqrt(np.einsum("ni,ij,nj->n", rel.imag, result.cov, rel.imag))
+    return h, mag, phase

@@ -1,0 +1,64 @@
+"""The frequency-domain method end to end on simulated ArduPilot chirps (seeded)."""
+
+import numpy as np
+import pytest
+
+from rotorid.errors import RotoridError
+from rotorid.methods.freq import FreqSettings, identify, sweep
+from rotorid.report.freq import figures
+from rotorid.result import verdict
+from rotorid.sim import scenarios
+
+
+@pytest.fixture(scope="module")
+def chirps():
+    thrust = scenarios.run("chirp-thrust", seed=1)
+    roll = scenarios.run("chirp-roll", seed=1)
+    return [thrust.flights["thrust"], roll.flights["roll"]], roll
+
+
+def test_recovers_motor_lag_and_roll_inertia(chirps):
+    flights, sc = chirps
+    res = identify(flights, sc.vehicle)
+    truth = sc.truth.params
+    assert set(res.params) == {"tm", "I_xx"}
+    for name, tol in (("tm", 0.02), ("I_xx", 0.03)):
+        e = res.params[name]
+        assert e.value == pytest.approx(truth[name], rel=tol)
+        assert 0 < e.std < 0.02 * e.value and np.isfinite(e.std)
+        assert abs(e.value - truth[name]) < 3 * e.std
+    assert any(n.startswith("dead time kept") for n in res.notes)  # the 500 Hz controller's hold
+    assert res.diagnostics["freq_panels"]["0_thrust"]["used"].sum() > 40
+    assert set(figures(res)) == {"freq_bode_0_thrust", "freq_bode_1_roll"}
+
+
+def test_without_thrust_only_the_lag_and_a_note(chirps):
+    flights, sc = chirps
+    res = identify(flights[1:], sc.vehicle, FreqSettings(dead_time="on"))
+    assert set(res.params) == {"tm"}
+    assert res.params["tm"].value == pytest.approx(0.07, rel=0.03)
+    assert any("fly a thrust chirp" in n for n in res.notes)
+
+
+def test_a_lag_on_its_search_bound_is_not_identified(chirps):
+    flights, sc = chirps
+    res = identify(flights, sc.vehicle, FreqSettings(tm_bounds=(0.002, 0.03)))
+    assert res.params["tm"].value == pytest.approx(0.03, rel=1e-3)
+    assert verdict(res.params["tm"], res.observability["tm"]).word == "not identified"
+    assert any("T_m stopped on a bound" in n for n in res.notes)
+
+
+def test_sweep_found_in_the_command_spectrum_without_sids(chirps):
+    flights, sc = chirps
+    bare = flights[1].replace(meta={k: v for k, v in flights[1].meta.items() if k != "sid"})
+    found = sweep.find(bare, sc.vehicle)
+    assert [s.axis for s in found] == ["roll"]
+    assert found[0].source == "spectrum" and found[0].rank > 0.9
+    lo, hi = found[0].band
+    assert 0.3 < lo < 1.5 and 10.0 < hi < 25.0
+
+
+def test_no_coherent_axis_is_refused(chirps):
+    flights, sc = chirps
+    with pytest.raises(RotoridError, match="coherent bins"):
+        identify(flights[1:], sc.vehicle, FreqSettings(band=(40.0, 60.0)))
