@@ -3,11 +3,12 @@ the reports use to say which manoeuvre is missing.
 
 For one `Flight`:
 
-- **on ground / flying spans** — from `landed` when the log has it, else from the collective
-  command c(t) = mean over motors of `cmd` (or `rotor_speed`): flying while
-  c > lo + `threshold`·(hi − lo), with hi = max c and lo = 0 (lo = 1st percentile for PWM µs
-  commands, which idle well above 0). Spans shorter than `min_span` s are merged into their
-  neighbours so a brief dip in the air is not a landing.
+- **on ground / flying spans** — from `landed` when the log has it, else from the motors and
+  the IMU together (`flying_mask`): the collective command c(t) = mean over motors of `cmd`
+  (or `rotor_speed`) near the log's own idle, below 30 % of the way to its hover level
+  (`motors_low`), is on the ground only where the IMU also rests (|f_s| ≈ g, rates ≈ 0,
+  `resting`); a throttle cut in the air (flips, dives) stays flying. Spans shorter than
+  `min_span` s are merged into their neighbours so a brief dip in the air is not a landing.
 - **roll, pitch, yaw** — RMS over the flying samples of the body angular acceleration,
   the time derivative of the gyro after a zero-phase Butterworth low-pass at `cutoff` Hz
   (`rotorid.signal`), in rad/s².
@@ -89,7 +90,7 @@ class Excitation:
     flying: list[tuple[float, float]]
     ground: list[tuple[float, float]]
     flying_time: float
-    flying_from: str  # "landed", "cmd", "rotor_speed" or "none" (then the whole flight counts)
+    flying_from: str  # "landed", "cmd+imu", "cmd", "rotor_speed+imu", "rotor_speed" or "none" (all flying)
     axes: dict[str, AxisMeasure]
 
     @property
@@ -132,20 +133,66 @@ def _merge_short(t: np.ndarray, mask: np.ndarray, min_span: float) -> np.ndarray
     return mask
 
 
-def flying_mask(flight: Flight, threshold: float = 0.3, min_span: float = 0.5) -> tuple[np.ndarray, str]:
-    """Per-sample True while flying, and what decided it ('landed', 'cmd', 'rotor_speed' or
-    'none' — then every sample counts as flying)."""
-    if flight.landed is not None:
-        return _merge_short(flight.t, ~flight.landed, min_span), "landed"
+def motors_low(flight: Flight, threshold: float = 0.3) -> tuple[np.ndarray | None, str]:
+    """Per-sample True while the collective command c(t) is near the log's own idle: below
+    lo + `threshold`·(hover − lo), lo the idle level (0, or the 1st percentile for PWM µs
+    commands, which idle well above 0) and hover the median of c where it is above
+    lo + 0.1·(max − lo). Relative to the hover level, not the range: a 5-inch racer hovers
+    at 20–30 % of its range, a Crazyflie near 60 %. None when the log has no motor channel."""
     c, src = collective(flight)
     if c is None:
-        return np.ones(len(flight.t), dtype=bool), "none"
+        return None, src
     pwm = src == "cmd" and flight.meta.get("units", {}).get("cmd") == "pwm_us"
     lo = float(np.percentile(c, 1)) if pwm else min(0.0, float(c.min()))
     hi = float(c.max())
     if not hi > lo:
-        return np.zeros(len(c), dtype=bool), src
-    return _merge_short(flight.t, c > lo + threshold * (hi - lo), min_span), src
+        return np.ones(len(c), dtype=bool), src
+    hover = float(np.median(c[c > lo + 0.1 * (hi - lo)]))
+    return c <= lo + threshold * (hover - lo), src
+
+
+def resting(flight: Flight, span: float = 0.5, tol: float = 0.1, max_rate: float = 0.2) -> np.ndarray | None:
+    """Per-sample True where the IMU says the vehicle sits still on the ground: over a moving
+    `span` s the mean specific force has a norm within `tol`·g of g and the mean body rate a
+    norm below `max_rate` rad/s. Vibration averages out of the means; free fall, dives and
+    flips (|f_s| far from g) and turns (rates) do not. None without accelerometer or gyro."""
+    from rotorid.frames import GRAVITY
+
+    if flight.acc is None or flight.gyro is None or len(flight.t) < 2:
+        return None
+    n = max(2, round(span * flight.rate))
+    f = np.linalg.norm(_moving_mean_cols(flight.acc, n), axis=1)
+    w = np.linalg.norm(_moving_mean_cols(flight.gyro, n), axis=1)
+    return (np.abs(f - GRAVITY) <= tol * GRAVITY) & (w <= max_rate)
+
+
+def flying_mask(
+    flight: Flight, threshold: float = 0.3, min_span: float = 0.5, min_rest: float = 1.0
+) -> tuple[np.ndarray, str]:
+    """Per-sample True while flying, and what decided it ('landed', 'cmd+imu', 'cmd',
+    'rotor_speed+imu', 'rotor_speed' or 'none' — then every sample counts as flying).
+
+    A logged `landed` state decides alone. Otherwise the motors and the IMU together: a run
+    of samples with the motors near idle (`motors_low`) is on the ground when the IMU rests
+    (`resting`) for at least `min_rest` s of it (or half of it, when shorter), so the
+    take-off and landing transients belong to the ground run around them; a run where the
+    IMU never rests is a throttle cut in the air (flips, dives, free fall). Without an IMU,
+    every motors-low run is on the ground. Then `_merge_short` with `min_span`."""
+    if flight.landed is not None:
+        return _merge_short(flight.t, ~flight.landed, min_span), "landed"
+    low, src = motors_low(flight, threshold)
+    if low is None:
+        return np.ones(len(flight.t), dtype=bool), "none"
+    rest = resting(flight)
+    ground = low.copy()
+    if rest is not None:
+        src += "+imu"
+        dt = np.gradient(flight.t)
+        quiet = np.concatenate([[0.0], np.cumsum(np.where(rest, dt, 0.0))])
+        for a, b in zip(*runs(low), strict=True):  # one loop over runs, not samples
+            if quiet[b] - quiet[a] < min(min_rest, 0.5 * (flight.t[b - 1] - flight.t[a])):
+                ground[a:b] = False
+    return _merge_short(flight.t, ~ground, min_span), src
 
 
 def spans(t: np.ndarray, mask: np.ndarray) -> list[tuple[float, float]]:
