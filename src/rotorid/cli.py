@@ -163,6 +163,43 @@ def main(
 
 AllowCorrupt = Annotated[bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")]
 Logs = Annotated[list[str], typer.Argument(help="Log files, each optionally with windows: FILE@t0:t1[,t2:t3] (s).")]
+_READING = "Reading the log (the reader's options)"
+ImuSource = Annotated[
+    str | None,
+    typer.Option(
+        help="ArduPilot: 'imu' (IMU messages) or 'batch' (the batch sampler's sensor-rate ISBH/ISBD samples).",
+        rich_help_panel=_READING,
+    ),
+]
+ImuIndex = Annotated[
+    int | None,
+    typer.Option("--imu", help="ArduPilot: the IMU instance N (default: the first).", rich_help_panel=_READING),
+]
+MotorPoles = Annotated[
+    int | None,
+    typer.Option(help="Betaflight: the motors' magnet count, for eRPM -> rotor speed.", rich_help_panel=_READING),
+]
+PwmRange = Annotated[
+    str | None,
+    typer.Option(
+        help="PX4, ArduPilot: PWM range MIN,MAX (µs) when the log's parameters lack it.", rich_help_panel=_READING
+    ),
+]
+
+
+def _reading(imu_source: str | None, imu: int | None, motor_poles: int | None, pwm_range: str | None) -> dict[str, Any]:
+    """The reader options given (`rotorid.io.read`): a reader that does not take one refuses it."""
+    from rotorid.runs import floats
+
+    given = {"imu_source": imu_source, "imu": imu, "motor_poles": motor_poles}
+    given["pwm_range"] = floats(pwm_range, 2, "--pwm-range")
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _reading_words(reading: dict[str, Any]) -> list[str]:
+    """The flags that give `reading` (`_reading`'s output) back, for a printed command."""
+    text = {k: ",".join(f"{x:g}" for x in v) if isinstance(v, tuple) else str(v) for k, v in reading.items()}
+    return [w for k, v in text.items() for w in (f"--{k.replace('_', '-')}", v)]
 
 
 def _panel(method: str) -> str:
@@ -334,6 +371,10 @@ def identify(
             rich_help_panel=_ONLINE,
         ),
     ] = None,
+    imu_source: ImuSource = None,
+    imu: ImuIndex = None,
+    motor_poles: MotorPoles = None,
+    pwm_range: PwmRange = None,
 ) -> None:
     """Identify parameters from flight logs and write params.json, report.html and figures."""
     from rotorid import runs
@@ -347,8 +388,9 @@ def identify(
     runs.refuse_foreign(method, list(runs.split_mass(options)[0]))  # before any reading or writing
     check_output(out, run=True)  # a bad --out fails now, not after the identification
     veh = Vehicle.load(vehicle)
+    reading = _reading(imu_source, imu, motor_poles, pwm_range)
     with console().status(f"identifying ({method})…"):
-        result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt)
+        result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt, reading=reading)
     written = write_run(result, out, spec.load("figures")(result))
     console().print(result.summary(), soft_wrap=True)  # a table row is one line, however narrow the terminal
     console().print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
@@ -640,6 +682,10 @@ def info(
         typer.Option(help="Excitation threshold AXIS=EXCITED,WEAK (roll, pitch, yaw in rad/s², thrust std/mean)."),
     ] = None,
     allow_corrupt: AllowCorrupt = False,
+    imu_source: ImuSource = None,
+    imu: ImuIndex = None,
+    motor_poles: MotorPoles = None,
+    pwm_range: PwmRange = None,
 ) -> None:
     """Judge each log: rates against each method's minimum, armed and flown, excitation per segment, the windows found per role and a ready-to-run identify command.
 
@@ -660,12 +706,13 @@ def info(
         veh,
         {k: runs.floats(v, 2, f"--threshold {k}") for k, v in runs.split_kv(threshold or [], "--threshold").items()},
     )
+    reading = _reading(imu_source, imu, motor_poles, pwm_range)
     mins = runs.min_rates()
     needs = {m.name: set(m.channels) for m in methods().values()}
     found: dict[str, dict[str, Any]] = {}
     usable: dict[str, set[str]] = {}
     for spec in logs:
-        flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt)
+        flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt, **reading)
         judged = excitation.judge(flights, mins, thresholds=limits)
         found[spec] = excitation.log_windows(flights)
         _info_log(spec, flights, judged, found[spec])
@@ -682,7 +729,8 @@ def info(
         f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())
     )
     ready = [m for m in needs if all(m in usable[s] for s in logs)]
-    commands = [c for m in ready if (c := runs.command(m, specs, vehicle or "vehicle.toml"))]
+    words = _reading_words(reading)
+    commands = [c for m in ready if (c := runs.command(m, specs, vehicle or "vehicle.toml", extra=words))]
     if not commands:
         excited = any(specs.values()) and not ready
         why = "every method needs faster logs (see fix)" if excited else "no log flew an excited part"
@@ -750,6 +798,10 @@ def convert(
     ],
     window: Annotated[str | None, typer.Option(help="Time window t0:t1 in seconds of the log's clock.")] = None,
     allow_corrupt: AllowCorrupt = False,
+    imu_source: ImuSource = None,
+    imu: ImuIndex = None,
+    motor_poles: MotorPoles = None,
+    pwm_range: PwmRange = None,
 ) -> None:
     """Convert any readable log (or one window of it) to CSV, Parquet or another writable format, atomically."""
     from rotorid.io import load, parse_spec, writable, write
@@ -763,7 +815,7 @@ def convert(
         spec = parse_spec(f"{log}@{window}")
         if not spec.windows:
             raise RotoridError(f"--window '{window}' is not of the form t0:t1 (seconds)")
-    flights = load(spec, allow_corrupt=allow_corrupt)
+    flights = load(spec, allow_corrupt=allow_corrupt, **_reading(imu_source, imu, motor_poles, pwm_range))
     if len(flights) != 1:
         raise RotoridError(
             f"{spec} gives {len(flights)} flights (windows or pieces); convert one at a time with --window t0:t1"

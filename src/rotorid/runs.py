@@ -11,7 +11,7 @@ are below. Options a method does not take are refused, naming the method that ta
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -82,14 +82,21 @@ class Request:
     options: dict[str, Any] = field(default_factory=dict)
     allow_corrupt: bool = False
     preset: Any = None
+    reading: dict[str, Any] = field(default_factory=dict)
     used: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def load(self, spec: LogSpec) -> list[Flight]:
+        """`rotorid.io.load` of one log argument for this vehicle, with the readers' options."""
+        from rotorid.io import load
+
+        return load(spec, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt, **self.reading)
 
     def flights(self, specs: list[str], role: str | None = None) -> list[Flight]:
         """Every flight (window) of the log arguments `specs`, read for this vehicle, its
         windows and motor channels checked (`check_windows`, `check_motors`). With a `role`
         (`rotorid.excitation.ROLES`) the windows are also found when not given (`role_windows`)."""
-        from rotorid.io import LogSpec, load, parse_spec
+        from rotorid.io import LogSpec, parse_spec
 
         if role is not None:
             return [f for s in specs for f in self.role_windows(s, role)]
@@ -98,8 +105,8 @@ class Request:
         for s in specs:
             ls = parse_spec(s)
             if ls.windows:
-                check_windows(ls, load(LogSpec(ls.path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
-            out += check_motors(ls, load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
+                check_windows(ls, self.load(LogSpec(ls.path)))
+            out += check_motors(ls, self.load(ls))
         return out
 
     def role_windows(self, spec: str, role: str) -> list[Flight]:
@@ -113,10 +120,10 @@ class Request:
 
         from rotorid import excitation as ex
         from rotorid.errors import ExcitationError, WindowError
-        from rotorid.io import LogSpec, load, parse_spec
+        from rotorid.io import LogSpec, parse_spec
 
         ls = parse_spec(spec)
-        whole = load(LogSpec(ls.path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)
+        whole = self.load(LogSpec(ls.path))
         what = ex.ROLE_WORDS[role]
         if not ls.windows:
             found = [w for f in whole for w in ex.propose_windows(f, role)]
@@ -139,7 +146,7 @@ class Request:
                             )
             check_windows(ls, whole)
         self.used.append(str(ls))
-        flights = check_motors(ls, load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
+        flights = check_motors(ls, self.load(ls))
         if role != "online":
             limits = ex.thresholds_for(self.vehicle)
             for f in flights:
@@ -256,11 +263,13 @@ def identify(
     options: dict[str, Any] | None = None,
     allow_corrupt: bool = False,
     settings: Any = None,
+    reading: dict[str, Any] | None = None,
 ) -> Result:
     """Identify `vehicle`'s parameters with `method` from the log arguments `logs`
     (`FILE[@t0:t1,...]`); `options` by `rotorid identify` option name (e.g. {"yaw": [...],
     "tm_prior": "0.03,0.5"}), or the method's `settings` object with `options` naming only
-    further logs and configurations. A bare `mass` (kg) replaces the vehicle's (`split_mass`).
+    further logs and configurations; `reading`: the readers' options (e.g. {"imu_source": "batch"},
+    `rotorid.io.read`). A bare `mass` (kg) replaces the vehicle's (`split_mass`).
     The result's `inputs` list every log read with its SHA-256."""
     from rotorid.registry import method as spec_of
 
@@ -270,7 +279,7 @@ def identify(
     if mass is not None and mass != vehicle.mass:
         notes.append(f"mass {mass:g} kg from --mass (the vehicle {vehicle.name} says {vehicle.mass:g} kg)")
         vehicle = vehicle.replace(mass=mass)
-    req = Request(list(logs), vehicle, options, allow_corrupt, settings, notes=notes)
+    req = Request(list(logs), vehicle, options, allow_corrupt, settings, notes=notes, reading=dict(reading or {}))
     result = spec_of(method).load("run")(req)
     result.inputs = provenance(req.used)
     result.notes = [*req.notes, *result.notes]
@@ -292,11 +301,14 @@ def min_rates() -> dict[str, float]:
     return out
 
 
-def command(method: str, roles: Mapping[str, list[str]], vehicle: str, out: str = "results/") -> str | None:
+def command(
+    method: str, roles: Mapping[str, list[str]], vehicle: str, out: str = "results/", extra: Sequence[str] = ()
+) -> str | None:
     """A ready-to-run `rotorid identify` command line (shell-quoted) from the log arguments
     each role uses (`roles`: thrust / roll_pitch / yaw / online -> ["FILE@t0:t1", ...], as
     `rotorid.excitation.assign_roles` finds them); the method's `MethodSpec.logs` picks its log
-    arguments. None when it finds none (e.g. delay without a thrust window)."""
+    arguments; `extra` words (e.g. the reader's flags) follow. None when it finds none (e.g. delay
+    without a thrust window)."""
     import shlex
 
     from rotorid.registry import method as spec_of
@@ -304,7 +316,7 @@ def command(method: str, roles: Mapping[str, list[str]], vehicle: str, out: str 
     logs = spec_of(method).load("logs")(roles)
     if not logs:
         return None
-    words = ["rotorid", "identify", "--method", method, "--vehicle", vehicle, *logs, "--out", out]
+    words = ["rotorid", "identify", "--method", method, "--vehicle", vehicle, *logs, *extra, "--out", out]
     return " ".join(shlex.quote(w) for w in words)
 
 

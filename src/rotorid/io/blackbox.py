@@ -264,7 +264,8 @@ def _flight(
             units["rotor_speed"] = f"rad/s (from eRPM, {poles} motor poles)"
         else:
             warnings.warn(
-                f"{path}: eRPM logged but motor_poles unknown; give motor_poles= to read rotor speed", stacklevel=4
+                f"{path}: eRPM logged but motor_poles unknown; give --motor-poles N (motor_poles=N in Python) to read rotor speed",
+                stacklevel=4,
             )
     for ch, s in list(series.items()):
         ok = np.all(np.isfinite(s.values), axis=1)
