@@ -659,10 +659,6 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
     console().print(win if win.row_count else "windows found: none (no flying part away from take-off and landing)")
 
 
-def _rounded(windows: list[Any]) -> tuple[tuple[float, float], ...]:
-    return tuple((round(w.t0, 2), round(w.t1, 2)) for w in windows)
-
-
 @command()
 def info(
     logs: Annotated[
@@ -695,7 +691,7 @@ def info(
 
     Without logs: the methods and log formats rotorid knows (plugins included)."""
     from rotorid import excitation, runs
-    from rotorid.io import LogSpec, load, parse_spec
+    from rotorid.io import load
     from rotorid.registry import methods
     from rotorid.vehicle import Vehicle
 
@@ -714,16 +710,12 @@ def info(
     for spec in logs:
         flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt, **reading)
         judged = excitation.judge(flights, mins, thresholds=limits)
-        found[spec] = excitation.log_windows(flights)
+        found[spec] = excitation.log_windows(flights, limits)
         _info_log(spec, flights, judged, found[spec])
         channels = {c for f in flights for c in f.channels}
         slow = {r.method for r in judged.too_slow}
         usable[spec] = {m for m, chs in needs.items() if m not in slow and chs <= channels}
-    roles = excitation.assign_roles(found, limits)
-    specs = {  # a log given with windows keeps them: the user chose
-        r: [log if parse_spec(log).windows else str(LogSpec(Path(log), _rounded(ws))) for log, ws in got]
-        for r, got in roles.items()
-    }
+    specs = runs.role_specs(found)
     scale = f"for {veh.name}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
     console().print(
         f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -287,6 +287,10 @@ class Window:
     measure: float
     unit: str
     threshold: float
+    #: the role's excitation over the window against its 'excited' threshold, as `check_role`
+    #: judges it (the smallest of the role's axes, measure / excited; ≥ 1: excited), set by
+    #: `log_windows`; NaN for `online` or when not judged.
+    score: float = float("nan")
 
 
 def _moving_mean(x: np.ndarray, n: int) -> np.ndarray:
@@ -419,49 +423,74 @@ def check_role(flight: Flight, role: str, thresholds: dict[str, tuple[float, flo
     return f"{said}{looks}"
 
 
-def log_windows(flights: list[Flight]) -> dict[str, list[Window]]:
-    """`propose_windows` for every role over the pieces of one log (online: the first flight);
-    none for a role whose channel a piece lacks (thrust: motor commands or rotor speeds;
-    roll/pitch and yaw: gyro)."""
+def window_score(
+    flight: Flight, window: Window, thresholds: dict[str, tuple[float, float]] = THRESHOLDS, cutoff: float = 20.0
+) -> float:
+    """`Window.score`: the smallest over the role's axes (`ROLE_AXES`) of the axis' `measure`
+    over the window's samples divided by its 'excited' threshold, from the flight's own angular
+    acceleration (no new filtering) and collective command."""
+    if window.role not in ROLE_AXES:
+        return float("nan")
+    sel = (flight.t >= window.t0) & (flight.t <= window.t1)
+    values = {}
+    if flight.gyro is not None:
+        rms = np.sqrt(np.mean(angular_acceleration(flight, cutoff)[sel] ** 2, axis=0))
+        values = dict(zip(AXES[:3], rms.tolist(), strict=True))
+    c, _ = collective(flight)
+    if c is not None and np.mean(c[sel]) > 0:
+        values["thrust"] = float(np.std(c[sel]) / np.mean(c[sel]))
+    return min(values.get(a, float("nan")) / thresholds[a][0] for a in ROLE_AXES[window.role])
+
+
+def log_windows(
+    flights: list[Flight], thresholds: dict[str, tuple[float, float]] = THRESHOLDS
+) -> dict[str, list[Window]]:
+    """`propose_windows` for every role over the pieces of one log (online: the first flight),
+    each with its `score` against `thresholds`; none for a role whose channel a piece lacks
+    (thrust: motor commands or rotor speeds; roll/pitch and yaw: gyro)."""
     has = {"thrust": lambda f: collective(f)[0] is not None, "online": lambda f: True}
     found = {
-        role: [w for f in flights if has.get(role, lambda f: f.gyro is not None)(f) for w in propose_windows(f, role)]
+        role: [
+            replace(w, score=window_score(f, w, thresholds))
+            for f in flights
+            if has.get(role, lambda f: f.gyro is not None)(f)
+            for w in propose_windows(f, role)
+        ]
         for role in ROLES
     }
     found["online"] = found["online"][:1]
     return found
 
 
-def _score(windows: list[Window], role: str, thresholds: dict[str, tuple[float, float]]) -> float:
-    """The best window's measure over the role's 'excited' threshold (0 without windows)."""
-    hi = max(thresholds[a][0] for a in ROLE_AXES[role])
-    return max((w.measure / hi for w in windows), default=0.0)
+def excited_windows(windows: list[Window]) -> list[Window]:
+    """The windows whose role is excited over them (`Window.score` ≥ 1): what `check_role`
+    passes without a warning."""
+    return [w for w in windows if w.score >= 1.0]
 
 
-def assign_roles(
-    found: dict[str, dict[str, list[Window]]], thresholds: dict[str, tuple[float, float]] = THRESHOLDS
-) -> dict[str, list[tuple[str, list[Window]]]]:
-    """Which log (`found`: log -> `log_windows`) serves which role, with its windows. A log's
-    windows count for roll/pitch or yaw when their measure reaches the role's 'excited'
-    threshold; with several logs each goes to the one of the two it excites most (the
-    Eschmann flights: one manoeuvre per flight), a single log to every role it excites. Thrust:
-    the logs that serve neither, else every log; both only where thrust is excited. Online:
-    the first log with a flight."""
+def assign_roles(found: dict[str, dict[str, list[Window]]]) -> dict[str, list[tuple[str, list[Window]]]]:
+    """Which log (`found`: log -> `log_windows`) serves which role, with its windows: only the
+    windows where the role is excited (`excited_windows`, the criterion `check_role` applies
+    when `rotorid identify` reads them), so the assignment is never contradicted. With several
+    logs each goes to the one of roll/pitch and yaw it excites most (the best `score`; the
+    Eschmann flights: one manoeuvre per flight), a single log to every role it excites.
+    Thrust: the excited logs that serve neither, else every excited log. Online: the first log
+    with a flight."""
     rot = ("roll_pitch", "yaw")
     out: dict[str, list[tuple[str, list[Window]]]] = {r: [] for r in ROLES}
     for log, ws in found.items():
-        score = {r: _score(ws[r], r, thresholds) for r in rot}
+        score = {r: max((w.score for w in excited_windows(ws[r])), default=0.0) for r in rot}
         if len(found) == 1:
             mine = [r for r in rot if score[r] >= 1.0]
         else:
             best = max(rot, key=lambda r: score[r])
             mine = [best] if score[best] >= 1.0 else []
         for r in mine:
-            out[r].append((log, ws[r]))
+            out[r].append((log, excited_windows(ws[r])))
         if ws["online"] and not out["online"]:
             out["online"].append((log, ws["online"]))
     busy = {log for r in rot for log, _ in out[r]}
-    pumped = [(log, ws["thrust"]) for log, ws in found.items() if _score(ws["thrust"], "thrust", thresholds) >= 1.0]
+    pumped = [(log, ok) for log, ws in found.items() if (ok := excited_windows(ws["thrust"]))]
     out["thrust"] = [p for p in pumped if p[0] not in busy] or pumped
     return out
 

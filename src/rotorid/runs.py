@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rotorid.errors import RotoridError
 
 if TYPE_CHECKING:
+    from rotorid.excitation import Window
     from rotorid.flight import Flight
     from rotorid.io import LogSpec
     from rotorid.result import Result
@@ -320,13 +321,37 @@ def command(
     return " ".join(shlex.quote(w) for w in words)
 
 
+def role_specs(found: Mapping[str, Mapping[str, list[Window]]]) -> dict[str, list[str]]:
+    """The log arguments each role uses (role -> ["FILE@t0:t1", ...]) from the windows found in
+    each log argument (`found`: log argument -> `rotorid.excitation.log_windows`), assigned by
+    `rotorid.excitation.assign_roles`: the one role assignment of `rotorid info`'s command,
+    `identify` with several logs, batch and the app. A log given with windows keeps them (the
+    user chose); else its excited windows, to 0.01 s."""
+    from rotorid.excitation import assign_roles
+    from rotorid.io import LogSpec, parse_spec
+
+    def spec(log: str, ws: list[Window]) -> str:
+        ls = parse_spec(log)
+        return log if ls.windows else str(LogSpec(ls.path, tuple((round(w.t0, 2), round(w.t1, 2)) for w in ws)))
+
+    return {
+        r: [spec(log, ws) for log, ws in got] for r, got in assign_roles({k: dict(v) for k, v in found.items()}).items()
+    }
+
+
+def delay_roles(roles: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Eschmann et al.'s flights by role: the thrust ones; roll/pitch ones; yaw ones only beside
+    roll/pitch ones (K_tau rests on I_zz, which rests on I_xx and I_yy)."""
+    rp = list(roles.get("roll_pitch", []))
+    return {"thrust": list(roles.get("thrust", [])), "roll_pitch": rp, "yaw": list(roles.get("yaw", [])) if rp else []}
+
+
 def delay_logs(roles: Mapping[str, list[str]]) -> list[str]:
-    """Eschmann et al.: the thrust windows, with `--roll-pitch` and `--yaw` ones (none
-    without a thrust window)."""
-    words = list(roles.get("thrust", []))
-    return words and words + [
-        w for r in ("roll_pitch", "yaw") for spec in roles.get(r, []) for w in (option_flag(r), spec)
-    ]
+    """Eschmann et al.: the thrust windows, with `--roll-pitch` and `--yaw` ones (`delay_roles`;
+    none without a thrust window)."""
+    mine = delay_roles(roles)
+    words = mine["thrust"]
+    return words and words + [w for r in ("roll_pitch", "yaw") for spec in mine[r] for w in (option_flag(r), spec)]
 
 
 def online_logs(roles: Mapping[str, list[str]]) -> list[str]:
@@ -373,11 +398,34 @@ def run_delay(req: Request) -> Result:
             "exponents": lambda v: tuple(v.split(",")) if isinstance(v, str) else tuple(v),
         },
     )
-    thrust = req.flights(req.logs, "thrust")
-    roll_pitch = req.flights(list(req.options.get("roll_pitch") or []), "roll_pitch")
-    yaw = req.flights(list(req.options.get("yaw") or []), "yaw")
+    roles = {"thrust": req.logs, "roll_pitch": req.options.get("roll_pitch"), "yaw": req.options.get("yaw")}
+    if len(req.logs) > 1 and not (roles["roll_pitch"] or roles["yaw"]):
+        roles = assigned_roles(req)
+    thrust = req.flights(list(roles["thrust"]), "thrust")
+    roll_pitch = req.flights(list(roles["roll_pitch"] or []), "roll_pitch")
+    yaw = req.flights(list(roles["yaw"] or []), "yaw")
     check_roles(roll_pitch, yaw)
     return delay.identify(thrust, req.vehicle, roll_pitch=roll_pitch, yaw=yaw, settings=settings)
+
+
+def assigned_roles(req: Request) -> dict[str, list[str]]:
+    """Several logs given with no --roll-pitch or --yaw: each log's role by `role_specs` (as
+    `rotorid info` assigns them), said in the notes; an `ExcitationError` when no log excites
+    thrust."""
+    from rotorid.errors import ExcitationError
+    from rotorid.excitation import ROLE_WORDS, log_windows, thresholds_for
+    from rotorid.io import parse_spec
+
+    limits = thresholds_for(req.vehicle)
+    roles = delay_roles(role_specs({s: log_windows(req.load(parse_spec(s)), limits) for s in req.logs}))
+    if not roles["thrust"]:
+        raise ExcitationError(
+            f"none of {', '.join(req.logs)} excites thrust (vertical pumping); run `rotorid info` on them and give "
+            "the thrust log first, the others with --roll-pitch and --yaw"
+        )
+    said = "; ".join(f"{ROLE_WORDS[r]} {', '.join(v)}" for r, v in roles.items() if v)
+    req.notes.append(f"roles assigned to the {len(req.logs)} logs by their excitation (as `rotorid info`): {said}")
+    return roles
 
 
 def _yaw_share(flights: list[Flight]) -> tuple[float, float, float]:
