@@ -12,7 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from rotorid import excitation, runs
-from rotorid.cli import app
+from rotorid.cli import _unserved, app
 from rotorid.vehicle import Vehicle, build_vehicle
 
 
@@ -46,10 +46,11 @@ def test_a_freestyle_log_serves_the_roles_it_excites(bf_flights) -> None:
     the roll/pitch inertia) — the command is the thrust flight alone."""
     q5 = build_vehicle("quad-x", 0.16, 0.75, "normalized", None, "betaflight", None, None)
     limits = excitation.thresholds_for(q5)
-    got = {}
+    got, said = {}, {}
     for name, f in bf_flights.items():
         found = excitation.log_windows([f], limits)
         got[name] = runs.delay_roles(runs.role_specs({name: found}))
+        said[name] = _unserved({name: found}, runs.role_specs({name: found}), {"blackbox"})
         for role in ("thrust", "roll_pitch", "yaw"):
             for w in excitation.excited_windows(found[role]) if got[name][role] else ():
                 with warnings.catch_warnings():
@@ -57,3 +58,12 @@ def test_a_freestyle_log_serves_the_roles_it_excites(bf_flights) -> None:
                     assert excitation.check_role(f.window(w.t0, w.t1), role, limits) is None
     assert all(got["better_tune.BBL"].values())
     assert got["btfl_002.bbl"]["thrust"] and not got["btfl_002.bbl"]["roll_pitch"] and not got["btfl_002.bbl"]["yaw"]
+    # info says what the command leaves out, why, and where the manoeuvres are described
+    assert said["better_tune.BBL"] == []
+    assert said["btfl_002.bbl"][0] == "not in the command:"
+    assert (
+        said["btfl_002.bbl"][1] == "roll/pitch: no window excites it enough (best window 0.70 of the excited threshold)"
+    )
+    assert said["btfl_002.bbl"][2].startswith("yaw: left out") and said["btfl_002.bbl"][2].endswith(
+        "docs/fly-betaflight.md"
+    )

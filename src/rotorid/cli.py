@@ -707,12 +707,14 @@ def info(
     needs = {m.name: set(m.channels) for m in methods().values()}
     found: dict[str, dict[str, Any]] = {}
     usable: dict[str, set[str]] = {}
+    formats: set[str] = set()
     for spec in logs:
         flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt, **reading)
         judged = excitation.judge(flights, mins, thresholds=limits)
         found[spec] = excitation.log_windows(flights, limits)
         _info_log(spec, flights, judged, found[spec])
         channels = {c for f in flights for c in f.channels}
+        formats |= {str(f.meta.get("format", "")) for f in flights}
         slow = {r.method for r in judged.too_slow}
         usable[spec] = {m for m, chs in needs.items() if m not in slow and chs <= channels}
     specs = runs.role_specs(found)
@@ -731,6 +733,33 @@ def info(
     console().print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
     for c in commands:
         console().print(c, highlight=False, soft_wrap=True)
+    for line in _unserved(found, specs, formats):
+        console().print(line, highlight=False, soft_wrap=True)
+
+
+#: The "fly this" guide for each log format (docs/ in the repository).
+_GUIDES = {"ulog": "docs/fly-px4.md", "dataflash": "docs/fly-ardupilot.md", "blackbox": "docs/fly-betaflight.md"}
+
+
+def _unserved(found: dict[str, dict[str, Any]], specs: dict[str, list[str]], formats: set[str]) -> list[str]:
+    """What the command leaves out and why, one line per role: no window excites it enough (its
+    best window's score, 1 = 'excited'), or yaw without roll/pitch (delay's K_tau rests on
+    I_xx, I_yy); with the guide of the logs' format."""
+    from rotorid.excitation import ROLE_AXES, ROLE_WORDS
+
+    out = []
+    for role in ROLE_AXES:
+        scores = [w.score for ws in found.values() for w in ws[role]]
+        if not specs.get(role):
+            best = f" (best window {max(scores):.2f} of the excited threshold)" if scores else ""
+            out.append(f"{ROLE_WORDS[role]}: no window excites it enough{best}")
+        elif role == "yaw" and not specs.get("roll_pitch"):
+            out.append("yaw: left out of delay's command: K_tau rests on I_xx, I_yy, which need a roll/pitch window")
+    guides = [g for f, g in _GUIDES.items() if f in formats]
+    if out:
+        out[-1] += f"; the manoeuvres to fly: {', '.join(guides)}" if guides else ""
+        out.insert(0, "not in the command:")
+    return out
 
 
 vehicle_app = typer.Typer(
