@@ -77,3 +77,26 @@ def test_crazyflie_spans_are_those_of_the_motors(cf_logs) -> None:
         (f,) = io.read(cf_logs[name])
         got = excitation.measure(f).flying
         np.testing.assert_allclose(got, spans, atol=1e-3)
+
+
+def test_windows_keep_away_from_a_saturated_sensor() -> None:
+    """A crash or a flip too fast clips the gyro (the reader lists the span in
+    meta["saturated"]): the proposed windows end `margin` s before it."""
+    f = _freestyle()
+    (w,) = excitation.propose_windows(f, "thrust", min_length=1.0)
+    clipped = Flight(t=f.t, acc=f.acc, gyro=f.gyro, cmd=f.cmd, meta={**f.meta, "saturated": [(12.0, 12.1)]})
+    got = excitation.propose_windows(clipped, "thrust", min_length=1.0)
+    assert w.t1 > 13.0 and got and all(g.t1 <= 11.0 or g.t0 >= 13.1 for g in got)
+
+
+def test_a_warning_is_printed_once(capsys) -> None:
+    import warnings
+
+    from rotorid.cli import _guarded
+
+    def twice() -> None:
+        for _ in range(3):
+            warnings.warn("gyro saturated at 204.35 s", stacklevel=1)
+
+    _guarded(twice)()
+    assert capsys.readouterr().err.count("gyro saturated at 204.35 s") == 1

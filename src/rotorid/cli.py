@@ -122,9 +122,9 @@ def _guarded(fn: F, note: str | None = None) -> F:
             except RotoridError as e:
                 err().print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
                 raise typer.Exit(2) from None
-            finally:
-                for w in caught:
-                    err().print(f"[yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+            finally:  # once each: a log read for several roles warns for each reading
+                for text in dict.fromkeys(str(w.message) for w in caught):
+                    err().print(f"[yellow]warning:[/] {text}", highlight=False, soft_wrap=True)
 
     return wrapper  # type: ignore[return-value]
 

@@ -335,7 +335,8 @@ def propose_windows(
     needs no margin there), where the role's moving excitation
     (`role_signal`) is at least `threshold` — by default `factor` times its median over this
     flight's flying samples, so the threshold scales with the vehicle (a large vehicle's
-    angular accelerations are smaller). Excited runs less than `max_gap` s apart are joined;
+    angular accelerations are smaller), and `margin` s away from a saturated sensor
+    (`meta["saturated"]`, e.g. a crash). Excited runs less than `max_gap` s apart are joined;
     windows shorter than `min_length` s are dropped; in time order. `online` gets the first
     flight from `margin` s before take-off (its estimator switches on at take-off)."""
     if role not in ROLES:
@@ -354,6 +355,8 @@ def propose_windows(
         lo = t[a] + (margin if a > 0 else 0.0)
         hi = t[b - 1] - (margin if b < len(t) else 0.0)
         inner[a:b] &= (t[a:b] >= lo) & (t[a:b] <= hi)
+    for a, b in flight.meta.get("saturated", []):  # a clipped sensor (a crash, a flip too fast) is not in the models
+        inner &= (t < a - margin) | (t > b + margin)
     if not inner.any():
         return []
     thr = factor * float(np.median(sig[inner])) if threshold is None else threshold
