@@ -12,7 +12,9 @@ per parameter this reports, over the seeds, with σ̄ the mean reported σ,
 A parameter reported without σ (NaN) or with σ <= 0 is flagged, never averaged in silently.
 
 Run: `python benchmarks/calibration.py [--seeds N] [--cases a,b] [--workers 2]`, or through
-`make bench` (`benchmarks/run.py calibration`). Writes benchmarks/results/calibration.{json,md}.
+`make bench` (`benchmarks/run.py calibration`). Writes benchmarks/results/calibration.{json,md}
+and, after a full run, docs/validation.md (`validation_page`); `--docs` rewrites that page from
+the last results/calibration.json without running anything.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ from typing import Any
 import numpy as np
 
 OUT = Path(__file__).parent / "results"
+#: docs/validation.md, the user-facing page "How far to trust the numbers": `TEMPLATE` (the
+#: hand-written preamble and measured notes) with the calibration tables of the last full run
+#: between the `TABLES` markers, where the template holds the last published ones until then.
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "validation.md"
+TEMPLATE = Path(__file__).parent / "validation_template.md"
+TABLES = ("<!-- calibration tables: begin -->", "<!-- calibration tables: end -->")
+GENERATED = "<!-- written by benchmarks/calibration.py from benchmarks/validation_template.md: edit those -->\n"
 SEEDS = 30
 #: More seeds for a case with a cell outside issue 11's bars, stage by stage, each case judged on
 #: all its seeds (a group-sequential design, stopped at the first stage a case is inside): with
@@ -543,7 +552,8 @@ def calibrate(
     """Run the Monte Carlo on seeds `first_seed` ... `first_seed + seeds - 1` (`cases`: whole
     case names, or parts of names selecting every case containing them; all by default; with `ablation` the single-effect cases
     only), then each case with a cell outside the bars on `extend[0]` more seeds, one still
-    outside on `extend[1]` more, and so on (`EXTEND`), and write results/calibration{-ablation}.{json,md}. Returns the JSON document."""
+    outside on `extend[1]` more, and so on (`EXTEND`), and write results/calibration{-ablation}.{json,md}
+    (and docs/validation.md after an untagged full run, `_full_run`). Returns the JSON document."""
     pool_of = ABLATION_CASES if ablation else CASES
     names = {c.name for c in pool_of}  # a whole case name selects that case alone
     chosen = [c for c in pool_of if not cases or any(x == c.name or (x not in names and x in c.name) for x in cases)]
@@ -590,7 +600,38 @@ def calibrate(
     (OUT / f"{stem}.json").write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
     (OUT / f"{stem}.md").write_text(markdown(summary, meta))
     print(f"wrote {OUT / f'{stem}.md'}")
+    if not ablation and not tag and _full_run({c.name for c in chosen}, seeds):
+        DOCS.write_text(validation_page(markdown(summary, meta)))
+        print(f"wrote {DOCS}")
     return doc
+
+
+def validation_page(tables: str | None = None) -> str:
+    """docs/validation.md: `TEMPLATE` with a run's `markdown` tables (their headings one level
+    down) between the `TABLES` markers; without them, the template's own tables stay."""
+    text = TEMPLATE.read_text()
+    if tables is not None:
+        head, rest = text.split(TABLES[0], 1)
+        tables = "\n".join("#" + ln if ln.startswith("#") else ln for ln in tables.splitlines())
+        text = f"{head}{TABLES[0]}\n{tables}\n{TABLES[1]}{rest.split(TABLES[1], 1)[1]}"
+    return GENERATED + text
+
+
+def write_validation_page() -> Path:
+    """(Re)write docs/validation.md from results/calibration.json when that holds a full run
+    (`_full_run`), else with the template's tables."""
+    path = OUT / "calibration.json"
+    doc = json.loads(path.read_text()) if path.is_file() else {}
+    full = bool(doc) and _full_run(set(doc["summary"]), doc["meta"]["seeds"])
+    DOCS.write_text(validation_page(markdown(doc["summary"], doc["meta"]) if full else None))
+    print(f"wrote {DOCS} " + (f"from {path}" if full else "with the template's tables (no full run in results/)"))
+    return DOCS
+
+
+def _full_run(cases: set[str], seeds: int) -> bool:
+    """Whether a run of `cases` on `seeds` seeds is the full calibration docs/validation.md
+    shows: every case of `CASES` on at least `SEEDS` seeds."""
+    return seeds >= SEEDS and cases == {c.name for c in CASES}
 
 
 #: `benchmarks/run.py` writes its summary rows here (calibration.json is the full document).
@@ -628,6 +669,11 @@ def main(argv: list[str] | None = None) -> int:
         "--ablation", action="store_true", help="each mismatch effect alone (writes calibration-ablation.*)"
     )
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument(
+        "--docs",
+        action="store_true",
+        help="rewrite docs/validation.md from results/calibration.json (or the template's tables) and exit",
+    )
     ap.add_argument("--cache", type=Path, help="folder of cached simulated flights (created if missing)")
     ap.add_argument("--tls", action="append", default=[], help="NAME=VALUE: a TlsSettings field for every TLS case")
     ap.add_argument(
@@ -646,6 +692,9 @@ def main(argv: list[str] | None = None) -> int:
     CACHE = a.cache
     TLS_OPTIONS.update(_option(t, "tls") for t in a.tls)
     ONLINE_OPTIONS.update(_option(t, "online") for t in a.online)
+    if a.docs:
+        write_validation_page()
+        return 0
     if a.list:
         print("\n".join(f"{c.name:<50} {c.note}" for c in (ABLATION_CASES if a.ablation else CASES)))
         return 0

@@ -1,5 +1,5 @@
 """Fuzz benchmark of the log readers (issue 16 part 4): a seeded, resumable mutation campaign
-over every reader (tests/fuzzing.py: seeds cut from every fixture in shared/data and written
+over every reader (tests/support/fuzzing.py: seeds cut from every fixture in shared/data and written
 by rotorid's writers, mutations, forked workers with RLIMIT_AS and a per-input time limit, an
 independent plausibility oracle).
 
@@ -51,7 +51,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-import fuzzing  # noqa: E402  (tests/fuzzing.py: the engine shared with the in-suite fuzz test)
+from support import fuzzing  # noqa: E402  (tests/support/fuzzing.py: the engine shared with the in-suite fuzz test)
 
 DATA = Path(os.environ.get("ROTORID_DATA", REPO.parent / "shared" / "data"))
 OUT = HERE / "results"
@@ -71,7 +71,7 @@ COLUMNS = {
 }
 #: Inputs per batch: the counts are saved after each (a stopped campaign loses at most one).
 BATCH = 500
-#: The CPU seconds of a hang's detail (tests/fuzzing.py `Worker.collect`). A hang with less CPU
+#: The CPU seconds of a hang's detail (tests/support/fuzzing.py `Worker.collect`). A hang with less CPU
 #: than the time limit was called by the wall-clock limit: a stalled machine or a stopped
 #: campaign (SIGSTOP) also trips it, so such a hang counts only if a second reading, in a fresh
 #: worker, hangs too. A hang on CPU time is the reader's own and counts at once.
@@ -84,8 +84,8 @@ LIBRARIES = ("numpy", "scipy", "pandas", "pyarrow", "pyulog", "pymavlink", "oran
 def code_hash() -> tuple[str, dict[str, str]]:
     """SHA-256 (first 16 hex digits) of the code under test and the library versions."""
     src = REPO / "src" / "rotorid"
-    files = [*sorted((src / "io").glob("*.py")), *(src / n for n in CODE), REPO / "tests" / "fuzzing.py"]
-    files.append(REPO / "tests" / "helpers_cf.py")
+    files = [*sorted((src / "io").glob("*.py")), *(src / n for n in CODE), REPO / "tests" / "support" / "fuzzing.py"]
+    files.append(REPO / "tests" / "support" / "helpers_cf.py")
     h = hashlib.sha256()
     for f in files:
         h.update(f.relative_to(REPO).as_posix().encode() + b"\0" + f.read_bytes())

@@ -77,7 +77,7 @@ def make_target(reader: str, scratch: Path, counts: mmap.mmap) -> Any:
     failure."""
     import resource
 
-    import fuzzing
+    from support import fuzzing
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
 
@@ -106,7 +106,7 @@ def target_main(reader: str, counts_path: Path, libfuzzer_args: list[str]) -> No
 
     sys.path.insert(0, str(REPO / "tests"))
     with atheris.instrument_imports(include=INSTRUMENTED):
-        import fuzzing
+        from support import fuzzing
 
         fuzzing._preload()
     # one folder per reader, reused run after run (libFuzzer exits without cleaning up)
@@ -168,7 +168,7 @@ def finding(reader: str, log: str, before: set[Path], counts: dict[str, int]) ->
     err = re.search(r"ERROR: libFuzzer: (.*)", log)
     first = ARTIFACTS.get(prefix) or next((k for k in BAD if counts[k]), "crash")
     seen = (m.group(2) if m else err.group(1) if err else prefix)[:200]
-    import fuzzing
+    from support import fuzzing
 
     suffix, options = suffix_for(reader, art.read_bytes())
     w = fuzzing.Worker(TIMEOUT)

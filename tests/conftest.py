@@ -1,5 +1,9 @@
-"""Shared fixtures. The real logs live in ../shared/data (next to the repository); tests that
-need them are skipped with a clear reason where that folder is absent."""
+"""Shared fixtures. The real logs live in ../shared/data (next to the repository, or where
+ROTORID_DATA points): a test that needs one fails, naming the missing path, where it is absent,
+as does a test whose rotorid module is missing; nothing is skipped silently. Only optional
+third-party packages may be `importorskip`ped, and the browser tests skip where headless
+Chromium is not installed (`make test` installs it; the skip names the missing binaries).
+Fixtures several test files share live in tests/support/fixtures.py, imported here."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from pathlib import Path
 import matplotlib
 import pytest
 
+from support.fixtures import worker  # noqa: F401  (a fixture: importing it here shares it)
+
 matplotlib.use("Agg")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,7 +25,7 @@ DATA = Path(os.environ.get("ROTORID_DATA", REPO.parent / "shared" / "data"))
 
 def _need(path: Path) -> Path:
     if not path.exists():
-        pytest.skip(f"real flight data not found at {path} (set ROTORID_DATA to ../shared/data)")
+        pytest.fail(f"real flight data not found at {path} (set ROTORID_DATA to ../shared/data)")
     return path
 
 

@@ -3,19 +3,14 @@ on synthetic estimates with a known σ, its flags, its tables, and one small rea
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "calibration.py"
-_spec = importlib.util.spec_from_file_location("calibration", _PATH)
-cal = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("calibration", cal)
-_spec.loader.exec_module(cal)
+from support.bench import load
+
+cal = load("calibration")
 
 
 def _draws(n: int, sigma: float, true_sigma: float, bias: float = 0.0, seed: int = 0):

@@ -128,8 +128,6 @@ def test_validate_errors(files: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_simulate_errors(tmp_path: Path, unwritable: Path) -> None:
-    if "simulate" not in {c.name or c.callback.__name__ for c in app.registered_commands}:
-        pytest.skip("rotorid simulate is not part of the CLI yet")
     fails(["simulate", "no-such-scenario", "--out", str(tmp_path / "sim")], "no-such-scenario")
     fails(["simulate", "kwon-payload", "--out", str(unwritable)], "cannot write")
     fails(["simulate", "kwon-payload", "--set", "bogus=1", "--out", str(tmp_path / "sim")], "bogus")

@@ -96,7 +96,7 @@ def test_a_disturbance_torque_widens_sigma_to_the_bracket_and_hides_an_unexcited
 def betaflight(data_dir: Path, tmp_path_factory):
     path = data_dir / "betaflight" / "example_smooth_tune.BBL"
     if not path.exists():
-        pytest.skip("Betaflight fixture not found")
+        pytest.fail(f"Betaflight fixture not found: {path}")
     (f,) = read(path)
     toml = tmp_path_factory.mktemp("cs110") / "cs110.toml"
     toml.write_text(CS110)

@@ -8,9 +8,8 @@ import pytest
 from rotorid.methods import delay
 from rotorid.result import compare
 from rotorid.signal import butter_filtfilt, derivative
+from rotorid.sim import scenarios
 from rotorid.vehicle import Vehicle
-
-scenarios = pytest.importorskip("rotorid.sim.scenarios")
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ with the input saved and counted; the target judges inputs as the mutation campa
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import mmap
 import os
@@ -14,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import fuzzing
 from rotorid.io import formats
+from support import fuzzing
+from support.bench import load
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz_atheris.py"
-_spec = importlib.util.spec_from_file_location("fuzz_atheris", _PATH)
-fa = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fa)
+fa = load("fuzz_atheris")
+_PATH = Path(fa.__file__)
 
 
 def _drive(out: Path, *args: str) -> subprocess.CompletedProcess:

@@ -4,19 +4,13 @@ machine) is read again in a fresh worker; a hang on CPU time counts at once."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
-import sys
-from pathlib import Path
 
-import fuzzing
+from support import fuzzing
+from support.bench import load
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz.py"
-_spec = importlib.util.spec_from_file_location("fuzz_campaign", _PATH)
-fz = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("fuzz_campaign", fz)
-_spec.loader.exec_module(fz)
+fz = load("fuzz", "fuzz_campaign")
 
 CSV = b"t,acc_x,acc_y,acc_z\n0.0,0,0,9.81\n0.001,0,0,9.81\n"
 

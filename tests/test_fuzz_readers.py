@@ -1,5 +1,5 @@
 """In-suite mutation fuzzing of every reader (issue 16 part 4): hypothesis draws mutation
-sequences (tests/fuzzing.py) of small valid inputs cut from every fixture in shared/data and
+sequences (tests/support/fuzzing.py) of small valid inputs cut from every fixture in shared/data and
 from synthetic logs; each mutant is read by `rotorid.io.read` in a forked worker with a time
 limit and an address-space cap. The only acceptable outcomes are a Flight list within the
 physical limits or a `RotoridError`. Derandomized (fixed seeds); budget ≈ 10 s of one core.
@@ -8,7 +8,6 @@ The long run is benchmarks/fuzz.py."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import fuzzing
 from rotorid.flight import Flight
 from rotorid.io import FORMATS, Format, formats
+from support import fuzzing
 
 #: Examples per reader (ULog and DataFlash parse slowest: ~30 inputs/s on a loaded core).
 BUDGET = {"crazyflie": 200, "ulog": 60, "table": 100, "dataflash": 60, "blackbox": 60}
@@ -46,13 +45,6 @@ def seeds(data_dir: Path) -> dict[str, list[fuzzing.Seed]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def worker() -> Iterator[fuzzing.Worker]:
-    w = fuzzing.Worker(timeout=10.0)  # generous: the suite shares 2 cores
-    yield w
-    w.close()
-
-
 def test_seeds_cover_every_fixture(
     seeds: dict[str, list[fuzzing.Seed]], data_dir: Path, worker: fuzzing.Worker
 ) -> None:
@@ -76,7 +68,9 @@ def test_mutants_end_in_flights_or_rotorid_error(
 ) -> None:
     group = seeds.get(reader)
     if not group:
-        pytest.skip(f"no fixture for the {reader} reader in shared/data")
+        pytest.fail(
+            f"no seed for the {reader} reader: add a fixture to shared/data or a written seed to tests/support/fuzzing.py"
+        )
 
     @settings(
         max_examples=BUDGET[reader],

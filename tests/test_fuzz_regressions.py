@@ -14,19 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import fuzzing
-from helpers_cf import CF_TYPE, fixed_frequency, log_bytes
 from rotorid import frames, signal
 from rotorid.errors import LogFormatError, RotoridError, clip, one_line, quote
 from rotorid.flight import Flight, Series, align, grid_size
 from rotorid.io import guard, load, read, table, ulog
-
-
-@pytest.fixture(scope="module")
-def worker() -> Iterator[fuzzing.Worker]:
-    w = fuzzing.Worker(timeout=10.0)
-    yield w
-    w.close()
+from support import fuzzing
+from support.helpers_cf import CF_TYPE, fixed_frequency, log_bytes
 
 
 def _msg(kind: str, payload: bytes) -> bytes:

@@ -53,7 +53,7 @@ torque_dir = 1
 def bbl(data_dir: Path) -> dict[str, Path]:
     out = {n: data_dir / "betaflight" / f"{n}.BBL" for n in ("example_smooth_tune", "better_tune")}
     if not all(p.exists() for p in out.values()):
-        pytest.skip("Betaflight fixtures not found")
+        pytest.fail(f"Betaflight fixtures not found: {sorted(map(str, out.values()))}")
     return out
 
 

@@ -1,5 +1,5 @@
 """Crazyflie uSD-log decoder: real logs, every kind of bad input, and an exact round trip
-against an independent struct-based writer (tests/helpers_cf.py)."""
+against an independent struct-based writer (tests/support/helpers_cf.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers_cf import CF_TYPE, event, fixed_frequency, header, log_bytes
 from rotorid.errors import LogFormatError, WindowError
 from rotorid.io import crazyflie, load, read
+from support.helpers_cf import CF_TYPE, event, fixed_frequency, header, log_bytes
 
 _counter = itertools.count()
 

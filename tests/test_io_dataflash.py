@@ -19,15 +19,14 @@ from rotorid.cli import app
 from rotorid.errors import LogFormatError, RateError, RotoridError
 from rotorid.flight import Flight
 from rotorid.io import dataflash, read, write
-
-scenarios = pytest.importorskip("rotorid.sim.scenarios")
+from rotorid.sim import scenarios
 
 
 @pytest.fixture(scope="session")
 def fixture_log(data_dir: Path) -> Path:
     p = data_dir / "ardupilot" / "backend_log_80k.bin"
     if not p.exists():
-        pytest.skip(f"{p} not found")
+        pytest.fail(f"ArduPilot fixture not found: {p}")
     return p
 
 
@@ -252,8 +251,8 @@ def test_mutation_fuzzing(fixture_log: Path, tmp_path: Path) -> None:
     """Truncation, flipped bytes, absurd lengths and noise on the whole real log (its first
     32 kB, fuzzed in tests/test_fuzz_readers.py, hold headers only) and on a written log with
     every message the reader decodes (IMU, RCOU, ESC, ATT, PARM, FMTU): only RotoridError, no
-    hang, no allocation beyond the guard's bound (tests/fuzzing.py's worker)."""
-    from fuzzing import OK, ROTORID, Worker, apply_ops, random_ops
+    hang, no allocation beyond the guard's bound (tests/support/fuzzing.py's worker)."""
+    from support.fuzzing import OK, ROTORID, Worker, apply_ops, random_ops
 
     seeds = [
         fixture_log.read_bytes(),

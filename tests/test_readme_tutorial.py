@@ -46,7 +46,7 @@ def test_the_tutorial_has_commands_and_outputs() -> None:
 
 def test_readme_tutorial_runs_as_written(tmp_path: Path) -> None:
     if not (DATA / "crazyflie").is_dir():
-        pytest.skip(f"real flight data not found at {DATA}")
+        pytest.fail(f"real flight data not found at {DATA} (set ROTORID_DATA to ../shared/data)")
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "data").symlink_to(DATA.resolve())
     cwd = tmp_path / "work"

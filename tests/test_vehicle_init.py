@@ -164,7 +164,8 @@ def test_readme_documents_every_vehicle_key() -> None:
     import re
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Your vehicle") : readme.index("## Logging a PX4 flight")]
+    start = readme.index("## Your vehicle")
+    section = readme[start : readme.index("\n## ", start)]  # up to the next section
     documented = {
         k for row in re.findall(r"^\| (`.+?`) \|", section, flags=re.M) for k in re.findall(r"`\[*(\w+)\]*`", row)
     }

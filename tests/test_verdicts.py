@@ -125,3 +125,32 @@ def test_report_has_overall_verdict_and_collapsed_details() -> None:
 def test_technical_notes(note: str, tech: bool) -> None:
     assert technical(note) is tech
     assert explained(note) == note
+
+
+@pytest.mark.parametrize("std", [0.0, float("nan"), float("inf"), -1e-3, 7.44e-21])
+def test_no_sigma_that_says_nothing_is_well_determined(std: float) -> None:
+    """A σ of 0, NaN, inf, negative or below float64's resolution (delay once printed
+    tm 0.069481 ± 7.44e-21 s "well") is never "well determined"."""
+    v = verdict(Estimate(0.069481, std, "s"), {"identifiable": True})
+    assert (v.cls, v.word) == ("warn", "no σ")
+    res = Result("delay", {"tm": Estimate(0.069481, std, "s")})
+    assert overall(res) == "usable for simulation: none; without a usable σ: tm"
+
+
+def test_sigma_just_above_resolution_is_judged_by_its_size() -> None:
+    assert verdict(Estimate(0.07, 0.07 * 1e-6, "s"), None).word == "well"
+
+
+def test_model_dependent_and_at_bound_verdicts() -> None:
+    """A value reached only through a secondary model term is "model-dependent" however small its
+    σ; an estimate at a search bound is "not identified" with the bound named."""
+    e = Estimate(1.2e-5, 1e-8, "kg m^2")
+    v = verdict(e, {"identifiable": True, "model_dependent": "through the rotor-drag yaw moment only"})
+    assert (v.cls, v.word) == ("warn", "model-dependent")
+    assert "rotor-drag yaw moment" in v.text
+    b = verdict(Estimate(0.002, 1e-4, "s"), {"identifiable": True, "at_bound": "the lower bound 0.002 s"})
+    assert (b.cls, b.word) == ("bad", "not identified")
+    assert "lower bound 0.002 s" in b.text
+    res = Result("tls", {"I_zz": e, "tm": Estimate(0.07, 0.001, "s")}, observability={
+        "I_zz": {"model_dependent": "through the rotor-drag yaw moment only"}})  # fmt: skip
+    assert overall(res) == "usable for simulation: tm; model-dependent (rest on a secondary model term): I_zz"

@@ -153,6 +153,9 @@ def _jsonable(x: Any) -> Any:
 #: Relative standard deviation (%) up to which an estimate counts as well / loosely determined.
 WELL_PCT = 10.0
 LOOSE_PCT = 50.0
+#: %σ below which σ says nothing: a flight log determines no parameter to better than 1e-8 of
+#: itself (√eps of float64: below it, σ is rounding in the fit, not information from the data).
+RESOLUTION_PCT = 100 * float(np.sqrt(np.finfo(float).eps))
 
 _REF = re.compile(r"\s*\((?:eq|Eq|Sec|Alg|Fig|Table)\.?\s[^)]*\)")
 _TECHNICAL = re.compile(r"\b(?:eq|Eq|Alg|Sec|Fig)\. ?\d|\bTable [IVX]+\b|condition number|r_σ|autocorrelation")
@@ -184,13 +187,25 @@ def verdict(e: Estimate, obs: dict[str, Any] | None) -> Verdict:
         return Verdict(
             "bad", "not identifiable", plain(obs.get("reason") or "not identifiable from this flight") + advice
         )
+    if obs.get("at_bound"):
+        return Verdict("bad", "not identified", f"not identified: the estimate sits at {obs['at_bound']}" + advice)
     pct = obs.get("rel_std_pct", e.rel_std_pct)
     if e.assumed:
         return Verdict(
             "assumed", "assumed", f"assumed (%σ {pct:.2g}, the assumption's spread included): {e.assumption}"
         )
-    if not (isinstance(pct, int | float) and math.isfinite(pct)):
+    if not (isinstance(pct, int | float) and math.isfinite(pct)) or not (e.std > 0 and math.isfinite(e.std)):
         cls, word, base = "warn", "no σ", "no uncertainty available: cannot say how well determined"
+    elif pct < RESOLUTION_PCT:
+        cls, word = "warn", "no σ"
+        base = (
+            f"σ ({e.std:.2g}) is below the arithmetic's resolution: the model fits these samples to rounding, "
+            "so σ cannot say how well the flights determine it (is the log simulated by this very model, "
+            "or a channel copied from another?)"
+        )
+    elif obs.get("model_dependent"):
+        cls, word = "warn", "model-dependent"
+        base = f"model-dependent (%σ {pct:.2g}, the model's own terms only): {plain(str(obs['model_dependent']))}"
     elif pct <= WELL_PCT:
         cls, word, base = "ok", "well", f"well determined (%σ {pct:.2g})"
     elif pct <= LOOSE_PCT:
@@ -224,12 +239,13 @@ def overall(result: Result) -> str:
     simulation, what is loosely determined, assumed or not determined, and what to fly. An
     assumed parameter whose σ, the assumption's spread included, is within the well-determined
     bound is usable: its σ already says how far the assumption can move it."""
-    by: dict[str, list[str]] = {"ok": [], "warn": [], "assumed": [], "bad": []}
+    by: dict[str, list[str]] = {k: [] for k in ("ok", "warn", "model-dependent", "no σ", "assumed", "bad")}
     advice: dict[str, list[str]] = {k: [] for k in by}
     usable_assumed: list[str] = []
     for name, e in result.params.items():
         obs = result.observability.get(name) or {}
-        cls = verdict(e, obs).cls
+        v = verdict(e, obs)
+        cls = v.word if v.word in by else v.cls
         pct = obs.get("rel_std_pct", e.rel_std_pct)
         if cls == "assumed" and isinstance(pct, int | float) and pct <= WELL_PCT:
             by["ok"].append(name)
@@ -240,7 +256,14 @@ def overall(result: Result) -> str:
             advice[cls].append(obs["advice"])
     on = f" ({_listed(usable_assumed)} on a stated assumption, its spread in σ)" if usable_assumed else ""
     parts = [f"usable for simulation: {_listed(by['ok']) or 'none'}{on}"]
-    for cls, label in (("warn", "loosely determined"), ("assumed", "assumed"), ("bad", "not determined")):
+    labels = (
+        ("warn", "loosely determined"),
+        ("model-dependent", "model-dependent (rest on a secondary model term)"),
+        ("no σ", "without a usable σ"),
+        ("assumed", "assumed"),
+        ("bad", "not determined"),
+    )
+    for cls, label in labels:
         if by[cls]:
             todo = "; ".join(advice[cls])
             parts.append(f"{label}: {_listed(by[cls])}" + (f" ({todo} to measure them)" if todo else ""))

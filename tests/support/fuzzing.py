@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers_cf import CF_TYPE, log_bytes
+from support.helpers_cf import CF_TYPE, log_bytes
 
 #: Outcome kinds. "ok" and "rotorid" are the only acceptable ones.
 OK, ROTORID, CRASH, HANG, ALLOC, IMPLAUSIBLE = "ok", "rotorid", "crash", "hang", "alloc", "implausible"
