@@ -17,7 +17,7 @@ from rotorid.cli import _reading, _reading_words, app
 def ardupilot(data_dir: Path) -> Path:
     p = data_dir / "ardupilot" / "backend_log_80k.bin"
     if not p.exists():
-        pytest.skip(f"{p} not found")
+        pytest.fail(f"ArduPilot fixture not found: {p}")
     return p
 
 
