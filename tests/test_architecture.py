@@ -44,6 +44,7 @@ def test_import_contracts_hold() -> None:
         ("io/table.py", "from rotorid.report import html", ["layers", "readers-decode-only"]),
         ("result.py", "import rotorid.validate", ["layers", "acyclic"]),
         ("report/style.py", "from rotorid.report import delay", ["acyclic"]),
+        ("methods/online/settings.py", "from rotorid.methods.online import noise", ["online-stages"]),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str, line: str, broken: list[str]) -> None:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from rotorid.cli import app
 from rotorid.errors import RotoridError
 from rotorid.methods import delay
+from rotorid.methods.delay import covariance
 from rotorid.report.html import verdict
 from rotorid.vehicle import Vehicle
 from test_delay_synthetic import K, attitude_flight, thrust_flight
@@ -56,7 +57,7 @@ def test_segments_are_not_multiplied_across_their_boundary():
 def test_blocked_autocovariances_are_the_direct_sums(monkeypatch, nlags):
     """Γ_k = Σ_t z_t z_{t+k} within each segment, k < nlags, by the blocked FFT correlation
     (blocks shrunk to 256 samples, so segments span many blocks and lags cross their edges)."""
-    monkeypatch.setattr(delay, "ACOV_BLOCK", 256)
+    monkeypatch.setattr(covariance, "ACOV_BLOCK", 256)
     rng = np.random.default_rng(3)
     lengths = [1000, 3, 2100]
     z = lfilter([1.0], [1.0, -0.9], rng.standard_normal((sum(lengths), 2)), axis=0)
@@ -67,7 +68,7 @@ def test_blocked_autocovariances_are_the_direct_sums(monkeypatch, nlags):
         for k in range(min(nlags, n)):
             direct[k] += (seg[: n - k] * seg[k:]).sum(axis=0)
         start += n
-    np.testing.assert_allclose(delay._autocov(z, lengths, nlags), direct, rtol=1e-10, atol=1e-10 * direct[0].max())
+    np.testing.assert_allclose(covariance.autocov(z, lengths, nlags), direct, rtol=1e-10, atol=1e-10 * direct[0].max())
 
 
 def test_the_window_needs_only_the_lags_below_it(monkeypatch):
@@ -75,9 +76,9 @@ def test_the_window_needs_only_the_lags_below_it(monkeypatch):
     first pass of few lags grow until it closes: the same variance as with every lag."""
     rng = np.random.default_rng(4)
     z = lfilter([1.0], [1.0, -0.995], rng.standard_normal(40_000))
-    monkeypatch.setattr(delay, "FIRST_LAGS", 20_000)  # every lag at once
+    monkeypatch.setattr(covariance, "FIRST_LAGS", 20_000)  # every lag at once
     every = delay.long_run_var(z, [25_000, 15_000])
-    monkeypatch.setattr(delay, "FIRST_LAGS", 16)
+    monkeypatch.setattr(covariance, "FIRST_LAGS", 16)
     assert delay.long_run_var(z, [25_000, 15_000]) == pytest.approx(every, rel=1e-9)
     assert every[1] > 100
 

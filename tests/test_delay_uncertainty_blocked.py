@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from rotorid.methods import delay
+from rotorid.methods.delay.covariance import hac_cov, ols_influence
+from rotorid.methods.delay.uncertainty import prior_terms
 from rotorid.signal import CHUNK
 from rotorid.vehicle import Vehicle
 from test_delay_synthetic import FS, thrust_flight
@@ -33,15 +35,15 @@ def _dense(prob: delay.ThrustProblem, pair, dirs, st: delay.DelaySettings):
         for d in dirs
     ]
     j = np.column_stack([*cols, prob.design_states(states)])
-    z = delay._ols_influence(j, fit.residual, prob.n_rows)
-    cov = delay._hac_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
+    z = ols_influence(j, fit.residual, prob.n_rows)
+    cov = hac_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
     q = len(dirs)
     ones = np.concatenate([np.broadcast_to(prob.rows == 2, (len(f.t), prob.n_rows)).reshape(-1) for f in prob.flights])
     bias = np.concatenate([np.zeros(q), -np.linalg.lstsq(j[:, q:], prob.vehicle.mass * ones, rcond=None)[0]])
     if st.tm_prior is not None and q:
         prec = np.linalg.pinv(cov)
         for k, d in enumerate(dirs):
-            prec[k, k] += max(delay._prior_terms(float(np.dot(tm, d)) / float(np.sum(d)), st.tm_prior)[1], 0.0)
+            prec[k, k] += max(prior_terms(float(np.dot(tm, d)) / float(np.sum(d)), st.tm_prior)[1], 0.0)
         cov = np.linalg.pinv(prec)
     # the blocked T_m columns restart the lag on every block (`ThrustProblem.state_blocks`): its
     # states round differently from the whole flight's, by `drift`, which the central difference

@@ -145,7 +145,17 @@ def test_missing_quantities_are_named(cf: Vehicle) -> None:
         export(tilted, "rotorpy", max_rotor_speed=2500.0)
     with pytest.raises(ExportError, match="unknown export format 'urdf'"):
         export(cf, "urdf")
-    assert FORMATS == ("toml", "rotorpy", "rltools", "gazebo")
+    assert FORMATS == (
+        "toml",
+        "rotorpy",
+        "rltools",
+        "gazebo",
+        "px4",
+        "ardupilot",
+        "ardupilot-sitl",
+        "betaflight",
+        "crazyflie",
+    )
 
 
 def _params_json(tmp_path: Path) -> Path:

@@ -211,7 +211,7 @@ def test_parquet_duplicate_column_is_a_format_error(tmp_path: Path) -> None:
 def test_multi_event_crazyflie_time_jump(worker: fuzzing.Worker) -> None:
     """Two event types, one time stamp jumping by 2^40 µs: align asked for a grid of 10^12
     samples (hang, then MemoryError)."""
-    slow = (7, "slow", [("motor.m1", "H")])
+    slow = (7, "slow", [("rpm.m1", "H")])  # a channel only this event has: its clock meets the other
     events = [(0, 1_000_000 + 1000 * k, [0.0, 0.0, 1.0, 0, 0, 0, 1, 2, 3, 4]) for k in range(40)]
     events += [(7, 1_000_000 + 4000 * k, [20000]) for k in range(10)]
     events.append((7, 1 << 40, [20000]))
@@ -411,7 +411,7 @@ def test_a_single_sample_is_no_flight(tmp_path: Path) -> None:
     reader kept the one event before it, and `rotorid info`'s gap search took the median of
     no time steps (numpy's RuntimeWarning 'Mean of empty slice'). A piece of one sample is
     no flight: alone it is an error; beside a real piece it is left out with a warning."""
-    slow = (7, "slow", [("motor.m1", "H")])
+    slow = (7, "slow", [("rpm.m1", "H")])  # a channel only this event has: its clock meets the other
     fixed = [0.0, 0.0, 1.0, 0, 0, 0, 1, 2, 3, 4]
     events = [(0, 1_000_000, fixed), (7, 1_000_001, [20000]), (0, 1_001_000, fixed), (0, 0, fixed)]
     events += [(7, 1_004_001, [20000]), (0, 1_005_000, fixed)]

@@ -35,6 +35,7 @@ PLAUSIBLE = {
     "rotor_speed": 9000.0,
     "pos": 9e4,
     "vel": 190.0,
+    "vbat": 90.0,
 }
 
 
@@ -54,7 +55,7 @@ def flights(draw: st.DrawFn) -> Flight:
             kw[ch] = q / np.linalg.norm(q, axis=1, keepdims=True)
             continue
         hi = PLAUSIBLE[ch]
-        kw[ch] = draw(hnp.arrays(np.float64, (n, cols), elements=st.floats(0.0 if ch == "cmd" else -hi, hi)))
+        kw[ch] = draw(hnp.arrays(np.float64, (n, cols), elements=st.floats(0.0 if ch in ("cmd", "vbat") else -hi, hi)))
     if draw(st.booleans()):
         kw["landed"] = draw(hnp.arrays(np.bool_, n))
     return Flight(t=t, meta={"source": "hypothesis"}, **kw)

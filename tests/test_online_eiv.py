@@ -1,5 +1,5 @@
 """The online method's two corrections of issue 11 on synthetic data with a known answer: the
-errors-in-variables solve of the mass rows (`online._final_theta2`, Fuller 1987 §2.2) and the
+errors-in-variables solve of the mass rows (`online.solve.final_theta2`, Fuller 1987 §2.2) and the
 causal gyro-bias tracker (`online.gyro_bias`, its time constant from the Allan variance)."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import pytest
 
 from rotorid.flight import Flight
 from rotorid.methods import online
+from rotorid.methods.online.bias import rate_error
+from rotorid.methods.online.solve import final_theta2
 
 
 def _eiv_rows(rng: np.random.Generator, n: int, vu: float):
@@ -36,7 +38,7 @@ def test_eiv_recovers_the_slope_that_least_squares_attenuates() -> None:
     vu, ls, eiv, sd = 0.02, [], [], []
     for _ in range(40):
         theta, th, bread, h, y, r = _eiv_rows(rng, 4000, vu)
-        t2, cov, _ = online._final_theta2(bread, th, h, y, r, np.full_like(r, vu))
+        t2, cov, _ = final_theta2(bread, th, h, y, r, np.full_like(r, vu))
         ls.append(th[0])
         eiv.append(t2[0])
         sd.append(np.sqrt(cov[0, 0]))
@@ -49,7 +51,7 @@ def test_eiv_recovers_the_slope_that_least_squares_attenuates() -> None:
 
 def test_no_regressor_noise_is_the_least_squares_fit() -> None:
     _, th, bread, h, y, r = _eiv_rows(np.random.default_rng(4), 2000, 0.0)
-    t2, _, b2 = online._final_theta2(bread, th, h, y, r, np.zeros_like(r))
+    t2, _, b2 = final_theta2(bread, th, h, y, r, np.zeros_like(r))
     assert t2 == pytest.approx(th, rel=1e-9) and b2 == pytest.approx(bread, rel=1e-9)
 
 
@@ -99,7 +101,7 @@ def test_a_constant_bias_gets_the_running_mean() -> None:
     """No walk: τ is the flight's length and the series is the causal running mean."""
     fl, bias = _gyro_flight(np.random.default_rng(7), 1e-4, 0.0, n=20000)
     gb = online.gyro_bias(fl, tau=100.0, lag=0.0)  # τ beyond the flight: capped to its length
-    d = online._rate_error(fl)[0]
+    d = rate_error(fl)[0]
     assert gb.series[-1] == pytest.approx(d.mean(axis=0), rel=1e-9, abs=1e-12)
     assert gb.series[-1] == pytest.approx(bias[0], abs=5e-5)
     assert np.all(gb.tau <= fl.t[-1])

@@ -1,6 +1,6 @@
 """The online method's final θ1 (`online.identify`): the KF held at the final estimate and the
-estimator re-run to its fixed point (`OnlineSettings.fixed_point`, `online._fixed_point`), and
-the gyro noise in α̂ corrected (`online.alpha_row_noise`, `online._final_theta1_eiv`)."""
+estimator re-run to its fixed point (`OnlineSettings.fixed_point`, `online.passes.fixed_point`), and
+the gyro noise in α̂ corrected (`online.alpha_row_noise`, `online.solve.final_theta1_eiv`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rotorid.methods import online
+from rotorid.methods.online.solve import final_theta1_eiv
 from rotorid.sim import scenarios
 
 
@@ -73,7 +74,7 @@ def test_the_gyro_noise_in_alpha_is_corrected() -> None:
     vu, ls, eiv, sd = 0.02, [], [], []
     for _ in range(30):
         theta, th, bread, h, y, r = _rows(rng, 3000, vu)
-        tc, std, _ = online._final_theta1_eiv(bread, th, h, y, r, np.full((len(h), 3), vu))
+        tc, std, _ = final_theta1_eiv(bread, th, h, y, r, np.full((len(h), 3), vu))
         ls.append(th[:3] / theta[:3] - 1.0)
         eiv.append(tc[:3] / theta[:3] - 1.0)
         sd.append(std[:3] / theta[:3])

@@ -21,6 +21,7 @@ import pytest
 
 from rotorid.frames import GRAVITY
 from rotorid.methods import online
+from rotorid.methods.online import passes
 
 RTOL = 1e-9
 
@@ -287,7 +288,7 @@ def _identify(cls, fl, veh, settings, monkeypatch):
             super().__init__(*args)
             made.append(self)
 
-    monkeypatch.setattr(online, "OnlineEstimator", Kept)
+    monkeypatch.setattr(passes, "OnlineEstimator", Kept)  # the stage that runs the estimator
     return online.identify(fl, veh, settings), made[-1]
 
 

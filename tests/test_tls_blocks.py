@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rotorid.methods import tls
+from rotorid.methods.tls import rows as tls_rows
+from rotorid.methods.tls import solve as tls_solve
 from rotorid.motion import airborne_pieces, motion
 from rotorid.signal import butter_filtfilt, butter_sos, filtfilt_blocks
 from rotorid.sim import scenarios
@@ -73,7 +75,7 @@ def test_idim_rows_do_not_depend_on_the_blocks(six, block, source):
     decimation grid, or longer than the flight: the same rows as the one-shot filter."""
     st_ = tls.TlsSettings(source=source, tm=0.01, acc_bias=False, yaw_moment=False)  # the rows before any centring
     ref = _one_shot_rows(six.flights["train"], six.vehicle, st_)
-    with mock.patch.object(tls, "block_rows", lambda n: block):
+    with mock.patch.object(tls_rows, "block_rows", lambda n: block):
         rows, _ = tls.idim_rows([six.flights["train"]], six.vehicle, st_)
     got = np.concatenate([rows.dk.reshape(len(rows.t), -1), rows.d.reshape(len(rows.t), -1), rows.dm], 1)
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
@@ -112,7 +114,7 @@ def test_identify_runs_blas_on_one_thread(six, monkeypatch):
         seen.append(blas_threads())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(tls, "essential", spy)
+    monkeypatch.setattr(tls_solve, "essential", spy)
     with threadpool_limits(limits=2, user_api="blas"):  # as on a 2-core machine, whatever this one has
         tls.identify({"A": [six.flights["train"]]}, six.vehicle)
         assert blas_threads() == {2}
@@ -132,7 +134,7 @@ def test_rotor_side_by_blocks_equals_the_whole_piece(lag, uniform):
     scaled, tq = u * np.sqrt(gain), t - lag
     whole_u = np.column_stack([np.interp(tq, t, c) for c in scaled.T]) if lag else scaled
     whole_v = np.column_stack([np.interp(tq, t, c) for c in vel.T]) if lag else vel
-    rotor = tls._Rotor(t, u, vel, None, gain, lag)
+    rotor = tls_rows.Rotor(t, u, vel, None, gain, lag)
     for a, b in [(0, 1), (0, 7), (1, 2), (5, 400), (399, 1201), (2990, n), (n - 1, n), (0, n)]:
         got_u, got_v = rotor.rows(a, b)
         assert np.array_equal(got_u, whole_u[a:b]) and np.array_equal(got_v, whole_v[a:b]), (a, b)

@@ -10,6 +10,11 @@ import numpy as np
 import pytest
 
 from rotorid.methods import tls
+from rotorid.methods.tls import lags as tls_lags
+from rotorid.methods.tls import noise as tls_noise
+from rotorid.methods.tls import problem as tls_problem
+from rotorid.methods.tls import rows as tls_rows
+from rotorid.methods.tls import solve as tls_solve
 from rotorid.motion import airborne_pieces
 from rotorid.sim import scenarios
 from test_tls_unit import _true_params, hexa_tilted, kinematic_flight
@@ -20,9 +25,9 @@ ACC, GYRO, POS, ANG = 0.05, 0.002, 3e-4, 1e-3
 def test_noise_floor_reads_the_white_noise_level() -> None:
     v = hexa_tilted()
     p = airborne_pieces(kinematic_flight(v, seed=3, dur=60.0, noise=(ACC, GYRO, 0, 0)))[0]
-    sd = np.sqrt(tls._noise_floor(np.column_stack([p.gyro, p.acc]), p.rate, 45.0))
+    sd = np.sqrt(tls_noise.noise_floor(np.column_stack([p.gyro, p.acc]), p.rate, 45.0))
     np.testing.assert_allclose(sd, [GYRO] * 3 + [ACC] * 3, rtol=0.05)
-    assert np.all(tls._noise_floor(p.gyro[:, :1], p.rate, 0.46 * p.rate) == 0)  # no bin above 0.9 Nyquist
+    assert np.all(tls_noise.noise_floor(p.gyro[:, :1], p.rate, 0.46 * p.rate) == 0)  # no bin above 0.9 Nyquist
 
 
 @pytest.mark.parametrize(
@@ -37,10 +42,11 @@ def test_noise_moment_matches_the_noise_the_rows_carry(source: str, noise: tuple
     noisy, clean = (kinematic_flight(v, seed=3, dur=60.0, noise=nz) for nz in (noise, (0, 0, 0, 0)))
     st = tls.TlsSettings(source=source, acc_bias=False)
     m = {"A": v.mass}
-    rows, resolved, wn, blocks, _ = tls._system({"A": [noisy]}, v, m, st, None)
-    wc = tls._system({"A": [clean]}, v, m, st, None)[2]
+    noisy_problem = tls_problem.TlsProblem.of({"A": [noisy]}, v, m, settings=st)
+    rows, resolved, wn, blocks, _ = tls_problem.build_system(noisy_problem, None)
+    wc = tls_problem.build_system(tls_problem.TlsProblem.of({"A": [clean]}, v, m, settings=st), None).w
     dw = wn - wc  # the same trajectory: the rows' noise itself
-    moment = tls._noise_moment({"A": [noisy]}, v, m, st, rows, resolved).total
+    moment = tls_noise.noise_moment(noisy_problem, rows, resolved).total
     strong = 0
     for b in range(6):
         emp = dw[blocks == b].T @ dw[blocks == b] / np.sum(blocks == b)
@@ -83,9 +89,9 @@ def _low_passed(x: np.ndarray, fs: float, sd: float, seed: int = 8) -> np.ndarra
 def test_floor_doubt_is_the_sampling_error_of_a_white_floor_and_the_step_of_a_low_passed_one() -> None:
     rng = np.random.default_rng(0)
     white = rng.standard_normal((12000, 3))
-    d = tls._floor_doubt(white, 200.0, 45.0)
+    d = tls_noise.floor_doubt(white, 200.0, 45.0)
     assert np.all((d > 0.005) & (d < 0.05)), d  # the floor's standard error, 2-3 %
-    low = tls._floor_doubt(_low_passed(0.1 * white, 200.0, 1.0), 200.0, 45.0)
+    low = tls_noise.floor_doubt(_low_passed(0.1 * white, 200.0, 1.0), 200.0, 45.0)
     assert np.all(low > 2.0), low  # the spectrum at 22.5-45 Hz is several times the floor above
 
 
@@ -125,10 +131,11 @@ def test_the_moment_rows_use_the_bias_the_compensated_fit_finds(ab) -> None:
     first moments by 1 + Δb_z / g (com_x, com_y of configuration B 1.2-1.4 σ̄ off in every
     simulated flight)."""
     configs, vehicle, masses = ab
-    sol = tls._solve_separated(configs, vehicle, masses, np.ones(12), tls.TlsSettings(motor_spread=0.0))[0]
+    problem = tls_problem.TlsProblem.of(configs, vehicle, masses, settings=tls.TlsSettings(motor_spread=0.0))
+    sol = tls_lags.solve_separated(problem).solution
     x = np.zeros(len(sol.names))
     x[sol.kept] = sol.fit.x
-    left = tls._acc_bias(sol.rows, x, masses)
+    left = tls_rows.acc_bias_estimate(sol.rows, x, masses)
     assert max(float(np.abs(v).max()) for v in left.values()) < 1e-4, left
 
 
@@ -174,7 +181,7 @@ def test_the_first_moments_sigma_counts_the_accelerometer_noise_the_bias_estimat
 def test_the_thrust_noise_is_read_from_the_residuals_and_its_errors_in_variables_compensated() -> None:
     """Thrust noise (0.05 N per rotor, white at the simulator's 1 kHz) drives ω̇ with a torque
     the rotor terms do not hold: an error in the ω̇ columns no sensor floor shows. Its RMS in
-    the band, read from the moment rows' residuals (`_disturbance`), is the simulator's within
+    the band, read from the moment rows' residuals (`noise.disturbance_moment`), is the simulator's within
     10 % about each axis; compensated, I_xx and I_yy are within 1σ, left out they are 2.4-2.7σ
     low (-0.26 %, -0.28 %)."""
     from rotorid.sim.dynamics import Body
@@ -183,12 +190,12 @@ def test_the_thrust_noise_is_read_from_the_residuals_and_its_errors_in_variables
     fl, st = {"A": [sc.flights["train"]]}, tls.TlsSettings(motor_spread=0.0)
     r = tls.identify(fl, sc.vehicle, settings=st)
     ms = replace(st.motion.at(200.0), band=tuple(r.settings["band"]), parallel_cutoff=r.settings["parallel_cutoff"])
-    gain = np.sum(tls._chain_responses(ms)[:, 3] ** 2)  # white ω̇ of unit variance per 200 Hz sample
+    gain = np.sum(tls_noise.chain_responses(ms)[:, 3] ** 2)  # white ω̇ of unit variance per 200 Hz sample
     b = Body.from_vehicle(sc.true_vehicle).B[3:]
     true = np.sqrt(tn**2 * 1e-3 * 200.0 * gain * np.diag(b @ b.T))  # 1 kHz white noise's density at 200 Hz
     assert r.diagnostics["disturbance_rms"]["A"] == pytest.approx(true, rel=0.1)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tls, "_disturbance", lambda *args: args[-1])
+        mp.setattr(tls_solve, "disturbance_moment", lambda *args: args[-1])
         left = tls.identify(fl, sc.vehicle, settings=st)
     for k in ("I_xx", "I_yy"):
         z = [(x.params[k].value - sc.truth.params[k]) / x.params[k].std for x in (r, left)]
@@ -215,19 +222,19 @@ def test_a_thrust_noise_read_near_zero_keeps_its_doubt_finite() -> None:
 
 
 def test_the_thrust_noise_doubt_is_the_levels_sampling_error_not_twice_it(monkeypatch) -> None:
-    """Without thrust noise (another simulator may have none) the level `_thrust_noise` reads
+    """Without thrust noise (another simulator may have none) the level `noise.thrust_noise` reads
     scatters about zero, half the flights at the bound; its doubt should be that scatter's size
     (√2 times the RMS for a normal read clipped at zero), not the axes' and the shapes' own
     sampling noise counted again on top of it: 2.9x the RMS before (6 flights of 30 s), 1.8x now."""
     reads = []
-    real = tls._thrust_noise
+    real = tls_noise.thrust_noise
 
     def spy(*args, **kw):
         out = real(*args, **kw)
         reads.append(out[:2])
         return out
 
-    monkeypatch.setattr(tls, "_thrust_noise", spy)
+    monkeypatch.setattr(tls_noise, "thrust_noise", spy)
     last = []  # each flight's last read (the final selection's)
     for seed in range(6):
         sc = scenarios.run("six-config-a", seed=seed, duration=30.0, thrust_noise=0.0, flights=("train",))

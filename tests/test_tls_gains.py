@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from rotorid.methods import tls
+from rotorid.methods.tls import gains as tls_gains
+from rotorid.methods.tls import problem as tls_problem
 from rotorid.sim import scenarios
 from rotorid.vehicle import Vehicle
 
@@ -88,10 +90,10 @@ def test_gains_not_known_better_than_the_assumed_spread_fall_back_to_it(spread) 
 
 
 def test_gain_map_gives_each_rotors_coefficient() -> None:
-    """`_gain_map`: [k_t, δ] -> k_t g_i (1 + η_i), the first configuration's last rotor taking
+    """`gains.gain_map`: [k_t, δ] -> k_t g_i (1 + η_i), the first configuration's last rotor taking
     -Σ δ (its mean kept), another configuration's every rotor free."""
     g = {"A": np.array([1.0, 0.9, 1.1]), "B": np.array([1.0, 1.2, 0.8])}
-    m = tls._gain_map(g)
+    m = tls_gains.gain_map(g)
     theta = np.array([2.0, 0.1, -0.2, 0.3, 0.0, -0.1])
     out = m @ theta
     assert out[:3] == pytest.approx([1.0 * 2.1, 0.9 * 1.8, 1.1 * 2.1])
@@ -99,17 +101,25 @@ def test_gain_map_gives_each_rotors_coefficient() -> None:
 
 
 def test_gains_far_from_their_mean_or_too_uncertain_are_not_taken_as_measured() -> None:
-    """`_unseparated`: measured when every σ is below the assumed spread and every gain within
+    """`gains.unseparated_reason`: measured when every σ is below the assumed spread and every gain within
     `GAIN_PLAUSIBLE` spreads of the mean; else, or with a degenerate fit, the reason in words."""
     fit = None  # not read
 
-    def gains(rel: list[float], sd: float) -> tls._Gains:
+    def gains(rel: list[float], sd: float) -> tls_problem.Gains:
         v = 2.0 * (1.0 + np.array(rel))
-        return tls._Gains(
-            v, np.eye(4) * (2.0 * sd) ** 2, np.full(4, sd), ({}, {}, np.zeros(0), np.zeros(0)), fit, np.zeros(0), {}
+        return tls_problem.Gains(
+            v,
+            np.eye(4) * (2.0 * sd) ** 2,
+            np.full(4, sd),
+            tls_problem.System({}, {}, np.zeros(0), np.zeros(0), []),
+            fit,
+            np.zeros(0),
+            {},
         )
 
-    assert tls._unseparated(gains([0.04, -0.04, 0.02, -0.02], 0.002), 4, 0.03) == ""
-    assert "σ up to 3.5 %" in tls._unseparated(gains([0.04, -0.04, 0.02, -0.02], 0.035), 4, 0.03)
-    assert "a gain 100 % off their mean" in tls._unseparated(gains([-0.998, 1.0, -0.998, 0.996], 5e-4), 4, 0.03)
-    assert "their fit is degenerate" in tls._unseparated(None, 4, 0.03)
+    assert tls_gains.unseparated_reason(gains([0.04, -0.04, 0.02, -0.02], 0.002), 4, 0.03) == ""
+    assert "σ up to 3.5 %" in tls_gains.unseparated_reason(gains([0.04, -0.04, 0.02, -0.02], 0.035), 4, 0.03)
+    assert "a gain 100 % off their mean" in tls_gains.unseparated_reason(
+        gains([-0.998, 1.0, -0.998, 0.996], 5e-4), 4, 0.03
+    )
+    assert "their fit is degenerate" in tls_gains.unseparated_reason(None, 4, 0.03)

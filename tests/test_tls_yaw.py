@@ -10,6 +10,7 @@ import pytest
 from rotorid.errors import RotoridError
 from rotorid.methods import tls
 from rotorid.methods.regression import block_weighted_tls, compress
+from rotorid.methods.tls import problem as tls_problem
 from rotorid.registry import _TLS_OPTIONS
 from rotorid.runs import imu_delay
 from rotorid.sim import scenarios
@@ -90,7 +91,8 @@ def test_block_weighting_ignores_a_row_scale() -> None:
     v = hexa_tilted()
     fl = kinematic_flight(v, seed=4, dur=12.0, noise=(0.05, 0.005, 0.0, 0.0))
     st = tls.TlsSettings(**EXACT, rotor_drag=False, band=(0, 8))
-    w, blocks = tls._system({"A": [fl]}, v, {"A": v.mass}, st, {})[2:4]
+    system = tls_problem.build_system(tls_problem.TlsProblem.of({"A": [fl]}, v, settings=st), {})
+    w, blocks = system.w, system.blocks
     scaled = w * np.where(blocks % 6 >= 3, 1 / 0.3, 1.0)[:, None]
     fits = []
     for m in (w, scaled):

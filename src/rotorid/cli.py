@@ -403,7 +403,9 @@ def export(
         str | None,
         typer.Option(
             "--format",
-            help="toml (rotorid vehicle), rotorpy (quad_params .py), rltools (dynamics JSON) or gazebo (SDF motor models).",
+            help="toml (rotorid vehicle), rotorpy (quad_params .py), rltools (dynamics JSON), gazebo (SDF motor models), "
+            "or the firmware's own parameters: px4 (.params), ardupilot (.parm), ardupilot-sitl (frame JSON), "
+            "betaflight (CLI set), crazyflie (persistent-parameter YAML).",
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option(help="File to write.")] = None,
@@ -418,11 +420,18 @@ def export(
     config: Annotated[
         str | None, typer.Option(help="Mass configuration of a combined tls result (e.g. B); default: the first.")
     ] = None,
+    allow_poor: Annotated[
+        bool,
+        typer.Option(
+            "--allow-poor",
+            help="Write parameters the run calls poorly determined or not identifiable (the file says so).",
+        ),
+    ] = False,
     to: Annotated[Path | None, typer.Option(hidden=True)] = None,
     window: Annotated[str | None, typer.Option(hidden=True)] = None,
     allow_corrupt: Annotated[bool, typer.Option(hidden=True)] = False,
 ) -> None:
-    """Export identified parameters for rotorid's simulator, RotorPy, RLtools or Gazebo."""
+    """Export identified parameters for rotorid's simulator, RotorPy, RLtools, Gazebo, or the firmware (PX4, ArduPilot, Betaflight, Crazyflie)."""
     from rotorid.export import export_params as run
 
     if to is not None:  # the old `rotorid export LOG --to FILE`, now `convert`
@@ -430,7 +439,9 @@ def export(
         return convert(params, to, window, allow_corrupt)
     if fmt is None or out is None:
         raise RotoridError("rotorid export needs --format FORMAT and --out FILE (see `rotorid export --help`)")
-    written = run(Path(params), fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config)
+    written = run(
+        Path(params), fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config, allow_poor=allow_poor
+    )
     console().print(f"wrote [bold]{written}[/] ({fmt})")
 
 
@@ -517,16 +528,28 @@ def validate(
     source: Annotated[
         str | None, typer.Option(help="Motion data from 'imu' or 'mocap' (default: the result's, else imu).")
     ] = None,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay",
+            help="Also drive the model with the logged motor commands over short horizons, re-initialised from the log, and score the body rates.",
+        ),
+    ] = False,
+    horizon: Annotated[float, typer.Option(help="Replay horizon (s), 0.2 to 1.")] = 0.5,
+    exit_code: Annotated[
+        bool, typer.Option("--exit-code", help="Exit with status 1 when the verdict is FAIL (for scripts).")
+    ] = False,
     allow_corrupt: AllowCorrupt = False,
 ) -> None:
     """Cross-validate identified parameters on held-out flights (Six et al. Sec. IV-B4, Table III).
 
-    Writes validation.json, the figures and report.html into OUT (replaced whole)."""
+    Prints a PASS/FAIL verdict (thresholds in the README, "Validation"); writes validation.json,
+    the figures and report.html into OUT (replaced whole)."""
     from rich.table import Table
 
     from rotorid.io import load
     from rotorid.report import check_output
-    from rotorid.report.validate import rows, write_validation
+    from rotorid.report.validate import replay_rows, rows, write_validation
     from rotorid.result import Result
     from rotorid.runs import provenance
     from rotorid.validate import overlaps
@@ -542,18 +565,29 @@ def validate(
     for text in overlap:
         warnings.warn(text, stacklevel=1)
     with console().status("validating…"):
-        val = run(result, flights, base, config=config, source=source)
+        val = run(result, flights, base, config=config, source=source, horizon=horizon if replay else None)
     table = Table(title=f"cross-validation of {params} ({result.method})")
     for col in ("channel", "RMSE", "R²", "wrench", "model error %"):
         table.add_column(col, justify="right")
     for r in rows(val):
         table.add_row(r["channel"], r["rmse"], r["r2"], r["wrench"], r["norm"])
     console().print(table)
+    if val.replay is not None:
+        rt = Table(title=f"replay over {val.replay.horizon:g} s horizons, re-initialised from the log")
+        for col in ("channel", "RMSE", "R²", "holding the rate"):
+            rt.add_column(col, justify="right")
+        for r in replay_rows(val):
+            rt.add_row(r["channel"], r["rmse"], r["r2"], r["hold"])
+        console().print(rt)
     for n in val.notes:
         console().print(f"note: {n}")
+    style = "bold green" if val.verdict.passed else "bold red"
+    console().print(f"[{style}]verdict:[/] {val.verdict.line}", highlight=False, soft_wrap=True)
     val.notes[:0] = overlap  # the report says it too
     written = write_validation(val, result, out, str(params), held_out)
     console().print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
+    if exit_code and not val.verdict.passed:
+        raise typer.Exit(1)
 
 
 def _registries() -> None:

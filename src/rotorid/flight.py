@@ -46,7 +46,10 @@ CHANNELS: dict[str, tuple[int | None, str, str]] = {
     "pos": (3, "m", "linear"),
     "vel": (3, "m/s", "linear"),
     "landed": (1, "bool", "hold"),
+    "vbat": (1, "V", "linear"),
 }
+#: Channels held as one column, shape (N,), rather than (N, 1).
+FLAT = ("landed", "vbat")
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,8 @@ def _check_times(t: np.ndarray, what: str) -> None:
 class Flight:
     """Time-aligned channels of one flight. All channels share `t` (float64 seconds).
 
-    Channels absent from the log are None. `meta` holds the source file, original rates,
+    Channels absent from the log are None; `landed` and `vbat` (battery voltage, V) are (N,),
+    the others (N, columns). `meta` holds the source file, original rates,
     units, windows and notes; it is carried through every operation. `meta["motor_hold"]` (s),
     where the reader or simulator knows it: how long each motor sample (cmd, rotor_speed) holds
     after its stamp (0: point samples; `rotorid.methods.online.OnlineSettings.motor_hold`).
@@ -136,6 +140,7 @@ class Flight:
     pos: np.ndarray | None = None
     vel: np.ndarray | None = None
     landed: np.ndarray | None = None
+    vbat: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -148,15 +153,19 @@ class Flight:
             if v is None:
                 continue
             v = np.asarray(v, dtype=bool if name == "landed" else np.float64)
-            if name != "landed" and v.ndim == 1:
+            if name in FLAT and v.ndim == 2 and v.shape[1] == 1:
+                v = v[:, 0]
+            if name not in FLAT and v.ndim == 1:
                 v = v[:, None]
             if v.shape[0] != len(t):
                 raise RotoridError(f"{source}: channel '{name}' has {v.shape[0]} samples but t has {len(t)}")
+            if name in FLAT and v.ndim != 1:
+                raise RotoridError(f"{source}: channel '{name}' needs one column, got {v.shape[1:]}")
             ncol = CHANNELS[name][0]
-            if ncol is not None and name != "landed" and v.shape[1] != ncol:
+            if ncol is not None and name not in FLAT and v.shape[1] != ncol:
                 raise RotoridError(f"{source}: channel '{name}' needs {ncol} columns, got {v.shape[1]}")
             if name != "landed":
-                bad = ~np.isfinite(v)
+                bad = ~np.isfinite(v.reshape(len(t), -1))
                 if bad.any():
                     i = int(np.flatnonzero(bad.any(axis=1))[0])
                     raise RotoridError(

@@ -122,6 +122,38 @@ def _inertia(result: Result, get: Getter, base: Vehicle) -> np.ndarray | None:
     return np.array([[diag[0], xy, xz], [xy, diag[1], yz], [xz, yz, diag[2]]])
 
 
+def is_physical(inertia: np.ndarray) -> bool:
+    """A rigid body's inertia tensor: symmetric, principal moments positive and each at most
+    the sum of the other two (the triangle inequalities, e.g. I_xx + I_yy >= I_zz)."""
+    j = np.asarray(inertia, dtype=float)
+    if not np.allclose(j, j.T):
+        return False
+    lam = np.linalg.eigvalsh(j)
+    return bool(lam[0] > 0 and lam[0] + lam[1] >= lam[2] * (1 - 1e-12))
+
+
+def nearest_physical(inertia: np.ndarray) -> np.ndarray:
+    """The physical tensor (`is_physical`) nearest `inertia` in the Frobenius norm among those
+    with its principal axes: its principal moments projected onto the cone λ_i + λ_j >= λ_k,
+    λ_i >= ε (the nearest point of a polyhedron: every set of active constraints tried)."""
+    j = 0.5 * (np.asarray(inertia, dtype=float) + np.asarray(inertia, dtype=float).T)
+    lam, vec = np.linalg.eigh(j)
+    eps = 1e-9 * max(float(np.abs(lam).sum()), 1e-300)
+    a = np.array([[1.0, 1.0, -1.0], [1.0, -1.0, 1.0], [-1.0, 1.0, 1.0], *np.eye(3)])
+    b = np.array([0.0, 0.0, 0.0, eps, eps, eps])
+    best, best_d = None, np.inf
+    for mask in range(1 << len(b)):
+        act = [i for i in range(len(b)) if mask >> i & 1]
+        x = lam.copy()
+        if act:
+            aa = a[act]
+            x = lam - aa.T @ np.linalg.lstsq(aa @ aa.T, aa @ lam - b[act], rcond=None)[0]
+        d = float(np.sum((x - lam) ** 2))
+        if d < best_d and np.all(a @ x >= b - 1e-12 * max(abs(lam).max(), 1e-300)):
+            best, best_d = x, d
+    return (vec * best) @ vec.T
+
+
 def _offset(get: Getter, prefix: str, prev: np.ndarray, first_moment: str = "", mass: float = 1.0) -> np.ndarray | None:
     """A body-frame point `PREFIX_x/y/z` (or first moment / mass), each axis not identified
     kept from `prev`. None when no axis is identified."""
@@ -135,7 +167,14 @@ def _offset(get: Getter, prefix: str, prev: np.ndarray, first_moment: str = "", 
 
 
 def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None) -> Vehicle:
-    """The identified vehicle: `base` with every quantity the result identified replaced.
+    """The identified vehicle: `base` with every quantity the result identified replaced
+    (`changes`)."""
+    return base.replace(**changes(result, base, config))
+
+
+def changes(result: Result, base: Vehicle, config: str | None = None) -> dict[str, Any]:
+    """What the result changes in `base`, as `Vehicle` fields (not yet checked as a vehicle, so
+    an export can examine a non-physical inertia before it is refused).
 
     Reads canonical names (`rotorid.result.PARAMS`), preferring `NAME@config` when `config`
     is given (default for a combined TLS result: its first configuration): mass (or
@@ -167,7 +206,7 @@ def vehicle_from_result(result: Result, base: Vehicle, config: str | None = None
     imu = _offset(get, "imu", base.imu_offset)
     if imu is not None:
         ch["imu_offset"] = imu
-    return base.replace(**ch)
+    return ch
 
 
 def with_vehicle(result: Result, vehicle: Vehicle, config: str | None = None) -> Result:

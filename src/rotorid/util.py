@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rotorid.errors import RotoridError
@@ -53,3 +53,10 @@ def sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def windows_text(windows: Sequence[Sequence[float]] | None) -> str:
+    """Time windows as people write them: `183.37–191.02 s, 200–210 s` ("whole log" for none)."""
+    if not windows:
+        return "whole log"
+    return ", ".join(f"{float(a):g}–{float(b):g} s" for a, b in windows)

@@ -14,7 +14,9 @@ Motion is measured and filtered exactly as the TLS method does (`rotorid.motion.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,50 @@ from rotorid.util import atomic_write_text
 from rotorid.vehicle import Vehicle
 
 MOTION = ("s_x", "s_y", "s_z", "omega_dot_x", "omega_dot_y", "omega_dot_z")
+RATES = ("omega_x", "omega_y", "omega_z")
+
+#: The verdict's thresholds (README "Validation"): a scored channel passes with R² >= PASS_R2
+#: and its wrench component's model error (Six et al. Table III) <= PASS_ERROR_PCT; a replay
+#: (`--replay`) passes where each body rate's R² over the horizons is >= PASS_R2.
+PASS_R2 = 0.5
+PASS_ERROR_PCT = 50.0
+#: A channel whose measured standard deviation is below this fraction of the largest of its
+#: kind (specific force, angular acceleration, body rate) is weakly excited: the held-out
+#: flight barely moves it, so its R² says little; it is reported but does not fail the verdict.
+WEAK_EXCITATION = 0.1
+#: Replay horizons (s) a user may choose: long enough for the model's dynamics to act, short
+#: enough that an unmodelled drift (wind, a slowly wrong bias) does not dominate.
+HORIZON_RANGE = (0.2, 1.0)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Pass or fail of a validation: `passed`, the verdict line, the channels that failed (with
+    the reason) and those too weakly excited to judge."""
+
+    passed: bool
+    line: str
+    failed: list[str]
+    weak: list[str]
+
+
+@dataclass
+class Replay:
+    """Outcome of `replay`: the identified model integrated over short horizons from the log's
+    body rates with the log's motor commands. `metrics` per body rate (`RATES`) and predicted
+    motion channel (`MOTION`): RMSE, R², and for the rates `hold_rmse`, the RMSE of holding the
+    re-initialised rate (the model must beat it to add anything). `t`, `measured`,
+    `predicted` (N, 9: ω, s, ω̇) per sample of every horizon; `segment` its horizon's index."""
+
+    horizon: float
+    metrics: dict[str, dict[str, float]]
+    t: np.ndarray
+    measured: np.ndarray
+    predicted: np.ndarray
+    segment: np.ndarray
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"horizon": self.horizon, "horizons": int(self.segment.max() + 1), "metrics": self.metrics}
 
 
 @dataclass
@@ -59,6 +105,8 @@ class Validation:
     vehicle: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    verdict: Verdict | None = None
+    replay: Replay | None = None
 
     def to_dict(self) -> dict[str, Any]:
         from rotorid.result import _jsonable
@@ -66,6 +114,9 @@ class Validation:
         return _jsonable(
             {
                 "rotorid_validation": 1,
+                "verdict": None if self.verdict is None else dataclasses.asdict(self.verdict),
+                "thresholds": {"r2_min": PASS_R2, "model_error_pct_max": PASS_ERROR_PCT, "weak": WEAK_EXCITATION},
+                "replay": None if self.replay is None else self.replay.to_dict(),
                 "metrics": self.metrics,
                 "rel_error_norm_pct": self.rel_error_norm_pct,
                 "modeled": self.modeled,
@@ -168,23 +219,20 @@ def _removed_bias(result: Result, config: str | None, source: str, notes: list[s
     return bias
 
 
-def _replay(
+def _filtered_pieces(
     flights: list[Flight],
     v: Vehicle,
     settings: MotionSettings,
     mixer: np.ndarray,
-    modeled: dict[str, bool],
     bias: np.ndarray,
     k_rd: float = 0.0,
-) -> tuple[np.ndarray, ...]:
-    """Replay every airborne piece of `flights` through the identified vehicle: time, measured
-    and predicted motion (s, ω̇), rigid-body and rotor wrenches, filtered and trimmed alike.
-    A wrench component the rotor model does not produce is driven by the measured one. `bias`
-    (3,) is the accelerometer bias the identification removed, removed from the specific force
-    here too (as tls's `idim_rows` does); a rotor-drag coefficient `k_rd` adds the rotor drag
-    -k_rd `drag_regressor` to the rotor wrench (the flights then carry attitude and position)."""
-    unmodeled = ~np.array([modeled[c] for c in WRENCH])
-    ts, meas, pred, rig, rot = [], [], [], [], []
+) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
+    """Every airborne piece of `flights` through the identified vehicle: (sample rate, time,
+    columns [rotor wrench (6), rigid-body wrench (6), s (3), ω̇ (3), ω (3)]), filtered alike and
+    trimmed at both ends. `bias` (3,) is the accelerometer bias the identification removed,
+    removed from the specific force here too (as tls's `idim_rows` does); a rotor-drag
+    coefficient `k_rd` adds the rotor drag -k_rd `drag_regressor` to the rotor wrench (the
+    flights then carry attitude and position)."""
     for piece in (p for f in flights for p in airborne_pieces(f)):
         cfg = settings.at(piece.rate)
         mo = motion(piece, v, cfg)
@@ -196,10 +244,28 @@ def _replay(
         series = np.concatenate([rotor, rigid, mo.s, mo.omega_dot, mo.omega], axis=1)
         series = butter_filtfilt(series, cfg.fs, cfg.parallel_cutoff, order=cfg.order)
         keep = (piece.t >= piece.t[0] + cfg.trim) & (piece.t <= piece.t[-1] - cfg.trim)
-        sl = series[keep]
+        if keep.sum() >= 2:
+            yield cfg.fs, piece.t[keep], series[keep]
+
+
+def _replay(
+    flights: list[Flight],
+    v: Vehicle,
+    settings: MotionSettings,
+    mixer: np.ndarray,
+    modeled: dict[str, bool],
+    bias: np.ndarray,
+    k_rd: float = 0.0,
+) -> tuple[np.ndarray, ...]:
+    """Replay every airborne piece of `flights` through the identified vehicle
+    (`_filtered_pieces`): time, measured and predicted motion (s, ω̇), rigid-body and rotor
+    wrenches. A wrench component the rotor model does not produce is driven by the measured one."""
+    unmodeled = ~np.array([modeled[c] for c in WRENCH])
+    ts, meas, pred, rig, rot = [], [], [], [], []
+    for _, t, sl in _filtered_pieces(flights, v, settings, mixer, bias, k_rd):
         rotor, rigid, s, od, om = sl[:, :6], sl[:, 6:12], sl[:, 12:15], sl[:, 15:18], sl[:, 18:21]
         drive = np.where(unmodeled, rigid, rotor)
-        ts.append(piece.t[keep])
+        ts.append(t)
         meas.append(np.concatenate([s, od], axis=1))
         pred.append(predict_motion(v, om, drive))
         rig.append(rigid)
@@ -219,12 +285,140 @@ def _rotor_drag(result: Result, flights: list[Flight], notes: list[str]) -> floa
     return k_rd
 
 
+def _weak(measured: np.ndarray, names: tuple[str, ...], groups: tuple[slice, ...]) -> set[str]:
+    """Channels moving less than `WEAK_EXCITATION` x the most-moved channel of their group."""
+    sd = measured.std(axis=0)
+    out = set()
+    for g in groups:
+        top = float(sd[g].max()) if sd[g].size else 0.0
+        out |= {names[g.start + j] for j, x in enumerate(sd[g]) if not x >= WEAK_EXCITATION * top}
+    return out
+
+
+def judge(
+    metrics: dict[str, dict[str, float]],
+    norms: dict[str, float],
+    measured: np.ndarray,
+    replay: Replay | None = None,
+) -> Verdict:
+    """Pass or fail: every scored channel that the held-out flights excite (`WEAK_EXCITATION`)
+    has R² >= `PASS_R2` and its wrench component a model error <= `PASS_ERROR_PCT` (Six et al.
+    Table III); with a replay, every excited body rate also has R² >= `PASS_R2`."""
+    weak = _weak(measured, MOTION, (slice(0, 3), slice(3, 6)))
+    failed, weak_scored = [], []
+    for (name, m), w in zip(metrics.items(), WRENCH, strict=True):
+        if not np.isfinite(m["r2"]):
+            continue  # not modelled
+        if name in weak:
+            weak_scored.append(name)
+            continue
+        if not m["r2"] >= PASS_R2:
+            failed.append(f"{name} R² {m['r2']:.2f} < {PASS_R2:g}")
+        if not norms.get(w, 0.0) <= PASS_ERROR_PCT:
+            failed.append(f"{w} model error {norms[w]:.0f} % > {PASS_ERROR_PCT:g} %")
+    if replay is not None:
+        rweak = _weak(replay.measured[:, :3], RATES, (slice(0, 3),))
+        for name in RATES:
+            r = replay.metrics[name]["r2"]
+            if name in rweak:
+                weak_scored.append(f"{name} (replay)")
+            elif not r >= PASS_R2:
+                failed.append(f"replayed {name} R² {r:.2f} < {PASS_R2:g}")
+    rule = f"R² >= {PASS_R2:g} and model error <= {PASS_ERROR_PCT:g} % on every excited channel"
+    line = f"FAIL ({rule}): {'; '.join(failed)}" if failed else f"PASS ({rule})"
+    if weak_scored:
+        line += f"; too weakly excited to judge: {', '.join(weak_scored)}"
+    return Verdict(passed=not failed, line=line, failed=failed, weak=weak_scored)
+
+
+def replay(
+    flights: list[Flight],
+    v: Vehicle,
+    settings: MotionSettings,
+    mixer: np.ndarray,
+    modeled: dict[str, bool],
+    bias: np.ndarray,
+    horizon: float,
+    k_rd: float = 0.0,
+) -> Replay:
+    """Drive the identified model with the log's motor commands over consecutive horizons of
+    `horizon` s, each re-initialised with the log's (filtered) body rate: the body rate is
+    integrated (explicit Euler at the log's rate) from eq. (1)-(2) solved for the angular
+    acceleration (`predict_motion`) given the rotor wrench; predicted specific force and
+    angular acceleration come with it. A wrench component the rotor model does not produce is
+    driven by the measured one (as in `validate`). The integration steps through a horizon;
+    every horizon of a piece advances at once (vectorized over horizons)."""
+    lo, hi = HORIZON_RANGE
+    if not lo <= horizon <= hi:
+        raise RotoridError(f"--horizon {horizon:g} s: choose a replay horizon between {lo:g} and {hi:g} s")
+    unmodeled = ~np.array([modeled[c] for c in WRENCH])
+    ts, meas, pred, seg = [], [], [], []
+    n_seg = 0
+    for fs, t, sl in _filtered_pieces(flights, v, settings, mixer, bias, k_rd):
+        rotor, rigid, s, od, om = sl[:, :6], sl[:, 6:12], sl[:, 12:15], sl[:, 15:18], sl[:, 18:21]
+        n = round(horizon * fs)
+        k = len(t) // n
+        if k == 0:
+            continue
+        idx = np.arange(k * n).reshape(k, n)  # (horizons, steps)
+        drive = np.where(unmodeled, rigid, rotor)
+        dt = np.diff(t[idx], axis=1)
+        w = np.empty((k, n, 3))
+        acc = np.empty((k, n, 6))
+        w[:, 0] = om[idx[:, 0]]
+        for i in range(n):  # steps of one horizon (an ODE), every horizon at once
+            acc[:, i] = predict_motion(v, w[:, i], drive[idx[:, i]])
+            if i + 1 < n:
+                w[:, i + 1] = w[:, i] + dt[:, i, None] * acc[:, i, 3:]
+        ts.append(t[idx].ravel())
+        meas.append(np.concatenate([om, s, od], axis=1)[idx].reshape(k * n, 9))
+        pred.append(np.concatenate([w, acc], axis=2).reshape(k * n, 9))
+        seg.append(n_seg + np.repeat(np.arange(k), n))
+        n_seg += k
+    if not ts:
+        raise RotoridError(
+            f"the held-out flights have no airborne piece as long as one {horizon:g} s replay horizon; "
+            "choose a shorter --horizon or longer flights"
+        )
+    t_all, m_all, p_all, seg_all = (np.concatenate(a) for a in (ts, meas, pred, seg))
+    hold = m_all[np.searchsorted(seg_all, seg_all, side="left"), :3]  # each horizon's first rate
+    metrics: dict[str, dict[str, float]] = {}
+    for j, name in enumerate(RATES):
+        rmse, fit = _rmse_r2(m_all[:, j], p_all[:, j])
+        hold_rmse = float(np.sqrt(np.mean((hold[:, j] - m_all[:, j]) ** 2)))
+        metrics[name] = {"rmse": rmse, "r2": fit, "hold_rmse": hold_rmse, "unit": "rad/s"}
+    for j, name in enumerate(MOTION):
+        ok = modeled[WRENCH[j]]
+        rmse, fit = _rmse_r2(m_all[:, 3 + j], p_all[:, 3 + j]) if ok else (float("nan"), float("nan"))
+        metrics[name] = {"rmse": rmse, "r2": fit, "unit": "m/s^2" if name.startswith("s_") else "rad/s^2"}
+    return Replay(horizon=float(horizon), metrics=metrics, t=t_all, measured=m_all, predicted=p_all, segment=seg_all)
+
+
+def _motion_settings(result: Result, v: Vehicle, flights: list[Flight], source: str | None) -> MotionSettings:
+    """How the held-out motion is measured: as the TLS identification did (its band, speed
+    source, filter order, mocap delay), else from the commands through the identified lag;
+    `source` defaults to the result's, else IMU when the flight has it."""
+    if source is None:
+        source = result.settings.get("source") if result.method == "tls" else None
+        source = source or ("imu" if flights[0].acc is not None and flights[0].gyro is not None else "mocap")
+    rs = result.settings if result.method == "tls" else {}
+    return MotionSettings(
+        source=source,
+        tm=v.tm_rise,
+        band=tuple(rs["band"]) if rs.get("band") else None,
+        speed=rs.get("speed", "cmd"),  # replay the logged commands unless TLS was fed rotor speeds
+        order=int(rs.get("order", 4)),
+        mocap_delay=float(rs.get("mocap_delay", 0.0)),
+    )
+
+
 def validate(
     result: Result,
     flights: list[Flight],
     base: Vehicle | None = None,
     config: str | None = None,
     source: str | None = None,
+    horizon: float | None = None,
 ) -> Validation:
     """Cross-validate `result` on held-out `flights` (Sec. IV-B4, Table III, Figs. 3-4).
 
@@ -233,7 +427,8 @@ def validate(
 
     `base` defaults to `result.vehicle`; `config` picks `NAME@config` parameters of a
     combined TLS result; `source` ("imu"/"mocap") defaults to the result's, else IMU when
-    the flight has it."""
+    the flight has it. With `horizon` (s) the model is also replayed over short horizons
+    (`replay`). The verdict (`judge`) says pass or fail."""
     if base is None:
         if result.vehicle is None:
             raise RotoridError("the result carries no vehicle; give the base vehicle with --vehicle")
@@ -246,18 +441,8 @@ def validate(
         raise RotoridError(f"the result ({result.method}) identifies no thrust curve and the vehicle gives none")
     if not flights:
         raise RotoridError("no held-out flight given to validate on")
-    if source is None:
-        source = result.settings.get("source") if result.method == "tls" else None
-        source = source or ("imu" if flights[0].acc is not None and flights[0].gyro is not None else "mocap")
-    rs = result.settings if result.method == "tls" else {}
-    settings = MotionSettings(
-        source=source,
-        tm=v.tm_rise,
-        band=tuple(rs["band"]) if rs.get("band") else None,
-        speed=rs.get("speed", "cmd"),  # replay the logged commands unless TLS was fed rotor speeds
-        order=int(rs.get("order", 4)),
-        mocap_delay=float(rs.get("mocap_delay", 0.0)),
-    )
+    settings = _motion_settings(result, v, flights, source)
+    source = settings.source
     mixer = v.mixer(k_tau=v.k_tau or 0.0)
     produced = np.abs(mixer).max(axis=1) > 1e-9 * np.abs(mixer).max()
     modeled = {c: bool(produced[j]) for j, c in enumerate(WRENCH)}
@@ -286,6 +471,7 @@ def validate(
         metrics[name] = {"rmse": rmse, "r2": fit, "unit": "m/s^2" if name.startswith("s_") else "rad/s^2"}
     norms = rel_error_norms(rigid - rotor, rotor)
     norms = {k: (val if modeled[k] else float("nan")) for k, val in norms.items()}
+    rep = replay(flights, v, settings, mixer, modeled, bias, horizon, k_rd) if horizon is not None else None
     return Validation(
         metrics=metrics,
         rel_error_norm_pct=norms,
@@ -298,4 +484,6 @@ def validate(
         vehicle=v.to_dict(),
         settings={**settings.at(flights[0].rate).to_dict(), "config": config, "method": result.method},
         notes=notes,
+        verdict=judge(metrics, norms, measured, rep),
+        replay=rep,
     )

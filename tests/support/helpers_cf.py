@@ -56,3 +56,62 @@ def fixed_frequency(n: int, version: int = 2, rate: float = 1000.0, t0: float = 
         for k in range(n)
     ]
     return log_bytes([CF_TYPE], events, version), events
+
+
+def firmware_log(
+    flight,
+    states: dict,
+    omega_max: float = 2500.0,
+    k_omega: float | None = None,
+    dropouts: Sequence[int] = (),
+    vbat: tuple[float, float] = (4.1, 3.7),
+    mocap_rate: float = 100.0,
+    pwm_only: bool = False,
+) -> bytes:
+    """A simulated flight as the Crazyflie firmware logs it (version 2): one 1 kHz event
+    `fixedFrequency` with `acc.*` (g), `gyro.*` (deg/s), `motor.m*` (0..65535; with `pwm_only`
+    `pwm.m*_pwm` instead), `rpm.m*` (RPM deck, rev/min as uint16: ω = √(thrust / k_omega) when
+    `k_omega` is given, so thrust = k ω², else `omega_max` × the rotor state), `pm.vbatMV`
+    (falling linearly from vbat[0] to vbat[1] V), `stateEstimate.*` and a setpoint
+    `ctrltarget.roll`; and an event `estPose` at `mocap_rate` with the external pose `locSrv.*`.
+    RPM samples at the indices `dropouts` read 0 on motor 2 (the deck's drop-out)."""
+    import numpy as np
+
+    motor = "pwm.m{}_pwm" if pwm_only else "motor.m{}"
+    ff_vars = (
+        [(f"acc.{a}", "f") for a in "xyz"]
+        + [(f"gyro.{a}", "f") for a in "xyz"]
+        + [(motor.format(i), "H") for i in range(1, 5)]
+        + [(f"rpm.m{i}", "H") for i in range(1, 5)]
+        + [("pm.vbatMV", "H")]
+        + [(f"stateEstimate.{c}", "f") for c in ("x", "y", "z", "vx", "vy", "vz", "qx", "qy", "qz", "qw")]
+        + [("ctrltarget.roll", "f")]
+    )
+    pose_vars = [(f"locSrv.{c}", "f") for c in ("x", "y", "z", "qx", "qy", "qz", "qw")]
+    types = [(0, "fixedFrequency", ff_vars), (1, "estPose", pose_vars)]
+    n = len(flight.t)
+    omega = np.sqrt(np.maximum(states["thrust"], 0.0) / k_omega) if k_omega else omega_max * states["u"]
+    rpm = np.clip(np.round(omega * 60.0 / (2.0 * np.pi)), 0, 65535)
+    rpm[np.asarray(dropouts, dtype=int), 1] = 0
+    cols = np.column_stack(
+        [
+            flight.acc / 9.80665,
+            np.degrees(flight.gyro),
+            np.clip(np.round(flight.cmd * 65536.0), 0, 65535),
+            rpm,
+            np.round(1000.0 * np.linspace(vbat[0], vbat[1], n)),
+            states["pos"],
+            states["vel_com"],
+            states["quat"][:, [1, 2, 3, 0]],
+            np.zeros(n),
+        ]
+    )
+    us = np.round(flight.t * 1e6).astype(np.int64)
+    events = [
+        (0, int(us[k]), [int(x) if ff_vars[j][1] == "H" else float(x) for j, x in enumerate(cols[k])]) for k in range(n)
+    ]
+    step = max(1, round(flight.rate / mocap_rate))
+    pose = np.column_stack([states["pos"], states["quat"][:, [1, 2, 3, 0]]])
+    events += [(1, int(us[k]) + 1, pose[k].tolist()) for k in range(0, n, step)]
+    events.sort(key=lambda e: e[1])
+    return log_bytes(types, events)

@@ -79,7 +79,7 @@ def _warm_up() -> None:
     """Import what the first requests need now, so the first log opens as fast as the next."""
     import plotly_resampler  # noqa: F401
 
-    import rotorid.methods.delay
+    import rotorid.methods.delay.pipeline
     import rotorid.report.delay  # noqa: F401
     from rotorid import runs
 

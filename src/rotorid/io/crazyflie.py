@@ -8,6 +8,7 @@ pointer doubling over the byte offsets (O(n log n), still vectorized).
 from __future__ import annotations
 
 import itertools
+import re
 import struct
 import warnings
 import zlib
@@ -185,10 +186,63 @@ def _columns(arr: np.ndarray, variables: tuple[str, ...], ts_scale: float) -> di
         return {"t": arr["ts"].astype(np.float64) * ts_scale, **{n: arr[n].astype(np.float64) for n in variables}}
 
 
-_CHANNELS = {
-    "acc": (("acc.x", "acc.y", "acc.z"), GRAVITY),
-    "gyro": (("gyro.x", "gyro.y", "gyro.z"), np.pi / 180.0),
+#: Firmware log variables rotorid reads (FORMATS.md; the Crazyflie firmware's log groups):
+#: channel -> sources in order of preference, each (variable names, scale to SI). A motor
+#: source is a pattern with `{i}` for the motor number 1..M. References: `acc`, `gyro`
+#: (sensfusion/stabilizer, g and deg/s); `motor.m{i}` (power distribution, the requested ratio
+#: 0..65535) and `pwm.m{i}_pwm` (motors.c, after battery compensation); `rpm.m{i}` (RPM deck,
+#: deck/drivers/src/rpm.c, rev/min as uint16, set to 0 when no pulse arrived in time);
+#: `pm.vbatMV` (mV) / `pm.vbat` (V) (pm_stm32f4.c); `stateEstimate.*` (stabilizer.c: world
+#: position m, velocity m/s, body->world quaternion, scalar last in the names); `locSrv.*`
+#: (crtp_localization_service.c: the external pose sent to the vehicle, e.g. motion capture).
+SOURCES: dict[str, tuple[tuple[tuple[str, ...], float], ...]] = {
+    "acc": ((("acc.x", "acc.y", "acc.z"), GRAVITY),),
+    "gyro": ((("gyro.x", "gyro.y", "gyro.z"), np.pi / 180.0),),
+    "cmd": ((("motor.m{i}",), 1.0 / 65536.0), (("pwm.m{i}_pwm",), 1.0 / 65536.0)),
+    "rotor_speed": ((("rpm.m{i}",), 2.0 * np.pi / 60.0),),
+    "vbat": ((("pm.vbatMV",), 1e-3), (("pm.vbat",), 1.0)),
+    "pos": (
+        (("locSrv.x", "locSrv.y", "locSrv.z"), 1.0),
+        (("stateEstimate.x", "stateEstimate.y", "stateEstimate.z"), 1.0),
+    ),
+    "quat": (
+        (("locSrv.qw", "locSrv.qx", "locSrv.qy", "locSrv.qz"), 1.0),
+        (("stateEstimate.qw", "stateEstimate.qx", "stateEstimate.qy", "stateEstimate.qz"), 1.0),
+    ),
+    "vel": ((("stateEstimate.vx", "stateEstimate.vy", "stateEstimate.vz"), 1.0),),
 }
+#: Setpoint and controller groups: listed in `meta["setpoints"]` (rotorid fits no controller).
+SETPOINT_PREFIXES = ("ctrltarget.", "controller.", "ctrl")
+#: An RPM-deck sample reading below this fraction of the median of the vehicle's rotors, while
+#: that median exceeds DROPOUT_SPINNING rev/min, is a drop-out (the deck reports 0 when no
+#: pulse arrived in time), not a stopped rotor: rotors of a flying multirotor spin together.
+DROPOUT_FRACTION = 0.2
+DROPOUT_SPINNING = 1000.0
+
+
+def _motor_names(ev: dict[str, np.ndarray], pattern: str) -> list[str]:
+    """The variables of one event matching a motor pattern (`rpm.m{i}`), motors 1..M in order."""
+    rx = re.compile("^" + re.escape(pattern).replace(r"\{i\}", r"([1-9][0-9]*)") + "$")
+    found = sorted((int(m.group(1)), v) for v in ev if (m := rx.match(v)))
+    return [v for _, v in found]
+
+
+def _find(ev: dict[str, np.ndarray], channel: str) -> tuple[int, list[str], float] | None:
+    """(preference rank, variable names, scale) of the best source of `channel` in one event."""
+    for rank, (names, scale) in enumerate(SOURCES[channel]):
+        if "{i}" in names[0]:
+            found = _motor_names(ev, names[0])
+            if found:
+                return rank, found, scale
+        elif all(v in ev for v in names):
+            return rank, list(names), scale
+    return None
+
+
+def _rpm_dropouts(rpm: np.ndarray) -> np.ndarray:
+    """Per sample: True where any rotor's RPM-deck reading is a drop-out (`DROPOUT_FRACTION`)."""
+    med = np.median(rpm, axis=1)
+    return np.any(rpm < DROPOUT_FRACTION * med[:, None], axis=1) & (med > DROPOUT_SPINNING)
 
 
 def _monotonic_prefix(t: np.ndarray, name: str, path: Path, allow_corrupt: bool) -> int:
@@ -209,57 +263,121 @@ def _monotonic_prefix(t: np.ndarray, name: str, path: Path, allow_corrupt: bool)
     return i + 1
 
 
+def _sources(
+    events: dict[str, dict[str, np.ndarray]], path: Path, allow_corrupt: bool
+) -> tuple[dict[str, int], dict[str, tuple[int, int, str, list[str], float]], list[str]]:
+    """Per event type the number of leading events with increasing stamps (types with fewer
+    than 2 left out); per channel its best source over every event type, (preference rank,
+    -samples, event, variable names, scale): the preferred source, then the most samples; the
+    setpoint variables logged."""
+    kept: dict[str, int] = {}
+    best: dict[str, tuple[int, int, str, list[str], float]] = {}
+    setpoints: list[str] = []
+    for name, ev in events.items():
+        n = _monotonic_prefix(ev["t"], name, path, allow_corrupt)
+        if n < 2:
+            continue
+        kept[name] = n
+        setpoints += [v for v in ev if v != "t" and v.startswith(SETPOINT_PREFIXES)]
+        for ch in SOURCES:
+            if (hit := _find(ev, ch)) is not None and (ch not in best or (hit[0], -n) < best[ch][:2]):
+                best[ch] = (hit[0], -n, name, hit[1], hit[2])
+    if not best:
+        raise LogFormatError(f"{path}: no acc.*, gyro.*, motor.m*, pwm.m*_pwm or rpm.m* variables in any event type")
+    return kept, best, setpoints
+
+
+def _channels(
+    events: dict[str, dict[str, np.ndarray]],
+    kept: dict[str, int],
+    best: dict[str, tuple[int, int, str, list[str], float]],
+    path: Path,
+) -> tuple[dict[str, Series], dict[str, np.ndarray]]:
+    """Every channel in SI from its best source (`_sources`), as a `Series` on its event type's
+    clock without the samples holding NaN/inf (warned) and, for rotor speeds, without the
+    RPM-deck drop-outs (warned); and per channel the indices of the event samples kept."""
+    series: dict[str, Series] = {}
+    cut: dict[str, np.ndarray] = {}  # per channel: indices of the kept samples of its event type
+    by_event: dict[str, list[str]] = {}
+    for ch, (*_, ev_name, _names, _scale) in best.items():
+        by_event.setdefault(ev_name, []).append(ch)
+    for ev_name, chans in by_event.items():
+        ev, n = events[ev_name], kept[ev_name]
+        t = ev["t"][:n]
+        found = {}
+        for ch in chans:
+            names, scale = best[ch][3], best[ch][4]
+            found[ch] = np.column_stack([ev[v][:n] for v in names]) * scale
+        ok = np.all(np.isfinite(np.column_stack(list(found.values()))), axis=1)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            warnings.warn(
+                f"{path}: event {quote(ev_name)}: {bad.size} samples hold NaN/inf (first at t = {t[bad[0]]:.6f} s); "
+                "dropped them and split the log there",
+                stacklevel=3,
+            )
+        keep = np.arange(n) if ok.all() else np.flatnonzero(ok)
+        t_kept = t if ok.all() else t[keep]  # one array per event type: channels sharing it share a clock
+        for ch, v in found.items():
+            v = v if ok.all() else v[keep]
+            if ch == "rotor_speed" and (drop := _rpm_dropouts(v * 60.0 / (2.0 * np.pi))).any():
+                warnings.warn(
+                    f"{path}: event {quote(ev_name)}: {int(drop.sum())} RPM-deck samples read a rotor near 0 "
+                    f"while the others spin (first at t = {t_kept[drop][0]:.6f} s): sensor drop-outs, removed "
+                    "(short ones bridged, longer ones split the log)",
+                    stacklevel=3,
+                )
+                series[ch] = Series(t_kept[~drop], v[~drop])
+                cut[ch] = keep[~drop]
+                continue
+            if ch == "quat":
+                v = v / np.linalg.norm(v, axis=1, keepdims=True)
+            series[ch] = Series(t_kept, v)
+            cut[ch] = keep
+    return series, cut
+
+
 @register("crazyflie", (".bin", ""), magic=MAGIC)
 @guard.reader
 def read(path: Path, allow_corrupt: bool = False, rate: float | None = None) -> list[Flight]:
-    """A Crazyflie uSD log as Flights: acc g -> m/s^2 (9.80665 on every axis), gyro
-    deg/s -> rad/s, motor PWM 0..65535 -> normalized command value/65536. Body axes are FLU.
+    """A Crazyflie uSD log as Flights, from the firmware's own variables in any event type
+    (`SOURCES`): acc g -> m/s^2 (9.80665), gyro deg/s -> rad/s, motor command `motor.m*` (else
+    the PWM sent, `pwm.m*_pwm`) 0..65535 -> value/65536, RPM-deck `rpm.m*` rev/min -> rad/s,
+    battery `pm.vbatMV` mV -> V (or `pm.vbat` V), position, velocity and attitude from the
+    external pose `locSrv.*` where logged, else the on-board `stateEstimate.*` (quaternion
+    reordered scalar first). Body axes are FLU, the world frame z up.
 
-    Samples holding NaN/inf are dropped with a warning and the log is split there (one Flight
-    per finite stretch), so windows around them stay usable. With several event types the
-    channels are put on one grid by `rotorid.flight.align` (`rate` Hz, default the fastest).
+    RPM-deck drop-outs (a rotor reading ~0 while the others spin, `_rpm_dropouts`) are removed
+    with a warning: short ones are bridged when the channels are put on one grid, longer ones
+    split the log. Samples holding NaN/inf are dropped with a warning and the log is split there
+    (one Flight per finite stretch). With several event types (or drop-outs) the channels are
+    put on one grid by `rotorid.flight.align` (`rate` Hz, default the fastest).
     """
     path = Path(path)
     version, events = decode(path, allow_corrupt=allow_corrupt)
     if not any(len(ev["t"]) for ev in events.values()):
         raise LogFormatError(f"{path}: the log holds no events after its header")
-    series: dict[str, Series] = {}
-    cut: dict[str, np.ndarray] = {}  # per channel: indices of the kept samples of its event type
-    for name, ev in events.items():
-        n = _monotonic_prefix(ev["t"], name, path, allow_corrupt)
-        t = ev["t"][:n]
-        if n < 2:
-            continue
-        found: dict[str, np.ndarray] = {}
-        for ch, (names, scale) in _CHANNELS.items():
-            if all(v in ev for v in names):
-                found[ch] = np.column_stack([ev[v][:n] for v in names]) * scale
-        motors = sorted((v for v in ev if v.startswith("motor.m") and v[7:].isdigit()), key=lambda v: int(v[7:]))
-        if motors:
-            found["cmd"] = np.column_stack([ev[v][:n] for v in motors]) / 65536.0
-        if not found:
-            continue
-        ok = np.all(np.isfinite(np.column_stack(list(found.values()))), axis=1)
-        if not ok.all():
-            bad = np.flatnonzero(~ok)
-            warnings.warn(
-                f"{path}: event {quote(name)}: {bad.size} samples hold NaN/inf (first at t = {t[bad[0]]:.6f} s); "
-                "dropped them and split the log there",
-                stacklevel=2,
-            )
-        keep = np.arange(n) if ok.all() else np.flatnonzero(ok)
-        t_kept = t if ok.all() else t[keep]  # one array per event type: channels sharing it share a clock
-        for ch, v in found.items():
-            series[ch] = Series(t_kept, v if ok.all() else v[keep])
-            cut[ch] = keep
-    if not series:
-        raise LogFormatError(f"{path}: no acc.*, gyro.* or motor.m* variables in any event type")
-    meta = {"source": str(path), "format": f"crazyflie-v{version}", "units": {"cmd": "normalized (PWM/65536)"}}
+    kept, best, setpoints = _sources(events, path, allow_corrupt)
+    series, cut = _channels(events, kept, best, path)
+    if "vbat" in series:
+        series["vbat"] = Series(series["vbat"].t, series["vbat"].values[:, 0])
+    cmd_var = best["cmd"][3][0] if "cmd" in best else ""
+    meta = {
+        "source": str(path),
+        "format": f"crazyflie-v{version}",
+        "units": {"cmd": f"normalized ({'PWM sent' if cmd_var.startswith('pwm.') else 'PWM'}/65536)"}
+        if cmd_var
+        else {},
+        "topics": {ch: f"{b[2]}: {b[3][0]}{f' … {b[3][-1]}' if len(b[3]) > 1 else ''}" for ch, b in best.items()},
+    }
+    if setpoints:
+        meta["setpoints"] = setpoints
     rates = {k: s.rate for k, s in series.items()}
     same_clock = len({id(s.t) for s in series.values()}) == 1
     if not same_clock:
         flight, _ = align(series, rate=rate, meta={**meta, "rates": rates})
-        return flight.without(source_gaps(series))
+        # a battery voltage logged slowly (pm at 1 Hz) is smooth, not a drop-out between its samples
+        return flight.without(source_gaps({k: x for k, x in series.items() if k != "vbat"}))
     s0 = next(iter(series.values()))
     keep = next(iter(cut.values()))
     bounds = np.concatenate([[0], np.flatnonzero(np.diff(keep) > 1) + 1, [len(keep)]])

@@ -79,6 +79,7 @@ class Limits:
     pwm_us: float = 3000.0  # µs
     pos: float = 1.0e5  # m from the local origin
     vel: float = 200.0  # m/s
+    vbat: float = 100.0  # V, beyond any multirotor battery (a 24S pack is ~100 V full)
     quat_norm_tol: float = 0.05  # | |q| - 1 |
     rate_min: float = 1.0  # Hz
     rate_max: float = 1.0e5  # Hz
@@ -211,6 +212,8 @@ def _bounds(flight: Flight, ch: str, lim: Limits) -> tuple[float, float, str, st
     if ch in table:
         hi, unit, why = table[ch]
         return -hi, hi, unit, why
+    if ch == "vbat":
+        return 0.0, lim.vbat, "V", f"not a battery voltage (0–{lim.vbat:g} V; mV?)"
     if ch == "cmd":
         lo, hi, unit = _cmd_limits(flight, lim)
         return lo, hi, unit, f"outside the {lo:g}…{hi:g} range of {unit}"
@@ -222,7 +225,7 @@ def _check_range(flight: Flight, ch: str, lim: Limits) -> None:
     if b is None:
         return
     lo, hi, unit, why = b
-    v = getattr(flight, ch)
+    v = getattr(flight, ch).reshape(len(flight.t), -1)
     tol = 1e-9 * max(abs(lo), abs(hi))
     bad = (v < lo - tol) | (v > hi + tol)
     if bad.any():
@@ -296,7 +299,7 @@ def _check_time_and_rates(flight: Flight, lim: Limits) -> None:
     topics = flight.meta.get("topics", {})
     for ch in flight.channels:
         r = float(rates.get(ch, flight.rate))
-        if ch == "landed" or lim.rate_min <= r <= lim.rate_max:  # the land detector logs on change
+        if ch in ("landed", "vbat") or lim.rate_min <= r <= lim.rate_max:  # logged on change / slowly
             continue
         where = f" (topic {quote(topics[ch])})" if ch in topics else ""
         raise LogFormatError(

@@ -3,7 +3,8 @@
 One row per sample: `t` (s), `acc_x acc_y acc_z` (m/s², body FLU specific force),
 `gyro_x ..` (rad/s), `gyro_dot_x ..` (rad/s²), `cmd_0 .. cmd_{M-1}` (motor commands),
 `rpm_0 ..` (measured rotor speed, rad/s — the column name is historical, the unit is rad/s),
-`qw qx qy qz` (body->world), `px py pz` (m, ENU), `vx vy vz` (m/s, ENU), `landed` (0/1).
+`qw qx qy qz` (body->world), `px py pz` (m, ENU), `vx vy vz` (m/s, ENU), `landed` (0/1),
+`vbat` (battery voltage, V).
 Any subset of the channel groups may be present, but a group is all-or-nothing.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rotorid.errors import LogFormatError, RotoridError, quote
-from rotorid.flight import Flight
+from rotorid.flight import FLAT, Flight
 from rotorid.io import guard, register
 from rotorid.util import atomic_write
 
@@ -53,8 +54,8 @@ def columns(flight: Flight) -> list[str]:
             cols += GROUPS[ch]
         elif ch in MOTOR_GROUPS:
             cols += [f"{MOTOR_GROUPS[ch]}{i}" for i in range(getattr(flight, ch).shape[1])]
-        elif ch == "landed":
-            cols.append("landed")
+        elif ch in FLAT:
+            cols.append(ch)
     return cols
 
 
@@ -63,8 +64,8 @@ def to_arrays(flight: Flight) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {"t": flight.t}
     for ch in flight.channels:
         v = getattr(flight, ch)
-        if ch == "landed":
-            out["landed"] = v.astype(np.int8)
+        if ch in FLAT:
+            out[ch] = v.astype(np.int8) if ch == "landed" else v
             continue
         names = GROUPS[ch] if ch in GROUPS else [f"{MOTOR_GROUPS[ch]}{i}" for i in range(v.shape[1])]
         out.update({n: v[:, j] for j, n in enumerate(names)})
@@ -76,7 +77,7 @@ def _valid_names(present: list[str]) -> list[str]:
     n = 1 + max((int(m.group(2)) for c in present if (m := _MOTOR_COL.match(c))), default=7)
     n = min(n, MAX_MOTORS)
     motors = [f"{p}{i}" for p in MOTOR_GROUPS.values() for i in range(n + 1)]
-    return ["t", "landed", *(c for g in GROUPS.values() for c in g), *motors]
+    return ["t", *FLAT, *(c for g in GROUPS.values() for c in g), *motors]
 
 
 def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] | None = None) -> Flight:
@@ -100,7 +101,7 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise LogFormatError(
                 f"{source}: unknown column {quote(c)}; {hint}valid columns are t, acc_x.., gyro_x.., gyro_dot_x.., "
-                "cmd_0.., rpm_0.., qw qx qy qz, px py pz, vx vy vz, landed (FORMATS.md)"
+                "cmd_0.., rpm_0.., qw qx qy qz, px py pz, vx vy vz, landed, vbat (FORMATS.md)"
             )
     if "t" not in cols:
         raise LogFormatError(f"{source}: no 't' column (time in seconds); add it or rename the time column to 't'")
@@ -133,6 +134,8 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
             i = int(np.flatnonzero(bad)[0])
             raise LogFormatError(f"{source}: column 'landed' must be 0 or 1, got {lv[i]:g} in row {i}")
         kw["landed"] = lv.astype(bool)
+    if "vbat" in cols:
+        kw["vbat"] = _float(cols["vbat"], "vbat", source)
     t = _float(cols["t"], "t", source)
     m = {"source": source, **(meta or {})}
     m["source"] = source

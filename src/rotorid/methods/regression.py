@@ -460,7 +460,7 @@ def sandwich(
     """binv M binvᵀ times `dof`, M the long-run variance of the per-step `scores` (T, p): by
     default (None) the equal-weighted cosine estimate (`ewc_meat`), else the Newey-West meat with
     `lags` (`hac_meat`); binvᵀ, not binv, for a bread that is not symmetric (a pseudo-linear
-    regression's total derivative, `online._final_theta1_eiv`).
+    regression's total derivative, `online.solve.final_theta1_eiv`).
 
     `leverage` (T, p): each step's share G_t of the estimate's normal matrix, the diagonal of
     binv A_t (`leverage_diag`). Scores taken at the estimate are ẑ_t = z_t - G_t S with S = Σ z

@@ -14,7 +14,8 @@ import numpy as np
 
 from rotorid.motion import WRENCH
 from rotorid.report.style import MEASURED, MODEL, figure
-from rotorid.validate import MOTION
+from rotorid.util import windows_text
+from rotorid.validate import MOTION, PASS_ERROR_PCT, PASS_R2, RATES, WEAK_EXCITATION
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -84,12 +85,58 @@ def motion_figure(val: Validation) -> Figure:
     return fig
 
 
+def replay_figure(val: Validation) -> Figure:
+    """The replay (`rotorid.validate.replay`): measured body rates and each horizon's
+    prediction from its re-initialisation (one line per horizon), per axis."""
+    rep = val.replay
+    fig, axs = figure(10, 6.5, 3, 1, sharex=True, squeeze=False)
+    cut = np.flatnonzero(np.diff(rep.segment)) + 1  # a break between horizons
+    t = np.insert(rep.t, cut, np.nan)
+    meas = np.insert(rep.measured, cut, np.nan, axis=0)
+    pred = np.insert(rep.predicted, cut, np.nan, axis=0)
+    for j, name in enumerate(RATES):
+        ax = axs[j, 0]
+        ax.plot(t, meas[:, j], lw=0.9, color=MEASURED, label="measured")
+        ax.plot(t, pred[:, j], lw=0.9, color=MODEL, label=f"replayed ({rep.horizon:g} s horizons)")
+        m = rep.metrics[name]
+        ax.set_ylabel(f"{name} [rad/s]")
+        ax.set_title(
+            f"{name}: R² = {m['r2']:.3f}, RMSE = {m['rmse']:.3g} rad/s (holding the rate: {m['hold_rmse']:.3g})",
+            fontsize=9,
+        )
+    axs[0, 0].legend(loc="upper right", fontsize=8)
+    axs[-1, 0].set_xlabel("t [s]")
+    fig.subplots_adjust(left=0.09, right=0.98, top=0.94, bottom=0.08, hspace=0.45)
+    return fig
+
+
 def figures(val: Validation) -> dict[str, Figure]:
-    """`validation_wrench` (`wrench_figure`) and `validation_motion` (`motion_figure`)."""
-    return {
+    """`validation_wrench` (`wrench_figure`), `validation_motion` (`motion_figure`) and, with
+    a replay, `validation_replay` (`replay_figure`)."""
+    out = {
         "validation_wrench": wrench_figure(val.t, val.rigid, val.rotor, val.rel_error_norm_pct),
         "validation_motion": motion_figure(val),
     }
+    if val.replay is not None:
+        out["validation_replay"] = replay_figure(val)
+    return out
+
+
+def replay_rows(val: Validation) -> list[dict[str, str]]:
+    """Table rows of the replay: channel, RMSE with unit, R², and for a body rate the RMSE of
+    holding the re-initialised rate."""
+    if val.replay is None:
+        return []
+    fmt = lambda x, spec: format(x, spec) if isinstance(x, int | float) and math.isfinite(x) else "—"
+    return [
+        {
+            "channel": name,
+            "rmse": f"{fmt(m['rmse'], '.4g')} {m['unit']}" if math.isfinite(m["rmse"]) else "not modelled",
+            "r2": fmt(m["r2"], ".4f") if math.isfinite(m["r2"]) else "not modelled",
+            "hold": f"{fmt(m['hold_rmse'], '.4g')} {m['unit']}" if "hold_rmse" in m else "",
+        }
+        for name, m in val.replay.metrics.items()
+    ]
 
 
 def rows(val: Validation) -> list[dict[str, str]]:
@@ -124,8 +171,12 @@ def render(val: Validation, result: Result, params: str, logs: list[dict[str, An
         method=result.method,
         params=params,
         rows=rows(val),
+        verdict=val.verdict,
+        thresholds={"r2": PASS_R2, "error": PASS_ERROR_PCT, "weak": WEAK_EXCITATION},
+        replay=val.replay,
+        replay_rows=replay_rows(val),
         notes=val.notes,
-        logs=logs,
+        logs=[{**i, "windows_text": windows_text(i.get("windows"))} for i in logs],
         figures=list(images.items()),
         version=__version__,
     )

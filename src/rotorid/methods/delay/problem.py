@@ -1,0 +1,229 @@
+"""The thrust regression of eq. 17-21 (`ThrustProblem`): rotor states through the motor lag
+(eq. 45-48), its design matrix and least-squares fit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rotorid.errors import ExcitationError, VehicleError
+from rotorid.flight import Flight
+from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings
+from rotorid.methods.regression import Fit, ols_blocks, reduce_rows
+from rotorid.signal import CHUNK, motor_lag, motor_lag_asymmetric
+from rotorid.vehicle import Vehicle
+
+
+def lag_states(cmd: np.ndarray, t: np.ndarray, tm: tuple[float, float]) -> np.ndarray:
+    """Rotor states through the (symmetric or rising/falling) first-order lag (eq. 45-48)."""
+    return motor_lag(cmd, t, tm[0]) if tm[0] == tm[1] else motor_lag_asymmetric(cmd, t, tm[0], tm[1])
+
+
+def _delayed(cmd: np.ndarray, t: np.ndarray, dead: float) -> np.ndarray:
+    """Commands delayed by `dead` s (linear interpolation, the first command held before)."""
+    if dead == 0:
+        return cmd
+    return np.column_stack([np.interp(t - dead, t, c) for c in cmd.T])
+
+
+def _delayed_rows(cmd: np.ndarray, t: np.ndarray, lo: int, hi: int, dead: float) -> np.ndarray:
+    """Rows lo:hi of `_delayed(cmd, t, dead)`, interpolating within the few samples they reach
+    (the same values: np.interp between the same two samples, the first command held before)."""
+    if dead == 0:
+        return cmd[lo:hi]
+    tq = t[lo:hi] - dead
+    j0 = max(int(np.searchsorted(t, tq[0], side="right")) - 1, 0)
+    j1 = int(np.searchsorted(t, tq[-1], side="left")) + 1
+    return np.column_stack([np.interp(tq, t[j0:j1], c) for c in cmd[j0:j1].T])
+
+
+@dataclass
+class ThrustProblem:
+    """Eq. 17-21 for a set of flights: b = m acc (active body rows), regressors from the lagged
+    commands. `design_states` builds A for given rotor states; `fit(tm)` solves it with `ols`."""
+
+    flights: list[Flight]
+    vehicle: Vehicle
+    exponents: tuple[int, ...]
+    per_motor: bool
+    acc_bias_z: float = 0.0  # m/s², subtracted from the accelerometer's z axis
+    rows: np.ndarray = field(init=False)  # active body axes
+    b: np.ndarray = field(init=False)
+    shared_c0: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        ax = self.vehicle.axes  # (M, 3)
+        self.rows = np.flatnonzero(np.abs(ax).sum(axis=0) > 1e-9)
+        bias = np.array([0.0, 0.0, self.acc_bias_z])[self.rows]
+        self.b = np.concatenate([self.vehicle.mass * (f.acc[:, self.rows] - bias).reshape(-1) for f in self.flights])
+        # constant columns of several motors coincide when their axes are parallel (eq. 21):
+        self.shared_c0 = (
+            self.per_motor and 0 in self.exponents and np.linalg.matrix_rank(ax[:, self.rows].T) < self.vehicle.n_rotors
+        )
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.rows)
+
+    def names(self) -> list[str]:
+        """Parameter names in column order."""
+        if not self.per_motor:
+            return [f"thrust_c{j}" for j in self.exponents]
+        out = ["thrust_c0"] if self.shared_c0 else []
+        for i in range(self.vehicle.n_rotors):
+            out += [f"thrust_c{j}_m{i + 1}" for j in self.exponents if not (self.shared_c0 and j == 0)]
+        return out
+
+    def design_states(self, states: list[np.ndarray]) -> np.ndarray:
+        """A (eq. 21) for given rotor states (one (N, M) array per flight)."""
+        r = self.vehicle.axes[:, self.rows]  # (M, R)
+        e = np.array(self.exponents)
+        blocks = []
+        for w in states:
+            if not self.per_motor:  # column by column: no (N, M, E) stack on every T_m evaluation
+                a = np.empty((len(w), r.shape[1], len(e)))
+                for k, j in enumerate(self.exponents):
+                    a[:, :, k] = r.sum(axis=0) if j == 0 else (w if j == 1 else w**j) @ r
+                blocks.append(a.reshape(-1, len(e)))
+                continue
+            p = np.stack([np.ones_like(w) if j == 0 else w**j for j in self.exponents], axis=-1)  # (N, M, E)
+            a = (p[:, :, None, :] * r[None, :, :, None]).transpose(0, 2, 1, 3)  # (N, R, M, E)
+            if self.shared_c0:
+                keep = e != 0
+                c0 = np.broadcast_to(r.sum(axis=0), (len(w), self.n_rows))[..., None]
+                a = np.concatenate([c0, a[..., keep].reshape(len(w), self.n_rows, -1)], axis=2)
+            blocks.append(a.reshape(len(w) * self.n_rows, -1))
+        return np.vstack(blocks)
+
+    def states(self, tm: tuple[float, float], dead: float = 0.0) -> list[np.ndarray]:
+        """Rotor states of every flight; `dead` (s) delays the commands first (`dead_time_check`)."""
+        return [lag_states(_delayed(f.cmd, f.t, dead), f.t, tm) for f in self.flights]
+
+    def state_blocks(self, tm: tuple[float, float], dead: float = 0.0) -> Iterator[np.ndarray]:
+        """`states(tm, dead)` `CHUNK` rows at a time, flight after flight. The symmetric lag
+        restarts each block from the previous block's last state (`motor_lag`'s y0: the same
+        recursion, so the same numbers) on commands delayed block by block (`_delayed_rows`), so
+        nothing of the flight's length is allocated; the asymmetric lag (a fixed point over the
+        whole flight) is computed whole and then cut."""
+        for f in self.flights:
+            if tm[0] != tm[1]:
+                w = lag_states(_delayed(f.cmd, f.t, dead), f.t, tm)
+                yield from (w[i : i + CHUNK] for i in range(0, len(w), CHUNK))
+                continue
+            y = None
+            for i in range(0, len(f.t), CHUNK):
+                lo, hi = max(i - 1, 0), i + CHUNK
+                u = _delayed_rows(f.cmd, f.t, lo, hi, dead)
+                w = motor_lag(u, f.t[lo:hi], tm[0], y0=None if y is None else y[-1])
+                y = w if y is None else w[1:]
+                yield y
+
+    def fit(self, tm: tuple[float, float], dead: float = 0.0) -> tuple[Fit, list[np.ndarray]]:
+        """The thrust fit at `tm` (commands delayed by `dead` s first) and the rotor states;
+        A is built `CHUNK` samples at a time, twice, never whole (`ols_blocks`)."""
+        s = self.states(tm, dead)
+
+        def blocks() -> Iterator[np.ndarray]:
+            return (self.design_states([w[i : i + CHUNK]]) for w in s for i in range(0, len(w), CHUNK))
+
+        return ols_blocks(blocks, self.b, what="thrust curve (eq. 17-21)"), s
+
+    def sse(self, tm: tuple[float, float], dead: float = 0.0) -> float:
+        """Residual sum of squares of `fit(tm)` (commands delayed by `dead` s first, for
+        `dead_time_check`), for the T_m search that evaluates it tens of times: the rotor
+        states and [A | b] are built and reduced `CHUNK` rows at a time (`reduce_rows`), so a
+        symmetric evaluation allocates nothing of the flight's length (the fit's dozen (N, ...)
+        temporaries, then the rotor states, were freshly mapped, page-faulted memory: a third
+        of the CPU time on an hour at 1 kHz went to the kernel)."""
+        red = reduce_rows((self.design_states([w]) for w in self.state_blocks(tm, dead)), self.b)
+        if not red.excited.all():  # ols names the columns that are not excited
+            return self.fit(tm, dead)[0].sse
+        return red.sse
+
+    def coeffs(self, x: np.ndarray) -> np.ndarray:
+        """Thrust coefficients as the vehicle stores them: (E,) lumped or (M, E) per motor."""
+        if not self.per_motor:
+            return np.asarray(x, dtype=float)
+        m, ne = self.vehicle.n_rotors, len(self.exponents)
+        if not self.shared_c0:
+            return np.asarray(x, dtype=float).reshape(m, ne)
+        out = np.empty((m, ne))
+        j0 = self.exponents.index(0)
+        out[:, j0] = x[0]
+        out[:, [k for k in range(ne) if k != j0]] = np.asarray(x[1:]).reshape(m, ne - 1)
+        return out
+
+    def mean_curve_map(self) -> np.ndarray:
+        """L with (mean thrust curve over motors) = L x, for the hover command's covariance."""
+        ne = len(self.exponents)
+        if not self.per_motor:
+            return np.eye(ne)
+        eye = np.eye(len(self.names()))
+        return np.array([self.coeffs(eye[k]).mean(axis=0) for k in range(eye.shape[0])]).T  # (E, P)
+
+
+def prepare(flights: list[Flight], vehicle: Vehicle, what: str, *channels: str) -> list[Flight]:
+    """The flights of one manoeuvre, each checked for its logging rate and its number of motor
+    commands; a thrust manoeuvre must have a flight."""
+    out = []
+    for f in flights:
+        f.require_rate(MIN_RATE_HZ, *channels)
+        if f.cmd.shape[1] != vehicle.n_rotors:
+            raise VehicleError(
+                f"{f.source}: {f.cmd.shape[1]} motor commands but vehicle '{vehicle.name}' has "
+                f"{vehicle.n_rotors} rotors; choose the matching vehicle"
+            )
+        out.append(f)
+    if not out and what == "thrust":
+        raise ExcitationError("no thrust flight given: the delay method needs a vertical (thrust) excitation flight")
+    return out
+
+
+def check_commands(flights: list[Flight], vehicle: Vehicle) -> None:
+    """Raise `ExcitationError` when the thrust flights' motor commands never change: no T_m to find."""
+    span = max(vehicle.cmd_max - vehicle.cmd_min, 1e-12)
+    if all(np.ptp(f.cmd, axis=0).max() <= 1e-6 * span for f in flights):
+        src = ", ".join(sorted({f.source for f in flights}))
+        raise ExcitationError(
+            f"{src}: not enough excitation for T_m: the motor commands are constant over the whole window "
+            f"({flights[0].t[0]:.2f}–{flights[-1].t[-1]:.2f} s); fly the thrust manoeuvre (repeated climbs and "
+            "descents with sharp throttle changes) and pass that window"
+        )
+
+
+@dataclass(frozen=True)
+class DelayProblem:
+    """One identification's inputs and the user's settings, never replaced: the thrust,
+    roll/pitch and yaw flights (checked by `prepare`), the vehicle, and the thrust regression
+    (eq. 17-21) they set. What the steps derive travels in their own records (`MotorLag`,
+    `RollPitch`)."""
+
+    thrust_flights: list[Flight]
+    roll_pitch: list[Flight]
+    yaw: list[Flight]
+    vehicle: Vehicle
+    settings: DelaySettings
+    thrust: ThrustProblem = field(init=False)
+
+    @classmethod
+    def checked(
+        cls,
+        thrust_flights: list[Flight],
+        roll_pitch: list[Flight],
+        yaw: list[Flight],
+        vehicle: Vehicle,
+        settings: DelaySettings,
+    ) -> DelayProblem:
+        """The problem of these flights once `prepare` and `check_commands` accept them."""
+        thrust_flights = prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
+        roll_pitch = prepare(roll_pitch, vehicle, "roll/pitch", "cmd", "gyro")
+        yaw = prepare(yaw, vehicle, "yaw", "cmd", "gyro")
+        check_commands(thrust_flights, vehicle)
+        return cls(thrust_flights, roll_pitch, yaw, vehicle, settings)
+
+    def __post_init__(self) -> None:
+        st = self.settings
+        thrust = ThrustProblem(self.thrust_flights, self.vehicle, st.exponents, st.per_motor, st.acc_bias_z[0])
+        object.__setattr__(self, "thrust", thrust)

@@ -1,0 +1,149 @@
+"""Settings of the delay method and the constants they rest on (Eschmann et al. Table II, eq. 93)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+from rotorid.errors import RotoridError
+from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
+
+INERTIA_PARAMS = ("direct", "reciprocal", "tls")
+#: Figures get at most this many points per scatter (diagnostics are subsampled evenly).
+MAX_PLOT_POINTS = 2500
+#: Lowest original logging rate of the motor commands and IMU: a 30-100 ms motor lag needs
+#: several samples per time constant (PX4 logs actuator_motors at 10 Hz unless told otherwise).
+MIN_RATE_HZ = 100.0
+#: Thrust residual's integrated autocorrelation time above which the notes say the residuals
+#: are structured: the lag model leaves white accelerometer noise (tau_int 1), so beyond 2 the
+#: correlation has halved the effective samples, which noise alone does not do.
+STRUCTURED_TAU = 2.0
+#: Eschmann et al. Table II: C_xy->z = I_zz / ((I_xx + I_yy)/2) of the 12 quadrotors listed
+#: (x500, Leshikar, Kaputa, Flightmare, Iris, px4vision, X-wing, five Crazyflie models); their
+#: mean 1.832 is eq. 93.
+TABLE_II_RATIOS = (1.818, 1.627, 2.896, 1.556, 1.896, 1.896, 1.792, 1.760, 1.346, 1.968, 1.876, 1.550)
+#: σ of C for a vehicle not in the table: the predictive spread s sqrt(1 + 1/n) of the ratios.
+IZZ_RATIO_SIGMA = round(statistics.stdev(TABLE_II_RATIOS) * math.sqrt(1 + 1 / len(TABLE_II_RATIOS)), 2)
+
+
+@dataclass(frozen=True)
+class DelaySettings:
+    """Options of the delay method; every field is recorded in params.json.
+
+    - `tm_prior`: None (uniform over `tm_bounds`, as in the paper) or (MEAN, SIGMA) in s of a
+      log-normal prior on T_m.
+    - `asymmetric_tm`: also estimate separate rising/falling constants.
+    - `per_motor`: one thrust curve per motor (else one lumped curve, eq. 17 with shared K_j).
+    - `exponents`: thrust-curve exponents j of K_j u^j.
+    - `izz_ratio`: (C, SIGMA) of C_xy->z in eq. 93 (a bare C takes the default SIGMA): the
+      assumption behind I_zz and K_tau, whose σ carry SIGMA. Default: eq. 93's 1.832 (the mean
+      over `TABLE_II_RATIOS`) ± their predictive spread for a new vehicle, s sqrt(1 + 1/n)
+      (s the sample standard deviation of the n = 12 ratios) = 0.40.
+    - `acc_bias_z`: (VALUE, SIGMA) in m/s² of the accelerometer's z bias, subtracted from the
+      measured specific force. Airborne flights cannot separate it from K_0 (both are constant
+      in eq. 17-21; the hover check of Fig. 6 selects its samples by the biased |acc| too), so
+      SIGMA enters the σ of K_0 and the hover command, which are marked assumed. Default
+      0 ± `ACC_BIAS_Z_SIGMA`; give a calibrated bias (e.g. from a rest log) to tighten them.
+    - `inertia_param`: "auto", "direct", "reciprocal" or "tls".
+    - `tm_bounds`, `tm_grid`, `tm_xtol`: search range (s), coarse log-spaced points, Brent tolerance.
+    - `cutoff_hz`, `filter_order`: zero-phase Butterworth low-pass applied identically to torque
+      and angular acceleration.
+    - `trim_s`: seconds cut at both ends of each roll/pitch/yaw flight after filtering.
+    - `torque_offset`: estimate a constant torque offset per flight (CoM offset, motor
+      mismatch) instead of forcing the fit through the origin.
+    - `hover_fraction`: fraction of samples closest to zero world acceleration (Fig. 6).
+    - `pred_horizon`: horizon (s) of the held-out angular-rate prediction that selects the
+      inertia parameterization.
+    - `joint_max_rel_std`: %σ of I_zz below which the joint eq. 73-76 estimate counts as grounded.
+    - `gyroscopic`: keep the ω x (J ω) terms of eq. 62 in the roll/pitch fit (I_zz from eq. 93);
+      the paper's eq. 80 drops them.
+    - `autocorr_correction`: scale std. deviations by the residual autocorrelation.
+    - `min_thrust_r2`: below this R² of the thrust fit the flight did not excite the thrust.
+    - `dead_time_check`, `dead_time_max`: test the lag model against lag + dead time (0 to
+      `dead_time_max` s) and widen σ by their difference when the data support the dead time
+      (`dead_time_check`).
+    - `asymmetry_check`: test the symmetric lag against separate rising/falling constants and
+      widen σ by their difference when the data support them (`asymmetry_check`).
+    """
+
+    tm_prior: tuple[float, float] | None = None
+    asymmetric_tm: bool = False
+    per_motor: bool = False
+    exponents: tuple[int, ...] = (0, 1, 2)
+    izz_ratio: tuple[float, float] = (1.832, IZZ_RATIO_SIGMA)
+    acc_bias_z: tuple[float, float] = (0.0, ACC_BIAS_Z_SIGMA)
+    inertia_param: str = "auto"
+    tm_bounds: tuple[float, float] = (0.002, 0.5)
+    tm_grid: int = 24
+    tm_xtol: float = 1e-4
+    cutoff_hz: float = 20.0
+    filter_order: int = 4
+    trim_s: float = 0.1
+    torque_offset: bool = True
+    hover_fraction: float = 0.05
+    pred_horizon: float = 0.05
+    joint_max_rel_std: float = 20.0
+    gyroscopic: bool = True
+    autocorr_correction: bool = True
+    min_thrust_r2: float = 0.2
+    dead_time_check: bool = True
+    dead_time_max: float = 0.03
+    asymmetry_check: bool = True
+
+    def __post_init__(self) -> None:
+        if self.tm_prior is not None:
+            object.__setattr__(self, "tm_prior", tuple(float(v) for v in self.tm_prior))
+            if len(self.tm_prior) != 2 or not all(v > 0 for v in self.tm_prior):
+                raise RotoridError(f"tm_prior {self.tm_prior} must be two positive numbers MEAN,SIGMA in seconds")
+        try:
+            object.__setattr__(self, "exponents", tuple(int(str(e).strip()) for e in self.exponents))
+        except ValueError:
+            raise RotoridError(f"exponents {self.exponents} must be integers, e.g. 0,1,2") from None
+        if not self.exponents or len(set(self.exponents)) != len(self.exponents) or min(self.exponents) < 0:
+            raise RotoridError(f"exponents {self.exponents} must be distinct non-negative integers, e.g. 0,1,2")
+        if self.inertia_param not in ("auto", *INERTIA_PARAMS):
+            raise RotoridError(f"inertia_param '{self.inertia_param}' must be auto, direct, reciprocal or tls")
+        lo, hi = (float(v) for v in self.tm_bounds)
+        object.__setattr__(self, "tm_bounds", (lo, hi))
+        if not 0 < lo < hi:
+            raise RotoridError(f"tm_bounds {self.tm_bounds} must satisfy 0 < lower < upper (s)")
+        c = self.izz_ratio if isinstance(self.izz_ratio, tuple | list) else (self.izz_ratio, IZZ_RATIO_SIGMA)
+        try:
+            object.__setattr__(self, "izz_ratio", tuple(float(v) for v in c))
+        except (TypeError, ValueError):
+            raise RotoridError(f"izz_ratio {self.izz_ratio} must be C or (C, SIGMA), numbers") from None
+        if len(self.izz_ratio) != 2 or not self.izz_ratio[0] > 0 or not self.izz_ratio[1] >= 0:
+            raise RotoridError(f"izz_ratio {self.izz_ratio} must be C > 0 or (C > 0, SIGMA >= 0)")
+        b = self.acc_bias_z if isinstance(self.acc_bias_z, tuple | list) else (self.acc_bias_z, ACC_BIAS_Z_SIGMA)
+        try:
+            object.__setattr__(self, "acc_bias_z", tuple(float(v) for v in b))
+        except (TypeError, ValueError):
+            raise RotoridError(f"acc_bias_z {self.acc_bias_z} must be VALUE or (VALUE, SIGMA) in m/s²") from None
+        if len(self.acc_bias_z) != 2 or not self.acc_bias_z[1] >= 0:
+            raise RotoridError(f"acc_bias_z {self.acc_bias_z} must be (VALUE, SIGMA >= 0) in m/s²")
+        if self.tm_grid < 5:
+            raise RotoridError(f"tm_grid {self.tm_grid} must be at least 5 points")
+        if not self.cutoff_hz > 0:
+            raise RotoridError(f"cutoff_hz {self.cutoff_hz} must be a positive frequency in Hz")
+        if not 0 < self.hover_fraction <= 1:
+            raise RotoridError(f"hover_fraction {self.hover_fraction} must lie in (0, 1]")
+
+
+def subsample(n: int, k: int = MAX_PLOT_POINTS) -> np.ndarray:
+    """Indices of at most `k` of `n` samples, evenly spread (the figures' scatters)."""
+    return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
+
+
+def tm_support(settings: DelaySettings) -> tuple[float, float]:
+    """Search interval: `tm_bounds`, narrowed to the prior's central 99.98 % when a prior is given."""
+    lo, hi = settings.tm_bounds
+    if settings.tm_prior is None:
+        return lo, hi
+    mean, sd = settings.tm_prior
+    s = math.sqrt(math.log1p((sd / mean) ** 2))
+    mu = math.log(mean) - 0.5 * s * s
+    z = 3.72  # two-sided 1e-4 tails
+    return max(lo, math.exp(mu - z * s)), min(hi, math.exp(mu + z * s))

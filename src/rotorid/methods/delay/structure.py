@@ -1,0 +1,107 @@
+"""Model-structure checks of the lag model: a dead time, separate rising/falling constants."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import optimize, special
+
+from rotorid.methods.delay.collected import Collected
+from rotorid.methods.delay.problem import ThrustProblem
+from rotorid.methods.delay.search import TmSearch, neg_log_prior, rise_fall_fit
+from rotorid.methods.delay.settings import DelaySettings, tm_support
+
+
+def widened(sym: TmSearch, delta: np.ndarray) -> TmSearch:
+    """`sym` with the model-structure term Δθ Δθᵀ added to the covariance of its uncertainty
+    (T_m and the thrust coefficients) and T_m's σ read from it."""
+    unc = dataclasses.replace(sym.unc, cov=sym.unc.cov + np.outer(delta, delta))
+    return dataclasses.replace(sym, unc=unc, std=float(unc.std[0]))
+
+
+def dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
+    """Model-structure check of the lag model: a dead time d between the commands and the
+    accelerometer (a logging or sensor time offset, which T_m absorbs otherwise; 0 <= d <=
+    `dead_time_max`) fitted jointly with T_m. When the data support it (likelihood ratio at
+    the residual's effective sample count, one-sided 1 % level, chi-bar² with half its mass at
+    d = 0), the reported lag-only values stay (the paper's model, and the effective lag a
+    controller sees) and the difference Δθ between the two models' T_m and thrust
+    coefficients enters their covariance (Δθ Δθᵀ: the model-structure uncertainty, which
+    the roll/pitch and yaw steps propagate like the rest); a note says so in words. Returns
+    the search with σ so widened (`widened`), None when the data do not support the dead time."""
+    lo, hi = tm_support(st)
+    n_eff = sym.n / sym.tau_int
+    sse = lambda x: prob.sse((x[0], x[0]), x[1])  # blocked QR: no (N, P) design matrix per evaluation
+    nlp = lambda x: 0.5 * n_eff * math.log(sse(x)) + float(neg_log_prior(x[0], st.tm_prior))
+    res = optimize.minimize(
+        nlp,
+        np.array([sym.tm, 0.25 * st.dead_time_max]),
+        method="L-BFGS-B",
+        bounds=[(lo, hi), (0.0, st.dead_time_max)],
+    )
+    tm_d, dead = float(res.x[0]), float(res.x[1])
+    lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / sse(res.x)), 0.0)
+    p = 0.5 * float(special.chdtrc(1, 2 * lr))
+    out.diag.update(dead_time=dead, dead_time_tm=tm_d, dead_time_p=p)
+    if not p < 0.01:
+        return None
+    x_d = prob.fit((tm_d, tm_d), dead)[0].x
+    delta = np.concatenate([[sym.tm - tm_d], sym.unc.fit.x - x_d])
+    out.notes.append(
+        f"Residuals are structured: a dead time of {1e3 * dead:.1f} ms between the motor commands and the accelerometer "
+        f"fits the thrust flight better (likelihood ratio {lr:.3g}, p = {p:.2g}); with it T_m would be {tm_d:.4g} s "
+        f"instead of {sym.tm:.4g} s. T_m is reported as the effective command-to-acceleration lag (the paper's model) "
+        "and σ of T_m, the thrust curve and what rests on them includes the difference between the two models."
+    )
+    return widened(sym, delta)
+
+
+#: `asymmetry_check`'s screen: the largest relative split of its two evaluations, and the
+#: p-value above which the full two-constant fit is skipped.
+ASYM_SCREEN_STEP = 0.1
+ASYM_SCREEN_P = 0.2
+
+
+def asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
+    """Model-structure check of the symmetric lag: separate rising and falling constants (motors
+    that spin up faster than they spin down, RLtools' and RotorS's motor models) fitted from the
+    symmetric optimum. When the data support them (likelihood ratio at the residual's effective
+    sample count, 1 % level, χ² with one degree of freedom), the reported symmetric values stay
+    (the paper's model) and, as in `dead_time_check`, the difference Δθ between the two models'
+    T_m (the constants' mean) and thrust coefficients enters their covariance (Δθ Δθᵀ), which
+    the roll/pitch and yaw steps propagate; a note says so. On simulated motors rising in 55 ms
+    and falling in 85 ms the symmetric T_m was 6.7 % below their mean (7σ) and I_xx, I_yy
+    3.6 % high (3σ). A screen of two evaluations decides first whether the full fit is worth
+    it (`ASYM_SCREEN_P`; the screen's p-value is the diagnostic then). Returns the search with
+    σ so widened (`widened`), None when the data do not support the split."""
+    n_eff = sym.n / sym.tau_int
+    # screen (two evaluations, each ~7 symmetric ones): the split alone, T_m held, through a
+    # parabola in δ = (T_rise - T_fall) / (2 T_m) stepped a few of T_m's own σ (a wide step's
+    # vertex reads the SSE's skew as a split when an hour of samples makes every SSE difference
+    # count); the full fit can only fit better, so a screen far from significance ends the check
+    s0, h = sym.unc.fit.sse, float(np.clip(3.0 * sym.std / sym.tm, 0.002, ASYM_SCREEN_STEP))
+    sp, sm = prob.sse((sym.tm * (1 + h), sym.tm * (1 - h))), prob.sse((sym.tm * (1 - h), sym.tm * (1 + h)))
+    curv = (sp - 2 * s0 + sm) / h**2
+    d0 = float(np.clip(-(sp - sm) / (2 * h * curv), -0.5, 0.5)) if curv > 0 else (h if sp < sm else -h)
+    best = min(sp, sm, s0 - (sp - sm) ** 2 / (8 * h**2 * curv) if curv > 0 else s0)
+    screen = float(special.chdtrc(1, max(n_eff * math.log(s0 / max(best, 1e-300)), 0.0)))
+    if screen > ASYM_SCREEN_P:
+        out.diag.update(asym_p=screen, asym_supported=False)
+        return None
+    tr, tf, _, _ = rise_fall_fit(prob, sym, st, sym.tm * np.array([1 + d0, 1 - d0]))  # from the screen's split
+    fit = prob.fit((tr, tf))[0]
+    lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / fit.sse), 0.0)
+    p = float(special.chdtrc(1, 2 * lr))
+    out.diag.update(tm_rise=tr, tm_fall=tf, asym_p=p, asym_supported=p < 0.01)
+    if not p < 0.01:
+        return None
+    delta = np.concatenate([[sym.tm - 0.5 * (tr + tf)], sym.unc.fit.x - fit.x])
+    out.notes.append(
+        f"Residuals are structured: the motors rise in {tr:.4g} s and fall in {tf:.4g} s (likelihood ratio {lr:.3g}, "
+        f"p = {p:.2g}) rather than following one lag of {sym.tm:.4g} s. T_m and the thrust curve are reported for the "
+        "one lag (the paper's model), and σ of them and of what rests on them includes the difference between the two "
+        "models; --asymmetric-tm fits the two constants instead."
+    )
+    return widened(sym, delta)

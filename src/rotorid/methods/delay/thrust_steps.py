@@ -1,0 +1,228 @@
+"""Steps 1 and 2 of the identification: the motor lag and the thrust curve with the hover check."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from rotorid.errors import ExcitationError
+from rotorid.frames import GRAVITY
+from rotorid.methods.delay.collected import Collected
+from rotorid.methods.delay.problem import DelayProblem, ThrustProblem
+from rotorid.methods.delay.search import AsymSearch, TmSearch, search_tm, search_tm_asymmetric
+from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, subsample, tm_support
+from rotorid.methods.delay.structure import asymmetry_check, dead_time_check
+from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
+from rotorid.methods.regression import r2_from_sse
+from rotorid.vehicle import Vehicle
+
+
+@dataclass(frozen=True)
+class MotorLag:
+    """What step 1 derives: the symmetric T_m search (σ with any model-structure term), the
+    motor constants the later steps use (rise, fall; equal unless `asymmetric_tm`) and the joint
+    uncertainty of those constants and the thrust coefficients there (with the fit and states)."""
+
+    search: TmSearch
+    pair: tuple[float, float]
+    unc: ThrustUncertainty
+
+
+def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
+    """Step 1: T_m (or rising/falling constants) from the thrust flight; the joint uncertainty
+    (with the thrust fit and motor states) at the chosen constants. Raises `ExcitationError` when the thrust does not
+    follow the commands or fits equally well for every T_m."""
+    prob, st = problem.thrust, problem.settings
+    sym = search_tm(prob, st)
+    tm_pair = (sym.tm, sym.tm)
+    src = ", ".join(sorted({f.source for f in prob.flights}))
+    fit = sym.unc.fit if sym.unc is not None else prob.fit(tm_pair)[0]
+    thrust_r2 = r2_from_sse(fit.sse, prob.b)
+    lr = 0.5 * (sym.n / sym.tau_int) * math.log(float(np.max(sym.sse)) / float(np.min(sym.sse)))
+    if not thrust_r2 >= st.min_thrust_r2 or lr < 0.5 * special.chdtri(1, 0.001):
+        raise ExcitationError(
+            f"{src}: not enough excitation for T_m: the measured thrust (mass x accelerometer z) "
+            f"{'does not follow the motor commands' if not thrust_r2 >= st.min_thrust_r2 else 'fits equally well for every T_m'} "
+            f"(R² {thrust_r2:.2f}, log-likelihood range {lr:.2g}); fly the thrust manoeuvre (repeated climbs and "
+            "descents with sharp throttle changes)"
+        )
+    tm_obs = {"identifiable": True, "rel_std_pct": 100.0 * sym.std / sym.tm if sym.std == sym.std else float("nan")}
+    if sym.at_edge:
+        lo, hi = tm_support(st)
+        tm_obs = {
+            "identifiable": False,
+            "reason": f"T_m optimum {sym.tm:.4g} s lies at the edge of the search range [{lo:.4g}, {hi:.4g}] s",
+            "advice": "widen tm_bounds if the motor can be that fast/slow, or fly sharper throttle steps",
+        }
+        out.notes.append(f"T_m: the optimum {sym.tm:.4g} s is at the edge of the search range [{lo:.4g}, {hi:.4g}] s.")
+    out.diag.update(
+        tm_grid=sym.grid,
+        tm_sse=sym.sse,
+        tm_rmse=np.sqrt(sym.sse / sym.n),
+        tm_nlp=sym.nlp,
+        tm_opt=sym.tm,
+        tm_std=sym.std,
+        tm_at_edge=sym.at_edge,
+        thrust_r2=thrust_r2,
+        tau_int=sym.tau_int,
+    )
+    if not st.asymmetric_tm:
+        why = []
+        if sym.unc is not None and st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
+            sym = wide
+            why.append(
+                f"a {1e3 * out.diag['dead_time']:.1f} ms dead time with T_m {out.diag['dead_time_tm']:.4g} s fits "
+                "better than the pure lag"
+            )
+        if sym.unc is not None and st.asymmetry_check and (wide := asymmetry_check(prob, sym, st, out)) is not None:
+            sym = wide
+            why.append(
+                f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
+                "better than one"
+            )
+        if why:
+            tm_obs["rel_std_pct"] = 100 * sym.std / sym.tm
+            tm_obs["reason"] = "σ includes the model-structure term: " + "; ".join(why)
+        out.put("tm", sym.tm, sym.std)
+        out.obs["tm"] = tm_obs
+        return MotorLag(sym, tm_pair, sym.unc or thrust_uncertainty(prob, tm_pair, [], st))
+    asym = _asymmetric_step(prob, sym, tm_obs, st, out)
+    tm_pair = (asym.tm_rise, asym.tm_fall)
+    return MotorLag(sym, tm_pair, asym.unc or thrust_uncertainty(prob, tm_pair, [], st))
+
+
+def _asymmetric_step(
+    prob: ThrustProblem, sym: TmSearch, tm_obs: dict[str, Any], st: DelaySettings, out: Collected
+) -> AsymSearch:
+    """Step 1b: separate rising/falling constants and whether the data support the split."""
+    asym = search_tm_asymmetric(prob, sym, st)
+    supported = asym.p_value < 0.01
+    drop = 100.0 * (1.0 - asym.sse / float(np.min(sym.sse)))
+    out.put("tm_rise", asym.tm_rise, asym.std[0])
+    out.put("tm_fall", asym.tm_fall, asym.std[1])
+    for k, v, s in (("tm_rise", asym.tm_rise, asym.std[0]), ("tm_fall", asym.tm_fall, asym.std[1])):
+        out.obs[k] = (
+            {"identifiable": True, "rel_std_pct": 100 * s / v if s == s else float("nan")}
+            if not asym.at_edge
+            else {**tm_obs, "identifiable": False, "reason": "rising/falling optimum at the edge of the range"}
+        )
+    out.notes.append(
+        f"Separate rising/falling constants T_rise = {asym.tm_rise:.4g} s, T_fall = {asym.tm_fall:.4g} s "
+        f"(symmetric T_m = {sym.tm:.4g} s) lower the residual by {drop:.2f} % (F = {asym.f_stat:.3g}, "
+        f"p = {asym.p_value:.2g} with {sym.n / sym.tau_int:.0f} effective samples): the data "
+        f"{'support' if supported else 'do not support'} the split."
+    )
+    out.diag.update(
+        tm_rise=asym.tm_rise, tm_fall=asym.tm_fall, asym_f=asym.f_stat, asym_p=asym.p_value, asym_supported=supported
+    )
+    return asym
+
+
+def _hover_grad(prob: ThrustProblem, x: np.ndarray, hover: float, exponents: tuple[int, ...]) -> np.ndarray:
+    """Gradient of the hover command with respect to the thrust coefficients `x` (implicit
+    function theorem on mean thrust(hover) = weight), for its first-order σ."""
+    lmap = prob.mean_curve_map()
+    e = np.array(exponents, dtype=float)
+    kbar = lmap @ x
+    dfdu = float(np.sum(kbar * np.where(e > 0, e * hover ** np.maximum(e - 1, 0), 0.0)))
+    return -(hover**e) / dfdu @ lmap
+
+
+def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle:
+    """Step 2: the thrust curve and the hover command with their σ (marginal over T_m,
+    `thrust_uncertainty`); returns the vehicle with the identified curve and motor lag."""
+    prob, st, sym, tm_pair, unc = problem.thrust, problem.settings, lag.search, lag.pair, lag.unc
+    fit, states = unc.fit, unc.states
+    ccov = unc.coeff_cov
+    std = np.sqrt(np.clip(np.diag(ccov), 0.0, None))
+    gb = unc.bias_grad[len(unc.dirs) :]
+    beta, beta_sd = st.acc_bias_z
+    bias_words = (
+        f"the accelerometer z bias {beta:g} ± {beta_sd:g} m/s² (setting acc_bias_z): airborne flights cannot "
+        "separate it from the constant thrust term K_0"
+    )
+
+    def rests_on_bias(g: float, sd: float) -> bool:  # the bias moves the value by > 0.1 of its other σ
+        return abs(g) * max(beta_sd, abs(beta)) > 0.1 * math.sqrt(max(sd**2 - (g * beta_sd) ** 2, 0.0))
+
+    for k, nm in enumerate(prob.names()):
+        if rests_on_bias(gb[k], std[k]):
+            for name in (
+                [f"thrust_c0_m{i + 1}" for i in range(prob.vehicle.n_rotors)]
+                if prob.shared_c0 and nm == "thrust_c0"
+                else [nm]
+            ):
+                out.assumed[name] = bias_words
+        if nm == "thrust_c0" and prob.shared_c0:
+            for i in range(prob.vehicle.n_rotors):
+                out.put(f"thrust_c0_m{i + 1}", fit.x[k], std[k])
+            out.notes.append(
+                "Per-motor curves: the constant term K_0 cannot be split among rotors with parallel axes "
+                "(identical regressor columns in eq. 21); it is shared."
+            )
+        else:
+            out.put(nm, fit.x[k], std[k])
+        out.obs[nm if not (nm == "thrust_c0" and prob.shared_c0) else "thrust_c0_m1"] = {
+            "identifiable": True,
+            "rel_std_pct": float(100 * std[k] / abs(fit.x[k])) if fit.x[k] else float("inf"),
+        }
+    ident = prob.vehicle.replace(
+        thrust_exponents=st.exponents, thrust_coeffs=prob.coeffs(fit.x), tm_rise=tm_pair[0], tm_fall=tm_pair[1]
+    )
+    hover = ident.hover_command()
+    grad = _hover_grad(prob, fit.x, hover, st.exponents)
+    hover_std = float(math.sqrt(max(grad @ ccov @ grad, 0.0)))
+    out.put("hover_cmd", hover, hover_std)
+    if rests_on_bias(float(grad @ gb), hover_std):
+        out.assumed["hover_cmd"] = bias_words
+    out.obs["hover_cmd"] = {"identifiable": True, "rel_std_pct": 100 * hover_std / hover}
+
+    meas = prob.b
+    nodelay_fit, _ = prob.fit((0.0, 0.0))
+    sub = subsample(len(meas))
+    out.diag.update(
+        thrust_meas=meas[sub],
+        thrust_pred=(fit.x @ prob.design_states(states).T)[sub],
+        thrust_pred_nodelay=(meas - nodelay_fit.residual)[sub],
+        thrust_t=np.concatenate([f.t for f in prob.flights])[sub] if prob.n_rows == 1 else sub.astype(float),
+        thrust_nodelay_r2=r2_from_sse(nodelay_fit.sse, meas),
+        thrust_cond=fit.cond,
+    )
+    _hover_check(prob, states, hover, st, out)
+    out.notes.append(
+        "Measured quantity: b = m · acc (the accelerometer's specific force, rotor force / mass, eq. 5 and 17); "
+        f"body row(s) {', '.join('xyz'[r] for r in prob.rows)} used. Standard deviations account for the "
+        f"residual autocorrelation at the optimum (integrated autocorrelation time {sym.tau_int:.1f} samples)."
+    )
+    if sym.tau_int > STRUCTURED_TAU:
+        out.notes.append(
+            f"Residuals are structured: the thrust residual at the optimum is correlated over {sym.tau_int:.0f} samples "
+            "where the lag model leaves white sensor noise, so the model misses something (e.g. a time offset "
+            "between the motor commands and the IMU, which T_m absorbs: T_m is then the effective command-to-"
+            "acceleration lag; or motors that differ). σ includes the residual's correlation, not such a bias."
+        )
+    return ident
+
+
+def _hover_check(
+    prob: ThrustProblem, states: list[np.ndarray], hover: float, st: DelaySettings, out: Collected
+) -> None:
+    """Hover check (Fig. 6): motor states where |specific force| ~ g (zero world acceleration)
+    against the hover command the thrust curve predicts."""
+    acc = np.vstack([f.acc for f in prob.flights])
+    ws = np.vstack(states).mean(axis=1)
+    cmds = np.vstack([f.cmd for f in prob.flights]).mean(axis=1)
+    dev = np.abs(np.linalg.norm(acc, axis=1) - GRAVITY)
+    near = dev <= np.quantile(dev, st.hover_fraction)
+    out.diag.update(hover_states=ws[near], hover_cmds=cmds[near], hover_pred=hover)
+    med = float(np.median(ws[near]))
+    out.notes.append(
+        f"Hover check (Fig. 6): the motor states of the {100 * st.hover_fraction:g} % of samples nearest zero "
+        f"world acceleration have median {med:.4f}; the thrust curve predicts hover at {hover:.4f} "
+        f"({100 * (hover - med) / med:+.2f} %)."
+    )
+    out.diag["hover_median"] = med

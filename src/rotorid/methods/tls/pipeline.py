@@ -1,0 +1,116 @@
+"""IDIM-TLS `identify`: the stages in order, into a `Result`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from rotorid.flight import Flight
+from rotorid.frames import GRAVITY
+from rotorid.identified import with_vehicle
+from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
+from rotorid.methods.regression import (
+    one_blas_thread,
+)
+from rotorid.methods.tls.lags import solve_separated
+from rotorid.methods.tls.notes import (
+    MOCAP_YAW,
+    diagnostics,
+    disturbance_diagnostics,
+    estimates,
+    floor_note,
+    gain_report,
+    mocap_yaw_pair,
+    nuisance_notes,
+    observability_of,
+    pose_note,
+    recorded_settings,
+    restored_note,
+    spread_assumed,
+    withhold_yaw_pair,
+)
+from rotorid.methods.tls.problem import TlsProblem
+from rotorid.methods.tls.rows import yaw_moments
+from rotorid.methods.tls.settings import TlsSettings
+from rotorid.methods.tls.solve import bias_of
+from rotorid.result import ACC_BIAS_KEY, Estimate, Result, build_result
+from rotorid.vehicle import Vehicle
+
+
+@one_blas_thread
+def identify(
+    configs: dict[str, list[Flight]],
+    vehicle: Vehicle,
+    masses: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None,
+    settings: TlsSettings | None = None,
+) -> Result:
+    """IDIM-TLS identification (Six et al.) of one or several mass configurations sharing
+    the propeller coefficients (eq. 24-25). `configs` maps a configuration name ("A", "B",
+    ...) to its flights; `masses` gives each configuration's measured mass (config A
+    defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
+    problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
+    sol, problem, unseparated, pose_lagged, imu_why = solve_separated(problem)
+    asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
+    rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
+    fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
+    nfull = len(names)
+    x = np.zeros(nfull)
+    cov = np.zeros((nfull, nfull))
+    x[kept] = fit.x
+    cov[np.ix_(kept, kept)] = fit.cov
+    kept_names = {names[j] for j in kept}
+    est = estimates(x, cov, names, kept_names, masses)
+    if unseparated and "k_t" in est:  # a z bias b moves k_t by b/g of itself (hover: k_t sum u^2 = m (g + b))
+        kt, std = est["k_t"]
+        est["k_t"] = (kt, float(np.hypot(std, kt * ACC_BIAS_Z_SIGMA / GRAVITY)))
+    spread_cov = np.zeros_like(cov)  # `cov` stays the parameters' own, for the diagnostics
+    spread_cov[np.ix_(kept, kept)] = spread
+    assumed = spread_assumed(est, estimates(x, spread_cov, names, kept_names, masses), settings.motor_spread)
+    observability = observability_of(names, fit, kept, history, cfgs, settings)
+    if unseparated and "k_t" in est:
+        observability["k_t"]["rel_std_pct"] = Estimate(*est["k_t"]).rel_std_pct
+    if "k_tau" in est:
+        value, std = est["k_tau"]
+        observability["k_tau"] = {
+            "identifiable": True,
+            "essential": False,
+            "rel_std_pct": Estimate(value, std).rel_std_pct,
+        }
+    if not mocap_yaw_pair(settings):
+        withhold_yaw_pair(est, observability, [names[j] for j in kept], cfgs)
+    acc_bias = bias_of(sol, masses)
+    diag: dict[str, Any] = {"configs": diagnostics(w, blocks, x, rows, scale), "history": history}
+    diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
+    diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | disturbance_diagnostics(sol.disturbance)
+    notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_report(sol, est)]
+    if unseparated:
+        notes.append(unseparated)
+        assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
+    mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
+    notes += nuisance_notes(rows, mean_bias, yaw_moments(rows, x), asked.rotor_drag and not settings.rotor_drag)
+    notes += floor_note(sol, [names[j] for j in kept], settings, resolved) + restored_note(sol.restored, settings)
+    if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag):
+        notes.append(pose_note(pose_lagged, settings, imu_why))
+    single = len(cfgs) == 1
+    if not mocap_yaw_pair(settings) and "k_d" in kept_names:
+        notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
+    if "k_d" not in kept_names and single:
+        notes.append("k_d is not identifiable from one symmetric configuration (eq. 23): fly configuration B")
+    for ci, c in enumerate(cfgs):
+        if not active[6 * ci + 5]:
+            suf = "" if single else f"@{c}"
+            notes.append(f"yaw-moment rows{' of ' + c if suf else ''} left out once k_d was cancelled (no input left)")
+            if f"I_zz{suf}" in kept_names:
+                observability[f"I_zz{suf}"]["source"] = "gyroscopic terms of the roll/pitch rows only"
+    settings_out = recorded_settings(resolved, rows, masses, problem.weights, [names[j] for j in kept], active)
+    settings_out["rotor_gains"] = sol.gains is not None  # estimated, or not separated (notes)
+    if mean_bias:  # validation removes it from the held-out specific force alike
+        settings_out[ACC_BIAS_KEY] = {c: b.tolist() for c, b in mean_bias.items()}
+    result = build_result("tls", est, settings_out, diag, observability, notes)
+    for name, why in assumed.items():
+        if name in result.params:
+            result.params[name] = replace(result.params[name], assumption=why)
+    return with_vehicle(result, vehicle, config=None if single else cfgs[0])

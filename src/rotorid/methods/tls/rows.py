@@ -1,0 +1,398 @@
+"""The IDIM rows (Six et al. eq. 10-12): per-sample observation matrices, parallel filtering,
+decimation, the nuisance centring, and the stacked W_t chi_t = rho (eq. 13)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from rotorid.errors import ExcitationError
+from rotorid.flight import Flight
+from rotorid.methods.tls.settings import CHI, CHI_K, K_RD, TlsSettings
+from rotorid.motion import (
+    MIN_PIECE,
+    Motion,
+    MotionSettings,
+    airborne_pieces,
+    body_rate,
+    body_velocity,
+    drag_regressor,
+    motion,
+    rotor_terms,
+    speed_source,
+)
+from rotorid.signal import block_rows, cached_sos, filtfilt_blocks
+from rotorid.vehicle import Vehicle
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """[v]x for a stack of vectors, (N, 3, 3)."""
+    z = np.zeros(len(v))
+    x, y, w = v[:, 0], v[:, 1], v[:, 2]
+    return np.stack([np.stack([z, -w, y], -1), np.stack([w, z, -x], -1), np.stack([-y, x, z], -1)], -2)
+
+
+def _inertia_map(v: np.ndarray) -> np.ndarray:
+    """L(v) with I v = L(v) [I_xx, I_yy, I_zz, I_xy, I_xz, I_yz], (N, 3, 6)."""
+    z = np.zeros(len(v))
+    a, b, c = v[:, 0], v[:, 1], v[:, 2]
+    return np.stack(
+        [np.stack([a, z, z, b, c, z], -1), np.stack([z, b, z, a, z, c], -1), np.stack([z, z, c, z, a, b], -1)], -2
+    )
+
+
+def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-sample IDIM matrices of eq. (10): D_k (N, 6, 2), D (N, 6, 9), D_m (N, 6).
+
+    Force rows: m s + [omega_dot]x ms + [omega]x[omega]x ms = f; moment rows:
+    L(omega_dot) I + [omega]x L(omega) I - [s]x ms = tau (eq. 1-2 about the origin, with
+    s = a_d - R^-1 g). Rotor wrench for any layout: f = k_t sum u_i^2 a_i, tau = k_t sum
+    u_i^2 r_i x a_i + k_d sum torque_dir_i u_i^2 a_i (eq. 8-9 generalised).
+    """
+    return _rotor_matrix(mo.u, vehicle), *_motion_matrices(mo)
+
+
+def _rotor_matrix(u: np.ndarray, vehicle: Vehicle) -> np.ndarray:
+    """D_k (N, 6, 2) of `observation`: the rotor wrench per unit k_t, k_d."""
+    u2 = u**2
+    a, r, sd = vehicle.axes, vehicle.positions, vehicle.torque_dirs
+    dk = np.zeros((len(u), 6, 2))
+    dk[:, :3, 0] = u2 @ a
+    dk[:, 3:, 0] = u2 @ np.cross(r, a)
+    dk[:, 3:, 1] = u2 @ (sd[:, None] * a)
+    return dk
+
+
+def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
+    """D (N, 6, 9) and D_m (N, 6) of `observation`: the rigid body's side."""
+    n = len(mo.t)
+    w = skew(mo.omega)
+    d = np.zeros((n, 6, 9))
+    d[:, :3, :3] = skew(mo.omega_dot) + w @ w
+    d[:, 3:, :3] = -skew(mo.s)
+    d[:, 3:, 3:] = _inertia_map(mo.omega_dot) + w @ _inertia_map(mo.omega)
+    return d, np.concatenate([mo.s, np.zeros((n, 3))], axis=1)
+
+
+#: Columns of `_columns` that depend only on the motion (D, D_m): the rotor terms and the
+#: rotor drag (D_k and the drag column) are the rest.
+MOTION_COLUMNS = slice(12, 72)
+
+
+@dataclass(frozen=True)
+class Rotor:
+    """The rotor side of a piece's IDIM, read a block of rows at a time (`rows`) so that nothing
+    of the whole piece is copied: the rotor terms u (N, M) scaled by the rotor gains (`idim_rows`'
+    `gain`; None: 1) and, with the IMU's `lag` (s), read at the IMU's instant t - lag by linear
+    interpolation, the rotor drag's body velocity `vel` (N, 3; None without the drag) alike;
+    `omega` the body rate the drag's hub velocities need (the motion's, at the IMU's instant)."""
+
+    t: np.ndarray
+    u: np.ndarray
+    vel: np.ndarray | None
+    omega: np.ndarray | None
+    gain: np.ndarray | None
+    lag: float
+
+    def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """u and vel of rows a..b-1: the numbers of scaling and interpolating the whole piece (the
+        interpolation reads the samples around t[a:b] - lag, two more either side)."""
+        lo, hi = a, b
+        if self.lag:
+            tq = self.t[a:b] - self.lag
+            lo = max(int(np.searchsorted(self.t, tq[0])) - 2, 0)
+            hi = min(int(np.searchsorted(self.t, tq[-1])) + 2, len(self.t))
+        u = self.u[lo:hi] if self.gain is None else self.u[lo:hi] * np.sqrt(self.gain)
+        vel = None if self.vel is None else self.vel[lo:hi]
+        if not self.lag:
+            return u, vel
+        t, m = self.t[lo:hi], u.shape[1]
+        both = np.column_stack([np.interp(tq, t, c) for c in (u.T if vel is None else np.hstack([u, vel]).T)])
+        return both[:, :m], (None if vel is None else both[:, m:])
+
+
+def _columns(mo: Motion | None, vehicle: Vehicle, a: int, b: int, rotor: Rotor, part: str = "all") -> np.ndarray:
+    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`) of the
+    motion `mo` and the rotor terms of `rotor`, with the six rows of the rotor-drag column
+    (`motion.drag_regressor`) appended when `rotor` has a velocity; `part` "motion" gives only
+    [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag] (`mo` unused: may be None)."""
+    if part == "motion":
+        d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
+        return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
+    u, vel = rotor.rows(a, b)
+    cols = [_rotor_matrix(u, vehicle).reshape(b - a, -1)]
+    if part == "all":
+        d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], u))
+        cols += [d.reshape(b - a, -1), dm]
+    if vel is not None:
+        cols.append(drag_regressor(u, vel, rotor.omega[a:b], vehicle))
+    return np.concatenate(cols, axis=1)
+
+
+def _filtered_rows(
+    mo: Motion | None,
+    vehicle: Vehicle,
+    ms: MotionSettings,
+    sel: np.ndarray,
+    rotor: Rotor,
+    motion_part: np.ndarray | None = None,
+) -> np.ndarray:
+    """Rows `sel` (sorted) of the IDIM columns low-passed in parallel at `ms.parallel_cutoff`
+    (Sec. III-A): `butter_filtfilt` of the full-rate (N, 72 or 78) matrix, computed a block at a
+    time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held. Each column
+    is filtered on its own, so `motion_part`, the `MOTION_COLUMNS` of an earlier call on the same
+    motion, is reused as it is and only the rotor columns are computed."""
+    n = len(rotor.t)
+    sos = cached_sos(ms.fs, ms.parallel_cutoff, ms.order)
+    out = np.empty((len(sel), 72 if rotor.vel is None else 78))
+    part, dest = (
+        ("all", np.arange(out.shape[1])) if motion_part is None else ("rotor", _ROTOR_DEST[: out.shape[1] - 60])
+    )
+    if motion_part is not None:
+        out[:, MOTION_COLUMNS] = motion_part
+    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, rotor, part), n, block_rows(n)):
+        i, j = np.searchsorted(sel, [a, a + len(y)])
+        out[i:j, dest] = y[sel[i:j] - a]
+    return out
+
+
+#: Where the columns of `_columns(part="rotor")` go among all of them (D_k, then the drag).
+_ROTOR_DEST = np.r_[0:12, 72:78]
+
+
+def posed(flight: Flight) -> bool:
+    """Whether the flight gives the velocity the rotor drag needs (`motion.body_velocity`)."""
+    return flight.quat is not None and (flight.pos is not None or flight.vel is not None)
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The filtered, decimated IDIM of one configuration: time (n,), D_k (n,6,2), D (n,6,9),
+    D_m (n,6), which piece each sample came from, (accelerometer-bias centring) the removed
+    means of the force rows per piece, (pieces, 3, 12) as [D_k, D, D_m], the rotor-drag column
+    (n, 6) with its removed force-row means (pieces, 3), and (yaw-moment centring) the removed
+    means of the M_z row per piece, (pieces, 12) as [D_k, D, drag (0 without it)]."""
+
+    t: np.ndarray
+    dk: np.ndarray
+    d: np.ndarray
+    dm: np.ndarray
+    piece: np.ndarray
+    force_mean: np.ndarray | None = None
+    drag: np.ndarray | None = None
+    drag_mean: np.ndarray | None = None
+    yaw_mean: np.ndarray | None = None
+
+
+def idim_rows(
+    flights: list[Flight],
+    vehicle: Vehicle,
+    settings: TlsSettings,
+    acc_bias: np.ndarray | None = None,
+    gain: np.ndarray | None = None,
+    memo: dict | None = None,
+) -> tuple[Rows, dict[str, Any]]:
+    """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
+    D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
+    the piece ends. Returns the rows and the resolved settings.
+
+    With `settings.acc_bias` (IMU source) every column of the three force rows is centred on
+    its mean over each piece: an accelerometer bias b adds the constant m b to the force rows
+    (m s_meas = m s + m b), i.e. one exactly known constant column per piece and force axis.
+    In TLS, exactly known columns are projected out before the SVD (mixed LS-TLS, Van Huffel &
+    Vandewalle 1991, Sec. 3.6.3); the projection onto the complement of a constant is the
+    centring. The means are kept (`Rows.force_mean`) to give b = mean residual / m back.
+    `acc_bias` (pieces, 3), when given, is subtracted from the specific force first, so the
+    moment rows' -[s]x ms use it too (`identify` does this with the first pass's b). `gain`
+    (n_rotors,) scales each rotor's wrench (u_i² -> gain_i u_i²; `motor_spread`).
+
+    With `settings.yaw_moment` the M_z row is centred per piece alike (a constant yaw moment);
+    with `settings.rotor_drag` the rotor-drag column (`motion.drag_regressor`) is built from the
+    flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
+    flight logs no attitude or no position or velocity).
+
+    `memo`, a dict that lives for one identification, keeps each piece's filtered motion columns
+    (`MOTION_COLUMNS`) between calls that change only the rotor side (the IMU-lag search, the
+    rotor gains of `motor_spread`): the same numbers, a fraction of the cost."""
+    settings = replace(settings, rotor_drag=settings.rotor_drag and all(posed(f) for f in flights))
+    pieces = [p for f in flights for p in airborne_pieces(f)]
+    if not pieces:
+        srcs = ", ".join(f.source for f in flights) or "no flight"
+        raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
+    cfg = settings.resolve(min(p.rate for p in pieces))
+    ts, dks, ds, dms, drags, idx = [], [], [], [], [], []
+    ncol = 78 if settings.rotor_drag else 72
+    centre = _centred_columns(settings)
+    means = np.zeros((len(pieces), ncol))  # pieces left out keep zero means
+    for k, p in enumerate(pieces):
+        own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
+        ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
+        keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
+        # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
+        sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
+        lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
+        cols = _piece_columns(p, vehicle, ms, sel, (gain, lag, settings.rotor_drag), memo, (flights, k, acc_bias))
+        if cols is None:
+            continue
+        means[k, centre] = cols[:, centre].mean(axis=0)
+        cols[:, centre] -= means[k, centre]
+        ts.append(p.t[sel])
+        dks.append(cols[:, :12].reshape(-1, 6, 2))
+        ds.append(cols[:, 12:66].reshape(-1, 6, 9))
+        dms.append(cols[:, 66:72])
+        drags.append(cols[:, 72:])
+        idx.append(np.full(len(sel), k))
+    if not ts:
+        raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
+    cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
+    force_mean, drag_mean, yaw_mean = _removed_means(means, settings)
+    return Rows(
+        np.concatenate(ts),
+        np.concatenate(dks),
+        np.concatenate(ds),
+        np.concatenate(dms),
+        np.concatenate(idx),
+        force_mean,
+        np.concatenate(drags) if settings.rotor_drag else None,
+        drag_mean,
+        yaw_mean,
+    ), cfg
+
+
+def _piece_columns(
+    p: Flight,
+    vehicle: Vehicle,
+    ms: MotionSettings,
+    sel: np.ndarray,
+    rotor_side: tuple[np.ndarray | None, float, bool],
+    memo: dict | None,
+    piece: tuple[list[Flight], int, np.ndarray | None],
+) -> np.ndarray | None:
+    """`_filtered_rows` of the airborne piece `p` (None when `sel` keeps fewer than two rows):
+    its motion less the accelerometer bias of `piece` (flights, index, biases or None), and the
+    rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled; `Rotor`).
+    `memo` keeps the motion columns, which depend on neither (`idim_rows`); when it holds them,
+    the motion is not computed again (the rotor drag's body rate alone). The key is what those
+    columns depend on: the flights (alive for the whole identification), the motion settings
+    (the pose's lag only where the motion is the pose's), the rows kept and the bias."""
+    flights, k, biases = piece
+    bias = None if biases is None else biases[k]
+    lag = ms.mocap_delay if ms.source == "mocap" else None
+    what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, lag)
+    key = (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
+    cached = None if memo is None else memo.get(key)
+    mo = motion(p, vehicle, ms) if cached is None else None  # checks the piece as every call did
+    gain, lag, drag = rotor_side
+    vel = body_velocity(p, ms) if drag else None
+    if len(sel) < 2:
+        return None
+    if mo is not None and bias is not None:
+        mo.s[:] -= bias  # in place: this call's own array
+    u = rotor_terms(p, vehicle, ms.speed, ms.tm) if mo is None else mo.u
+    omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
+    cols = _filtered_rows(mo, vehicle, ms, sel, Rotor(p.t, u, vel, omega, gain, lag), cached)
+    if memo is not None and cached is None:
+        memo[key] = cols[:, MOTION_COLUMNS].copy()
+    return cols
+
+
+def _centred_columns(settings: TlsSettings) -> np.ndarray:
+    """Columns of `_columns` centred per piece for a nuisance constant (`idim_rows`): [D_k, D,
+    D_m, drag] of the three force rows (accelerometer bias), of the M_z row (yaw moment)."""
+    force = [*range(6), *range(12, 39), *range(66, 69), *([72, 73, 74] if settings.rotor_drag else [])]
+    yaw = [10, 11, *range(57, 66), 71, *([77] if settings.rotor_drag else [])]
+    return np.array(force * settings.centred + yaw * settings.yaw_moment, dtype=np.int64)
+
+
+def _removed_means(
+    means: np.ndarray, settings: TlsSettings
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The per-piece means `idim_rows` removed (pieces, 72 or 78 columns) as `Rows` keeps them:
+    force rows [D_k, D, D_m] (pieces, 3, 12), their drag column (pieces, 3), the M_z row
+    [D_k, D, drag] (pieces, 12); None for what was not centred."""
+    force_mean = drag_mean = yaw_mean = None
+    if settings.centred:
+        m = means
+        force_mean = np.concatenate([m[:, :6].reshape(-1, 3, 2), m[:, 12:39].reshape(-1, 3, 9), m[:, 66:69, None]], 2)
+        drag_mean = m[:, 72:75] if settings.rotor_drag else None
+    if settings.yaw_moment:
+        drag = means[:, 77:78] if settings.rotor_drag else np.zeros((len(means), 1))
+        yaw_mean = np.column_stack([means[:, 10:12], means[:, 57:66], drag])
+    return force_mean, drag_mean, yaw_mean
+
+
+def _names(configs: list[str], drag: bool = False) -> list[str]:
+    single = len(configs) == 1
+    return [*CHI_K, *(p if single else f"{p}@{c}" for c in configs for p in CHI), *([K_RD] if drag else [])]
+
+
+def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """W_t of eq. (13) / eq. (25): columns [-W_k | W^A 0 .. | 0 W^B .. | W_rd | m W_m], rows
+    grouped by (configuration, wrench component); W_rd, the rotor drag shared by every
+    configuration (`motion.drag_regressor`), only when the rows carry it. Returns W_t, the row-block
+    index (6 c + j) and the column names (without the known last column)."""
+    cfgs = list(rows)
+    drag = all(r.drag is not None for r in rows.values())
+    nc = 2 + 9 * len(cfgs) + drag
+    mats, blocks = [], []
+    for ci, c in enumerate(cfgs):
+        r = rows[c]
+        n = len(r.t)
+        w = np.zeros((6, n, nc + 1))
+        w[:, :, :2] = -np.moveaxis(r.dk, 1, 0)
+        w[:, :, 2 + 9 * ci : 11 + 9 * ci] = np.moveaxis(r.d, 1, 0)
+        if drag:
+            w[:, :, nc - 1] = r.drag.T
+        w[:, :, -1] = masses[c] * r.dm.T
+        mats.append(w.reshape(6 * n, nc + 1))
+        blocks.append(np.repeat(6 * ci + np.arange(6), n))
+    return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag)
+
+
+def force_means(
+    rows: dict[str, Rows], masses: dict[str, float], ncols: int, removed: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """The means `idim_rows` removed from the force rows over each piece, as columns of W_t
+    (`assemble`, `ncols` with the known one; the rotors' gain columns, whose means `removed`
+    gives (`gain_columns`), just before it): (pieces, 3, ncols) per centred configuration."""
+    drag = all(r.drag is not None for r in rows.values())
+    nc = 2 + 9 * len(rows) + drag
+    out = {}
+    for ci, (c, r) in enumerate(rows.items()):
+        if r.force_mean is None:
+            continue
+        fm = r.force_mean
+        m = np.zeros((len(fm), 3, ncols))
+        m[..., :2] = -fm[..., :2]
+        m[..., 2 + 9 * ci : 11 + 9 * ci] = fm[..., 2:11]
+        if drag and r.drag_mean is not None:
+            m[..., nc - 1] = r.drag_mean
+        if removed:
+            m[..., nc:-1] = removed[c]
+        m[..., -1] = masses[c] * fm[..., 11]
+        out[c] = m
+    return out
+
+
+def acc_bias_estimate(
+    rows: dict[str, Rows], x: np.ndarray, masses: dict[str, float], removed: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """Accelerometer bias per configuration and piece (pieces, 3), m/s²: the force rows' mean
+    residual over each piece divided by the mass (`idim_rows`), at the solution x (every
+    unknown of W_t; with the rotors' gains, theirs last, `removed` their columns' means)."""
+    means = force_means(rows, masses, len(x) + 1, removed)
+    return {c: m @ np.append(x, 1.0) / masses[c] for c, m in means.items()}
+
+
+def yaw_moments(rows: dict[str, Rows], x: np.ndarray) -> dict[str, np.ndarray]:
+    """Constant yaw moment per configuration and piece (pieces,), N m, that the rotor model
+    leaves (`TlsSettings.yaw_moment`): the M_z row's mean residual over each piece at the
+    solution x, with the sign of a moment acting on the vehicle (rigid-body minus rotor)."""
+    out = {}
+    for ci, (c, r) in enumerate(rows.items()):
+        if r.yaw_mean is not None:
+            k_rd = x[2 + 9 * len(rows)] if r.drag is not None else 0.0
+            out[c] = r.yaw_mean @ np.concatenate([-x[:2], x[2 + 9 * ci : 11 + 9 * ci], [k_rd]])
+    return out

@@ -1,0 +1,181 @@
+"""The paper's procedure end to end for one set of delays: rows, essential parameters, the
+noise moment, the rotors' gains or their assumed spread, and the final fit (Sec. III)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import NamedTuple
+
+import numpy as np
+
+from rotorid.errors import ExcitationError
+from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
+from rotorid.methods.tls.covariance import spread_cov
+from rotorid.methods.tls.gains import estimate_rotor_gains, final_fit, gain_columns, unseparated_reason
+from rotorid.methods.tls.noise import NoiseMoment, disturbance_moment, noise_moment
+from rotorid.methods.tls.problem import Gains, Solution, System, TlsProblem, build_system
+from rotorid.methods.tls.rows import acc_bias_estimate
+from rotorid.methods.tls.selection import essential, expanded, fit_set, fixed_fit
+from rotorid.methods.tls.settings import TlsSettings
+
+#: An accelerometer bias beyond this (m/s²), five times a MEMS zero-g offset's 1σ
+#: (`ACC_BIAS_Z_SIGMA`), is no sensor offset: the flight does not separate the bias from the
+#: thrust (a hover holds the force rows constant, so centring them leaves k_t nothing to fit).
+ACC_BIAS_PLAUSIBLE = 5 * ACC_BIAS_Z_SIGMA
+
+
+def bias_of(sol: Solution, masses: dict[str, float]) -> dict[str, np.ndarray]:
+    """The accelerometer bias per configuration and piece (pieces, 3) of a centred solution: the
+    first pass's b plus what the final fit leaves in the force rows' means."""
+    x = np.zeros(len(sol.names))
+    x[sol.kept] = sol.fit.x
+    return {c: b + sol.bias0[c] for c, b in acc_bias_estimate(sol.rows, x, masses).items()}
+
+
+def _selected(problem: TlsProblem, gain: dict[str, np.ndarray] | None = None) -> Solution:
+    """Rows and essential parameters (the paper's procedure, Sec. III-B), with the accelerometer
+    bias (`TlsSettings.acc_bias`) estimated and removed; with `gain` (`idim_rows`) the rotors'
+    wrench scaled by it and their gain columns (`gain_columns`) in every fit of the selection.
+    The fit and covariance are not yet the final ones (`solve`)."""
+    settings = problem.model
+    rows, resolved, w, blocks, names = build_system(problem, None, gain)
+    w_ref = None
+    if settings.nuisance:  # the paper's model sets r_σ's scale (`essential`)
+        w_ref = w
+        del rows  # each system is let go before the next is built (their size sets the peak)
+        rows, resolved, w, blocks, names = build_system(problem, {}, gain)
+    extra = None
+    if gain is not None:
+        extra = gain_columns(problem, {} if settings.nuisance else None, gain).columns
+    fit, kept, scale, history, active = essential(w, blocks, problem.base, names, settings, w_ref, extra)
+    del w_ref, extra
+    bias0: dict[str, np.ndarray] = {}
+    if settings.centred:  # b also enters the moment rows (-[s]x ms): once more with s - b throughout
+        bias0 = acc_bias_estimate(rows, expanded(fit.x[: len(kept)], kept, len(names)), problem.masses)
+        del rows, w
+        rows, resolved, w, blocks, names = build_system(problem, bias0, gain)
+        fit, scale = fit_set(w, blocks, kept, active, problem.base, settings)
+    system = System(rows, resolved, w, blocks, names)
+    return Solution(system, fit, kept, scale, history, active, bias0, np.zeros(0))
+
+
+def _rebiased(problem: TlsProblem, sol: Solution, noise: np.ndarray) -> Solution:
+    """`sol` with the accelerometer bias re-estimated from the bias-compensated fit and its system
+    rebuilt with it. The first pass's b (`_selected`) comes from the paper's TLS, which the
+    sensor noise biases (k_t -0.06 % on six-config-a), so b_z is off by about that share of g;
+    the final fit corrects k_t, but the moment rows keep s - b in -[s]x ms, where b_z's error
+    scales the first moments by 1 + Δb_z / g (+0.04-0.05 % in every simulated flight, 1.3-1.5σ̄ of
+    com_x, com_y in configuration B: the same bias with or without the compensation)."""
+    fit = fixed_fit(sol.w, sol.blocks, sol.kept, sol.active, sol.scale, noise)
+    x = expanded(fit.x, sol.kept, len(sol.names))
+    bias = {c: b + sol.bias0[c] for c, b in acc_bias_estimate(sol.rows, x, problem.masses).items()}
+    sol = sol.without_system()  # the old system is let go before the new is built
+    rows, resolved, w, blocks, _ = build_system(problem, bias)
+    return replace(sol, system=System(rows, resolved, w, blocks, sol.names), bias0=bias)
+
+
+def _kept_too(sol: Solution, names: tuple[str, ...]) -> Solution:
+    """`sol` with the cancelled unknowns `names` kept (`_restored`), out of the history."""
+    if not names:
+        return sol
+    kept = sorted([*sol.kept, *(sol.names.index(n) for n in names)])
+    return replace(sol, kept=kept, history=[h for h in sol.history if h["name"] not in names])
+
+
+def solve(problem: TlsProblem) -> Solution:
+    """`_solve_once`, and once more with the cancelled unknowns `_restored` says the final fit
+    should keep (`Solution.restored` names them; not with `cancel_z` inf, the paper's rule)."""
+    first = _solve_once(problem)
+    if not first.restore or not np.isfinite(problem.model.cancel_z):
+        return first.solution
+    return replace(_solve_once(problem, first.restore, first.noise).solution, restored=first.restore)
+
+
+class Pass(NamedTuple):
+    """One pass of `_solve_once`: its solution, the cancelled unknowns the final fit should keep
+    (`_restored`) and the noise moment of its rows (None without `TlsSettings.eiv`)."""
+
+    solution: Solution
+    restore: tuple[str, ...]
+    noise: NoiseMoment | None
+
+
+def _solve_once(problem: TlsProblem, restore: tuple[str, ...] = (), nm: NoiseMoment | None = None) -> Pass:
+    """Rows, essential parameters (`_selected`, with the cancelled `restore` kept), the final fit
+    and its covariance, the cancelled unknowns to restore (`_restored`) and the noise moment
+    (`noise_moment`; `nm`, that of an earlier pass over the same rows, is used as it is when
+    `restore` is given): the paper's procedure, with the accelerometer-bias nuisance
+    (`TlsSettings.acc_bias`), the HAC covariance and the rotors' own gains
+    (`TlsSettings.rotor_gains`) or, where the flights do not separate them, their assumed spread
+    (`TlsSettings.motor_spread`) when asked. With the gains, the essential set is chosen with
+    their columns in every fit (`essential`'s `extra`): the paper's model with equal rotors hands
+    the gains' hover moment to the first moments and can cancel one that is not zero (ms_x of
+    six-config-a-mismatch seed 4: -0.27 g m for -4.5 g m), which would leave the gains unseparated."""
+    settings, n_rotors = problem.model, problem.vehicle.n_rotors
+    want = settings.rotor_gains and settings.motor_spread > 0
+    ones = {c: np.ones(n_rotors) for c in problem.configs} if want else None
+    sol = _kept_too(_selected(problem, ones), restore)
+    if settings.eiv and not (restore and nm is not None):
+        nm = noise_moment(problem, sol.rows, sol.resolved)
+        nm = disturbance_moment(problem, sol, nm)
+    noise = None if nm is None else nm.total
+    if noise is not None and settings.centred and not want:  # with the gains, their passes do it
+        sol = _rebiased(problem, sol, noise)
+    why = ""
+    if want:
+        sol = sol.without_system()  # the gains' passes rebuild the system (memory)
+        try:
+            gains = estimate_rotor_gains(problem, sol, nm)
+        except ExcitationError:  # the gains' fit is degenerate: nothing separates them
+            gains = None
+        why = unseparated_reason(gains, n_rotors, settings.motor_spread)
+        if gains is not None and not why:
+            return Pass(_with_gains(sol, gains, nm, settings), gains.restore, nm)
+        sol = _kept_too(_selected(problem), restore)  # equal rotors
+        if nm is not None:  # read from this selection's residuals, as without the gains
+            nm = disturbance_moment(problem, sol, nm.sensors())
+            noise = nm.total
+        if noise is not None and settings.centred:
+            sol = _rebiased(problem, sol, noise)
+    fit, floor, back = final_fit(
+        sol.w, sol.blocks, sol.rows, problem.masses, sol.kept, sol.active, sol.scale, nm, settings, sol.fit, sol
+    )
+    spread = np.zeros_like(fit.cov)
+    if settings.motor_spread > 0:
+        spread = _spread(problem, sol, noise)
+        fit = replace(fit, cov=fit.cov + spread)
+    doubt, dist = (None, {}) if nm is None else (nm.doubt, nm.disturbance)
+    sol = replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt, disturbance=dist)
+    return Pass(sol, back, nm)
+
+
+def _with_gains(sol: Solution, gains: Gains, nm: NoiseMoment | None, settings: TlsSettings) -> Solution:
+    """`sol` as the rotors' gains `gains` leave it: their system and fit, no assumed spread."""
+    bias = gains.bias if settings.nuisance else sol.bias0
+    doubt, dist = (None, {}) if nm is None else (nm.doubt, nm.disturbance)
+    spread = np.zeros_like(gains.fit.cov)
+    return replace(
+        sol,
+        system=gains.system,
+        fit=gains.fit,
+        spread=spread,
+        gains=gains,
+        floor=gains.floor,
+        doubt=doubt,
+        bias0=bias,
+        disturbance=dist,
+    )
+
+
+def _spread(problem: TlsProblem, sol: Solution, noise: np.ndarray | None) -> np.ndarray:
+    """The covariance the rotors' assumed gain spread adds to the final fit of `sol` (`spread_cov`)."""
+    settings, configs = problem.model, problem.configs
+
+    def solve_gain(gain: np.ndarray) -> np.ndarray:
+        bias = sol.bias0 if settings.nuisance else None
+        system = build_system(problem, bias, dict.fromkeys(configs, gain))
+        w, blocks = system.w, system.blocks
+        del system  # its rows: only W_t is fitted
+        return fixed_fit(w, blocks, sol.kept, sol.active, sol.scale, noise).x
+
+    return spread_cov(solve_gain, problem.vehicle.n_rotors, settings.motor_spread)
