@@ -324,9 +324,9 @@ def command(
 def role_specs(found: Mapping[str, Mapping[str, list[Window]]]) -> dict[str, list[str]]:
     """The log arguments each role uses (role -> ["FILE@t0:t1", ...]) from the windows found in
     each log argument (`found`: log argument -> `rotorid.excitation.log_windows`), assigned by
-    `rotorid.excitation.assign_roles`: the one role assignment of `rotorid info`'s command,
-    `identify` with several logs, batch and the app. A log given with windows keeps them (the
-    user chose); else its excited windows, to 0.01 s."""
+    `rotorid.excitation.assign_roles` (the app's proposals use it directly): the one role
+    assignment of `rotorid info`'s command, `identify` with several logs and batch. A log given
+    with windows keeps them (the user chose); else its excited windows, to 0.01 s."""
     from rotorid.excitation import assign_roles
     from rotorid.io import LogSpec, parse_spec
 
