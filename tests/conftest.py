@@ -95,3 +95,19 @@ def browser() -> Iterator[object]:
             yield driver
         finally:
             driver.quit()
+
+
+@pytest.fixture(scope="session")
+def bf_flights(data_dir: Path) -> dict[str, object]:
+    """The freestyle Betaflight logs btfl_002.bbl and better_tune.BBL decoded once per session
+    (~2 s/MB): name -> their one Flight."""
+    import warnings
+
+    from rotorid import io
+
+    out = {}
+    for name in ("btfl_002.bbl", "better_tune.BBL"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # better_tune's gyro saturation warning
+            (out[name],) = io.read(_need(data_dir / "betaflight" / name))
+    return out

@@ -334,3 +334,15 @@ def test_manifest_problems_name_their_run(tmp_path: Path) -> None:
         p.write_text(f"vehicle,date,method,airframe,logs\n{row}\n")
         with pytest.raises(batch.ManifestError, match=says):
             batch.read_manifest(p)
+
+
+def test_fleet_page_states_the_smallest_change_each_parameter_can_reveal() -> None:
+    """At the latest run the rule flags |x − m| > 3u: u = sqrt(0.1² + 0.1²/3) = 0.1155 on the
+    hand-checked history (m 1.1), so a change below ±0.346 (31.5 %) cannot be told apart."""
+    from rotorid.report import fleet
+
+    t, found = batch.assess(_table([1.0, 1.2, 1.1, 1.6], [0.05, 0.05, 0.05, 0.1]))
+    assert fleet.smallest_change(t["dev_std"].iloc[3], t["baseline"].iloc[3], 3.0) == "±0.346 (31.5 %)"
+    assert fleet.smallest_change(t["dev_std"].iloc[0], t["baseline"].iloc[0], 3.0) == "—"  # history too short
+    html = fleet.render(t, found, pd.DataFrame({"status": ["ok"] * 4}), "fleet")
+    assert "<th>smallest change flagged</th>" in html and "<td>±0.346 (31.5 %)</td>" in html

@@ -31,7 +31,7 @@ def test_info_on_the_three_crazyflie_logs(cf_logs: dict[str, Path]) -> None:
     out = r.stdout
     assert out.count("crazyflie-v2") == 3
     assert "50496 samples at 1011.1 Hz" in out
-    assert "31.44–69.10  (37.7 s, from cmd)" in out  # log10 flies from 31.4 to 69.1 s
+    assert "31.44–69.10  (37.7 s, from cmd+imu)" in out  # log10 flies from 31.4 to 69.1 s
     assert "31.35–39.36, 44.00–49.72" in out  # log16: two flights
     # log15@55:90: the roll/pitch excitation window
     block = out[out.index("log15@55:90") : out.index(str(cf_logs["log16"]))]

@@ -111,3 +111,24 @@ def test_poorly_determined_parameters_are_called_out() -> None:
     assert "ms_x (config B) poorly determined (%σ 90.00)" in html
     assert "I_zz poorly determined" not in html  # already reported as unidentifiable
     assert "3 poorly determined or unidentifiable" in html
+
+
+def test_next_steps_say_what_to_fly_and_which_exports_come_from_the_flights() -> None:
+    from rotorid.report.html import next_steps
+
+    r = Result(
+        "delay",
+        {
+            "tm": Estimate(0.028, 0.005, "s"),  # %σ 18: loose
+            "thrust_c2": Estimate(9.6, 0.3, "N"),  # %σ 3: well
+            "I_xx": Estimate(1e-3, 8e-4, "kg m^2"),  # %σ 80: poor
+            "k_tau": Estimate(0.01, 0.002, "m", assumption="I_zz from the assumed ratio"),
+        },
+    )
+    todo, exports = next_steps(r)
+    assert [t.split(":")[0] for t in todo] == ["thrust", "roll/pitch", "yaw"]
+    assert todo[1].endswith(f"— for {symbol('I_xx')}")
+    assert exports[0] == f"from the flights, well determined: {symbol('thrust_c2')}"
+    assert exports[1].endswith(symbol("tm")) and exports[2].endswith(f"{symbol('k_tau')}, {symbol('I_xx')}")
+    html = render_html(r, {})
+    assert 'id="next-steps"' in html and "docs/fly-betaflight.md" in html

@@ -159,8 +159,8 @@ def test_roles_go_to_the_log_that_excites_them_and_the_command_quotes_paths() ->
     from rotorid import runs
     from rotorid.excitation import Window, assign_roles
 
-    def w(role: str, m: float) -> list[Window]:
-        return [Window(role, 1.0, 5.0, m, "", 0.0)]
+    def w(role: str, m: float) -> list[Window]:  # scored against the Crazyflie thresholds
+        return [Window(role, 1.0, 5.0, m, "", 0.0, m / THRESHOLDS[role.split("_")[0]][0])]
 
     def log(thrust: float, rp: float, yaw: float) -> dict[str, list[Window]]:
         return {"thrust": w("thrust", thrust), "roll_pitch": w("roll_pitch", rp), "yaw": w("yaw", yaw), "online": []}

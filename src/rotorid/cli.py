@@ -122,9 +122,9 @@ def _guarded(fn: F, note: str | None = None) -> F:
             except RotoridError as e:
                 err().print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
                 raise typer.Exit(2) from None
-            finally:
-                for w in caught:
-                    err().print(f"[yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+            finally:  # once each: a log read for several roles warns for each reading
+                for text in dict.fromkeys(str(w.message) for w in caught):
+                    err().print(f"[yellow]warning:[/] {text}", highlight=False, soft_wrap=True)
 
     return wrapper  # type: ignore[return-value]
 
@@ -163,6 +163,43 @@ def main(
 
 AllowCorrupt = Annotated[bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")]
 Logs = Annotated[list[str], typer.Argument(help="Log files, each optionally with windows: FILE@t0:t1[,t2:t3] (s).")]
+_READING = "Reading the log (the reader's options)"
+ImuSource = Annotated[
+    str | None,
+    typer.Option(
+        help="ArduPilot: 'imu' (IMU messages) or 'batch' (the batch sampler's sensor-rate ISBH/ISBD samples).",
+        rich_help_panel=_READING,
+    ),
+]
+ImuIndex = Annotated[
+    int | None,
+    typer.Option("--imu", help="ArduPilot: the IMU instance N (default: the first).", rich_help_panel=_READING),
+]
+MotorPoles = Annotated[
+    int | None,
+    typer.Option(help="Betaflight: the motors' magnet count, for eRPM -> rotor speed.", rich_help_panel=_READING),
+]
+PwmRange = Annotated[
+    str | None,
+    typer.Option(
+        help="PX4, ArduPilot: PWM range MIN,MAX (µs) when the log's parameters lack it.", rich_help_panel=_READING
+    ),
+]
+
+
+def _reading(imu_source: str | None, imu: int | None, motor_poles: int | None, pwm_range: str | None) -> dict[str, Any]:
+    """The reader options given (`rotorid.io.read`): a reader that does not take one refuses it."""
+    from rotorid.runs import floats
+
+    given = {"imu_source": imu_source, "imu": imu, "motor_poles": motor_poles}
+    given["pwm_range"] = floats(pwm_range, 2, "--pwm-range")
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _reading_words(reading: dict[str, Any]) -> list[str]:
+    """The flags that give `reading` (`_reading`'s output) back, for a printed command."""
+    text = {k: ",".join(f"{x:g}" for x in v) if isinstance(v, tuple) else str(v) for k, v in reading.items()}
+    return [w for k, v in text.items() for w in (f"--{k.replace('_', '-')}", v)]
 
 
 def _panel(method: str) -> str:
@@ -348,6 +385,10 @@ def identify(
             rich_help_panel=_ONLINE,
         ),
     ] = None,
+    imu_source: ImuSource = None,
+    imu: ImuIndex = None,
+    motor_poles: MotorPoles = None,
+    pwm_range: PwmRange = None,
 ) -> None:
     """Identify parameters from flight logs and write params.json, report.html and figures."""
     from rotorid import runs
@@ -361,8 +402,9 @@ def identify(
     runs.refuse_foreign(method, list(runs.split_mass(options)[0]))  # before any reading or writing
     check_output(out, run=True)  # a bad --out fails now, not after the identification
     veh = Vehicle.load(vehicle)
+    reading = _reading(imu_source, imu, motor_poles, pwm_range)
     with console().status(f"identifying ({method})…"):
-        result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt)
+        result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt, reading=reading)
     written = write_run(result, out, spec.load("figures")(result))
     console().print(result.summary(), soft_wrap=True)  # a table row is one line, however narrow the terminal
     console().print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
@@ -676,10 +718,6 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any],
     console().print(win if win.row_count else "windows found: none (no flying part away from take-off and landing)")
 
 
-def _rounded(windows: list[Any]) -> tuple[tuple[float, float], ...]:
-    return tuple((round(w.t0, 2), round(w.t1, 2)) for w in windows)
-
-
 @command()
 def info(
     logs: Annotated[
@@ -699,6 +737,10 @@ def info(
         typer.Option(help="Excitation threshold AXIS=EXCITED,WEAK (roll, pitch, yaw in rad/s², thrust std/mean)."),
     ] = None,
     allow_corrupt: AllowCorrupt = False,
+    imu_source: ImuSource = None,
+    imu: ImuIndex = None,
+    motor_poles: MotorPoles = None,
+    pwm_range: PwmRange = None,
 ) -> None:
     """Judge each log: rates against each method's minimum, armed and flown, excitation per segment, the windows found per role and a ready-to-run identify command.
 
@@ -708,7 +750,7 @@ def info(
 
     Without logs: the methods and log formats rotorid knows (plugins included)."""
     from rotorid import excitation, runs
-    from rotorid.io import LogSpec, load, parse_spec
+    from rotorid.io import load
     from rotorid.registry import methods
     from rotorid.vehicle import Vehicle
 
@@ -719,29 +761,29 @@ def info(
         veh,
         {k: runs.floats(v, 2, f"--threshold {k}") for k, v in runs.split_kv(threshold or [], "--threshold").items()},
     )
+    reading = _reading(imu_source, imu, motor_poles, pwm_range)
     mins = runs.min_rates()
     needs = {m.name: set(m.channels) for m in methods().values()}
     found: dict[str, dict[str, Any]] = {}
     usable: dict[str, set[str]] = {}
+    formats: set[str] = set()
     for spec in logs:
-        flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt)
+        flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt, **reading)
         judged = excitation.judge(flights, mins, thresholds=limits)
-        found[spec] = excitation.log_windows(flights)
+        found[spec] = excitation.log_windows(flights, limits)
         _info_log(spec, flights, judged, found[spec], veh)
         channels = {c for f in flights for c in f.channels}
+        formats |= {str(f.meta.get("format", "")) for f in flights}
         slow = {r.method for r in judged.too_slow}
         usable[spec] = {m for m, chs in needs.items() if m not in slow and chs <= channels}
-    roles = excitation.assign_roles(found, limits)
-    specs = {  # a log given with windows keeps them: the user chose
-        r: [log if parse_spec(log).windows else str(LogSpec(Path(log), _rounded(ws))) for log, ws in got]
-        for r, got in roles.items()
-    }
+    specs = runs.role_specs(found)
     scale = f"for {veh.name}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
     console().print(
         f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())
     )
     ready = [m for m in needs if all(m in usable[s] for s in logs)]
-    commands = [c for m in ready if (c := runs.command(m, specs, vehicle or "vehicle.toml"))]
+    words = _reading_words(reading)
+    commands = [c for m in ready if (c := runs.command(m, specs, vehicle or "vehicle.toml", extra=words))]
     if not commands:
         excited = any(specs.values()) and not ready
         why = "every method needs faster logs (see fix)" if excited else "no log flew an excited part"
@@ -750,6 +792,33 @@ def info(
     console().print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
     for c in commands:
         console().print(c, highlight=False, soft_wrap=True)
+    for line in _unserved(found, specs, formats):
+        console().print(line, highlight=False, soft_wrap=True)
+
+
+#: The "fly this" guide for each log format (docs/ in the repository).
+_GUIDES = {"ulog": "docs/fly-px4.md", "dataflash": "docs/fly-ardupilot.md", "blackbox": "docs/fly-betaflight.md"}
+
+
+def _unserved(found: dict[str, dict[str, Any]], specs: dict[str, list[str]], formats: set[str]) -> list[str]:
+    """What the command leaves out and why, one line per role: no window excites it enough (its
+    best window's score, 1 = 'excited'), or yaw without roll/pitch (delay's K_tau rests on
+    I_xx, I_yy); with the guide of the logs' format."""
+    from rotorid.excitation import ROLE_AXES, ROLE_WORDS
+
+    out = []
+    for role in ROLE_AXES:
+        scores = [w.score for ws in found.values() for w in ws[role]]
+        if not specs.get(role):
+            best = f" (best window {max(scores):.2f} of the excited threshold)" if scores else ""
+            out.append(f"{ROLE_WORDS[role]}: no window excites it enough{best}")
+        elif role == "yaw" and not specs.get("roll_pitch"):
+            out.append("yaw: left out of delay's command: K_tau rests on I_xx, I_yy, which need a roll/pitch window")
+    guides = [g for f, g in _GUIDES.items() if f in formats]
+    if out:
+        out[-1] += f"; the manoeuvres to fly: {', '.join(guides)}" if guides else ""
+        out.insert(0, "not in the command:")
+    return out
 
 
 vehicle_app = typer.Typer(
@@ -809,6 +878,10 @@ def convert(
     ],
     window: Annotated[str | None, typer.Option(help="Time window t0:t1 in seconds of the log's clock.")] = None,
     allow_corrupt: AllowCorrupt = False,
+    imu_source: ImuSource = None,
+    imu: ImuIndex = None,
+    motor_poles: MotorPoles = None,
+    pwm_range: PwmRange = None,
 ) -> None:
     """Convert any readable log (or one window of it) to CSV, Parquet or another writable format, atomically."""
     from rotorid.io import load, parse_spec, writable, write
@@ -822,7 +895,7 @@ def convert(
         spec = parse_spec(f"{log}@{window}")
         if not spec.windows:
             raise RotoridError(f"--window '{window}' is not of the form t0:t1 (seconds)")
-    flights = load(spec, allow_corrupt=allow_corrupt)
+    flights = load(spec, allow_corrupt=allow_corrupt, **_reading(imu_source, imu, motor_poles, pwm_range))
     if len(flights) != 1:
         raise RotoridError(
             f"{spec} gives {len(flights)} flights (windows or pieces); convert one at a time with --window t0:t1"

@@ -3,11 +3,12 @@ the reports use to say which manoeuvre is missing.
 
 For one `Flight`:
 
-- **on ground / flying spans** — from `landed` when the log has it, else from the collective
-  command c(t) = mean over motors of `cmd` (or `rotor_speed`): flying while
-  c > lo + `threshold`·(hi − lo), with hi = max c and lo = 0 (lo = 1st percentile for PWM µs
-  commands, which idle well above 0). Spans shorter than `min_span` s are merged into their
-  neighbours so a brief dip in the air is not a landing.
+- **on ground / flying spans** — from `landed` when the log has it, else from the motors and
+  the IMU together (`flying_mask`): the collective command c(t) = mean over motors of `cmd`
+  (or `rotor_speed`) near the log's own idle, below 30 % of the way to its hover level
+  (`motors_low`), is on the ground only where the IMU also rests (|f_s| ≈ g, rates ≈ 0,
+  `resting`); a throttle cut in the air (flips, dives) stays flying. Spans shorter than
+  `min_span` s are merged into their neighbours so a brief dip in the air is not a landing.
 - **roll, pitch, yaw** — RMS over the flying samples of the body angular acceleration,
   the time derivative of the gyro after a zero-phase Butterworth low-pass at `cutoff` Hz
   (`rotorid.signal`), in rad/s².
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -89,7 +90,7 @@ class Excitation:
     flying: list[tuple[float, float]]
     ground: list[tuple[float, float]]
     flying_time: float
-    flying_from: str  # "landed", "cmd", "rotor_speed" or "none" (then the whole flight counts)
+    flying_from: str  # "landed", "cmd+imu", "cmd", "rotor_speed+imu", "rotor_speed" or "none" (all flying)
     axes: dict[str, AxisMeasure]
 
     @property
@@ -132,20 +133,66 @@ def _merge_short(t: np.ndarray, mask: np.ndarray, min_span: float) -> np.ndarray
     return mask
 
 
-def flying_mask(flight: Flight, threshold: float = 0.3, min_span: float = 0.5) -> tuple[np.ndarray, str]:
-    """Per-sample True while flying, and what decided it ('landed', 'cmd', 'rotor_speed' or
-    'none' — then every sample counts as flying)."""
-    if flight.landed is not None:
-        return _merge_short(flight.t, ~flight.landed, min_span), "landed"
+def motors_low(flight: Flight, threshold: float = 0.3) -> tuple[np.ndarray | None, str]:
+    """Per-sample True while the collective command c(t) is near the log's own idle: below
+    lo + `threshold`·(hover − lo), lo the idle level (0, or the 1st percentile for PWM µs
+    commands, which idle well above 0) and hover the median of c where it is above
+    lo + 0.1·(max − lo). Relative to the hover level, not the range: a 5-inch racer hovers
+    at 20–30 % of its range, a Crazyflie near 60 %. None when the log has no motor channel."""
     c, src = collective(flight)
     if c is None:
-        return np.ones(len(flight.t), dtype=bool), "none"
+        return None, src
     pwm = src == "cmd" and flight.meta.get("units", {}).get("cmd") == "pwm_us"
     lo = float(np.percentile(c, 1)) if pwm else min(0.0, float(c.min()))
     hi = float(c.max())
     if not hi > lo:
-        return np.zeros(len(c), dtype=bool), src
-    return _merge_short(flight.t, c > lo + threshold * (hi - lo), min_span), src
+        return np.ones(len(c), dtype=bool), src
+    hover = float(np.median(c[c > lo + 0.1 * (hi - lo)]))
+    return c <= lo + threshold * (hover - lo), src
+
+
+def resting(flight: Flight, span: float = 0.5, tol: float = 0.1, max_rate: float = 0.2) -> np.ndarray | None:
+    """Per-sample True where the IMU says the vehicle sits still on the ground: over a moving
+    `span` s the mean specific force has a norm within `tol`·g of g and the mean body rate a
+    norm below `max_rate` rad/s. Vibration averages out of the means; free fall, dives and
+    flips (|f_s| far from g) and turns (rates) do not. None without accelerometer or gyro."""
+    from rotorid.frames import GRAVITY
+
+    if flight.acc is None or flight.gyro is None or len(flight.t) < 2:
+        return None
+    n = max(2, round(span * flight.rate))
+    f = np.linalg.norm(_moving_mean_cols(flight.acc, n), axis=1)
+    w = np.linalg.norm(_moving_mean_cols(flight.gyro, n), axis=1)
+    return (np.abs(f - GRAVITY) <= tol * GRAVITY) & (w <= max_rate)
+
+
+def flying_mask(
+    flight: Flight, threshold: float = 0.3, min_span: float = 0.5, min_rest: float = 1.0
+) -> tuple[np.ndarray, str]:
+    """Per-sample True while flying, and what decided it ('landed', 'cmd+imu', 'cmd',
+    'rotor_speed+imu', 'rotor_speed' or 'none' — then every sample counts as flying).
+
+    A logged `landed` state decides alone. Otherwise the motors and the IMU together: a run
+    of samples with the motors near idle (`motors_low`) is on the ground when the IMU rests
+    (`resting`) for at least `min_rest` s of it (or half of it, when shorter), so the
+    take-off and landing transients belong to the ground run around them; a run where the
+    IMU never rests is a throttle cut in the air (flips, dives, free fall). Without an IMU,
+    every motors-low run is on the ground. Then `_merge_short` with `min_span`."""
+    if flight.landed is not None:
+        return _merge_short(flight.t, ~flight.landed, min_span), "landed"
+    low, src = motors_low(flight, threshold)
+    if low is None:
+        return np.ones(len(flight.t), dtype=bool), "none"
+    rest = resting(flight)
+    ground = low.copy()
+    if rest is not None:
+        src += "+imu"
+        dt = np.gradient(flight.t)
+        quiet = np.concatenate([[0.0], np.cumsum(np.where(rest, dt, 0.0))])
+        for a, b in zip(*runs(low), strict=True):  # one loop over runs, not samples
+            if quiet[b] - quiet[a] < min(min_rest, 0.5 * (flight.t[b - 1] - flight.t[a])):
+                ground[a:b] = False
+    return _merge_short(flight.t, ~ground, min_span), src
 
 
 def spans(t: np.ndarray, mask: np.ndarray) -> list[tuple[float, float]]:
@@ -240,6 +287,10 @@ class Window:
     measure: float
     unit: str
     threshold: float
+    #: the role's excitation over the window against its 'excited' threshold, as `check_role`
+    #: judges it (the smallest of the role's axes, measure / excited; ≥ 1: excited), set by
+    #: `log_windows`; NaN for `online` or when not judged.
+    score: float = float("nan")
 
 
 def _moving_mean(x: np.ndarray, n: int) -> np.ndarray:
@@ -284,7 +335,8 @@ def propose_windows(
     needs no margin there), where the role's moving excitation
     (`role_signal`) is at least `threshold` — by default `factor` times its median over this
     flight's flying samples, so the threshold scales with the vehicle (a large vehicle's
-    angular accelerations are smaller). Excited runs less than `max_gap` s apart are joined;
+    angular accelerations are smaller), and `margin` s away from a saturated sensor
+    (`meta["saturated"]`, e.g. a crash). Excited runs less than `max_gap` s apart are joined;
     windows shorter than `min_length` s are dropped; in time order. `online` gets the first
     flight from `margin` s before take-off (its estimator switches on at take-off)."""
     if role not in ROLES:
@@ -303,6 +355,8 @@ def propose_windows(
         lo = t[a] + (margin if a > 0 else 0.0)
         hi = t[b - 1] - (margin if b < len(t) else 0.0)
         inner[a:b] &= (t[a:b] >= lo) & (t[a:b] <= hi)
+    for a, b in flight.meta.get("saturated", []):  # a clipped sensor (a crash, a flip too fast) is not in the models
+        inner &= (t < a - margin) | (t > b + margin)
     if not inner.any():
         return []
     thr = factor * float(np.median(sig[inner])) if threshold is None else threshold
@@ -372,49 +426,74 @@ def check_role(flight: Flight, role: str, thresholds: dict[str, tuple[float, flo
     return f"{said}{looks}"
 
 
-def log_windows(flights: list[Flight]) -> dict[str, list[Window]]:
-    """`propose_windows` for every role over the pieces of one log (online: the first flight);
-    none for a role whose channel a piece lacks (thrust: motor commands or rotor speeds;
-    roll/pitch and yaw: gyro)."""
+def window_score(
+    flight: Flight, window: Window, thresholds: dict[str, tuple[float, float]] = THRESHOLDS, cutoff: float = 20.0
+) -> float:
+    """`Window.score`: the smallest over the role's axes (`ROLE_AXES`) of the axis' `measure`
+    over the window's samples divided by its 'excited' threshold, from the flight's own angular
+    acceleration (no new filtering) and collective command."""
+    if window.role not in ROLE_AXES:
+        return float("nan")
+    sel = (flight.t >= window.t0) & (flight.t <= window.t1)
+    values = {}
+    if flight.gyro is not None:
+        rms = np.sqrt(np.mean(angular_acceleration(flight, cutoff)[sel] ** 2, axis=0))
+        values = dict(zip(AXES[:3], rms.tolist(), strict=True))
+    c, _ = collective(flight)
+    if c is not None and np.mean(c[sel]) > 0:
+        values["thrust"] = float(np.std(c[sel]) / np.mean(c[sel]))
+    return min(values.get(a, float("nan")) / thresholds[a][0] for a in ROLE_AXES[window.role])
+
+
+def log_windows(
+    flights: list[Flight], thresholds: dict[str, tuple[float, float]] = THRESHOLDS
+) -> dict[str, list[Window]]:
+    """`propose_windows` for every role over the pieces of one log (online: the first flight),
+    each with its `score` against `thresholds`; none for a role whose channel a piece lacks
+    (thrust: motor commands or rotor speeds; roll/pitch and yaw: gyro)."""
     has = {"thrust": lambda f: collective(f)[0] is not None, "online": lambda f: True}
     found = {
-        role: [w for f in flights if has.get(role, lambda f: f.gyro is not None)(f) for w in propose_windows(f, role)]
+        role: [
+            replace(w, score=window_score(f, w, thresholds))
+            for f in flights
+            if has.get(role, lambda f: f.gyro is not None)(f)
+            for w in propose_windows(f, role)
+        ]
         for role in ROLES
     }
     found["online"] = found["online"][:1]
     return found
 
 
-def _score(windows: list[Window], role: str, thresholds: dict[str, tuple[float, float]]) -> float:
-    """The best window's measure over the role's 'excited' threshold (0 without windows)."""
-    hi = max(thresholds[a][0] for a in ROLE_AXES[role])
-    return max((w.measure / hi for w in windows), default=0.0)
+def excited_windows(windows: list[Window]) -> list[Window]:
+    """The windows whose role is excited over them (`Window.score` ≥ 1): what `check_role`
+    passes without a warning."""
+    return [w for w in windows if w.score >= 1.0]
 
 
-def assign_roles(
-    found: dict[str, dict[str, list[Window]]], thresholds: dict[str, tuple[float, float]] = THRESHOLDS
-) -> dict[str, list[tuple[str, list[Window]]]]:
-    """Which log (`found`: log -> `log_windows`) serves which role, with its windows. A log's
-    windows count for roll/pitch or yaw when their measure reaches the role's 'excited'
-    threshold; with several logs each goes to the one of the two it excites most (the
-    Eschmann flights: one manoeuvre per flight), a single log to every role it excites. Thrust:
-    the logs that serve neither, else every log; both only where thrust is excited. Online:
-    the first log with a flight."""
+def assign_roles(found: dict[str, dict[str, list[Window]]]) -> dict[str, list[tuple[str, list[Window]]]]:
+    """Which log (`found`: log -> `log_windows`) serves which role, with its windows: only the
+    windows where the role is excited (`excited_windows`, the criterion `check_role` applies
+    when `rotorid identify` reads them), so the assignment is never contradicted. With several
+    logs each goes to the one of roll/pitch and yaw it excites most (the best `score`; the
+    Eschmann flights: one manoeuvre per flight), a single log to every role it excites.
+    Thrust: the excited logs that serve neither, else every excited log. Online: the first log
+    with a flight."""
     rot = ("roll_pitch", "yaw")
     out: dict[str, list[tuple[str, list[Window]]]] = {r: [] for r in ROLES}
     for log, ws in found.items():
-        score = {r: _score(ws[r], r, thresholds) for r in rot}
+        score = {r: max((w.score for w in excited_windows(ws[r])), default=0.0) for r in rot}
         if len(found) == 1:
             mine = [r for r in rot if score[r] >= 1.0]
         else:
             best = max(rot, key=lambda r: score[r])
             mine = [best] if score[best] >= 1.0 else []
         for r in mine:
-            out[r].append((log, ws[r]))
+            out[r].append((log, excited_windows(ws[r])))
         if ws["online"] and not out["online"]:
             out["online"].append((log, ws["online"]))
     busy = {log for r in rot for log, _ in out[r]}
-    pumped = [(log, ws["thrust"]) for log, ws in found.items() if _score(ws["thrust"], "thrust", thresholds) >= 1.0]
+    pumped = [(log, ok) for log, ws in found.items() if (ok := excited_windows(ws["thrust"]))]
     out["thrust"] = [p for p in pumped if p[0] not in busy] or pumped
     return out
 

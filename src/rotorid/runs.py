@@ -11,13 +11,14 @@ are below. Options a method does not take are refused, naming the method that ta
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
 
 if TYPE_CHECKING:
+    from rotorid.excitation import Window
     from rotorid.flight import Flight
     from rotorid.io import LogSpec
     from rotorid.result import Result
@@ -82,14 +83,21 @@ class Request:
     options: dict[str, Any] = field(default_factory=dict)
     allow_corrupt: bool = False
     preset: Any = None
+    reading: dict[str, Any] = field(default_factory=dict)
     used: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def load(self, spec: LogSpec) -> list[Flight]:
+        """`rotorid.io.load` of one log argument for this vehicle, with the readers' options."""
+        from rotorid.io import load
+
+        return load(spec, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt, **self.reading)
 
     def flights(self, specs: list[str], role: str | None = None) -> list[Flight]:
         """Every flight (window) of the log arguments `specs`, read for this vehicle, its
         windows and motor channels checked (`check_windows`, `check_motors`). With a `role`
         (`rotorid.excitation.ROLES`) the windows are also found when not given (`role_windows`)."""
-        from rotorid.io import LogSpec, load, parse_spec
+        from rotorid.io import LogSpec, parse_spec
 
         if role is not None:
             return [f for s in specs for f in self.role_windows(s, role)]
@@ -98,8 +106,8 @@ class Request:
         for s in specs:
             ls = parse_spec(s)
             if ls.windows:
-                check_windows(ls, load(LogSpec(ls.path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
-            out += check_motors(ls, load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
+                check_windows(ls, self.load(LogSpec(ls.path)))
+            out += check_motors(ls, self.load(ls))
         return out
 
     def role_windows(self, spec: str, role: str) -> list[Flight]:
@@ -113,10 +121,10 @@ class Request:
 
         from rotorid import excitation as ex
         from rotorid.errors import ExcitationError, WindowError
-        from rotorid.io import LogSpec, load, parse_spec
+        from rotorid.io import LogSpec, parse_spec
 
         ls = parse_spec(spec)
-        whole = load(LogSpec(ls.path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt)
+        whole = self.load(LogSpec(ls.path))
         what = ex.ROLE_WORDS[role]
         if not ls.windows:
             found = [w for f in whole for w in ex.propose_windows(f, role)]
@@ -139,7 +147,7 @@ class Request:
                             )
             check_windows(ls, whole)
         self.used.append(str(ls))
-        flights = check_motors(ls, load(ls, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt))
+        flights = check_motors(ls, self.load(ls))
         if role != "online":
             limits = ex.thresholds_for(self.vehicle)
             for f in flights:
@@ -256,11 +264,13 @@ def identify(
     options: dict[str, Any] | None = None,
     allow_corrupt: bool = False,
     settings: Any = None,
+    reading: dict[str, Any] | None = None,
 ) -> Result:
     """Identify `vehicle`'s parameters with `method` from the log arguments `logs`
     (`FILE[@t0:t1,...]`); `options` by `rotorid identify` option name (e.g. {"yaw": [...],
     "tm_prior": "0.03,0.5"}), or the method's `settings` object with `options` naming only
-    further logs and configurations. A bare `mass` (kg) replaces the vehicle's (`split_mass`).
+    further logs and configurations; `reading`: the readers' options (e.g. {"imu_source": "batch"},
+    `rotorid.io.read`). A bare `mass` (kg) replaces the vehicle's (`split_mass`).
     The result's `inputs` list every log read with its SHA-256."""
     from rotorid.registry import method as spec_of
 
@@ -270,7 +280,7 @@ def identify(
     if mass is not None and mass != vehicle.mass:
         notes.append(f"mass {mass:g} kg from --mass (the vehicle {vehicle.name} says {vehicle.mass:g} kg)")
         vehicle = vehicle.replace(mass=mass)
-    req = Request(list(logs), vehicle, options, allow_corrupt, settings, notes=notes)
+    req = Request(list(logs), vehicle, options, allow_corrupt, settings, notes=notes, reading=dict(reading or {}))
     result = spec_of(method).load("run")(req)
     result.inputs = provenance(req.used)
     result.notes = [*req.notes, *result.notes]
@@ -292,11 +302,14 @@ def min_rates() -> dict[str, float]:
     return out
 
 
-def command(method: str, roles: Mapping[str, list[str]], vehicle: str, out: str = "results/") -> str | None:
+def command(
+    method: str, roles: Mapping[str, list[str]], vehicle: str, out: str = "results/", extra: Sequence[str] = ()
+) -> str | None:
     """A ready-to-run `rotorid identify` command line (shell-quoted) from the log arguments
     each role uses (`roles`: thrust / roll_pitch / yaw / online -> ["FILE@t0:t1", ...], as
     `rotorid.excitation.assign_roles` finds them); the method's `MethodSpec.logs` picks its log
-    arguments. None when it finds none (e.g. delay without a thrust window)."""
+    arguments; `extra` words (e.g. the reader's flags) follow. None when it finds none (e.g. delay
+    without a thrust window)."""
     import shlex
 
     from rotorid.registry import method as spec_of
@@ -304,17 +317,41 @@ def command(method: str, roles: Mapping[str, list[str]], vehicle: str, out: str 
     logs = spec_of(method).load("logs")(roles)
     if not logs:
         return None
-    words = ["rotorid", "identify", "--method", method, "--vehicle", vehicle, *logs, "--out", out]
+    words = ["rotorid", "identify", "--method", method, "--vehicle", vehicle, *logs, *extra, "--out", out]
     return " ".join(shlex.quote(w) for w in words)
 
 
+def role_specs(found: Mapping[str, Mapping[str, list[Window]]]) -> dict[str, list[str]]:
+    """The log arguments each role uses (role -> ["FILE@t0:t1", ...]) from the windows found in
+    each log argument (`found`: log argument -> `rotorid.excitation.log_windows`), assigned by
+    `rotorid.excitation.assign_roles` (the app's proposals use it directly): the one role
+    assignment of `rotorid info`'s command, `identify` with several logs and batch. A log given
+    with windows keeps them (the user chose); else its excited windows, to 0.01 s."""
+    from rotorid.excitation import assign_roles
+    from rotorid.io import LogSpec, parse_spec
+
+    def spec(log: str, ws: list[Window]) -> str:
+        ls = parse_spec(log)
+        return log if ls.windows else str(LogSpec(ls.path, tuple((round(w.t0, 2), round(w.t1, 2)) for w in ws)))
+
+    return {
+        r: [spec(log, ws) for log, ws in got] for r, got in assign_roles({k: dict(v) for k, v in found.items()}).items()
+    }
+
+
+def delay_roles(roles: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """Eschmann et al.'s flights by role: the thrust ones; roll/pitch ones; yaw ones only beside
+    roll/pitch ones (K_tau rests on I_zz, which rests on I_xx and I_yy)."""
+    rp = list(roles.get("roll_pitch", []))
+    return {"thrust": list(roles.get("thrust", [])), "roll_pitch": rp, "yaw": list(roles.get("yaw", [])) if rp else []}
+
+
 def delay_logs(roles: Mapping[str, list[str]]) -> list[str]:
-    """Eschmann et al.: the thrust windows, with `--roll-pitch` and `--yaw` ones (none
-    without a thrust window)."""
-    words = list(roles.get("thrust", []))
-    return words and words + [
-        w for r in ("roll_pitch", "yaw") for spec in roles.get(r, []) for w in (option_flag(r), spec)
-    ]
+    """Eschmann et al.: the thrust windows, with `--roll-pitch` and `--yaw` ones (`delay_roles`;
+    none without a thrust window)."""
+    mine = delay_roles(roles)
+    words = mine["thrust"]
+    return words and words + [w for r in ("roll_pitch", "yaw") for spec in mine[r] for w in (option_flag(r), spec)]
 
 
 def online_logs(roles: Mapping[str, list[str]]) -> list[str]:
@@ -361,9 +398,12 @@ def run_delay(req: Request) -> Result:
             "exponents": lambda v: tuple(v.split(",")) if isinstance(v, str) else tuple(v),
         },
     )
-    thrust = req.flights(req.logs, "thrust")
-    roll_pitch = req.flights(list(req.options.get("roll_pitch") or []), "roll_pitch")
-    yaw = req.flights(list(req.options.get("yaw") or []), "yaw")
+    roles = {"thrust": req.logs, "roll_pitch": req.options.get("roll_pitch"), "yaw": req.options.get("yaw")}
+    if len(req.logs) > 1 and not (roles["roll_pitch"] or roles["yaw"]):
+        roles = assigned_roles(req)
+    thrust = req.flights(list(roles["thrust"]), "thrust")
+    roll_pitch = req.flights(list(roles["roll_pitch"] or []), "roll_pitch")
+    yaw = req.flights(list(roles["yaw"] or []), "yaw")
     check_roles(roll_pitch, yaw)
     return delay.identify(thrust, req.vehicle, roll_pitch=roll_pitch, yaw=yaw, settings=settings)
 
@@ -383,6 +423,26 @@ def run_freq(req: Request) -> Result:
         },
     )
     return freq.identify(req.flights(req.logs), req.vehicle, settings)
+
+
+def assigned_roles(req: Request) -> dict[str, list[str]]:
+    """Several logs given with no --roll-pitch or --yaw: each log's role by `role_specs` (as
+    `rotorid info` assigns them), said in the notes; an `ExcitationError` when no log excites
+    thrust."""
+    from rotorid.errors import ExcitationError
+    from rotorid.excitation import ROLE_WORDS, log_windows, thresholds_for
+    from rotorid.io import parse_spec
+
+    limits = thresholds_for(req.vehicle)
+    roles = delay_roles(role_specs({s: log_windows(req.load(parse_spec(s)), limits) for s in req.logs}))
+    if not roles["thrust"]:
+        raise ExcitationError(
+            f"none of {', '.join(req.logs)} excites thrust (vertical pumping); run `rotorid info` on them and give "
+            "the thrust log first, the others with --roll-pitch and --yaw"
+        )
+    said = "; ".join(f"{ROLE_WORDS[r]} {', '.join(v)}" for r, v in roles.items() if v)
+    req.notes.append(f"roles assigned to the {len(req.logs)} logs by their excitation (as `rotorid info`): {said}")
+    return roles
 
 
 def _yaw_share(flights: list[Flight]) -> tuple[float, float, float]:

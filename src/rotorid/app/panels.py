@@ -180,8 +180,8 @@ def proposed(flights: list[Flight], vehicle: Vehicle | None = None) -> dict[str,
     """The windows `rotorid info` and `identify` propose for this log: a role gets the log's
     windows only where the log excites it (`excitation.assign_roles`, thresholds scaled to the
     vehicle) — a thrust-pumping flight is not offered as a roll/pitch or yaw flight."""
-    found = {"log": excitation.log_windows(flights)}
-    roles = excitation.assign_roles(found, excitation.thresholds_for(vehicle))
+    found = {"log": excitation.log_windows(flights, excitation.thresholds_for(vehicle))}
+    roles = excitation.assign_roles(found)
     return {r: [(w.t0, w.t1) for _, ws in roles.get(r, []) for w in ws] for r in ROLES}
 
 

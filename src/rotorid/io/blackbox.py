@@ -60,7 +60,7 @@ MAGIC = b"H Product:Blackb"  # "H Product:Blackbox…" cut to the 16 bytes io.de
 RATE_HINT = (
     "log it faster: in the Betaflight CLI `set blackbox_sample_rate = 1/1` (Betaflight 3.x-4.0: "
     "`set blackbox_p_ratio = 32`) so gyro and motors are logged at the PID loop rate, and for rotor speed "
-    "`set dshot_bidir = ON` with `motor_poles` set to the motors' magnet count"
+    "`set dshot_bidir = ON` with `motor_poles` set to the motors' magnet count; what to fly: docs/fly-betaflight.md"
 )
 #: The INAV sign check compares mean gyro rates with attitude rates over intervals this long:
 #: the logged attitude's 0.1° steps are 5 deg/s of rate over 20 ms, far below flight rates.
@@ -70,7 +70,7 @@ ATTITUDE_STEP = 0.02
 SIGN_SIGMAS = 3.0
 INAV_RATE_HINT = (
     "log it faster: in the INAV CLI `set blackbox_rate_num = 1` and `set blackbox_rate_denom = 1` so gyro and "
-    "motors are logged every loop"
+    "motors are logged every loop; what to fly: docs/fly-betaflight.md"
 )
 _HEADER_FACTS = (
     "Firmware type",
@@ -264,7 +264,8 @@ def _flight(
             units["rotor_speed"] = f"rad/s (from eRPM, {poles} motor poles)"
         else:
             warnings.warn(
-                f"{path}: eRPM logged but motor_poles unknown; give motor_poles= to read rotor speed", stacklevel=4
+                f"{path}: eRPM logged but motor_poles unknown; give --motor-poles N (motor_poles=N in Python) to read rotor speed",
+                stacklevel=4,
             )
     for ch, s in list(series.items()):
         ok = np.all(np.isfinite(s.values), axis=1)

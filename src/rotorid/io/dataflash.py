@@ -55,7 +55,7 @@ RATE_HINT = (
     "bit 0 ATTITUDE_FAST; ArduCopter logs RCOU (bit 10 RCOUT) at only 10 Hz, so for the motors log ESC "
     "telemetry rpm (ESC messages, e.g. bidirectional DShot) and give the vehicle motor_input 'rad_s'; raw "
     "sensor-rate IMU samples come from the batch sampler (INS_LOG_BAT_MASK, INS_LOG_BAT_OPT, LOG_BITMASK bit 19 "
-    "IMU_RAW; read with imu_source='batch')"
+    "IMU_RAW; read with --imu-source batch, imu_source='batch' in Python); what to fly: docs/fly-ardupilot.md"
 )
 _SI = {
     "rad/s": 1.0,

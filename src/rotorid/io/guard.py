@@ -268,12 +268,17 @@ def saturated_spans(t: np.ndarray, v: np.ndarray, floor: float, run: int) -> lis
 
 
 def _warn_saturation(flight: Flight, lim: Limits) -> None:
+    """Warn about saturated spans and list them, (t0, t1) s, in `meta["saturated"]` (the
+    windows `rotorid.excitation.propose_windows` finds keep away from them)."""
     for ch, floor in (("acc", 2.0 * GRAVITY), ("gyro", 5.0)):
         v = getattr(flight, ch)
         if v is None:
             continue
         spans = saturated_spans(flight.t, v, floor, lim.saturation_run)
         if spans:
+            flight.meta["saturated"] = sorted(
+                {*map(tuple, flight.meta.get("saturated", [])), *((a, b) for *_, a, b in spans)}
+            )
             listed = ", ".join(f"{ch}[{j}] = {x:.4g} at {a:.3f}–{b:.3f} s" for j, x, a, b in spans[:3])
             warnings.warn(
                 f"{flight.source}: channel '{ch}' is held at its extreme in {len(spans)} span(s) ({listed}"

@@ -37,7 +37,7 @@ SDLOG_PROFILE_SYSID = 1 + 8 + 16
 RATE_HINT = (
     "log it faster: set the PX4 parameter SDLOG_PROFILE to include the high-rate (bit 4) and "
     f"system-identification (bit 3) sets, e.g. SDLOG_PROFILE={SDLOG_PROFILE_SYSID}, so the logger records "
-    "motor and IMU topics at >= 250 Hz"
+    "motor and IMU topics at >= 250 Hz; what to fly: docs/fly-px4.md"
 )
 TOPICS = (
     "vehicle_acceleration",

@@ -76,6 +76,17 @@ def _png(fig: Figure) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
+def smallest_change(dev_std: float, baseline: float, threshold: float) -> str:
+    """The smallest change of a parameter the drift rule flags at its latest run: `threshold`·u
+    (u the σ of the difference from the history's mean, `rotorid.batch.assess`), with its share
+    of the baseline; '—' while the history is too short."""
+    d = threshold * dev_std
+    if not math.isfinite(d):
+        return "—"
+    share = f" ({100 * d / abs(baseline):.3g} %)" if math.isfinite(baseline) and baseline != 0 else ""
+    return f"±{d:.3g}{share}"
+
+
 def render(table: pd.DataFrame, findings: Sequence[Any], runs: pd.DataFrame, title: str, threshold: float = 3.0) -> str:
     """The fleet page. `table` is `rotorid.batch.assess`'s table, `findings` its findings
     (objects with kind, vehicle, parameter, message), `runs` `rotorid.batch.runs_table`."""
@@ -102,6 +113,7 @@ def render(table: pd.DataFrame, findings: Sequence[Any], runs: pd.DataFrame, tit
                         "unit": pretty_unit(r.unit),
                         "baseline": fmt(r.baseline),
                         "z": fmt(r.z, "+.1f"),
+                        "smallest": smallest_change(r.dev_std, r.baseline, threshold),
                         "flagged": bool(r.flagged),
                     }
                     for r in latest.itertuples()

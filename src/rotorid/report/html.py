@@ -91,6 +91,51 @@ def excitation_findings(result: Result) -> list[str]:
     return lines
 
 
+#: parameter base name -> the manoeuvre that measures it (`docs/fly-*.md`)
+_MANOEUVRE = {
+    "tm": "thrust",
+    "tm_rise": "thrust",
+    "tm_fall": "thrust",
+    "thrust_c0": "thrust",
+    "thrust_c1": "thrust",
+    "thrust_c2": "thrust",
+    "hover_cmd": "thrust",
+    "I_xx": "roll/pitch",
+    "I_yy": "roll/pitch",
+    "I_zz": "yaw",
+    "k_tau": "yaw",
+}
+_FLY = {
+    "thrust": "hover, then pump the throttle up and down sharply at different rates and depths (30–60 s)",
+    "roll/pitch": "sharp roll and pitch stick steps and doublets around a hover (30–60 s)",
+    "yaw": "quick yaw doublets (20–30 s) beside a roll/pitch flight",
+    "every axis": "a longer flight near hover that moves roll, pitch, yaw and the throttle (1–2 min)",
+}
+
+
+def next_steps(result: Result) -> tuple[list[str], list[str]]:
+    """What to fly next (one line per manoeuvre, naming the parameters it would pin down that
+    are not well determined here) and which exported values come from the flights, by the
+    per-parameter verdicts (`rotorid.result.verdict`)."""
+    by: dict[str, list[str]] = {"ok": [], "warn": [], "assumed": [], "bad": []}
+    fly: dict[str, list[str]] = {}
+    for name, e in result.params.items():
+        cls = verdict(e, result.observability.get(name))[0]
+        by[cls].append(symbol(name))
+        if cls != "ok":
+            fly.setdefault(_MANOEUVRE.get(parse(name).base, "every axis"), []).append(symbol(name))
+    todo = [f"{m}: {_FLY[m]} — for {', '.join(names)}" for m, names in fly.items()]
+    exports = [f"from the flights, well determined: {', '.join(by['ok']) or 'none'}"]
+    if by["warn"]:
+        exports.append(f"loosely determined (check a simulation against σ): {', '.join(by['warn'])}")
+    if by["assumed"] or by["bad"]:
+        exports.append(
+            "from an assumption or barely constrained (the export writes them, check them before relying on a "
+            f"simulation): {', '.join(by['assumed'] + by['bad'])}"
+        )
+    return todo, exports
+
+
 def _setting(v: Any) -> str:
     if isinstance(v, dict | list | tuple):
         return json.dumps(v, default=str)
@@ -155,6 +200,7 @@ def render_html(result: Result, images: dict[str, str], truth: Truth | None = No
         rows=rows,
         counts=counts,
         findings=excitation_findings(result),
+        next_steps=next_steps(result),
         unidentifiable=[
             k for k, o in result.observability.items() if isinstance(o, dict) and o.get("identifiable") is False
         ],
