@@ -9,6 +9,8 @@ origin, with the rotor terms u; `MotionSettings` says how (source, filter band, 
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -276,14 +278,23 @@ def drag_regressor(u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: V
     the rotor speed Ω_i ∝ u_i (f = k_t u², eq. 8; the simulator's Ω_i = sqrt(f_i), so its k_rd is
     this one over sqrt(k_t)). The hub's velocity does not depend on the CoM, so G is known; its
     yaw row carries the drag's yaw damping -k_rd Σ u_i |p_i,xy|² ω_z of rotors in the xy plane."""
-    z = np.zeros(vehicle.n_rotors)
-    px, py, pz = vehicle.positions.T
-    cross = np.stack([np.stack([z, -pz, py], -1), np.stack([pz, z, -px], -1), np.stack([-py, px, z], -1)], -2)
-    plane = np.eye(3) - vehicle.axes[:, :, None] * vehicle.axes[:, None, :]
-    # per rotor, G_i = u_i K_i [vel; omega] with K_i = [[P, -P [p]x], [[p]x P, -[p]x P [p]x]] (M, 6, 6)
-    k = np.block([[plane, -plane @ cross], [cross @ plane, -cross @ plane @ cross]])
+    k = _drag_maps(*(np.asarray(a, dtype=np.float64).tobytes() for a in (vehicle.positions, vehicle.axes)))
     x = np.concatenate([vel, omega], axis=1)
-    return np.einsum("nij,nj->ni", (u @ k.reshape(len(k), 36)).reshape(-1, 6, 6), x)
+    return np.einsum("nij,nj->ni", (u @ k).reshape(-1, 6, 6), x)
+
+
+@functools.lru_cache(maxsize=16)
+def _drag_maps(positions: bytes, axes: bytes) -> np.ndarray:
+    """Per rotor, G_i = u_i K_i [vel; omega] (`drag_regressor`) with K_i = [[P, -P [p]x],
+    [[p]x P, -[p]x P [p]x]], flattened (M, 36), for rotors at `positions` with `axes` (float64
+    bytes of (M, 3)): built once per geometry, not per block of rows (its small-array calls
+    cost more than the product over a block)."""
+    p, a = np.frombuffer(positions).reshape(-1, 3), np.frombuffer(axes).reshape(-1, 3)
+    z = np.zeros(len(p))
+    px, py, pz = p.T
+    cross = np.stack([np.stack([z, -pz, py], -1), np.stack([pz, z, -px], -1), np.stack([-py, px, z], -1)], -2)
+    plane = np.eye(3) - a[:, :, None] * a[:, None, :]
+    return np.block([[plane, -plane @ cross], [cross @ plane, -cross @ plane @ cross]]).reshape(len(p), 36)
 
 
 def motion(flight: Flight, vehicle: Vehicle, settings: MotionSettings) -> Motion:
@@ -323,8 +334,24 @@ def stuck_motors(flights: Sequence[Flight]) -> str | None:
     return None
 
 
+#: `airborne_pieces` of each live flight, by id, with a weak reference that tells it is still
+#: that flight (and drops the entry when the flight goes): the IMU-lag search and the gain passes
+#: cut the same flights tens of times, and resampling a non-uniform log is the cost.
+_PIECES: dict[int, tuple[weakref.ref, list[Flight | None]]] = {}
+
+
 def airborne_pieces(flight: Flight) -> list[Flight]:
-    """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long."""
+    """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long, cut (and
+    resampled) once per flight object."""
+    hit = _PIECES.get(id(flight))
+    if hit is None or hit[0]() is not flight:
+        key = id(flight)
+        kept = [None if p is flight else p for p in _airborne_pieces(flight)]  # never the flight: it could not go
+        hit = _PIECES[key] = (weakref.ref(flight, lambda _, key=key: _PIECES.pop(key, None)), kept)
+    return [flight if p is None else p for p in hit[1]]
+
+
+def _airborne_pieces(flight: Flight) -> list[Flight]:
     f = flight
     if f.landed is not None and f.landed.any():
         starts, ends = runs(~f.landed)
