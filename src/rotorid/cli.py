@@ -462,7 +462,11 @@ def simulate(
             bar.update(tasks[flight], completed=fraction)
 
         sc = scenarios.run(scenario, seed=seed, progress=progress, duration=duration, **overrides)
-    written = [write(f, out / f"{name}{suffix}") for name, f in sc.flights.items()]
+        writing = bar.add_task(f"writing {len(sc.flights)} {fmt} file(s)", total=len(sc.flights))
+        written = []
+        for name, f in sc.flights.items():  # an hour-long log takes a while to write: the bar says so
+            written.append(write(f, out / f"{name}{suffix}"))
+            bar.advance(writing)
     sc.vehicle.save(out / "vehicle.toml")
     sc.true_vehicle.save(out / "true_vehicle.toml")
     sc.truth.save(out / "truth.json")
