@@ -186,9 +186,7 @@ def integrate(
     is added to the rotor thrusts during each step. `progress(k)` is called every 1000 steps.
     One `Plant` run over all the steps (`Plant.run` gives the same numbers in any chunks).
     """
-    plant = Plant(body, dt, x0, u0)
-    chunk = plant.run(n_steps, controller, control_every, thrust_noise, progress)
-    return plant.close(chunk)
+    return Plant(body, dt, x0, u0).run(n_steps, controller, control_every, thrust_noise, progress, last=True)
 
 
 class Plant:
@@ -378,15 +376,18 @@ class Plant:
         control_every: int = 1,
         thrust_noise: np.ndarray | None = None,
         progress: Callable[[int], None] | None = None,
+        last: bool = False,
     ) -> Trajectory:
         """The next `n_steps` steps (see `integrate`; the step count k runs on from the last
         call, and `thrust_noise` holds these steps' rows): their rows, the state at each
         step's start, the motor states (after an instant motor took its new command) and the
-        commands in force."""
+        commands in force; with `last`, the final state's row too (as `close` adds it)."""
         m = self.body.n_rotors
         lo, hi = self.body.cmd_min, self.body.cmd_max
-        noise = np.zeros((n_steps, m)) if thrust_noise is None else np.asarray(thrust_noise, dtype=float)
-        xs, us, cmds = np.empty((n_steps, 13)), np.empty((n_steps, m)), np.empty((n_steps, m))
+        noise = np.zeros((n_steps + last, m))
+        if thrust_noise is not None:
+            noise[:n_steps] = thrust_noise
+        xs, us, cmds = np.empty((n_steps + last, 13)), np.empty((n_steps + last, m)), np.empty((n_steps + last, m))
         for a in range(0, n_steps, _ROWS):  # rows gathered as tuples, stored a block at a time
             b = min(a + _ROWS, n_steps)
             rows = []
@@ -403,6 +404,8 @@ class Plant:
             block = np.array(rows)
             xs[a:b], us[a:b], cmds[a:b] = block[:, :13], block[:, 13 : 13 + m], block[:, 13 + m :]
         self.k += n_steps
+        if last:
+            xs[-1], us[-1], cmds[-1] = self.x, self.u, self.cmd
         return Trajectory(dt=self.dt, x=xs, u=us, cmd=cmds, noise=noise)
 
     def close(self, *chunks: Trajectory) -> Trajectory:
