@@ -79,4 +79,18 @@ def test_airborne_pieces_cut_once_and_let_the_flight_go() -> None:
     key = id(f), id(uniform)
     del f, uniform, first, again
     gc.collect()
-    assert not set(key) & set(motion._PIECES)
+    assert not set(key) & set(motion._KEPT)
+
+
+def test_body_velocity_and_rate_made_once_and_read_only() -> None:
+    rng = np.random.default_rng(2)
+    n = 2000
+    t = np.arange(n) / 500.0
+    q = Rotation.from_rotvec(np.cumsum(rng.standard_normal((n, 3)) * 0.01, axis=0)).as_quat(scalar_first=True)
+    f = Flight(t=t, quat=q, pos=np.cumsum(rng.standard_normal((n, 3)), 0) * 1e-3, gyro=rng.standard_normal((n, 3)))
+    st = motion.MotionSettings(mocap_delay=0.004)
+    v1, v2 = motion.body_velocity(f, st), motion.body_velocity(f, st)
+    assert v1 is v2 and not v1.flags.writeable
+    np.testing.assert_array_equal(v1, motion._body_velocity(f, st.at(f.rate)))
+    assert motion.body_velocity(f, motion.MotionSettings(mocap_delay=0.008)) is not v1  # other settings: made anew
+    assert motion.body_rate(f, st) is motion.body_rate(f, st)

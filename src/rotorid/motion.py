@@ -193,11 +193,12 @@ def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.nd
 
 def body_rate(flight: Flight, settings: MotionSettings) -> np.ndarray:
     """The body rate omega of `motion` (N, 3) alone: for the IMU source the low-passed gyro, the
-    other signals not computed; for motion capture the pose's (`_mocap_motion`)."""
+    other signals not computed; for motion capture the pose's (`_mocap_motion`). Kept per flight
+    and settings (`_kept`; read-only): the lag searches ask for it again and again."""
     st = settings if settings.fs is not None else settings.at(flight.rate)
     if st.source == "imu":
-        return _filt(flight.gyro, st.fs, 0.0, st.band[1], st.order)
-    return _mocap_motion(flight, st)[0]
+        return _kept(flight, ("rate", st), lambda: _filt(flight.gyro, st.fs, 0.0, st.band[1], st.order))
+    return _kept(flight, ("rate", st), lambda: _mocap_motion(flight, st)[0])
 
 
 def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None:
@@ -205,11 +206,15 @@ def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None
     the logged velocity, else the logged position differentiated, rotated by the logged attitude
     and read `mocap_delay` later (the pose of `_mocap_motion` alike); None when
     the flight has no attitude or neither channel (the rotor-drag regressor of
-    `rotorid.methods.tls` needs it)."""
+    `rotorid.methods.tls` needs it). Kept per flight and settings like `body_rate`."""
     if flight.quat is None or (flight.vel is None and flight.pos is None):
         return None
     if settings.fs is None:
         settings = settings.at(flight.rate)
+    return _kept(flight, ("velocity", settings), lambda: _body_velocity(flight, settings))
+
+
+def _body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray:
     t, high, order = flight.t, settings.band[1], settings.order
     quat, x = flight.quat, flight.vel if flight.vel is not None else flight.pos
     x = _filt(x, settings.fs, 0.0, high, order)
@@ -334,21 +339,40 @@ def stuck_motors(flights: Sequence[Flight]) -> str | None:
     return None
 
 
-#: `airborne_pieces` of each live flight, by id, with a weak reference that tells it is still
-#: that flight (and drops the entry when the flight goes): the IMU-lag search and the gain passes
-#: cut the same flights tens of times, and resampling a non-uniform log is the cost.
-_PIECES: dict[int, tuple[weakref.ref, list[Flight | None]]] = {}
+#: What is kept of each live flight (`_kept`), by id, with a weak reference that tells it is
+#: still that flight and drops the entry when the flight goes.
+_KEPT: dict[int, tuple[weakref.ref, dict[Any, Any]]] = {}
+#: Results `_kept` holds per flight (the most recently made stay).
+KEPT_PER_FLIGHT = 8
+
+
+def _kept(flight: Flight, key: Any, make: Any) -> Any:
+    """`make()` for `flight` and `key`, made once while the flight lives: the IMU-lag search and
+    the gain passes of tls ask the same pieces for the same signals tens of times. Arrays are
+    handed out read-only (one object serves every caller). Nothing kept may hold the flight."""
+    hit = _KEPT.get(id(flight))
+    if hit is None or hit[0]() is not flight:
+        k = id(flight)
+        hit = _KEPT[k] = (weakref.ref(flight, lambda _, k=k: _KEPT.pop(k, None)), {})
+    store = hit[1]
+    if key in store:
+        store[key] = store.pop(key)  # most recently used last
+    else:
+        value = make()
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        store[key] = value
+        while len(store) > KEPT_PER_FLIGHT:
+            store.pop(next(iter(store)))
+    return store[key]
 
 
 def airborne_pieces(flight: Flight) -> list[Flight]:
     """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long, cut (and
-    resampled) once per flight object."""
-    hit = _PIECES.get(id(flight))
-    if hit is None or hit[0]() is not flight:
-        key = id(flight)
-        kept = [None if p is flight else p for p in _airborne_pieces(flight)]  # never the flight: it could not go
-        hit = _PIECES[key] = (weakref.ref(flight, lambda _, key=key: _PIECES.pop(key, None)), kept)
-    return [flight if p is None else p for p in hit[1]]
+    resampled) once per flight object (`_kept`; the flight itself is kept as None, so that
+    the cache never holds it)."""
+    kept = _kept(flight, "pieces", lambda: [None if p is flight else p for p in _airborne_pieces(flight)])
+    return [flight if p is None else p for p in kept]
 
 
 def _airborne_pieces(flight: Flight) -> list[Flight]:
