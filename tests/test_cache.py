@@ -170,3 +170,17 @@ def test_identify_decodes_each_file_once(log: Path, monkeypatch, tmp_path: Path)
     b = req.flights([f"{log}@1:3.5", str(log)])
     assert calls == [log]
     assert a[0].t[0] >= 0.5 and b[0].t[-1] <= 3.5 + 1e-9 and len(b) == 2
+
+
+def test_a_reader_without_source_is_not_cached(cached: Path, log: Path, monkeypatch) -> None:
+    """A reader made on the fly (its module's source not found) decodes every time, uncached."""
+    fmt = io.formats()["table"]
+    real = fmt.reader()
+
+    def reader(path: Path, **kw):
+        return real(path, **kw)
+
+    reader.__module__ = "made_on_the_fly"
+    monkeypatch.setitem(io.FORMATS, "table", dataclasses.replace(fmt, read=reader))
+    assert len(io.read(log)[0].t) == len(io.read(log)[0].t) > 0
+    assert not list(cached.glob("*.parquet"))

@@ -58,30 +58,32 @@ def max_bytes() -> int:
 
 
 @functools.cache
-def reader_version(module: str) -> str:
+def reader_version(module: str) -> str | None:
     """A digest of the source of the reader's module and of everything decoding shares (the rest
-    of `rotorid.io`, `flight`, `frames`): any change to how a log decodes is a new version."""
+    of `rotorid.io`, `flight`, `frames`): any change to how a log decodes is a new version. None
+    when the module's source cannot be found (a reader defined on the fly): not cached then."""
     import importlib.util
 
     root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.find_spec(module)
-    files = sorted({*root.joinpath("io").glob("*.py"), root / "flight.py", root / "frames.py"})
-    if spec is not None and spec.origin:
-        files.append(Path(spec.origin))
-    h = hashlib.sha256(f"{LAYOUT}:{module}".encode())
-    for f in files:
-        h.update(f.read_bytes())
+    try:
+        origin = Path(importlib.util.find_spec(module).origin)
+        files = [*sorted({*root.joinpath("io").glob("*.py"), root / "flight.py", root / "frames.py"}), origin]
+        h = hashlib.sha256(f"{LAYOUT}:{module}".encode())
+        for f in files:
+            h.update(f.read_bytes())
+    except (ImportError, AttributeError, ValueError, TypeError, OSError):
+        return None
     return h.hexdigest()[:16]
 
 
 def cached_read(path: Path, module: str, options: dict[str, Any], decode: Callable[[], list[Flight]]) -> list[Flight]:
     """The flights of `path` from the cache when an entry for its content, reader version and
     `options` is there and reads back whole, else `decode()`d and stored."""
-    if not enabled():
+    version = reader_version(module) if enabled() else None
+    if version is None:
         return decode()
     key = json.dumps(
-        {"sha256": sha256(path), "reader": module, "version": reader_version(module), "options": _tagged(options)},
-        sort_keys=True,
+        {"sha256": sha256(path), "reader": module, "version": version, "options": _tagged(options)}, sort_keys=True
     )
     entry = folder() / f"{hashlib.sha256(key.encode()).hexdigest()}.parquet"
     hit = _load(entry, key)
