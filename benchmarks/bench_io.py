@@ -1,9 +1,13 @@
 """I/O speed: Crazyflie decode, `rotorid info` on the three real logs, the interchange, ULog
 and DataFlash writers/readers on a 60 s, 1 kHz flight, and read time per MB of the autopilot
-formats (ULog, DataFlash, the real Betaflight blackbox). Medians of several runs (wall clock)."""
+formats (ULog, DataFlash, the real Betaflight blackbox), all decoding afresh (the decoded-log
+cache off); and the cache's second look (issue 36): `rotorid info` on the 1.9 MB Betaflight log in
+a fresh process, first with an empty cache, then again (`python benchmarks/bench_io.py cache`
+runs that case alone). Medians of several runs (wall clock)."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -19,6 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 CF = [DATA / "crazyflie" / n for n in ("log10", "log15", "log16")]
 BBL = DATA / "betaflight" / "example_smooth_tune.BBL"
+#: The issue's slow `info`: orangebox decodes it at ~2 s/MB.
+BTFL = DATA / "betaflight" / "btfl_002.bbl"
 
 
 def _median(fn: Callable[[], object], runs: int) -> float:
@@ -50,7 +56,42 @@ def _flight_60s() -> object:
     )
 
 
+def cache_rows() -> list[dict]:
+    """`rotorid info` on `BTFL` in fresh processes: the first look decodes and fills an empty
+    cache, the second reads its entry (CPU from each process's own rusage)."""
+    if not BTFL.exists():
+        return []
+    exe = Path(sys.executable).parent / "rotorid"
+    cpu = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if k != "ROTORID_NO_CACHE"} | {"ROTORID_CACHE_DIR": tmp}
+        for _ in range(2):
+            proc = subprocess.Popen(
+                [exe, "info", str(BTFL)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+            )
+            _, status, usage = os.wait4(proc.pid, 0)
+            assert status == 0, f"rotorid info {BTFL} failed"
+            cpu.append(usage.ru_utime + usage.ru_stime)
+    note = f"{BTFL.stat().st_size / 1e6:.2f} MB Betaflight log; CPU of the process, imports included"
+    return [
+        {"name": "info btfl_002.bbl, first look (decode)", "value": cpu[0], "unit": "s", "target": "", "note": note},
+        {"name": "info btfl_002.bbl, second look (cache)", "value": cpu[1], "unit": "s", "target": "", "note": ""},
+    ]
+
+
 def run() -> list[dict]:
+    before = os.environ.get("ROTORID_NO_CACHE")
+    os.environ["ROTORID_NO_CACHE"] = "1"  # the decoders themselves, every time
+    try:
+        rows = _decode_rows()
+    finally:
+        os.environ.pop("ROTORID_NO_CACHE")
+        if before is not None:
+            os.environ["ROTORID_NO_CACHE"] = before
+    return rows + cache_rows()
+
+
+def _decode_rows() -> list[dict]:
     from typer.testing import CliRunner
 
     from rotorid.cli import app
@@ -146,5 +187,5 @@ def _per_mb(name: str, seconds: float, path: Path, runs: int, how: str = "") -> 
 
 
 if __name__ == "__main__":
-    for r in run():
+    for r in cache_rows() if sys.argv[1:] == ["cache"] else run():
         print(f"{r['name']:<45} {r['value']:.4f} {r['unit']}  {r['target']}  {r['note']}")

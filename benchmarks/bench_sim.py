@@ -1,6 +1,7 @@
 """Simulator speed: simulated seconds per wall-clock (and CPU) second for a 60 s flight at the
 1 kHz internal RK4 step, the share spent in the per-step loop, and each scenario at the
-papers' flight lengths.
+papers' flight lengths, and `rotorid simulate --duration 3600` as a user runs it (wall, CPU and
+peak RSS of the process; `python benchmarks/bench_sim.py hour` runs that case alone).
 
 The per-step core is pure Python floats (numpy per-call overhead on 3-vectors would dominate):
 4 rigid-body derivative evaluations (RK4), the exact motor lag and rotor wrench at t+h/2 and
@@ -10,11 +11,42 @@ built vectorized after the loop.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 import time
 
 from rotorid.sim import scenarios, simulator
 
 SIM_SECONDS = 60.0
+#: `rotorid simulate --duration HOUR` as a user runs it (issue 36: <= 60 s and <= 1 GB).
+HOUR = 3600.0
+
+
+def simulate_command(scenario: str, seconds: float) -> dict[str, float]:
+    """Wall, CPU and peak RSS (MB) of `rotorid simulate SCENARIO --duration SECONDS` in a fresh
+    process, its own rusage (`os.wait4`), so nothing else this process ran counts."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "rotorid", "simulate", scenario, "--duration", f"{seconds:g}", "--out", out]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    if status:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({status})")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
+
+
+def hour_rows() -> list[dict]:
+    """The hour-long `rotorid simulate` (kwon-payload: one flight, 1 kHz, thrust noise)."""
+    m = simulate_command("kwon-payload", HOUR)
+    note = f"simulate kwon-payload --duration {HOUR:g}; load avg {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    return [
+        {"name": "an hour at 1 kHz: wall", "value": m["wall"], "unit": "s", "target": "<= 60", "note": note},
+        {"name": "an hour at 1 kHz: CPU", "value": m["cpu"], "unit": "s", "target": "", "note": ""},
+        {"name": "an hour at 1 kHz: peak RSS", "value": m["rss_mb"], "unit": "MB", "target": "<= 1024", "note": ""},
+    ]
 
 
 def _timed_integrate(store: dict[str, float]):
@@ -94,9 +126,9 @@ def run() -> list[dict]:
                 "note": f"wall {wall:.1f} s, CPU {cpu:.1f} s, {len(sc.flights)} flight(s)",
             }
         )
-    return rows
+    return rows + hour_rows()
 
 
 if __name__ == "__main__":
-    for r in run():
+    for r in hour_rows() if sys.argv[1:] == ["hour"] else run():
         print(f"{r['name']:<58} {r['value']:>10.3g} {r['unit']:<12} {r['note']}")

@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,6 +27,8 @@ OUT = HERE / "results"
 
 def main(argv: list[str]) -> int:
     OUT.mkdir(exist_ok=True)
+    cache = tempfile.TemporaryDirectory(prefix="rotorid-bench-cache-")  # not the user's decoded-log cache
+    os.environ.setdefault("ROTORID_CACHE_DIR", cache.name)
     only = set(argv)
     lines = ["| benchmark | measure | value | unit | target | note |", "|---|---|---|---|---|---|"]
     for path in [*sorted(HERE.glob("bench_*.py")), HERE / "calibration.py", HERE / "fuzz.py", HERE / "fuzz_atheris.py"]:

@@ -18,6 +18,9 @@ import pytest
 from support.fixtures import worker  # noqa: F401  (a fixture: importing it here shares it)
 
 matplotlib.use("Agg")
+# The suite decodes every log afresh (a test that counts or breaks decoding must see it) and never
+# writes the user's cache folder; tests/test_cache.py turns the cache on in a folder of its own.
+os.environ["ROTORID_NO_CACHE"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ROTORID_DATA", REPO.parent / "shared" / "data"))

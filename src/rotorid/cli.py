@@ -6,6 +6,7 @@ No `from __future__ import annotations` here: Typer reads every command's signat
 the command line, and string annotations would be evaluated again on each start."""
 
 import functools
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -115,6 +116,8 @@ def _guarded(fn: F, note: str | None = None) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if note:
             err().print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+        if kwargs.get("no_cache"):  # for this process and the workers it starts (`NoCache`)
+            os.environ["ROTORID_NO_CACHE"] = "1"
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -162,6 +165,10 @@ def main(
 
 
 AllowCorrupt = Annotated[bool, typer.Option(help="Decode the intact part of corrupt logs (with a warning).")]
+#: Every command that reads logs takes it; `_guarded` turns the decoded-log cache off for the run.
+NoCache = Annotated[
+    bool, typer.Option(help="Decode every log afresh: neither read nor write the decoded-log cache (rotorid.io.cache).")
+]
 Logs = Annotated[list[str], typer.Argument(help="Log files, each optionally with windows: FILE@t0:t1[,t2:t3] (s).")]
 _READING = "Reading the log (the reader's options)"
 ImuSource = Annotated[
@@ -229,6 +236,7 @@ def identify(
         Path, typer.Option(help="Output folder for params.json, report.html and figures (replaced whole).")
     ] = Path("results"),
     allow_corrupt: AllowCorrupt = False,
+    no_cache: NoCache = False,
     roll_pitch: Annotated[
         list[str] | None, typer.Option(help="Roll/pitch excitation log(s).", rich_help_panel=_DELAY)
     ] = None,
@@ -527,7 +535,11 @@ def simulate(
             bar.update(tasks[flight], completed=fraction)
 
         sc = scenarios.run(scenario, seed=seed, progress=progress, duration=duration, **overrides)
-    written = [write(f, out / f"{name}{suffix}") for name, f in sc.flights.items()]
+        writing = bar.add_task(f"writing {len(sc.flights)} {fmt} file(s)", total=len(sc.flights))
+        written = []
+        for name, f in sc.flights.items():  # an hour-long log takes a while to write: the bar says so
+            written.append(write(f, out / f"{name}{suffix}"))
+            bar.advance(writing)
     sc.vehicle.save(out / "vehicle.toml")
     sc.true_vehicle.save(out / "true_vehicle.toml")
     sc.truth.save(out / "truth.json")
@@ -560,6 +572,7 @@ def validate(
         bool, typer.Option("--exit-code", help="Exit with status 1 when the verdict is FAIL (for scripts).")
     ] = False,
     allow_corrupt: AllowCorrupt = False,
+    no_cache: NoCache = False,
 ) -> None:
     """Cross-validate identified parameters on held-out flights (Six et al. Sec. IV-B4, Table III).
 
@@ -741,6 +754,7 @@ def info(
     imu: ImuIndex = None,
     motor_poles: MotorPoles = None,
     pwm_range: PwmRange = None,
+    no_cache: NoCache = False,
 ) -> None:
     """Judge each log: rates against each method's minimum, armed and flown, excitation per segment, the windows found per role and a ready-to-run identify command.
 
@@ -882,6 +896,7 @@ def convert(
     imu: ImuIndex = None,
     motor_poles: MotorPoles = None,
     pwm_range: PwmRange = None,
+    no_cache: NoCache = False,
 ) -> None:
     """Convert any readable log (or one window of it) to CSV, Parquet or another writable format, atomically."""
     from rotorid.io import load, parse_spec, writable, write
@@ -929,6 +944,7 @@ def batch(
         str | None, typer.Option(help="Address of an existing Dask scheduler, e.g. tcp://host:8786.")
     ] = None,
     allow_corrupt: AllowCorrupt = False,
+    no_cache: NoCache = False,
 ) -> None:
     """Identify a fleet on Dask: one run per manifest row, a Parquet table of every parameter
     per vehicle and date, and fleet.html with each vehicle's parameters over time and drifts."""
@@ -945,6 +961,7 @@ def app_(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8050,
     browser: Annotated[bool, typer.Option(help="Open the page in the default browser.")] = True,
     max_upload_mb: Annotated[float, typer.Option(help="Largest log the page accepts as an upload (MB).")] = 200.0,
+    no_cache: NoCache = False,
 ) -> None:
     """Open a local web page: pick windows on the plots, describe the vehicle, identify, download."""
     from rotorid.app import serve

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rotorid.errors import MissingChannelError, RateError, RotoridError, WindowError
+from rotorid.frames import slerp
 
 #: A step longer than this (s) in a log's time stamps is a gap: readers split flights there
 #: (rotorid.io.guard.split_gaps) rather than bridge it.
@@ -301,11 +302,7 @@ def _interp(s: Series, t: np.ndarray, kind: str) -> np.ndarray:
         idx = np.searchsorted(s.t, t + stamp_tolerance(t), side="right") - 1  # at the grid's magnitude
         return v[np.clip(idx, 0, len(s.t) - 1)]
     if kind == "slerp":
-        from scipy.spatial.transform import Rotation, Slerp
-
-        r = Rotation.from_quat(v, scalar_first=True)
-        q = Slerp(s.t, r)(np.clip(t, s.t[0], s.t[-1])).as_quat(scalar_first=True)
-        return q * np.where(q[:, :1] < 0, -1.0, 1.0)
+        return slerp(s.t, v, np.clip(t, s.t[0], s.t[-1]))
     v2 = v if v.ndim == 2 else v[:, None]
     out = np.empty((len(t), v2.shape[1]))
     for j in range(v2.shape[1]):  # columns, not samples

@@ -92,6 +92,46 @@ def quat_ned_frd_to_enu_flu(q: np.ndarray) -> np.ndarray:
 quat_enu_flu_to_ned_frd = quat_ned_frd_to_enu_flu
 
 
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton products a b of scalar-first quaternions (N, 4), vectorized (no `Rotation`)."""
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
+
+
+def slerp(t_knots: np.ndarray, q: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Quaternions `q` (K, 4, scalar-first, any norm) at strictly increasing `t_knots`,
+    spherically interpolated at times `t` (inside their span) with non-negative w: the
+    numbers of scipy's `Slerp` (q_k (q_k⁻¹ q_k+1)^α along the shortest arc) to rounding, in
+    plain numpy arrays, so a log's attitude is put on a grid at the cost of a few array
+    passes rather than `Rotation` products."""
+    q = np.asarray(q, dtype=float)
+    q = q / np.linalg.norm(q, axis=1, keepdims=True)
+    i = np.clip(np.searchsorted(t_knots, t) - 1, 0, max(len(t_knots) - 2, 0))
+    j = np.minimum(i + 1, len(t_knots) - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a single knot: no step, alpha 0
+        alpha = np.where(j > i, (t - t_knots[i]) / (t_knots[j] - t_knots[i]), 0.0)
+    q0 = q[i]
+    d = quat_mul(q0 * np.array([1.0, -1.0, -1.0, -1.0]), q[j])  # q0⁻¹ q1 (unit: the conjugate)
+    d *= np.where(d[:, :1] < 0, -1.0, 1.0)  # the shortest arc
+    s = np.linalg.norm(d[:, 1:], axis=1)  # sin(φ), φ half the angle between the knots
+    phi = np.arctan2(s, d[:, 0])
+    a_phi = alpha * phi
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(s > 1e-12, np.sin(a_phi) / s, alpha)  # sin(αφ) / sin(φ), → α as φ → 0
+    part = np.column_stack([np.cos(a_phi), d[:, 1:] * ratio[:, None]])
+    out = quat_mul(q0, part)
+    return out * np.where(out[:, :1] < 0, -1.0, 1.0)
+
+
 def body_to_world(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return quat_to_rot(q).apply(v)
 

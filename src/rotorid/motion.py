@@ -9,6 +9,8 @@ origin, with the rotor terms u; `MotionSettings` says how (source, filter band, 
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -191,11 +193,12 @@ def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.nd
 
 def body_rate(flight: Flight, settings: MotionSettings) -> np.ndarray:
     """The body rate omega of `motion` (N, 3) alone: for the IMU source the low-passed gyro, the
-    other signals not computed; for motion capture the pose's (`_mocap_motion`)."""
+    other signals not computed; for motion capture the pose's (`_mocap_motion`). Kept per flight
+    and settings (`_kept`; read-only): the lag searches ask for it again and again."""
     st = settings if settings.fs is not None else settings.at(flight.rate)
     if st.source == "imu":
-        return _filt(flight.gyro, st.fs, 0.0, st.band[1], st.order)
-    return _mocap_motion(flight, st)[0]
+        return _kept(flight, ("rate", st), lambda: _filt(flight.gyro, st.fs, 0.0, st.band[1], st.order))
+    return _kept(flight, ("rate", st), lambda: _mocap_motion(flight, st)[0])
 
 
 def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None:
@@ -203,11 +206,15 @@ def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None
     the logged velocity, else the logged position differentiated, rotated by the logged attitude
     and read `mocap_delay` later (the pose of `_mocap_motion` alike); None when
     the flight has no attitude or neither channel (the rotor-drag regressor of
-    `rotorid.methods.tls` needs it)."""
+    `rotorid.methods.tls` needs it). Kept per flight and settings like `body_rate`."""
     if flight.quat is None or (flight.vel is None and flight.pos is None):
         return None
     if settings.fs is None:
         settings = settings.at(flight.rate)
+    return _kept(flight, ("velocity", settings), lambda: _body_velocity(flight, settings))
+
+
+def _body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray:
     t, high, order = flight.t, settings.band[1], settings.order
     quat, x = flight.quat, flight.vel if flight.vel is not None else flight.pos
     x = _filt(x, settings.fs, 0.0, high, order)
@@ -276,14 +283,23 @@ def drag_regressor(u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: V
     the rotor speed Ω_i ∝ u_i (f = k_t u², eq. 8; the simulator's Ω_i = sqrt(f_i), so its k_rd is
     this one over sqrt(k_t)). The hub's velocity does not depend on the CoM, so G is known; its
     yaw row carries the drag's yaw damping -k_rd Σ u_i |p_i,xy|² ω_z of rotors in the xy plane."""
-    z = np.zeros(vehicle.n_rotors)
-    px, py, pz = vehicle.positions.T
-    cross = np.stack([np.stack([z, -pz, py], -1), np.stack([pz, z, -px], -1), np.stack([-py, px, z], -1)], -2)
-    plane = np.eye(3) - vehicle.axes[:, :, None] * vehicle.axes[:, None, :]
-    # per rotor, G_i = u_i K_i [vel; omega] with K_i = [[P, -P [p]x], [[p]x P, -[p]x P [p]x]] (M, 6, 6)
-    k = np.block([[plane, -plane @ cross], [cross @ plane, -cross @ plane @ cross]])
+    k = _drag_maps(*(np.asarray(a, dtype=np.float64).tobytes() for a in (vehicle.positions, vehicle.axes)))
     x = np.concatenate([vel, omega], axis=1)
-    return np.einsum("nij,nj->ni", (u @ k.reshape(len(k), 36)).reshape(-1, 6, 6), x)
+    return np.einsum("nij,nj->ni", (u @ k).reshape(-1, 6, 6), x)
+
+
+@functools.lru_cache(maxsize=16)
+def _drag_maps(positions: bytes, axes: bytes) -> np.ndarray:
+    """Per rotor, G_i = u_i K_i [vel; omega] (`drag_regressor`) with K_i = [[P, -P [p]x],
+    [[p]x P, -[p]x P [p]x]], flattened (M, 36), for rotors at `positions` with `axes` (float64
+    bytes of (M, 3)): built once per geometry, not per block of rows (its small-array calls
+    cost more than the product over a block)."""
+    p, a = np.frombuffer(positions).reshape(-1, 3), np.frombuffer(axes).reshape(-1, 3)
+    z = np.zeros(len(p))
+    px, py, pz = p.T
+    cross = np.stack([np.stack([z, -pz, py], -1), np.stack([pz, z, -px], -1), np.stack([-py, px, z], -1)], -2)
+    plane = np.eye(3) - a[:, :, None] * a[:, None, :]
+    return np.block([[plane, -plane @ cross], [cross @ plane, -cross @ plane @ cross]]).reshape(len(p), 36)
 
 
 def motion(flight: Flight, vehicle: Vehicle, settings: MotionSettings) -> Motion:
@@ -323,8 +339,43 @@ def stuck_motors(flights: Sequence[Flight]) -> str | None:
     return None
 
 
+#: What is kept of each live flight (`_kept`), by id, with a weak reference that tells it is
+#: still that flight and drops the entry when the flight goes.
+_KEPT: dict[int, tuple[weakref.ref, dict[Any, Any]]] = {}
+#: Results `_kept` holds per flight (the most recently made stay).
+KEPT_PER_FLIGHT = 8
+
+
+def _kept(flight: Flight, key: Any, make: Any) -> Any:
+    """`make()` for `flight` and `key`, made once while the flight lives: the IMU-lag search and
+    the gain passes of tls ask the same pieces for the same signals tens of times. Arrays are
+    handed out read-only (one object serves every caller). Nothing kept may hold the flight."""
+    hit = _KEPT.get(id(flight))
+    if hit is None or hit[0]() is not flight:
+        k = id(flight)
+        hit = _KEPT[k] = (weakref.ref(flight, lambda _, k=k: _KEPT.pop(k, None)), {})
+    store = hit[1]
+    if key in store:
+        store[key] = store.pop(key)  # most recently used last
+    else:
+        value = make()
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        store[key] = value
+        while len(store) > KEPT_PER_FLIGHT:
+            store.pop(next(iter(store)))
+    return store[key]
+
+
 def airborne_pieces(flight: Flight) -> list[Flight]:
-    """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long."""
+    """Airborne, uniformly sampled pieces of a flight at least `MIN_PIECE` long, cut (and
+    resampled) once per flight object (`_kept`; the flight itself is kept as None, so that
+    the cache never holds it)."""
+    kept = _kept(flight, "pieces", lambda: [None if p is flight else p for p in _airborne_pieces(flight)])
+    return [flight if p is None else p for p in kept]
+
+
+def _airborne_pieces(flight: Flight) -> list[Flight]:
     f = flight
     if f.landed is not None and f.landed.any():
         starts, ends = runs(~f.landed)

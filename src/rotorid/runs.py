@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from rotorid.errors import RotoridError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rotorid.excitation import Window
     from rotorid.flight import Flight
     from rotorid.io import LogSpec
@@ -86,18 +88,31 @@ class Request:
     reading: dict[str, Any] = field(default_factory=dict)
     used: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    decoded: dict[Path, list[Flight]] = field(default_factory=dict, repr=False)
+
+    def whole(self, path: Path) -> list[Flight]:
+        """Every flight of the log file `path`, decoded once per run however many roles and
+        windows name it (`rotorid.io.cut` takes the windows from these)."""
+        from rotorid.io import LogSpec, load
+
+        if path not in self.decoded:
+            self.decoded[path] = load(
+                LogSpec(path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt, **self.reading
+            )
+        return self.decoded[path]
 
     def load(self, spec: LogSpec) -> list[Flight]:
-        """`rotorid.io.load` of one log argument for this vehicle, with the readers' options."""
-        from rotorid.io import load
+        """One log argument for this vehicle, with the readers' options: its windows cut from
+        the log decoded once (`whole`)."""
+        from rotorid.io import cut
 
-        return load(spec, vehicle=self.vehicle, allow_corrupt=self.allow_corrupt, **self.reading)
+        return cut(self.whole(spec.path), spec)
 
     def flights(self, specs: list[str], role: str | None = None) -> list[Flight]:
         """Every flight (window) of the log arguments `specs`, read for this vehicle, its
         windows and motor channels checked (`check_windows`, `check_motors`). With a `role`
         (`rotorid.excitation.ROLES`) the windows are also found when not given (`role_windows`)."""
-        from rotorid.io import LogSpec, parse_spec
+        from rotorid.io import cut, parse_spec
 
         if role is not None:
             return [f for s in specs for f in self.role_windows(s, role)]
@@ -105,9 +120,10 @@ class Request:
         out = []
         for s in specs:
             ls = parse_spec(s)
+            whole = self.whole(ls.path)
             if ls.windows:
-                check_windows(ls, self.load(LogSpec(ls.path)))
-            out += check_motors(ls, self.load(ls))
+                check_windows(ls, whole)
+            out += check_motors(ls, cut(whole, ls))
         return out
 
     def role_windows(self, spec: str, role: str) -> list[Flight]:
@@ -121,10 +137,10 @@ class Request:
 
         from rotorid import excitation as ex
         from rotorid.errors import ExcitationError, WindowError
-        from rotorid.io import LogSpec, parse_spec
+        from rotorid.io import LogSpec, cut, parse_spec
 
         ls = parse_spec(spec)
-        whole = self.load(LogSpec(ls.path))
+        whole = self.whole(ls.path)
         what = ex.ROLE_WORDS[role]
         if not ls.windows:
             found = [w for f in whole for w in ex.propose_windows(f, role)]
@@ -147,7 +163,7 @@ class Request:
                             )
             check_windows(ls, whole)
         self.used.append(str(ls))
-        flights = check_motors(ls, self.load(ls))
+        flights = check_motors(ls, cut(whole, ls))
         if role != "online":
             limits = ex.thresholds_for(self.vehicle)
             for f in flights:

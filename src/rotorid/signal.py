@@ -59,10 +59,16 @@ def butter_filtfilt(
 BLOCK = 8192
 
 
+#: Fewest rows per block of `block_rows`: each block costs a few sosfilt calls and the
+#: caller's per-block work (~0.1-0.5 ms of Python each), so smaller blocks are all overhead.
+MIN_BLOCK = 2048
+
+
 def block_rows(n: int) -> int:
-    """Rows per block for a zero-phase pass over n rows: about n/32 (so a short flight's
-    temporaries stay a small fraction of its size), between 256 and `BLOCK`."""
-    return int(min(max(n // 32, 256), BLOCK))
+    """Rows per block for a zero-phase pass over n rows: about n/32 (so a long flight's
+    temporaries stay a small fraction of its size), between `MIN_BLOCK` (a short flight's
+    blocks are a megabyte or two of 78 columns anyway) and `BLOCK`."""
+    return int(min(max(n // 32, MIN_BLOCK), BLOCK))
 
 
 def filtfilt_blocks(

@@ -47,12 +47,20 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def sha256(path: Path) -> str:
-    """SHA-256 hex digest of a file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """SHA-256 hex digest of a file, read once per process while it keeps its size, time
+    and inode (the decoded-log cache's key and a run's provenance are the same hash)."""
+    st = os.stat(path)
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
+
+
+_DIGESTS: dict[tuple[str, int, int, int], str] = {}
 
 
 def windows_text(windows: Sequence[Sequence[float]] | None) -> str:

@@ -147,7 +147,9 @@ def read(path: str | Path, hints: dict[str, Any] | None = None, **options: Any) 
         raise RotoridError(f"{path}: the {fmt.name} reader does not take {', '.join(refused)}")
     given = {k: v for k, v in options.items() if k in accepted}
     extra = {k: v for k, v in (hints or {}).items() if k in accepted and k not in given}
-    return reader(Path(path), **given, **extra)
+    from rotorid.io.cache import cached_read
+
+    return cached_read(Path(path), fmt.module, {**given, **extra}, lambda: reader(Path(path), **given, **extra))
 
 
 def check_motor_units(flight: Flight, motor_input: str) -> Flight:
@@ -212,16 +214,23 @@ def load(spec: str | LogSpec, vehicle: Vehicle | None = None, **options: Any) ->
 
     With a `vehicle`, its hints reach the readers that take them (PX4 PWM scaling) and flights
     whose motor channels cannot mean what the vehicle declares are refused."""
-    import numpy as np
-
-    from rotorid.flight import window_slack
-
     s = spec if isinstance(spec, LogSpec) else parse_spec(spec)
     if vehicle is None:
         flights = read(s.path, **options)
     else:
         hints = vehicle_hints(vehicle)
         flights = [check_motor_units(f, vehicle.motor_input) for f in read(s.path, hints=hints, **options)]
+    return cut(flights, s)
+
+
+def cut(flights: list[Flight], spec: LogSpec) -> list[Flight]:
+    """The windows of `spec` cut from the flights `load(spec.path)` gave (all of them without
+    windows): a caller that holds the whole log already cuts it without decoding it again."""
+    import numpy as np
+
+    from rotorid.flight import window_slack
+
+    s = spec
     if not s.windows:
         return flights
     out = []

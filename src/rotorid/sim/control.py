@@ -135,6 +135,10 @@ class ThrustInverse:
         return u
 
 
+#: Reference rows `CascadeController` holds as Python tuples at a time.
+_REF_ROWS = 1 << 14
+
+
 class CascadeController:
     """Position PD -> attitude PD -> mixer -> clamped motor commands (Kwon eq. 40-48).
 
@@ -172,13 +176,24 @@ class CascadeController:
         if offsets is not None:
             given = np.asarray(offsets, dtype=float)
             off[:, : given.shape[1]] = given
-        self.ref = [tuple(r) for r in np.column_stack([pos, vel, acc, yaw, off]).tolist()]
+        self.ref = np.column_stack([pos, vel, acc, yaw, off])
+        self._rows: tuple[int, list[tuple[float, ...]]] = (-1, [])
+
+    def _reference(self, i: int) -> tuple[float, ...]:
+        """Row i of the references as Python floats, turned into tuples `_REF_ROWS` rows at a
+        time (an hour's references as tuples would take ~1 GB)."""
+        block, rows = self._rows
+        if i // _REF_ROWS != block:
+            block = i // _REF_ROWS
+            rows = [tuple(r) for r in self.ref[block * _REF_ROWS : (block + 1) * _REF_ROWS].tolist()]
+            self._rows = (block, rows)
+        return rows[i - block * _REF_ROWS]
 
     def __call__(self, k: int, s: tuple[float, ...]) -> list[float]:
         px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = s
-        rpx, rpy, rpz, rvx, rvy, rvz, rax, ray, raz, psi, d_roll, d_pitch, d_thrust, d_p, d_q, d_r = self.ref[
+        rpx, rpy, rpz, rvx, rvy, rvz, rax, ray, raz, psi, d_roll, d_pitch, d_thrust, d_p, d_q, d_r = self._reference(
             min(k // self.every, len(self.ref) - 1)
-        ]
+        )
         kpx, kpy, kpz, kdx, kdy, kdz, kox, koy, koz, kwx, kwy, kwz = self.gains
         m = self.m
         fx = m * (rax + kpx * (rpx - px) + kdx * (rvx - vx))

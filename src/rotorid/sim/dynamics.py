@@ -184,60 +184,85 @@ def integrate(
     `controller(k, state)` is called at steps k = 0, control_every, ... and its commands
     (clamped to [cmd_min, cmd_max]) are held until the next call. `thrust_noise` (n_steps, M)
     is added to the rotor thrusts during each step. `progress(k)` is called every 1000 steps.
+    One `Plant` run over all the steps (`Plant.run` gives the same numbers in any chunks).
     """
-    m_rot = body.n_rotors
-    inv_m = 1.0 / body.mass
-    (jxx, jxy, jxz), (_, jyy, jyz), (_, _, jzz) = body.inertia.tolist()
-    (ixx, ixy, ixz), (iyx, iyy, iyz), (izx, izy, izz) = np.linalg.inv(body.inertia).tolist()
-    gz = -GRAVITY
-    dx, dy, dz = body.drag.tolist()
-    has_drag = bool(np.any(body.drag))
-    cols = [tuple(body.B[:, i].tolist()) for i in range(m_rot)]
-    quadratic = body.coeffs.shape[1] <= 3
-    coeffs = [tuple(c) + (0.0,) * (3 - len(c)) if quadratic else tuple(reversed(c)) for c in body.coeffs.tolist()]
-    lo, hi = body.cmd_min, body.cmd_max
-    instant = body.tm_rise is None
-    if instant:
-        decay = [(0.0, 0.0, 0.0, 0.0)] * m_rot
-    else:  # per motor: rise over h/2 and h, fall over h/2 and h
-        decay = [
-            (math.exp(-0.5 * dt / r), math.exp(-dt / r), math.exp(-0.5 * dt / f), math.exp(-dt / f))
-            for r, f in zip(body.tm_rise.tolist(), body.tm_fall.tolist(), strict=True)
-        ]
-    rd = None if body.rotor_drag is None else body.rotor_drag.reshape(m_rot, 36)
-    noise = np.zeros((n_steps, m_rot)) if thrust_noise is None else np.asarray(thrust_noise, dtype=float)
-    noise_w = [tuple(r) for r in (noise @ body.B.T).tolist()]  # the noise's wrench per step, (n_steps, 6)
+    return Plant(body, dt, x0, u0).run(n_steps, controller, control_every, thrust_noise, progress, last=True)
 
-    def thrust(ui: float, cs: tuple[float, ...]) -> float:
-        if quadratic:
+
+class Plant:
+    """The RK4 plant of `integrate`, stepped in chunks: `run(n, ...)` integrates the next n steps
+    and returns their rows, the state carried to the next call, so a flight flown in any chunks
+    has the same numbers as in one. The per-step core uses Python floats and `math` (numpy's
+    per-call overhead dominates on 3-vectors); the rows go into preallocated arrays."""
+
+    def __init__(self, body: Body, dt: float, x0: Sequence[float], u0: Sequence[float]) -> None:
+        self.body, self.dt, self.k = body, dt, 0
+        m_rot = body.n_rotors
+        self.inv_m = 1.0 / body.mass
+        self.jm = tuple(body.inertia.ravel().tolist())
+        self.ji = tuple(np.linalg.inv(body.inertia).ravel().tolist())
+        self.lin_drag = tuple(body.drag.tolist()) if np.any(body.drag) else None
+        self.cols = [tuple(body.B[:, i].tolist()) for i in range(m_rot)]
+        self.quadratic = body.coeffs.shape[1] <= 3
+        self.coeffs = [
+            tuple(c) + (0.0,) * (3 - len(c)) if self.quadratic else tuple(reversed(c)) for c in body.coeffs.tolist()
+        ]
+        self.instant = body.tm_rise is None
+        if self.instant:
+            self.decay = [(0.0, 0.0, 0.0, 0.0)] * m_rot
+        else:  # per motor: rise over h/2 and h, fall over h/2 and h
+            self.decay = [
+                (math.exp(-0.5 * dt / r), math.exp(-dt / r), math.exp(-0.5 * dt / f), math.exp(-dt / f))
+                for r, f in zip(body.tm_rise.tolist(), body.tm_fall.tolist(), strict=True)
+            ]
+        self.rd = None if body.rotor_drag is None else body.rotor_drag.reshape(m_rot, 36)
+        self.x = tuple(float(v) for v in x0)
+        self.u = [float(v) for v in u0]
+        self.cmd = list(self.u)
+        self._rest()
+
+    def _rest(self) -> None:
+        """The wrench and rotor-drag map of the motor states now (at the step's start)."""
+        self.w0 = self.wrench(self.u)
+        self.k0 = self.drag_matrix([self.thrust(ui, cs) for ui, cs in zip(self.u, self.coeffs, strict=True)])
+
+    def thrust(self, ui: float, cs: tuple[float, ...]) -> float:
+        if self.quadratic:
             return (cs[2] * ui + cs[1]) * ui + cs[0]
         f = 0.0
         for c in cs:
             f = f * ui + c
         return f
 
-    def drag_matrix(f: list) -> list | None:
+    def drag_matrix(self, f: list) -> list | None:
         """The rotor-drag 6 x 6 maps (flattened, 36 floats) for rotor thrusts f (M,) or for
         several sets (K, M) at once; None without rotor drag."""
-        if rd is None:
+        if self.rd is None:
             return None
-        return (np.sqrt(np.maximum(f, 0.0)) @ rd).tolist()
+        return (np.sqrt(np.maximum(f, 0.0)) @ self.rd).tolist()
 
-    def drag_wrench(kd: list[float], s: tuple[float, ...]) -> list[float]:
-        """K [v_b, w] for a flattened 6 x 6 map K."""
-        s0, s1, s2, s3, s4, s5 = s
-        return [
-            kd[j] * s0 + kd[j + 1] * s1 + kd[j + 2] * s2 + kd[j + 3] * s3 + kd[j + 4] * s4 + kd[j + 5] * s5
-            for j in (0, 6, 12, 18, 24, 30)
-        ]
+    def wrench(self, u: list[float]) -> tuple[float, float, float, float, float, float]:
+        fx = fy = fz = tx = ty = tz = 0.0
+        for ui, cs, (a, b, c, d, e, g) in zip(u, self.coeffs, self.cols, strict=True):
+            fi = self.thrust(ui, cs)
+            fx += fi * a
+            fy += fi * b
+            fz += fi * c
+            tx += fi * d
+            ty += fi * e
+            tz += fi * g
+        return fx, fy, fz, tx, ty, tz
 
-    def motors(u: list[float], cmd: list[float], nz: tuple[float, ...]) -> tuple:
+    def motors(self, u: list[float], cmd: list[float], nz: tuple[float, ...]) -> tuple:
         """Motor states at t+h (exact lag, command held), the wrenches at t+h/2 and t+h and
         the rotor-drag maps there (None without rotor drag)."""
         xh = yh = zh = lh = mh = nh = 0.0
         xf = yf = zf = lf = mf = nf = 0.0
         uf, fh, ff = [], [], []
-        for ui, ci, (a, b, c, d, e, g), cs, (rh, rf, fh_, ff_) in zip(u, cmd, cols, coeffs, decay, strict=True):
+        quadratic, drag = self.quadratic, self.rd is not None
+        for ui, ci, (a, b, c, d, e, g), cs, (rh, rf, fh_, ff_) in zip(
+            u, cmd, self.cols, self.coeffs, self.decay, strict=True
+        ):
             dh, df = (rh, rf) if ci > ui else (fh_, ff_)
             v = ci + (ui - ci) * dh
             w = ci + (ui - ci) * df
@@ -246,8 +271,8 @@ def integrate(
                 f1 = (cs[2] * v + cs[1]) * v + cs[0]
                 f2 = (cs[2] * w + cs[1]) * w + cs[0]
             else:
-                f1, f2 = thrust(v, cs), thrust(w, cs)
-            if rd is not None:
+                f1, f2 = self.thrust(v, cs), self.thrust(w, cs)
+            if drag:
                 fh.append(f1)
                 ff.append(f2)
             xh += f1 * a
@@ -267,23 +292,15 @@ def integrate(
             uf,
             (xh + n0, yh + n1, zh + n2, lh + n3, mh + n4, nh + n5),
             (xf + n0, yf + n1, zf + n2, lf + n3, mf + n4, nf + n5),
-            *(drag_matrix([fh, ff]) if rd is not None else (None, None)),
+            *(self.drag_matrix([fh, ff]) if drag else (None, None)),
         )
 
-    def wrench(u: list[float]) -> tuple[float, float, float, float, float, float]:
-        fx = fy = fz = tx = ty = tz = 0.0
-        for ui, cs, (a, b, c, d, e, g) in zip(u, coeffs, cols, strict=True):
-            fi = thrust(ui, cs)
-            fx += fi * a
-            fy += fi * b
-            fz += fi * c
-            tx += fi * d
-            ty += fi * e
-            tz += fi * g
-        return fx, fy, fz, tx, ty, tz
-
-    def deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, fx, fy, fz, tx, ty, tz, kd=None):
-        if has_drag or kd is not None:
+    def deriv(self, s: tuple[float, ...], f: tuple[float, ...], kd: list[float] | None) -> tuple[float, ...]:
+        """Derivatives of (v, q, w) (10 floats) at rigid-body state `s` under body wrench `f`,
+        less the linear drag and the rotor drag of map `kd` (Kwon eq. 6-9 about the CoM)."""
+        vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = s
+        fx, fy, fz, tx, ty, tz = f
+        if self.lin_drag is not None or kd is not None:
             # body-frame velocity R^T v = v - qw t' + q x t' with t' = 2 q x v
             ax = 2 * (qy * vz - qz * vy)
             ay = 2 * (qz * vx - qx * vz)
@@ -291,24 +308,24 @@ def integrate(
             bx = vx - qw * ax + qy * az - qz * ay
             by = vy - qw * ay + qz * ax - qx * az
             bz = vz - qw * az + qx * ay - qy * ax
-            if has_drag:  # linear drag on the body-frame velocity: F_b -= D R^T v
+            if self.lin_drag is not None:  # linear drag on the body-frame velocity: F_b -= D R^T v
+                dx, dy, dz = self.lin_drag
                 fx -= dx * bx
                 fy -= dy * by
                 fz -= dz * bz
             if kd is not None:  # rotor drag: wrench -= K [v_b, w]
-                d0, d1, d2, d3, d4, d5 = drag_wrench(kd, (bx, by, bz, wx, wy, wz))
+                d0, d1, d2, d3, d4, d5 = (
+                    kd[j] * bx + kd[j + 1] * by + kd[j + 2] * bz + kd[j + 3] * wx + kd[j + 4] * wy + kd[j + 5] * wz
+                    for j in (0, 6, 12, 18, 24, 30)
+                )
                 fx, fy, fz, tx, ty, tz = fx - d0, fy - d1, fz - d2, tx - d3, ty - d4, tz - d5
         # R F_b = F + qw t + q x t with t = 2 q x F
         ax = 2 * (qy * fz - qz * fy)
         ay = 2 * (qz * fx - qx * fz)
         az = 2 * (qx * fy - qy * fx)
-        dvx = (fx + qw * ax + qy * az - qz * ay) * inv_m
-        dvy = (fy + qw * ay + qz * ax - qx * az) * inv_m
-        dvz = (fz + qw * az + qx * ay - qy * ax) * inv_m + gz
-        dqw = -0.5 * (qx * wx + qy * wy + qz * wz)
-        dqx = 0.5 * (qw * wx + qy * wz - qz * wy)
-        dqy = 0.5 * (qw * wy + qz * wx - qx * wz)
-        dqz = 0.5 * (qw * wz + qx * wy - qy * wx)
+        inv_m = self.inv_m
+        jxx, jxy, jxz, _, jyy, jyz, _, _, jzz = self.jm
+        ixx, ixy, ixz, iyx, iyy, iyz, izx, izy, izz = self.ji
         hx = jxx * wx + jxy * wy + jxz * wz
         hy = jxy * wx + jyy * wy + jyz * wz
         hz = jxz * wx + jyz * wy + jzz * wz
@@ -316,114 +333,94 @@ def integrate(
         my = ty - (wz * hx - wx * hz)
         mz = tz - (wx * hy - wy * hx)
         return (
-            dvx,
-            dvy,
-            dvz,
-            dqw,
-            dqx,
-            dqy,
-            dqz,
+            (fx + qw * ax + qy * az - qz * ay) * inv_m,
+            (fy + qw * ay + qz * ax - qx * az) * inv_m,
+            (fz + qw * az + qx * ay - qy * ax) * inv_m + -GRAVITY,
+            -0.5 * (qx * wx + qy * wy + qz * wz),
+            0.5 * (qw * wx + qy * wz - qz * wy),
+            0.5 * (qw * wy + qz * wx - qx * wz),
+            0.5 * (qw * wz + qx * wy - qy * wx),
             ixx * mx + ixy * my + ixz * mz,
             iyx * mx + iyy * my + iyz * mz,
             izx * mx + izy * my + izz * mz,
         )
 
-    xs = [tuple(float(v) for v in x0)]
-    us = [tuple(float(v) for v in u0)]
-    cmds: list[tuple[float, ...]] = []
-    u = list(us[0])
-    cmd = list(u)
-    w0 = wrench(u)
-    k0 = drag_matrix([thrust(ui, cs) for ui, cs in zip(u, coeffs, strict=True)])
-    h, h2, h6 = dt, 0.5 * dt, dt / 6.0
-    px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = xs[0]
-    for k in range(n_steps):
-        if k % control_every == 0:
-            cmd = [min(max(float(c), lo), hi) for c in controller(k, xs[-1])]
-            if instant:
-                u = cmd
-                us[-1] = tuple(u)
-                w0 = wrench(u)
-                k0 = drag_matrix([thrust(ui, cs) for ui, cs in zip(u, coeffs, strict=True)])
-        cmds.append(tuple(cmd))
-        nz = noise_w[k]
-        uf, b, c, kb, kc = motors(u, cmd, nz)
+    def step(self, nz: tuple[float, ...]) -> None:
+        """One RK4 step of the rigid body under the held commands; `nz` the thrust noise's wrench."""
+        uf, b, c, kb, kc = self.motors(self.u, self.cmd, nz)
+        w0 = self.w0
         a = (w0[0] + nz[0], w0[1] + nz[1], w0[2] + nz[2], w0[3] + nz[3], w0[4] + nz[4], w0[5] + nz[5])
-        # RK4 on the rigid body
-        k1 = deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, *a, kd=k0)
-        k2 = deriv(
-            vx + h2 * k1[0],
-            vy + h2 * k1[1],
-            vz + h2 * k1[2],
-            qw + h2 * k1[3],
-            qx + h2 * k1[4],
-            qy + h2 * k1[5],
-            qz + h2 * k1[6],
-            wx + h2 * k1[7],
-            wy + h2 * k1[8],
-            wz + h2 * k1[9],
-            *b,
-            kd=kb,
-        )
-        k3 = deriv(
-            vx + h2 * k2[0],
-            vy + h2 * k2[1],
-            vz + h2 * k2[2],
-            qw + h2 * k2[3],
-            qx + h2 * k2[4],
-            qy + h2 * k2[5],
-            qz + h2 * k2[6],
-            wx + h2 * k2[7],
-            wy + h2 * k2[8],
-            wz + h2 * k2[9],
-            *b,
-            kd=kb,
-        )
-        k4 = deriv(
-            vx + h * k3[0],
-            vy + h * k3[1],
-            vz + h * k3[2],
-            qw + h * k3[3],
-            qx + h * k3[4],
-            qy + h * k3[5],
-            qz + h * k3[6],
-            wx + h * k3[7],
-            wy + h * k3[8],
-            wz + h * k3[9],
-            *c,
-            kd=kc,
-        )
+        h, h2, h6 = self.dt, 0.5 * self.dt, self.dt / 6.0
+        px, py, pz, *s = self.x
+        k1 = self.deriv(s, a, self.k0)
+        k2 = self.deriv([x + h2 * d for x, d in zip(s, k1, strict=True)], b, kb)
+        k3 = self.deriv([x + h2 * d for x, d in zip(s, k2, strict=True)], b, kb)
+        k4 = self.deriv([x + h * d for x, d in zip(s, k3, strict=True)], c, kc)
         # position: its derivative is the velocity, whose stages are v + (h/2) k1 etc.
-        px += h6 * (6 * vx + h * (k1[0] + k2[0] + k3[0]))
-        py += h6 * (6 * vy + h * (k1[1] + k2[1] + k3[1]))
-        pz += h6 * (6 * vz + h * (k1[2] + k2[2] + k3[2]))
-        vx += h6 * (k1[0] + 2 * (k2[0] + k3[0]) + k4[0])
-        vy += h6 * (k1[1] + 2 * (k2[1] + k3[1]) + k4[1])
-        vz += h6 * (k1[2] + 2 * (k2[2] + k3[2]) + k4[2])
-        qw += h6 * (k1[3] + 2 * (k2[3] + k3[3]) + k4[3])
-        qx += h6 * (k1[4] + 2 * (k2[4] + k3[4]) + k4[4])
-        qy += h6 * (k1[5] + 2 * (k2[5] + k3[5]) + k4[5])
-        qz += h6 * (k1[6] + 2 * (k2[6] + k3[6]) + k4[6])
-        wx += h6 * (k1[7] + 2 * (k2[7] + k3[7]) + k4[7])
-        wy += h6 * (k1[8] + 2 * (k2[8] + k3[8]) + k4[8])
-        wz += h6 * (k1[9] + 2 * (k2[9] + k3[9]) + k4[9])
+        px += h6 * (6 * s[0] + h * (k1[0] + k2[0] + k3[0]))
+        py += h6 * (6 * s[1] + h * (k1[1] + k2[1] + k3[1]))
+        pz += h6 * (6 * s[2] + h * (k1[2] + k2[2] + k3[2]))
+        vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = (
+            x + h6 * (d1 + 2 * (d2 + d3) + d4) for x, d1, d2, d3, d4 in zip(s, k1, k2, k3, k4, strict=True)
+        )
         n = 1.0 / math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-        qw, qx, qy, qz = qw * n, qx * n, qy * n, qz * n
-        xs.append((px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz))
-        u = uf
-        us.append(tuple(u))
-        w0 = (c[0] - nz[0], c[1] - nz[1], c[2] - nz[2], c[3] - nz[3], c[4] - nz[4], c[5] - nz[5])
-        k0 = kc
-        if progress is not None and k % 1000 == 999:
-            progress(k + 1)
-    cmds.append(tuple(cmd))
-    return Trajectory(
-        dt=dt,
-        x=np.array(xs),
-        u=np.array(us),
-        cmd=np.array(cmds),
-        noise=np.vstack([noise, np.zeros((1, m_rot))]),
-    )
+        self.x = (px, py, pz, vx, vy, vz, qw * n, qx * n, qy * n, qz * n, wx, wy, wz)
+        self.u = uf
+        self.w0 = (c[0] - nz[0], c[1] - nz[1], c[2] - nz[2], c[3] - nz[3], c[4] - nz[4], c[5] - nz[5])
+        self.k0 = kc
+
+    def run(
+        self,
+        n_steps: int,
+        controller: Controller,
+        control_every: int = 1,
+        thrust_noise: np.ndarray | None = None,
+        progress: Callable[[int], None] | None = None,
+        last: bool = False,
+    ) -> Trajectory:
+        """The next `n_steps` steps (see `integrate`; the step count k runs on from the last
+        call, and `thrust_noise` holds these steps' rows): their rows, the state at each
+        step's start, the motor states (after an instant motor took its new command) and the
+        commands in force; with `last`, the final state's row too (as `close` adds it)."""
+        m = self.body.n_rotors
+        lo, hi = self.body.cmd_min, self.body.cmd_max
+        noise = np.zeros((n_steps + last, m))
+        if thrust_noise is not None:
+            noise[:n_steps] = thrust_noise
+        xs, us, cmds = np.empty((n_steps + last, 13)), np.empty((n_steps + last, m)), np.empty((n_steps + last, m))
+        for a in range(0, n_steps, _ROWS):  # rows gathered as tuples, stored a block at a time
+            b = min(a + _ROWS, n_steps)
+            rows = []
+            for i, nz in enumerate(map(tuple, (noise[a:b] @ self.body.B.T).tolist()), start=self.k + a):
+                if i % control_every == 0:
+                    self.cmd = [min(max(float(c), lo), hi) for c in controller(i, self.x)]
+                    if self.instant:
+                        self.u = self.cmd
+                        self._rest()
+                rows.append((*self.x, *self.u, *self.cmd))
+                self.step(nz)
+                if progress is not None and i % 1000 == 999:
+                    progress(i + 1)
+            block = np.array(rows)
+            xs[a:b], us[a:b], cmds[a:b] = block[:, :13], block[:, 13 : 13 + m], block[:, 13 + m :]
+        self.k += n_steps
+        if last:
+            xs[-1], us[-1], cmds[-1] = self.x, self.u, self.cmd
+        return Trajectory(dt=self.dt, x=xs, u=us, cmd=cmds, noise=noise)
+
+    def close(self, *chunks: Trajectory) -> Trajectory:
+        """The whole flight: the `chunks` run so far and the final state's row (commands held,
+        no noise)."""
+        m = self.body.n_rotors
+        last = Trajectory(self.dt, np.array([self.x]), np.array([self.u]), np.array([self.cmd]), np.zeros((1, m)))
+        parts = [*chunks, last]
+        return Trajectory(
+            dt=self.dt, **{k: np.concatenate([getattr(p, k) for p in parts]) for k in ("x", "u", "cmd", "noise")}
+        )
+
+
+#: Steps whose rows `Plant.run` gathers as Python tuples before storing them in its arrays.
+_ROWS = 1 << 14
 
 
 def rotate(q: np.ndarray, v: np.ndarray, inverse: bool = False) -> np.ndarray:

@@ -101,10 +101,9 @@ def fly(
     q = traj.x[:, 6:10]
     pos_o = origin_position(traj.x[:, :3], q, body.com)
 
-    def grid(rate: float, what: str) -> tuple[np.ndarray, np.ndarray]:
+    def grid(rate: float, what: str) -> tuple[np.ndarray, slice]:
         k = _every(rate, dt, what)
-        idx = np.arange(0, len(t_all), k)
-        return np.arange(len(idx)) / rate, idx
+        return np.arange(len(range(0, len(t_all), k))) / rate, slice(0, len(t_all), k)
 
     t_imu, i_imu = grid(spec.imu.rate, "IMU")
     r_imu = np.asarray(vehicle.imu_offset) - body.com
@@ -129,7 +128,7 @@ def fly(
     hold = _motor_hold(body, every, _every(spec.log_rate, dt, "log"), dt)
     flight, _ = align(series, rate=spec.log_rate, meta=_meta(spec, source, vehicle.motor_input, hold))
     n = len(flight.t)
-    states = {"t": t_log[:n], **_states(vehicle, body, traj, acc, pos_o, i_log[:n])}
+    states = {"t": t_log[:n], **_states(vehicle, body, traj, acc, pos_o, slice(0, n * i_log.step, i_log.step))}
     return flight, states
 
 
@@ -169,23 +168,29 @@ def _meta(spec: FlightSpec, source: str, motor_input: str, hold: float | None) -
 
 
 def _states(
-    vehicle: Vehicle, body: Body, traj: Trajectory, acc: dict[str, np.ndarray], pos_o: np.ndarray, i: np.ndarray
+    vehicle: Vehicle, body: Body, traj: Trajectory, acc: dict[str, np.ndarray], pos_o: np.ndarray, i: slice
 ) -> dict[str, np.ndarray]:
-    """True states at the simulation steps `i` (the log instants), see `fly`."""
+    """True states at the simulation steps `i` (the log instants, every i.step-th), see `fly`:
+    views of the whole-rate arrays when every step is logged (an hour's copies would be
+    gigabytes), compact copies of the logged rows otherwise (so the whole rate can go)."""
+
+    def at(a: np.ndarray, cols: slice = slice(None)) -> np.ndarray:
+        return a[i, cols] if i.step == 1 else a[i, cols].copy()
+
     lever = np.asarray(vehicle.imu_offset) - body.com
-    w, wd = traj.x[i, 10:13], acc["omega_dot"][i]
+    w, wd, u = at(traj.x, slice(10, 13)), at(acc["omega_dot"]), at(traj.u)
     return {
-        "pos": pos_o[i],
-        "pos_com": traj.x[i, :3],
-        "vel_com": traj.x[i, 3:6],
-        "quat": traj.x[i, 6:10],
+        "pos": at(pos_o),
+        "pos_com": at(traj.x, slice(0, 3)),
+        "vel_com": at(traj.x, slice(3, 6)),
+        "quat": at(traj.x, slice(6, 10)),
         "omega": w,
         "omega_dot": wd,
-        "acc_com": acc["acc_com"][i],
-        "spec_force": acc["spec_com"][i] + np.cross(wd, lever) + np.cross(w, np.cross(w, lever)),
-        "u": traj.u[i],
-        "cmd": traj.cmd[i],
-        "thrust": body.thrust(traj.u[i]) + traj.noise[i],
-        "force": acc["force"][i],
-        "moment": acc["moment"][i],
+        "acc_com": at(acc["acc_com"]),
+        "spec_force": at(acc["spec_com"]) + np.cross(wd, lever) + np.cross(w, np.cross(w, lever)),
+        "u": u,
+        "cmd": at(traj.cmd),
+        "thrust": body.thrust(u) + at(traj.noise),
+        "force": at(acc["force"]),
+        "moment": at(acc["moment"]),
     }
