@@ -19,7 +19,7 @@ when that moves no element by more than 3 σ (a note in the file and on the term
 refused; a parameter the run calls poorly determined or not identifiable is refused unless
 `allow_poor`, and then named in the file and on the terminal.
 
-Conventions and unit conversions (rotorid: body FLU, SI, see DESIGN.md):
+Conventions and unit conversions (rotorid: body FLU, SI, README "Conventions"):
 
 - rotorid geometry is about the body origin and the inertia about the CoM. RotorPy and RLtools
   put the body frame at the CoM, so rotor (and IMU) positions are exported relative to the CoM.

@@ -1,4 +1,4 @@
-"""Parameters the flight firmware loads, from an identified vehicle (issue 35.3).
+"""Parameters the flight firmware loads, from an identified vehicle.
 
 Every mapping works on the identified per-rotor thrust curve F(u) (the mean over motors of
 `Vehicle.thrust`) over the firmware's normalized motor output x in [0, 1], x = (u - lo) /

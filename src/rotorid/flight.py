@@ -1,7 +1,7 @@
 """`Flight`: time-aligned channels of one flight in rotorid's conventions.
 
 Body frame FLU, world ENU, SI units, quaternions scalar-first body->world, time in float64
-seconds (see DESIGN.md). Readers produce per-topic `Series` at their own rates; `align` puts
+seconds (README "Conventions"). Readers produce per-topic `Series` at their own rates; `align` puts
 them on one time grid and reports what it cut.
 """
 

@@ -155,7 +155,7 @@ register_method(
         "freq",
         "frequency domain",
         "Chirp frequency responses fitted with the motor-lag model of Eschmann, Albani, Loianno — Data-Driven "
-        "System Identification of Quadrotors Subject to Motor Delays (issue 37)",
+        "System Identification of Quadrotors Subject to Motor Delays",
         "rotorid.methods.freq.settings:FreqSettings",
         "rotorid.runs:run_freq",
         "rotorid.report.freq:figures",

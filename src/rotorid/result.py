@@ -102,7 +102,7 @@ class Estimate:
     `assumption` names, in words, what the value rests on besides the flights (e.g. "I_zz from
     the assumed yaw-inertia ratio C_xy->z = 1.83 ± 0.4, Eschmann Table II"); "" when the flights
     measure it. Its σ must carry the assumption's own uncertainty, and an assumed parameter is
-    never reported as "well determined" (DESIGN.md, "Uncertainty").
+    never reported as "well determined" (README "How far to trust the numbers").
     """
 
     value: float

@@ -2,7 +2,7 @@
 
 Geometry is in the body frame FLU about the body origin (the geometric centre, where the
 rotor positions are measured from). A rotor's thrust is a polynomial in its motor state,
-`f_i = sum_j K_j u_i^j` (DESIGN.md), its drag torque `torque_dir * k_tau * f_i` about its
+`f_i = sum_j K_j u_i^j`, its drag torque `torque_dir * k_tau * f_i` about its
 axis. Mass is always known (a scale); the rest may be filled in by identification.
 """
 
@@ -310,7 +310,7 @@ def _quad(name: str, mass: float, xy: list[tuple[float, float]], dirs: list[int]
 
 
 def crazyflie() -> Vehicle:
-    """Crazyflie 2.1 as in Eschmann et al. (shared/data/README.md): 27 g, rotors at +-28 mm,
+    """Crazyflie 2.1 as in Eschmann et al. (Eschmann et al., the paper's logs): 27 g, rotors at +-28 mm,
     PWM/65536 normalized commands."""
     a = 0.028
     return _quad("crazyflie", 0.027, [(a, -a), (-a, -a), (-a, a), (a, a)], [-1, 1, -1, 1], thrust_exponents=(0, 1, 2))
@@ -399,7 +399,7 @@ PRESETS = {
     "quad-x": quad_x,
     "quad-plus": quad_plus,
 }
-PRESET_ALIASES = {"iris": "iris-gazebo", "x500": "x500-gazebo"}  # names before issue 12
+PRESET_ALIASES = {"iris": "iris-gazebo", "x500": "x500-gazebo"}  # the presets' earlier names
 
 # -- `vehicle init`: layouts and motor-numbering conventions ------------------------------------
 

@@ -1,5 +1,5 @@
 """Betaflight / Cleanflight / INAV blackbox logs (`.bbl`, `.bfl`; INAV's `LOG00001.TXT` is found by
-its header) through orangebox, the Python port of the community's blackbox decoder (FORMATS.md).
+its header) through orangebox, the Python port of the community's blackbox decoder.
 
 Axes: Cleanflight and Betaflight align the accelerometer (and gyro) X forward, Y left, Z up
 (betaflight src/main/flight/imu.c), i.e. FLU; the fixtures confirm it (accSmooth ≈ +1 g on z,
@@ -319,7 +319,7 @@ def _check_inav_signs(path: Path, index: int, gyro: Series, acc: Series | None, 
         raise LogFormatError(
             f"{where}: accSmooth[2] reads {np.median(acc.values[:, 2]) / frames.GRAVITY:.2f} g over the log, but a "
             "multirotor's thrust points up the body z axis; the accelerometer is aligned differently — check "
-            "align_acc / align_board_* and convert the log to CSV with FLU axes (FORMATS.md)"
+            "align_acc / align_board_* and convert the log to CSV with FLU axes (README, 'Any other logger: CSV or Parquet')"
         )
     if attitude is None:
         warnings.warn(
@@ -342,7 +342,7 @@ def _check_inav_signs(path: Path, index: int, gyro: Series, acc: Series | None, 
             raise LogFormatError(
                 f"{where}: gyro {axis} disagrees in sign with the rate of the logged attitude (correlation {r:.2f} "
                 f"over {n} intervals of {ATTITUDE_STEP:g} s): its axes are not the X forward, Y left, Z up that INAV's "
-                "rate loop and mixer imply, so rotorid does not guess — convert it to CSV with FLU axes (FORMATS.md)"
+                "rate loop and mixer imply, so rotorid does not guess — convert it to CSV with FLU axes (README, 'Any other logger: CSV or Parquet')"
             )
     unsure = [axis for axis, r in zip("xyz", corr, strict=True) if not r > bound]
     if unsure:

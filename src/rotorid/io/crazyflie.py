@@ -1,4 +1,4 @@
-"""Crazyflie uSD-card deck binary logs, versions 1 and 2 (FORMATS.md).
+"""Crazyflie uSD-card deck binary logs, versions 1 and 2 .
 
 Decoded with numpy structured dtypes over the whole event stream: no Python loop per event.
 A file with one event type is a fixed-size record array; several event types are located by
@@ -186,7 +186,7 @@ def _columns(arr: np.ndarray, variables: tuple[str, ...], ts_scale: float) -> di
         return {"t": arr["ts"].astype(np.float64) * ts_scale, **{n: arr[n].astype(np.float64) for n in variables}}
 
 
-#: Firmware log variables rotorid reads (FORMATS.md; the Crazyflie firmware's log groups):
+#: Firmware log variables rotorid reads (the Crazyflie firmware's log groups):
 #: channel -> sources in order of preference, each (variable names, scale to SI). A motor
 #: source is a pattern with `{i}` for the motor number 1..M. References: `acc`, `gyro`
 #: (sensfusion/stabilizer, g and deg/s); `motor.m{i}` (power distribution, the requested ratio

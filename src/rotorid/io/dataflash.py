@@ -1,5 +1,5 @@
 """ArduPilot DataFlash `.bin` logs: a reader through pymavlink's DFReader and a writer of the
-same self-describing format (FORMATS.md).
+same self-describing format.
 
 pymavlink parses the `FMT` definitions and indexes every message (its fast indexer); the
 messages rotorid needs are then decoded column-wise with numpy from those offsets, so a long

@@ -1,6 +1,6 @@
 """The guard between untrusted log bytes and a `Flight`: bounded work, wrapped library errors,
-physically plausible channels. Every reader goes through it (FORMATS.md: "a reader never
-guesses silently"); fuzzing (tests/test_fuzz_readers.py, benchmarks/fuzz.py) checks it holds.
+physically plausible channels. Every reader goes through it (a reader never
+guesses silently); fuzzing (tests/test_fuzz_readers.py, benchmarks/fuzz.py) checks it holds.
 
 API for reader authors (a new format needs only these):
 

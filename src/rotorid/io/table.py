@@ -1,4 +1,4 @@
-"""CSV and Parquet, the interchange format (FORMATS.md "CSV and Parquet").
+"""CSV and Parquet, the interchange format (README, 'Any other logger: CSV or Parquet').
 
 One row per sample: `t` (s), `acc_x acc_y acc_z` (m/s², body FLU specific force),
 `gyro_x ..` (rad/s), `gyro_dot_x ..` (rad/s²), `cmd_0 .. cmd_{M-1}` (motor commands),
@@ -81,7 +81,7 @@ def _valid_names(present: list[str]) -> list[str]:
 
 
 def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] | None = None) -> Flight:
-    """{column name: 1-D array} -> Flight, checking the schema (FORMATS.md)."""
+    """{column name: 1-D array} -> Flight, checking the schema."""
     names = list(cols)
     for c in names:
         m = _MOTOR_COL.match(c)
@@ -101,7 +101,7 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise LogFormatError(
                 f"{source}: unknown column {quote(c)}; {hint}valid columns are t, acc_x.., gyro_x.., gyro_dot_x.., "
-                "cmd_0.., rpm_0.., qw qx qy qz, px py pz, vx vy vz, landed, vbat (FORMATS.md)"
+                "cmd_0.., rpm_0.., qw qx qy qz, px py pz, vx vy vz, landed, vbat (README, 'Any other logger: CSV or Parquet')"
             )
     if "t" not in cols:
         raise LogFormatError(f"{source}: no 't' column (time in seconds); add it or rename the time column to 't'")

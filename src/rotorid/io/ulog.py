@@ -1,7 +1,7 @@
 """PX4 ULog: a reader through pyulog (the PX4 project's own parser) and a writer of the
 documented ULog binary format (https://docs.px4.io/main/en/dev_log/ulog_file_format).
 
-The reader takes the topics of FORMATS.md in their order of preference, converts PX4's FRD
+The reader takes the topics of `TOPICS` in their order of preference, converts PX4's FRD
 body / NED world to FLU / ENU and puts every channel on one grid with `rotorid.flight.align`.
 Time is seconds since the log's header timestamp (its start); `meta["t0_us"]` keeps that
 timestamp. `meta["topics"]`/`meta["rates"]` record where each channel came from and how fast

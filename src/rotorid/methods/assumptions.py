@@ -1,5 +1,5 @@
 """The default uncertainties of what the methods assume and no flight can measure, shared so
-that every method states the same assumption with the same spread (DESIGN.md, "Uncertainty" (c)).
+that every method states the same assumption with the same spread (every σ covers the assumptions it rests on).
 Constants only: the streaming online estimator imports this without scipy."""
 
 #: Relative 1σ spread of the rotors' gains about their mean (thrust, and in tls the drag torque

@@ -135,7 +135,7 @@ MISMATCH: dict[str, tuple[str, dict[str, Any]]] = {
     "six-config-a-mismatch": ("six-config-a", {**_MISMATCH, "mocap_delay": 0.008}),
     "six-config-b-mismatch": ("six-config-b", {**_MISMATCH, "mocap_delay": 0.008}),
 }
-#: Chirp flights as ArduPilot's System ID mode flies them (issue 37): name -> (SID_AXIS, axis).
+#: Chirp flights as ArduPilot's System ID mode flies them: name -> (SID_AXIS, axis).
 CHIRP: dict[str, tuple[int, str]] = {
     "chirp-roll": (7, "roll"),
     "chirp-pitch": (8, "pitch"),

@@ -1,5 +1,5 @@
 """Motor-delay identification (Eschmann, Albani, Loianno: "Data-Driven System Identification of
-Quadrotors Subject to Motor Delays", shared/papers/001_...).
+Quadrotors Subject to Motor Delays").
 
 Pipeline (Sec. III, IV-A):
 

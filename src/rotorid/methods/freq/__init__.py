@@ -1,4 +1,4 @@
-"""The frequency-domain method `freq` (issue 37): chirp → frequency responses → the physical
+"""The frequency-domain method `freq`: chirp → frequency responses → the physical
 model's transfer function (first-order motor lag, optional dead time, inertia through the rotor
 geometry and the thrust curve's slope) with σ from the spectral estimates' covariance.
 

@@ -1,4 +1,4 @@
-"""Settings of the frequency-domain method `freq` (issue 37)."""
+"""Settings of the frequency-domain method `freq`."""
 
 from __future__ import annotations
 

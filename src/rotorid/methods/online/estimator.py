@@ -561,7 +561,7 @@ class OnlineEstimator:
     def _rls1(self, H: list[list[float]], y: list[float], rv: list[float]) -> None:
         """Alg. 5, processed row by row (exact for a diagonal R_RLS); `rv` the row variances. Σ is
         updated in its upper triangle and mirrored, so it stays exactly symmetric; the 21 entries
-        live in locals for the three rows (issue 14: the step is per sample, in pure Python). The
+        live in locals for the three rows (the step is per sample, in pure Python). The
         sixth parameter is the constant yaw moment (`OnlineSettings.yaw_moment`)."""
         S = self.s1
         s00, s01, s02, s03, s04, s05 = S[0:6]
