@@ -22,6 +22,11 @@ EXPORTS = {
     "rotorpy": "rotorpy_params.py",
     "rltools": "rltools_dynamics.json",
     "gazebo": "gazebo.sdf",
+    "px4": "px4.params",
+    "ardupilot": "ardupilot.parm",
+    "ardupilot-sitl": "ardupilot_sitl_frame.json",
+    "betaflight": "betaflight_cli.txt",
+    "crazyflie": "crazyflie_power_distribution.yaml",
 }
 #: role -> the `rotorid identify` option that takes its logs (None: the positional logs)
 OPTION_NAME = {"thrust": None, "roll_pitch": "roll_pitch", "yaw": "yaw"}
