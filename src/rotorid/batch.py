@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rotorid.errors import RotoridError
+from rotorid.errors import RotoridError, shown
 from rotorid.registry import methods
 
 if TYPE_CHECKING:
@@ -844,15 +844,16 @@ def run_manifest(
     for o in outcomes:
         if not o.ok:
             console.print(
-                f"[red]row {o.job.row}[/] ({o.job.vehicle}, {o.job.label}) failed: {o.error}", highlight=False
+                f"[red]row {o.job.row}[/] ({shown(o.job.vehicle)}, {shown(o.job.label)}) failed: {shown(o.error)}",
+                highlight=False,
             )
     for d in findings:
         colour = "bold red" if d.kind == "drift" else "yellow"
-        console.print(f"[{colour}]{d.kind}[/] {d.vehicle}: {d.message}", highlight=False)
+        console.print(f"[{colour}]{d.kind}[/] {shown(d.vehicle)}: {shown(d.message)}", highlight=False)
     ok = sum(o.ok for o in outcomes)
     console.print(
         f"{ok} of {len(outcomes)} runs identified, {sum(d.kind == 'drift' for d in findings)} drift(s); "
-        f"wrote [bold]{written['report']}[/], {written['params'].name}, {written['runs'].name} in {out}"
+        f"wrote [bold]{shown(written['report'])}[/], {written['params'].name}, {written['runs'].name} in {shown(out)}"
     )
     return outcomes, findings
 

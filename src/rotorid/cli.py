@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from rotorid.errors import RotoridError
+from rotorid.errors import RotoridError, shown, shown_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -114,17 +114,17 @@ def _guarded(fn: F, note: str | None = None) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if note:
-            err().print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+            err().print(f"[yellow]note:[/] {shown(note)}", highlight=False, soft_wrap=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 return fn(*args, **kwargs)
             except RotoridError as e:
-                err().print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+                err().print(f"[bold red]error:[/] {shown(e)}", highlight=False, soft_wrap=True)
                 raise typer.Exit(2) from None
             finally:
                 for w in caught:
-                    err().print(f"[yellow]warning:[/] {w.message}", highlight=False, soft_wrap=True)
+                    err().print(f"[yellow]warning:[/] {shown(w.message)}", highlight=False, soft_wrap=True)
 
     return wrapper  # type: ignore[return-value]
 
@@ -350,8 +350,8 @@ def identify(
     with console().status(f"identifying ({method})…"):
         result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt)
     written = write_run(result, out, spec.load("figures")(result))
-    console().print(result.summary(), soft_wrap=True)  # a table row is one line, however narrow the terminal
-    console().print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
+    console().print(shown_lines(result.summary()), soft_wrap=True)  # a table row is one line, however narrow
+    console().print(f"wrote [bold]{shown(written['report'])}[/] and {len(written) - 1} more files in {shown(out)}")
 
 
 @command(renamed_from="export-params")
@@ -389,7 +389,7 @@ def export(
     if fmt is None or out is None:
         raise RotoridError("rotorid export needs --format FORMAT and --out FILE (see `rotorid export --help`)")
     written = run(Path(params), fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config)
-    console().print(f"wrote [bold]{written}[/] ({fmt})")
+    console().print(f"wrote [bold]{shown(written)}[/] ({shown(fmt)})")
 
 
 @command()
@@ -458,7 +458,9 @@ def simulate(
     sc.vehicle.save(out / "vehicle.toml")
     sc.true_vehicle.save(out / "true_vehicle.toml")
     sc.truth.save(out / "truth.json")
-    console().print(f"wrote {', '.join(p.name for p in written)}, vehicle.toml, true_vehicle.toml, truth.json in {out}")
+    console().print(
+        f"wrote {shown(', '.join(p.name for p in written))}, vehicle.toml, true_vehicle.toml, truth.json in {shown(out)}"
+    )
 
 
 @command()
@@ -501,17 +503,17 @@ def validate(
         warnings.warn(text, stacklevel=1)
     with console().status("validating…"):
         val = run(result, flights, base, config=config, source=source)
-    table = Table(title=f"cross-validation of {params} ({result.method})")
+    table = Table(title=f"cross-validation of {shown(params)} ({shown(result.method)})")
     for col in ("channel", "RMSE", "R²", "wrench", "model error %"):
         table.add_column(col, justify="right")
     for r in rows(val):
-        table.add_row(r["channel"], r["rmse"], r["r2"], r["wrench"], r["norm"])
+        table.add_row(*(shown(r[k]) for k in ("channel", "rmse", "r2", "wrench", "norm")))
     console().print(table)
     for n in val.notes:
-        console().print(f"note: {n}")
+        console().print(f"note: {shown(n)}")
     val.notes[:0] = overlap  # the report says it too
     written = write_validation(val, result, out, str(params), held_out)
-    console().print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
+    console().print(f"wrote [bold]{shown(written['report.html'])}[/], validation.json and figures in {shown(out)}")
 
 
 def _registries() -> None:
@@ -555,10 +557,10 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
 
     first, last = flights[0], flights[-1]
     n = sum(len(f.t) for f in flights)
-    tab = Table(title=spec, show_header=False, title_justify="left")
+    tab = Table(title=shown(spec), show_header=False, title_justify="left")
     tab.add_column(style="bold")
     tab.add_column()
-    tab.add_row("format", str(first.meta.get("format", "?")))
+    tab.add_row("format", shown(first.meta.get("format", "?")))
     span = (
         f"{first.t[0]:.3f} – {last.t[-1]:.3f} s ({last.t[-1] - first.t[0]:.2f} s, {n} samples at {first.rate:.1f} Hz)"
     )
@@ -566,16 +568,18 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
     rates, topics = first.meta.get("rates", {}), first.meta.get("topics", {})
     for ch in dict.fromkeys(c for f in flights for c in f.channels):
         v = getattr(next(f for f in flights if getattr(f, ch) is not None), ch)
-        where = f"  ({topics[ch]})" if ch in topics else ""
+        where = f"  ({shown(topics[ch])})" if ch in topics else ""
         slow = [r for r in judged.too_slow if r.channel == ch]
         rate = min(float(f.meta.get("rates", {}).get(ch, f.rate)) for f in flights if getattr(f, ch) is not None)
         verdict = (
             "  [red]too slow for " + ", ".join(f"{r.method} (≥ {r.min_hz:g} Hz)" for r in slow) + "[/]" if slow else ""
         )
-        tab.add_row(f"  {ch}", f"{v.shape[1] if v.ndim == 2 else 1} col, {rates.get(ch, rate):.1f} Hz{where}{verdict}")
+        tab.add_row(
+            f"  {shown(ch)}", f"{v.shape[1] if v.ndim == 2 else 1} col, {rates.get(ch, rate):.1f} Hz{where}{verdict}"
+        )
     fixes = list(dict.fromkeys(r.fix for r in judged.too_slow))
     for fix in fixes:
-        tab.add_row("[red]fix[/]", fix)
+        tab.add_row("[red]fix[/]", shown(fix))
     holes = [g for f in flights for g in excitation.gaps(f)]
     listed = ", ".join(f"{a:.2f} (+{1e3 * (b - a):.0f} ms)" for a, b in holes[:4])
     tab.add_row("gaps", f"{len(holes)}: {listed}" if holes else "none")
@@ -584,7 +588,7 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any])
     src = "/".join(dict.fromkeys(e.flying_from for e in ex))
     tab.add_row("flying", f"{_span_text(fly)}  ({sum(e.flying_time for e in ex):.1f} s, from {src})")
     tab.add_row("on ground", _span_text([s for e in ex for s in e.ground]))
-    tab.add_row("activity", judged.activity)
+    tab.add_row("activity", shown(judged.activity))
     console().print(tab)
     seg = Table(
         title="excitation per segment" if len(flights) > 1 else "excitation",
@@ -677,7 +681,7 @@ def info(
         r: [log if parse_spec(log).windows else str(LogSpec(Path(log), _rounded(ws))) for log, ws in got]
         for r, got in roles.items()
     }
-    scale = f"for {veh.name}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
+    scale = f"for {shown(veh.name)}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
     console().print(
         f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())
     )
@@ -690,7 +694,7 @@ def info(
         return
     console().print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
     for c in commands:
-        console().print(c, highlight=False, soft_wrap=True)
+        console().print(shown(c), highlight=False, soft_wrap=True)
 
 
 vehicle_app = typer.Typer(
@@ -737,9 +741,13 @@ def vehicle_init(
     if out.exists() and not force:
         raise RotoridError(f"{out} exists; give --force to overwrite it or choose another --out")
     atomic_write_text(out, v.to_commented_toml())
-    console().print(f"wrote [bold]{out}[/]: {v.name}, {v.n_rotors} rotors, {order} motor order, {v.mass:g} kg")
+    console().print(
+        f"wrote [bold]{shown(out)}[/]: {shown(v.name)}, {v.n_rotors} rotors, {shown(order)} motor order, {v.mass:g} kg"
+    )
     console().print("\n".join(ln.removeprefix("#") for ln in diagram(v)), highlight=False)
-    console().print(f"check the motor numbers and spins, then: rotorid identify --vehicle {out} ...", highlight=False)
+    console().print(
+        f"check the motor numbers and spins, then: rotorid identify --vehicle {shown(out)} ...", highlight=False
+    )
 
 
 @command()
@@ -770,7 +778,7 @@ def convert(
         )
     write(flights[0], to)
     f = flights[0]
-    console().print(f"wrote [bold]{to}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")
+    console().print(f"wrote [bold]{shown(to)}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")
 
 
 @command()
@@ -781,7 +789,7 @@ def report(
     from rotorid.report import redraw
 
     written = redraw(run)
-    console().print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {run}")
+    console().print(f"wrote [bold]{shown(written['report'])}[/] and {len(written) - 1} more files in {shown(run)}")
 
 
 @command()
