@@ -4,16 +4,18 @@ refusal naming what to change, or the right numbers."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rotorid import excitation, runs
-from rotorid.errors import shown
+from rotorid.errors import VehicleError, shown
 from rotorid.flight import Flight
 from rotorid.signal import derivative
-from support.hostile import csv_flight, fails, run
+from rotorid.vehicle import Vehicle, VehicleWarning
+from support.hostile import csv_flight, fails, run, vehicle_toml
 
 # -- 1. one escaping printer -----------------------------------------------------------------
 
@@ -78,3 +80,79 @@ def test_ardupilot_log_cut_by_power_loss(data_dir: Path, tmp_path: Path, size: i
     cut.write_bytes((data_dir / "ardupilot" / "backend_log_80k.bin").read_bytes()[:size])
     code, out, err = run(["info", cut, "--allow-corrupt"])
     assert code == 0 and "no identify command" in out, err
+
+
+# -- 2./3. vehicle files: crashes, silent nonsense, schema ----------------------------------------
+
+ROTORS_AT = "\n[[rotor]]\nposition = [{p}, {p}, 0.0]\ntorque_dir = 1\n[[rotor]]\nposition = [-0.1, 0.1, 0.0]\ntorque_dir = -1\n[[rotor]]\nposition = [-0.1, -0.1, 0.0]\ntorque_dir = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("head", "rotors", "needle"),
+    [
+        ('name = "q"\nmass = 1.0', ROTORS_AT.format(p="inf"), "rotor 0 position must be finite"),
+        ('name = "q"\nmass = 1.0', ROTORS_AT.format(p="1e300"), "rotor 0 position must be finite and within ±50"),
+        ('name = "q"\nmass = 1.0', ROTORS_AT.format(p="nan"), "rotor 0 position must be finite"),
+        ('name = "q"\nmass = 1.0', ROTORS_AT.format(p="0.0").replace("0.1", "0.0"), "within 1 mm of the body z axis"),
+        ('name = "q"\nmass = 1.0\ncmd_max = "x"', None, "cmd_max must be a number, got"),
+        ('name = "q"\nmass = 1.0\ncom = [nan, 0.0, 0.0]', None, "com must be finite"),
+        ("name = 5\nmass = 1.0", None, "name must be a string"),
+        ('name = "q"\nmass = true', None, "mass must be a number, got 'True'"),
+        ('name = "q"\nmass = 1e200', None, "mass must be a positive number of kg, got 1e+200"),
+        (
+            'name = "q"\nmass = 1.0',
+            ROTORS_AT.format(p="0.1").replace("torque_dir = 1\n", "torque_dir = 1.5\n", 1),
+            "rotor 0 torque_dir must be +1 or -1",
+        ),
+        (
+            'name = "q"\nmass = 1.0',
+            ROTORS_AT.format(p="0.1").replace("torque_dir = 1\n", "torque_dir = true\n", 1),
+            "rotor 0 torque_dir must be a number",
+        ),
+        ('name = "q"\nmass = 1.0\nthrust_exponents = [true]', None, "thrust_exponents must be a list of integers"),
+        ('name = "q"\nmass = 1.0\nrotor = 5', "", "rotor must be [[rotor]] tables"),
+        (f'name = "{"n" * 100_000}"\nmass = 1.0', None, "name must be a string of 1 to 100 characters"),
+    ],
+)
+def test_vehicle_schema_refuses_with_one_line(tmp_path: Path, head: str, rotors: str | None, needle: str) -> None:
+    toml = vehicle_toml(tmp_path / "v.toml", head, rotors)
+    with pytest.raises(VehicleError) as e:
+        Vehicle.from_toml(toml)
+    assert needle in str(e.value) and "\n" not in str(e.value) and len(str(e.value)) < 400
+
+
+def test_vehicle_file_that_is_not_a_file(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_bytes(b'name = "q\xff"\n')
+    (tmp_path / "deep.toml").write_text("a=" + "[" * 100_000)
+    (tmp_path / "dir.toml").mkdir()
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    for name, needle in [
+        ("bad", "not UTF-8"),
+        ("deep", "nested too deeply"),
+        ("dir", "is a folder"),
+        ("fifo", "not a regular file"),
+    ]:
+        with pytest.raises(VehicleError, match=needle):
+            Vehicle.from_toml(tmp_path / f"{name}.toml")
+
+
+def test_implausible_mass_for_the_frame_warns(tmp_path: Path) -> None:
+    cf = Vehicle.preset("crazyflie")
+    with pytest.warns(VehicleWarning, match="1.5 kg on rotors 40 mm"):
+        cf.replace(mass=1.5)
+    with pytest.warns(VehicleWarning, match="1000 kg on rotors 40 mm"):
+        cf.replace(mass=1000.0)
+    log = csv_flight(tmp_path / "f.csv")
+    toml = tmp_path / "cf.toml"
+    toml.write_text(cf.to_toml().replace("mass = 0.027", "mass = 1.5"))
+    code, _, err = run(["info", log, "--vehicle", toml])
+    assert code == 0 and err.count("warning:") == 1 and "implausible" in err
+
+
+def test_identify_refuses_an_absurd_mass_before_estimating(tmp_path: Path) -> None:
+    log = csv_flight(tmp_path / "f.csv")
+    fails(
+        ["identify", log, "--method", "delay", "--vehicle", "crazyflie", "--mass", "1e200", "--out", tmp_path / "o"],
+        "mass must be a positive number of kg, got 1e+200",
+    )

@@ -123,8 +123,8 @@ def _guarded(fn: F, note: str | None = None) -> F:
                 err().print(f"[bold red]error:[/] {shown(e)}", highlight=False, soft_wrap=True)
                 raise typer.Exit(2) from None
             finally:
-                for w in caught:
-                    err().print(f"[yellow]warning:[/] {shown(w.message)}", highlight=False, soft_wrap=True)
+                for text in dict.fromkeys(str(w.message) for w in caught):  # a check run twice warns once
+                    err().print(f"[yellow]warning:[/] {shown(text)}", highlight=False, soft_wrap=True)
 
     return wrapper  # type: ignore[return-value]
 

@@ -1,14 +1,58 @@
-"""Small helpers shared by writers: atomic file output and file hashes."""
+"""Small helpers shared by readers and writers: untrusted input files (regular, bounded),
+atomic file output and file hashes."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from rotorid.errors import RotoridError
+
+#: Largest text input (vehicle TOML, params.json, batch manifest) read whole, bytes.
+TEXT_MAX = 16 << 20
+
+
+def regular_file(path: Path | str, what: str = "file") -> int:
+    """The size of `path` if it is a regular, non-empty file, found by `stat` without opening
+    it (a FIFO would block, `/dev/zero` never ends, `/proc/self/mem` fails on read); else a
+    one-line `RotoridError` naming the path and what it is instead."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise RotoridError(f"{p}: no such file") from None
+    except OSError as e:
+        raise RotoridError(f"{p}: cannot read this {what} ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise RotoridError(f"{p}: is a folder, not a {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise RotoridError(f"{p}: is not a regular file (a pipe, device or socket); give a {what} saved on disk")
+    if st.st_size == 0:
+        raise RotoridError(f"{p}: the file is empty (or a special file of unknown size); give a {what} saved on disk")
+    return st.st_size
+
+
+def read_text(path: Path | str, what: str, limit: int = TEXT_MAX) -> str:
+    """A small UTF-8 text input (`regular_file`, at most `limit` bytes), as one-line errors."""
+    p = Path(path)
+    size = regular_file(p, what)
+    if size > limit:
+        raise RotoridError(f"{p}: {size} bytes is too large for a {what} (at most {limit}); check the file")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise RotoridError(f"{p}: cannot read this {what} ({e.strerror})") from None
+    if len(data) > limit:
+        raise RotoridError(f"{p}: grew beyond {limit} bytes while read; check the file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RotoridError(f"{p}: not UTF-8 text (byte {e.start}); save the {what} as UTF-8") from None
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import LogFormatError, RotoridError, WindowError
+from rotorid.util import regular_file
 
 if TYPE_CHECKING:
     from rotorid.flight import Flight
@@ -108,12 +109,13 @@ def detect(path: str | Path) -> Format:
     known_formats = formats()
     p = Path(path)
     try:
+        regular_file(p, "log file")  # by stat: a FIFO, /dev/zero or /proc/self/mem is refused unread
         with open(p, "rb") as f:
             head = f.read(16)
-    except FileNotFoundError:
-        raise LogFormatError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise LogFormatError(f"{p}: is a folder, not a log file") from None
+    except RotoridError as e:
+        raise LogFormatError(str(e)) from None
+    except OSError as e:
+        raise LogFormatError(f"{p}: cannot read this log file ({e.strerror})") from None
     if not head:
         raise LogFormatError(f"{p}: the file is empty")
     for r in known_formats.values():
