@@ -4,16 +4,29 @@ refusal naming what to change, or the right numbers."""
 
 from __future__ import annotations
 
+import errno
+import io
+import json
 import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rotorid import excitation, runs
-from rotorid.errors import VehicleError, shown
+from rotorid import batch, excitation, runs
+from rotorid.batch import ManifestError, read_manifest
+from rotorid.errors import RotoridError, VehicleError, shown
 from rotorid.flight import Flight
+from rotorid.io import table
+from rotorid.report import write_folder
+from rotorid.result import Estimate, Result
 from rotorid.signal import derivative
+from rotorid.util import locked
 from rotorid.vehicle import Vehicle, VehicleWarning
 from support.hostile import csv_flight, fails, run, vehicle_toml
 
@@ -156,3 +169,178 @@ def test_identify_refuses_an_absurd_mass_before_estimating(tmp_path: Path) -> No
         ["identify", log, "--method", "delay", "--vehicle", "crazyflie", "--mass", "1e200", "--out", tmp_path / "o"],
         "mass must be a positive number of kg, got 1e+200",
     )
+
+
+# -- 2. crashes: options, special files, outputs ---------------------------------------------------
+
+
+def test_delay_on_an_all_zero_accelerometer_and_absurd_bias(tmp_path: Path) -> None:
+    log = csv_flight(tmp_path / "f.csv")
+    data = np.loadtxt(log, delimiter=",", skiprows=1)
+    data[:, 1:4] = 0.0
+    zero = tmp_path / "acc0.csv"
+    np.savetxt(zero, data, delimiter=",", header=log.read_text().splitlines()[0], comments="")
+    base = ["identify", "--method", "delay", "--vehicle", "crazyflie", "--out", tmp_path / "o"]
+    fails([*base, zero], "zero residual", "accelerometer")
+    fails([*base, log, "--acc-bias-z", "nan"], "--acc-bias-z 'nan' must be finite")
+    fails([*base, log, "--acc-bias-z", "1e308"], "within ±5")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "/proc/self/mem", "folder"])
+def test_special_files_are_refused_unread(tmp_path: Path, special: str) -> None:
+    path = Path(special) if special.startswith("/") else tmp_path / special
+    if special == "fifo":
+        os.mkfifo(path)
+    elif special == "folder":
+        path.mkdir()
+    fails(["info", path], str(path), "give a log file saved on disk" if special != "folder" else "is a folder")
+
+
+def _fsize_limit() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+
+def test_file_size_limit_is_one_line_and_keeps_the_old_file(tmp_path: Path) -> None:
+    log = csv_flight(tmp_path / "f.csv")
+    target = tmp_path / "out.csv"
+    target.write_text("old")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    res = subprocess.run(
+        [sys.executable, "-m", "rotorid", "convert", str(log), "--to", str(target)],
+        capture_output=True,
+        text=True,
+        env=env,
+        preexec_fn=_fsize_limit,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "File too large" in res.stderr, res.stderr
+    assert target.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["f.csv", "out.csv"]
+
+
+def test_full_disk_while_writing_a_run_keeps_the_old_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    write_folder(out, {"params.json": b"old"})
+
+    def full(self: Path, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(RotoridError, match=r"could not write the run \(No space left on device\); the previous"):
+        write_folder(out, {"params.json": b"new"})
+    monkeypatch.undo()
+    assert (out / "params.json").read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_out_dot_is_refused_before_the_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = csv_flight(tmp_path / "f.csv")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    for out in (".", "..", str(tmp_path)):
+        fails(["identify", log, "--method", "delay", "--vehicle", "crazyflie", "--out", out], "is the current folder")
+    assert list(here.iterdir()) == []
+
+
+def test_two_writers_of_one_out_take_turns(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    seen: list[bool] = []
+    held = threading.Event()
+
+    def slow_writer() -> None:
+        with locked(out):
+            tmp = tmp_path / ".run.new-slowwriter00"
+            tmp.mkdir()
+            held.set()
+            time.sleep(0.5)  # the other writer waits: it must not remove this as stale
+            seen.append(tmp.is_dir())
+            (tmp / "params.json").write_bytes(b"first")
+            tmp.rename(out)
+
+    t = threading.Thread(target=slow_writer)
+    t.start()
+    held.wait()
+    write_folder(out, {"params.json": b"second"})
+    t.join()
+    assert seen == [True] and (out / "params.json").read_bytes() == b"second"
+
+
+def test_params_json_schema(tmp_path: Path) -> None:
+    p = tmp_path / "params.json"
+    cases = {
+        '{"method": "tls", "params": ' + "[" * 10_000 + "]" * 10_000 + "}": "nested too deeply",
+        '{"method": "tls", "params": {"a": ' * 40 + "1" + "}" * 80: "nested deeper than 32",
+        '{"method": "tls", "params": {"k_t": {"value": "x", "std": 1}}}': "parameter 'k_t' needs a numeric 'value'",
+        '{"method": 5, "params": {}}': "'method' must be text",
+        '{"method": "tls", "params": {}, "notes": [1]}': "'notes' must be texts",
+    }
+    for text, needle in cases.items():
+        p.write_text(text)
+        fails(["export", p, "--format", "toml", "--out", tmp_path / "v.toml"], needle)
+    assert not (tmp_path / "v.toml").exists()
+
+
+def test_diagnostics_declaring_a_huge_array_is_refused_unallocated(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    Result("tls", {"k_t": Estimate(3.6e-6, 1e-9, "N/u^2")}).save(run_dir / "params.json")
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (800_000_000,)})
+    with zipfile.ZipFile(run_dir / "diagnostics.npz", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("fit/residual.npy", b"\x93NUMPY\x01\x00" + header.getvalue()[8:] + b"\0" * 64)
+    fails(["report", run_dir], "declares 6400000000 bytes")
+
+
+def test_vehicle_init_and_simulate_bounds(tmp_path: Path) -> None:
+    base = ["vehicle", "init", "--layout", "quad-x", "--mass", "1"]
+    fails([*base, "--arm", "1e300", "--out", tmp_path / "v.toml"], "arm length must be positive metres (0.001..50)")
+    fails([*base, "--arm", "0.2", "--out", tmp_path, "--force"], "is a folder")
+    fails(["simulate", "eschmann-crazyflie", "--out", tmp_path / "sim", "--duration", "1e7"], "would not fit in memory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_app_options_are_checked_before_serving() -> None:
+    fails(["app", "--no-browser", "--max-upload-mb", "nan"], "--max-upload-mb nan")
+    fails(["app", "--no-browser", "--max-upload-mb", "inf"], "--max-upload-mb inf")
+    fails(["app", "--no-browser", "--port", "-1"], "--port -1 must lie in 0..65535")
+
+
+def _parquet_with_meta(path: Path, meta: bytes, rate: float = 50.0) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 400
+    t = np.arange(n) / rate
+    cols = {"t": t, **{f"gyro_{a}": np.sin(t + i) for i, a in enumerate("xyz")}}
+    pq.write_table(pa.table(cols).replace_schema_metadata({b"rotorid.meta": meta}), path)
+    return path
+
+
+def test_parquet_meta_deep_or_lying(tmp_path: Path) -> None:
+    deep = _parquet_with_meta(tmp_path / "deep.parquet", b'{"a": ' + b"[" * 50_000 + b"]" * 50_000 + b"}")
+    assert table.read(deep)[0].meta["format"] == "parquet"
+    lying = _parquet_with_meta(tmp_path / "lie.parquet", json.dumps({"rates": {"gyro": 1000.0}}).encode())
+    with pytest.warns(UserWarning, match=r"claims rates \('gyro' 1000 Hz\) above the rows' own 50.0 Hz"):
+        f = table.read(lying)[0]
+    assert f.meta["rates"]["gyro"] == pytest.approx(50.0)
+
+
+def test_batch_manifest_types_and_dotdot_vehicle(tmp_path: Path) -> None:
+    m = tmp_path / "m.toml"
+    head = '[[run]]\nvehicle = "v"\ndate = "2026-01-01"\nmethod = "delay"\nairframe = "crazyflie"\n'
+    m.write_text(head + "logs = 5\n")
+    with pytest.raises(ManifestError, match="run 1: 'logs' must be texts, got '5'"):
+        read_manifest(m)
+    m.write_text(head + 'logs = "a.csv"\noptions = "x"\n')
+    with pytest.raises(ManifestError, match="'options' must be table"):
+        read_manifest(m)
+    m.write_text(head.replace('"v"', '".."') + 'logs = "a.csv"\n')
+    job = read_manifest(m)[0]
+    assert batch._run_file(job).startswith("runs/_../")

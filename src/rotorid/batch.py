@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rotorid.errors import RotoridError, shown
+from rotorid.errors import RotoridError, quote, shown
 from rotorid.registry import methods
 
 if TYPE_CHECKING:
@@ -138,8 +138,10 @@ def read_manifest(path: str | Path) -> list[Job]:
     `[defaults]` table and one `[[run]]` table per run with the same keys (arrays and tables).
     """
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ManifestError(f"{p}: no such manifest file")
+    if not p.is_file():
+        raise ManifestError(f"{p}: is not a regular file; give the manifest .csv or .toml")
     suffix = p.suffix.lower()
     if suffix == ".csv":
         rows = _csv_rows(p)
@@ -203,11 +205,57 @@ def _value(text: str) -> Any:
     return nums[0] if len(nums) == 1 else tuple(nums)
 
 
+#: What each manifest key holds (`_check_kinds`): text, text or a list of texts, or a table
+#: (configs: of texts or lists of texts; masses, weights: of numbers; options: of values).
+_KINDS = {
+    **dict.fromkeys(("vehicle", "method", "airframe"), "text"),
+    "date": "date",
+    **dict.fromkeys(("logs", "roll_pitch", "yaw"), "texts"),
+    "configs": "table of texts",
+    **dict.fromkeys(("masses", "weights"), "table of numbers"),
+    "options": "table",
+}
+#: Longest vehicle name in a manifest (characters), as `rotorid.vehicle.NAME_MAX`.
+VEHICLE_NAME_MAX = 100
+
+
+def _is_texts(v: object) -> bool:
+    return isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+
+def _kind_ok(kind: str, v: object) -> bool:
+    if kind == "text":
+        return isinstance(v, str)
+    if kind == "date":
+        return isinstance(v, str | dt.date | dt.datetime)
+    if kind == "texts":
+        return _is_texts(v)
+    if not isinstance(v, dict):
+        return False
+    if kind == "table of texts":
+        return all(_is_texts(x) for x in v.values())
+    if kind == "table of numbers":
+        return all(isinstance(x, int | float) and not isinstance(x, bool) for x in v.values())
+    return True
+
+
+def _check_kinds(row: dict[str, Any], p: Path, what: str) -> None:
+    """A TOML manifest table's values against `_KINDS`: a one-line `ManifestError` naming the key."""
+    for k, v in row.items():
+        kind = _KINDS.get(k)
+        if kind is not None and not _kind_ok(kind, v):
+            raise ManifestError(f"{p}: {what}: '{k}' must be {kind}, got {quote(repr(v))}")
+
+
 def _toml_rows(p: Path) -> list[dict[str, Any]]:
+    from rotorid.util import read_text
+
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ManifestError(f"{p}: not valid TOML ({e})") from None
+        doc = tomllib.loads(read_text(p, "manifest"))
+    except tomllib.TOMLDecodeError as e:
+        raise ManifestError(f"{p}: not valid TOML ({quote(e, 200)})") from None
+    except RecursionError:
+        raise ManifestError(f"{p}: not a manifest (nested too deeply)") from None
     extra = sorted(set(doc) - {"defaults", "run"})
     if extra:
         raise ManifestError(f"{p}: unknown table(s) {', '.join(extra)}; a manifest has [defaults] and [[run]]")
@@ -216,9 +264,11 @@ def _toml_rows(p: Path) -> list[dict[str, Any]]:
     if not isinstance(defaults, dict) or not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         raise ManifestError(f"{p}: write [defaults] as a table and each run as a [[run]] table")
     _check_columns(list(defaults), p, "key in [defaults]", required=False)
+    _check_kinds(defaults, p, "[defaults]")
     rows = []
     for i, r in enumerate(runs, start=1):
         _check_columns([*defaults, *r], p, f"key in run {i}")
+        _check_kinds(r, p, f"run {i}")
         rows.append({**defaults, **r, "options": {**defaults.get("options", {}), **r.get("options", {})}})
     return rows
 
@@ -237,6 +287,8 @@ def _job(i: int, row: dict[str, Any], p: Path) -> Job:
     missing = [k for k in REQUIRED if not row.get(k)]
     if missing:
         raise ManifestError(f"{where}: {', '.join(missing)} empty")
+    if len(str(row["vehicle"])) > VEHICLE_NAME_MAX:
+        raise ManifestError(f"{where}: vehicle name longer than {VEHICLE_NAME_MAX} characters")
     method = str(row["method"]).strip()
     known = methods()
     if method not in known:
@@ -768,6 +820,7 @@ def runs_table(outcomes: Sequence[Outcome]) -> pd.DataFrame:
 
 def _run_file(job: Job) -> str:
     safe = re.sub(r"[^\w.-]+", "_", job.vehicle) or "vehicle"
+    safe = f"_{safe}" if safe.startswith(".") else safe  # a vehicle named '..' stays inside runs/
     return f"runs/{safe}/{job.label.replace(':', '')}-{job.method}-row{job.row}.params.json"
 
 

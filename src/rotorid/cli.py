@@ -738,6 +738,10 @@ def vehicle_init(
         raise RotoridError(f"--motor1-spin '{motor1_spin}' must be ccw or cw")
     rng = floats(cmd_range, 2, "--cmd-range")
     v = build_vehicle(layout, arm, mass, motor_input, rng, order, spins[motor1_spin], name)  # type: ignore[arg-type]
+    if out.is_dir() or (out.exists() and not out.is_file()):
+        raise RotoridError(
+            f"--out {out} is a folder or special file; give the TOML file to write, e.g. {out}/vehicle.toml"
+        )
     if out.exists() and not force:
         raise RotoridError(f"{out} exists; give --force to overwrite it or choose another --out")
     atomic_write_text(out, v.to_commented_toml())

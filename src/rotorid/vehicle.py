@@ -570,8 +570,8 @@ def build_vehicle(
         raise VehicleError(f"{where}: unknown layout; choose one of {', '.join(LAYOUTS)} (or write a custom TOML)")
     if order not in MOTOR_ORDERS:
         raise VehicleError(f"{where}: unknown motor order {order!r}; choose one of {', '.join(MOTOR_ORDERS)}")
-    if not (math.isfinite(arm) and arm > 0):
-        raise VehicleError(f"{where}: arm length must be positive metres, got {arm!r}")
+    if not (ARM_MIN <= arm <= SIZE_MAX):
+        raise VehicleError(f"{where}: arm length must be positive metres ({ARM_MIN:g}..{SIZE_MAX:g}), got {arm!r}")
     if motor1_dir not in (None, -1, 1):
         raise VehicleError(f"{where}: motor 1 direction must be -1 (counter-clockwise) or +1 (clockwise)")
     if order == "sequential":

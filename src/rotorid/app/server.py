@@ -11,11 +11,15 @@ from typing import Any
 from rotorid.app.state import AppError, Sessions
 
 HOST = "127.0.0.1"
+#: Largest upload `--max-upload-mb` may allow (MB): a long ULog is a few hundred.
+MAX_UPLOAD_MB = 4096.0
 
 
 def create_app(folder: str | Path, max_upload_mb: float = 200.0) -> tuple[Any, Sessions]:
     """The Dash app serving logs from `folder` (and uploads up to `max_upload_mb`), and its
     sessions (call `Sessions.cleanup` when done)."""
+    if not 0 < max_upload_mb <= MAX_UPLOAD_MB:  # also refuses nan
+        raise AppError(f"--max-upload-mb {max_upload_mb!r} must be a number of MB in (0, {MAX_UPLOAD_MB:g}]")
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise AppError(f"{root}: not a folder; give the folder that holds your logs")
@@ -48,8 +52,9 @@ class Server:
 
         from werkzeug.serving import make_server
 
+        if not 0 <= port <= 65535:
+            raise AppError(f"--port {port} must lie in 0..65535 (0: a free port)")
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-
         self.app, self.sessions = create_app(folder, max_upload_mb)
         _warm_up()
         try:

@@ -704,6 +704,8 @@ def search_tm(problem: ThrustProblem, settings: DelaySettings) -> TmSearch:
 
     grid = np.geomspace(lo, hi, settings.tm_grid)
     coarse = np.array([sse(float(g)) for g in grid])
+    if not np.all(coarse > 0):  # an exact fit (an all-zero accelerometer) has no likelihood to weigh
+        raise ExcitationError("delay: the thrust fit is exact (zero residual); the accelerometer holds no signal")
     n = len(problem.b)
     lengths = [len(f.t) for f in problem.flights]
 
