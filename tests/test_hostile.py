@@ -8,6 +8,9 @@ import errno
 import io
 import json
 import os
+import re
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -344,3 +347,62 @@ def test_batch_manifest_types_and_dotdot_vehicle(tmp_path: Path) -> None:
     m.write_text(head.replace('"v"', '".."') + 'logs = "a.csv"\n')
     job = read_manifest(m)[0]
     assert batch._run_file(job).startswith("runs/_../")
+
+
+# -- 6. the app: Host/Origin checks and a per-launch token (plain HTTP) -------------------------
+
+
+def _get(srv: object, path: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    import http.client
+
+    port = int(srv.base.rsplit(":", 1)[1].strip("/"))  # type: ignore[attr-defined]
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", path, headers=headers or {})
+    r = c.getresponse()
+    out = (r.status, r.getheader("Set-Cookie") or "")
+    r.read()
+    c.close()
+    return out
+
+
+def test_app_refuses_foreign_host_origin_and_missing_token(tmp_path: Path) -> None:
+    from rotorid.app import Server
+
+    with Server(tmp_path, 0) as srv:
+        token = f"/?token={srv.token}"
+        assert srv.url == srv.base + token[1:] and len(srv.token) >= 32
+        assert _get(srv, "/")[0] == 403  # no token
+        assert _get(srv, "/?token=guess")[0] == 403
+        assert _get(srv, token, {"Host": f"evil.example:{srv.base.rsplit(':', 1)[1].strip('/')}"})[0] == 403
+        assert _get(srv, token, {"Origin": "http://evil.example"})[0] == 403
+        status, cookie = _get(srv, token)
+        assert status == 200 and "rotorid_token=" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert _get(srv, "/", {"Cookie": f"rotorid_token={srv.token}"})[0] == 200
+        assert _get(srv, "/files/x/vehicle.toml")[0] == 403  # downloads need the token too
+        root = srv.sessions.root
+    assert not root.exists()
+
+
+def test_app_start_up_error_and_sigterm_remove_the_temporary_folder(tmp_path: Path) -> None:
+    cli = [sys.executable, "-c", "from rotorid.cli import app; app()", "app", str(tmp_path), "--no-browser"]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*cli, "--port", "0"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert "?token=" in line and len(list(tmp.iterdir())) == 1, line
+        with socket.create_connection(("127.0.0.1", int(re.search(r":(\d+)/", line).group(1)))) as s:  # type: ignore[union-attr]
+            busy = s.getpeername()[1]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=90) == 0
+        assert list(tmp.iterdir()) == []
+        # a port in use: one line, exit 2, nothing left behind
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            busy = taken.getsockname()[1]
+            res = subprocess.run([*cli, "--port", str(busy)], capture_output=True, text=True, env=env, timeout=120)
+        assert res.returncode == 2 and "choose another --port" in res.stderr and list(tmp.iterdir()) == []
+    finally:
+        proc.kill()

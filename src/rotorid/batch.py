@@ -51,6 +51,7 @@ import io
 import math
 import os
 import re
+import tempfile
 import threading
 import time
 import tomllib
@@ -63,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rotorid.errors import RotoridError, quote, shown
+from rotorid.errors import RotoridError, clip, quote, shown
 from rotorid.registry import methods
 
 if TYPE_CHECKING:
@@ -609,14 +610,25 @@ class _client:
                     "(e.g. tcp://host:8786) or leave out --scheduler to run on this machine"
                 ) from None
             return self.client
+        import dask
+
+        self._keys = tempfile.TemporaryDirectory(prefix="rotorid-dask-")  # 0700: this user's only
+        security = _tls(Path(self._keys.name)) if self.processes else None
+        # no dashboard and no HTTP routes: the scheduler's and workers' HTTP servers (which
+        # distributed always starts) answer nothing, on a free port of 127.0.0.1
+        self._config = dask.config.set({"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []})
         self.cluster = LocalCluster(
             n_workers=self.workers,
             threads_per_worker=1,
             processes=self.processes,
+            host="127.0.0.1",
             dashboard_address=None,
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+            protocol="tls://" if security else None,
+            security=security,
             silence_logs=logging.ERROR,
         )
-        self.client = Client(self.cluster)
+        self.client = Client(self.cluster, security=security)
         return self.client
 
     def __exit__(self, *exc: object) -> None:
@@ -624,6 +636,40 @@ class _client:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+            self._config.__exit__(None, None, None)
+            self._keys.cleanup()
+
+
+def _tls(folder: Path) -> Any:
+    """Mutual TLS for a local cluster: a CA made for this batch (key and certificate in the
+    private `folder`) signs the one certificate the scheduler, workers and client present, so
+    only processes that can read `folder` (this user's) can connect or submit work. Made with
+    the `openssl` command; without it the cluster runs on plain TCP on 127.0.0.1, with a warning."""
+    import shutil
+    import subprocess
+
+    from distributed.security import Security
+
+    if shutil.which("openssl") is None:
+        warnings.warn("no openssl command: the local Dask cluster runs without TLS (on 127.0.0.1)", stacklevel=2)
+        return None
+    ca, key, crt = folder / "ca.pem", folder / "key.pem", folder / "cert.pem"
+    ca_key, req = folder / "ca-key.pem", folder / "req.pem"
+    steps = [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=rotorid-batch-ca", "-keyout", str(ca_key), "-out", str(ca)],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=rotorid-batch", "-keyout", str(key), "-out", str(req)],
+        ["x509", "-req", "-in", str(req), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial", "-days", "2", "-out", str(crt)],
+    ]  # fmt: skip
+    for args in steps:
+        done = subprocess.run(["openssl", *args], capture_output=True, check=False, timeout=60)
+        if done.returncode != 0:
+            raise RotoridError(f"cannot make the batch's TLS certificate (openssl: {clip(done.stderr, 120)})")
+    files = {
+        f"tls_{who}_{kind}": str(path)
+        for who in ("client", "scheduler", "worker")
+        for kind, path in (("cert", crt), ("key", key))
+    }
+    return Security(tls_ca_file=str(ca), require_encryption=True, **files)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,16 +26,10 @@ def parse_windows(text: str | None) -> list[tuple[float, float]]:
     text = (text or "").replace(" ", "")
     if not text:
         return []
-    spec = parse_spec(f"log@{text}")
+    spec = parse_spec(f"log@{text}", join=True)
     if not spec.windows:
         raise AppError(f"'{text}' is not of the form t0:t1, t2:t3 (seconds)")
-    out: list[tuple[float, float]] = []
-    for a, b in sorted(spec.windows):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(b, out[-1][1]))
-        else:
-            out.append((a, b))
-    return out
+    return list(spec.windows)
 
 
 def format_windows(windows: list[tuple[float, float]]) -> str:

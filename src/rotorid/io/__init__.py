@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,8 +179,9 @@ class LogSpec:
         return f"{self.path}@{w}" if w else str(self.path)
 
 
-def parse_spec(spec: str) -> LogSpec:
-    """Parse `FILE@t0:t1[,t2:t3...]` (times in seconds of the log's own clock)."""
+def parse_spec(spec: str, join: bool = False) -> LogSpec:
+    """Parse `FILE@t0:t1[,t2:t3...]` (times in seconds of the log's own clock). Overlapping
+    windows would count their shared samples twice: refused, or with `join` sorted and joined."""
     path, sep, rest = str(spec).rpartition("@")
     if not sep or not rest or Path(spec).exists():  # no windows (a file name may hold an '@')
         return LogSpec(Path(spec))
@@ -197,6 +199,20 @@ def parse_spec(spec: str) -> LogSpec:
         if not b > a:
             raise WindowError(f"{spec}: window '{part}' is empty (end must follow start)")
         windows.append((a, b))
+    ordered = sorted(windows)
+    for (a0, b0), (a1, b1) in itertools.pairwise(ordered):
+        if a1 < b0 and not join:  # the shared samples would enter the fit twice and shrink σ by √2
+            raise WindowError(
+                f"{spec}: windows {a0:g}:{b0:g} and {a1:g}:{b1:g} overlap, so their samples would count twice; "
+                f"give them once, e.g. {a0:g}:{max(b0, b1):g}"
+            )
+    if join:
+        windows = []
+        for a, b in ordered:
+            if windows and a <= windows[-1][1]:
+                windows[-1] = (windows[-1][0], max(b, windows[-1][1]))
+            else:
+                windows.append((a, b))
     return LogSpec(Path(path), tuple(windows))
 
 
