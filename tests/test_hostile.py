@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import operator
 import os
 import re
 import signal
@@ -25,7 +26,7 @@ from rotorid import batch, excitation, runs
 from rotorid.batch import ManifestError, read_manifest
 from rotorid.errors import RotoridError, VehicleError, shown
 from rotorid.flight import Flight
-from rotorid.io import table
+from rotorid.io import parse_spec, table
 from rotorid.report import write_folder
 from rotorid.result import Estimate, Result
 from rotorid.signal import derivative
@@ -406,3 +407,53 @@ def test_app_start_up_error_and_sigterm_remove_the_temporary_folder(tmp_path: Pa
         assert res.returncode == 2 and "choose another --port" in res.stderr and list(tmp.iterdir()) == []
     finally:
         proc.kill()
+
+
+# -- 3./4. silent nonsense and hangs ---------------------------------------------------------------
+
+
+def test_negative_k_tau_or_thrust_is_refused() -> None:
+    x500 = Vehicle.preset("x500-gazebo")
+    with pytest.raises(VehicleError, match=r"k_tau \(-0.016 m\) must not be negative"):
+        x500.replace(k_tau=-0.016)
+    with pytest.raises(VehicleError, match=r"thrust curve gives -8\.549 N at full command"):
+        x500.replace(thrust_coeffs=-x500.thrust_coeffs)
+
+
+def test_an_all_true_command_column_is_not_read_as_one(tmp_path: Path) -> None:
+    import pandas as pd
+
+    log = csv_flight(tmp_path / "f.csv")
+    df = pd.read_csv(log)
+    df["cmd_0"] = True
+    df.to_parquet(tmp_path / "b.parquet")
+    fails(["info", tmp_path / "b.parquet"], "column 'cmd_0' holds true/false values")
+
+
+def test_the_same_window_twice_is_refused(tmp_path: Path) -> None:
+    log = csv_flight(tmp_path / "f.csv")
+    fails(["info", f"{log}@1:3,1:3"], "windows 1:3 and 1:3 overlap", "e.g. 1:3")
+    fails(["info", f"{log}@2:3.5,1:2.5"], "windows 1:2.5 and 2:3.5 overlap", "e.g. 1:3.5")
+    assert parse_spec(f"{log}@2:3.5,1:2.5", join=True).windows == ((1.0, 3.5),)
+    code, _, err = run(["info", f"{log}@1:2,2.5:3"])
+    assert code == 0, err
+
+
+def test_blackbox_header_with_200000_field_names_is_refused_at_once(data_dir: Path, tmp_path: Path) -> None:
+    data = (data_dir / "betaflight" / "btfl_002.bbl").read_bytes()
+    start = data.index(b"H Field I name:")
+    end = data.index(b"\n", start)
+    names = b",".join(b"f%d" % i for i in range(200_000))
+    bad = tmp_path / "wide.bbl"
+    bad.write_bytes(data[:start] + b"H Field I name:" + names + data[end:])
+    t0 = time.perf_counter()
+    fails(["info", bad], "lists 200000 fields (a log has at most 1024)")
+    assert time.perf_counter() - t0 < 10
+
+
+def test_batch_local_cluster_speaks_tls_and_binds_no_dashboard() -> None:
+    with batch._client(None, 1, True) as client:
+        assert client.scheduler.address.startswith("tls://127.0.0.1:")
+        assert client.submit(operator.add, 1, 2).result() == 3
+        with socket.socket() as s:  # the dashboard's default port stays free
+            assert s.connect_ex(("127.0.0.1", 8787)) != 0

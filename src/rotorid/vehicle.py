@@ -215,6 +215,17 @@ class Vehicle:
             v = getattr(self, name)
             if v is not None and not v > 0:
                 raise VehicleError(f"{where}: {name} must be positive seconds, got {v!r}")
+        if self.k_tau is not None and self.k_tau < 0:
+            raise VehicleError(
+                f"{where}: k_tau ({self.k_tau:g} m) must not be negative: the spin is in each rotor's torque_dir"
+            )
+        if self.thrust_coeffs is not None:
+            full = self.thrust(np.full((1, len(self.rotors)), float(self.cmd_max)))[0]
+            if not np.all(full > 0):
+                raise VehicleError(
+                    f"{where}: the thrust curve gives {float(np.min(full)):.4g} N at full command ({self.cmd_max:g}) "
+                    "on some rotor; thrust must be positive (check the sign of thrust_coeffs)"
+                )
 
     # -- geometry and rotor model -------------------------------------------------------
     @property

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import re
 import struct
 import warnings
 from contextlib import contextmanager
@@ -173,6 +174,25 @@ def _check_groups(field_defs: dict[Any, list[Any]]) -> None:
                 f"header: the last {getattr(kind, 'value', kind)} frame field {quote(getattr(defs[-1], 'name', '?'))} "
                 f"is tag8_8svb-encoded (encoding {TAG8_8SVB}), which orangebox cannot decode (it would never finish); "
                 "the header is probably corrupt"
+            )
+
+
+#: Most fields a frame definition may list (Betaflight logs ~60-100): orangebox looks each
+#: name up in a list, so a header of 200 000 names took ~25 min.
+MAX_FIELDS = 1024
+_FIELD_LIST = re.compile(rb"H Field [A-Za-z] (?:name|signed|predictor|encoding):([^\n]*)")
+
+
+def _check_field_lists(path: Path) -> None:
+    """Refuse, before orangebox parses it, a header line listing more than `MAX_FIELDS` fields."""
+    with open(path, "rb") as f:
+        data = f.read()
+    for m in _FIELD_LIST.finditer(data):
+        n = m.group(1).count(b",") + 1
+        if n > MAX_FIELDS:
+            raise LogFormatError(
+                f"{path}: header line {quote(m.group(0)[:40])} lists {n} fields (a log has at most {MAX_FIELDS}); "
+                "the header is corrupt"
             )
 
 
@@ -384,6 +404,7 @@ def read(
     from orangebox import Parser
 
     path = Path(path)
+    _check_field_lists(path)
     with _quiet(), warnings.catch_warnings(), guard.library(path, "orangebox", what="blackbox"):
         warnings.simplefilter("ignore")  # orangebox's own deprecation noise
         parser = Parser.load(str(path))

@@ -147,6 +147,8 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
 
 
 def _float(v: np.ndarray, name: str, source: str) -> np.ndarray:
+    if np.asarray(v).dtype == bool and name != "landed":  # True/False is no measurement: it read as 1.0/0.0
+        raise LogFormatError(f"{source}: column '{name}' holds true/false values, not numbers; check the file")
     try:
         return np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError):
