@@ -457,3 +457,45 @@ def test_batch_local_cluster_speaks_tls_and_binds_no_dashboard() -> None:
         assert client.submit(operator.add, 1, 2).result() == 3
         with socket.socket() as s:  # the dashboard's default port stays free
             assert s.connect_ex(("127.0.0.1", 8787)) != 0
+
+
+# -- 5. batch outputs: journal, resume, ownership --------------------------------------------------
+
+
+def _manifest(tmp_path: Path, vehicles: tuple[str, ...] = ("v1", "v2")) -> Path:
+    m = tmp_path / "m.csv"
+    rows = "".join(f"{v},2026-01-0{i + 1},delay,crazyflie,missing{i}.csv\n" for i, v in enumerate(vehicles))
+    m.write_text("vehicle,date,method,airframe,logs\n" + rows)
+    return m
+
+
+def test_batch_journals_each_row_and_resumes(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    quiet = Console(file=io.StringIO())
+    m, out = _manifest(tmp_path), tmp_path / "fleet"
+    outcomes, _ = batch.run_manifest(m, out, workers=1, processes=False, console=quiet)
+    assert [o.ok for o in outcomes] == [False, False]
+    lines = (out / "rows.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(x)["error"] for x in lines)
+    # row 1 finished in an interrupted run: resume keeps it, runs row 2 (failed rows run again)
+    job = read_manifest(m)[0]
+    done = batch.Outcome(job, Result("delay", {"tm": Estimate(0.07, 0.001, "s")}), seconds=1.0)
+    (out / "rows.jsonl").write_text("")
+    batch._record(out, done)
+    with open(out / "rows.jsonl", "a") as f:
+        f.write('{"job": {"row": 2, "cut by an interrupt')
+    outcomes, _ = batch.run_manifest(m, out, workers=1, processes=False, console=quiet, resume=True)
+    assert outcomes[0].ok and outcomes[0].result.params["tm"].value == 0.07 and not outcomes[1].ok
+    assert (out / "runs" / "v1" / "2026-01-01-delay-row1.params.json").is_file()
+    # without --resume the earlier batch's runs/ goes
+    batch.run_manifest(m, out, workers=1, processes=False, console=quiet)
+    assert not (out / "runs").exists()
+
+
+def test_batch_refuses_a_folder_it_did_not_write(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "runs.csv").write_text("my own table")
+    fails(["batch", _manifest(tmp_path), "--out", out], "holds files rotorid batch did not write")
+    assert (out / "runs.csv").read_text() == "my own table"

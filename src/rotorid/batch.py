@@ -593,6 +593,8 @@ class _client:
         self.scheduler, self.workers, self.processes = scheduler, workers, processes
         self.cluster: Any = None
         self.client: Any = None
+        self._keys: Any = None
+        self._config: Any = None
 
     def __enter__(self) -> Any:
         import logging
@@ -612,23 +614,36 @@ class _client:
             return self.client
         import dask
 
-        self._keys = tempfile.TemporaryDirectory(prefix="rotorid-dask-")  # 0700: this user's only
-        security = _tls(Path(self._keys.name)) if self.processes else None
-        # no dashboard and no HTTP routes: the scheduler's and workers' HTTP servers (which
-        # distributed always starts) answer nothing, on a free port of 127.0.0.1
-        self._config = dask.config.set({"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []})
-        self.cluster = LocalCluster(
-            n_workers=self.workers,
-            threads_per_worker=1,
-            processes=self.processes,
-            host="127.0.0.1",
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-            protocol="tls://" if security else None,
-            security=security,
-            silence_logs=logging.ERROR,
-        )
-        self.client = Client(self.cluster, security=security)
+        try:
+            self._keys = tempfile.TemporaryDirectory(prefix="rotorid-dask-")  # 0700: this user's only
+            security = _tls(Path(self._keys.name)) if self.processes else None
+            # no dashboard and no HTTP routes: the scheduler's and workers' HTTP servers (which
+            # distributed always starts) answer nothing, on a free port of 127.0.0.1
+            self._config = dask.config.set(
+                {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+            )
+            network = (  # worker processes talk TLS on 127.0.0.1; threads in this process, in memory
+                {
+                    "host": "127.0.0.1",
+                    "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                    "protocol": "tls://" if security else None,
+                    "security": security,
+                }
+                if self.processes
+                else {"scheduler_kwargs": {"dashboard": False}}
+            )
+            self.cluster = LocalCluster(
+                n_workers=self.workers,
+                threads_per_worker=1,
+                processes=self.processes,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+                **network,
+            )
+            self.client = Client(self.cluster, security=security)
+        except BaseException:
+            self.__exit__()
+            raise
         return self.client
 
     def __exit__(self, *exc: object) -> None:
@@ -636,8 +651,10 @@ class _client:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+        if self._config is not None:
             self._config.__exit__(None, None, None)
-            self._keys.cleanup()
+        if self._keys is not None:
+            self._keys.cleanup()  # the batch's TLS keys
 
 
 def _tls(folder: Path) -> Any:
@@ -902,6 +919,104 @@ def write(
     }
 
 
+#: The hidden file that marks a folder as a `rotorid batch` output.
+MARK = ".rotorid-batch"
+#: The journal: one JSON line per finished row, written as it finishes (`--resume` reads it).
+JOURNAL = "rows.jsonl"
+#: What a batch folder may hold: the marker, the journal, the outputs, the runs.
+OWN = (MARK, JOURNAL, "params.parquet", "runs.csv", "fleet.html", "runs")
+
+
+def prepare_out(out: Path, resume: bool) -> dict[str, Outcome]:
+    """Claim the folder `out` for this batch and return the rows already done (`resume`).
+
+    A folder holding anything `rotorid batch` did not write is refused (never overwrite a
+    user's own runs.csv or fleet.html); a previous batch's runs/ and journal are removed unless
+    resuming (then its finished rows, whose job is unchanged, are kept)."""
+    import shutil
+
+    from rotorid.report import check_output
+
+    check_output(out)  # a bad --out fails now, not after the batch
+    if out.is_dir() and any(out.iterdir()):
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in OWN)
+        if foreign or not (out / MARK).is_file():
+            listed = ", ".join(quote(n) for n in foreign[:3]) or "no .rotorid-batch mark"
+            raise RotoridError(
+                f"{out}: holds files rotorid batch did not write ({listed}); choose a new or empty --out"
+            )
+    if not resume:
+        shutil.rmtree(out / "runs", ignore_errors=True)
+        (out / JOURNAL).unlink(missing_ok=True)
+    return _journal(out / JOURNAL) if resume else {}
+
+
+def _claim(out: Path) -> None:
+    """Create `out` (when the first row finishes, not before) with the batch's mark."""
+    if not (out / MARK).is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MARK).write_text("rotorid batch output\n")
+
+
+def _journal(path: Path) -> dict[str, Outcome]:
+    """The finished rows a journal records, by `_job_key`; a line cut by an interrupt is skipped."""
+    import json
+
+    from rotorid.result import Result
+
+    done: dict[str, Outcome] = {}
+    if not path.is_file():
+        return done
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            d = json.loads(line)
+            j = d["job"]
+            job = Job(**{**j, "date": dt.datetime.fromisoformat(j["date"])})
+            res = Result.from_dict(d["result"]) if d["result"] is not None else None
+            o = Outcome(job, res, d["error"], list(d["warnings"]), float(d["seconds"] or "nan"))
+        except (ValueError, KeyError, TypeError, RotoridError):
+            continue
+        done[json.dumps(j, sort_keys=True)] = o
+    return done
+
+
+def _job_dict(job: Job) -> dict[str, Any]:
+    """A job as the journal stores it (JSON types)."""
+    import json
+
+    d = {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
+    return json.loads(json.dumps({**d, "date": job.date.isoformat()}, default=_plain))
+
+
+def _job_key(job: Job) -> str:
+    import json
+
+    return json.dumps(_job_dict(job), sort_keys=True)
+
+
+def _record(out: Path, o: Outcome) -> None:
+    """Append a finished row to the journal and save its params.json, at once."""
+    import json
+
+    _claim(out)
+    if o.result is not None:
+        o.result.save(out / _run_file(o.job))
+    line = {
+        "job": _job_dict(o.job),
+        "result": o.result.to_dict() if o.result is not None else None,
+        "error": o.error,
+        "warnings": o.warnings,
+        "seconds": o.seconds if math.isfinite(o.seconds) else None,
+    }
+    with open(out / JOURNAL, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line, default=_plain) + "\n")
+
+
+def _plain(x: Any) -> Any:
+    """JSON for the journal's odd values (tuples are lists already; numpy numbers, paths)."""
+    return x.item() if hasattr(x, "item") else str(x)
+
+
 def run_manifest(
     manifest: Path,
     out: Path,
@@ -912,17 +1027,23 @@ def run_manifest(
     allow_corrupt: bool = False,
     rule: DriftRule | None = None,
     console: Console | None = None,
+    resume: bool = False,
 ) -> tuple[list[Outcome], list[Finding]]:
-    """`rotorid batch`: read the manifest, run it on Dask with a progress bar on `console`,
-    assess drift, write the outputs into `out` and print the failed rows and findings."""
+    """`rotorid batch`: read the manifest, run it on Dask with a progress bar on `console`
+    (each row's result journalled and saved as it finishes; `resume` skips rows a previous,
+    interrupted run of the same manifest finished; failed rows run again), assess drift, write the outputs into `out`
+    and print the failed rows and findings."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from rotorid.report import check_output
-
     console = console or Console()
-    jobs = read_manifest(manifest)
-    check_output(out)  # a bad --out fails now, not after the batch
+    every = read_manifest(manifest)
+    out = Path(out)
+    journal = prepare_out(out, resume)
+    done = {j.row: journal[k] for j in every if (k := _job_key(j)) in journal and journal[k].ok}  # failed: again
+    jobs = [j for j in every if j.row not in done]
+    if done:
+        console.print(f"resuming: {len(done)} of {len(every)} rows already done in {shown(out)}", highlight=False)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as bar:
@@ -931,14 +1052,27 @@ def run_manifest(
 
         def tick(o: Outcome) -> None:
             nonlocal failed
+            _record(out, o)
             failed += not o.ok
             text = f"identifying {len(jobs)} runs" + (f" ({failed} failed)" if failed else "")
             bar.update(task, advance=1, description=text)
 
-        outcomes = run(
-            jobs, workers=workers, scheduler=scheduler, processes=processes, allow_corrupt=allow_corrupt, progress=tick
+        fresh = (
+            run(
+                jobs,
+                workers=workers,
+                scheduler=scheduler,
+                processes=processes,
+                allow_corrupt=allow_corrupt,
+                progress=tick,
+            )
+            if jobs
+            else []
         )
+    by_row = {**done, **{o.job.row: o for o in fresh}}
+    outcomes = [by_row[j.row] for j in every]
     table, findings = assess(collect(outcomes), rule)
+    _claim(out)
     written = write(Path(out), outcomes, table, findings, f"rotorid fleet — {Path(manifest).name}", rule)
     for o in outcomes:
         if not o.ok:

@@ -809,12 +809,23 @@ def batch(
         str | None, typer.Option(help="Address of an existing Dask scheduler, e.g. tcp://host:8786.")
     ] = None,
     allow_corrupt: AllowCorrupt = False,
+    resume: Annotated[
+        bool, typer.Option(help="Keep the rows an interrupted batch into --out finished; run the rest.")
+    ] = False,
 ) -> None:
     """Identify a fleet on Dask: one run per manifest row, a Parquet table of every parameter
     per vehicle and date, and fleet.html with each vehicle's parameters over time and drifts."""
     from rotorid.batch import run_manifest
 
-    run_manifest(manifest, out, workers=workers, scheduler=scheduler, allow_corrupt=allow_corrupt, console=console())
+    run_manifest(
+        manifest,
+        out,
+        workers=workers,
+        scheduler=scheduler,
+        allow_corrupt=allow_corrupt,
+        console=console(),
+        resume=resume,
+    )
 
 
 @command("app")

@@ -135,7 +135,7 @@ class Vehicle:
     def __post_init__(self) -> None:
         """Check the description against the schema: types, finite ranges, geometry (`SCHEMA`,
         `MASS_RANGE`, `SIZE_MAX`, `ARM_MIN`); a mass its frame size makes doubtful warns."""
-        where = f"vehicle {quote(self.name)} ({quote(self.source, 200)})"
+        where = f"vehicle {quote(self.name)} ({clip(self.source, 200)})"
         if not isinstance(self.name, str) or not 0 < len(self.name) <= NAME_MAX:
             raise VehicleError(f"{where}: name must be a string of 1 to {NAME_MAX} characters")
         lo, hi = MASS_RANGE
@@ -375,7 +375,7 @@ class Vehicle:
     @staticmethod
     def from_dict(d: dict[str, Any], source: str = "dict") -> Vehicle:
         """A vehicle from a TOML-like dict, its keys and types checked against `SCHEMA`."""
-        where = quote(source, 200)
+        where = clip(source, 200)
         try:
             missing = [k for k in ("name", "mass", "rotor") if k not in d]
             if missing:
