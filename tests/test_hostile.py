@@ -26,7 +26,8 @@ from rotorid import batch, excitation, runs
 from rotorid.batch import ManifestError, read_manifest
 from rotorid.errors import RotoridError, VehicleError, shown
 from rotorid.flight import Flight
-from rotorid.io import parse_spec, table
+from rotorid.io import parse_spec, table, ulog
+from rotorid.io import write as io_write
 from rotorid.report import write_folder
 from rotorid.result import Estimate, Result
 from rotorid.signal import derivative
@@ -499,3 +500,16 @@ def test_batch_refuses_a_folder_it_did_not_write(tmp_path: Path) -> None:
     (out / "runs.csv").write_text("my own table")
     fails(["batch", _manifest(tmp_path), "--out", out], "holds files rotorid batch did not write")
     assert (out / "runs.csv").read_text() == "my own table"
+
+
+def test_a_clock_restart_inside_a_log_is_refused(tmp_path: Path) -> None:
+    f = table.read(csv_flight(tmp_path / "f.csv"))[0]
+    one = io_write(f, tmp_path / "one.bin").read_bytes()
+    twice = tmp_path / "reboot.bin"
+    twice.write_bytes(one + one)  # a DataFlash log whose clock restarts (a reboot mid-file)
+    fails(["info", twice], "the time stamps restart at sample 2000 (3.998 s, then 0.000 s)", "split it there")
+    with pytest.raises(RotoridError, match="restart at sample 3"):  # ULog shares the check
+        ulog._clean(np.array([5.0, 6.0, 7.0, 0.5]), np.zeros((4, 1)), [], "sensor_combined -> gyro", "x.ulg")
+    notes: list[str] = []
+    s = ulog._clean(np.array([1.0, 1.002, 1.001, 1.003]), np.arange(4.0)[:, None], notes, "gyro")
+    assert s.t.tolist() == [1.0, 1.001, 1.002, 1.003] and notes  # a logger's reordering is still sorted
