@@ -4,6 +4,7 @@ refusal naming what to change, or the right numbers."""
 
 from __future__ import annotations
 
+import base64
 import errno
 import io
 import json
@@ -513,3 +514,21 @@ def test_a_clock_restart_inside_a_log_is_refused(tmp_path: Path) -> None:
     notes: list[str] = []
     s = ulog._clean(np.array([1.0, 1.002, 1.001, 1.003]), np.arange(4.0)[:, None], notes, "gyro")
     assert s.t.tolist() == [1.0, 1.001, 1.002, 1.003] and notes  # a logger's reordering is still sorted
+
+
+def test_app_session_caps_uploads_and_open_logs(tmp_path: Path) -> None:
+    from rotorid.app import callbacks
+    from rotorid.app.state import AppError, Sessions
+
+    sessions = Sessions(tmp_path)
+    s = sessions.get(sessions.new())
+    payload = "data:application/octet-stream;base64," + base64.b64encode(b"\x01" * 2048).decode()
+    for i in range(callbacks.SESSION_UPLOADS):
+        callbacks.save_upload(s, payload, f"log{i}.ulg", max_bytes=2048)
+    callbacks.save_upload(s, payload, "log0.ulg", max_bytes=2048)  # the same name again replaces it
+    with pytest.raises(AppError, match="already holds 0 MB of uploads; reload the page"):
+        callbacks.save_upload(s, payload, "one-more.ulg", max_bytes=2048)
+    s.logs.update({f"folder:{i}": None for i in range(callbacks.SESSION_LOGS)})  # type: ignore[misc]
+    with pytest.raises(AppError, match="holds 8 logs already"):
+        callbacks.open_entry(s, "folder:new", tmp_path / "new.ulg", "new.ulg")
+    sessions.cleanup()
