@@ -28,6 +28,7 @@ from rotorid.batch import ManifestError, read_manifest
 from rotorid.errors import RotoridError, VehicleError, shown
 from rotorid.flight import Flight
 from rotorid.io import parse_spec, table, ulog
+from rotorid.io import read as io_read
 from rotorid.io import write as io_write
 from rotorid.report import write_folder
 from rotorid.result import Estimate, Result
@@ -532,3 +533,21 @@ def test_app_session_caps_uploads_and_open_logs(tmp_path: Path) -> None:
     with pytest.raises(AppError, match="holds 8 logs already"):
         callbacks.open_entry(s, "folder:new", tmp_path / "new.ulg", "new.ulg")
     sessions.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("line", "corrupt", "needle"),
+    [
+        (b"H motorOutput:158,2047", b"H motorOutput:158,170", "motor output range 158..170 is implausible"),
+        (b"H gyro_scale:0x3f800000", b"H gyro_scale:0x3a03126f", "gyro_scale 0.0005 deg/s per count is implausible"),
+    ],
+)
+def test_corrupt_blackbox_header_values_warn(
+    data_dir: Path, tmp_path: Path, line: bytes, corrupt: bytes, needle: str
+) -> None:
+    data = (data_dir / "betaflight" / "btfl_002.bbl").read_bytes()
+    bad = tmp_path / "bad.bbl"
+    bad.write_bytes(data.replace(line, corrupt, 1))
+    with pytest.warns(UserWarning, match=re.escape(needle)):
+        flights = io_read(bad)
+    assert flights

@@ -137,7 +137,23 @@ def _gyro_deg_s_scale(headers: dict[str, Any], path: Path) -> float:
         raise LogFormatError(f"{path}: header gyro_scale {quote(headers['gyro_scale'])} is not a positive float")
     if "baseflight" in str(headers.get("Firmware type", "")).lower():
         return scale * 1e6 * 180.0 / np.pi
+    if not GYRO_SCALE[0] <= scale <= GYRO_SCALE[1]:
+        warnings.warn(
+            f"{path}: header gyro_scale {scale:.4g} deg/s per count is implausible "
+            f"(firmwares write {GYRO_SCALE[0]:g}..{GYRO_SCALE[1]:g}, Betaflight 1.0); the header may be corrupt",
+            stacklevel=5,
+        )
     return scale
+
+
+#: deg/s per gyro count a Cleanflight-family header may plausibly declare (Betaflight: 1.0;
+#: raw sensors 1/131..1/8.2).
+GYRO_SCALE = (1e-3, 10.0)
+#: Motor output ranges a firmware writes lie within 0..MOTOR_MAX and span at least MOTOR_SPAN
+#: (DShot 48..2047, PWM 1000..2000, INAV 1000..2000).
+MOTOR_MAX, MOTOR_SPAN = 65535.0, 100.0
+#: Motor pole counts of real motors (even, 2..MAX_POLES).
+MAX_POLES = 64
 
 
 #: Largest frame interval a header may declare (Betaflight writes I interval 32…256 and
@@ -273,11 +289,26 @@ def _flight(
     motor_f = _indexed(names, "motor")
     if motor_f:
         lo, hi = _motor_range(headers, path)
-        series["cmd"] = Series(t, np.clip((col(motor_f) - lo) / (hi - lo), 0.0, 1.0))
+        raw = col(motor_f)
+        outside = float(np.mean((raw < lo - 1) | (raw > hi + 1))) if raw.size else 0.0
+        if not (lo >= 0 and hi <= MOTOR_MAX and hi - lo >= MOTOR_SPAN) or outside > 0.1:
+            warnings.warn(
+                f"{path}: header motor output range {lo:g}..{hi:g} is implausible "
+                f"({100 * outside:.0f} % of motor samples outside it; firmwares write e.g. 48..2047 or 1000..2000): "
+                "the motor commands are clipped to it and may be scaled wrong",
+                stacklevel=4,
+            )
+        series["cmd"] = Series(t, np.clip((raw - lo) / (hi - lo), 0.0, 1.0))
         units["cmd"] = f"normalized (motorOutput {lo:g}..{hi:g})"
     erpm_f = _indexed(names, "eRPM")
     if erpm_f:
         poles = motor_poles or int(_number(headers, "motor_poles", path) or 0)
+        if poles > 0 and (poles % 2 or poles > MAX_POLES):
+            warnings.warn(
+                f"{path}: motor_poles {poles} is implausible (an even count up to {MAX_POLES}, typically 14); "
+                "rotor speeds from eRPM may be wrong",
+                stacklevel=4,
+            )
         if poles > 0:
             rpm = col(erpm_f) * 100.0 / (poles / 2.0)
             series["rotor_speed"] = Series(t, rpm * 2.0 * np.pi / 60.0)
