@@ -80,9 +80,9 @@ def load_json(path: Path | str, what: str, limit: int = TEXT_MAX, depth: int = 3
         doc = json.loads(read_text(p, what, limit))
     except (ValueError, RecursionError) as e:
         why = "nested too deeply" if isinstance(e, RecursionError) else clip(e, 120)
-        raise RotoridError(f"{p}: not a valid {what} ({why})") from None
+        raise RotoridError(f"{p}: not a {what} ({why})") from None
     if nesting(doc, depth) > depth:
-        raise RotoridError(f"{p}: not a valid {what} (nested deeper than {depth})")
+        raise RotoridError(f"{p}: not a {what} (nested deeper than {depth})")
     return doc
 
 

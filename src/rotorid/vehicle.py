@@ -144,6 +144,44 @@ class Vehicle:
             raise VehicleError(
                 f"{where}: mass must be a positive number of kg, got {got} (multirotors: {lo:g}..{hi:g} kg)"
             )
+        self._check_rotors(where)
+        self._check_numbers(where)
+        if self.motor_input not in MOTOR_INPUTS:
+            raise VehicleError(
+                f"{where}: motor_input must be one of {', '.join(MOTOR_INPUTS)}, got {self.motor_input!r}"
+            )
+        object.__setattr__(self, "imu_offset", np.asarray(self.imu_offset, dtype=float).reshape(3))
+        object.__setattr__(self, "thrust_exponents", tuple(int(e) for e in self.thrust_exponents))
+        if self.thrust_coeffs is not None:
+            k = np.asarray(self.thrust_coeffs, dtype=float)
+            if (
+                k.shape[-1] != len(self.thrust_exponents)
+                or k.ndim > 2
+                or (k.ndim == 2 and k.shape[0] != len(self.rotors))
+            ):
+                raise VehicleError(
+                    f"{where}: thrust_coeffs shape {k.shape} does not match {len(self.thrust_exponents)} "
+                    f"exponents (and {len(self.rotors)} motors if given per motor)"
+                )
+            if not np.all(np.atleast_2d(k)[:, int(np.argmax(self.thrust_exponents))] > 0):
+                raise VehicleError(
+                    f"{where}: thrust_coeffs {quote(np.round(k, 9).tolist())}: the highest power's coefficient "
+                    "must be positive (thrust grows with the command); check their sign"
+                )
+            object.__setattr__(self, "thrust_coeffs", k)
+        if self.inertia is not None:
+            j = np.asarray(self.inertia, dtype=float)
+            if j.shape == (3,):
+                j = np.diag(j)
+            if j.shape != (3, 3) or not np.allclose(j, j.T) or np.any(np.linalg.eigvalsh(j) <= 0):
+                raise VehicleError(f"{where}: inertia must be a symmetric positive-definite 3x3 tensor")
+            object.__setattr__(self, "inertia", j)
+        if self.com is not None:
+            object.__setattr__(self, "com", np.asarray(self.com, dtype=float).reshape(3))
+
+    def _check_rotors(self, where: str) -> None:
+        """Rotors: at least 3, finite positions within `SIZE_MAX`, unit axes, torque_dir ±1, a
+        frame wider than `ARM_MIN`; a mass implausible for the frame size warns."""
         if len(self.rotors) < 3:
             raise VehicleError(f"{where}: needs at least 3 rotors, got {len(self.rotors)}")
         for i, r in enumerate(self.rotors):
@@ -162,19 +200,6 @@ class Vehicle:
             raise VehicleError(
                 f"{where}: the rotors sit within {ARM_MIN * 1e3:g} mm of the body z axis; give positions in m"
             )
-        for name in ("cmd_min", "cmd_max", "k_tau", "pwm_min", "pwm_max", "tm_rise", "tm_fall"):
-            v = getattr(self, name)
-            if v is not None:
-                _check_kind(where, name, v, "num")
-                _finite(where, name, v)
-        if not self.cmd_max > self.cmd_min:
-            raise VehicleError(f"{where}: cmd_max ({self.cmd_max:g}) must exceed cmd_min ({self.cmd_min:g})")
-        for name in ("imu_offset", "com"):
-            if getattr(self, name) is not None:
-                _finite(where, name, getattr(self, name), SIZE_MAX)
-        for name in ("thrust_coeffs", "inertia"):
-            if getattr(self, name) is not None:
-                _finite(where, name, getattr(self, name))
         density = self.mass / arm**2
         if not DENSITY_RANGE[0] <= density <= DENSITY_RANGE[1]:
             warnings.warn(
@@ -182,35 +207,19 @@ class Vehicle:
                 f"(mass/arm² {density:.3g} kg/m², multirotors span {DENSITY_RANGE[0]:g}-{DENSITY_RANGE[1]:g}); "
                 "check mass (kg) and rotor positions (m)",
                 VehicleWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
-        if self.motor_input not in MOTOR_INPUTS:
-            raise VehicleError(
-                f"{where}: motor_input must be one of {', '.join(MOTOR_INPUTS)}, got {self.motor_input!r}"
-            )
-        object.__setattr__(self, "imu_offset", np.asarray(self.imu_offset, dtype=float).reshape(3))
-        object.__setattr__(self, "thrust_exponents", tuple(int(e) for e in self.thrust_exponents))
-        if self.thrust_coeffs is not None:
-            k = np.asarray(self.thrust_coeffs, dtype=float)
-            if (
-                k.shape[-1] != len(self.thrust_exponents)
-                or k.ndim > 2
-                or (k.ndim == 2 and k.shape[0] != len(self.rotors))
-            ):
-                raise VehicleError(
-                    f"{where}: thrust_coeffs shape {k.shape} does not match {len(self.thrust_exponents)} "
-                    f"exponents (and {len(self.rotors)} motors if given per motor)"
-                )
-            object.__setattr__(self, "thrust_coeffs", k)
-        if self.inertia is not None:
-            j = np.asarray(self.inertia, dtype=float)
-            if j.shape == (3,):
-                j = np.diag(j)
-            if j.shape != (3, 3) or not np.allclose(j, j.T) or np.any(np.linalg.eigvalsh(j) <= 0):
-                raise VehicleError(f"{where}: inertia must be a symmetric positive-definite 3x3 tensor")
-            object.__setattr__(self, "inertia", j)
-        if self.com is not None:
-            object.__setattr__(self, "com", np.asarray(self.com, dtype=float).reshape(3))
+
+    def _check_numbers(self, where: str) -> None:
+        """Scalars are finite numbers (time constants positive, k_tau not negative, cmd_max
+        above cmd_min); vectors and tensors finite, offsets within `SIZE_MAX`."""
+        for name in ("cmd_min", "cmd_max", "k_tau", "pwm_min", "pwm_max", "tm_rise", "tm_fall"):
+            v = getattr(self, name)
+            if v is not None:
+                _check_kind(where, name, v, "num")
+                _finite(where, name, v)
+        if not self.cmd_max > self.cmd_min:
+            raise VehicleError(f"{where}: cmd_max ({self.cmd_max:g}) must exceed cmd_min ({self.cmd_min:g})")
         for name in ("tm_rise", "tm_fall"):
             v = getattr(self, name)
             if v is not None and not v > 0:
@@ -219,13 +228,12 @@ class Vehicle:
             raise VehicleError(
                 f"{where}: k_tau ({self.k_tau:g} m) must not be negative: the spin is in each rotor's torque_dir"
             )
-        if self.thrust_coeffs is not None:
-            full = self.thrust(np.full((1, len(self.rotors)), float(self.cmd_max)))[0]
-            if not np.all(full > 0):
-                raise VehicleError(
-                    f"{where}: the thrust curve gives {float(np.min(full)):.4g} N at full command ({self.cmd_max:g}) "
-                    "on some rotor; thrust must be positive (check the sign of thrust_coeffs)"
-                )
+        for name in ("imu_offset", "com"):
+            if getattr(self, name) is not None:
+                _finite(where, name, getattr(self, name), SIZE_MAX)
+        for name in ("thrust_coeffs", "inertia"):
+            if getattr(self, name) is not None:
+                _finite(where, name, getattr(self, name))
 
     # -- geometry and rotor model -------------------------------------------------------
     @property
