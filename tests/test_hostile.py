@@ -31,6 +31,7 @@ from rotorid.flight import Flight
 from rotorid.io import parse_spec, table, ulog
 from rotorid.io import read as io_read
 from rotorid.io import write as io_write
+from rotorid.methods import online
 from rotorid.report import write_folder
 from rotorid.result import Estimate, Result
 from rotorid.signal import derivative
@@ -420,12 +421,18 @@ def test_app_start_up_error_and_sigterm_remove_the_temporary_folder(
 # -- 3./4. silent nonsense and hangs ---------------------------------------------------------------
 
 
-def test_negative_k_tau_or_thrust_is_refused() -> None:
+def test_online_refuses_negative_k_tau_or_thrust(tmp_path: Path) -> None:
     x500 = Vehicle.preset("x500-gazebo")
-    with pytest.raises(VehicleError, match=r"k_tau \(-0.016 m\) must not be negative"):
-        x500.replace(k_tau=-0.016)
-    with pytest.raises(VehicleError, match=r"the highest power's coefficient must be positive"):
-        x500.replace(thrust_coeffs=-x500.thrust_coeffs)
+    for bad, needle in (
+        (x500.replace(k_tau=-0.016), "k_tau >= 0"),
+        (x500.replace(thrust_coeffs=-x500.thrust_coeffs), "positive thrust"),
+    ):
+        with pytest.raises(VehicleError, match=needle):
+            online._rotor_model(bad)
+    bad_file = tmp_path / "neg.toml"
+    bad_file.write_text(x500.replace(k_tau=-0.016).to_toml())
+    log = csv_flight(tmp_path / "f.csv")
+    fails(["identify", log, "--method", "online", "--vehicle", bad_file, "--out", tmp_path / "o"], "k_tau >= 0")
 
 
 def test_an_all_true_command_column_is_not_read_as_one(tmp_path: Path) -> None:

@@ -163,11 +163,6 @@ class Vehicle:
                     f"{where}: thrust_coeffs shape {k.shape} does not match {len(self.thrust_exponents)} "
                     f"exponents (and {len(self.rotors)} motors if given per motor)"
                 )
-            if not np.all(np.atleast_2d(k)[:, int(np.argmax(self.thrust_exponents))] > 0):
-                raise VehicleError(
-                    f"{where}: thrust_coeffs {quote(np.round(k, 9).tolist())}: the highest power's coefficient "
-                    "must be positive (thrust grows with the command); check their sign"
-                )
             object.__setattr__(self, "thrust_coeffs", k)
         if self.inertia is not None:
             j = np.asarray(self.inertia, dtype=float)
@@ -211,8 +206,8 @@ class Vehicle:
             )
 
     def _check_numbers(self, where: str) -> None:
-        """Scalars are finite numbers (time constants positive, k_tau not negative, cmd_max
-        above cmd_min); vectors and tensors finite, offsets within `SIZE_MAX`."""
+        """Scalars are finite numbers (time constants positive, cmd_max above cmd_min);
+        vectors and tensors finite, offsets within `SIZE_MAX`."""
         for name in ("cmd_min", "cmd_max", "k_tau", "pwm_min", "pwm_max", "tm_rise", "tm_fall"):
             v = getattr(self, name)
             if v is not None:
@@ -224,10 +219,6 @@ class Vehicle:
             v = getattr(self, name)
             if v is not None and not v > 0:
                 raise VehicleError(f"{where}: {name} must be positive seconds, got {v!r}")
-        if self.k_tau is not None and self.k_tau < 0:
-            raise VehicleError(
-                f"{where}: k_tau ({self.k_tau:g} m) must not be negative: the spin is in each rotor's torque_dir"
-            )
         for name in ("imu_offset", "com"):
             if getattr(self, name) is not None:
                 _finite(where, name, getattr(self, name), SIZE_MAX)
