@@ -214,13 +214,13 @@ def test_command_serves_everything_itself_on_localhost(tmp_path: Path) -> None:
     )
     try:
         line = proc.stdout.readline()
-        url = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        url = re.search(r"(http://127\.0\.0\.1:\d+/)\?token=[\w-]+", line)
         assert url, line
         with urllib.request.urlopen(url.group(0), timeout=30) as r:
             page = r.read().decode()
         scripts = re.findall(r'<script src="([^"]+)"', page)
         assert len(scripts) > 3 and all(s.startswith("/_dash-component-suites/") for s in scripts), scripts
-        with urllib.request.urlopen(url.group(0) + scripts[0].lstrip("/"), timeout=30) as r:
+        with urllib.request.urlopen(url.group(1) + scripts[0].lstrip("/"), timeout=30) as r:
             assert r.status == 200 and len(r.read()) > 1000
         made = [p.name for p in tmp_path.iterdir()]
         assert len(made) == 1 and made[0].startswith("rotorid-app-"), made  # its temporary folder

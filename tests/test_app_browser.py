@@ -53,6 +53,11 @@ def _text(driver, id_: str) -> str:
     return driver.find_element("id", id_).text
 
 
+def _signed(url: str, server) -> str:
+    """`url` with the app's launch token (urllib sends no cookie)."""
+    return f"{url}?token={server.token}"
+
+
 def _page(driver, server) -> None:
     driver.get(server.url)
     _wait(driver, lambda: driver.find_elements("id", "log-path") and _text(driver, "cli").startswith("rotorid"))
@@ -137,7 +142,7 @@ def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path
     links = {a.text: a.get_attribute("href") for a in d.find_elements("css selector", "#downloads a")}
     assert {"params.json", "report.html", "vehicle.toml"} <= set(links)
     assert "not exported: rotorpy, rltools, gazebo" in _text(d, "downloads")  # a thrust-only run has no inertia
-    with urllib.request.urlopen(links["params.json"]) as r:
+    with urllib.request.urlopen(_signed(links["params.json"], server)) as r:
         assert json.loads(r.read())["params"]["tm"]["value"] == expected
     d.switch_to.frame(d.find_element("id", "report-frame"))
     _wait(d, lambda: d.execute_script("return document.title") == "rotorid — delay identification")
@@ -166,11 +171,11 @@ def test_path_outside_folder_is_refused(server, browser) -> None:
         status = _open(d, name)
         assert status.startswith("error:") and "outside the folder this app serves" in status, status
     own = d.find_element("id", "veh-download").get_attribute("href")  # /files/<session>/vehicle.toml
-    with urllib.request.urlopen(own) as r:
+    with urllib.request.urlopen(_signed(own, server)) as r:
         assert len(tomllib.loads(r.read().decode())["rotor"]) == 4
-    for url in (own.replace("vehicle.toml", "..%2F..%2F..%2Flog16"), server.url + "files/nosuchsession/vehicle.toml"):
+    for url in (own.replace("vehicle.toml", "..%2F..%2F..%2Flog16"), server.base + "files/nosuchsession/vehicle.toml"):
         with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(url)
+            urllib.request.urlopen(_signed(url, server))
         assert e.value.code == 404
 
 
@@ -211,7 +216,7 @@ def test_two_tabs_do_not_mix(server, browser) -> None:
             _wait(d, lambda: "done" in _text(d, "run-status") or "error" in _text(d, "run-status"), timeout=90)
             assert "done" in _text(d, "run-status"), _text(d, "run-status")
             link = d.find_element("css selector", "#downloads a[href*='params.json']").get_attribute("href")
-            with urllib.request.urlopen(link) as r:
+            with urllib.request.urlopen(_signed(link, server)) as r:
                 thrust = json.loads(r.read())["inputs"][0]
             assert Path(thrust["path"]).name == log and thrust["windows"] == window, thrust
         d.switch_to.window(second)

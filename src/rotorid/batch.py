@@ -51,6 +51,7 @@ import io
 import math
 import os
 import re
+import tempfile
 import threading
 import time
 import tomllib
@@ -63,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rotorid.errors import RotoridError
+from rotorid.errors import RotoridError, clip, quote, shown
 from rotorid.registry import methods
 
 if TYPE_CHECKING:
@@ -138,8 +139,10 @@ def read_manifest(path: str | Path) -> list[Job]:
     `[defaults]` table and one `[[run]]` table per run with the same keys (arrays and tables).
     """
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ManifestError(f"{p}: no such manifest file")
+    if not p.is_file():
+        raise ManifestError(f"{p}: is not a regular file; give the manifest .csv or .toml")
     suffix = p.suffix.lower()
     if suffix == ".csv":
         rows = _csv_rows(p)
@@ -203,11 +206,57 @@ def _value(text: str) -> Any:
     return nums[0] if len(nums) == 1 else tuple(nums)
 
 
+#: What each manifest key holds (`_check_kinds`): text, text or a list of texts, or a table
+#: (configs: of texts or lists of texts; masses, weights: of numbers; options: of values).
+_KINDS = {
+    **dict.fromkeys(("vehicle", "method", "airframe"), "text"),
+    "date": "date",
+    **dict.fromkeys(("logs", "roll_pitch", "yaw"), "texts"),
+    "configs": "table of texts",
+    **dict.fromkeys(("masses", "weights"), "table of numbers"),
+    "options": "table",
+}
+#: Longest vehicle name in a manifest (characters), as `rotorid.vehicle.NAME_MAX`.
+VEHICLE_NAME_MAX = 100
+
+
+def _is_texts(v: object) -> bool:
+    return isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+
+def _kind_ok(kind: str, v: object) -> bool:
+    if kind == "text":
+        return isinstance(v, str)
+    if kind == "date":
+        return isinstance(v, str | dt.date | dt.datetime)
+    if kind == "texts":
+        return _is_texts(v)
+    if not isinstance(v, dict):
+        return False
+    if kind == "table of texts":
+        return all(_is_texts(x) for x in v.values())
+    if kind == "table of numbers":
+        return all(isinstance(x, int | float) and not isinstance(x, bool) for x in v.values())
+    return True
+
+
+def _check_kinds(row: dict[str, Any], p: Path, what: str) -> None:
+    """A TOML manifest table's values against `_KINDS`: a one-line `ManifestError` naming the key."""
+    for k, v in row.items():
+        kind = _KINDS.get(k)
+        if kind is not None and not _kind_ok(kind, v):
+            raise ManifestError(f"{p}: {what}: '{k}' must be {kind}, got {quote(repr(v))}")
+
+
 def _toml_rows(p: Path) -> list[dict[str, Any]]:
+    from rotorid.util import read_text
+
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ManifestError(f"{p}: not valid TOML ({e})") from None
+        doc = tomllib.loads(read_text(p, "manifest"))
+    except tomllib.TOMLDecodeError as e:
+        raise ManifestError(f"{p}: not valid TOML ({quote(e, 200)})") from None
+    except RecursionError:
+        raise ManifestError(f"{p}: not a manifest (nested too deeply)") from None
     extra = sorted(set(doc) - {"defaults", "run"})
     if extra:
         raise ManifestError(f"{p}: unknown table(s) {', '.join(extra)}; a manifest has [defaults] and [[run]]")
@@ -216,9 +265,11 @@ def _toml_rows(p: Path) -> list[dict[str, Any]]:
     if not isinstance(defaults, dict) or not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         raise ManifestError(f"{p}: write [defaults] as a table and each run as a [[run]] table")
     _check_columns(list(defaults), p, "key in [defaults]", required=False)
+    _check_kinds(defaults, p, "[defaults]")
     rows = []
     for i, r in enumerate(runs, start=1):
         _check_columns([*defaults, *r], p, f"key in run {i}")
+        _check_kinds(r, p, f"run {i}")
         rows.append({**defaults, **r, "options": {**defaults.get("options", {}), **r.get("options", {})}})
     return rows
 
@@ -237,6 +288,8 @@ def _job(i: int, row: dict[str, Any], p: Path) -> Job:
     missing = [k for k in REQUIRED if not row.get(k)]
     if missing:
         raise ManifestError(f"{where}: {', '.join(missing)} empty")
+    if len(str(row["vehicle"])) > VEHICLE_NAME_MAX:
+        raise ManifestError(f"{where}: vehicle name longer than {VEHICLE_NAME_MAX} characters")
     method = str(row["method"]).strip()
     known = methods()
     if method not in known:
@@ -540,6 +593,8 @@ class _client:
         self.scheduler, self.workers, self.processes = scheduler, workers, processes
         self.cluster: Any = None
         self.client: Any = None
+        self._keys: Any = None
+        self._config: Any = None
 
     def __enter__(self) -> Any:
         import logging
@@ -557,14 +612,38 @@ class _client:
                     "(e.g. tcp://host:8786) or leave out --scheduler to run on this machine"
                 ) from None
             return self.client
-        self.cluster = LocalCluster(
-            n_workers=self.workers,
-            threads_per_worker=1,
-            processes=self.processes,
-            dashboard_address=None,
-            silence_logs=logging.ERROR,
-        )
-        self.client = Client(self.cluster)
+        import dask
+
+        try:
+            self._keys = tempfile.TemporaryDirectory(prefix="rotorid-dask-")  # 0700: this user's only
+            security = _tls(Path(self._keys.name)) if self.processes else None
+            # no dashboard and no HTTP routes: the scheduler's and workers' HTTP servers (which
+            # distributed always starts) answer nothing, on a free port of 127.0.0.1
+            self._config = dask.config.set(
+                {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+            )
+            network = (  # worker processes talk TLS on 127.0.0.1; threads in this process, in memory
+                {
+                    "host": "127.0.0.1",
+                    "scheduler_kwargs": {"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                    "protocol": "tls://" if security else None,
+                    "security": security,
+                }
+                if self.processes
+                else {"scheduler_kwargs": {"dashboard": False}}
+            )
+            self.cluster = LocalCluster(
+                n_workers=self.workers,
+                threads_per_worker=1,
+                processes=self.processes,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+                **network,
+            )
+            self.client = Client(self.cluster, security=security)
+        except BaseException:
+            self.__exit__()
+            raise
         return self.client
 
     def __exit__(self, *exc: object) -> None:
@@ -572,6 +651,42 @@ class _client:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+        if self._config is not None:
+            self._config.__exit__(None, None, None)
+        if self._keys is not None:
+            self._keys.cleanup()  # the batch's TLS keys
+
+
+def _tls(folder: Path) -> Any:
+    """Mutual TLS for a local cluster: a CA made for this batch (key and certificate in the
+    private `folder`) signs the one certificate the scheduler, workers and client present, so
+    only processes that can read `folder` (this user's) can connect or submit work. Made with
+    the `openssl` command; without it the cluster runs on plain TCP on 127.0.0.1, with a warning."""
+    import shutil
+    import subprocess
+
+    from distributed.security import Security
+
+    if shutil.which("openssl") is None:
+        warnings.warn("no openssl command: the local Dask cluster runs without TLS (on 127.0.0.1)", stacklevel=2)
+        return None
+    ca, key, crt = folder / "ca.pem", folder / "key.pem", folder / "cert.pem"
+    ca_key, req = folder / "ca-key.pem", folder / "req.pem"
+    steps = [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=rotorid-batch-ca", "-keyout", str(ca_key), "-out", str(ca)],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=rotorid-batch", "-keyout", str(key), "-out", str(req)],
+        ["x509", "-req", "-in", str(req), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial", "-days", "2", "-out", str(crt)],
+    ]  # fmt: skip
+    for args in steps:
+        done = subprocess.run(["openssl", *args], capture_output=True, check=False, timeout=60)
+        if done.returncode != 0:
+            raise RotoridError(f"cannot make the batch's TLS certificate (openssl: {clip(done.stderr, 120)})")
+    files = {
+        f"tls_{who}_{kind}": str(path)
+        for who in ("client", "scheduler", "worker")
+        for kind, path in (("cert", crt), ("key", key))
+    }
+    return Security(tls_ca_file=str(ca), require_encryption=True, **files)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -768,6 +883,7 @@ def runs_table(outcomes: Sequence[Outcome]) -> pd.DataFrame:
 
 def _run_file(job: Job) -> str:
     safe = re.sub(r"[^\w.-]+", "_", job.vehicle) or "vehicle"
+    safe = f"_{safe}" if safe.startswith(".") else safe  # a vehicle named '..' stays inside runs/
     return f"runs/{safe}/{job.label.replace(':', '')}-{job.method}-row{job.row}.params.json"
 
 
@@ -803,6 +919,104 @@ def write(
     }
 
 
+#: The hidden file that marks a folder as a `rotorid batch` output.
+MARK = ".rotorid-batch"
+#: The journal: one JSON line per finished row, written as it finishes (`--resume` reads it).
+JOURNAL = "rows.jsonl"
+#: What a batch folder may hold: the marker, the journal, the outputs, the runs.
+OWN = (MARK, JOURNAL, "params.parquet", "runs.csv", "fleet.html", "runs")
+
+
+def prepare_out(out: Path, resume: bool) -> dict[str, Outcome]:
+    """Claim the folder `out` for this batch and return the rows already done (`resume`).
+
+    A folder holding anything `rotorid batch` did not write is refused (never overwrite a
+    user's own runs.csv or fleet.html); a previous batch's runs/ and journal are removed unless
+    resuming (then its finished rows, whose job is unchanged, are kept)."""
+    import shutil
+
+    from rotorid.report import check_output
+
+    check_output(out)  # a bad --out fails now, not after the batch
+    if out.is_dir() and any(out.iterdir()):
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in OWN)
+        if foreign or not (out / MARK).is_file():
+            listed = ", ".join(quote(n) for n in foreign[:3]) or "no .rotorid-batch mark"
+            raise RotoridError(
+                f"{out}: holds files rotorid batch did not write ({listed}); choose a new or empty --out"
+            )
+    if not resume:
+        shutil.rmtree(out / "runs", ignore_errors=True)
+        (out / JOURNAL).unlink(missing_ok=True)
+    return _journal(out / JOURNAL) if resume else {}
+
+
+def _claim(out: Path) -> None:
+    """Create `out` (when the first row finishes, not before) with the batch's mark."""
+    if not (out / MARK).is_file():
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MARK).write_text("rotorid batch output\n")
+
+
+def _journal(path: Path) -> dict[str, Outcome]:
+    """The finished rows a journal records, by `_job_key`; a line cut by an interrupt is skipped."""
+    import json
+
+    from rotorid.result import Result
+
+    done: dict[str, Outcome] = {}
+    if not path.is_file():
+        return done
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            d = json.loads(line)
+            j = d["job"]
+            job = Job(**{**j, "date": dt.datetime.fromisoformat(j["date"])})
+            res = Result.from_dict(d["result"]) if d["result"] is not None else None
+            o = Outcome(job, res, d["error"], list(d["warnings"]), float(d["seconds"] or "nan"))
+        except (ValueError, KeyError, TypeError, RotoridError):
+            continue
+        done[json.dumps(j, sort_keys=True)] = o
+    return done
+
+
+def _job_dict(job: Job) -> dict[str, Any]:
+    """A job as the journal stores it (JSON types)."""
+    import json
+
+    d = {f.name: getattr(job, f.name) for f in dataclasses.fields(job)}
+    return json.loads(json.dumps({**d, "date": job.date.isoformat()}, default=_plain))
+
+
+def _job_key(job: Job) -> str:
+    import json
+
+    return json.dumps(_job_dict(job), sort_keys=True)
+
+
+def _record(out: Path, o: Outcome) -> None:
+    """Append a finished row to the journal and save its params.json, at once."""
+    import json
+
+    _claim(out)
+    if o.result is not None:
+        o.result.save(out / _run_file(o.job))
+    line = {
+        "job": _job_dict(o.job),
+        "result": o.result.to_dict() if o.result is not None else None,
+        "error": o.error,
+        "warnings": o.warnings,
+        "seconds": o.seconds if math.isfinite(o.seconds) else None,
+    }
+    with open(out / JOURNAL, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line, default=_plain) + "\n")
+
+
+def _plain(x: Any) -> Any:
+    """JSON for the journal's odd values (tuples are lists already; numpy numbers, paths)."""
+    return x.item() if hasattr(x, "item") else str(x)
+
+
 def run_manifest(
     manifest: Path,
     out: Path,
@@ -813,17 +1027,23 @@ def run_manifest(
     allow_corrupt: bool = False,
     rule: DriftRule | None = None,
     console: Console | None = None,
+    resume: bool = False,
 ) -> tuple[list[Outcome], list[Finding]]:
-    """`rotorid batch`: read the manifest, run it on Dask with a progress bar on `console`,
-    assess drift, write the outputs into `out` and print the failed rows and findings."""
+    """`rotorid batch`: read the manifest, run it on Dask with a progress bar on `console`
+    (each row's result journalled and saved as it finishes; `resume` skips rows a previous,
+    interrupted run of the same manifest finished; failed rows run again), assess drift, write the outputs into `out`
+    and print the failed rows and findings."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from rotorid.report import check_output
-
     console = console or Console()
-    jobs = read_manifest(manifest)
-    check_output(out)  # a bad --out fails now, not after the batch
+    every = read_manifest(manifest)
+    out = Path(out)
+    journal = prepare_out(out, resume)
+    done = {j.row: journal[k] for j in every if (k := _job_key(j)) in journal and journal[k].ok}  # failed: again
+    jobs = [j for j in every if j.row not in done]
+    if done:
+        console.print(f"resuming: {len(done)} of {len(every)} rows already done in {shown(out)}", highlight=False)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as bar:
@@ -832,27 +1052,41 @@ def run_manifest(
 
         def tick(o: Outcome) -> None:
             nonlocal failed
+            _record(out, o)
             failed += not o.ok
             text = f"identifying {len(jobs)} runs" + (f" ({failed} failed)" if failed else "")
             bar.update(task, advance=1, description=text)
 
-        outcomes = run(
-            jobs, workers=workers, scheduler=scheduler, processes=processes, allow_corrupt=allow_corrupt, progress=tick
+        fresh = (
+            run(
+                jobs,
+                workers=workers,
+                scheduler=scheduler,
+                processes=processes,
+                allow_corrupt=allow_corrupt,
+                progress=tick,
+            )
+            if jobs
+            else []
         )
+    by_row = {**done, **{o.job.row: o for o in fresh}}
+    outcomes = [by_row[j.row] for j in every]
     table, findings = assess(collect(outcomes), rule)
+    _claim(out)
     written = write(Path(out), outcomes, table, findings, f"rotorid fleet — {Path(manifest).name}", rule)
     for o in outcomes:
         if not o.ok:
             console.print(
-                f"[red]row {o.job.row}[/] ({o.job.vehicle}, {o.job.label}) failed: {o.error}", highlight=False
+                f"[red]row {o.job.row}[/] ({shown(o.job.vehicle)}, {shown(o.job.label)}) failed: {shown(o.error)}",
+                highlight=False,
             )
     for d in findings:
         colour = "bold red" if d.kind == "drift" else "yellow"
-        console.print(f"[{colour}]{d.kind}[/] {d.vehicle}: {d.message}", highlight=False)
+        console.print(f"[{colour}]{d.kind}[/] {shown(d.vehicle)}: {shown(d.message)}", highlight=False)
     ok = sum(o.ok for o in outcomes)
     console.print(
         f"{ok} of {len(outcomes)} runs identified, {sum(d.kind == 'drift' for d in findings)} drift(s); "
-        f"wrote [bold]{written['report']}[/], {written['params'].name}, {written['runs'].name} in {out}"
+        f"wrote [bold]{shown(written['report'])}[/], {written['params'].name}, {written['runs'].name} in {shown(out)}"
     )
     return outcomes, findings
 

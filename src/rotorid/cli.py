@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from rotorid.errors import RotoridError
+from rotorid.errors import RotoridError, shown, shown_lines
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -115,7 +115,7 @@ def _guarded(fn: F, note: str | None = None) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if note:
-            err().print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+            err().print(f"[yellow]note:[/] {shown(note)}", highlight=False, soft_wrap=True)
         if kwargs.get("no_cache"):  # for this process and the workers it starts (`NoCache`)
             os.environ["ROTORID_NO_CACHE"] = "1"
         with warnings.catch_warnings(record=True) as caught:
@@ -123,11 +123,11 @@ def _guarded(fn: F, note: str | None = None) -> F:
             try:
                 return fn(*args, **kwargs)
             except RotoridError as e:
-                err().print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+                err().print(f"[bold red]error:[/] {shown(e)}", highlight=False, soft_wrap=True)
                 raise typer.Exit(2) from None
             finally:  # once each: a log read for several roles warns for each reading
                 for text in dict.fromkeys(str(w.message) for w in caught):
-                    err().print(f"[yellow]warning:[/] {text}", highlight=False, soft_wrap=True)
+                    err().print(f"[yellow]warning:[/] {shown(text)}", highlight=False, soft_wrap=True)
 
     return wrapper  # type: ignore[return-value]
 
@@ -414,8 +414,8 @@ def identify(
     with console().status(f"identifying ({method})…"):
         result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt, reading=reading)
     written = write_run(result, out, spec.load("figures")(result))
-    console().print(result.summary(), soft_wrap=True)  # a table row is one line, however narrow the terminal
-    console().print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {out}")
+    console().print(shown_lines(result.summary()), soft_wrap=True)  # a table row is one line, however narrow
+    console().print(f"wrote [bold]{shown(written['report'])}[/] and {len(written) - 1} more files in {shown(out)}")
 
 
 @command(renamed_from="export-params")
@@ -464,7 +464,7 @@ def export(
     written = run(
         Path(params), fmt, out, vehicle=vehicle, max_rotor_speed=max_rotor_speed, config=config, allow_poor=allow_poor
     )
-    console().print(f"wrote [bold]{written}[/] ({fmt})")
+    console().print(f"wrote [bold]{shown(written)}[/] ({shown(fmt)})")
 
 
 @command()
@@ -543,7 +543,9 @@ def simulate(
     sc.vehicle.save(out / "vehicle.toml")
     sc.true_vehicle.save(out / "true_vehicle.toml")
     sc.truth.save(out / "truth.json")
-    console().print(f"wrote {', '.join(p.name for p in written)}, vehicle.toml, true_vehicle.toml, truth.json in {out}")
+    console().print(
+        f"wrote {shown(', '.join(p.name for p in written))}, vehicle.toml, true_vehicle.toml, truth.json in {shown(out)}"
+    )
 
 
 @command()
@@ -599,11 +601,11 @@ def validate(
         warnings.warn(text, stacklevel=1)
     with console().status("validating…"):
         val = run(result, flights, base, config=config, source=source, horizon=horizon if replay else None)
-    table = Table(title=f"cross-validation of {params} ({result.method})")
+    table = Table(title=f"cross-validation of {shown(params)} ({shown(result.method)})")
     for col in ("channel", "RMSE", "R²", "wrench", "model error %"):
         table.add_column(col, justify="right")
     for r in rows(val):
-        table.add_row(r["channel"], r["rmse"], r["r2"], r["wrench"], r["norm"])
+        table.add_row(*(shown(r[k]) for k in ("channel", "rmse", "r2", "wrench", "norm")))
     console().print(table)
     if val.replay is not None:
         rt = Table(title=f"replay over {val.replay.horizon:g} s horizons, re-initialised from the log")
@@ -613,12 +615,12 @@ def validate(
             rt.add_row(r["channel"], r["rmse"], r["r2"], r["hold"])
         console().print(rt)
     for n in val.notes:
-        console().print(f"note: {n}")
+        console().print(f"note: {shown(n)}")
     style = "bold green" if val.verdict.passed else "bold red"
-    console().print(f"[{style}]verdict:[/] {val.verdict.line}", highlight=False, soft_wrap=True)
+    console().print(f"[{style}]verdict:[/] {shown(val.verdict.line)}", highlight=False, soft_wrap=True)
     val.notes[:0] = overlap  # the report says it too
     written = write_validation(val, result, out, str(params), held_out)
-    console().print(f"wrote [bold]{written['report.html']}[/], validation.json and figures in {out}")
+    console().print(f"wrote [bold]{shown(written['report.html'])}[/], validation.json and figures in {shown(out)}")
     if exit_code and not val.verdict.passed:
         raise typer.Exit(1)
 
@@ -664,10 +666,10 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any],
 
     first, last = flights[0], flights[-1]
     n = sum(len(f.t) for f in flights)
-    tab = Table(title=spec, show_header=False, title_justify="left")
+    tab = Table(title=shown(spec), show_header=False, title_justify="left")
     tab.add_column(style="bold")
     tab.add_column()
-    tab.add_row("format", str(first.meta.get("format", "?")))
+    tab.add_row("format", shown(first.meta.get("format", "?")))
     span = (
         f"{first.t[0]:.3f} – {last.t[-1]:.3f} s ({last.t[-1] - first.t[0]:.2f} s, {n} samples at {first.rate:.1f} Hz)"
     )
@@ -675,16 +677,18 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any],
     rates, topics = first.meta.get("rates", {}), first.meta.get("topics", {})
     for ch in dict.fromkeys(c for f in flights for c in f.channels):
         v = getattr(next(f for f in flights if getattr(f, ch) is not None), ch)
-        where = f"  ({topics[ch]})" if ch in topics else ""
+        where = f"  ({shown(topics[ch])})" if ch in topics else ""
         slow = [r for r in judged.too_slow if r.channel == ch]
         rate = min(float(f.meta.get("rates", {}).get(ch, f.rate)) for f in flights if getattr(f, ch) is not None)
         verdict = (
             "  [red]too slow for " + ", ".join(f"{r.method} (≥ {r.min_hz:g} Hz)" for r in slow) + "[/]" if slow else ""
         )
-        tab.add_row(f"  {ch}", f"{v.shape[1] if v.ndim == 2 else 1} col, {rates.get(ch, rate):.1f} Hz{where}{verdict}")
+        tab.add_row(
+            f"  {shown(ch)}", f"{v.shape[1] if v.ndim == 2 else 1} col, {rates.get(ch, rate):.1f} Hz{where}{verdict}"
+        )
     fixes = list(dict.fromkeys(r.fix for r in judged.too_slow))
     for fix in fixes:
-        tab.add_row("[red]fix[/]", fix)
+        tab.add_row("[red]fix[/]", shown(fix))
     holes = [g for f in flights for g in excitation.gaps(f)]
     listed = ", ".join(f"{a:.2f} (+{1e3 * (b - a):.0f} ms)" for a, b in holes[:4])
     tab.add_row("gaps", f"{len(holes)}: {listed}" if holes else "none")
@@ -693,12 +697,12 @@ def _info_log(spec: str, flights: list[Any], judged: Any, found: dict[str, Any],
     src = "/".join(dict.fromkeys(e.flying_from for e in ex))
     tab.add_row("flying", f"{_span_text(fly)}  ({sum(e.flying_time for e in ex):.1f} s, from {src})")
     tab.add_row("on ground", _span_text([s for e in ex for s in e.ground]))
-    tab.add_row("activity", judged.activity)
+    tab.add_row("activity", shown(judged.activity))
     from rotorid.methods.freq.sweep import describe
 
     for f in flights:
         if len(f.t) > 256:
-            tab.add_row("sweeps", f"{f.t[0]:.2f}–{f.t[-1]:.2f} s: {describe(f, vehicle)}")
+            tab.add_row("sweeps", f"{f.t[0]:.2f}–{f.t[-1]:.2f} s: {shown(describe(f, vehicle))}")
     console().print(tab)
     seg = Table(
         title="excitation per segment" if len(flights) > 1 else "excitation",
@@ -791,7 +795,7 @@ def info(
         slow = {r.method for r in judged.too_slow}
         usable[spec] = {m for m, chs in needs.items() if m not in slow and chs <= channels}
     specs = runs.role_specs(found)
-    scale = f"for {veh.name}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
+    scale = f"for {shown(veh.name)}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
     console().print(
         f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())
     )
@@ -805,9 +809,9 @@ def info(
         return
     console().print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
     for c in commands:
-        console().print(c, highlight=False, soft_wrap=True)
+        console().print(shown(c), highlight=False, soft_wrap=True)
     for line in _unserved(found, specs, formats):
-        console().print(line, highlight=False, soft_wrap=True)
+        console().print(shown(line), highlight=False, soft_wrap=True)
 
 
 #: The "fly this" guide for each log format (docs/ in the repository).
@@ -876,12 +880,20 @@ def vehicle_init(
         raise RotoridError(f"--motor1-spin '{motor1_spin}' must be ccw or cw")
     rng = floats(cmd_range, 2, "--cmd-range")
     v = build_vehicle(layout, arm, mass, motor_input, rng, order, spins[motor1_spin], name)  # type: ignore[arg-type]
+    if out.is_dir() or (out.exists() and not out.is_file()):
+        raise RotoridError(
+            f"--out {out} is a folder or special file; give the TOML file to write, e.g. {out}/vehicle.toml"
+        )
     if out.exists() and not force:
         raise RotoridError(f"{out} exists; give --force to overwrite it or choose another --out")
     atomic_write_text(out, v.to_commented_toml())
-    console().print(f"wrote [bold]{out}[/]: {v.name}, {v.n_rotors} rotors, {order} motor order, {v.mass:g} kg")
+    console().print(
+        f"wrote [bold]{shown(out)}[/]: {shown(v.name)}, {v.n_rotors} rotors, {shown(order)} motor order, {v.mass:g} kg"
+    )
     console().print("\n".join(ln.removeprefix("#") for ln in diagram(v)), highlight=False)
-    console().print(f"check the motor numbers and spins, then: rotorid identify --vehicle {out} ...", highlight=False)
+    console().print(
+        f"check the motor numbers and spins, then: rotorid identify --vehicle {shown(out)} ...", highlight=False
+    )
 
 
 @command()
@@ -917,7 +929,7 @@ def convert(
         )
     write(flights[0], to)
     f = flights[0]
-    console().print(f"wrote [bold]{to}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")
+    console().print(f"wrote [bold]{shown(to)}[/] ({len(f.t)} rows, {f.duration:.2f} s, {', '.join(f.channels)})")
 
 
 @command()
@@ -928,7 +940,7 @@ def report(
     from rotorid.report import redraw
 
     written = redraw(run)
-    console().print(f"wrote [bold]{written['report']}[/] and {len(written) - 1} more files in {run}")
+    console().print(f"wrote [bold]{shown(written['report'])}[/] and {len(written) - 1} more files in {shown(run)}")
 
 
 @command()
@@ -945,12 +957,23 @@ def batch(
     ] = None,
     allow_corrupt: AllowCorrupt = False,
     no_cache: NoCache = False,
+    resume: Annotated[
+        bool, typer.Option(help="Keep the rows an interrupted batch into --out finished; run the rest.")
+    ] = False,
 ) -> None:
     """Identify a fleet on Dask: one run per manifest row, a Parquet table of every parameter
     per vehicle and date, and fleet.html with each vehicle's parameters over time and drifts."""
     from rotorid.batch import run_manifest
 
-    run_manifest(manifest, out, workers=workers, scheduler=scheduler, allow_corrupt=allow_corrupt, console=console())
+    run_manifest(
+        manifest,
+        out,
+        workers=workers,
+        scheduler=scheduler,
+        allow_corrupt=allow_corrupt,
+        console=console(),
+        resume=resume,
+    )
 
 
 @command("app")

@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rotorid.errors import RotoridError
+from rotorid.errors import RotoridError, shown
 from rotorid.result import Result, Truth, rel_error_pct
 
 #: Flight length (s) per simulated flight, shorter than the papers' so the demo takes seconds.
@@ -167,8 +167,8 @@ def run_job(method: str, seed: int, out: Path, durations: dict[str, float] | Non
     figures = spec_of(method).load("figures")(result, **figure_options)
     post("writing report", 0.97)
     written = write_run(result, out / method, figures, truth, title=f"rotorid demo — {method} on {job.scenario}")
-    shown = [n for n in written if n not in ("params", "report")][:2]
-    images = {n: base64.b64encode(written[n].read_bytes()).decode() for n in shown}
+    pics = [n for n in written if n not in ("params", "report")][:2]
+    images = {n: base64.b64encode(written[n].read_bytes()).decode() for n in pics}
     post("done", 1.0)
     return {
         "result": result.to_dict(),
@@ -252,7 +252,7 @@ def run(
             )
         )
     index = write_index(out, entries, {m: f"failed — {why}" for m, why in failed.items()})
-    console.print(f"wrote [bold]{index}[/] ({len(entries)} method(s)) in {time.perf_counter() - t0:.1f} s")
+    console.print(f"wrote [bold]{shown(index)}[/] ({len(entries)} method(s)) in {time.perf_counter() - t0:.1f} s")
     if failed:
         raise RotoridError("demo: " + "; ".join(f"{m} failed ({why})" for m, why in failed.items()))
     return done

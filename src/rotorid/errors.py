@@ -12,6 +12,8 @@ from __future__ import annotations
 
 #: Longest file-derived text `quote` keeps (characters, before escaping).
 QUOTE_MAX = 60
+#: Longest text `shown` echoes on one console line (an error line, a title, a "wrote" line).
+ECHO_MAX = 2000
 
 
 def one_line(text: str) -> str:
@@ -34,6 +36,20 @@ def quote(text: object, limit: int = QUOTE_MAX) -> str:
     """`clip(text)` in single quotes: use it for every name or string read from a file, and
     for a library's message about one."""
     return f"'{clip(text, limit)}'"
+
+
+def shown(text: object, limit: int = ECHO_MAX) -> str:
+    """Text for a Rich console line: `clip`ped to one printable line of at most `limit`
+    characters, with Rich markup escaped (a name holding `[/x]` or `[red]` prints as written).
+    Every file- or user-derived string the CLI, batch or demo print goes through it."""
+    from rich.markup import escape
+
+    return escape(clip(text, limit))
+
+
+def shown_lines(text: str, limit: int = ECHO_MAX) -> str:
+    """`shown` for each line of a multi-line block (a summary table), the line breaks kept."""
+    return "\n".join(shown(line, limit) for line in text.splitlines())
 
 
 class RotoridError(Exception):

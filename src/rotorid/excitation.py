@@ -341,6 +341,8 @@ def propose_windows(
     flight from `margin` s before take-off (its estimator switches on at take-off)."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
+    if len(flight.t) < 3:  # a piece of 1-2 samples (a log cut by power loss) holds no window
+        return []
     fly, _ = flying_mask(flight)
     t = flight.t
     if role == "online":

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rotorid.errors import RotoridError
+from rotorid.errors import RotoridError, quote
 from rotorid.names import parse
 
 #: Canonical parameter names -> (unit for a normalized motor input, description): the one
@@ -386,18 +386,44 @@ class Result:
 
     @staticmethod
     def load(path: str | Path) -> Result:
+        """A params.json (bounded, checked against `check_result_dict`; one-line errors)."""
+        from rotorid.util import load_json
+
         p = Path(path)
-        try:
-            d = json.loads(p.read_text())
-        except FileNotFoundError:
-            raise RotoridError(f"{p}: no such result file") from None
-        except IsADirectoryError:
-            raise RotoridError(f"{p}: is a folder; give the params.json inside it") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise RotoridError(f"{p}: not a rotorid params.json ({e})") from None
-        if not isinstance(d, dict) or "params" not in d or "method" not in d:
-            raise RotoridError(f"{p}: not a rotorid params.json (no 'method'/'params')")
-        return Result.from_dict(d)
+        if not p.exists():
+            raise RotoridError(f"{p}: no such result file")
+        if p.is_dir():
+            raise RotoridError(f"{p}: is a folder; give the params.json inside it")
+        d = load_json(p, "rotorid params.json")
+        check_result_dict(d, str(p))
+        return Result.from_dict(d)  # type: ignore[arg-type]
+
+
+def check_result_dict(d: object, where: str) -> None:
+    """A params.json document's schema: `method` text; `params` a table of entries with a
+    numeric (or null) `value` and `std` and text `unit`/`assumption`; `settings`,
+    `observability` and `vehicle` tables, `inputs` and `notes` lists (of texts)."""
+
+    def bad(what: str) -> RotoridError:
+        return RotoridError(f"{quote(where, 200)}: not a rotorid params.json ({what})")
+
+    if not isinstance(d, dict) or "params" not in d or "method" not in d:
+        raise bad("no 'method'/'params'")
+    if not isinstance(d["method"], str) or not isinstance(d["params"], dict):
+        raise bad("'method' must be text and 'params' a table")
+    for name, e in d["params"].items():
+        num = isinstance(e, dict) and all(
+            v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+            for v in (e.get("value", "?"), e.get("std"))
+        )
+        if not num or not all(isinstance(e.get(k, ""), str) for k in ("unit", "assumption")):
+            raise bad(f"parameter {quote(name)} needs a numeric 'value' and 'std' and text 'unit'")
+    kinds = {"settings": dict, "observability": dict, "inputs": list, "notes": list, "vehicle": dict | None}
+    for key, kind in kinds.items():
+        if key in d and not isinstance(d[key], kind):
+            raise bad(f"'{key}' has the wrong type")
+    if not all(isinstance(n, str) for n in d.get("notes", [])):
+        raise bad("'notes' must be texts")
 
 
 @dataclass

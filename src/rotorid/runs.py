@@ -11,6 +11,7 @@ are below. Options a method does not take are refused, naming the method that ta
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,10 @@ def split_kv(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
+#: Largest accelerometer bias (m/s²) `--acc-bias-z` may give: half of gravity is a broken sensor.
+ACC_BIAS_MAX = 5.0
+
+
 def floats(text: str | tuple[float, ...] | None, n: int, what: str) -> tuple[float, ...] | None:
     """`"A,B"` -> (A, B): exactly `n` comma-separated numbers (a tuple passes through)."""
     if text is None or isinstance(text, tuple):
@@ -48,18 +53,23 @@ def floats(text: str | tuple[float, ...] | None, n: int, what: str) -> tuple[flo
         raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers") from None
     if len(vals) != n:
         raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers")
+    if not all(math.isfinite(v) for v in vals):
+        raise RotoridError(f"{what} '{text}' must be finite numbers (no nan or inf)")
     return vals
 
 
-def value_sigma(text: str | float | tuple[float, ...], what: str) -> float | tuple[float, ...]:
+def value_sigma(text: str | float | tuple[float, ...], what: str, limit: float = math.inf) -> float | tuple[float, ...]:
     """`"V"` -> V, `"V,SIGMA"` -> (V, SIGMA) (numbers and tuples pass through): a value with an
-    optional σ, the method's default σ applying when none is given."""
+    optional σ, the method's default σ applying when none is given; |V| and SIGMA at most
+    `limit`, SIGMA not negative."""
     if not isinstance(text, str):
         return text
     n = text.count(",") + 1
     if n > 2:
         raise RotoridError(f"{what} '{text}' must be VALUE or VALUE,SIGMA")
     vals = floats(text, n, what)
+    if abs(vals[0]) > limit or (n == 2 and not 0 <= vals[1] <= limit):
+        raise RotoridError(f"{what} '{text}': the value must lie within ±{limit:g} and SIGMA in 0..{limit:g}")
     return vals[0] if n == 1 else vals
 
 
@@ -410,7 +420,7 @@ def run_delay(req: Request) -> Result:
             "tm_prior": lambda v: floats(v, 2, "--tm-prior"),
             "tm_bounds": lambda v: floats(v, 2, "--tm-bounds"),
             "izz_ratio": lambda v: value_sigma(v, "--izz-ratio"),
-            "acc_bias_z": lambda v: value_sigma(v, "--acc-bias-z"),
+            "acc_bias_z": lambda v: value_sigma(v, "--acc-bias-z", ACC_BIAS_MAX),
             "exponents": lambda v: tuple(v.split(",")) if isinstance(v, str) else tuple(v),
         },
     )

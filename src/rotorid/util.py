@@ -1,14 +1,89 @@
-"""Small helpers shared by writers: atomic file output and file hashes."""
+"""Small helpers shared by readers and writers: untrusted input files (regular, bounded),
+atomic file output and file hashes."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
+import stat
 import tempfile
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from rotorid.errors import RotoridError
+from rotorid.errors import RotoridError, clip
+
+#: Largest text input (vehicle TOML, params.json, batch manifest) read whole, bytes.
+TEXT_MAX = 16 << 20
+
+
+def regular_file(path: Path | str, what: str = "file") -> int:
+    """The size of `path` if it is a regular, non-empty file, found by `stat` without opening
+    it (a FIFO would block, `/dev/zero` never ends, `/proc/self/mem` fails on read); else a
+    one-line `RotoridError` naming the path and what it is instead."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise RotoridError(f"{p}: no such file") from None
+    except OSError as e:
+        raise RotoridError(f"{p}: cannot read this {what} ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise RotoridError(f"{p}: is a folder, not a {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise RotoridError(f"{p}: is not a regular file (a pipe, device or socket); give a {what} saved on disk")
+    if st.st_size == 0:
+        raise RotoridError(f"{p}: the file is empty (or a special file of unknown size); give a {what} saved on disk")
+    return st.st_size
+
+
+def read_text(path: Path | str, what: str, limit: int = TEXT_MAX) -> str:
+    """A small UTF-8 text input (`regular_file`, at most `limit` bytes), as one-line errors."""
+    p = Path(path)
+    size = regular_file(p, what)
+    if size > limit:
+        raise RotoridError(f"{p}: {size} bytes is too large for a {what} (at most {limit}); check the file")
+    try:
+        with open(p, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise RotoridError(f"{p}: cannot read this {what} ({e.strerror})") from None
+    if len(data) > limit:
+        raise RotoridError(f"{p}: grew beyond {limit} bytes while read; check the file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RotoridError(f"{p}: not UTF-8 text (byte {e.start}); save the {what} as UTF-8") from None
+
+
+def nesting(obj: object, limit: int) -> int:
+    """How deeply lists and dicts nest in `obj` (a scalar: 0), counted without recursion and
+    only up to `limit + 1` (a crafted JSON document may nest thousands deep)."""
+    depth, level = 0, [obj]
+    while depth <= limit:
+        boxes = [x for x in level if isinstance(x, list | dict)]
+        if not boxes:
+            break
+        depth += 1
+        level = [c for x in boxes for c in (x.values() if isinstance(x, dict) else x)]
+    return depth
+
+
+def load_json(path: Path | str, what: str, limit: int = TEXT_MAX, depth: int = 32) -> object:
+    """A JSON input (`read_text`): malformed, or nested deeper than `depth`, is a one-line error."""
+    import json
+
+    p = Path(path)
+    try:
+        doc = json.loads(read_text(p, what, limit))
+    except (ValueError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else clip(e, 120)
+        raise RotoridError(f"{p}: not a {what} ({why})") from None
+    if nesting(doc, depth) > depth:
+        raise RotoridError(f"{p}: not a {what} (nested deeper than {depth})")
+    return doc
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -27,9 +102,55 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         write(Path(tmp))
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, path)
+    except OSError as e:  # a full disk (ENOSPC), a file size limit (EFBIG, ulimit -f), ...
+        Path(tmp).unlink(missing_ok=True)
+        raise RotoridError(f"{path}: could not write ({e.strerror or e}); nothing was changed there") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+#: How long (s) a writer waits for another process writing the same output before giving up.
+LOCK_WAIT = 60.0
+
+
+@contextlib.contextmanager
+def locked(out: Path, wait: float = LOCK_WAIT) -> Iterator[None]:
+    """Hold the lock of output `out` (an `flock` on the hidden file `.NAME.lock` beside it,
+    removed again on release) while writing it: two processes writing one output take turns,
+    so neither removes what the other is writing. A lock dies with its process, however it
+    ends; a lock file left by a killed one is taken over and removed."""
+    lock = out.parent / f".{out.name}.lock"
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            raise RotoridError(f"{out}: cannot write here ({e.strerror}); choose another output folder") from None
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise RotoridError(
+                            f"{out}: another rotorid process is writing it (still after {wait:g} s); "
+                            "wait for it or choose another output"
+                        ) from None
+                    time.sleep(0.05)
+            with contextlib.suppress(FileNotFoundError):
+                if os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                    break  # still the lock file (not one its last holder removed on release)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)  # before releasing: a waiter then sees its file was removed, and retries
+        os.close(fd)
 
 
 def _umask() -> int:

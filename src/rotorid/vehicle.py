@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,74 @@ from typing import Any
 import numpy as np
 import tomli_w
 
-from rotorid.errors import VehicleError
+from rotorid.errors import RotoridError, VehicleError, clip, quote
 from rotorid.frames import GRAVITY
 
 MOTOR_INPUTS = ("normalized", "rad_s", "pwm_us")
+#: Largest vehicle TOML read (bytes): a 64-rotor file with comments is ~10 kB.
+TOML_MAX = 1 << 20
+#: Longest vehicle name (characters): it is printed in every report and line.
+NAME_MAX = 100
+#: Masses a multirotor can have (kg): a 1 g micro to a 10 t heavy lifter.
+MASS_RANGE = (1e-3, 1e4)
+#: Farthest a rotor, the CoM or the IMU may sit from the body origin (m).
+SIZE_MAX = 50.0
+#: Nearest the farthest rotor axis may be to the body z axis (m): no frame is smaller.
+ARM_MIN = 1e-3
+#: Plausible mass per squared arm length, kg/m² (Crazyflie 17, Iris 24, X500 33, a 25 kg
+#: crop sprayer with 1 m arms 25): outside, a vehicle is warned about, not refused.
+DENSITY_RANGE = (0.5, 300.0)
+#: Key -> kind of a vehicle TOML's top-level value: "str", "num" (a real number, never a
+#: boolean or string), "int" (list of integers) or "nums" (a number or nested list of them).
+SCHEMA = {
+    "name": "str",
+    "mass": "num",
+    "motor_input": "str",
+    "imu_offset": "nums",
+    "thrust_exponents": "int",
+    "thrust_coeffs": "nums",
+    "k_tau": "num",
+    "tm_rise": "num",
+    "tm_fall": "num",
+    "cmd_min": "num",
+    "cmd_max": "num",
+    "pwm_min": "num",
+    "pwm_max": "num",
+    "inertia": "nums",
+    "com": "nums",
+}
+ROTOR_SCHEMA = {"position": "nums", "axis": "nums", "torque_dir": "num"}
+
+
+class VehicleWarning(UserWarning):
+    """A vehicle that is valid but physically doubtful (e.g. a mass its frame cannot carry)."""
+
+
+def _is_num(v: object) -> bool:
+    return isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_)
+
+
+def _check_kind(where: str, key: str, v: object, kind: str) -> None:
+    """One-line `VehicleError` unless `v` has `kind` (`SCHEMA`); lists nest at most 2 deep."""
+    if kind == "str":
+        ok = isinstance(v, str)
+    elif kind == "num":
+        ok = _is_num(v)
+    elif kind == "int":
+        ok = isinstance(v, list | tuple) and all(isinstance(e, int) and not isinstance(e, bool) for e in v)
+    else:
+        rows = v if isinstance(v, list | tuple) else [v]
+        ok = all(_is_num(e) or (isinstance(e, list | tuple) and all(_is_num(x) for x in e)) for e in rows)
+    if not ok:
+        want = {"str": "a string", "num": "a number", "int": "a list of integers", "nums": "numbers"}[kind]
+        raise VehicleError(f"{where}: {key} must be {want}, got {quote(repr(v))}")
+
+
+def _finite(where: str, key: str, v: object, limit: float = np.inf) -> None:
+    a = np.asarray(v, dtype=float)
+    if not np.all(np.isfinite(a)) or np.any(np.abs(a) > limit):
+        bound = "finite" if limit == np.inf else f"finite and within ±{limit:g}"
+        raise VehicleError(f"{where}: {key} must be {bound}, got {quote(np.round(a, 6).tolist())}")
 
 
 @dataclass(frozen=True)
@@ -68,19 +133,19 @@ class Vehicle:
     source: str = "preset"
 
     def __post_init__(self) -> None:
-        where = f"vehicle '{self.name}' ({self.source})"
-        if not (isinstance(self.mass, int | float) and math.isfinite(self.mass) and self.mass > 0):
-            raise VehicleError(f"{where}: mass must be a positive number of kg, got {self.mass!r}")
-        if len(self.rotors) < 3:
-            raise VehicleError(f"{where}: needs at least 3 rotors, got {len(self.rotors)}")
-        for i, r in enumerate(self.rotors):
-            n = float(np.linalg.norm(r.axis))
-            if abs(n - 1.0) > 1e-6:
-                raise VehicleError(
-                    f"{where}: rotor {i} thrust axis {r.axis.tolist()} is not a unit vector (norm {n:.6f})"
-                )
-            if r.torque_dir not in (-1, 1):
-                raise VehicleError(f"{where}: rotor {i} torque_dir must be +1 or -1, got {r.torque_dir!r}")
+        """Check the description against the schema: types, finite ranges, geometry (`SCHEMA`,
+        `MASS_RANGE`, `SIZE_MAX`, `ARM_MIN`); a mass its frame size makes doubtful warns."""
+        where = f"vehicle {quote(self.name)} ({clip(self.source, 200)})"
+        if not isinstance(self.name, str) or not 0 < len(self.name) <= NAME_MAX:
+            raise VehicleError(f"{where}: name must be a string of 1 to {NAME_MAX} characters")
+        lo, hi = MASS_RANGE
+        if not (_is_num(self.mass) and lo <= self.mass <= hi):
+            got = repr(self.mass) if _is_num(self.mass) else quote(repr(self.mass))
+            raise VehicleError(
+                f"{where}: mass must be a positive number of kg, got {got} (multirotors: {lo:g}..{hi:g} kg)"
+            )
+        self._check_rotors(where)
+        self._check_numbers(where)
         if self.motor_input not in MOTOR_INPUTS:
             raise VehicleError(
                 f"{where}: motor_input must be one of {', '.join(MOTOR_INPUTS)}, got {self.motor_input!r}"
@@ -108,10 +173,58 @@ class Vehicle:
             object.__setattr__(self, "inertia", j)
         if self.com is not None:
             object.__setattr__(self, "com", np.asarray(self.com, dtype=float).reshape(3))
+
+    def _check_rotors(self, where: str) -> None:
+        """Rotors: at least 3, finite positions within `SIZE_MAX`, unit axes, torque_dir ±1, a
+        frame wider than `ARM_MIN`; a mass implausible for the frame size warns."""
+        if len(self.rotors) < 3:
+            raise VehicleError(f"{where}: needs at least 3 rotors, got {len(self.rotors)}")
+        for i, r in enumerate(self.rotors):
+            _finite(where, f"rotor {i} position", r.position, SIZE_MAX)
+            _finite(where, f"rotor {i} axis", r.axis)
+            n = float(np.linalg.norm(r.axis))
+            if abs(n - 1.0) > 1e-6:
+                raise VehicleError(
+                    f"{where}: rotor {i} thrust axis {r.axis.tolist()} is not a unit vector (norm {n:.6f})"
+                )
+            if not _is_num(r.torque_dir) or r.torque_dir not in (-1, 1):
+                raise VehicleError(f"{where}: rotor {i} torque_dir must be +1 or -1, got {quote(repr(r.torque_dir))}")
+            object.__setattr__(r, "torque_dir", int(r.torque_dir))
+        arm = float(np.max(np.hypot(self.positions[:, 0], self.positions[:, 1])))
+        if arm < ARM_MIN:
+            raise VehicleError(
+                f"{where}: the rotors sit within {ARM_MIN * 1e3:g} mm of the body z axis; give positions in m"
+            )
+        density = self.mass / arm**2
+        if not DENSITY_RANGE[0] <= density <= DENSITY_RANGE[1]:
+            warnings.warn(
+                f"{where}: {self.mass:g} kg on rotors {arm * 1e3:.0f} mm from the centre is implausible "
+                f"(mass/arm² {density:.3g} kg/m², multirotors span {DENSITY_RANGE[0]:g}-{DENSITY_RANGE[1]:g}); "
+                "check mass (kg) and rotor positions (m)",
+                VehicleWarning,
+                stacklevel=4,
+            )
+
+    def _check_numbers(self, where: str) -> None:
+        """Scalars are finite numbers (time constants positive, cmd_max above cmd_min);
+        vectors and tensors finite, offsets within `SIZE_MAX`."""
+        for name in ("cmd_min", "cmd_max", "k_tau", "pwm_min", "pwm_max", "tm_rise", "tm_fall"):
+            v = getattr(self, name)
+            if v is not None:
+                _check_kind(where, name, v, "num")
+                _finite(where, name, v)
+        if not self.cmd_max > self.cmd_min:
+            raise VehicleError(f"{where}: cmd_max ({self.cmd_max:g}) must exceed cmd_min ({self.cmd_min:g})")
         for name in ("tm_rise", "tm_fall"):
             v = getattr(self, name)
             if v is not None and not v > 0:
                 raise VehicleError(f"{where}: {name} must be positive seconds, got {v!r}")
+        for name in ("imu_offset", "com"):
+            if getattr(self, name) is not None:
+                _finite(where, name, getattr(self, name), SIZE_MAX)
+        for name in ("thrust_coeffs", "inertia"):
+            if getattr(self, name) is not None:
+                _finite(where, name, getattr(self, name))
 
     # -- geometry and rotor model -------------------------------------------------------
     @property
@@ -260,26 +373,33 @@ class Vehicle:
 
     @staticmethod
     def from_dict(d: dict[str, Any], source: str = "dict") -> Vehicle:
-        where = f"{source}"
+        """A vehicle from a TOML-like dict, its keys and types checked against `SCHEMA`."""
+        where = clip(source, 200)
         try:
             missing = [k for k in ("name", "mass", "rotor") if k not in d]
             if missing:
                 raise KeyError(missing[0])
+            if not isinstance(d["rotor"], list) or not all(isinstance(r, dict) for r in d["rotor"]):
+                raise VehicleError(f"{where}: rotor must be [[rotor]] tables (position, torque_dir, axis)")
             for i, r in enumerate(d["rotor"]):
-                extra = set(r) - {"position", "axis", "torque_dir"}
+                extra = set(r) - set(ROTOR_SCHEMA)
                 if extra:
                     raise VehicleError(
-                        f"{where}: rotor {i}: unknown key(s) {', '.join(sorted(extra))}; allowed: axis, position, torque_dir"
+                        f"{where}: rotor {i}: unknown key(s) {clip(', '.join(sorted(extra)))}; allowed: axis, position, torque_dir"
                     )
+                for k, v in r.items():
+                    _check_kind(where, f"rotor {i} {k}", v, ROTOR_SCHEMA[k])
+            for k in set(d) & set(SCHEMA):
+                _check_kind(where, k, d[k], SCHEMA[k])
             rotors = tuple(
-                Rotor(position=r["position"], axis=r.get("axis", [0, 0, 1]), torque_dir=int(r["torque_dir"]))
+                Rotor(position=r["position"], axis=r.get("axis", [0, 0, 1]), torque_dir=r["torque_dir"])
                 for r in d["rotor"]
             )
             known = {f.name for f in dataclasses.fields(Vehicle)} - {"rotors", "source"}
             unknown = set(d) - known - {"rotor"}
             if unknown:
                 raise VehicleError(
-                    f"{where}: unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(known | {'rotor'}))}"
+                    f"{where}: unknown key(s) {clip(', '.join(sorted(unknown)))}; allowed: {', '.join(sorted(known | {'rotor'}))}"
                 )
             kw = {k: v for k, v in d.items() if k in known}
             if "thrust_exponents" in kw:
@@ -287,20 +407,27 @@ class Vehicle:
             return Vehicle(rotors=rotors, source=source, **kw)
         except KeyError as e:
             raise VehicleError(
-                f"{where}: missing key {e.args[0]!r} (a vehicle needs name, mass and [[rotor]] tables with position and torque_dir)"
+                f"{where}: missing key {quote(e.args[0])} (a vehicle needs name, mass and [[rotor]] tables with position and torque_dir)"
             ) from None
         except (TypeError, ValueError) as e:
-            raise VehicleError(f"{where}: {e}") from None
+            raise VehicleError(f"{where}: {quote(e, 200)}") from None
 
     @staticmethod
     def from_toml(path: str | Path) -> Vehicle:
+        """A vehicle TOML file (a regular UTF-8 file of at most `TOML_MAX` bytes)."""
+        from rotorid.util import read_text
+
         p = Path(path)
+        if not p.exists():
+            raise VehicleError(f"{p}: vehicle file not found")
         try:
-            d = tomllib.loads(p.read_text())
-        except FileNotFoundError:
-            raise VehicleError(f"{p}: vehicle file not found") from None
+            d = tomllib.loads(read_text(p, "vehicle TOML", TOML_MAX))
+        except RotoridError as e:
+            raise VehicleError(str(e)) from None
         except tomllib.TOMLDecodeError as e:
-            raise VehicleError(f"{p}: not valid TOML: {e}") from None
+            raise VehicleError(f"{p}: not valid TOML: {quote(e, 200)}") from None
+        except RecursionError:
+            raise VehicleError(f"{p}: not a vehicle TOML (nested too deeply)") from None
         return Vehicle.from_dict(d, source=str(p))
 
 
@@ -453,8 +580,8 @@ def build_vehicle(
         raise VehicleError(f"{where}: unknown layout; choose one of {', '.join(LAYOUTS)} (or write a custom TOML)")
     if order not in MOTOR_ORDERS:
         raise VehicleError(f"{where}: unknown motor order {order!r}; choose one of {', '.join(MOTOR_ORDERS)}")
-    if not (math.isfinite(arm) and arm > 0):
-        raise VehicleError(f"{where}: arm length must be positive metres, got {arm!r}")
+    if not (ARM_MIN <= arm <= SIZE_MAX):
+        raise VehicleError(f"{where}: arm length must be positive metres ({ARM_MIN:g}..{SIZE_MAX:g}), got {arm!r}")
     if motor1_dir not in (None, -1, 1):
         raise VehicleError(f"{where}: motor 1 direction must be -1 (counter-clockwise) or +1 (clockwise)")
     if order == "sequential":

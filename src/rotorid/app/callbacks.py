@@ -26,16 +26,10 @@ def parse_windows(text: str | None) -> list[tuple[float, float]]:
     text = (text or "").replace(" ", "")
     if not text:
         return []
-    spec = parse_spec(f"log@{text}")
+    spec = parse_spec(f"log@{text}", join=True)
     if not spec.windows:
         raise AppError(f"'{text}' is not of the form t0:t1, t2:t3 (seconds)")
-    out: list[tuple[float, float]] = []
-    for a, b in sorted(spec.windows):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(b, out[-1][1]))
-        else:
-            out.append((a, b))
-    return out
+    return list(spec.windows)
 
 
 def format_windows(windows: list[tuple[float, float]]) -> str:
@@ -53,8 +47,15 @@ def _merged(windows: list[tuple[float, float]]) -> Any:
         return no_update
 
 
+#: Most logs one page (session) keeps open, and most upload bytes per session in multiples of
+#: the upload limit: a session keeps every log it opened (its flights in memory, its file).
+SESSION_LOGS = 8
+SESSION_UPLOADS = 4
+
+
 def save_upload(s: Session, contents: str, filename: str | None, max_bytes: int) -> Path:
-    """Decode a dcc.Upload payload into the session's upload folder, refusing oversize files."""
+    """Decode a dcc.Upload payload into the session's upload folder, refusing oversize files
+    and uploads beyond the session's share (`SESSION_UPLOADS` x the limit)."""
     _, _, data = (contents or "").partition(",")
     if len(data) * 3 // 4 > max_bytes + 3:
         raise AppError(f"{filename}: larger than the upload limit ({max_bytes / 2**20:g} MB); put it in the folder")
@@ -63,6 +64,11 @@ def save_upload(s: Session, contents: str, filename: str | None, max_bytes: int)
     except binascii.Error:
         raise AppError(f"{filename}: the upload arrived damaged; try again") from None
     path = s.folder_for("uploads") / safe_name(filename or "upload")
+    held = sum(p.stat().st_size for p in path.parent.iterdir() if p.is_file() and p != path)  # same name: replaced
+    if held + len(raw) > SESSION_UPLOADS * max_bytes:
+        raise AppError(
+            f"{filename}: this page already holds {held / 2**20:.0f} MB of uploads; reload the page to start afresh"
+        )
     atomic_write_bytes(path, raw)
     return path
 
@@ -74,6 +80,8 @@ def open_entry(s: Session, key: str, path: Path, label: str) -> LogEntry:
     from rotorid.io import LogSpec, load
     from rotorid.vehicle import Vehicle
 
+    if key not in s.logs and len(s.logs) >= SESSION_LOGS:
+        raise AppError(f"this page holds {len(s.logs)} logs already; reload the page to start afresh")
     vehicle = Vehicle.load(s.vehicle)
     st = path.stat()
     entry = s.logs.get(key)

@@ -3,19 +3,59 @@ serves its JavaScript from the installed package, so nothing is fetched from the
 
 from __future__ import annotations
 
+import secrets
+import signal
 import threading
 import webbrowser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rotorid.app.state import AppError, Sessions
 
 HOST = "127.0.0.1"
+#: Host names the app answers to (a foreign one is a DNS-rebinding page).
+LOOPBACK = ("127.0.0.1", "localhost")
+#: Cookie that keeps the launch token after the first page load.
+COOKIE = "rotorid_token"
+#: Largest upload `--max-upload-mb` may allow (MB): a long ULog is a few hundred.
+MAX_UPLOAD_MB = 4096.0
 
 
-def create_app(folder: str | Path, max_upload_mb: float = 200.0) -> tuple[Any, Sessions]:
+def guard(server: Any, token: str) -> None:
+    """Refuse, on the Flask `server`, every request whose Host (or Origin, when sent) is not
+    this machine's loopback name — a web page that DNS-rebinds its own name to 127.0.0.1 sends
+    its name — and every request without the launch's secret `token`: given once in the URL
+    (`?token=`), it is kept in a same-site, HTTP-only cookie. Dash's own scripts (public
+    package files) need no token."""
+    import flask
+
+    @server.before_request
+    def check() -> Any:
+        host = (flask.request.host or "").rpartition(":")[0] or flask.request.host
+        origin = flask.request.headers.get("Origin")
+        if host not in LOOPBACK or (origin is not None and urlsplit(origin).hostname not in LOOPBACK):
+            return flask.Response("rotorid app: unknown Host or Origin", status=403)
+        if flask.request.path.startswith("/_dash-component-suites/") and flask.request.method == "GET":
+            return None
+        given = flask.request.args.get("token") or flask.request.cookies.get(COOKIE) or ""
+        if not secrets.compare_digest(given.encode(), token.encode()):
+            return flask.Response("rotorid app: open the URL (with its token) that `rotorid app` printed", status=403)
+        return None
+
+    @server.after_request
+    def remember(response: Any) -> Any:
+        if flask.request.args.get("token") == token:
+            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+        return response
+
+
+def create_app(folder: str | Path, max_upload_mb: float = 200.0, token: str | None = None) -> tuple[Any, Sessions]:
     """The Dash app serving logs from `folder` (and uploads up to `max_upload_mb`), and its
-    sessions (call `Sessions.cleanup` when done)."""
+    sessions (call `Sessions.cleanup` when done); with `token`, only requests that carry it
+    (and name this machine as Host) are answered (`guard`)."""
+    if not 0 < max_upload_mb <= MAX_UPLOAD_MB:  # also refuses nan
+        raise AppError(f"--max-upload-mb {max_upload_mb!r} must be a number of MB in (0, {MAX_UPLOAD_MB:g}]")
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise AppError(f"{root}: not a folder; give the folder that holds your logs")
@@ -36,6 +76,8 @@ def create_app(folder: str | Path, max_upload_mb: float = 200.0) -> tuple[Any, S
     app.server.config["MAX_CONTENT_LENGTH"] = max_bytes * 4 // 3 + 2**20  # base64 in a JSON request
     app.layout = lambda: layout.layout(root, sessions.new(), max_upload_mb)
     callbacks.register(app, sessions, root, max_bytes)
+    if token is not None:
+        guard(app.server, token)
     return app, sessions
 
 
@@ -48,16 +90,25 @@ class Server:
 
         from werkzeug.serving import make_server
 
+        if not 0 <= port <= 65535:
+            raise AppError(f"--port {port} must lie in 0..65535 (0: a free port)")
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-
-        self.app, self.sessions = create_app(folder, max_upload_mb)
-        _warm_up()
+        self.token = secrets.token_urlsafe(24)  # per launch, as Jupyter's
+        self.app, self.sessions = create_app(folder, max_upload_mb, self.token)
+        started = False
         try:
+            _warm_up()
             self._server = make_server(HOST, port, self.app.server, threaded=True)
+            started = True
         except OSError as e:
-            self.sessions.cleanup()
             raise AppError(f"cannot listen on {HOST}:{port} ({e.strerror}); choose another --port") from None
-        self.url = f"http://{HOST}:{self._server.server_port}/"
+        except SystemExit:  # werkzeug reports a port in use itself, then exits
+            raise AppError(f"cannot listen on {HOST}:{port} (in use); choose another --port") from None
+        finally:
+            if not started:
+                self.sessions.cleanup()  # a start-up error leaves no temporary folder
+        self.base = f"http://{HOST}:{self._server.server_port}/"
+        self.url = f"{self.base}?token={self.token}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name="rotorid-app")
 
     def __enter__(self) -> Server:
@@ -87,12 +138,21 @@ def _warm_up() -> None:
 
 
 def serve(folder: str | Path, port: int = 8050, open_browser: bool = True, max_upload_mb: float = 200.0) -> None:
-    """Serve until Ctrl-C: print the URL, open the browser, clean up on the way out."""
-    with Server(folder, port, max_upload_mb) as srv:
-        print(f"rotorid app: {srv.url}  (logs from {Path(folder).resolve()}; Ctrl-C stops)", flush=True)
-        if open_browser:
-            webbrowser.open(srv.url)
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            print("stopped", flush=True)
+    """Serve until Ctrl-C or SIGTERM: print the URL (with the launch token), open the browser,
+    clean up on the way out."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM cleans up as Ctrl-C does
+    try:
+        with Server(folder, port, max_upload_mb) as srv:
+            print(f"rotorid app: {srv.url}  (logs from {Path(folder).resolve()}; Ctrl-C stops)", flush=True)
+            if open_browser:
+                webbrowser.open(srv.url)
+            try:
+                threading.Event().wait()
+            except KeyboardInterrupt:
+                print("stopped", flush=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import LogFormatError, RotoridError, WindowError
+from rotorid.util import regular_file
 
 if TYPE_CHECKING:
     from rotorid.flight import Flight
@@ -108,12 +110,13 @@ def detect(path: str | Path) -> Format:
     known_formats = formats()
     p = Path(path)
     try:
+        regular_file(p, "log file")  # by stat: a FIFO, /dev/zero or /proc/self/mem is refused unread
         with open(p, "rb") as f:
             head = f.read(16)
-    except FileNotFoundError:
-        raise LogFormatError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise LogFormatError(f"{p}: is a folder, not a log file") from None
+    except RotoridError as e:
+        raise LogFormatError(str(e)) from None
+    except OSError as e:
+        raise LogFormatError(f"{p}: cannot read this log file ({e.strerror})") from None
     if not head:
         raise LogFormatError(f"{p}: the file is empty")
     for r in known_formats.values():
@@ -178,8 +181,9 @@ class LogSpec:
         return f"{self.path}@{w}" if w else str(self.path)
 
 
-def parse_spec(spec: str) -> LogSpec:
-    """Parse `FILE@t0:t1[,t2:t3...]` (times in seconds of the log's own clock)."""
+def parse_spec(spec: str, join: bool = False) -> LogSpec:
+    """Parse `FILE@t0:t1[,t2:t3...]` (times in seconds of the log's own clock). Overlapping
+    windows would count their shared samples twice: refused, or with `join` sorted and joined."""
     path, sep, rest = str(spec).rpartition("@")
     if not sep or not rest or Path(spec).exists():  # no windows (a file name may hold an '@')
         return LogSpec(Path(spec))
@@ -197,6 +201,20 @@ def parse_spec(spec: str) -> LogSpec:
         if not b > a:
             raise WindowError(f"{spec}: window '{part}' is empty (end must follow start)")
         windows.append((a, b))
+    ordered = sorted(windows)
+    for (a0, b0), (a1, b1) in itertools.pairwise(ordered):
+        if a1 < b0 and not join:  # the shared samples would enter the fit twice and shrink σ by √2
+            raise WindowError(
+                f"{spec}: windows {a0:g}:{b0:g} and {a1:g}:{b1:g} overlap, so their samples would count twice; "
+                f"give them once, e.g. {a0:g}:{max(b0, b1):g}"
+            )
+    if join:
+        windows = []
+        for a, b in ordered:
+            if windows and a <= windows[-1][1]:
+                windows[-1] = (windows[-1][0], max(b, windows[-1][1]))
+            else:
+                windows.append((a, b))
     return LogSpec(Path(path), tuple(windows))
 
 

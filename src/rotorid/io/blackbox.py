@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import re
 import struct
 import warnings
 from contextlib import contextmanager
@@ -136,7 +137,23 @@ def _gyro_deg_s_scale(headers: dict[str, Any], path: Path) -> float:
         raise LogFormatError(f"{path}: header gyro_scale {quote(headers['gyro_scale'])} is not a positive float")
     if "baseflight" in str(headers.get("Firmware type", "")).lower():
         return scale * 1e6 * 180.0 / np.pi
+    if not GYRO_SCALE[0] <= scale <= GYRO_SCALE[1]:
+        warnings.warn(
+            f"{path}: header gyro_scale {scale:.4g} deg/s per count is implausible "
+            f"(firmwares write {GYRO_SCALE[0]:g}..{GYRO_SCALE[1]:g}, Betaflight 1.0); the header may be corrupt",
+            stacklevel=5,
+        )
     return scale
+
+
+#: deg/s per gyro count a Cleanflight-family header may plausibly declare (Betaflight: 1.0;
+#: raw sensors 1/131..1/8.2).
+GYRO_SCALE = (1e-3, 10.0)
+#: Motor output ranges a firmware writes lie within 0..MOTOR_MAX and span at least MOTOR_SPAN
+#: (DShot 48..2047, PWM 1000..2000, INAV 1000..2000).
+MOTOR_MAX, MOTOR_SPAN = 65535.0, 100.0
+#: Motor pole counts of real motors (even, 2..MAX_POLES).
+MAX_POLES = 64
 
 
 #: Largest frame interval a header may declare (Betaflight writes I interval 32…256 and
@@ -173,6 +190,25 @@ def _check_groups(field_defs: dict[Any, list[Any]]) -> None:
                 f"header: the last {getattr(kind, 'value', kind)} frame field {quote(getattr(defs[-1], 'name', '?'))} "
                 f"is tag8_8svb-encoded (encoding {TAG8_8SVB}), which orangebox cannot decode (it would never finish); "
                 "the header is probably corrupt"
+            )
+
+
+#: Most fields a frame definition may list (Betaflight logs ~60-100): orangebox looks each
+#: name up in a list, so a header of 200 000 names took ~25 min.
+MAX_FIELDS = 1024
+_FIELD_LIST = re.compile(rb"H Field [A-Za-z] (?:name|signed|predictor|encoding):([^\n]*)")
+
+
+def _check_field_lists(path: Path) -> None:
+    """Refuse, before orangebox parses it, a header line listing more than `MAX_FIELDS` fields."""
+    with open(path, "rb") as f:
+        data = f.read()
+    for m in _FIELD_LIST.finditer(data):
+        n = m.group(1).count(b",") + 1
+        if n > MAX_FIELDS:
+            raise LogFormatError(
+                f"{path}: header line {quote(m.group(0)[:40])} lists {n} fields (a log has at most {MAX_FIELDS}); "
+                "the header is corrupt"
             )
 
 
@@ -253,11 +289,26 @@ def _flight(
     motor_f = _indexed(names, "motor")
     if motor_f:
         lo, hi = _motor_range(headers, path)
-        series["cmd"] = Series(t, np.clip((col(motor_f) - lo) / (hi - lo), 0.0, 1.0))
+        raw = col(motor_f)
+        outside = float(np.mean((raw < lo - 1) | (raw > hi + 1))) if raw.size else 0.0
+        if not (lo >= 0 and hi <= MOTOR_MAX and hi - lo >= MOTOR_SPAN) or outside > 0.1:
+            warnings.warn(
+                f"{path}: header motor output range {lo:g}..{hi:g} is implausible "
+                f"({100 * outside:.0f} % of motor samples outside it; firmwares write e.g. 48..2047 or 1000..2000): "
+                "the motor commands are clipped to it and may be scaled wrong",
+                stacklevel=4,
+            )
+        series["cmd"] = Series(t, np.clip((raw - lo) / (hi - lo), 0.0, 1.0))
         units["cmd"] = f"normalized (motorOutput {lo:g}..{hi:g})"
     erpm_f = _indexed(names, "eRPM")
     if erpm_f:
         poles = motor_poles or int(_number(headers, "motor_poles", path) or 0)
+        if poles > 0 and (poles % 2 or poles > MAX_POLES):
+            warnings.warn(
+                f"{path}: motor_poles {poles} is implausible (an even count up to {MAX_POLES}, typically 14); "
+                "rotor speeds from eRPM may be wrong",
+                stacklevel=4,
+            )
         if poles > 0:
             rpm = col(erpm_f) * 100.0 / (poles / 2.0)
             series["rotor_speed"] = Series(t, rpm * 2.0 * np.pi / 60.0)
@@ -385,6 +436,7 @@ def read(
     from orangebox import Parser
 
     path = Path(path)
+    _check_field_lists(path)
     with _quiet(), warnings.catch_warnings(), guard.library(path, "orangebox", what="blackbox"):
         warnings.simplefilter("ignore")  # orangebox's own deprecation noise
         parser = Parser.load(str(path))

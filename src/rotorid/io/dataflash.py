@@ -393,7 +393,7 @@ def _finite(s: Series, path: Path, what: str, notes: list[str]) -> Series | None
     if ok.sum() < 2:
         notes.append(f"{what}: fewer than 2 finite samples; not read")
         return None
-    return _clean(s.t[ok], s.values[ok], notes, what)
+    return _clean(s.t[ok], s.values[ok], notes, what, path)
 
 
 @register("dataflash", (".bin",), magic=MAGIC)

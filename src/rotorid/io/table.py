@@ -23,7 +23,7 @@ import numpy as np
 from rotorid.errors import LogFormatError, RotoridError, quote
 from rotorid.flight import FLAT, Flight
 from rotorid.io import guard, register
-from rotorid.util import atomic_write
+from rotorid.util import atomic_write, nesting
 
 PARQUET_MAGIC = b"PAR1"
 #: Fixed-width channel groups: channel -> column names.
@@ -43,6 +43,10 @@ _MOTOR_COL = re.compile(r"^(cmd|rpm)_(0|[1-9][0-9]*)$")
 #: More motor columns than any multirotor has (a higher index is a corrupt header).
 MAX_MOTORS = 64
 _META_KEY = b"rotorid.meta"
+#: A stored channel rate above the rows' rate by more than this factor is a lie (timing jitter is less).
+RATE_SLACK = 1.05
+#: Deepest nesting of the stored meta kept (rotorid writes 3: meta, a table, a list).
+META_DEPTH = 8
 _TIME_NAMES = ("time", "timestamp", "ts", "time_s", "t_s", "seconds")
 
 
@@ -146,6 +150,8 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
 
 
 def _float(v: np.ndarray, name: str, source: str) -> np.ndarray:
+    if np.asarray(v).dtype == bool and name != "landed":  # True/False is no measurement: it read as 1.0/0.0
+        raise LogFormatError(f"{source}: column '{name}' holds true/false values, not numbers; check the file")
     try:
         return np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError):
@@ -191,9 +197,9 @@ def _stored_meta(md: dict[bytes, bytes] | None) -> dict[str, Any]:
     a JSON object whose `rates` are positive numbers by channel."""
     try:
         meta = json.loads((md or {}).get(_META_KEY, b"{}"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
-    if not isinstance(meta, dict):
+    if not isinstance(meta, dict) or nesting(meta, META_DEPTH) > META_DEPTH:
         return {}
     rates = meta.get("rates")
     ok = isinstance(rates, dict) and all(isinstance(r, int | float) and 0 < r < np.inf for r in rates.values())
@@ -224,7 +230,18 @@ def read(path: Path, allow_corrupt: bool = False, motor_input: str | None = None
     meta = {**meta, "format": fmt, "original_format": meta.get("original_format", meta.get("format", fmt))}
     if motor_input and "cmd" not in meta.get("units", {}):
         meta["units"] = {**meta.get("units", {}), "cmd": motor_input}
-    return [from_arrays(cols, str(path), meta)]
+    flight = from_arrays(cols, str(path), meta)
+    rates = flight.meta.get("rates", {})
+    lies = {c: r for c, r in rates.items() if r > RATE_SLACK * flight.rate}
+    if lies:  # a channel is never logged faster than the rows that hold it
+        listed = ", ".join(f"{quote(c)} {r:g} Hz" for c, r in list(lies.items())[:4])
+        warnings.warn(
+            f"{path}: the metadata claims rates ({listed}) above the rows' own {flight.rate:.1f} Hz; "
+            f"using {flight.rate:.1f} Hz",
+            stacklevel=2,
+        )
+        flight.meta["rates"] = {**rates, **dict.fromkeys(lies, flight.rate)}
+    return [flight]
 
 
 def _jsonable(meta: dict[str, Any]) -> bytes:

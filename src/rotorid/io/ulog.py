@@ -165,10 +165,25 @@ class _Topics:
         return None
 
 
-def _clean(t: np.ndarray, v: np.ndarray, notes: list[str], what: str) -> Series:
-    """Sort by time and drop duplicated time stamps (keeping the first), noting how many."""
-    if np.all(np.diff(t) > 0):
+#: A time stamp this far (s) before the previous one is a restart of the clock (a reboot
+#: inside the log), not a logger's reordering (milliseconds).
+RESTART_S = 1.0
+
+
+def _clean(t: np.ndarray, v: np.ndarray, notes: list[str], what: str, path: Path | str = "") -> Series:
+    """Sort by time and drop duplicated time stamps (keeping the first), noting how many. A
+    clock that restarts (a step back of more than `RESTART_S`: two recordings in one file)
+    is a `LogFormatError`: merging the recordings by time would interleave two flights."""
+    d = np.diff(t)
+    if np.all(d > 0):
         return Series(t, v)
+    back = np.flatnonzero(d < -RESTART_S)
+    if back.size:
+        i = int(back[0])
+        raise LogFormatError(
+            f"{path}: {what}: the time stamps restart at sample {i + 1} ({t[i]:.3f} s, then {t[i + 1]:.3f} s), "
+            "as after a reboot: the file holds two recordings, which rotorid will not merge; split it there"
+        )
     order = np.argsort(t, kind="stable")
     t, v = t[order], v[order]
     keep = np.concatenate([[True], np.diff(t) > 0])
@@ -242,7 +257,7 @@ class _Channels:
         if len(t) < 2:
             self.notes.append(f"{topic} -> {ch}: fewer than 2 finite samples; not read")
             return
-        self.series[ch] = _clean(t, v, self.notes, f"{topic} -> {ch}")
+        self.series[ch] = _clean(t, v, self.notes, f"{topic} -> {ch}", self.topics.path)
         self.source[ch] = topic
 
 

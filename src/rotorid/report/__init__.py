@@ -11,6 +11,7 @@ import base64
 import ctypes
 import ctypes.util
 import io
+import math
 import os
 import shutil
 import tempfile
@@ -21,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rotorid.errors import RotoridError
-from rotorid.util import atomic_write_text
+from rotorid.errors import RotoridError, clip
+from rotorid.util import atomic_write_text, locked
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -56,6 +57,10 @@ def check_output(out: Path, run: bool = False) -> Path:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise RotoridError(f"{out}: exists and is not a folder; choose another output folder with --out")
+    if run and (out.name in ("", ".", "..") or out.resolve() in (Path.cwd(), *Path.cwd().parents)):
+        raise RotoridError(
+            f"{out}: is the current folder or holds it, and --out is replaced whole; give a folder name, e.g. results"
+        )
     if run and out.is_dir():
         other = sorted(p.name for p in out.iterdir() if not _run_file(p))
         if other:
@@ -109,18 +114,26 @@ def write_folder(out: Path, files: dict[str, bytes]) -> dict[str, Path]:
     atomic exchange where the system has one), so a reader — or a crash — sees either the
     previous run or the new one, never a mix or a half-written file."""
     out = check_output(Path(out), run=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RotoridError(
+            f"{out}: cannot write here ({e.strerror or e}); choose another output folder with --out"
+        ) from None
+    with locked(out):  # another process writing `out` holds its temporary folders: never remove them
+        check_output(out, run=True)  # what it wrote meanwhile is a run too
+        _write_folder(out, files)
+    return {name: out / name for name in files}
+
+
+def _write_folder(out: Path, files: dict[str, bytes]) -> None:
+    """`write_folder` under the output's lock."""
     # the name is chosen before the folder exists, so an interrupt at any moment leaves nothing behind
     tmp = out.parent / f".{out.name}.new-{uuid.uuid4().hex[:12]}"
     for stale in (*out.parent.glob(f".{out.name}.new-*"), *out.parent.glob(f".{out.name}.old-*")):
         shutil.rmtree(stale, ignore_errors=True)  # left by a run killed outright (SIGKILL, power loss)
     try:
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp.mkdir(mode=0o700)
-        except OSError as e:
-            raise RotoridError(
-                f"{out}: cannot write here ({e.strerror or e}); choose another output folder with --out"
-            ) from None
+        tmp.mkdir(mode=0o700)
         for name, data in files.items():
             (tmp / name).write_bytes(data)
         os.chmod(tmp, 0o777 & ~_umask())  # created 0700 while filled; give the folder the usual permissions
@@ -135,10 +148,14 @@ def write_folder(out: Path, files: dict[str, bytes]) -> dict[str, Path]:
             os.replace(out, old / "run")
             os.rename(tmp, out)
             shutil.rmtree(old)
+    except OSError as e:  # a full disk (ENOSPC), a file size limit (EFBIG, ulimit -f), ...
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise RotoridError(
+            f"{out}: could not write the run ({e.strerror or e}); the previous contents are kept"
+        ) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {name: out / name for name in files}
 
 
 def _umask() -> int:
@@ -165,8 +182,45 @@ def diagnostics_bytes(diagnostics: dict[str, Any]) -> bytes:
     return buf.getvalue()
 
 
+#: Most bytes the arrays of a diagnostics.npz may declare in all (a 10⁶-sample run: ~0.2 GB).
+DIAGNOSTICS_MAX = 2 << 30
+
+
+def check_npz(path: Path, limit: int = DIAGNOSTICS_MAX) -> None:
+    """Read each member's .npy header (not its data) and refuse, in one line, an archive that
+    is not one, holds objects, or declares arrays larger than its members or `limit` in all
+    (numpy allocates what a header declares before reading the data)."""
+    import zipfile
+
+    from rotorid.util import regular_file
+
+    regular_file(path, "diagnostics.npz")
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                with zf.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    read = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0
+                    )
+                    shape, _, dtype = read(f)
+                n = math.prod(int(d) for d in shape) * dtype.itemsize
+                if dtype.hasobject or n > info.file_size:
+                    raise ValueError(f"member {info.filename[:60]!r} declares {n} bytes in {info.file_size}")
+                total += n
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise RotoridError(f"{path}: not a rotorid diagnostics.npz ({clip(e, 120)}); run identify again") from None
+    if total > limit:
+        raise RotoridError(f"{path}: declares {total} bytes of arrays (at most {limit}); run identify again")
+
+
 def load_diagnostics(path: Path) -> dict[str, Any]:
-    """The diagnostics saved by `write_run` (scalars as Python numbers/strings)."""
+    """The diagnostics saved by `write_run` (scalars as Python numbers/strings), checked first
+    (`check_npz`)."""
+    check_npz(path)
     out: dict[str, Any] = {}
     with np.load(path, allow_pickle=False) as z:
         for key in z.files:

@@ -144,6 +144,8 @@ CHIRP: dict[str, tuple[int, str]] = {
 }
 NAMES = PAPER + tuple(MISMATCH) + tuple(CHIRP)
 
+#: Most integration steps per simulated flight (~1 GB of channels; an hour at 1 kHz).
+MAX_STEPS = 4e6
 _COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0, "drag": (0.0, 0.0, 0.0), **_EFFECTS}
 #: gyro_dot = log PX4's filtered angular acceleration (IMU_DGYRO_CUTOFF 30 Hz) as `gyro_dot`.
 _SIX = {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "gyro_dot": False, "flights": None}
@@ -204,6 +206,11 @@ def options(name: str, **overrides: Any) -> dict[str, Any]:
     for key in ("duration", "dt", "control_rate"):
         if opts[key] is not None and not float(opts[key]) > 0:
             raise RotoridError(f"scenario '{name}': {key} must be positive, got {opts[key]}")
+    if opts["duration"] is not None and not float(opts["duration"]) / float(opts["dt"]) <= MAX_STEPS:
+        raise RotoridError(
+            f"scenario '{name}': duration {opts['duration']:g} s at dt {opts['dt']:g} s is more than {MAX_STEPS:g} "
+            "steps per flight (it would not fit in memory); give a shorter --duration"
+        )
     return opts
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
+from rotorid.errors import ExcitationError
 from rotorid.methods.delay.covariance import integrated_autocorr_time
 from rotorid.methods.delay.problem import ThrustProblem
 from rotorid.methods.delay.settings import DelaySettings, tm_support
@@ -89,6 +90,8 @@ def search_tm(problem: ThrustProblem, settings: DelaySettings) -> TmSearch:
 
     grid = np.geomspace(lo, hi, settings.tm_grid)
     coarse = np.array([sse(float(g)) for g in grid])
+    if not np.all(coarse > 0):  # an exact fit (an all-zero accelerometer) has no likelihood to weigh
+        raise ExcitationError("delay: the thrust fit is exact (zero residual); the accelerometer holds no signal")
     n = len(problem.b)
     lengths = [len(f.t) for f in problem.flights]
 

@@ -91,6 +91,8 @@ def _rotor_model(vehicle: Vehicle) -> tuple[list[list[float]], list[tuple[float,
             "estimator needs the rotor coefficients as known inputs; identify them first "
             "(rotorid identify --method delay or tls) and pass the exported vehicle TOML"
         )
+    if vehicle.k_tau < 0 or not np.all(vehicle.thrust(np.full((1, vehicle.n_rotors), vehicle.cmd_max)) > 0):
+        raise VehicleError(f"vehicle '{vehicle.name}': online needs k_tau >= 0 and positive thrust at full command")
     mix = vehicle.mixer().tolist()
     k = np.atleast_2d(vehicle.thrust_coeffs)
     k = np.broadcast_to(k, (vehicle.n_rotors, k.shape[-1]))
