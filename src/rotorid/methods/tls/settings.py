@@ -16,6 +16,10 @@ from rotorid.motion import (
 #: second-order Butterworth at PX4's default IMU_GYRO_CUTOFF of 30 Hz).
 MAX_IMU_DELAY = 0.025
 
+#: Largest IMU lag (s) `choose_imu_delay` adopts on ordinary held-out evidence: twice that group
+#: delay (a gyro low-pass and a logging step); beyond it only strong evidence keeps a searched lag.
+PLAUSIBLE_IMU_DELAY = 0.015
+
 
 #: Rigid-body unknowns chi of eq. (10), in the paper's order.
 CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
