@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rotorid.errors import ExcitationError
 from rotorid.methods.tls.rows import Rows
 from rotorid.methods.tls.selection import fixed_fit
 
@@ -28,6 +29,19 @@ SECONDARY_Z = 2.0
 
 #: Level of the χ² test of the leave-one-out scatter against σ (`jackknife_widen`).
 JACKKNIFE_LEVEL = 0.05
+
+
+def _fit(
+    w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray, noise: np.ndarray | None
+) -> np.ndarray:
+    """`fixed_fit`'s estimate; on a subset of rows whose noise-compensated normal matrix is not
+    invertible (a short piece left), the uncompensated fit's."""
+    try:
+        return fixed_fit(w, blocks, kept, active, scale, noise).x
+    except ExcitationError:
+        if noise is None:
+            raise
+        return fixed_fit(w, blocks, kept, active, scale).x
 
 
 def row_labels(rows: dict[str, Rows], per_sample: dict[str, np.ndarray]) -> np.ndarray:
@@ -72,7 +86,7 @@ def held_out_sse(
     out = np.zeros(int(folds.max()) + 1)
     for g in range(len(out)):
         test = folds == g
-        x = fixed_fit(w[~test], blocks[~test], kept, active, scale, noise).x
+        x = _fit(w[~test], blocks[~test], kept, active, scale, noise)
         sel = test & active[blocks]
         out[g] = np.sum(((w[sel][:, cols] @ np.append(x, 1.0)) * scale[blocks[sel]]) ** 2)
     return out
@@ -93,7 +107,7 @@ def prefers(simple: np.ndarray, rich: np.ndarray, level: float = LEVEL) -> Prefe
 
     d = simple - rich
     sd = float(np.std(d, ddof=1))
-    t = float(np.mean(d) / (sd / np.sqrt(len(d)))) if sd > 0 else 0.0
+    t = float(np.mean(d) / (sd / np.sqrt(len(d)))) if sd > 0 else float(np.sign(np.mean(d)) * np.inf)
     return Preference(t, bool(t > student.ppf(1 - level, len(d) - 1)))
 
 
@@ -109,9 +123,9 @@ def secondary_shift(
 ) -> np.ndarray:
     """Per kept column, how many σ (`std`) its estimate moves when the column `drop` (a secondary
     term, e.g. the rotor drag) is left out of the same rows; 0 for `drop` itself."""
-    full = fixed_fit(w, blocks, kept, active, scale, noise).x
+    full = _fit(w, blocks, kept, active, scale, noise)
     rest = [j for j in kept if j != drop]
-    reduced = dict(zip(rest, fixed_fit(w, blocks, rest, active, scale, noise).x, strict=True))
+    reduced = dict(zip(rest, _fit(w, blocks, rest, active, scale, noise), strict=True))
     moved = np.array([reduced.get(j, f) - f for j, f in zip(kept, full, strict=True)])
     return np.abs(moved) / np.where(std > 0, std, np.inf)
 
@@ -136,7 +150,7 @@ def jackknife(
     """Leave-one-group-out fits (`fixed_fit`, the final essential set and block factors) and the
     jackknife variance (G - 1) / G Σ (x_(-g) - x̄)² (Efron & Tibshirani 1993, eq. 11.5)."""
     ids = np.unique(groups)
-    loo = np.array([fixed_fit(w[groups != g], blocks[groups != g], kept, active, scale, noise).x for g in ids])
+    loo = np.array([_fit(w[groups != g], blocks[groups != g], kept, active, scale, noise) for g in ids])
     g = len(ids)
     return Jackknife(loo, (g - 1) / g * np.sum((loo - loo.mean(axis=0)) ** 2, axis=0))
 
