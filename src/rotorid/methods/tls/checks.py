@@ -120,7 +120,8 @@ def _disagreement(problem: TlsProblem, sol: Solution, cov: np.ndarray) -> tuple[
     cov = cov * np.outer(root, root)
     dev = np.abs(jack.loo - jack.loo.mean(axis=0))[:, factor > 1]
     names = _flight_names(problem)
-    worst = sorted({names[g] for g in np.argmax(dev, axis=0)} if len(names) == len(jack.loo) else set())
+    most = np.flatnonzero(np.any(dev >= 0.5 * dev.max(axis=0), axis=1))  # within half the largest move
+    worst = sorted({names[g] for g in most}) if len(names) == len(jack.loo) else []
     widened = ", ".join(sol.names[j] for j, f in zip(sol.kept, factor, strict=True) if f > 1)
     by = "; leaving out " + " or ".join(worst) + " moves them most" if worst else ""
     return cov, [
