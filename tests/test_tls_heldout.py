@@ -9,6 +9,7 @@ import pytest
 
 from rotorid.methods import tls
 from rotorid.methods.tls import heldout
+from rotorid.methods.tls import lags as tls_lags
 from rotorid.result import verdict
 from rotorid.sim import scenarios
 
@@ -42,6 +43,19 @@ def test_a_spurious_imu_lag_is_not_adopted(dragged: tuple) -> None:
     assert abs(res.settings["imu_delay"]) < 1e-3
     (note,) = [n for n in res.notes if n.startswith("IMU lag behind the rotor signals")]
     assert "held-out" in note
+
+
+def test_an_implausible_lag_that_does_not_predict_better_is_not_adopted(
+    dragged: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search made to return issue 32's 18.8 ms for a true 0: the held-out segments do not
+    prefer it, so 0 stands, and the note says it is beyond what the filters explain."""
+    sc, _ = dragged
+    monkeypatch.setattr(tls_lags, "_search", lambda model: (0.0188, model.cost(0.0188)))
+    res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle)
+    assert res.settings["imu_delay"] == 0.0
+    (note,) = [n for n in res.notes if n.startswith("IMU lag behind the rotor signals")]
+    assert "found 18.8" in note and "beyond what a flight controller's filters explain" in note, note
 
 
 def test_prefers_needs_a_margin_beyond_the_folds_scatter() -> None:
