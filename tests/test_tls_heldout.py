@@ -55,7 +55,7 @@ def test_an_implausible_lag_that_does_not_predict_better_is_not_adopted(
     res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle)
     assert res.settings["imu_delay"] == 0.0
     (note,) = [n for n in res.notes if n.startswith("IMU lag behind the rotor signals")]
-    assert "found 18.8" in note and "beyond what a flight controller's filters explain" in note, note
+    assert "found 18.8 ms" in note and "beyond what a flight controller's filters explain" in note, note
 
 
 def test_prefers_needs_a_margin_beyond_the_folds_scatter() -> None:

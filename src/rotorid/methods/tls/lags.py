@@ -109,7 +109,8 @@ class LagChoice(NamedTuple):
     """The IMU's lag behind the rotor signals as chosen from the flights (`choose_imu_delay`): the
     lag used, the one the search found, its σ (the likelihood's curvature), the held-out t
     statistic of the found lag against none (`heldout.prefers`), the note in words, and the lag
-    whose estimates differ enough to enter σ (None: the held-out test was decisive)."""
+    whose estimates differ enough to enter σ (None: the held-out test was decisive). The σ counts
+    the rows as independent: a lower bound where they are correlated in time."""
 
     value: float
     found: float
@@ -208,7 +209,7 @@ def choose_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> LagCho
     plausible = abs(found) <= PLAUSIBLE_IMU_DELAY
     pref = prefers(sse0, sse, LEVEL if plausible else STRONG)
     decisive = pref.richer or prefers(sse, sse0).richer
-    ms = f"{1e3 * found:.1f} ± {1e3 * std:.1g} ms"
+    ms = f"{1e3 * found:.1f} ms (σ ≥ {1e3 * std:.1g} ms, the likelihood's curvature with rows taken as independent)"
     if pref.richer:
         note = (
             f"IMU lag behind the rotor signals estimated: {ms} (it predicts held-out segments better, t = {pref.t:.1f})"
