@@ -107,7 +107,7 @@ def test_an_imu_lag_that_cannot_be_estimated_is_said_not_taken_silently(monkeypa
     def fails(*args: object, **kwargs: object) -> float:
         raise ExcitationError("IMU model: too few rows")
 
-    monkeypatch.setattr(tls_lags, "estimate_imu_delay", fails)
+    monkeypatch.setattr(tls_lags, "choose_imu_delay", fails)
     r = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(source="mocap"))
     assert r.settings["imu_delay"] == 0.0
     (said,) = [n for n in r.notes if n.startswith("the pose lags the IMU")]

@@ -12,10 +12,11 @@ from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
 from rotorid.methods.regression import (
     compress,
 )
+from rotorid.methods.tls.heldout import LEVEL, STRONG, held_out_sse, prefers, segments
 from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
 from rotorid.methods.tls.rows import posed
 from rotorid.methods.tls.selection import weighted_fit
-from rotorid.methods.tls.settings import MAX_IMU_DELAY
+from rotorid.methods.tls.settings import MAX_IMU_DELAY, PLAUSIBLE_IMU_DELAY
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
 from rotorid.motion import (
     airborne_pieces,
@@ -26,14 +27,16 @@ from rotorid.motion import (
 class Separated(NamedTuple):
     """What `solve_separated` found: the solution, the problem with what was found from the flights
     (`TlsProblem.derived`), why the accelerometer bias was left out ("" when separated), the
-    pose's lag behind the IMU where it was measured (`_pose_lag`, None otherwise) and why the
-    IMU's lag could not be estimated ("" when it was, `_imu_lag`)."""
+    pose's lag behind the IMU where it was measured (`_pose_lag`, None otherwise), why the
+    IMU's lag could not be estimated ("" when it was, `_imu_lag`) and how it was chosen (None
+    where it was given or not searched, `choose_imu_delay`)."""
 
     solution: Solution
     problem: TlsProblem
     unseparated: str
     pose_lag: float | None
     imu_why: str
+    imu_lag: LagChoice | None = None
 
 
 def solve_separated(problem: TlsProblem) -> Separated:
@@ -49,42 +52,42 @@ def solve_separated(problem: TlsProblem) -> Separated:
     lag = _pose_lag(problem) if asked.mocap_delay is None else None
     if asked.mocap_delay is None:
         problem = problem.derive(mocap_delay=lag or 0.0)  # behind the IMU; + its own lag below
-    imu_why = ""
+    imu_why, choice = "", None
     if asked.imu_delay is None:
-        imu_lag, imu_why = _imu_lag(problem, lag)
-        problem = problem.derive(imu_delay=imu_lag)
+        choice, imu_why = _imu_lag(problem, lag)
+        problem = problem.derive(imu_delay=0.0 if choice is None else choice.value)
     if lag is not None:  # the pose timed against the IMU, the IMU against the rotor signals
         problem = problem.derive(mocap_delay=lag + problem.model.imu_delay)
     sol = solve(problem)
     if not problem.model.centred:
-        return Separated(sol, problem, "", lag, imu_why)
+        return Separated(sol, problem, "", lag, imu_why, choice)
     worst = max(float(np.abs(b).max()) for b in bias_of(sol, problem.masses).values())
     if worst <= ACC_BIAS_PLAUSIBLE:
-        return Separated(sol, problem, "", lag, imu_why)
+        return Separated(sol, problem, "", lag, imu_why, choice)
     problem = problem.derive(acc_bias=False)
     why = (
         f"the accelerometer bias is not separable from the thrust in these flights (it came out "
         f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
-    return Separated(solve(problem), problem, why, lag, imu_why)
+    return Separated(solve(problem), problem, why, lag, imu_why, choice)
 
 
-def _imu_lag(problem: TlsProblem, lag: float | None) -> tuple[float, str]:
-    """The IMU's lag behind the rotor signals (`estimate_imu_delay`) and, when it could not be
+def _imu_lag(problem: TlsProblem, lag: float | None) -> tuple[LagChoice | None, str]:
+    """The IMU's lag behind the rotor signals (`choose_imu_delay`; None: 0) and, when it could not be
     found, why ("" otherwise). The motion-capture source needs it only when its pose was timed
     against the IMU (`lag`, `_pose_lag`): the pose then lags the rotor signals by `lag` plus
     this, found by the IMU-source model of the same flights (on the mismatch flights, IMU 4 ms
     and pose 8 ms late, `lag` alone is 4 ms and left com_z -4.8σ̄); 0 otherwise, or where the
     flights do not carry that model (the reason then goes into the pose's note, `pose_note`)."""
     if problem.model.source == "imu":
-        return estimate_imu_delay(problem, lag is not None), ""
+        return choose_imu_delay(problem, lag is not None), ""
     if lag is None:
-        return 0.0, ""
+        return None, ""
     try:  # its own memo: the motion columns of the other source
-        return estimate_imu_delay(problem.trial(memo={}, source="imu"), True), ""
+        return choose_imu_delay(problem.trial(memo={}, source="imu"), True), ""
     except RotoridError as e:
-        return 0.0, str(e)
+        return None, str(e)
 
 
 def _pose_lag(problem: TlsProblem) -> float | None:
@@ -102,6 +105,61 @@ def _pose_lag(problem: TlsProblem) -> float | None:
     return float(np.average(lags, weights=spans)) if lags else None
 
 
+class LagChoice(NamedTuple):
+    """The IMU's lag behind the rotor signals as chosen from the flights (`choose_imu_delay`): the
+    lag used, the one the search found, its σ (the likelihood's curvature), the held-out t
+    statistic of the found lag against none (`heldout.prefers`), the note in words, and the lag
+    whose estimates differ enough to enter σ (None: the held-out test was decisive). The σ counts
+    the rows as independent: a lower bound where they are correlated in time."""
+
+    value: float
+    found: float
+    std: float
+    t: float
+    note: str
+    alternative: float | None
+
+
+class _LagModel(NamedTuple):
+    """The equal-rotor model the lag is searched with (`_lag_model`)."""
+
+    trial: TlsProblem
+    kept: list[int]
+    active: np.ndarray
+    scale: np.ndarray
+    bias0: dict[str, np.ndarray]
+    pose_measured: bool
+
+    def system(self, tau: float) -> tuple[np.ndarray, np.ndarray, dict]:
+        """W_t, its blocks and rows at the IMU lag `tau` (a measured pose lag moves with it)."""
+        st = self.trial.model
+        lagged = self.trial.derive(imu_delay=tau, mocap_delay=st.mocap_delay + (tau if self.pose_measured else 0.0))
+        system = build_system(lagged, self.bias0 if st.nuisance else None)
+        return system.w, system.blocks, system.rows
+
+    def cost(self, tau: float) -> float:
+        """Negative log-likelihood of the IDIM at `tau` with a variance per row block."""
+        w, blocks, _ = self.system(tau)
+        wc, bc, counts = compress(w, blocks)
+        act, kept = self.active, self.kept
+        sel = act[bc]
+        fit, _ = weighted_fit(
+            wc[sel][:, [*kept, w.shape[1] - 1]], bc[sel], counts * act, self.trial.base, self.trial.model
+        )
+        res = w[:, [*kept, w.shape[1] - 1]] @ np.append(fit.x, 1.0)
+        ss = np.bincount(blocks, weights=res**2, minlength=len(counts))
+        n = counts[act]
+        return float(np.sum(n * np.log(ss[act] / n)) / 2)
+
+
+def _lag_model(problem: TlsProblem, pose_measured: bool) -> _LagModel:
+    """The essential set, active blocks, block factors and accelerometer bias of a first fit at
+    τ = 0 with equal rotors, which every lag is judged with."""
+    trial = problem.trial(motor_spread=0.0).derive(imu_delay=0.0)
+    sol = solve(trial)
+    return _LagModel(trial, sol.kept, sol.active, sol.scale, sol.bias0, pose_measured)
+
+
 def estimate_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> float:
     """The IMU's lag behind the rotor signals (`TlsSettings.imu_delay`) that maximises the
     Gaussian likelihood of the IDIM with a variance per row block (the model of the block
@@ -112,30 +170,55 @@ def estimate_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> floa
     refines within one grid step either side of the best point. With `pose_measured`,
     the problem's `mocap_delay` is the pose's lag behind the IMU (`_pose_lag`): it moves with τ.
     The problem's memo (`idim_rows`) keeps the motion columns: only the rotor columns change with τ."""
+    return _search(_lag_model(problem, pose_measured))[0]
+
+
+def _search(model: _LagModel) -> tuple[float, float]:
+    """The lag minimising `model.cost` (`estimate_imu_delay`) and the cost there."""
     from scipy.optimize import minimize_scalar
 
-    trial = problem.trial(motor_spread=0.0).derive(imu_delay=0.0)
-    st = trial.model
-    sol = solve(trial)
-    act, kept, bias0 = sol.active, sol.kept, sol.bias0
-    del sol  # its system, the size of the one each cost builds
-
-    def cost(tau: float) -> float:  # a measured pose lag (behind the IMU) moves with the IMU's
-        lagged = trial.derive(imu_delay=tau, mocap_delay=st.mocap_delay + (tau if pose_measured else 0.0))
-        system = build_system(lagged, bias0 if st.nuisance else None)
-        w, blocks = system.w, system.blocks
-        del system  # its rows: only W_t is fitted
-        wc, bc, counts = compress(w, blocks)
-        sel = act[bc]
-        fit, _ = weighted_fit(wc[sel][:, [*kept, w.shape[1] - 1]], bc[sel], counts * act, problem.base, st)
-        res = w[:, [*kept, w.shape[1] - 1]] @ np.append(fit.x, 1.0)
-        ss = np.bincount(blocks, weights=res**2, minlength=len(counts))
-        n = counts[act]
-        return float(np.sum(n * np.log(ss[act] / n)) / 2)
-
     grid = np.linspace(-MAX_IMU_DELAY, MAX_IMU_DELAY, 11)
-    best = grid[int(np.argmin([cost(tau) for tau in grid]))]
+    best = grid[int(np.argmin([model.cost(tau) for tau in grid]))]
     h = grid[1] - grid[0]
     bounds = (max(best - h, -MAX_IMU_DELAY), min(best + h, MAX_IMU_DELAY))
-    found = minimize_scalar(cost, bounds=bounds, method="bounded", options={"xatol": 1e-4})
-    return float(found.x)
+    found = minimize_scalar(model.cost, bounds=bounds, method="bounded", options={"xatol": 1e-4})
+    return float(found.x), float(found.fun)
+
+
+def choose_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> LagChoice:
+    """The IMU lag the flights support: the searched lag (`estimate_imu_delay`) is kept only when
+    the model with it predicts held-out segments of the flights (`heldout.segments`: fit on the
+    others, predict each) better than the paper's model without a lag by more than the folds'
+    scatter (`heldout.prefers`), at `heldout.STRONG` beyond what a flight controller's filters
+    explain (`PLAUSIBLE_IMU_DELAY`); otherwise 0 stands. The likelihood's cost, not unimodal, can
+    settle on a lag that trades the rotor wrench against an effect the model lacks (issue 32: on an
+    independent simulator's flights with rotor drag and flapping, 18.8 ms for a true 0, I_zz and k_d
+    -97 %; on ours with rotor and body drag it found -0.1 ms). Where the
+    test is not decisive either way, the other lag's estimates enter σ (`alternative`)."""
+    model = _lag_model(problem, pose_measured)
+    found, at = _search(model)
+    h = 5e-4
+    curv = (model.cost(found + h) - 2 * at + model.cost(found - h)) / h**2
+    std = float(1 / np.sqrt(curv)) if curv > 0 else float("inf")
+    w0, blocks, rows = model.system(0.0)
+    folds = segments(rows)
+    args = (model.kept, model.active, model.scale)
+    sse0 = held_out_sse(w0, blocks, folds, *args)
+    del w0
+    sse = held_out_sse(model.system(found)[0], blocks, folds, *args)
+    plausible = abs(found) <= PLAUSIBLE_IMU_DELAY
+    pref = prefers(sse0, sse, LEVEL if plausible else STRONG)
+    decisive = pref.richer or prefers(sse, sse0).richer
+    ms = f"{1e3 * found:.1f} ms (σ ≥ {1e3 * std:.1g} ms, the likelihood's curvature with rows taken as independent)"
+    if pref.richer:
+        note = (
+            f"IMU lag behind the rotor signals estimated: {ms} (it predicts held-out segments better, t = {pref.t:.1f})"
+        )
+        return LagChoice(found, found, std, pref.t, note, None)
+    why = "beyond what a flight controller's filters explain, " if not plausible else ""
+    note = (
+        f"IMU lag behind the rotor signals taken as 0: the search found {ms}, {why}but it does not predict held-out "
+        f"segments of the flights better than no lag (t = {pref.t:.1f}); give --imu-delay if it is known"
+    )
+    near = abs(found) <= 2 * std  # within its own σ of none: the estimates barely differ
+    return LagChoice(0.0, found, std, pref.t, note, None if decisive or near else found)

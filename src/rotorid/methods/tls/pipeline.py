@@ -14,6 +14,7 @@ from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
 from rotorid.methods.regression import (
     one_blas_thread,
 )
+from rotorid.methods.tls.checks import checked, inertia_checked, with_labels
 from rotorid.methods.tls.lags import solve_separated
 from rotorid.methods.tls.notes import (
     MOCAP_YAW,
@@ -52,7 +53,9 @@ def identify(
     ...) to its flights; `masses` gives each configuration's measured mass (config A
     defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
     problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
-    sol, problem, unseparated, pose_lagged, imu_why = solve_separated(problem)
+    sol, problem, unseparated, pose_lagged, imu_why, lag_choice = solve_separated(problem)
+    check = checked(problem, sol, lag_choice)
+    sol = replace(sol, fit=replace(sol.fit, cov=check.cov))
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
@@ -62,7 +65,7 @@ def identify(
     x[kept] = fit.x
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
-    est = estimates(x, cov, names, kept_names, masses)
+    est, inertia_notes = inertia_checked(estimates(x, cov, names, kept_names, masses), masses)
     if unseparated and "k_t" in est:  # a z bias b moves k_t by b/g of itself (hover: k_t sum u^2 = m (g + b))
         kt, std = est["k_t"]
         est["k_t"] = (kt, float(np.hypot(std, kt * ACC_BIAS_Z_SIGMA / GRAVITY)))
@@ -79,6 +82,7 @@ def identify(
             "essential": False,
             "rel_std_pct": Estimate(value, std).rel_std_pct,
         }
+    with_labels(observability, check.model_dependent)
     if not mocap_yaw_pair(settings):
         withhold_yaw_pair(est, observability, [names[j] for j in kept], cfgs)
     acc_bias = bias_of(sol, masses)
@@ -86,6 +90,7 @@ def identify(
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
     diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | disturbance_diagnostics(sol.disturbance)
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_report(sol, est)]
+    notes += check.notes + inertia_notes + ([lag_choice.note] if lag_choice else [])
     if unseparated:
         notes.append(unseparated)
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))

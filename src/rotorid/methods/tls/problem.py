@@ -168,7 +168,8 @@ class Solution:
     """What `solve` found: the final system, the fit with its covariance, the essential columns,
     block factors, cancellation history, fitted row blocks, the first pass's accelerometer bias, the covariance the
     rotors' gain spread adds (already in `fit.cov`), the rotors' gains where estimated
-    (`TlsSettings.rotor_gains`) and, where they were tried but not separated, why."""
+    (`TlsSettings.rotor_gains`) and, where they were tried but not separated, why; the noise moment
+    of the final fit's rows (`noise_moment`, None without `TlsSettings.eiv`)."""
 
     system: System
     fit: Fit
@@ -184,6 +185,7 @@ class Solution:
     doubt: np.ndarray | None = None
     restored: tuple[str, ...] = ()
     disturbance: dict[str, np.ndarray] = field(default_factory=dict)
+    noise: np.ndarray | None = None
 
     @property
     def rows(self) -> dict[str, Rows]:

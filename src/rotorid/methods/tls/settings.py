@@ -16,6 +16,10 @@ from rotorid.motion import (
 #: second-order Butterworth at PX4's default IMU_GYRO_CUTOFF of 30 Hz).
 MAX_IMU_DELAY = 0.025
 
+#: Largest IMU lag (s) `choose_imu_delay` adopts on ordinary held-out evidence: twice that group
+#: delay (a gyro low-pass and a logging step); beyond it only strong evidence keeps a searched lag.
+PLAUSIBLE_IMU_DELAY = 0.015
+
 
 #: Rigid-body unknowns chi of eq. (10), in the paper's order.
 CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
@@ -108,7 +112,8 @@ class TlsSettings:
       flight without enough roll and pitch), the spread is assumed as before and a note says so.
     - `imu_delay`: s the IMU signals lag the rotor signals (the IMU source's motion; the mocap
       source's pose lag, `mocap_delay`, adds it when measured); None estimates it from the
-      flights (`estimate_imu_delay`). Eq. 10 pairs
+      flights (`estimate_imu_delay`) and keeps it only when it predicts held-out segments of them
+      better than no lag (`choose_imu_delay`; else 0, the paper's model, and a note). Eq. 10 pairs
       the rotor wrench with the motion at the same instant: a lag of the gyro/accelerometer
       pipeline (on-board filters, logging) behind the rotor channel biases every parameter
       (a 4 ms lag: k_t -0.6 %, k_d and I_zz -11 %, I_xx -0.8 % on six A + B). Default None

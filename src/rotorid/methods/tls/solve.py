@@ -130,7 +130,7 @@ def _solve_once(problem: TlsProblem, restore: tuple[str, ...] = (), nm: NoiseMom
             gains = None
         why = unseparated_reason(gains, n_rotors, settings.motor_spread)
         if gains is not None and not why:
-            return Pass(_with_gains(sol, gains, nm, settings), gains.restore, nm)
+            return Pass(replace(_with_gains(sol, gains, nm, settings), noise=noise), gains.restore, nm)
         sol = _kept_too(_selected(problem), restore)  # equal rotors
         if nm is not None:  # read from this selection's residuals, as without the gains
             nm = disturbance_moment(problem, sol, nm.sensors())
@@ -146,6 +146,7 @@ def _solve_once(problem: TlsProblem, restore: tuple[str, ...] = (), nm: NoiseMom
         fit = replace(fit, cov=fit.cov + spread)
     doubt, dist = (None, {}) if nm is None else (nm.doubt, nm.disturbance)
     sol = replace(sol, fit=fit, spread=spread, gains_unseparated=why, floor=floor, doubt=doubt, disturbance=dist)
+    sol = replace(sol, noise=noise)
     return Pass(sol, back, nm)
 
 

@@ -1,0 +1,201 @@
+"""What the data not fitted and the model's own structure say about the final fit (issue 32): the
+IMU lag's doubt, the flights' disagreement, the parameters resting on a secondary term, and the
+inertia tensor a rigid body can have; each widens σ or labels the parameter, with a note."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from rotorid.errors import ExcitationError
+from rotorid.flight import Flight
+from rotorid.methods.tls.heldout import (
+    SECONDARY_Z,
+    consistent_inertia,
+    is_consistent,
+    jackknife,
+    jackknife_widen,
+    pieces,
+    secondary_shift,
+)
+from rotorid.methods.tls.lags import LagChoice
+from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
+from rotorid.methods.tls.selection import fixed_fit
+from rotorid.methods.tls.settings import CHI, K_RD
+from rotorid.motion import airborne_pieces
+
+#: Why the yaw pair of one configuration is model-dependent (Six et al. eq. 23).
+ONE_CONFIG_YAW = (
+    "in one configuration the yaw row fixes only the ratio k_d / I_zz (Six et al. eq. 23); each alone comes "
+    "from secondary terms (the rotor drag's yaw moment, gyroscopic and centre-of-mass couplings), which any "
+    "effect the model lacks moves: fly a second configuration with an off-centre payload (--config-b)"
+)
+
+#: Why the rotor-drag coefficient is model-dependent.
+DRAG_LUMPED = (
+    "the rotor drag's force is not told apart from a fuselage (body) drag the model does not have, which "
+    "pushes alike against the airspeed: k_rd lumps every drag"
+)
+
+
+#: Why the z first moment is model-dependent where the rotor drag is modelled.
+DRAG_HEIGHT = (
+    "the rotor drag's moment about the origin is its in-plane force times the hubs' height, the lever arm "
+    "ms_z has in the roll and pitch rows: a drag the model lacks (fuselage drag, acting at the centre of mass) "
+    "moves ms_z through it (six-config-a with body drag: com_z -32 %, 19σ)"
+)
+
+
+class Checked(NamedTuple):
+    """The final fit's covariance after the checks (kept order), the model-dependent parameters
+    (unknown's name -> why) and the notes."""
+
+    cov: np.ndarray
+    model_dependent: dict[str, str]
+    notes: list[str]
+
+
+def checked(problem: TlsProblem, sol: Solution, choice: LagChoice | None) -> Checked:
+    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the leave-one-piece-out
+    scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`)."""
+    cov, notes = sol.fit.cov.copy(), []
+    if choice is not None and choice.alternative is not None:
+        cov += _lag_doubt(problem, sol, choice.alternative)
+        notes.append(
+            f"σ includes the IMU lag's doubt: the held-out segments tell neither {1e3 * choice.alternative:.1f} ms "
+            "nor 0 apart, and the estimates differ between them"
+        )
+    cov, said = _disagreement(problem, sol, cov)
+    dependent = _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)))
+    if len(problem.configs) == 1:
+        dependent |= {n: ONE_CONFIG_YAW for n in ("k_d", "I_zz") if sol.names.index(n) in sol.kept}
+    return Checked(cov, dependent, notes + said)
+
+
+def _lag_doubt(problem: TlsProblem, sol: Solution, alternative: float) -> np.ndarray:
+    """The squared difference of the estimates at the `alternative` IMU lag and at the one used
+    (`fixed_fit` of the final essential set, block factors and noise moment on both systems)."""
+    xs = []
+    for tau in (problem.model.imu_delay, alternative):
+        system = build_system(problem.derive(imu_delay=tau), sol.bias0 if problem.model.nuisance else None)
+        xs.append(fixed_fit(system.w, system.blocks, sol.kept, sol.active, sol.scale, sol.noise).x)
+        del system
+    d = xs[1] - xs[0]
+    return np.outer(d, d)
+
+
+def _flight_names(problem: TlsProblem) -> list[str]:
+    """A name per airborne piece, over all configurations (the order of `heldout.pieces`)."""
+    names = []
+    for c, flights in problem.configs.items():
+        for i, f in enumerate(flights):
+            name = _name(f, i) + (f" ({c})" if len(problem.configs) > 1 else "")
+            n = len(airborne_pieces(f))
+            names += [name] if n == 1 else [f"{name} piece {k + 1}" for k in range(n)]
+    return names
+
+
+def _name(f: Flight, i: int) -> str:
+    """A flight's name for a note: its source or scenario flight, else its place."""
+    meta = f.meta
+    return str(meta.get("source") or meta.get("path") or meta.get("flight") or f"flight {i + 1}")
+
+
+def _disagreement(problem: TlsProblem, sol: Solution, cov: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """With ≥ 2 airborne pieces, leave-one-out estimates (`heldout.jackknife`); where their scatter
+    exceeds what σ allows (`heldout.jackknife_widen`), σ grows to the jackknife's and a note names
+    the pieces whose leaving out moves the estimate most."""
+    groups = pieces(sol.rows)
+    if len(np.unique(groups)) < 2:
+        return cov, []
+    try:
+        jack = jackknife(sol.w, sol.blocks, groups, sol.kept, sol.active, sol.scale, sol.noise)
+    except ExcitationError:  # a piece carries a column alone: nothing to compare without it
+        return cov, []
+    factor = jackknife_widen(np.diag(cov), jack)
+    if not np.any(factor > 1):
+        return cov, []
+    root = np.sqrt(factor)
+    cov = cov * np.outer(root, root)
+    dev = np.abs(jack.loo - jack.loo.mean(axis=0))[:, factor > 1]
+    names = _flight_names(problem)
+    most = np.flatnonzero(np.any(dev >= 0.5 * dev.max(axis=0), axis=1))  # within half the largest move
+    worst = sorted({names[g] for g in most}) if len(names) == len(jack.loo) else []
+    widened = ", ".join(sol.names[j] for j, f in zip(sol.kept, factor, strict=True) if f > 1)
+    by = "; leaving out " + " or ".join(worst) + " moves them most" if worst else ""
+    return cov, [
+        f"the flights disagree beyond σ on {widened} (leave-one-out scatter, χ² test): σ widened to the jackknife's{by}"
+    ]
+
+
+def _on_drag(sol: Solution, std: np.ndarray) -> dict[str, str]:
+    """The rotor drag k_rd (`DRAG_LUMPED`) and every first moment ms_* that moves by more than
+    `SECONDARY_Z` σ when the rotor-drag column is left out of the same rows: the drag's moment
+    about the origin (its force at the hubs' height) has the form of a first moment's lever arm, so
+    a drag the model lacks (body drag, six-config-a with 0.3 N s/m: ms_z -32 %, 19σ) moves them
+    through it; ms_z always (`DRAG_HEIGHT`), on a 20 s flight it moved 4.5σ with less than 2σ of shift. Others (k_t, I_xx, I_yy) also move when a real rotor drag is left out, but the rows
+    fix them without it: not only through it."""
+    if K_RD not in sol.names or sol.names.index(K_RD) not in sol.kept:
+        return {}
+    drop = sol.names.index(K_RD)
+    try:
+        z = secondary_shift(sol.w, sol.blocks, sol.kept, drop, sol.active, sol.scale, sol.noise, std)
+    except ExcitationError:
+        z = np.zeros(len(sol.kept))
+    out = {K_RD: DRAG_LUMPED}
+    if "ms_z" in sol.names and sol.names.index("ms_z") in sol.kept:  # one configuration: its z first moment
+        out["ms_z"] = DRAG_HEIGHT
+    for j, zj in zip(sol.kept, z, strict=True):
+        if zj > SECONDARY_Z and sol.names[j].startswith("ms_"):
+            out[sol.names[j]] = (
+                f"it moves by {zj:.1f}σ when the rotor drag is left out: it rests on the rotor-drag model, "
+                "which a drag the model lacks (fuselage drag) also moves"
+            )
+    return out
+
+
+def inertia_checked(
+    est: dict[str, tuple[float, float]], masses: dict[str, float]
+) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """`est` with every configuration's inertia tensor (about the origin; a cancelled product 0)
+    physically consistent (`heldout.consistent_inertia`): where it is not, the nearest consistent
+    tensor, each entry's σ widened by how far it moved (in quadrature), and a note."""
+    single = len(masses) == 1
+    idx = {"I_xx": (0, 0), "I_yy": (1, 1), "I_zz": (2, 2), "I_xy": (0, 1), "I_xz": (0, 2), "I_yz": (1, 2)}
+    notes = []
+    out = dict(est)
+    for c in masses:
+        suf = "" if single else f"@{c}"
+        if not all(f"{n}{suf}" in est for n in CHI[3:6]):
+            continue
+        tensor = np.zeros((3, 3))
+        for n, (i, j) in idx.items():
+            tensor[i, j] = tensor[j, i] = est.get(f"{n}{suf}", (0.0, 0.0))[0]
+        if is_consistent(tensor):
+            continue
+        near = consistent_inertia(tensor)
+        moved = []
+        for n, (i, j) in idx.items():
+            if f"{n}{suf}" in est and abs(near[i, j] - tensor[i, j]) > 0:
+                value, std = est[f"{n}{suf}"]
+                out[f"{n}{suf}"] = (float(near[i, j]), float(np.hypot(std, near[i, j] - value)))
+                moved.append(f"{n}{suf} {value:.3g} → {near[i, j]:.3g}")
+        notes.append(
+            f"the estimated inertia tensor{' of ' + c if suf else ''} is not one a rigid body can have (positive "
+            f"principal moments, each at most the sum of the others): reported as the nearest one that is, σ "
+            f"widened by the move ({'; '.join(moved)})"
+        )
+    return out, notes
+
+
+def with_labels(observability: dict[str, dict[str, Any]], dependent: dict[str, str]) -> None:
+    """Marks the parameters of `dependent` (and their derived k_tau, com_*) model-dependent (in place)."""
+    derived = {"k_d": ("k_tau",), **{f"ms_{a}": (f"com_{a}",) for a in "xyz"}}
+    for name, why in dependent.items():
+        base, at, cfg = name.partition("@")
+        for n in (name, *(d + at + cfg for d in derived.get(base, ()))):
+            if n in observability:
+                observability[n] = {**observability[n], "model_dependent": why}
+            else:
+                observability[n] = {"identifiable": True, "essential": True, "model_dependent": why}
