@@ -73,7 +73,7 @@ def floor_doubt(
     times their combined standard error (`_band_level`), the floor's standard error. The
     compensation extrapolates the floor into the band as white: a sensor's or logger's
     low-pass at a few tens of Hz puts the floor in its
-    stop band (on the real logs of ../shared/data the gyro's spectrum just below f_lo is
+    stop band (on the real Crazyflie logs the gyro's spectrum just below f_lo is
     4.6-5.5x its floor on the PX4 sample, 370-4100x on Crazyflie log10 and log16, where the
     level just below matches the BMI088's datasheet noise; 0.97-1.10x on the simulated
     flights), and vibration or motion there moves it the other way. 0 where there is no floor.

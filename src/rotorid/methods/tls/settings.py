@@ -146,7 +146,7 @@ class TlsSettings:
       the paper's TLS. σ carries the doubt about those floors (`floor_var`): their sampling
       error (~2.7 % on a 75 s flight at 200 Hz), or, where a sensor's or logger's low-pass (or
       vibration) makes the spectrum just below where they are read differ from them, that
-      level (`floor_doubt`; every real log in ../shared/data does, by 4.6x to 60,000x; the
+      level (`floor_doubt`; every real Crazyflie log we tested does, by 4.6x to 60,000x; the
       simulated flights do not), and a note names it when it is a quarter of a parameter's
       variance. A disturbance torque (thrust fluctuation) is an error in ω̇ no floor shows: its
       level is read from the moment rows' residuals (`disturbance_moment`) and compensated alike,
