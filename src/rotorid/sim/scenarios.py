@@ -97,6 +97,7 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.result import Truth
 from rotorid.sim.control import Gains
+from rotorid.sim.effects import BODY_EFFECTS, apply_effects, random_effects
 from rotorid.sim.sensors import DEG, Imu, Mocap
 from rotorid.sim.simulator import FlightSpec, References, fly
 from rotorid.sim.trajectory import band_limited_noise, chirp, doublets, evaluate, move
@@ -113,6 +114,7 @@ _EFFECTS: dict[str, Any] = {
     "gyro_rw": 0.0,
     "acc_rw": 0.0,
     "imu_delay": 0.0,
+    **BODY_EFFECTS,
 }
 _MISMATCH = {
     "rotor_drag": 0.3,  # 1/s, D/m at hover (Faessler et al. 2018: 0.26-0.28)
@@ -134,7 +136,10 @@ MISMATCH: dict[str, tuple[str, dict[str, Any]]] = {
     "six-config-a-mismatch": ("six-config-a", {**_MISMATCH, "mocap_delay": 0.008}),
     "six-config-b-mismatch": ("six-config-b", {**_MISMATCH, "mocap_delay": 0.008}),
 }
-NAMES = PAPER + tuple(MISMATCH)
+#: The randomized suite: name -> base scenario; each seed draws a mixture of effects
+#: (`rotorid.sim.effects.random_effects`), recorded in truth.vehicle["random"].
+RANDOM_SUITE = {f"{base}-random": base for base in PAPER}
+NAMES = PAPER + tuple(MISMATCH) + tuple(RANDOM_SUITE)
 
 _COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0, "drag": (0.0, 0.0, 0.0), **_EFFECTS}
 #: gyro_dot = log PX4's filtered angular acceleration (IMU_DGYRO_CUTOFF 30 Hz) as `gyro_dot`.
@@ -148,6 +153,7 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "six-config-b": {**_SIX, "imu_offset": (0.0, 0.0, 0.0)},
 }
 OVERRIDES |= {name: {**OVERRIDES[base], **extra} for name, (base, extra) in MISMATCH.items()}
+OVERRIDES |= {name: OVERRIDES[base] for name, base in RANDOM_SUITE.items()}
 
 
 @dataclass
@@ -187,16 +193,31 @@ def options(name: str, **overrides: Any) -> dict[str, Any]:
 def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None = None, **overrides: Any) -> Scenario:
     """Simulate the named scenario with the given seed. `progress(flight, fraction)` is called
     during integration. Unknown overrides raise a `RotoridError` listing the allowed ones."""
-    opts = options(name, **overrides)
     if int(seed) < 0:
         raise RotoridError(f"scenario '{name}': the seed must be a non-negative integer, got {seed}")
-    return _BUILDERS[MISMATCH.get(name, (name,))[0]](name, int(seed), opts, progress)
+    drawn = {}
+    if name in RANDOM_SUITE:  # the vehicle's own draw: configuration B is A's vehicle with a payload
+        family = "six-config-a" if _base(name).startswith("six") else _base(name)
+        drawn = random_effects(
+            _rng(family, int(seed), "random/effects"),
+            OVERRIDES[name].get("tm") if "tm_rise" in OVERRIDES[name] else None,
+        )
+        overrides = {**drawn, **{k: v for k, v in overrides.items() if v is not None}}
+    sc = _BUILDERS[_base(name)](name, int(seed), options(name, **overrides), progress)
+    if drawn:
+        sc.truth.vehicle["random"] = drawn
+    return sc
+
+
+def _base(name: str) -> str:
+    """The paper scenario a variant flies."""
+    return RANDOM_SUITE.get(name) or MISMATCH.get(name, (name,))[0]
 
 
 def _rng(name: str, seed: int, flight: str) -> np.random.Generator:
     """An independent, reproducible stream per (scenario, seed, flight); a mismatch variant
     draws the same streams as its base scenario."""
-    key = [seed, PAPER.index(MISMATCH.get(name, (name,))[0]), *flight.encode()]
+    key = [seed, PAPER.index(_base(name)), *flight.encode()]
     return np.random.default_rng(key)
 
 
@@ -236,9 +257,12 @@ def _effects(name: str, seed: int, o: dict[str, Any], vehicle: Vehicle, imu: Imu
     if float(o["imu_delay"]):
         changes["delay"] = float(o["imu_delay"])
     imu = dataclasses.replace(imu, **changes)
+    body_spec, imu, body_rec = apply_effects(o, vehicle, imu, _rng(name, seed, "mismatch/imu"))
+    spec, rec = spec | body_spec, rec | body_rec
     if not o["noise"]:
         imu = imu.noiseless()
         changes = {k: v for k, v in changes.items() if k == "delay"}
+        rec = {k: v for k, v in rec.items() if k not in ("vibration", "vibration_hz")}
     rec |= {"imu_delay" if k == "delay" else k: v for k, v in changes.items()}
     return _Effects(spec, imu, rec)
 
@@ -549,7 +573,7 @@ def _six_pilot(t: np.ndarray, rng: np.random.Generator) -> Callable[[np.ndarray]
 
 
 def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
-    config = "A" if MISMATCH.get(name, (name,))[0].endswith("-a") else "B"
+    config = "A" if _base(name).endswith("-a") else "B"
     rise, fall = _tm(o)
     m, ms, i_o = six_mass_properties(config)
     com = ms / m
