@@ -276,7 +276,7 @@ def apply_effects(
     changes: dict[str, Any] = {}
     for key, fields in (("imu_scale", ("gyro_scale", "acc_scale")), ("imu_misalign", ("misalign",))):
         if float(o[key]) > 0:
-            changes |= {f: tuple(rng.uniform(-1.0, 1.0, 3) * float(o[key])) for f in fields}
+            changes |= {f: tuple((rng.uniform(-1.0, 1.0, 3) * float(o[key])).tolist()) for f in fields}
     if float(o["vibration"]) > 0:
         hz = o["vibration_hz"] or (vehicle.hover_command() / (2 * math.pi) if vehicle.motor_input == "rad_s" else 270.0)
         changes |= {"vibration": float(o["vibration"]), "vibration_hz": float(hz)}
