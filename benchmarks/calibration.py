@@ -1,5 +1,7 @@
 """Calibration of the reported standard deviations (issue 11): seeded Monte Carlo on the
-simulator, per method and scenario, including the model-mismatch scenarios.
+simulator, per method and scenario, including the model-mismatch scenarios and the randomized
+suite (issue 32: each seed a random mixture of the simulator's effects, `*-random`), judged like
+the mismatch ones by ±3σ coverage; `--ablation` runs each effect alone (informational).
 
 A σ is honest when, over repeated flights, the estimate scatters by about σ around the truth:
 per parameter this reports, over the seeds, with σ̄ the mean reported σ,
@@ -65,7 +67,7 @@ class Case:
     @property
     def mismatch(self) -> bool:
         """Whether the scenario has effects the methods do not model (the ±3σ bar applies)."""
-        return self.group.endswith("-mismatch") or "+" in self.group
+        return self.group.endswith(_VARIANTS) or "+" in self.group
 
     @property
     def truth_assumptions(self) -> bool:
@@ -83,8 +85,13 @@ TRUTH = "@truth-assumptions"
 _ACC_BIAS_Z_TRUTH = {"eschmann": 0.05, "kwon": 0.0}
 
 
+#: Scenario suffixes of the variants with effects the methods do not model: the mismatch scenarios
+#: and the randomized suite (`rotorid.sim.scenarios.RANDOM_SUITE`).
+_VARIANTS = ("-mismatch", "-random")
+_ALL = ("eschmann", "six", "kwon")
 #: Ablation (`--ablation`): each mismatch effect alone on the paper scenario, with the value
-#: its `*-mismatch` scenario uses: effect -> (overrides, families it applies to).
+#: its `*-mismatch` scenario uses, or for the simulator's other effects its realistic magnitude
+#: (`rotorid.sim.effects.REALISTIC`): effect -> (overrides, families it applies to).
 ABLATION: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "rotor_drag": (("rotor_drag",), ("eschmann", "six", "kwon")),
     "motor_spread": (("thrust_spread", "tm_spread"), ("eschmann", "six", "kwon")),
@@ -93,6 +100,14 @@ ABLATION: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "izz_ratio": (("izz_ratio",), ("eschmann",)),
     "motor_asymmetry": (("tm_rise", "tm_fall"), ("eschmann",)),
     "mocap_delay": (("mocap_delay",), ("six",)),
+    "rotor_inflow": (("rotor_inflow",), _ALL),
+    "drag_quad": (("drag_quad",), _ALL),
+    "ground_effect": (("ground_effect", "ground_clearance"), _ALL),
+    "battery": (("battery_sag", "battery_drain"), _ALL),
+    "saturation": (("saturation",), _ALL),
+    "imu_axes": (("imu_scale", "imu_misalign"), _ALL),
+    "vibration": (("vibration", "aa_cutoff"), _ALL),
+    "gust": (("gust", "gust_tau", "wind"), _ALL),
 }
 _SCENARIO = {"eschmann": "eschmann-crazyflie", "six": "six-config-a", "kwon": "kwon-payload"}
 
@@ -131,15 +146,17 @@ def _with_truth_twins(cases: list[Case]) -> list[Case]:
     return out
 
 
-CASES = _with_truth_twins(_cases((("", "paper scenario"), ("-mismatch", "model mismatch"))))
+CASES = _with_truth_twins(
+    _cases((("", "paper scenario"), ("-mismatch", "model mismatch"), ("-random", "randomized effects")))
+)
 ABLATION_CASES = _cases(tuple((f"+{e}", f"ablation: {e} alone") for e in ABLATION))
 _METHOD = {c.name: c.method for c in CASES + ABLATION_CASES}
 
 
 def _ablation_overrides(family: str, effect: str) -> dict[str, Any]:
-    from rotorid.sim import scenarios
+    from rotorid.sim import effects, scenarios
 
-    extra = scenarios.MISMATCH[f"{_SCENARIO[family]}-mismatch"][1]
+    extra = {**effects.REALISTIC.get(effect, {}), **scenarios.MISMATCH[f"{_SCENARIO[family]}-mismatch"][1]}
     return {k: extra[k] for k in ABLATION[effect][0]}
 
 
@@ -281,7 +298,7 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
     if effect:  # ablation: the paper scenario with one effect; case names carry "+effect"
         sfx, tag, ov = "", f"+{effect}", _ablation_overrides(family, effect)
     else:
-        sfx = tag = "-mismatch" if group.endswith("-mismatch") else ""
+        sfx = tag = next((v for v in _VARIANTS if group.endswith(v)), "")
         ov = {}
     out: dict[str, Any] = {}
 

@@ -73,6 +73,16 @@ per axis with random walks, a 4 ms IMU time offset, for `eschmann-crazyflie-mism
 (the paper's set-up: 5 ms).
 `truth.vehicle["mismatch"]` records every effect's true value.
 
+Physics other simulators and real vehicles have (`rotorid.sim.effects.BODY_EFFECTS`, off by
+default, documented there with their sources): rotor inflow, quadratic body drag, ground effect,
+battery sag (logged as `vbat`; the nominal thrust curve holds at `battery_v_ref`), motor
+saturation, IMU scale errors and misalignment, frame vibration with an anti-alias low-pass,
+Dryden-like gusts; `effects.REALISTIC` gives one realistic magnitude of each. The randomized
+suite `<paper scenario>-random` (`RANDOM_SUITE`) flies the paper scenario with a mixture drawn per
+seed (`effects.RANDOM`: each effect, old and new, on with probability 1/2 at a uniform
+magnitude; configuration B draws what A does, the same vehicle), recorded in
+`truth.vehicle["random"]`; explicit overrides win over the draw.
+
 Every scenario accepts `duration` (s per flight), `dt` (internal step), `noise` (False turns
 off all sensor and thrust noise and biases), `control_rate` (Hz), `drag` (linear body drag,
 N s/m per body axis, default 0), the mismatch effects above and the scenario-specific
