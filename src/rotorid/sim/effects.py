@@ -218,7 +218,7 @@ class Plant:
 #: angles (rad), drawn uniformly per seed for gyro and accelerometer), `vibration` (m/s^2 per rotor
 #: at hover) at `vibration_hz` (None = the hover rotor speed for rad/s commands, else 270 Hz, a
 #: Crazyflie's ~16000 rpm), `aa_cutoff` (Hz), `gust` (sigma, m/s), `gust_tau` (s), `wind` (mean,
-#: world, m/s).
+#: world, m/s; a number: along x).
 BODY_EFFECTS: dict[str, Any] = {
     "rotor_inflow": 0.0,
     "drag_quad": 0.0,
@@ -304,8 +304,9 @@ def _plant_settings(o: dict[str, Any], vehicle: Vehicle) -> dict[str, Any]:
         }
     if float(o["saturation"]) > 0:
         out["saturation"] = float(o["saturation"])
-    if float(o["gust"]) > 0 or any(o["wind"]):
-        out |= {"gust": float(o["gust"]), "gust_tau": float(o["gust_tau"]), "wind": tuple(map(float, o["wind"]))}
+    wind = np.broadcast_to(np.asarray(o["wind"], dtype=float), 3)  # a number: along world x
+    if float(o["gust"]) > 0 or np.any(wind):
+        out |= {"gust": float(o["gust"]), "gust_tau": float(o["gust_tau"]), "wind": tuple(wind.tolist())}
     return out
 
 

@@ -203,6 +203,7 @@ def options(name: str, **overrides: Any) -> dict[str, Any]:
 def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None = None, **overrides: Any) -> Scenario:
     """Simulate the named scenario with the given seed. `progress(flight, fraction)` is called
     during integration. Unknown overrides raise a `RotoridError` listing the allowed ones."""
+    opts = options(name, **overrides)
     if int(seed) < 0:
         raise RotoridError(f"scenario '{name}': the seed must be a non-negative integer, got {seed}")
     drawn = {}
@@ -212,8 +213,8 @@ def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None 
             _rng(family, int(seed), "random/effects"),
             OVERRIDES[name].get("tm") if "tm_rise" in OVERRIDES[name] else None,
         )
-        overrides = {**drawn, **{k: v for k, v in overrides.items() if v is not None}}
-    sc = _BUILDERS[_base(name)](name, int(seed), options(name, **overrides), progress)
+        opts = options(name, **{**drawn, **{k: v for k, v in overrides.items() if v is not None}})
+    sc = _BUILDERS[_base(name)](name, int(seed), opts, progress)
     if drawn:
         sc.truth.vehicle["random"] = drawn
     return sc
