@@ -85,7 +85,8 @@ def fly(
 ) -> tuple[Flight, dict[str, np.ndarray]]:
     """Simulate one flight of the (complete, true) `vehicle`. Returns the logged `Flight` and
     the true states at the log instants (t, pos, pos_com, vel_com, quat, omega, omega_dot,
-    acc_com, spec_force (noise-free accelerometer), u, thrust, force, moment)."""
+    acc_com, spec_force (noise-free accelerometer), u, thrust, force, moment; with body effects
+    also the world `wind` and, with a battery, `vbat`)."""
     if spec.duration <= 0:
         raise RotoridError(f"{source}: duration must be positive, got {spec.duration:g} s")
     body = Body.from_vehicle(vehicle, spec.drag, spec.rotor_drag, spec.thrust_scale, spec.tm_scale, spec.rotor_inflow)
