@@ -59,7 +59,7 @@ def test_simulate_ulog_with_override(tmp_path: Path) -> None:
         (["--format", "mat"], "--format 'mat'"),
         (["--set", "tm"], "NAME=VALUE"),
         (["--set", "tm=fast"], "'fast'"),
-        (["--set", "wind=3"], "unknown override(s) wind"),
+        (["--set", "breeze=3"], "unknown override(s) breeze"),
     ],
 )
 def test_simulate_bad_options(tmp_path: Path, args: list[str], needle: str) -> None:

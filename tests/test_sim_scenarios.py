@@ -30,7 +30,8 @@ def six_b():
 
 def test_names_and_bad_input():
     assert scenarios.PAPER == ("eschmann-crazyflie", "kwon-payload", "six-config-a", "six-config-b")
-    assert scenarios.PAPER + tuple(f"{n}-mismatch" for n in scenarios.PAPER) + tuple(scenarios.CHIRP) == scenarios.NAMES
+    variants = tuple(f"{n}{v}" for v in ("-mismatch", "-random") for n in scenarios.PAPER)
+    assert scenarios.PAPER + variants + tuple(scenarios.CHIRP) == scenarios.NAMES
     with pytest.raises(RotoridError, match="unknown scenario 'nope'"):
         scenarios.run("nope")
     with pytest.raises(RotoridError, match=r"unknown override.*durration.*allowed: .*duration"):

@@ -19,7 +19,11 @@ against the airspeed of its hub in the rotor plane, proportional to its rotor sp
     F_i = -k_rd Omega_i P_i (v_b + w x r_i),    P_i = I - r_f,i r_f,i^T,  r_i = r_p,i - c
 
 (v_b the body-frame velocity, still air), applied at the hub, so it also gives the moment
-r_i x F_i about the CoM (the hub sits off the CoM). The rotor speed is taken as
+r_i x F_i about the CoM (the hub sits off the CoM). Optionally the axial inflow too
+(`rotor_inflow` k_z): in blade-element and momentum theory a rotor climbing through its own
+axis at v_c loses thrust linearly in Omega v_c at a fixed rotor speed (T = k_t Omega^2 -
+k_z Omega v_c; Bangura & Mahony, ACRA 2012; Powers et al., ISER 2013), the same form
+with P_i = k_rd (I - r_f r_f^T) + k_z r_f r_f^T. The rotor speed is taken as
 Omega_i = sqrt(f_i) (exact up to the factor sqrt(k_t) for f = k_t Omega^2, which k_rd absorbs;
 units N s/m per sqrt(N)), so the model works for any motor-input kind. The command is held over
 each step, so the lag is solved exactly (an exponential) and the rotor wrench at the RK4 stage
@@ -44,6 +48,9 @@ from rotorid.vehicle import Vehicle
 
 #: controller(k, state) -> motor commands; state is the 13-tuple at step k.
 Controller = Callable[[int, tuple[float, ...]], Sequence[float]]
+#: hook(k, state, motor states, perturbation wrench) -> the step's perturbation wrench (6-tuple,
+#: body, about the CoM) held over step k (`rotorid.sim.effects.Plant.step`).
+StepHook = Callable[[int, tuple[float, ...], list[float], tuple[float, ...]], tuple[float, ...]]
 
 
 @dataclass(frozen=True)
@@ -76,11 +83,13 @@ class Body:
         rotor_drag: float = 0.0,
         thrust_scale: Sequence[float] | None = None,
         tm_scale: Sequence[float] | None = None,
+        rotor_inflow: float = 0.0,
     ) -> Body:
         """The plant of a fully specified vehicle (thrust curve, k_tau, inertia required).
 
         `drag`: linear body drag (N s/m per body axis); `rotor_drag`: k_rd of the rotor-drag
-        model (N s/m per sqrt(N), see the module docstring); `thrust_scale`/`tm_scale`: per-motor
+        model (N s/m per sqrt(N), see the module docstring), `rotor_inflow` its axial k_z (same
+        units); `thrust_scale`/`tm_scale`: per-motor
         factors on the thrust polynomial and the motor time constants (spread between motors)."""
         missing = [k for k in ("thrust_coeffs", "k_tau", "inertia") if getattr(v, k) is None]
         if missing:
@@ -106,7 +115,7 @@ class Body:
             cmd_min=float(v.cmd_min),
             cmd_max=float(v.cmd_max),
             drag=np.asarray(drag, dtype=float),
-            rotor_drag=_rotor_drag_matrices(v, com, rotor_drag) if rotor_drag else None,
+            rotor_drag=_rotor_drag_matrices(v, com, rotor_drag, rotor_inflow) if rotor_drag or rotor_inflow else None,
         )
 
     @property
@@ -136,14 +145,16 @@ def _cross_matrix(r: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
 
 
-def _rotor_drag_matrices(v: Vehicle, com: np.ndarray, k: float) -> np.ndarray:
+def _rotor_drag_matrices(v: Vehicle, com: np.ndarray, k: float, k_z: float = 0.0) -> np.ndarray:
     """Per rotor, the 6 x 6 map from [v_b, w] to minus the drag wrench about the CoM per unit
-    rotor speed: k [[P, -P [r]x], [[r]x P, -[r]x P [r]x]] (F = -k P (v_b + w x r), M = r x F)."""
+    rotor speed: [[P, -P [r]x], [[r]x P, -[r]x P [r]x]] (F = -P (v_b + w x r), M = r x F) with
+    P = k (I - a a^T) + k_z a a^T (in-plane drag, axial inflow)."""
     out = np.empty((v.n_rotors, 6, 6))
     for i, (pos, axis) in enumerate(zip(v.positions, v.axes, strict=True)):  # a handful of rotors
-        p = np.eye(3) - np.outer(axis, axis)
+        aa = np.outer(axis, axis)
+        p, scale = (k * (np.eye(3) - aa) + k_z * aa, 1.0) if k_z else (np.eye(3) - aa, k)
         rx = _cross_matrix(pos - com)
-        out[i] = k * np.block([[p, -p @ rx], [rx @ p, -rx @ p @ rx]])
+        out[i] = scale * np.block([[p, -p @ rx], [rx @ p, -rx @ p @ rx]])
     return out
 
 
@@ -178,6 +189,7 @@ def integrate(
     control_every: int = 1,
     thrust_noise: np.ndarray | None = None,
     progress: Callable[[int], None] | None = None,
+    hook: StepHook | None = None,
 ) -> Trajectory:
     """Integrate `n_steps` RK4 steps of `dt` from state `x0` and motor states `u0`.
 
@@ -185,8 +197,9 @@ def integrate(
     (clamped to [cmd_min, cmd_max]) are held until the next call. `thrust_noise` (n_steps, M)
     is added to the rotor thrusts during each step. `progress(k)` is called every 1000 steps.
     One `Plant` run over all the steps (`Plant.run` gives the same numbers in any chunks).
+    `hook` (`StepHook`, e.g. `rotorid.sim.effects.Plant.step`) adds body effects to each step.
     """
-    return Plant(body, dt, x0, u0).run(n_steps, controller, control_every, thrust_noise, progress, last=True)
+    return Plant(body, dt, x0, u0).run(n_steps, controller, control_every, thrust_noise, progress, last=True, hook=hook)
 
 
 class Plant:
@@ -377,6 +390,7 @@ class Plant:
         thrust_noise: np.ndarray | None = None,
         progress: Callable[[int], None] | None = None,
         last: bool = False,
+        hook: StepHook | None = None,
     ) -> Trajectory:
         """The next `n_steps` steps (see `integrate`; the step count k runs on from the last
         call, and `thrust_noise` holds these steps' rows): their rows, the state at each
@@ -398,7 +412,7 @@ class Plant:
                         self.u = self.cmd
                         self._rest()
                 rows.append((*self.x, *self.u, *self.cmd))
-                self.step(nz)
+                self.step(nz if hook is None else hook(i, self.x, self.u, nz))
                 if progress is not None and i % 1000 == 999:
                     progress(i + 1)
             block = np.array(rows)
@@ -431,13 +445,14 @@ def rotate(q: np.ndarray, v: np.ndarray, inverse: bool = False) -> np.ndarray:
     return v + w * t + np.cross(r, t)
 
 
-def accelerations(body: Body, traj: Trajectory) -> dict[str, np.ndarray]:
+def accelerations(body: Body, traj: Trajectory, extra: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """True loads and accelerations at every logged step, vectorized (same equations as the
     integrator): body force `force` (N, 3), moment about the CoM `moment`, CoM acceleration
-    `acc_com` (world), specific force at the CoM `spec_com` (body) and `omega_dot` (body)."""
+    `acc_com` (world), specific force at the CoM `spec_com` (body) and `omega_dot` (body).
+    `extra` (N, 6): the wrench a `StepHook` added at each step (force, moment; body)."""
     x = traj.x
     f = body.thrust(traj.u) + traj.noise
-    wr = f @ body.B.T
+    wr = f @ body.B.T if extra is None else f @ body.B.T + extra
     force, moment = wr[:, :3], wr[:, 3:]
     q, vel, w = x[:, 6:10], x[:, 3:6], x[:, 10:13]
     v_body = rotate(q, vel, inverse=True)

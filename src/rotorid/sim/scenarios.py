@@ -73,6 +73,16 @@ per axis with random walks, a 4 ms IMU time offset, for `eschmann-crazyflie-mism
 (the paper's set-up: 5 ms).
 `truth.vehicle["mismatch"]` records every effect's true value.
 
+Physics other simulators and real vehicles have (`rotorid.sim.effects.BODY_EFFECTS`, off by
+default, documented there with their sources): rotor inflow, quadratic body drag, ground effect,
+battery sag (logged as `vbat`; the nominal thrust curve holds at `battery_v_ref`), motor
+saturation, IMU scale errors and misalignment, frame vibration with an anti-alias low-pass,
+Dryden-like gusts; `effects.REALISTIC` gives one realistic magnitude of each. The randomized
+suite `<paper scenario>-random` (`RANDOM_SUITE`) flies the paper scenario with a mixture drawn per
+seed (`effects.RANDOM`: each effect, old and new, on with probability 1/2 at a uniform
+magnitude; configuration B draws what A does, the same vehicle), recorded in
+`truth.vehicle["random"]`; explicit overrides win over the draw.
+
 Every scenario accepts `duration` (s per flight), `dt` (internal step), `noise` (False turns
 off all sensor and thrust noise and biases), `control_rate` (Hz), `drag` (linear body drag,
 N s/m per body axis, default 0), the mismatch effects above and the scenario-specific
@@ -98,6 +108,7 @@ from rotorid.frames import GRAVITY
 from rotorid.result import Truth
 from rotorid.signal import sid_chirp
 from rotorid.sim.control import Gains
+from rotorid.sim.effects import BODY_EFFECTS, apply_effects, random_effects
 from rotorid.sim.sensors import DEG, Imu, Mocap
 from rotorid.sim.simulator import FlightSpec, References, fly
 from rotorid.sim.trajectory import band_limited_noise, chirp, doublets, evaluate, move
@@ -114,6 +125,7 @@ _EFFECTS: dict[str, Any] = {
     "gyro_rw": 0.0,
     "acc_rw": 0.0,
     "imu_delay": 0.0,
+    **BODY_EFFECTS,
 }
 _MISMATCH = {
     "rotor_drag": 0.3,  # 1/s, D/m at hover (Faessler et al. 2018: 0.26-0.28)
@@ -142,7 +154,10 @@ CHIRP: dict[str, tuple[int, str]] = {
     "chirp-yaw": (9, "yaw"),
     "chirp-thrust": (13, "thrust"),
 }
-NAMES = PAPER + tuple(MISMATCH) + tuple(CHIRP)
+#: The randomized suite: name -> base scenario; each seed draws a mixture of effects
+#: (`rotorid.sim.effects.random_effects`), recorded in truth.vehicle["random"].
+RANDOM_SUITE = {f"{base}-random": base for base in PAPER}
+NAMES = PAPER + tuple(MISMATCH) + tuple(RANDOM_SUITE) + tuple(CHIRP)
 
 #: Most integration steps per simulated flight (~1 GB of channels; an hour at 1 kHz).
 MAX_STEPS = 4e6
@@ -173,6 +188,7 @@ for _name, (_, _axis) in CHIRP.items():
         "sid_t_fade_out": 1.0,
         "log_rate": 500.0,
     }
+OVERRIDES |= {name: OVERRIDES[base] for name, base in RANDOM_SUITE.items()}
 
 
 @dataclass
@@ -222,13 +238,29 @@ def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None 
         raise RotoridError(f"scenario '{name}': the seed must be a non-negative integer, got {seed}")
     if name in CHIRP:
         return _chirp(name, int(seed), opts, progress)
-    return _BUILDERS[MISMATCH.get(name, (name,))[0]](name, int(seed), opts, progress)
+    drawn = {}
+    if name in RANDOM_SUITE:  # the vehicle's own draw: configuration B is A's vehicle with a payload
+        family = "six-config-a" if _base(name).startswith("six") else _base(name)
+        drawn = random_effects(
+            _rng(family, int(seed), "random/effects"),
+            OVERRIDES[name].get("tm") if "tm_rise" in OVERRIDES[name] else None,
+        )
+        opts = options(name, **{**drawn, **{k: v for k, v in overrides.items() if v is not None}})
+    sc = _BUILDERS[_base(name)](name, int(seed), opts, progress)
+    if drawn:
+        sc.truth.vehicle["random"] = drawn
+    return sc
+
+
+def _base(name: str) -> str:
+    """The paper scenario a variant flies."""
+    return RANDOM_SUITE.get(name) or MISMATCH.get(name, (name,))[0]
 
 
 def _rng(name: str, seed: int, flight: str) -> np.random.Generator:
     """An independent, reproducible stream per (scenario, seed, flight); a mismatch variant
     draws the same streams as its base scenario."""
-    key = [seed, (PAPER + tuple(CHIRP)).index(MISMATCH.get(name, (name,))[0]), *flight.encode()]
+    key = [seed, (PAPER + tuple(CHIRP)).index(_base(name)), *flight.encode()]
     return np.random.default_rng(key)
 
 
@@ -268,9 +300,12 @@ def _effects(name: str, seed: int, o: dict[str, Any], vehicle: Vehicle, imu: Imu
     if float(o["imu_delay"]):
         changes["delay"] = float(o["imu_delay"])
     imu = dataclasses.replace(imu, **changes)
+    body_spec, imu, body_rec = apply_effects(o, vehicle, imu, _rng(name, seed, "mismatch/imu"))
+    spec, rec = spec | body_spec, rec | body_rec
     if not o["noise"]:
         imu = imu.noiseless()
         changes = {k: v for k, v in changes.items() if k == "delay"}
+        rec = {k: v for k, v in rec.items() if k not in ("vibration", "vibration_hz")}
     rec |= {"imu_delay" if k == "delay" else k: v for k, v in changes.items()}
     return _Effects(spec, imu, rec)
 
@@ -602,7 +637,7 @@ def _six_pilot(t: np.ndarray, rng: np.random.Generator) -> Callable[[np.ndarray]
 
 
 def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
-    config = "A" if MISMATCH.get(name, (name,))[0].endswith("-a") else "B"
+    config = "A" if _base(name).endswith("-a") else "B"
     rise, fall = _tm(o)
     m, ms, i_o = six_mass_properties(config)
     com = ms / m

@@ -14,9 +14,11 @@ import numpy as np
 
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight, Series, align
+from rotorid.frames import GRAVITY
 from rotorid.sim.control import CascadeController, Gains
 from rotorid.sim.dynamics import Body, Trajectory, accelerations, hover_state, integrate
-from rotorid.sim.sensors import Imu, Mocap, imu, mocap, origin_position
+from rotorid.sim.effects import Plant, PlantSpec
+from rotorid.sim.sensors import Imu, Mocap, imu, mocap, origin_position, shake
 from rotorid.vehicle import Vehicle
 
 
@@ -44,7 +46,9 @@ class FlightSpec:
 
     Plant effects the controller does not know (model mismatch; off by default): `rotor_drag`
     (k_rd, N s/m per sqrt(N), `rotorid.sim.dynamics`), `thrust_scale`/`tm_scale` (per-motor
-    factors on thrust curve and motor time constants). The controller uses the nominal vehicle."""
+    factors on thrust curve and motor time constants), `rotor_inflow` (k_z, same units as k_rd)
+    and the body effects of `plant` (`rotorid.sim.effects`; a battery logs `vbat`). The
+    controller uses the nominal vehicle."""
 
     duration: float
     references: ReferenceFn
@@ -61,6 +65,8 @@ class FlightSpec:
     rotor_drag: float = 0.0
     thrust_scale: tuple[float, ...] | None = None
     tm_scale: tuple[float, ...] | None = None
+    rotor_inflow: float = 0.0
+    plant: PlantSpec = field(default_factory=PlantSpec)
     meta: dict[str, Any] = field(default_factory=dict)
 
 
@@ -80,10 +86,11 @@ def fly(
 ) -> tuple[Flight, dict[str, np.ndarray]]:
     """Simulate one flight of the (complete, true) `vehicle`. Returns the logged `Flight` and
     the true states at the log instants (t, pos, pos_com, vel_com, quat, omega, omega_dot,
-    acc_com, spec_force (noise-free accelerometer), u, thrust, force, moment)."""
+    acc_com, spec_force (noise-free accelerometer), u, thrust, force, moment; with body effects
+    also the world `wind` and, with a battery, `vbat`)."""
     if spec.duration <= 0:
         raise RotoridError(f"{source}: duration must be positive, got {spec.duration:g} s")
-    body = Body.from_vehicle(vehicle, spec.drag, spec.rotor_drag, spec.thrust_scale, spec.tm_scale)
+    body = Body.from_vehicle(vehicle, spec.drag, spec.rotor_drag, spec.thrust_scale, spec.tm_scale, spec.rotor_inflow)
     nominal = body.rotor_drag is None and spec.thrust_scale is None and spec.tm_scale is None
     model = body if nominal else Body.from_vehicle(vehicle, drag=spec.drag)
     dt = spec.dt
@@ -95,8 +102,12 @@ def fly(
     x0 = hover_state(ref.pos[0], float(ref.yaw[0]))
     u0 = ctrl(0, x0)
     noise = spec.thrust_noise * rng.standard_normal((n_steps, body.n_rotors)) if spec.thrust_noise > 0 else None
-    traj = integrate(body, x0, u0, dt, n_steps, ctrl, every, noise, progress)
-    acc = accelerations(body, traj)
+    plant = None
+    if spec.plant.active:
+        plant = Plant.build(spec.plant, body, vehicle.positions - body.com, x0, n_steps, dt, rng)
+    traj = integrate(body, x0, u0, dt, n_steps, ctrl, every, noise, progress, None if plant is None else plant.step)
+    fx = _plant_record(body, plant)
+    acc = accelerations(body, traj, fx.get("wrench"))
     t_all = traj.t
     q = traj.x[:, 6:10]
     pos_o = origin_position(traj.x[:, :3], q, body.com)
@@ -107,7 +118,9 @@ def fly(
 
     t_imu, i_imu = grid(spec.imu.rate, "IMU")
     r_imu = np.asarray(vehicle.imu_offset) - body.com
-    truth_imu = (traj.x[:, 10:13], acc["omega_dot"], acc["spec_com"])
+    f_hover = body.mass * GRAVITY / body.n_rotors
+    thrust_rel = (body.thrust(traj.u) + fx.get("df", 0.0)) / f_hover
+    truth_imu = shake(spec.imu, t_all, (traj.x[:, 10:13], acc["omega_dot"], acc["spec_com"]), thrust_rel, rng)
     if spec.imu.delay:  # the IMU lags its time stamps: sample the truth at t - delay
         tq = np.clip(t_imu - spec.imu.delay, 0.0, t_all[-1])
         truth_imu = tuple(np.column_stack([np.interp(tq, t_all, x[:, j]) for j in range(3)]) for x in truth_imu)
@@ -118,8 +131,11 @@ def fly(
     t_log, i_log = grid(spec.log_rate, "log")
     if spec.log_cmd:
         series["cmd"] = Series(t_log, traj.cmd[i_log])
-    if spec.log_rotor_speed:
-        series["rotor_speed"] = Series(t_log, traj.u[i_log])
+    if spec.log_rotor_speed:  # a saturated rotor (thrust ~ speed^2) runs below its command
+        speed = traj.u[i_log] if "sat" not in fx else traj.u[i_log] * np.sqrt(fx["sat"][i_log])
+        series["rotor_speed"] = Series(t_log, speed)
+    if "vbat" in fx:
+        series["vbat"] = Series(t_log, fx["vbat"][i_log])
     if spec.mocap is not None:
         t_mc, _ = grid(spec.mocap.rate, "mocap")
         mc = mocap(spec.mocap, t_all, pos_o, q, t_mc, rng)
@@ -128,8 +144,30 @@ def fly(
     hold = _motor_hold(body, every, _every(spec.log_rate, dt, "log"), dt)
     flight, _ = align(series, rate=spec.log_rate, meta=_meta(spec, source, vehicle.motor_input, hold))
     n = len(flight.t)
-    states = {"t": t_log[:n], **_states(vehicle, body, traj, acc, pos_o, slice(0, n * i_log.step, i_log.step))}
+    idx = slice(0, n * i_log.step, i_log.step)
+    states = {"t": t_log[:n], **_states(vehicle, body, traj, acc, pos_o, idx)}
+    if fx:
+        states["thrust"] = states["thrust"] + fx["df"][idx]
+        states |= {k: fx[k][idx] for k in ("vbat", "wind") if k in fx}
     return flight, states
+
+
+def _plant_record(body: Body, plant: Plant | None) -> dict[str, np.ndarray]:
+    """A `Plant`'s per-step records on the trajectory's N = n_steps + 1 instants (the last step's
+    repeated): extra rotor thrust `df`, their wrench plus the air's `wrench`, the saturated
+    share of each rotor's thrust `sat`, battery voltage `vbat` and world `wind`; {} without one."""
+    if plant is None:
+        return {}
+
+    def pad(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([x, x[-1:]])
+
+    out = {"df": pad(plant.df), "wrench": pad(plant.df @ body.B.T + plant.extra), "wind": pad(plant.wind)}
+    if plant.spec.saturation > 0:
+        out["sat"] = pad(plant.sat)
+    if plant.spec.battery:
+        out["vbat"] = pad(plant.vbat)
+    return out
 
 
 def _motor_hold(body: Body, ctrl_every: int, log_every: int, dt: float) -> float | None:
