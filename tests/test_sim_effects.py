@@ -38,13 +38,14 @@ def _digest(sc: scenarios.Scenario) -> str:
 @pytest.mark.parametrize(
     ("name", "kw", "digest"),
     [
-        ("kwon-payload-mismatch", {"duration": 10.0}, "e6c5aeab79d80b81"),
-        ("six-config-b-mismatch", {"duration": 2.0, "flights": ("train",)}, "41bfc79bc9684bdc"),
+        ("kwon-payload-mismatch", {"duration": 10.0}, "cc0f3bc0992c3b87"),
+        ("six-config-b-mismatch", {"duration": 2.0, "flights": ("train",)}, "a9a2956bdc5314b9"),
         ("eschmann-crazyflie", {"duration": 1.0}, "7edd168e278bee7a"),
     ],
 )
 def test_effects_off_leave_samples_bit_identical(name: str, kw: dict, digest: str) -> None:
-    """Seed-0 samples of the paper and mismatch scenarios as they were before the effects existed."""
+    """Seed-0 samples of the paper and mismatch scenarios as they were before the effects existed
+    (the attitude as the numpy slerp interpolates it: 3e-16 from scipy's)."""
     assert _digest(scenarios.run(name, seed=0, **kw)) == digest
 
 
