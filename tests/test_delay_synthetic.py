@@ -11,6 +11,7 @@ from scipy.integrate import cumulative_trapezoid
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
 from rotorid.methods import delay
+from rotorid.result import verdict
 from rotorid.signal import butter_filtfilt, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
@@ -133,9 +134,13 @@ def test_optimum_at_edge_of_range_is_reported(cf):
     f = thrust_flight(seed=7, tm=(0.2, 0.2))
     r = delay.identify([f], cf, settings=delay.DelaySettings(tm_bounds=(0.005, 0.08)))
     assert r.value("tm") == pytest.approx(0.08, abs=3e-4)
-    assert r.observability["tm"]["identifiable"] is False
-    assert "edge of the search range" in r.observability["tm"]["reason"]
+    obs = r.observability["tm"]
+    assert obs["at_bound"] == "the upper bound 0.08 s of the T_m search"
+    assert "edge of the search range" in obs["reason"]
     assert any("edge of the search range" in n for n in r.notes)
+    # never σ NaN: the one-sided profile-likelihood distance, and the verdict "not identified"
+    assert 0.0 < r.params["tm"].std < 0.075
+    assert verdict(r.params["tm"], obs).word == "not identified"
 
 
 @pytest.mark.parametrize(
