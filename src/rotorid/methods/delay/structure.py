@@ -10,7 +10,7 @@ from scipy import optimize, special
 
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import ThrustProblem
-from rotorid.methods.delay.search import TmSearch, neg_log_prior, rise_fall_fit
+from rotorid.methods.delay.search import TmSearch, neg_log_prior, rise_fall_fit, search_tm
 from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.uncertainty import thrust_uncertainty
 
@@ -108,7 +108,7 @@ def asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: 
     return widened(sym, delta)
 
 
-def sample_hold_term(prob: ThrustProblem, base: TmSearch, sym: TmSearch, st: DelaySettings) -> TmSearch:
+def sample_hold_term(prob: ThrustProblem, sym: TmSearch, st: DelaySettings) -> TmSearch:
     """The log's time resolution in T_m. The lag of eq. 45-48 holds each logged command for the
     whole sample interval Δt, exact when the command does hold there (the commands are logged at
     the controller's rate, `meta["motor_hold"]` ≥ Δt). A log slower than the controller samples
@@ -118,16 +118,54 @@ def sample_hold_term(prob: ThrustProblem, base: TmSearch, sym: TmSearch, st: Del
     truth (one held). On simulated flights with a 500 Hz controller, T_m came out 2.6 ms (3.7 %,
     8σ) low at 200 Hz and 7.7 % low at 101 Hz. Unless every flight records that its commands
     hold, T_m moves by Δt/4 to the middle of that interval and its variance gains the uniform
-    interval's (Δt/4)²/3; the coefficients are refitted there, with the structure terms that
-    `sym` (widened from `base`) already carries. This is also σ's floor from the log's
+    interval's (Δt/4)²/3; the coefficients are refitted there. This is also σ's floor from the log's
     time resolution: an exactly fitting model no longer gives σ 1e-20."""
     dt = max(float(np.median(np.diff(f.t))) for f in prob.flights)
     if all(float(f.meta.get("motor_hold") or 0.0) >= 0.99 * dt for f in prob.flights):
         return sym
     tm = sym.tm + 0.25 * dt
     unc = thrust_uncertainty(prob, (tm, tm), [(1.0, 1.0)], st)
-    extra = sym.unc.cov - base.unc.cov  # the model-structure terms already added
     hold = np.zeros(len(unc.theta))
     hold[0] = 0.25 * dt / math.sqrt(3.0)
-    unc = dataclasses.replace(unc, cov=unc.cov + extra + np.outer(hold, hold))
+    # the covariance of the optimum, where the sandwich's residuals are the noise (at the moved
+    # T_m they would also hold the shift's misfit, counted twice), with the structure terms
+    unc = dataclasses.replace(unc, cov=sym.unc.cov + np.outer(hold, hold))
     return dataclasses.replace(sym, tm=tm, unc=unc, std=float(unc.std[0]))
+
+
+def window_scatter(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch:
+    """Disagreement between thrust flights (windows): with ≥ 2 of them, the T_m search and the
+    thrust fit leaving each out in turn; their jackknife covariance (n-1)/n Σ (θ_i - θ̄)(θ_i - θ̄)ᵀ
+    (Efron & Stein 1981) is what the flights' disagreement says about θ = (T_m, coefficients).
+    Where its T_m variance exceeds what σ allows (under agreement (n-1) var_jack / σ² is about
+    χ² with n-1 degrees of freedom; 1 % level, as the other checks), the covariance gains the
+    jackknife's share that lifts σ(T_m) to it (what rests on T_m follows) and a note names the
+    flight whose omission moves T_m most. Returns `sym`, so widened when the flights disagree."""
+    flights = prob.flights
+    if len(flights) < 2 or sym.unc is None:
+        return sym
+    theta = []
+    for i in range(len(flights)):
+        sub = ThrustProblem(
+            flights[:i] + flights[i + 1 :], prob.vehicle, prob.exponents, prob.per_motor, prob.acc_bias_z
+        )
+        s = search_tm(sub, st)
+        theta.append(np.concatenate([[s.tm], sub.fit((s.tm, s.tm))[0].x]))
+    th = np.array(theta)
+    n = len(th)
+    jack = (n - 1) / n * (th - th.mean(axis=0)).T @ (th - th.mean(axis=0))
+    p = float(special.chdtrc(n - 1, (n - 1) * jack[0, 0] / sym.std**2))
+    out.diag.update(tm_leave_one_out=th[:, 0], tm_jackknife_std=math.sqrt(jack[0, 0]), tm_jackknife_p=p)
+    if not p < 0.01:
+        return sym
+    share = 1.0 - sym.std**2 / jack[0, 0]
+    unc = dataclasses.replace(sym.unc, cov=sym.unc.cov + share * jack)
+    k = int(np.argmax(np.abs(th[:, 0] - sym.tm)))
+    f = flights[k]
+    out.notes.append(
+        f"The thrust flights disagree: leaving each out in turn gives T_m {', '.join(f'{v:.4g}' for v in th[:, 0])} s "
+        f"(jackknife σ {math.sqrt(jack[0, 0]):.2g} s against σ {sym.std:.2g} s of one fit, p = {p:.2g}); without "
+        f"{f.source}@{f.t[0]:.2f}:{f.t[-1]:.2f} T_m would be {th[k, 0]:.4g} s. σ of T_m, the thrust curve and what "
+        "rests on them grows to cover the scatter."
+    )
+    return dataclasses.replace(sym, unc=unc, std=float(unc.std[0]))

@@ -16,7 +16,12 @@ from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import DelayProblem, ThrustProblem
 from rotorid.methods.delay.search import AsymSearch, TmSearch, search_tm, search_tm_asymmetric
 from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, subsample, tm_support
-from rotorid.methods.delay.structure import asymmetry_check, dead_time_check, sample_hold_term
+from rotorid.methods.delay.structure import (
+    asymmetry_check,
+    dead_time_check,
+    sample_hold_term,
+    window_scatter,
+)
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
 from rotorid.methods.regression import r2_from_sse
 from rotorid.vehicle import Vehicle
@@ -79,7 +84,7 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
         tau_int=sym.tau_int,
     )
     if not st.asymmetric_tm:
-        why, base = [], sym
+        why = []
         if sym.unc is not None and st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
             sym = wide
             why.append(
@@ -92,8 +97,11 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
                 f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
                 "better than one"
             )
-        if sym.unc is not None and base.unc is not None:
-            held = sample_hold_term(prob, base, sym, st)
+        if sym.unc is not None and (wide := window_scatter(prob, sym, st, out)) is not sym:
+            sym = wide
+            why.append("the thrust flights disagree beyond σ (leave-one-out)")
+        if sym.unc is not None:
+            held = sample_hold_term(prob, sym, st)
             out.diag["tm_hold_shift"] = held.tm - sym.tm
             sym, tm_pair = held, (held.tm, held.tm)
         if why:
