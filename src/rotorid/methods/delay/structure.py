@@ -108,7 +108,7 @@ def asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: 
     return widened(sym, delta)
 
 
-def sample_hold_term(prob: ThrustProblem, sym: TmSearch, st: DelaySettings) -> TmSearch:
+def sample_hold_term(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch:
     """The log's time resolution in T_m. The lag of eq. 45-48 holds each logged command for the
     whole sample interval Δt, exact when the command does hold there (the commands are logged at
     the controller's rate, `meta["motor_hold"]` ≥ Δt). A log slower than the controller samples
@@ -130,6 +130,11 @@ def sample_hold_term(prob: ThrustProblem, sym: TmSearch, st: DelaySettings) -> T
     # the covariance of the optimum, where the sandwich's residuals are the noise (at the moved
     # T_m they would also hold the shift's misfit, counted twice), with the structure terms
     unc = dataclasses.replace(unc, cov=sym.unc.cov + np.outer(hold, hold))
+    out.notes.append(
+        f"The log's time resolution: the commands are sampled every {1e3 * dt:.3g} ms and may move between samples "
+        f"(a controller faster than the log), which the fitted lag absorbs as up to {0.5e3 * dt:.3g} ms less T_m; "
+        f"T_m is reported mid-way, {tm:.4g} s instead of the fit's optimum {sym.tm:.4g} s, with that spread in σ."
+    )
     return dataclasses.replace(sym, tm=tm, unc=unc, std=float(unc.std[0]))
 
 

@@ -101,7 +101,7 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
             sym = wide
             why.append("the thrust flights disagree beyond σ (leave-one-out)")
         if sym.unc is not None:
-            held = sample_hold_term(prob, sym, st)
+            held = sample_hold_term(prob, sym, st, out)
             out.diag["tm_hold_shift"] = held.tm - sym.tm
             sym, tm_pair = held, (held.tm, held.tm)
         if why:
