@@ -8,11 +8,14 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+from rotorid.errors import ExcitationError, RotoridError
+from rotorid.flight import Flight
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import ThrustProblem
 from rotorid.methods.delay.search import TmSearch, neg_log_prior, rise_fall_fit, search_tm
 from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.uncertainty import thrust_uncertainty
+from rotorid.vehicle import Vehicle
 
 
 def widened(sym: TmSearch, delta: np.ndarray) -> TmSearch:
@@ -174,3 +177,84 @@ def window_scatter(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: C
         "rests on them grows to cover the scatter."
     )
     return dataclasses.replace(sym, unc=unc, std=float(unc.std[0]))
+
+
+#: Thrust curves `choose_exponents` compares, simplest first: thrust ∝ ω² (rotor speeds, or a
+#: command proportional to them), with an offset, with a linear term, the paper's full quadratic.
+CURVE_CANDIDATES: tuple[tuple[int, ...], ...] = ((2,), (0, 2), (1, 2), (0, 1, 2))
+#: Contiguous blocks per thrust flight for `choose_exponents`' held-out prediction.
+CURVE_FOLDS = 5
+
+
+def _held_out_errors(prob: ThrustProblem, states: list[np.ndarray]) -> np.ndarray:
+    """Squared prediction error of each block (`CURVE_FOLDS` contiguous blocks per flight) by
+    the curve fitted on the others, at the given rotor states."""
+    a, b = prob.design_states(states), prob.b
+    block = np.concatenate(
+        [
+            np.minimum(np.arange(len(f.t)) * CURVE_FOLDS // len(f.t), CURVE_FOLDS - 1) + CURVE_FOLDS * i
+            for i, f in enumerate(prob.flights)
+        ]
+    )
+    block = np.repeat(block, prob.n_rows)
+    err = np.empty(CURVE_FOLDS * len(prob.flights))
+    for k in range(len(err)):
+        out = block == k
+        x = np.linalg.lstsq(a[~out], b[~out], rcond=None)[0]
+        err[k] = float(np.sum((b[out] - a[out] @ x) ** 2))
+    return err
+
+
+def _carries_weight(prob: ThrustProblem, states: list[np.ndarray]) -> bool:
+    """Whether the curve fitted on all samples is a thrust curve at all: it rises through the
+    weight within the command range (the vehicle flew, so its motors can carry it)."""
+    x = np.linalg.lstsq(prob.design_states(states), prob.b, rcond=None)[0]
+    try:
+        prob.vehicle.replace(thrust_exponents=prob.exponents, thrust_coeffs=prob.coeffs(x)).hover_command()
+    except RotoridError:
+        return False
+    return True
+
+
+def choose_exponents(flights: list[Flight], vehicle: Vehicle, st: DelaySettings, out: Collected) -> tuple[int, ...]:
+    """The thrust curve's terms from the data (issue 34.2, issue 32 item 1): each of
+    `CURVE_CANDIDATES` predicts every contiguous block of the thrust flights from a fit on the
+    others, at the T_m of the full curve. Curves that do not rise through the weight within the
+    command range are no thrust curves and drop out. The simplest curve whose held-out error is
+    not larger than the best's by more than twice the difference's standard error (across the
+    blocks) is chosen: a richer curve must predict better, not only fit better. Its doubt, the
+    T_m of the best-predicting curve when that one is richer, `out.diag["curve_tm"]`, enters
+    σ(T_m) in the motor-lag step. Raises `ExcitationError` when no candidate is a thrust curve."""
+    probs = {c: ThrustProblem(flights, vehicle, c, st.per_motor, st.acc_bias_z[0]) for c in CURVE_CANDIDATES}
+    rich = CURVE_CANDIDATES[-1]
+    tm = search_tm(probs[rich], dataclasses.replace(st, exponents=rich)).tm
+    states = probs[rich].states((tm, tm))
+    err = {c: _held_out_errors(p, states) for c, p in probs.items() if _carries_weight(p, states)}
+    if not err:
+        src = ", ".join(sorted({f.source for f in flights}))
+        raise ExcitationError(
+            f"{src}: the thrust flight does not determine a thrust curve: no curve of {CURVE_CANDIDATES} fitted to "
+            "mass x accelerometer z rises through the weight within the command range; fly the thrust manoeuvre "
+            "(climbs and descents about hover) or give --exponents"
+        )
+    best = min(err, key=lambda c: float(err[c].sum()))
+
+    def within(c: tuple[int, ...]) -> bool:
+        d = err[c] - err[best]
+        return float(d.sum()) <= 2.0 * math.sqrt(len(d)) * float(np.std(d, ddof=1))
+
+    chosen = next(c for c in err if within(c))  # CURVE_CANDIDATES' order: simplest first
+    rel = {c: float(e.sum() / err[best].sum()) for c, e in err.items()}
+    out.diag.update(curve_held_out=rel, curve_best=best)
+    if chosen != best:
+        out.diag["curve_tm"] = search_tm(probs[best], dataclasses.replace(st, exponents=best)).tm
+    words = ", ".join(f"{'+'.join(f'u^{j}' for j in c)} {rel[c]:.4f}" for c in err)
+    dropped = [c for c in CURVE_CANDIDATES if c not in err]
+    out.notes.append(
+        f"Thrust curve terms from the data: held-out error (each fifth of every thrust flight predicted from the rest, "
+        f"relative to the best) {words}"
+        + (f"; {', '.join(str(c) for c in dropped)} never carry the weight within the command range" if dropped else "")
+        + f". Chosen: exponents {chosen} (the simplest that predicts as well as the best within twice its "
+        "standard error; --exponents fixes them)."
+    )
+    return chosen

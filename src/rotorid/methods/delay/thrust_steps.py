@@ -20,6 +20,7 @@ from rotorid.methods.delay.structure import (
     asymmetry_check,
     dead_time_check,
     sample_hold_term,
+    widened,
     window_scatter,
 )
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
@@ -96,6 +97,11 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
             why.append(
                 f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
                 "better than one"
+            )
+        if sym.unc is not None and "curve_tm" in out.diag:
+            sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
+            why.append(
+                f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s"
             )
         if sym.unc is not None and (wide := window_scatter(prob, sym, st, out)) is not sym:
             sym = wide
