@@ -107,3 +107,28 @@ def test_disagreeing_flights_widen_sigma():
     np.testing.assert_allclose(out.diag["tm_leave_one_out"][3], 0.0497, atol=5e-4)  # without the odd one
     assert jack > 5 * confident.std
     assert len(out.notes) == 1 and "without w4@80.00:88.00 T_m would be 0.04" in out.notes[0]
+
+
+def test_the_thrust_curve_is_chosen_from_held_out_data():
+    """A full quadratic in a normalized command keeps its three terms (each predicts held-out
+    thrust); rotor speeds in rad/s with thrust k ω² keep u² alone: the richer curves fit the
+    noise, not held-out data."""
+    cf = Vehicle.preset("crazyflie")
+    quad = delay.identify([_thrust(1, 0.05)], cf)
+    assert quad.settings["exponents"] == (0, 1, 2) and quad.settings["exponents_from_data"] is True
+    assert quad.diagnostics["curve_held_out"][(2,)] > 10  # u² alone predicts 10x worse
+    rng = np.random.default_rng(4)
+    n, fs = 6000, 500.0
+    t = np.arange(n) / fs
+    u = np.repeat(rng.uniform(1200.0, 2200.0, n // 100 + 1), 100)[:n, None] + 20 * rng.standard_normal((n, 4))
+    v = cf.replace(
+        motor_input="rad_s", cmd_min=0.0, cmd_max=2600.0, thrust_exponents=(2,), thrust_coeffs=np.array([1.8e-8])
+    )
+    acc = np.zeros((n, 3))
+    acc[:, 2] = 1.8e-8 * (motor_lag(u, t, 0.03) ** 2).sum(axis=1) / v.mass + 0.3 * rng.standard_normal(n)
+    r = delay.identify([Flight(t=t, acc=acc, gyro=np.zeros((n, 3)), cmd=u, meta={"source": "rad/s"})], v)
+    assert r.settings["exponents"] == (2,)
+    assert "Chosen: exponents (2,)" in " ".join(r.notes)
+    assert abs(r.value("tm") - 0.03) < 3 * r.params["tm"].std
+    fixed = delay.identify([_thrust(1, 0.05)], cf, settings=delay.DelaySettings(exponents=["0", "2"]))
+    assert fixed.settings["exponents"] == (0, 2) and fixed.settings["exponents_from_data"] is False

@@ -76,7 +76,7 @@ def curve(x: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def test_tm_and_thrust_curve_recovered_with_jittered_steps(cf):
-    r = delay.identify([thrust_flight(seed=1)], cf)
+    r = delay.identify([thrust_flight(seed=1)], cf, settings=delay.DelaySettings(exponents=(0, 1, 2)))
     assert r.value("tm") == pytest.approx(0.05, rel=0.02)
     x = np.array([r.value(f"thrust_c{j}") for j in (0, 1, 2)])
     u = np.linspace(0.4, 0.8, 9)
@@ -167,7 +167,7 @@ def test_motor_count_mismatch_names_the_vehicle():
 
 
 def test_per_motor_curves_share_the_constant(cf):
-    r = delay.identify([thrust_flight(seed=9)], cf, settings=delay.DelaySettings(per_motor=True))
+    r = delay.identify([thrust_flight(seed=9)], cf, settings=delay.DelaySettings(per_motor=True, exponents=(0, 1, 2)))
     c0 = {r.value(f"thrust_c0_m{i}") for i in range(1, 5)}
     assert len(c0) == 1
     assert np.asarray(r.vehicle["thrust_coeffs"]).shape == (4, 3)

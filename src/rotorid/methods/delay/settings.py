@@ -99,7 +99,9 @@ class DelaySettings:
             object.__setattr__(self, "tm_prior", tuple(float(v) for v in self.tm_prior))
             if len(self.tm_prior) != 2 or not all(v > 0 for v in self.tm_prior):
                 raise RotoridError(f"tm_prior {self.tm_prior} must be two positive numbers MEAN,SIGMA in seconds")
-        if self.exponents is not None and [str(e).strip() for e in self.exponents] in (["auto"], list("auto")):
+        if isinstance(self.exponents, str):  # "0,1,2" or "auto", as a manifest or the CLI gives it
+            object.__setattr__(self, "exponents", tuple(self.exponents.split(",")))
+        if self.exponents is not None and [str(e).strip() for e in self.exponents] == ["auto"]:
             object.__setattr__(self, "exponents", None)
         if self.exponents is not None:
             self._check_exponents()

@@ -205,15 +205,16 @@ def _held_out_errors(prob: ThrustProblem, states: list[np.ndarray]) -> np.ndarra
     return err
 
 
-def _carries_weight(prob: ThrustProblem, states: list[np.ndarray]) -> bool:
-    """Whether the curve fitted on all samples is a thrust curve at all: it rises through the
-    weight within the command range (the vehicle flew, so its motors can carry it)."""
+def _hover_failure(prob: ThrustProblem, states: list[np.ndarray]) -> str | None:
+    """Why the curve fitted on all samples is no thrust curve (`Vehicle.hover_command`'s words:
+    it does not rise through the weight within the command range, which a vehicle that flew
+    does), None when it is one."""
     x = np.linalg.lstsq(prob.design_states(states), prob.b, rcond=None)[0]
     try:
         prob.vehicle.replace(thrust_exponents=prob.exponents, thrust_coeffs=prob.coeffs(x)).hover_command()
-    except RotoridError:
-        return False
-    return True
+    except RotoridError as e:
+        return str(e)
+    return None
 
 
 def choose_exponents(flights: list[Flight], vehicle: Vehicle, st: DelaySettings, out: Collected) -> tuple[int, ...]:
@@ -229,13 +230,14 @@ def choose_exponents(flights: list[Flight], vehicle: Vehicle, st: DelaySettings,
     rich = CURVE_CANDIDATES[-1]
     tm = search_tm(probs[rich], dataclasses.replace(st, exponents=rich)).tm
     states = probs[rich].states((tm, tm))
-    err = {c: _held_out_errors(p, states) for c, p in probs.items() if _carries_weight(p, states)}
+    failed = {c: _hover_failure(p, states) for c, p in probs.items()}
+    err = {c: _held_out_errors(p, states) for c, p in probs.items() if failed[c] is None}
     if not err:
         src = ", ".join(sorted({f.source for f in flights}))
         raise ExcitationError(
             f"{src}: the thrust flight does not determine a thrust curve: no curve of {CURVE_CANDIDATES} fitted to "
-            "mass x accelerometer z rises through the weight within the command range; fly the thrust manoeuvre "
-            "(climbs and descents about hover) or give --exponents"
+            "mass x accelerometer z rises through the weight within the command range (the full quadratic: "
+            f"{failed[rich]}); fly the thrust manoeuvre (climbs and descents about hover) or give --exponents"
         )
     best = min(err, key=lambda c: float(err[c].sum()))
 
