@@ -148,7 +148,8 @@ def window_scatter(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: C
     Where its T_m variance exceeds what σ allows (under agreement (n-1) var_jack / σ² is about
     χ² with n-1 degrees of freedom; 1 % level, as the other checks), the covariance gains the
     jackknife's share that lifts σ(T_m) to it (what rests on T_m follows) and a note names the
-    flight whose omission moves T_m most. Returns `sym`, so widened when the flights disagree."""
+    flight of largest jackknife influence (leaving it out moves T_m furthest from the mean of the
+    leave-one-out values). Returns `sym`, so widened when the flights disagree."""
     flights = prob.flights
     if len(flights) < 2 or sym.unc is None:
         return sym
@@ -168,7 +169,7 @@ def window_scatter(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: C
         return sym
     share = 1.0 - sym.std**2 / jack[0, 0]
     unc = dataclasses.replace(sym.unc, cov=sym.unc.cov + share * jack)
-    k = int(np.argmax(np.abs(th[:, 0] - sym.tm)))
+    k = int(np.argmax(np.abs(th[:, 0] - th[:, 0].mean())))  # the most influential flight (jackknife)
     f = flights[k]
     out.notes.append(
         f"The thrust flights disagree: leaving each out in turn gives T_m {', '.join(f'{v:.4g}' for v in th[:, 0])} s "
