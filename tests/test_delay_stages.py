@@ -36,7 +36,8 @@ def test_stages_give_the_single_modules_numbers(result):
     assert got == {k: pytest.approx(v, rel=1e-12, abs=0) for k, v in PINNED.items()}
     assert result.diagnostics["dead_time_p"] == pytest.approx(0.0028251757504785197, rel=1e-12)
     assert result.settings["inertia_param_chosen"] in delay.INERTIA_PARAMS
-    assert [n[:34] for n in result.notes[:2]] == [
+    assert result.notes[0].startswith("Thrust curve terms from the data") and result.settings["exponents"] == (0, 1, 2)
+    assert [n[:34] for n in result.notes[1:3]] == [
         "Residuals are structured: a dead t",
         "Residuals are structured: the moto",
     ]

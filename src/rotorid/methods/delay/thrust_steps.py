@@ -85,31 +85,10 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
         tau_int=sym.tau_int,
     )
     if not st.asymmetric_tm:
-        why = []
-        if sym.unc is not None and st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
-            sym = wide
-            why.append(
-                f"a {1e3 * out.diag['dead_time']:.1f} ms dead time with T_m {out.diag['dead_time_tm']:.4g} s fits "
-                "better than the pure lag"
-            )
-        if sym.unc is not None and st.asymmetry_check and (wide := asymmetry_check(prob, sym, st, out)) is not None:
-            sym = wide
-            why.append(
-                f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
-                "better than one"
-            )
-        if sym.unc is not None and "curve_tm" in out.diag:
-            sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
-            why.append(
-                f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s"
-            )
-        if sym.unc is not None and (wide := window_scatter(prob, sym, st, out)) is not sym:
-            sym = wide
-            why.append("the thrust flights disagree beyond σ (leave-one-out)")
+        why: list[str] = []
         if sym.unc is not None:
-            held = sample_hold_term(prob, sym, st, out)
-            out.diag["tm_hold_shift"] = held.tm - sym.tm
-            sym, tm_pair = held, (held.tm, held.tm)
+            sym, why = _structure_terms(prob, sym, st, out)
+            tm_pair = (sym.tm, sym.tm)
         if why:
             tm_obs["reason"] = "σ includes the model-structure term: " + "; ".join(why)
         if sym.unc is not None:
@@ -120,6 +99,36 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
     asym = _asymmetric_step(prob, sym, tm_obs, st, out)
     tm_pair = (asym.tm_rise, asym.tm_fall)
     return MotorLag(sym, tm_pair, asym.unc or thrust_uncertainty(prob, tm_pair, [], st))
+
+
+def _structure_terms(
+    prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected
+) -> tuple[TmSearch, list[str]]:
+    """What the symmetric T_m's σ holds beyond the fit's own: the model-structure checks (dead
+    time, rising/falling), the thrust curve's choice, the windows' disagreement, and the log's
+    time resolution (which also moves T_m, `sample_hold_term`); the reasons in words."""
+    why = []
+    if st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(
+            f"a {1e3 * out.diag['dead_time']:.1f} ms dead time with T_m {out.diag['dead_time_tm']:.4g} s fits "
+            "better than the pure lag"
+        )
+    if st.asymmetry_check and (wide := asymmetry_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(
+            f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
+            "better than one"
+        )
+    if "curve_tm" in out.diag:
+        sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
+        why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
+    if (wide := window_scatter(prob, sym, st, out)) is not sym:
+        sym = wide
+        why.append("the thrust flights disagree beyond σ (leave-one-out)")
+    held = sample_hold_term(prob, sym, st, out)
+    out.diag["tm_hold_shift"] = held.tm - sym.tm
+    return held, why
 
 
 def _edge_std(sym: TmSearch, lo: float, hi: float) -> float:
