@@ -34,10 +34,14 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The simulated fleet's manifest, plus a 21st row whose log is a truncated Parquet file."""
     root = tmp_path_factory.mktemp("fleet")
     manifest = batch.simulate_fleet(root, VEHICLES, DATES, DRIFT, duration=3.0, seed=7)
+    # one thrust curve for the whole history: coefficients compare across flights only on the same
+    # terms (left to the data, 3 s flights choose differently from flight to flight)
+    rows = manifest.read_text().splitlines()
+    manifest.write_text("\n".join([rows[0] + ",options"] + [r + ',"exponents=0,1,2"' for r in rows[1:]]) + "\n")
     good = (root / "cf-02" / DATES[0] / "thrust.parquet").read_bytes()
     (root / "cf-02" / "cut.parquet").write_bytes(good[: len(good) // 2])
     with open(manifest, "a") as f:
-        f.write("cf-02,2026-06-01,delay,crazyflie,cf-02/cut.parquet,,\n")
+        f.write('cf-02,2026-06-01,delay,crazyflie,cf-02/cut.parquet,,,"exponents=0,1,2"\n')
     return manifest
 
 

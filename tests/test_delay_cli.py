@@ -40,7 +40,9 @@ def test_identify_delay_writes_params_report_and_figures(cf_logs, tmp_path):
     assert params["params"]["tm"]["unit"] == "s"
     assert params["settings"]["inertia_param_chosen"] in ("direct", "reciprocal", "tls")
     assert params["settings"]["cutoff_hz"] == 20.0
-    assert params["vehicle"]["thrust_exponents"] == [0, 1, 2]
+    # the curve's terms chosen from the flight (held-out prediction), recorded in the settings too
+    assert params["vehicle"]["thrust_exponents"] == params["settings"]["exponents"] == [0, 2]
+    assert params["settings"]["exponents_from_data"] is True
     assert [i["windows"] for i in params["inputs"]] == [[[35.0, 65.0]], [[55.0, 90.0]], [[32.0, 38.0], [45.0, 49.0]]]
     for name in PNGS:
         data = (out / f"{name}.png").read_bytes()

@@ -87,7 +87,10 @@ def test_tm_sigma_matches_the_scatter_over_seeds(cf):
     """40 synthetic thrust flights (white acceleration noise): the reported σ of T_m and of the
     thrust coefficients predicts the scatter of the estimates: ratio 1 within ~4 sampling
     errors (1/sqrt(2 * 39) = 11 %); the old coarse-grid tau_int made it ~0.1."""
-    res = [delay.identify([thrust_flight(seed=100 + s, duration=4.0, noise=0.6)], cf) for s in range(40)]
+    paper = delay.DelaySettings(exponents=(0, 1, 2))  # the curve whose coefficients are checked
+    res = [
+        delay.identify([thrust_flight(seed=100 + s, duration=4.0, noise=0.6)], cf, settings=paper) for s in range(40)
+    ]
     for name, truth in (("tm", 0.05), ("thrust_c1", K[1]), ("thrust_c2", K[2])):
         v = np.array([r.value(name) for r in res])
         sd = np.array([r.params[name].std for r in res])
@@ -213,8 +216,9 @@ def test_motors_rising_faster_than_they_fall_widen_sigma_to_cover_them(cf):
     by the two models' difference, so the curve and the mean lag are covered. With one lag the
     check does not fire and σ stays as it was."""
     f = thrust_flight(seed=31, tm=(0.03, 0.07), duration=8.0, noise=0.1)
-    r = delay.identify([f], cf)
-    plain = delay.identify([f], cf, settings=delay.DelaySettings(asymmetry_check=False))
+    paper = delay.DelaySettings(exponents=(0, 1, 2))  # the curve whose coefficients are checked
+    r = delay.identify([f], cf, settings=paper)
+    plain = delay.identify([f], cf, settings=delay.DelaySettings(asymmetry_check=False, exponents=(0, 1, 2)))
     assert r.params["tm"].value == plain.params["tm"].value
     d = r.diagnostics
     assert d["asym_p"] < 0.01
@@ -227,7 +231,7 @@ def test_motors_rising_faster_than_they_fall_widen_sigma_to_cover_them(cf):
     assert any("the motors rise in" in n for n in r.notes)
     assert "rising/falling" in r.observability["tm"]["reason"]
     clean = thrust_flight(seed=31, duration=8.0, noise=0.1)
-    one = delay.identify([clean], cf)
+    one = delay.identify([clean], cf, settings=paper)
     assert one.diagnostics["asym_p"] >= 0.01
-    off = delay.identify([clean], cf, settings=delay.DelaySettings(asymmetry_check=False))
+    off = delay.identify([clean], cf, settings=delay.DelaySettings(asymmetry_check=False, exponents=(0, 1, 2)))
     assert one.params["tm"].std == off.params["tm"].std

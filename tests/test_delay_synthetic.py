@@ -11,6 +11,7 @@ from scipy.integrate import cumulative_trapezoid
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
 from rotorid.methods import delay
+from rotorid.result import verdict
 from rotorid.signal import butter_filtfilt, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
@@ -75,7 +76,7 @@ def curve(x: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def test_tm_and_thrust_curve_recovered_with_jittered_steps(cf):
-    r = delay.identify([thrust_flight(seed=1)], cf)
+    r = delay.identify([thrust_flight(seed=1)], cf, settings=delay.DelaySettings(exponents=(0, 1, 2)))
     assert r.value("tm") == pytest.approx(0.05, rel=0.02)
     x = np.array([r.value(f"thrust_c{j}") for j in (0, 1, 2)])
     u = np.linspace(0.4, 0.8, 9)
@@ -133,9 +134,13 @@ def test_optimum_at_edge_of_range_is_reported(cf):
     f = thrust_flight(seed=7, tm=(0.2, 0.2))
     r = delay.identify([f], cf, settings=delay.DelaySettings(tm_bounds=(0.005, 0.08)))
     assert r.value("tm") == pytest.approx(0.08, abs=3e-4)
-    assert r.observability["tm"]["identifiable"] is False
-    assert "edge of the search range" in r.observability["tm"]["reason"]
+    obs = r.observability["tm"]
+    assert obs["at_bound"] == "the upper bound 0.08 s of the T_m search"
+    assert "edge of the search range" in obs["reason"]
     assert any("edge of the search range" in n for n in r.notes)
+    # never σ NaN: the one-sided profile-likelihood distance, and the verdict "not identified"
+    assert 0.0 < r.params["tm"].std < 0.075
+    assert verdict(r.params["tm"], obs).word == "not identified"
 
 
 @pytest.mark.parametrize(
@@ -162,7 +167,7 @@ def test_motor_count_mismatch_names_the_vehicle():
 
 
 def test_per_motor_curves_share_the_constant(cf):
-    r = delay.identify([thrust_flight(seed=9)], cf, settings=delay.DelaySettings(per_motor=True))
+    r = delay.identify([thrust_flight(seed=9)], cf, settings=delay.DelaySettings(per_motor=True, exponents=(0, 1, 2)))
     c0 = {r.value(f"thrust_c0_m{i}") for i in range(1, 5)}
     assert len(c0) == 1
     assert np.asarray(r.vehicle["thrust_coeffs"]).shape == (4, 3)

@@ -249,8 +249,13 @@ def identify(
     ] = False,
     per_motor: Annotated[bool, typer.Option(help="One thrust curve per motor.", rich_help_panel=_DELAY)] = False,
     exponents: Annotated[
-        str, typer.Option(help="Thrust-curve exponents, e.g. 0,1,2 or 2.", rich_help_panel=_DELAY)
-    ] = "0,1,2",
+        str,
+        typer.Option(
+            help="Thrust-curve exponents, e.g. 0,1,2 or 2; auto: the simplest curve that predicts held-out "
+            "thrust as well as the best.",
+            rich_help_panel=_DELAY,
+        ),
+    ] = "auto",
     izz_ratio: Annotated[
         str | None,
         typer.Option(

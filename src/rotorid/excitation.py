@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rotorid.errors import ExcitationError, RotoridError, WindowError
-from rotorid.flight import Flight
+from rotorid.flight import RATE_TOLERANCE, Flight
 from rotorid.signal import butter_filtfilt, derivative, runs
 
 if TYPE_CHECKING:
@@ -584,7 +584,7 @@ def judge(
                 continue
             r = min(float(f.meta.get("rates", {}).get(ch, f.rate)) for f in have)
             topic = str(first.meta.get("topics", {}).get(ch, ""))
-            ok = r >= lo
+            ok = r >= lo * (1.0 - RATE_TOLERANCE)  # as `Flight.require_rate`
             fix = "" if ok else str(first.meta.get("rate_hint", "log it faster"))
             rates.append(RateVerdict(ch, topic, r, method, float(lo), ok, fix))
     ex = [measure(f, thresholds=thresholds) for f in flights]

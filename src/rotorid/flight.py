@@ -35,6 +35,10 @@ UPSAMPLE_MAX = 100.0
 #: start (itself a stamp), the rate from the span (both ends), k/rate and start + k/rate:
 #: under 6 spacings; 8 leaves margin. At 1e7 s (a boot clock after four months) that is 15 ns.
 STAMP_ULPS = 8
+#: `Flight.require_rate` accepts a channel logged this much (relative) below the floor: a log
+#: configured for 100 Hz reads as 99.x Hz from its jittered stamps (median interval, clock
+#: drift), and a floor is a requirement on the configuration, not on the third digit.
+RATE_TOLERANCE = 0.02
 
 #: Channel name -> (columns or None for "M motors", unit, interpolation kind).
 CHANNELS: dict[str, tuple[int | None, str, str]] = {
@@ -215,14 +219,14 @@ class Flight:
 
     def require_rate(self, min_hz: float, *channels: str) -> Flight:
         """Return self if every named channel is present and was logged at >= `min_hz` (its
-        original rate, `meta["rates"]`, else the flight's rate); else raise `RateError` naming
-        the channel, its source topic (`meta["topics"]`), its rate and the reader's advice
-        (`meta["rate_hint"]`)."""
+        original rate, `meta["rates"]`, else the flight's rate) within `RATE_TOLERANCE`; else
+        raise `RateError` naming the channel, its source topic (`meta["topics"]`), its rate and
+        the reader's advice (`meta["rate_hint"]`)."""
         self.require(*channels)
         rates, topics = self.meta.get("rates", {}), self.meta.get("topics", {})
         for c in channels:
             r = float(rates.get(c, self.rate))
-            if r < min_hz:
+            if r < min_hz * (1.0 - RATE_TOLERANCE):
                 topic = f" (topic '{topics[c]}')" if c in topics else ""
                 hint = self.meta.get("rate_hint", "log it faster")
                 raise RateError(

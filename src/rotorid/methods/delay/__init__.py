@@ -17,6 +17,10 @@ Pipeline (Sec. III, IV-A):
    curvature of the negative log-likelihood at the optimum. ``n_eff`` is the number of residual
    samples corrected for their autocorrelation (integrated autocorrelation time), so standard
    deviations and tests do not pretend 1 kHz samples are independent.
+   σ also holds the log's time resolution (`structure.sample_hold_term`: a command that moves
+   within a sample interval lags the held sample by up to Δt/2, which T_m absorbs) and, with
+   several thrust windows, their leave-one-out scatter when it exceeds σ (`window_scatter`);
+   a T_m at a search bound is "not identified" (`at_bound`) with a one-sided profile σ.
    Optionally separate rising / falling constants (`asymmetric_tm`, RLtools' motor model) by a
    bounded 2-D search from the symmetric optimum, with an F-test of the split.
 2. **Thrust curve** lumped or per motor over chosen exponents, with std. deviations, and the

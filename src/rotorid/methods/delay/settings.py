@@ -37,7 +37,8 @@ class DelaySettings:
       log-normal prior on T_m.
     - `asymmetric_tm`: also estimate separate rising/falling constants.
     - `per_motor`: one thrust curve per motor (else one lumped curve, eq. 17 with shared K_j).
-    - `exponents`: thrust-curve exponents j of K_j u^j.
+    - `exponents`: thrust-curve exponents j of K_j u^j; None (or "auto", the default): chosen
+      from the data by held-out prediction (`structure.choose_exponents`).
     - `izz_ratio`: (C, SIGMA) of C_xy->z in eq. 93 (a bare C takes the default SIGMA): the
       assumption behind I_zz and K_tau, whose σ carry SIGMA. Default: eq. 93's 1.832 (the mean
       over `TABLE_II_RATIOS`) ± their predictive spread for a new vehicle, s sqrt(1 + 1/n)
@@ -72,7 +73,7 @@ class DelaySettings:
     tm_prior: tuple[float, float] | None = None
     asymmetric_tm: bool = False
     per_motor: bool = False
-    exponents: tuple[int, ...] = (0, 1, 2)
+    exponents: tuple[int, ...] | None = None
     izz_ratio: tuple[float, float] = (1.832, IZZ_RATIO_SIGMA)
     acc_bias_z: tuple[float, float] = (0.0, ACC_BIAS_Z_SIGMA)
     inertia_param: str = "auto"
@@ -98,12 +99,12 @@ class DelaySettings:
             object.__setattr__(self, "tm_prior", tuple(float(v) for v in self.tm_prior))
             if len(self.tm_prior) != 2 or not all(v > 0 for v in self.tm_prior):
                 raise RotoridError(f"tm_prior {self.tm_prior} must be two positive numbers MEAN,SIGMA in seconds")
-        try:
-            object.__setattr__(self, "exponents", tuple(int(str(e).strip()) for e in self.exponents))
-        except ValueError:
-            raise RotoridError(f"exponents {self.exponents} must be integers, e.g. 0,1,2") from None
-        if not self.exponents or len(set(self.exponents)) != len(self.exponents) or min(self.exponents) < 0:
-            raise RotoridError(f"exponents {self.exponents} must be distinct non-negative integers, e.g. 0,1,2")
+        if isinstance(self.exponents, str):  # "0,1,2" or "auto", as a manifest or the CLI gives it
+            object.__setattr__(self, "exponents", tuple(self.exponents.split(",")))
+        if self.exponents is not None and [str(e).strip() for e in self.exponents] == ["auto"]:
+            object.__setattr__(self, "exponents", None)
+        if self.exponents is not None:
+            self._check_exponents()
         if self.inertia_param not in ("auto", *INERTIA_PARAMS):
             raise RotoridError(f"inertia_param '{self.inertia_param}' must be auto, direct, reciprocal or tls")
         lo, hi = (float(v) for v in self.tm_bounds)
@@ -130,6 +131,14 @@ class DelaySettings:
             raise RotoridError(f"cutoff_hz {self.cutoff_hz} must be a positive frequency in Hz")
         if not 0 < self.hover_fraction <= 1:
             raise RotoridError(f"hover_fraction {self.hover_fraction} must lie in (0, 1]")
+
+    def _check_exponents(self) -> None:
+        try:
+            object.__setattr__(self, "exponents", tuple(int(str(e).strip()) for e in self.exponents))
+        except ValueError:
+            raise RotoridError(f"exponents {self.exponents} must be integers, e.g. 0,1,2, or auto") from None
+        if not self.exponents or len(set(self.exponents)) != len(self.exponents) or min(self.exponents) < 0:
+            raise RotoridError(f"exponents {self.exponents} must be distinct non-negative integers, e.g. 0,1,2")
 
 
 def subsample(n: int, k: int = MAX_PLOT_POINTS) -> np.ndarray:

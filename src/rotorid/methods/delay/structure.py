@@ -8,10 +8,14 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+from rotorid.errors import ExcitationError, RotoridError
+from rotorid.flight import Flight
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import ThrustProblem
-from rotorid.methods.delay.search import TmSearch, neg_log_prior, rise_fall_fit
+from rotorid.methods.delay.search import TmSearch, neg_log_prior, rise_fall_fit, search_tm
 from rotorid.methods.delay.settings import DelaySettings, tm_support
+from rotorid.methods.delay.uncertainty import thrust_uncertainty
+from rotorid.vehicle import Vehicle
 
 
 def widened(sym: TmSearch, delta: np.ndarray) -> TmSearch:
@@ -105,3 +109,155 @@ def asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: 
         "models; --asymmetric-tm fits the two constants instead."
     )
     return widened(sym, delta)
+
+
+def sample_hold_term(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch:
+    """The log's time resolution in T_m. The lag of eq. 45-48 holds each logged command for the
+    whole sample interval Δt, exact when the command does hold there (the commands are logged at
+    the controller's rate, `meta["motor_hold"]` ≥ Δt). A log slower than the controller samples
+    a command that moves within each interval: its mean there lags the held sample by up to
+    Δt/2, which T_m absorbs (a delay d and a lag T_m are one lag T_m + d to first order), so
+    the fitted T_m lies between the truth - Δt/2 (a command smooth within the interval) and the
+    truth (one held). On simulated flights with a 500 Hz controller, T_m came out 2.6 ms (3.7 %,
+    8σ) low at 200 Hz and 7.7 % low at 101 Hz. Unless every flight records that its commands
+    hold, T_m moves by Δt/4 to the middle of that interval and its variance gains the uniform
+    interval's (Δt/4)²/3; the coefficients are refitted there. This is also σ's floor from the log's
+    time resolution: an exactly fitting model no longer gives σ 1e-20."""
+    dt = max(float(np.median(np.diff(f.t))) for f in prob.flights)
+    if all(float(f.meta.get("motor_hold") or 0.0) >= 0.99 * dt for f in prob.flights):
+        return sym
+    tm = sym.tm + 0.25 * dt
+    unc = thrust_uncertainty(prob, (tm, tm), [(1.0, 1.0)], st)
+    hold = np.zeros(len(unc.theta))
+    hold[0] = 0.25 * dt / math.sqrt(3.0)
+    # the covariance of the optimum, where the sandwich's residuals are the noise (at the moved
+    # T_m they would also hold the shift's misfit, counted twice), with the structure terms
+    unc = dataclasses.replace(unc, cov=sym.unc.cov + np.outer(hold, hold))
+    out.notes.append(
+        f"The log's time resolution: the commands are sampled every {1e3 * dt:.3g} ms and may move between samples "
+        f"(a controller faster than the log), which the fitted lag absorbs as up to {0.5e3 * dt:.3g} ms less T_m; "
+        f"T_m is reported mid-way, {tm:.4g} s instead of the fit's optimum {sym.tm:.4g} s, with that spread in σ."
+    )
+    return dataclasses.replace(sym, tm=tm, unc=unc, std=float(unc.std[0]))
+
+
+def window_scatter(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch:
+    """Disagreement between thrust flights (windows): with ≥ 2 of them, the T_m search and the
+    thrust fit leaving each out in turn; their jackknife covariance (n-1)/n Σ (θ_i - θ̄)(θ_i - θ̄)ᵀ
+    (Efron & Stein 1981) is what the flights' disagreement says about θ = (T_m, coefficients).
+    Where its T_m variance exceeds what σ allows (under agreement (n-1) var_jack / σ² is about
+    χ² with n-1 degrees of freedom; 1 % level, as the other checks), the covariance gains the
+    jackknife's share that lifts σ(T_m) to it (what rests on T_m follows) and a note names the
+    flight of largest jackknife influence (leaving it out moves T_m furthest from the mean of the
+    leave-one-out values). Returns `sym`, so widened when the flights disagree."""
+    flights = prob.flights
+    if len(flights) < 2 or sym.unc is None:
+        return sym
+    theta = []
+    for i in range(len(flights)):
+        sub = ThrustProblem(
+            flights[:i] + flights[i + 1 :], prob.vehicle, prob.exponents, prob.per_motor, prob.acc_bias_z
+        )
+        s = search_tm(sub, st)
+        theta.append(np.concatenate([[s.tm], sub.fit((s.tm, s.tm))[0].x]))
+    th = np.array(theta)
+    n = len(th)
+    jack = (n - 1) / n * (th - th.mean(axis=0)).T @ (th - th.mean(axis=0))
+    p = float(special.chdtrc(n - 1, (n - 1) * jack[0, 0] / sym.std**2))
+    out.diag.update(tm_leave_one_out=th[:, 0], tm_jackknife_std=math.sqrt(jack[0, 0]), tm_jackknife_p=p)
+    if not p < 0.01:
+        return sym
+    share = 1.0 - sym.std**2 / jack[0, 0]
+    unc = dataclasses.replace(sym.unc, cov=sym.unc.cov + share * jack)
+    k = int(np.argmax(np.abs(th[:, 0] - th[:, 0].mean())))  # the most influential flight (jackknife)
+    f = flights[k]
+    out.notes.append(
+        f"The thrust flights disagree: leaving each out in turn gives T_m {', '.join(f'{v:.4g}' for v in th[:, 0])} s "
+        f"(jackknife σ {math.sqrt(jack[0, 0]):.2g} s against σ {sym.std:.2g} s of one fit, p = {p:.2g}); without "
+        f"{f.source}@{f.t[0]:.2f}:{f.t[-1]:.2f} T_m would be {th[k, 0]:.4g} s. σ of T_m, the thrust curve and what "
+        "rests on them grows to cover the scatter."
+    )
+    return dataclasses.replace(sym, unc=unc, std=float(unc.std[0]))
+
+
+#: Thrust curves `choose_exponents` compares, simplest first: thrust ∝ ω² (rotor speeds, or a
+#: command proportional to them), with an offset, with a linear term, the paper's full quadratic.
+CURVE_CANDIDATES: tuple[tuple[int, ...], ...] = ((2,), (0, 2), (1, 2), (0, 1, 2))
+#: Contiguous blocks per thrust flight for `choose_exponents`' held-out prediction.
+CURVE_FOLDS = 5
+
+
+def _held_out_errors(prob: ThrustProblem, states: list[np.ndarray]) -> np.ndarray:
+    """Squared prediction error of each block (`CURVE_FOLDS` contiguous blocks per flight) by
+    the curve fitted on the others, at the given rotor states."""
+    a, b = prob.design_states(states), prob.b
+    block = np.concatenate(
+        [
+            np.minimum(np.arange(len(f.t)) * CURVE_FOLDS // len(f.t), CURVE_FOLDS - 1) + CURVE_FOLDS * i
+            for i, f in enumerate(prob.flights)
+        ]
+    )
+    block = np.repeat(block, prob.n_rows)
+    err = np.empty(CURVE_FOLDS * len(prob.flights))
+    for k in range(len(err)):
+        out = block == k
+        x = np.linalg.lstsq(a[~out], b[~out], rcond=None)[0]
+        err[k] = float(np.sum((b[out] - a[out] @ x) ** 2))
+    return err
+
+
+def _hover_failure(prob: ThrustProblem, states: list[np.ndarray]) -> str | None:
+    """Why the curve fitted on all samples is no thrust curve (`Vehicle.hover_command`'s words:
+    it does not rise through the weight within the command range, which a vehicle that flew
+    does), None when it is one."""
+    x = np.linalg.lstsq(prob.design_states(states), prob.b, rcond=None)[0]
+    try:
+        prob.vehicle.replace(thrust_exponents=prob.exponents, thrust_coeffs=prob.coeffs(x)).hover_command()
+    except RotoridError as e:
+        return str(e)
+    return None
+
+
+def choose_exponents(flights: list[Flight], vehicle: Vehicle, st: DelaySettings, out: Collected) -> tuple[int, ...]:
+    """The thrust curve's terms from the data (issue 34.2, issue 32 item 1): each of
+    `CURVE_CANDIDATES` predicts every contiguous block of the thrust flights from a fit on the
+    others, at the T_m of the full curve. Curves that do not rise through the weight within the
+    command range are no thrust curves and drop out. The simplest curve whose held-out error is
+    not larger than the best's by more than twice the difference's standard error (across the
+    blocks) is chosen: a richer curve must predict better, not only fit better. Its doubt, the
+    T_m of the best-predicting curve when that one is richer, `out.diag["curve_tm"]`, enters
+    σ(T_m) in the motor-lag step. Raises `ExcitationError` when no candidate is a thrust curve."""
+    probs = {c: ThrustProblem(flights, vehicle, c, st.per_motor, st.acc_bias_z[0]) for c in CURVE_CANDIDATES}
+    rich = CURVE_CANDIDATES[-1]
+    tm = search_tm(probs[rich], dataclasses.replace(st, exponents=rich)).tm
+    states = probs[rich].states((tm, tm))
+    failed = {c: _hover_failure(p, states) for c, p in probs.items()}
+    err = {c: _held_out_errors(p, states) for c, p in probs.items() if failed[c] is None}
+    if not err:
+        src = ", ".join(sorted({f.source for f in flights}))
+        raise ExcitationError(
+            f"{src}: the thrust flight does not determine a thrust curve: no curve of {CURVE_CANDIDATES} fitted to "
+            "mass x accelerometer z rises through the weight within the command range (the full quadratic: "
+            f"{failed[rich]}); fly the thrust manoeuvre (climbs and descents about hover) or give --exponents"
+        )
+    best = min(err, key=lambda c: float(err[c].sum()))
+
+    def within(c: tuple[int, ...]) -> bool:
+        d = err[c] - err[best]
+        return float(d.sum()) <= 2.0 * math.sqrt(len(d)) * float(np.std(d, ddof=1))
+
+    chosen = next(c for c in err if within(c))  # CURVE_CANDIDATES' order: simplest first
+    rel = {c: float(e.sum() / err[best].sum()) for c, e in err.items()}
+    out.diag.update(curve_held_out=rel, curve_best=best)
+    if chosen != best:
+        out.diag["curve_tm"] = search_tm(probs[best], dataclasses.replace(st, exponents=best)).tm
+    words = ", ".join(f"{'+'.join(f'u^{j}' for j in c)} {rel[c]:.4f}" for c in err)
+    dropped = [c for c in CURVE_CANDIDATES if c not in err]
+    out.notes.append(
+        f"Thrust curve terms from the data: held-out error (each fifth of every thrust flight predicted from the rest, "
+        f"relative to the best) {words}"
+        + (f"; {', '.join(str(c) for c in dropped)} never carry the weight within the command range" if dropped else "")
+        + f". Chosen: exponents {chosen} (the simplest that predicts as well as the best within twice its "
+        "standard error; --exponents fixes them)."
+    )
+    return chosen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,13 @@ from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import DelayProblem, ThrustProblem
 from rotorid.methods.delay.search import AsymSearch, TmSearch, search_tm, search_tm_asymmetric
 from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, subsample, tm_support
-from rotorid.methods.delay.structure import asymmetry_check, dead_time_check
+from rotorid.methods.delay.structure import (
+    asymmetry_check,
+    dead_time_check,
+    sample_hold_term,
+    widened,
+    window_scatter,
+)
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
 from rotorid.methods.regression import r2_from_sse
 from rotorid.vehicle import Vehicle
@@ -50,15 +57,22 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
             f"(R² {thrust_r2:.2f}, log-likelihood range {lr:.2g}); fly the thrust manoeuvre (repeated climbs and "
             "descents with sharp throttle changes)"
         )
-    tm_obs = {"identifiable": True, "rel_std_pct": 100.0 * sym.std / sym.tm if sym.std == sym.std else float("nan")}
+    tm_obs: dict[str, Any] = {"identifiable": True, "rel_std_pct": 100.0 * sym.std / sym.tm}
     if sym.at_edge:
         lo, hi = tm_support(st)
+        sym = dataclasses.replace(sym, std=_edge_std(sym, lo, hi))
+        side = "lower" if sym.tm - lo < hi - sym.tm else "upper"
         tm_obs = {
-            "identifiable": False,
+            "identifiable": True,
+            "at_bound": f"the {side} bound {lo if side == 'lower' else hi:.4g} s of the T_m search",
+            "rel_std_pct": 100.0 * sym.std / sym.tm,
             "reason": f"T_m optimum {sym.tm:.4g} s lies at the edge of the search range [{lo:.4g}, {hi:.4g}] s",
             "advice": "widen tm_bounds if the motor can be that fast/slow, or fly sharper throttle steps",
         }
-        out.notes.append(f"T_m: the optimum {sym.tm:.4g} s is at the edge of the search range [{lo:.4g}, {hi:.4g}] s.")
+        out.notes.append(
+            f"T_m: the optimum {sym.tm:.4g} s is at the {side} edge of the search range [{lo:.4g}, {hi:.4g}] s: "
+            f"not identified; σ {sym.std:.2g} s is the distance to where the likelihood has fallen by e^-1/2."
+        )
     out.diag.update(
         tm_grid=sym.grid,
         tm_sse=sym.sse,
@@ -71,28 +85,66 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
         tau_int=sym.tau_int,
     )
     if not st.asymmetric_tm:
-        why = []
-        if sym.unc is not None and st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
-            sym = wide
-            why.append(
-                f"a {1e3 * out.diag['dead_time']:.1f} ms dead time with T_m {out.diag['dead_time_tm']:.4g} s fits "
-                "better than the pure lag"
-            )
-        if sym.unc is not None and st.asymmetry_check and (wide := asymmetry_check(prob, sym, st, out)) is not None:
-            sym = wide
-            why.append(
-                f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
-                "better than one"
-            )
+        why: list[str] = []
+        if sym.unc is not None:
+            sym, why = _structure_terms(prob, sym, st, out)
+            tm_pair = (sym.tm, sym.tm)
         if why:
-            tm_obs["rel_std_pct"] = 100 * sym.std / sym.tm
             tm_obs["reason"] = "σ includes the model-structure term: " + "; ".join(why)
+        if sym.unc is not None:
+            tm_obs["rel_std_pct"] = 100 * sym.std / sym.tm
         out.put("tm", sym.tm, sym.std)
         out.obs["tm"] = tm_obs
         return MotorLag(sym, tm_pair, sym.unc or thrust_uncertainty(prob, tm_pair, [], st))
     asym = _asymmetric_step(prob, sym, tm_obs, st, out)
     tm_pair = (asym.tm_rise, asym.tm_fall)
     return MotorLag(sym, tm_pair, asym.unc or thrust_uncertainty(prob, tm_pair, [], st))
+
+
+def _structure_terms(
+    prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected
+) -> tuple[TmSearch, list[str]]:
+    """What the symmetric T_m's σ holds beyond the fit's own: the model-structure checks (dead
+    time, rising/falling), the thrust curve's choice, the windows' disagreement, and the log's
+    time resolution (which also moves T_m, `sample_hold_term`); the reasons in words."""
+    why = []
+    if st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(
+            f"a {1e3 * out.diag['dead_time']:.1f} ms dead time with T_m {out.diag['dead_time_tm']:.4g} s fits "
+            "better than the pure lag"
+        )
+    if st.asymmetry_check and (wide := asymmetry_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(
+            f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
+            "better than one"
+        )
+    if "curve_tm" in out.diag:
+        sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
+        why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
+    if (wide := window_scatter(prob, sym, st, out)) is not sym:
+        sym = wide
+        why.append("the thrust flights disagree beyond σ (leave-one-out)")
+    held = sample_hold_term(prob, sym, st, out)
+    out.diag["tm_hold_shift"] = held.tm - sym.tm
+    return held, why
+
+
+def _edge_std(sym: TmSearch, lo: float, hi: float) -> float:
+    """σ of a T_m at a search bound, where the curvature says nothing: the distance from it to
+    where the negative log-posterior has risen by 1/2 (the profile likelihood's one-sided 1σ
+    interval, interpolated between the evaluated points), the whole range when it never does."""
+    rise = sym.nlp - float(np.min(sym.nlp))
+    inward = sym.grid > sym.tm if sym.tm - lo < hi - sym.tm else sym.grid < sym.tm
+    order = np.argsort(np.abs(sym.grid - sym.tm))
+    dist, r = np.abs(sym.grid - sym.tm)[order], rise[order]
+    keep = inward[order] | (dist == 0)
+    dist, r = dist[keep], r[keep]
+    k = int(np.argmax(r >= 0.5)) if np.any(r >= 0.5) else -1
+    if k <= 0:
+        return hi - lo if k < 0 else float(dist[0] or hi - lo)
+    return float(np.interp(0.5, [r[k - 1], r[k]], [dist[k - 1], dist[k]]))
 
 
 def _asymmetric_step(
