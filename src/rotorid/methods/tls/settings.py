@@ -71,14 +71,14 @@ class TlsSettings:
       scenarios' value, moves every parameter of six-config-a by at most 0.26σ (paired
       simulation, same noise streams), as it enters only the small gyroscopic terms.
     - `covariance`: "hac" (default) reports the sandwich of the final fit robust to rows
-      correlated in time (`regression.tls_hac_cov`, `regression.bc_hac_cov`), its meat the
-      equal-weighted cosine estimate of the scores' long-run variance (`regression.ewc_meat`).
+      correlated in time (`covariance.tls_hac_cov`, `covariance.bc_hac_cov`), its meat the
+      equal-weighted cosine estimate of the scores' long-run variance (`covariance.ewc_meat`).
       The twice-differentiated pose's noise dominates the motion-capture scores of k_t, the
       first moments and I_xx, I_yy (variance 20-160x their long-run variance, lag-1
       autocorrelation -0.55), and a lag window leaks it into its estimate at frequency 0: one
       rule-of-thumb Newey-West bandwidth for all made their σ 2-4x the scatter over seeds,
       each parameter's own Newey-West (1994) bandwidth still 1.2-1.7x (k_t 0.67, com_x@B 0.56
-      SD/σ̄ on the A + B twin); "eq20" the paper's eq. 18-20 (independent rows). The
+      SD/σ̄ on the A + B twin); "iid" the paper's eq. 18-20 (independent rows). The
       essential-parameter selection always ranks by eq. 20's %σ, the scale the paper's
       r_σ = 250 was set on.
     - `motor_spread`: assumed relative 1σ spread of the rotors' gains about their mean (one
@@ -206,19 +206,21 @@ class TlsSettings:
         rows add no information but make eq. 20's sigma too small (at 200 Hz and 15 Hz the old
         fs/(5 f_c) = 2 kept rows whose residual autocorrelation time was 4-7 rows). Whatever
         correlation remains (model error, slow drifts) is left to the HAC covariance
-        (`regression.tls_hac_cov`)."""
+        (`covariance.tls_hac_cov`)."""
         return self.decimate or max(1, int(ms.fs / (2.0 * ms.parallel_cutoff)))
 
     def resolve(self, fs: float) -> dict[str, Any]:
         """Concrete settings for data sampled at `fs` Hz (every default filled in)."""
+        from rotorid.methods.covariance import COV_TYPES
+
         if not self.r_sigma > 1:
             raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
         if not self.cancel_z > 0:
             raise RotoridError(f"--cancel-z must be positive, got {self.cancel_z}")
         if not 0 <= self.motor_spread < 1:
             raise RotoridError(f"--motor-spread must be a fraction in [0, 1), got {self.motor_spread}")
-        if self.covariance not in ("hac", "eq20"):
-            raise RotoridError(f"TLS covariance must be 'hac' or 'eq20', got '{self.covariance}'")
+        if self.covariance not in COV_TYPES:
+            raise RotoridError(f"TLS covariance must be {' or '.join(map(repr, COV_TYPES))}, got '{self.covariance}'")
         if self.imu_delay is not None and not abs(self.imu_delay) <= MAX_IMU_DELAY:
             raise RotoridError(f"--imu-delay must be within ±{MAX_IMU_DELAY:g} s, got {self.imu_delay}")
         ms = self.motion.at(fs)
