@@ -684,6 +684,7 @@ def info(
     Without logs: the methods and log formats rotorid knows (plugins included)."""
     from rotorid import excitation, runs
     from rotorid.io import LogSpec, load, parse_spec
+    from rotorid.options import floats
     from rotorid.registry import methods
     from rotorid.vehicle import Vehicle
 
@@ -692,7 +693,7 @@ def info(
     veh = Vehicle.load(vehicle) if vehicle else None
     limits = excitation.thresholds_for(
         veh,
-        {k: runs.floats(v, 2, f"--threshold {k}") for k, v in runs.split_kv(threshold or [], "--threshold").items()},
+        {k: floats(v, 2, f"--threshold {k}") for k, v in runs.split_kv(threshold or [], "--threshold").items()},
     )
     mins = runs.min_rates()
     needs = {m.name: set(m.channels) for m in methods().values()}
@@ -759,7 +760,7 @@ def vehicle_init(
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out file.")] = False,
 ) -> None:
     """Write a commented vehicle TOML (units, frame, motor-order diagram) for --vehicle."""
-    from rotorid.runs import floats
+    from rotorid.options import floats
     from rotorid.util import atomic_write_text
     from rotorid.vehicle import build_vehicle, diagram
 

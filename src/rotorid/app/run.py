@@ -14,7 +14,7 @@ from typing import Any
 
 from rotorid.app.state import ROLES, Session
 from rotorid.errors import RotoridError
-from rotorid.runs import option_flag
+from rotorid.options import option_flag
 
 #: export format -> file name written beside params.json
 EXPORTS = {

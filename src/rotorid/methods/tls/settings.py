@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
-from rotorid.methods.assumptions import MOTOR_SPREAD
-from rotorid.motion import (
-    MotionSettings,
-)
+from rotorid.methods.assumptions import motor_spread_option
+from rotorid.options import internal, option, pair, seconds_or_auto
+
+if TYPE_CHECKING:  # the command line reads these settings at start-up: no numpy here
+    from rotorid.motion import MotionSettings
 
 #: Largest IMU lag behind the rotor signals (s) `TlsSettings.imu_delay` takes or searches: several
 #: times the group delay of a flight controller's gyro low-pass (√2 / (2π f_c) = 7.5 ms for a
@@ -148,28 +149,48 @@ class TlsSettings:
       its doubt in σ. False: the paper's TLS throughout.
     """
 
-    source: str = "imu"
-    tm: float | None = None
-    r_sigma: float = 250.0
-    cancel_z: float = 2.0
-    band: tuple[float, float] | None = None
-    weighted: bool = True
-    speed: str = "auto"
-    parallel_cutoff: float | None = None
-    decimate: int | None = None
-    trim: float | None = None
-    order: int = 4
-    essential: bool = True
-    mocap_delay: float | None = None
-    max_weight_iter: int = 20
-    covariance: str = "hac"
-    acc_bias: bool = True
-    motor_spread: float = MOTOR_SPREAD
-    rotor_gains: bool = True
-    imu_delay: float | None = None
-    yaw_moment: bool = True
-    rotor_drag: bool = True
-    eiv: bool = True
+    source: str = option("imu", "Motion data from 'imu' or 'mocap'.")
+    tm: float | None = option(None, "Motor time constant (s) for delay-aware regressors.", kind=float)
+    r_sigma: float = option(250.0, "Essential-parameter threshold max/min %σ.")
+    cancel_z: float = option(
+        2.0, "Cancel an essential-parameter candidate only within this many σ of zero (inf: the paper's rule)."
+    )
+    band: tuple[float, float] | None = option(
+        None, "Band-pass LOW,HIGH in Hz (default chosen from the rate).", kind=str, parse=pair
+    )
+    weighted: bool = option(True, "Weight each wrench row block by its residual σ.")
+    speed: str = option("auto", "Rotor terms from auto, cmd (the paper) or rotor_speed (measured).")
+    parallel_cutoff: float | None = internal(None)
+    decimate: int | None = internal(None)
+    trim: float | None = internal(None)
+    order: int = internal(4)
+    essential: bool = internal(True)
+    mocap_delay: float | None = option(
+        None,
+        "Seconds the pose lags the rotor signals, or 'auto' (measured against the accelerometer).",
+        auto=True,
+        parse=seconds_or_auto,
+    )
+    max_weight_iter: int = internal(20)
+    covariance: str = internal("hac")
+    acc_bias: bool = option(True, "Estimate an accelerometer bias per airborne piece (IMU source).")
+    motor_spread: float = motor_spread_option()
+    rotor_gains: bool = option(
+        True,
+        "Estimate each rotor's own thrust coefficient (k_t_mI); where the flights do not separate them, "
+        "their --motor-spread is assumed.",
+    )
+    imu_delay: float | None = option(
+        None,
+        "Seconds the IMU lags the rotor signals, or 'auto' (estimated from the flights).",
+        auto=True,
+        parse=seconds_or_auto,
+    )
+    yaw_moment: bool = option(True, "Estimate a constant yaw moment per airborne piece (unequal rotors).")
+    rotor_drag: bool = option(
+        True, "Model the rotor drag (in-plane hub force, coefficient k_rd; needs attitude and position)."
+    )
+    eiv: bool = internal(True)
 
     @property
     def centred(self) -> bool:
@@ -184,6 +205,8 @@ class TlsSettings:
     @property
     def motion(self) -> MotionSettings:
         """The motion-measurement part of the settings (defaults not yet filled)."""
+        from rotorid.motion import MotionSettings
+
         return MotionSettings(
             source=self.source,
             tm=self.tm,
