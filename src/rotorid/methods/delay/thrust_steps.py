@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -18,6 +17,7 @@ from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, subsam
 from rotorid.methods.delay.structure import asymmetry_check, dead_time_check
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
 from rotorid.methods.regression import r2_from_sse
+from rotorid.result import Observability
 from rotorid.vehicle import Vehicle
 
 
@@ -50,14 +50,14 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
             f"(R² {thrust_r2:.2f}, log-likelihood range {lr:.2g}); fly the thrust manoeuvre (repeated climbs and "
             "descents with sharp throttle changes)"
         )
-    tm_obs = {"identifiable": True, "rel_std_pct": 100.0 * sym.std / sym.tm if sym.std == sym.std else float("nan")}
+    tm_obs = Observability(True, rel_std_pct=100.0 * sym.std / sym.tm if sym.std == sym.std else float("nan"))
     if sym.at_edge:
         lo, hi = tm_support(st)
-        tm_obs = {
-            "identifiable": False,
-            "reason": f"T_m optimum {sym.tm:.4g} s lies at the edge of the search range [{lo:.4g}, {hi:.4g}] s",
-            "advice": "widen tm_bounds if the motor can be that fast/slow, or fly sharper throttle steps",
-        }
+        tm_obs = Observability(
+            False,
+            reason=f"T_m optimum {sym.tm:.4g} s lies at the edge of the search range [{lo:.4g}, {hi:.4g}] s",
+            advice="widen tm_bounds if the motor can be that fast/slow, or fly sharper throttle steps",
+        )
         out.notes.append(f"T_m: the optimum {sym.tm:.4g} s is at the edge of the search range [{lo:.4g}, {hi:.4g}] s.")
     out.diag.update(
         tm_grid=sym.grid,
@@ -85,8 +85,8 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
                 "better than one"
             )
         if why:
-            tm_obs["rel_std_pct"] = 100 * sym.std / sym.tm
-            tm_obs["reason"] = "σ includes the model-structure term: " + "; ".join(why)
+            tm_obs.rel_std_pct = 100 * sym.std / sym.tm
+            tm_obs.reason = "σ includes the model-structure term: " + "; ".join(why)
         out.put("tm", sym.tm, sym.std)
         out.obs["tm"] = tm_obs
         return MotorLag(sym, tm_pair, sym.unc or thrust_uncertainty(prob, tm_pair, [], st))
@@ -96,7 +96,7 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
 
 
 def _asymmetric_step(
-    prob: ThrustProblem, sym: TmSearch, tm_obs: dict[str, Any], st: DelaySettings, out: Collected
+    prob: ThrustProblem, sym: TmSearch, tm_obs: Observability, st: DelaySettings, out: Collected
 ) -> AsymSearch:
     """Step 1b: separate rising/falling constants and whether the data support the split."""
     asym = search_tm_asymmetric(prob, sym, st)
@@ -106,9 +106,9 @@ def _asymmetric_step(
     out.put("tm_fall", asym.tm_fall, asym.std[1])
     for k, v, s in (("tm_rise", asym.tm_rise, asym.std[0]), ("tm_fall", asym.tm_fall, asym.std[1])):
         out.obs[k] = (
-            {"identifiable": True, "rel_std_pct": 100 * s / v if s == s else float("nan")}
+            Observability(True, rel_std_pct=100 * s / v if s == s else float("nan"))
             if not asym.at_edge
-            else {**tm_obs, "identifiable": False, "reason": "rising/falling optimum at the edge of the range"}
+            else replace(tm_obs, identifiable=False, reason="rising/falling optimum at the edge of the range")
         )
     out.notes.append(
         f"Separate rising/falling constants T_rise = {asym.tm_rise:.4g} s, T_fall = {asym.tm_fall:.4g} s "
@@ -166,10 +166,9 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
             )
         else:
             out.put(nm, fit.x[k], std[k])
-        out.obs[nm if not (nm == "thrust_c0" and prob.shared_c0) else "thrust_c0_m1"] = {
-            "identifiable": True,
-            "rel_std_pct": float(100 * std[k] / abs(fit.x[k])) if fit.x[k] else float("inf"),
-        }
+        out.obs[nm if not (nm == "thrust_c0" and prob.shared_c0) else "thrust_c0_m1"] = Observability(
+            True, rel_std_pct=float(100 * std[k] / abs(fit.x[k])) if fit.x[k] else float("inf")
+        )
     ident = prob.vehicle.replace(
         thrust_exponents=st.exponents, thrust_coeffs=prob.coeffs(fit.x), tm_rise=tm_pair[0], tm_fall=tm_pair[1]
     )
@@ -179,7 +178,7 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     out.put("hover_cmd", hover, hover_std)
     if rests_on_bias(float(grad @ gb), hover_std):
         out.assumed["hover_cmd"] = bias_words
-    out.obs["hover_cmd"] = {"identifiable": True, "rel_std_pct": 100 * hover_std / hover}
+    out.obs["hover_cmd"] = Observability(True, rel_std_pct=100 * hover_std / hover)
 
     meas = prob.b
     nodelay_fit, _ = prob.fit((0.0, 0.0))
