@@ -125,6 +125,34 @@ def test_command_line_repeats_the_windows(sessions: Sessions) -> None:
         run.start(s)
 
 
+def test_options_form_is_made_from_the_delay_settings(sessions: Sessions) -> None:
+    """The form shows every declared delay option but the log roles; what differs from the
+    defaults goes into the command line (and the run) typed as the command line types it."""
+    from rotorid.app.layout import layout
+    from rotorid.methods.delay import DelaySettings
+    from rotorid.options import options_of
+
+    assert list(run.form_options()) == list(options_of(DelaySettings))
+    ids = re.findall(r"'type': 'option', 'name': '(\w+)'", repr(layout(sessions.root, "x", 1.0)))
+    assert ids == list(options_of(DelaySettings))
+    form = {"cutoff_hz": "15", "exponents": "0,1,2", "tm_prior": "", "per_motor": True, "asymmetric_tm": False}
+    assert run.given_options(form) == {"cutoff_hz": 15.0, "per_motor": True}
+    with pytest.raises(RotoridError, match="--cutoff-hz 'fast' must be a number"):
+        run.given_options({"cutoff_hz": "fast"})
+    s = sessions.get(sessions.new())
+    s.logs["a"] = LogEntry("a", Path("/d/log10"), "/d/log10", [])
+    s.windows["thrust"] = {"a": [(35.0, 65.0)]}
+    s.options = run.given_options(form)
+    assert shlex.split(run.command_line(s))[6:] == [
+        "/d/log10@35:65",
+        "--cutoff-hz",
+        "15.0",
+        "--per-motor",
+        "--out",
+        "results",
+    ]
+
+
 def _flight(n: int = 4000, rate: float = 1000.0) -> Flight:
     t = np.arange(n) / rate
     cmd = np.full((n, 4), 0.5)

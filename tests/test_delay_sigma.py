@@ -15,8 +15,7 @@ from typer.testing import CliRunner
 
 from rotorid.cli import app
 from rotorid.errors import RotoridError
-from rotorid.methods import delay
-from rotorid.methods.delay import covariance
+from rotorid.methods import covariance, delay
 from rotorid.report.html import verdict
 from rotorid.vehicle import Vehicle
 from test_delay_synthetic import K, attitude_flight, thrust_flight

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rotorid.methods import delay
-from rotorid.methods.delay.covariance import hac_cov, ols_influence
+from rotorid.methods.covariance import influence_cov, ols_influence
 from rotorid.methods.delay.uncertainty import prior_terms
 from rotorid.signal import CHUNK
 from rotorid.vehicle import Vehicle
@@ -36,7 +36,7 @@ def _dense(prob: delay.ThrustProblem, pair, dirs, st: delay.DelaySettings):
     ]
     j = np.column_stack([*cols, prob.design_states(states)])
     z = ols_influence(j, fit.residual, prob.n_rows)
-    cov = hac_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
+    cov = influence_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
     q = len(dirs)
     ones = np.concatenate([np.broadcast_to(prob.rows == 2, (len(f.t), prob.n_rows)).reshape(-1) for f in prob.flights])
     bias = np.concatenate([np.zeros(q), -np.linalg.lstsq(j[:, q:], prob.vehicle.mass * ones, rcond=None)[0]])

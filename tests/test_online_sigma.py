@@ -1,5 +1,5 @@
 """Honest σ for the online method (issue 11): the HAC sandwich of a recursive least squares,
-`regression.rls_hac_cov`, its long-run variance by equal-weighted cosines, widened by the leverage."""
+`covariance.rls_hac_cov`, its long-run variance by equal-weighted cosines, widened by the leverage."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.signal import lfilter
 
-from rotorid.methods.regression import hac_meat, rls_hac_cov, sandwich
+from rotorid.methods.covariance import hac_meat, rls_hac_cov, sandwich
 
 THETA = np.array([0.05, -0.02])
 

@@ -12,7 +12,7 @@ from rotorid.errors import ExcitationError, RotoridError
 from rotorid.methods import tls
 from rotorid.methods.tls import lags as tls_lags
 from rotorid.motion import MotionSettings, airborne_pieces, pose_lag
-from rotorid.runs import seconds_or_auto
+from rotorid.options import seconds_or_auto
 from rotorid.sim import scenarios
 from rotorid.vehicle import Vehicle
 from test_tls_unit import kinematic_flight

@@ -34,6 +34,7 @@ import numpy as np
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY
 from rotorid.io import register
+from rotorid.options import option
 from rotorid.registry import MethodSpec, register_method
 from rotorid.report.style import figure
 from rotorid.result import Estimate, Result
@@ -52,7 +53,7 @@ def write(flight: Flight, path: Path) -> Path:
 
 @dataclass(frozen=True)
 class ToySettings:
-    gain: float = 1.0
+    gain: float = option(1.0, "Scale of the mass.")
 
 
 def run(req):
@@ -184,6 +185,25 @@ def test_plugin_method_identifies_reports_and_redraws(toy, tmp_path: Path) -> No
 
     assert params["params"]["mass"]["value"] == pytest.approx(Vehicle.preset("crazyflie").mass * az.mean() / GRAVITY)
     assert params["inputs"][0]["path"] == str(tmp_path / "hover.toy")
+    # the plugin's settings declare its option: `--gain` is on the command line and reaches the settings
+    r = runner.invoke(
+        app,
+        [
+            "identify",
+            "--method",
+            "toy",
+            "--vehicle",
+            "crazyflie",
+            str(tmp_path / "hover.toy"),
+            "--out",
+            str(tmp_path / "run2"),
+            "--gain",
+            "2",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    doubled = json.loads((tmp_path / "run2" / "params.json").read_text())["params"]["mass"]["value"]
+    assert doubled == pytest.approx(2 * params["params"]["mass"]["value"])
     assert sorted(p.name for p in out.iterdir()) == ["diagnostics.npz", "params.json", "report.html", "toy_ratio.png"]
     assert "Nobody — A Toy Method (2026)" in (out / "report.html").read_text()
     # redraw from the saved files alone: the same figure from diagnostics.npz

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from rotorid.errors import ExcitationError
-from rotorid.methods.regression import bc_hac_cov, bias_compensated, ols, ols_blocks, reduce_rows, tls
+from rotorid.methods.covariance import bc_hac_cov
+from rotorid.methods.regression import bias_compensated, ols, ols_blocks, reduce_rows, tls
 
 RUNS = 400
 

@@ -163,7 +163,7 @@ def test_default_decimation_leaves_the_rows_nearly_uncorrelated(six_ab) -> None:
     rho = {d: r.diagnostics["configs"]["A"]["rigid"] - r.diagnostics["configs"]["A"]["rotor"] for d, r in res.items()}
     assert np.all(_lag1(rho[2][:, 3:]) > 0.75)
     assert np.all(_lag1(rho[None][:, 3:]) < 0.5)
-    eq20 = tls.identify({"A": fl}, a.vehicle, settings=tls.TlsSettings(covariance="eq20"))
+    eq20 = tls.identify({"A": fl}, a.vehicle, settings=tls.TlsSettings(covariance="iid"))
     for k in ("k_t", "I_xx", "I_yy", "ms_x"):
         assert res[None].params[k].std >= 0.9 * eq20.params[k].std, k
 

@@ -1,4 +1,4 @@
-"""Honest σ for IDIM-TLS (issue 11): the Newey-West sandwich `regression.tls_hac_cov` is the
+"""Honest σ for IDIM-TLS (issue 11): the Newey-West sandwich `covariance.tls_hac_cov` is the
 paper's eq. 20 when rows are independent and tracks the true spread when they are not."""
 
 from __future__ import annotations
@@ -8,17 +8,10 @@ import pytest
 from scipy.signal import lfilter
 
 from rotorid.errors import RotoridError
-from rotorid.methods import regression
+from rotorid.methods import covariance
 from rotorid.methods import tls as tls_method
-from rotorid.methods.regression import (
-    bc_hac_cov,
-    bias_compensated,
-    ewc_cosines,
-    ewc_meat,
-    hac_meat,
-    tls,
-    tls_hac_cov,
-)
+from rotorid.methods.covariance import bc_hac_cov, ewc_cosines, ewc_meat, hac_meat, tls_hac_cov
+from rotorid.methods.regression import bias_compensated, tls
 from rotorid.methods.tls import TlsSettings
 from rotorid.motion import MotionSettings
 from rotorid.result import verdict
@@ -261,7 +254,7 @@ def test_equal_leverage_costs_the_cosine_estimate_nothing() -> None:
 
 
 def test_the_sandwich_does_not_depend_on_how_many_rows_it_reads_at_a_time(monkeypatch) -> None:
-    """The scores and leverage are summed per step a chunk of rows at a time (`regression.CHUNK`):
+    """The scores and leverage are summed per step a chunk of rows at a time (`covariance.CHUNK`):
     chunks that split the rows of an instant (six per instant, blocks of rows apart, two segments)
     give the covariance of one chunk."""
     rng = np.random.default_rng(5)
@@ -273,7 +266,7 @@ def test_the_sandwich_does_not_depend_on_how_many_rows_it_reads_at_a_time(monkey
     noise = np.stack([0.01 * (b + 1) * np.eye(4) for b in range(6)])
     extra = 0.1 * rng.standard_normal((n, 3))
     whole = (bc_hac_cov(w, x, noise, blocks, step, seg, extra=extra), tls_hac_cov(w, x, step, seg, extra=extra))
-    monkeypatch.setattr(regression, "CHUNK", 7)
+    monkeypatch.setattr(covariance, "CHUNK", 7)
     chunked = (bc_hac_cov(w, x, noise, blocks, step, seg, extra=extra), tls_hac_cov(w, x, step, seg, extra=extra))
     for a, b in zip(whole, chunked, strict=True):
         assert np.all(np.linalg.eigvalsh(a) > 0)

@@ -11,8 +11,8 @@ from rotorid.errors import RotoridError
 from rotorid.methods import tls
 from rotorid.methods.regression import block_weighted_tls, compress
 from rotorid.methods.tls import problem as tls_problem
-from rotorid.registry import _TLS_OPTIONS
-from rotorid.runs import imu_delay
+from rotorid.options import options_of
+from rotorid.registry import method
 from rotorid.sim import scenarios
 from rotorid.validate import validate
 from test_tls_unit import TRUE, _true_params, hexa_tilted, kinematic_flight
@@ -103,7 +103,8 @@ def test_block_weighting_ignores_a_row_scale() -> None:
 
 def test_imu_delay_option() -> None:
     """--imu-delay: 'auto' is estimated (None), seconds pass, anything else is refused."""
-    assert {"imu_delay", "yaw_moment", "rotor_drag"} <= set(_TLS_OPTIONS)
+    assert {"imu_delay", "yaw_moment", "rotor_drag"} <= set(method("tls").options)
+    imu_delay = options_of(tls.TlsSettings)["imu_delay"].value
     assert imu_delay("auto") is None and imu_delay("AUTO") is None
     assert imu_delay("0.004") == 0.004 and imu_delay(0.002) == 0.002
     with pytest.raises(RotoridError, match="--imu-delay must be 'auto' or seconds"):

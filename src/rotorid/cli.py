@@ -6,6 +6,7 @@ No `from __future__ import annotations` here: Typer reads every command's signat
 the command line, and string annotations would be evaluated again on each start."""
 
 import functools
+import inspect
 import os
 import warnings
 from collections.abc import Callable
@@ -196,7 +197,7 @@ PwmRange = Annotated[
 
 def _reading(imu_source: str | None, imu: int | None, motor_poles: int | None, pwm_range: str | None) -> dict[str, Any]:
     """The reader options given (`rotorid.io.read`): a reader that does not take one refuses it."""
-    from rotorid.runs import floats
+    from rotorid.options import floats
 
     given = {"imu_source": imu_source, "imu": imu, "motor_poles": motor_poles}
     given["pwm_range"] = floats(pwm_range, 2, "--pwm-range")
@@ -209,22 +210,51 @@ def _reading_words(reading: dict[str, Any]) -> list[str]:
     return [w for k, v in text.items() for w in (f"--{k.replace('_', '-')}", v)]
 
 
-def _panel(method: str) -> str:
-    from rotorid.registry import METHODS
-
-    return f"--method {method} ({METHODS[method].title})"
-
-
 def _given(ctx: typer.Context, names: tuple[str, ...]) -> dict[str, Any]:
     """The options the user typed (not left at their defaults), by name."""
     typed = ("COMMANDLINE", "ENVIRONMENT")  # by name: Typer may vendor its own click
     return {n: ctx.params[n] for n in names if getattr(ctx.get_parameter_source(n), "name", None) in typed}
 
 
-_DELAY, _TLS, _ONLINE, _FREQ = _panel("delay"), _panel("tls"), _panel("online"), _panel("freq")
+def method_parameters() -> list[inspect.Parameter]:
+    """The `rotorid identify` options of every registered method (plugins included), from their
+    declarations (`MethodSpec.option_table`), each once: a method's own under its help panel,
+    one several methods take (`Option.shared`) with the general options."""
+    from rotorid.registry import methods
+
+    owner: dict[str, Any] = {}
+    for m in methods().values():
+        for name, opt in m.option_table().items():
+            owner.setdefault(name, (opt, m))
+    out = []
+    for name, (opt, m) in owner.items():
+        panel = None if opt.shared else f"--method {m.name} ({m.title})"
+        info = typer.Option(*filter(None, [opt.flag]), help=opt.help, rich_help_panel=panel)
+        kind = inspect.Parameter.KEYWORD_ONLY
+        out.append(inspect.Parameter(name, kind, default=opt.cli_default, annotation=Annotated[opt.cli_type, info]))
+    return out
+
+
+class _WithMethodOptions:
+    """A command function whose signature, as Typer reads it, ends with every method's options
+    (`method_parameters`), which it takes as keywords: made each time the command line is built
+    (a plugin registered since adds its options), not on import (it loads the plugins)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, fn)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        own = inspect.signature(self.__wrapped__)  # type: ignore[attr-defined]
+        fixed = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        return own.replace(parameters=fixed + method_parameters())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__wrapped__(*args, **kwargs)  # type: ignore[attr-defined]
 
 
 @command()
+@_WithMethodOptions
 def identify(
     ctx: typer.Context,
     logs: Logs,
@@ -237,187 +267,26 @@ def identify(
     ] = Path("results"),
     allow_corrupt: AllowCorrupt = False,
     no_cache: NoCache = False,
-    roll_pitch: Annotated[
-        list[str] | None, typer.Option(help="Roll/pitch excitation log(s).", rich_help_panel=_DELAY)
-    ] = None,
-    yaw: Annotated[list[str] | None, typer.Option(help="Yaw excitation log(s).", rich_help_panel=_DELAY)] = None,
-    tm_prior: Annotated[
-        str | None, typer.Option(help="Log-normal prior on T_m: MEAN,SIGMA (s).", rich_help_panel=_DELAY)
-    ] = None,
-    asymmetric_tm: Annotated[
-        bool, typer.Option(help="Separate rising and falling T_m.", rich_help_panel=_DELAY)
-    ] = False,
-    per_motor: Annotated[bool, typer.Option(help="One thrust curve per motor.", rich_help_panel=_DELAY)] = False,
-    exponents: Annotated[
-        str,
-        typer.Option(
-            help="Thrust-curve exponents, e.g. 0,1,2 or 2; auto: the simplest curve that predicts held-out "
-            "thrust as well as the best.",
-            rich_help_panel=_DELAY,
-        ),
-    ] = "auto",
-    izz_ratio: Annotated[
-        str | None,
-        typer.Option(
-            help="C_xy->z in I_zz = C (I_xx+I_yy)/2: C or C,SIGMA (default 1.832,0.40, the spread of Eschmann "
-            "Table II); I_zz and K_tau carry SIGMA.",
-            rich_help_panel=_DELAY,
-        ),
-    ] = None,
-    acc_bias_z: Annotated[
-        str | None,
-        typer.Option(
-            help="Accelerometer z bias VALUE or VALUE,SIGMA in m/s² (default 0,0.2): subtracted; K_0 and the "
-            "hover command carry SIGMA.",
-            rich_help_panel=_DELAY,
-        ),
-    ] = None,
-    inertia_param: Annotated[
-        str, typer.Option(help="auto, direct, reciprocal or tls.", rich_help_panel=_DELAY)
-    ] = "auto",
-    cutoff_hz: Annotated[
-        float,
-        typer.Option(help="Zero-phase low-pass (Hz) for torque and angular acceleration.", rich_help_panel=_DELAY),
-    ] = 20.0,
-    tm_bounds: Annotated[str, typer.Option(help="T_m search range LO,HI (s) (delay, freq).")] = "0.002,0.5",
-    config: Annotated[
-        list[str] | None, typer.Option(help="Extra mass configuration NAME=LOG[@windows].", rich_help_panel=_TLS)
-    ] = None,
-    mass: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Measured mass KG (any method; overrides the vehicle file), or NAME=KG of a tls configuration."
-        ),
-    ] = None,
-    weight: Annotated[
-        list[str] | None, typer.Option(help="Weight k_w of a configuration NAME=K_W.", rich_help_panel=_TLS)
-    ] = None,
-    config_b: Annotated[
-        list[str] | None, typer.Option(help="Shorthand for --config B=LOG.", rich_help_panel=_TLS)
-    ] = None,
-    mass_b: Annotated[float | None, typer.Option(help="Shorthand for --mass B=KG.", rich_help_panel=_TLS)] = None,
-    source: Annotated[str, typer.Option(help="Motion data from 'imu' or 'mocap'.", rich_help_panel=_TLS)] = "imu",
-    tm: Annotated[
-        float | None, typer.Option(help="Motor time constant (s) for delay-aware regressors.", rich_help_panel=_TLS)
-    ] = None,
-    r_sigma: Annotated[
-        float, typer.Option(help="Essential-parameter threshold max/min %σ.", rich_help_panel=_TLS)
-    ] = 250.0,
-    cancel_z: Annotated[
-        float,
-        typer.Option(
-            help="Cancel an essential-parameter candidate only within this many σ of zero (inf: the paper's rule).",
-            rich_help_panel=_TLS,
-        ),
-    ] = 2.0,
-    band: Annotated[
-        str | None,
-        typer.Option(
-            help="Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default "
-            "the sweep's)."
-        ),
-    ] = None,
-    weighted: Annotated[
-        bool, typer.Option(help="Weight each wrench row block by its residual σ.", rich_help_panel=_TLS)
-    ] = True,
-    speed: Annotated[
-        str,
-        typer.Option(help="Rotor terms from auto, cmd (the paper) or rotor_speed (measured).", rich_help_panel=_TLS),
-    ] = "auto",
-    mocap_delay: Annotated[
-        str,
-        typer.Option(
-            help="Seconds the pose lags the rotor signals, or 'auto' (measured against the accelerometer).",
-            rich_help_panel=_TLS,
-        ),
-    ] = "auto",
-    acc_bias: Annotated[
-        bool,
-        typer.Option(help="Estimate an accelerometer bias per airborne piece (IMU source).", rich_help_panel=_TLS),
-    ] = True,
-    imu_delay: Annotated[
-        str,
-        typer.Option(
-            help="Seconds the IMU lags the rotor signals, or 'auto' (estimated from the flights).",
-            rich_help_panel=_TLS,
-        ),
-    ] = "auto",
-    yaw_moment: Annotated[
-        bool,
-        typer.Option(help="Estimate a constant yaw moment per airborne piece (unequal rotors).", rich_help_panel=_TLS),
-    ] = True,
-    rotor_drag: Annotated[
-        bool,
-        typer.Option(
-            help="Model the rotor drag (in-plane hub force, coefficient k_rd; needs attitude and position).",
-            rich_help_panel=_TLS,
-        ),
-    ] = True,
-    rotor_gains: Annotated[
-        bool,
-        typer.Option(
-            help="Estimate each rotor's own thrust coefficient (k_t_mI); where the flights do not separate them, "
-            "their --motor-spread is assumed.",
-            rich_help_panel=_TLS,
-        ),
-    ] = True,
-    motor_spread: Annotated[
-        float,
-        typer.Option(
-            help="Assumed 1σ spread of the rotors' gains (fraction; 0: identical rotors); enters σ (tls, online).",
-        ),
-    ] = 0.03,
-    variant: Annotated[
-        str, typer.Option(help="kwon (the paper's method), rls or rls-lpf.", rich_help_panel=_ONLINE)
-    ] = "kwon",
-    rate_hz: Annotated[
-        float,
-        typer.Option(help="Estimator rate; faster logs are block-averaged (0: every sample).", rich_help_panel=_ONLINE),
-    ] = 100.0,
-    n_sigma: Annotated[
-        float, typer.Option(help="Correction-law threshold |ω̂| >= n_sigma·σ.", rich_help_panel=_ONLINE)
-    ] = 1.0,
-    a_z_allow: Annotated[
-        float, typer.Option(help="Enable threshold on vertical acceleration (m/s²).", rich_help_panel=_ONLINE)
-    ] = 0.1,
-    min_coherence: Annotated[
-        float, typer.Option(help="Fit only bins whose input-output coherence is at least this.", rich_help_panel=_FREQ)
-    ] = 0.6,
-    dead_time: Annotated[
-        str,
-        typer.Option(help="auto (kept if it predicts held-out frequencies better), on or off.", rich_help_panel=_FREQ),
-    ] = "auto",
-    cycles: Annotated[
-        float, typer.Option(help="Periods of the lowest fitted frequency per spectral segment.", rich_help_panel=_FREQ)
-    ] = 3.0,
-    motor_hold: Annotated[
-        float | None,
-        typer.Option(
-            help="How long each logged motor sample holds after its stamp, s: the mixer's period (0: point "
-            "samples). Default: what the log records, else 0.",
-            rich_help_panel=_ONLINE,
-        ),
-    ] = None,
     imu_source: ImuSource = None,
     imu: ImuIndex = None,
     motor_poles: MotorPoles = None,
     pwm_range: PwmRange = None,
+    **options: Any,
 ) -> None:
     """Identify parameters from flight logs and write params.json, report.html and figures."""
     from rotorid import runs
     from rotorid.registry import method as spec_of
-    from rotorid.registry import methods
     from rotorid.report import check_output, write_run
     from rotorid.vehicle import Vehicle
 
     spec = spec_of(method)
-    options = _given(ctx, tuple(dict.fromkeys(o for m in methods().values() for o in m.options)))
-    runs.refuse_foreign(method, list(runs.split_mass(options)[0]))  # before any reading or writing
+    given = _given(ctx, tuple(options))
+    runs.refuse_foreign(method, list(runs.split_mass(given)[0]))  # before any reading or writing
     check_output(out, run=True)  # a bad --out fails now, not after the identification
     veh = Vehicle.load(vehicle)
     reading = _reading(imu_source, imu, motor_poles, pwm_range)
     with console().status(f"identifying ({method})…"):
-        result = runs.identify(method, logs, veh, options, allow_corrupt=allow_corrupt, reading=reading)
+        result = runs.identify(method, logs, veh, given, allow_corrupt=allow_corrupt, reading=reading)
     written = write_run(result, out, spec.load("figures")(result))
     console().print(shown_lines(result.summary()), soft_wrap=True)  # a table row is one line, however narrow
     console().print(f"wrote [bold]{shown(written['report'])}[/] and {len(written) - 1} more files in {shown(out)}")
@@ -774,6 +643,7 @@ def info(
     Without logs: the methods and log formats rotorid knows (plugins included)."""
     from rotorid import excitation, runs
     from rotorid.io import load
+    from rotorid.options import floats
     from rotorid.registry import methods
     from rotorid.vehicle import Vehicle
 
@@ -782,7 +652,7 @@ def info(
     veh = Vehicle.load(vehicle) if vehicle else None
     limits = excitation.thresholds_for(
         veh,
-        {k: runs.floats(v, 2, f"--threshold {k}") for k, v in runs.split_kv(threshold or [], "--threshold").items()},
+        {k: floats(v, 2, f"--threshold {k}") for k, v in runs.split_kv(threshold or [], "--threshold").items()},
     )
     reading = _reading(imu_source, imu, motor_poles, pwm_range)
     mins = runs.min_rates()
@@ -876,7 +746,7 @@ def vehicle_init(
     force: Annotated[bool, typer.Option(help="Overwrite an existing --out file.")] = False,
 ) -> None:
     """Write a commented vehicle TOML (units, frame, motor-order diagram) for --vehicle."""
-    from rotorid.runs import floats
+    from rotorid.options import floats
     from rotorid.util import atomic_write_text
     from rotorid.vehicle import build_vehicle, diagram
 

@@ -8,8 +8,10 @@ fast and this module depends on nothing above it):
 - `run`: `run(request) -> Result`, which turns a `rotorid.runs.Request` (log specifications,
   vehicle, option values) into the method's own call (see `rotorid.runs`);
 - `figures`: `figures(result, **options) -> {name: Figure}` (in `rotorid.report`);
-- `options`: the names of the `rotorid identify` options the method takes (all others are
-  refused when given with it); `paper`: the citation shown in reports and `rotorid info`;
+- `inputs`: the `rotorid identify` options the method takes besides its settings (log roles,
+  mass configurations), as `rotorid.options.Option` records; `options` names these and the
+  settings' declared fields (`rotorid.options.option`): all other options are refused when
+  given with it; `paper`: the citation shown in reports and `rotorid info`;
 - `channels`: the `Flight` channels the method reads: `rotorid info` judges their rates
   against the method's minimum (`MIN_RATE_HZ` of the settings' module, if any) and suggests
   the method only for logs that have them all;
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rotorid.errors import RotoridError
+from rotorid.options import Option, options_of
 
 #: Entry-point group whose modules register extra methods and formats when imported.
 PLUGIN_GROUP = "rotorid.plugins"
@@ -45,13 +48,23 @@ class MethodSpec:
     settings: str | type
     run: str | Callable[..., Any]
     figures: str | Callable[..., Any]
-    options: tuple[str, ...] = ()
+    inputs: tuple[Option, ...] = ()
     channels: tuple[str, ...] = ("acc", "gyro", "cmd")
     logs: str | Callable[..., list[str]] = "rotorid.runs:whole_logs"
 
     def load(self, field: str) -> Any:
         """The object a field names (`"module:attribute"` imported now) or the field itself."""
         return resolve(getattr(self, field))
+
+    def option_table(self) -> dict[str, Option]:
+        """Every `rotorid identify` option the method takes, by name: its `inputs`, then the
+        declared fields of its settings (which the settings module's import must keep light)."""
+        return {o.name: o for o in self.inputs} | options_of(self.load("settings"))
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The names of the `rotorid identify` options the method takes (`option_table`)."""
+        return tuple(self.option_table())
 
 
 def resolve(ref: Any) -> Any:
@@ -74,42 +87,22 @@ def register_method(spec: MethodSpec) -> MethodSpec:
     return spec
 
 
-_DELAY_OPTIONS = (
-    "roll_pitch",
-    "yaw",
-    "tm_prior",
-    "asymmetric_tm",
-    "per_motor",
-    "exponents",
-    "izz_ratio",
-    "acc_bias_z",
-    "inertia_param",
-    "cutoff_hz",
-    "tm_bounds",
+_DELAY_INPUTS = (
+    Option("Roll/pitch excitation log(s).", many=True, name="roll_pitch"),
+    Option("Yaw excitation log(s).", many=True, name="yaw"),
 )
-_TLS_OPTIONS = (
-    "config",
-    "mass",
-    "weight",
-    "config_b",
-    "mass_b",
-    "source",
-    "tm",
-    "r_sigma",
-    "cancel_z",
-    "band",
-    "weighted",
-    "speed",
-    "mocap_delay",
-    "acc_bias",
-    "motor_spread",
-    "imu_delay",
-    "yaw_moment",
-    "rotor_drag",
-    "rotor_gains",
+_TLS_INPUTS = (
+    Option("Extra mass configuration NAME=LOG[@windows].", many=True, name="config"),
+    Option(
+        "Measured mass KG (any method; overrides the vehicle file), or NAME=KG of a tls configuration.",
+        many=True,
+        shared=True,
+        name="mass",
+    ),
+    Option("Weight k_w of a configuration NAME=K_W.", many=True, name="weight"),
+    Option("Shorthand for --config B=LOG.", many=True, name="config_b"),
+    Option("Shorthand for --mass B=KG.", kind=float, name="mass_b"),
 )
-_ONLINE_OPTIONS = ("variant", "rate_hz", "n_sigma", "a_z_allow", "motor_spread", "motor_hold")
-_FREQ_OPTIONS = ("min_coherence", "band", "dead_time", "tm_bounds", "cycles")
 
 register_method(
     MethodSpec(
@@ -119,7 +112,7 @@ register_method(
         "rotorid.methods.delay:DelaySettings",
         "rotorid.runs:run_delay",
         "rotorid.report.delay:figures",
-        _DELAY_OPTIONS,
+        _DELAY_INPUTS,
         logs="rotorid.runs:delay_logs",
     )
 )
@@ -132,7 +125,7 @@ register_method(
         "rotorid.methods.tls:TlsSettings",
         "rotorid.runs:run_tls",
         "rotorid.report.tls:figures",
-        _TLS_OPTIONS,
+        _TLS_INPUTS,
         channels=("acc", "gyro", "cmd", "rotor_speed"),  # IMU, its default source; --source mocap adds pos, quat
     )
 )
@@ -145,7 +138,6 @@ register_method(
         "rotorid.methods.online:OnlineSettings",
         "rotorid.runs:run_online",
         "rotorid.report.online:figures",
-        _ONLINE_OPTIONS,
         channels=("acc", "gyro", "cmd", "rotor_speed"),
         logs="rotorid.runs:online_logs",
     )
@@ -159,7 +151,6 @@ register_method(
         "rotorid.methods.freq.settings:FreqSettings",
         "rotorid.runs:run_freq",
         "rotorid.report.freq:figures",
-        _FREQ_OPTIONS,
     )
 )
 

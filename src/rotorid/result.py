@@ -11,7 +11,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -458,23 +458,49 @@ def rel_error_pct(value: float, truth: float) -> float:
     return 100.0 * (value - truth) / abs(truth) if truth != 0 else float("nan")
 
 
+@dataclass
+class Observability:
+    """One parameter's observability entry as a method builds it (`Result.observability` holds
+    `as_dict()` of each): whether the flights identify it, its %σ, and why not and what to fly.
+    `essential`: tls's essential-parameter selection kept it; `active_fraction`: online's share
+    of steps its column was corrected; `value_before_cancel`: tls's estimate before it was
+    cancelled or withheld; `source`: what informs it, where not the obvious rows; `at_bound`: the
+    search bound it sits at ("not identified"); `model_dependent`: why it rests on a secondary
+    model term (`verdict`)."""
+
+    identifiable: bool
+    essential: bool | None = None
+    rel_std_pct: float | None = None
+    active_fraction: float | None = None
+    value_before_cancel: float | None = None
+    reason: str | None = None
+    advice: str | None = None
+    source: str | None = None
+    at_bound: str | None = None
+    model_dependent: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The params.json entry: the fields that were set (not None), in field order."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
 def build_result(
     method: str,
     estimates: Mapping[str, tuple[float, float]],
     settings: dict[str, Any],
     diagnostics: dict[str, Any] | None = None,
-    observability: dict[str, dict[str, Any]] | None = None,
+    observability: Mapping[str, Observability] | None = None,
     notes: list[str] | None = None,
 ) -> Result:
     """The `Result` of a method: one `Estimate` per canonical name from (value, σ), its unit
-    from `unit_of`, in the order given. The method then sets `Result.vehicle`
-    (`rotorid.identified.with_vehicle`)."""
+    from `unit_of`, in the order given, and each `Observability` as its dict. The method then
+    sets `Result.vehicle` (`rotorid.identified.with_vehicle`)."""
     params = {name: Estimate(float(v), float(s), unit_of(name)) for name, (v, s) in estimates.items()}
     return Result(
         method=method,
         params=params,
         settings=settings,
         diagnostics=diagnostics if diagnostics is not None else {},
-        observability=observability if observability is not None else {},
+        observability={k: o.as_dict() for k, o in (observability or {}).items()},
         notes=notes if notes is not None else [],
     )

@@ -11,12 +11,12 @@ are below. Options a method does not take are refused, naming the method that ta
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
+from rotorid.options import option_flag, options_of
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,49 +39,10 @@ def split_kv(items: list[str], what: str) -> dict[str, str]:
     return out
 
 
-#: Largest accelerometer bias (m/s²) `--acc-bias-z` may give: half of gravity is a broken sensor.
-ACC_BIAS_MAX = 5.0
-
-
-def floats(text: str | tuple[float, ...] | None, n: int, what: str) -> tuple[float, ...] | None:
-    """`"A,B"` -> (A, B): exactly `n` comma-separated numbers (a tuple passes through)."""
-    if text is None or isinstance(text, tuple):
-        return text
-    try:
-        vals = tuple(float(x) for x in text.split(","))
-    except ValueError:
-        raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers") from None
-    if len(vals) != n:
-        raise RotoridError(f"{what} '{text}' must be {n} comma-separated numbers")
-    if not all(math.isfinite(v) for v in vals):
-        raise RotoridError(f"{what} '{text}' must be finite numbers (no nan or inf)")
-    return vals
-
-
-def value_sigma(text: str | float | tuple[float, ...], what: str, limit: float = math.inf) -> float | tuple[float, ...]:
-    """`"V"` -> V, `"V,SIGMA"` -> (V, SIGMA) (numbers and tuples pass through): a value with an
-    optional σ, the method's default σ applying when none is given; |V| and SIGMA at most
-    `limit`, SIGMA not negative."""
-    if not isinstance(text, str):
-        return text
-    n = text.count(",") + 1
-    if n > 2:
-        raise RotoridError(f"{what} '{text}' must be VALUE or VALUE,SIGMA")
-    vals = floats(text, n, what)
-    if abs(vals[0]) > limit or (n == 2 and not 0 <= vals[1] <= limit):
-        raise RotoridError(f"{what} '{text}': the value must lie within ±{limit:g} and SIGMA in 0..{limit:g}")
-    return vals[0] if n == 1 else vals
-
-
 def named(value: Mapping[str, Any] | list[str] | None, what: str) -> dict[str, Any]:
     """Per-configuration values (`--config`, `--mass`, `--weight`): repeated NAME=VALUE texts
     as the command line gives them, or a mapping as a manifest gives them."""
     return dict(value) if isinstance(value, Mapping) else split_kv(list(value or []), what)
-
-
-def option_flag(name: str) -> str:
-    """The command-line spelling of an option name: `mass_b` -> `--mass-b`."""
-    return "--" + name.replace("_", "-")
 
 
 @dataclass
@@ -182,16 +143,20 @@ class Request:
                     warnings.warn(weak, stacklevel=2)
         return flights
 
-    def settings(self, cls: type, parse: dict[str, Any] | None = None) -> Any:
-        """`cls(**fields)` from the options named like its fields (`parse[name]` converts text),
-        or the `preset` settings when the caller built them."""
+    def settings(self, cls: type) -> Any:
+        """`cls(**fields)` from the options named like its fields, each parsed as its field declares
+        (`rotorid.options.Option.value`), or the `preset` settings when the caller built them."""
         if self.preset is not None:
             if not isinstance(self.preset, cls):
                 raise RotoridError(f"settings {type(self.preset).__name__} given where {cls.__name__} is needed")
             return self.preset
-        parse = parse or {}
+        declared = options_of(cls)
         names = {f.name for f in fields(cls)}
-        kw = {k: parse.get(k, lambda v: v)(v) for k, v in self.options.items() if k in names and v is not None}
+        kw = {
+            k: declared[k].value(v) if k in declared else v
+            for k, v in self.options.items()
+            if k in names and v is not None
+        }
         return cls(**kw)
 
 
@@ -414,16 +379,7 @@ def run_delay(req: Request) -> Result:
     """Eschmann et al.: thrust flights (the main logs), `roll_pitch` and `yaw` flights."""
     from rotorid.methods import delay
 
-    settings = req.settings(
-        delay.DelaySettings,
-        {
-            "tm_prior": lambda v: floats(v, 2, "--tm-prior"),
-            "tm_bounds": lambda v: floats(v, 2, "--tm-bounds"),
-            "izz_ratio": lambda v: value_sigma(v, "--izz-ratio"),
-            "acc_bias_z": lambda v: value_sigma(v, "--acc-bias-z", ACC_BIAS_MAX),
-            "exponents": lambda v: tuple(v.split(",")) if isinstance(v, str) else tuple(v),
-        },
-    )
+    settings = req.settings(delay.DelaySettings)
     roles = {"thrust": req.logs, "roll_pitch": req.options.get("roll_pitch"), "yaw": req.options.get("yaw")}
     if len(req.logs) > 1 and not (roles["roll_pitch"] or roles["yaw"]):
         roles = assigned_roles(req)
@@ -439,16 +395,7 @@ def run_freq(req: Request) -> Result:
     commands' spectra), fitted together."""
     from rotorid.methods import freq
 
-    settings = req.settings(
-        freq.FreqSettings,
-        {
-            "band": lambda v: floats(v, 2, "--band"),
-            "tm_bounds": lambda v: floats(v, 2, "--tm-bounds"),
-            "min_coherence": float,
-            "cycles": float,
-        },
-    )
-    return freq.identify(req.flights(req.logs), req.vehicle, settings)
+    return freq.identify(req.flights(req.logs), req.vehicle, req.settings(freq.FreqSettings))
 
 
 def assigned_roles(req: Request) -> dict[str, list[str]]:
@@ -513,28 +460,10 @@ def run_tls(req: Request) -> Result:
     if opt.get("mass_b") is not None:
         masses["B"] = float(opt["mass_b"])
     weights = {k: float(v) for k, v in named(opt.get("weight"), "--weight").items()}
-    lags = {"imu_delay": imu_delay, "mocap_delay": lambda v: seconds_or_auto(v, "--mocap-delay")}
-    settings = req.settings(tls.TlsSettings, {"band": lambda v: floats(v, 2, "--band"), **lags})
+    settings = req.settings(tls.TlsSettings)
     flights = {k: req.flights(v) for k, v in cfg.items()}
     result = tls.identify(flights, req.vehicle, masses=masses, weights=weights, settings=settings)
     return on_commands(result, req.vehicle, settings.speed)
-
-
-def imu_delay(v: str | float) -> float | None:
-    """`--imu-delay`: "auto" (None: estimated from the flights) or seconds."""
-    return seconds_or_auto(v, "--imu-delay")
-
-
-def seconds_or_auto(v: str | float, flag: str) -> float | None:
-    """A lag option (`flag`): "auto" (None: measured from the flights) or seconds."""
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
-    if str(v).strip().lower() == "auto":
-        return None
-    try:
-        return float(v)
-    except ValueError:
-        raise RotoridError(f"{flag} must be 'auto' or seconds, got '{v}'") from None
 
 
 #: What a TLS fit on commands that are not rotor speeds rests on.
@@ -578,5 +507,5 @@ def run_online(req: Request) -> Result:
     flights = req.flights(req.logs, "online")
     if len(flights) != 1:
         raise RotoridError(f"--method online takes one flight (one log, one window); got {len(flights)}")
-    settings = req.settings(online.OnlineSettings, {"rate_hz": lambda v: v or None})
+    settings = req.settings(online.OnlineSettings)
     return online.identify(flights[0], req.vehicle, settings)

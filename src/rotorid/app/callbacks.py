@@ -157,6 +157,7 @@ def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None
     for role in ROLES:
         _register_role(app, sessions, role, Input, Output, Patch, State, no_update)
     _register_vehicle(app, sessions)
+    _register_options(app, sessions)
     _register_identify(app, sessions)
 
 
@@ -261,6 +262,31 @@ def _register_vehicle(app: Any, sessions: Sessions) -> None:
             s.vehicle, s.vehicle_label = spec, label
         note = f"{v.name}: {v.n_rotors} rotors, {v.mass:g} kg, {v.motor_input} motor input"
         return text, note, "msg", f"/files/{sid}/vehicle.toml", run.command_line(s)
+
+
+def _register_options(app: Any, sessions: Sessions) -> None:
+    """The options form: the values that differ from the defaults become the session's options
+    (checked when the run builds the settings) and go into the command line."""
+    from dash import ALL, Input, Output, State, no_update
+
+    @app.callback(
+        Output("cli", "children", allow_duplicate=True),
+        Output("option-msg", "children"),
+        Input({"type": "option", "name": ALL}, "value"),
+        State({"type": "option", "name": ALL}, "id"),
+        State("sid", "data"),
+        prevent_initial_call=True,
+    )
+    def set_options(values: list[Any], ids: list[dict[str, str]], sid: str) -> Any:
+        form = {i["name"]: ("on" in v if isinstance(v, list) else v) for i, v in zip(ids, values, strict=True)}
+        try:
+            s = sessions.get(sid)
+            given = run.given_options(form)
+        except RotoridError as e:
+            return no_update, f"error: {e}"
+        with s.lock:
+            s.options = given
+        return run.command_line(s), f"{len(given)} changed" if given else ""
 
 
 def _register_identify(app: Any, sessions: Sessions) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rotorid.app.panels import TITLES
+from rotorid.app.run import form_options
 from rotorid.app.state import ROLES, list_logs
 from rotorid.vehicle import LAYOUTS, MOTOR_INPUTS, MOTOR_ORDERS, PRESETS
 
@@ -135,6 +136,27 @@ def _vehicle_form() -> Any:
     )
 
 
+def _options_form() -> Any:
+    """The delay options, one field each, made from their declarations (`run.form_options`): a
+    switch for a yes/no option, else a text box whose placeholder is the default (empty: the
+    default), the help text on hover."""
+    from dash import dcc, html
+
+    fields = []
+    for name, opt in form_options().items():
+        key = {"type": "option", "name": name}
+        if isinstance(opt.default, bool):
+            box = dcc.Checklist(
+                id=key, options=[{"label": f" {opt.spelling}", "value": "on"}], value=["on"] if opt.default else []
+            )
+            fields.append(html.Div(box, title=opt.help))
+            continue
+        hint = "default" if opt.cli_default is None else str(opt.cli_default)
+        box = dcc.Input(id=key, type="text", value="", placeholder=hint, debounce=True, style={"width": "8em"})
+        fields.append(html.Div(html.Label([opt.spelling, " ", box]), title=opt.help))
+    return html.Details([html.Summary("options"), *fields, html.Div(id="option-msg", className="msg")])
+
+
 def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
     """The page for a new session `sid` (Dash calls the layout function once per page load)."""
     from dash import dcc, html
@@ -177,6 +199,7 @@ def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
                             html.H2("log facts"),
                             html.Table(id="facts", className="facts"),
                             html.H2("identify (delay, Eschmann et al.)"),
+                            _options_form(),
                             html.Button("identify", id="identify"),
                             " ",
                             html.Progress(id="progress", value="0", max="1", style={"width": "12em"}),

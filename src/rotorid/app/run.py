@@ -14,7 +14,7 @@ from typing import Any
 
 from rotorid.app.state import ROLES, Session
 from rotorid.errors import RotoridError
-from rotorid.runs import option_flag
+from rotorid.options import Option, option_flag
 
 #: export format -> file name written beside params.json
 EXPORTS = {
@@ -30,6 +30,44 @@ EXPORTS = {
 }
 #: role -> the `rotorid identify` option that takes its logs (None: the positional logs)
 OPTION_NAME = {"thrust": None, "roll_pitch": "roll_pitch", "yaw": "yaw"}
+
+
+def form_options() -> dict[str, Option]:
+    """The delay options the page's form shows: every declared one but the log roles (the
+    panels set those), in declaration order (`MethodSpec.option_table`)."""
+    from rotorid.registry import method
+
+    return {k: o for k, o in method("delay").option_table().items() if not o.many}
+
+
+def given_options(values: dict[str, Any]) -> dict[str, Any]:
+    """The form's values (text, or True/False for a switch) that differ from their defaults, by
+    name, each as the command line types it (a number for a number option); an empty text is
+    the default."""
+    table = form_options()
+    typed = {k: _typed(table[k], v) for k, v in values.items() if v not in ("", None)}
+    return {k: v for k, v in typed.items() if v != table[k].cli_default}
+
+
+def _typed(opt: Option, value: Any) -> Any:
+    """A form value as the command line's type for `opt` (`Option.cli_type`) takes it."""
+    kind = opt.cli_type
+    if isinstance(value, bool) or kind in (str, str | None):
+        return value
+    try:
+        return (int if kind is int else float)(value)
+    except ValueError:
+        raise RotoridError(f"{opt.spelling} '{value}' must be a number") from None
+
+
+def option_words(options: dict[str, Any]) -> list[str]:
+    """`options` as `rotorid identify` arguments: `--flag VALUE`, `--flag` / `--no-flag` for a switch."""
+    table = form_options()
+    words: list[str] = []
+    for k, v in options.items():
+        flag = table[k].spelling
+        words += ([flag] if v else ["--no-" + flag.removeprefix("--")]) if isinstance(v, bool) else [flag, str(v)]
+    return words
 
 
 def specs(session: Session, labels: bool = False) -> dict[str, list[str]]:
@@ -53,7 +91,7 @@ def command_line(session: Session, out: str = "results") -> str:
     for role, items in specs(session, labels=True).items():
         for s in items:
             args += [s] if OPTION_NAME[role] is None else [option_flag(OPTION_NAME[role]), s]
-    return shlex.join([*args, "--out", out])
+    return shlex.join([*args, *option_words(session.options), "--out", out])
 
 
 @dataclass
@@ -86,7 +124,10 @@ def start(session: Session) -> Job:
     session.runs += 1
     job = Job(session.runs, session.folder_for(f"run{session.runs}"), command_line(session), total=3)
     threading.Thread(
-        target=_run, args=(job, todo, session.vehicle), daemon=True, name=f"rotorid-run-{job.number}"
+        target=_run,
+        args=(job, todo, session.vehicle, dict(session.options)),
+        daemon=True,
+        name=f"rotorid-run-{job.number}",
     ).start()
     return job
 
@@ -94,11 +135,11 @@ def start(session: Session) -> Job:
 _ONE_AT_A_TIME = threading.Lock()  # runs share the CPU and the process-wide warnings filter
 
 
-def _run(job: Job, todo: dict[str, list[str]], vehicle: str) -> None:
+def _run(job: Job, todo: dict[str, list[str]], vehicle: str, given: dict[str, Any]) -> None:
     with _ONE_AT_A_TIME, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            _identify(job, todo, vehicle)
+            _identify(job, todo, vehicle, given)
         except RotoridError as e:
             job.error = str(e)
         except Exception as e:  # a bug, not bad input: still one line in the page, never a dead app
@@ -108,7 +149,7 @@ def _run(job: Job, todo: dict[str, list[str]], vehicle: str) -> None:
             job.done = True
 
 
-def _identify(job: Job, todo: dict[str, list[str]], vehicle_spec: str) -> None:
+def _identify(job: Job, todo: dict[str, list[str]], vehicle_spec: str, given: dict[str, Any]) -> None:
     """`rotorid identify --method delay` through the same library calls: `runs.identify`, then
     `write_run` with the method's figures, then every export of the written params.json."""
     from rotorid import runs
@@ -120,7 +161,7 @@ def _identify(job: Job, todo: dict[str, list[str]], vehicle_spec: str) -> None:
     veh = Vehicle.load(vehicle_spec)
     n = sum(len(v) for v in todo.values())
     job.steps.append(f"read {n} log window{'s' if n > 1 else ''} and identify (delay)")
-    options = {OPTION_NAME[r]: todo[r] for r in ROLES if OPTION_NAME[r] and todo[r]}
+    options = given | {OPTION_NAME[r]: todo[r] for r in ROLES if OPTION_NAME[r] and todo[r]}
     result = runs.identify("delay", todo["thrust"], veh, options)
     job.steps.append("write figures and report")
     job.files = dict(write_run(result, job.out, method("delay").load("figures")(result)))

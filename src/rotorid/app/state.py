@@ -86,6 +86,7 @@ class Session:
     windows: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=lambda: {r: {} for r in ROLES})
     vehicle: str = "crazyflie"  # a preset name or the path of the TOML the form wrote
     vehicle_label: str = "crazyflie"
+    options: dict[str, Any] = field(default_factory=dict)  # delay options set in the form, by name
     job: Any = None
     runs: int = 0
     lock: threading.RLock = field(default_factory=threading.RLock)

@@ -2,6 +2,10 @@
 that every method states the same assumption with the same spread (every σ covers the assumptions it rests on).
 Constants only: the streaming online estimator imports this without scipy."""
 
+from typing import Any
+
+from rotorid.options import option
+
 #: Relative 1σ spread of the rotors' gains about their mean (thrust, and in tls the drag torque
 #: with it): tls and online take one coefficient for all rotors. Measured on the real Crazyflie log15 (55–90 s, steady
 #: hover and roll/pitch moves): the per-motor mean u² projected on the yaw pattern (±1 by spin
@@ -9,6 +13,17 @@ Constants only: the streaming online estimator imports this without scipy."""
 #: 3.3 % of the mean. (log10's thrust flight gives 15 % while the vehicle slowly yaws, which the
 #: yaw pattern also holds: an upper bound.)
 MOTOR_SPREAD = 0.03
+
+
+def motor_spread_option() -> Any:
+    """The `motor_spread` settings field of the methods that assume it (tls, online): one
+    `--motor-spread` for both."""
+    return option(
+        MOTOR_SPREAD,
+        "Assumed 1σ spread of the rotors' gains (fraction; 0: identical rotors); enters σ (tls, online).",
+        shared=True,
+    )
+
 
 #: σ (m/s²) of an uncalibrated MEMS accelerometer's z bias: its zero-g offset, ±20 mg typ. for
 #: the BMI088 of the Crazyflie 2.1 (Bosch BST-BMI088-DS001, Table 2).

@@ -88,7 +88,7 @@ def smallest_change(dev_std: float, baseline: float, threshold: float) -> str:
 
 
 def render(table: pd.DataFrame, findings: Sequence[Any], runs: pd.DataFrame, title: str, threshold: float = 3.0) -> str:
-    """The fleet page. `table` is `rotorid.batch.assess`'s table, `findings` its findings
+    """The fleet page. `table` is `rotorid.drift.assess`'s table, `findings` its findings
     (objects with kind, vehicle, parameter, message), `runs` `rotorid.batch.runs_table`."""
     vehicles = []
     for veh, rows in table.groupby("vehicle", sort=True):

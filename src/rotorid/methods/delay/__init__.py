@@ -42,7 +42,7 @@ Pipeline (Sec. III, IV-A):
    when the yaw flight has precession, also the joint estimate of eq. 73-76.
 
 Stages, each a module importing only the ones before it (import-linter contract `delay-stages`):
-`settings` < `covariance` < `problem` < `uncertainty` < `search` < `angular` < `inertia` < `yaw`
+`settings` < `problem` < `uncertainty` < `search` < `angular` < `inertia` < `yaw`
 < `collected` < `structure` < `thrust_steps` < `angular_steps` < `pipeline`. The names below load
 on first use (PEP 562), so naming the settings class does not import the whole method.
 """
@@ -55,17 +55,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rotorid.errors import ExcitationError
     from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
-    from rotorid.methods.delay.angular import Angular, angular_columns
-    from rotorid.methods.delay.covariance import (
+    from rotorid.methods.covariance import (
         ACOV_BLOCK,
         FIRST_LAGS,
         SOKAL_C,
         autocov,
-        hac_cov,
+        influence_cov,
         integrated_autocorr_time,
         long_run_var,
         ols_influence,
     )
+    from rotorid.methods.delay.angular import Angular, angular_columns
     from rotorid.methods.delay.inertia import EIV_ADVICE, EIV_MAX_HALF_WIDTH, predict_scores, roll_pitch_inertia
     from rotorid.methods.delay.pipeline import identify
     from rotorid.methods.delay.problem import ThrustProblem
@@ -92,12 +92,12 @@ _HOME = {
             "FIRST_LAGS",
             "SOKAL_C",
             "autocov",
-            "hac_cov",
+            "influence_cov",
             "integrated_autocorr_time",
             "long_run_var",
             "ols_influence",
         ),
-        f"{_PKG}.covariance",
+        "rotorid.methods.covariance",
     ),
     **dict.fromkeys(("EIV_ADVICE", "EIV_MAX_HALF_WIDTH", "predict_scores", "roll_pitch_inertia"), f"{_PKG}.inertia"),
     "identify": f"{_PKG}.pipeline",
@@ -147,8 +147,8 @@ __all__ = [
     "TmSearch",
     "angular_columns",
     "autocov",
-    "hac_cov",
     "identify",
+    "influence_cov",
     "integrated_autocorr_time",
     "long_run_var",
     "ols_influence",

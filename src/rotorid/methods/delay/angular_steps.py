@@ -26,6 +26,7 @@ from rotorid.methods.delay.problem import DelayProblem
 from rotorid.methods.delay.settings import INERTIA_PARAMS, DelaySettings, subsample
 from rotorid.methods.delay.uncertainty import ThrustUncertainty
 from rotorid.methods.delay.yaw import fit_k_tau, joint_estimate
+from rotorid.result import Observability
 from rotorid.vehicle import Vehicle
 
 
@@ -56,9 +57,9 @@ def roll_pitch_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertaint
         v = fits[chosen][k][0]
         s = inertia_sigma(rp, np.eye(2)[k], st)
         out.put(nm, v, s)
-        out.obs[nm] = {"identifiable": eiv[k].identified, "rel_std_pct": 100 * s / v, "reason": eiv[k].reason}
+        out.obs[nm] = Observability(eiv[k].identified, rel_std_pct=100 * s / v, reason=eiv[k].reason)
         if not eiv[k].identified:
-            out.obs[nm]["advice"] = EIV_ADVICE
+            out.obs[nm].advice = EIV_ADVICE
     out.notes.append(
         "Roll/pitch inertia by parameterization (I_xx, I_yy; held-out R² of the angular-rate change over "
         f"{1e3 * st.pred_horizon:g} ms): "
@@ -96,13 +97,13 @@ def yaw_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertainty, rp: 
     ratio = f"the assumed yaw-inertia ratio C_xy->z = {c:g} ± {c_sd:.2g}"
     out.put("I_zz", izz, izz_std)
     out.assumed["I_zz"] = f"I_zz = C (I_xx + I_yy)/2 with {ratio} (Eschmann eq. 93-94)"
-    missing = [k for k in ("I_xx", "I_yy") if not out.obs[k]["identifiable"]]
-    out.obs["I_zz"] = {
-        "identifiable": not missing,
-        "rel_std_pct": 100 * izz_std / izz,
-        "reason": f"from I_zz = {c:g} (I_xx + I_yy)/2 (eq. 93-94), not measured"
+    missing = [k for k in ("I_xx", "I_yy") if not out.obs[k].identifiable]
+    out.obs["I_zz"] = Observability(
+        not missing,
+        rel_std_pct=100 * izz_std / izz,
+        reason=f"from I_zz = {c:g} (I_xx + I_yy)/2 (eq. 93-94), not measured"
         + (f"; rests on {' and '.join(missing)}, which the flights do not identify" if missing else ""),
-    }
+    )
     if not yaw:
         out.notes.append("No yaw flight: K_tau was not identified.")
         return
@@ -113,14 +114,14 @@ def yaw_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertainty, rp: 
     out.put("k_tau", ktau, ktau_std)
     out.assumed["k_tau"] = f"the yaw flight measures I_zz / K_tau only (eq. 95-96); scaled by I_zz from {ratio}"
     eiv_words, eiv_ok = yfit.eiv.reason, yfit.eiv.identified
-    out.obs["k_tau"] = {
-        "identifiable": eiv_ok and not missing,
-        "rel_std_pct": 100 * ktau_std / abs(ktau),
-        "reason": f"scale set by the assumed I_zz ratio (eq. 93); {eiv_words}"
+    out.obs["k_tau"] = Observability(
+        eiv_ok and not missing,
+        rel_std_pct=100 * ktau_std / abs(ktau),
+        reason=f"scale set by the assumed I_zz ratio (eq. 93); {eiv_words}"
         + (f"; rests on {' and '.join(missing)}, which the flights do not identify" if missing else ""),
-    }
+    )
     if not eiv_ok:
-        out.obs["k_tau"]["advice"] = "fly sharper yaw doublets (larger yaw command steps)"
+        out.obs["k_tau"].advice = "fly sharper yaw doublets (larger yaw command steps)"
     sub = subsample(len(ang_y.drag))
     out.diag.update(yaw_drag=ang_y.drag[sub], yaw_lhs=yfit.lhs[sub], yaw_r2=yfit.r2, k_tau=ktau, yaw_cond=yfit.cond)
     _joint_note(ang_y, rp, st, out)

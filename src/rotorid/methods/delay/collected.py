@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rotorid.result import Observability
+
 
 @dataclass
 class Collected:
@@ -12,7 +14,7 @@ class Collected:
     observability, notes, diagnostics and settings."""
 
     est: dict[str, tuple[float, float]] = field(default_factory=dict)
-    obs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    obs: dict[str, Observability] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     diag: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)

@@ -11,8 +11,8 @@ import numpy as np
 from scipy.integrate import cumulative_trapezoid
 
 from rotorid.errors import ExcitationError
+from rotorid.methods.covariance import influence_sd
 from rotorid.methods.delay.angular import Angular
-from rotorid.methods.delay.covariance import influence_sd
 from rotorid.methods.delay.settings import INERTIA_PARAMS, DelaySettings
 from rotorid.methods.regression import bracket_std, frisch_bounds, ols, r2, tls
 from rotorid.result import LOOSE_PCT

@@ -11,7 +11,7 @@ import numpy as np
 from scipy import optimize, special
 
 from rotorid.errors import ExcitationError
-from rotorid.methods.delay.covariance import integrated_autocorr_time
+from rotorid.methods.covariance import integrated_autocorr_time
 from rotorid.methods.delay.problem import ThrustProblem
 from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, prior_terms, thrust_uncertainty

@@ -5,11 +5,17 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rotorid.errors import RotoridError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
+from rotorid.options import internal, option, pair, value_sigma, words
+
+#: Largest accelerometer bias (m/s²) `acc_bias_z` may give: half of gravity is a broken sensor.
+ACC_BIAS_MAX = 5.0
+
+if TYPE_CHECKING:  # the command line reads these settings at start-up: no numpy here
+    import numpy as np
 
 INERTIA_PARAMS = ("direct", "reciprocal", "tls")
 #: Figures get at most this many points per scatter (diagnostics are subsampled evenly).
@@ -70,29 +76,46 @@ class DelaySettings:
       widen σ by their difference when the data support them (`asymmetry_check`).
     """
 
-    tm_prior: tuple[float, float] | None = None
-    asymmetric_tm: bool = False
-    per_motor: bool = False
-    exponents: tuple[int, ...] | None = None
-    izz_ratio: tuple[float, float] = (1.832, IZZ_RATIO_SIGMA)
-    acc_bias_z: tuple[float, float] = (0.0, ACC_BIAS_Z_SIGMA)
-    inertia_param: str = "auto"
-    tm_bounds: tuple[float, float] = (0.002, 0.5)
-    tm_grid: int = 24
-    tm_xtol: float = 1e-4
-    cutoff_hz: float = 20.0
-    filter_order: int = 4
-    trim_s: float = 0.1
-    torque_offset: bool = True
-    hover_fraction: float = 0.05
-    pred_horizon: float = 0.05
-    joint_max_rel_std: float = 20.0
-    gyroscopic: bool = True
-    autocorr_correction: bool = True
-    min_thrust_r2: float = 0.2
-    dead_time_check: bool = True
-    dead_time_max: float = 0.03
-    asymmetry_check: bool = True
+    tm_prior: tuple[float, float] | None = option(
+        None, "Log-normal prior on T_m: MEAN,SIGMA (s).", kind=str, parse=pair
+    )
+    asymmetric_tm: bool = option(False, "Separate rising and falling T_m.")
+    per_motor: bool = option(False, "One thrust curve per motor.")
+    exponents: tuple[int, ...] | None = option(
+        None,
+        "Thrust-curve exponents, e.g. 0,1,2 or 2; auto: the simplest curve that predicts held-out thrust as well "
+        "as the best.",
+        parse=words,
+        auto=True,
+    )
+    izz_ratio: tuple[float, float] = option(
+        (1.832, IZZ_RATIO_SIGMA),
+        "C_xy->z in I_zz = C (I_xx+I_yy)/2: C or C,SIGMA (SIGMA: the spread of Eschmann Table II); I_zz and "
+        "K_tau carry SIGMA.",
+        parse=value_sigma,
+    )
+    acc_bias_z: tuple[float, float] = option(
+        (0.0, ACC_BIAS_Z_SIGMA),
+        "Accelerometer z bias VALUE or VALUE,SIGMA in m/s²: subtracted; K_0 and the hover command carry SIGMA.",
+        parse=lambda v, what: value_sigma(v, what, ACC_BIAS_MAX),
+    )
+    inertia_param: str = option("auto", "auto, direct, reciprocal or tls.")
+    tm_bounds: tuple[float, float] = option((0.002, 0.5), "T_m search range LO,HI (s).", parse=pair)
+    tm_grid: int = internal(24)
+    tm_xtol: float = internal(1e-4)
+    cutoff_hz: float = option(20.0, "Zero-phase low-pass (Hz) for torque and angular acceleration.")
+    filter_order: int = internal(4)
+    trim_s: float = internal(0.1)
+    torque_offset: bool = internal(True)
+    hover_fraction: float = internal(0.05)
+    pred_horizon: float = internal(0.05)
+    joint_max_rel_std: float = internal(20.0)
+    gyroscopic: bool = internal(True)
+    autocorr_correction: bool = internal(True)
+    min_thrust_r2: float = internal(0.2)
+    dead_time_check: bool = internal(True)
+    dead_time_max: float = internal(0.03)
+    asymmetry_check: bool = internal(True)
 
     def __post_init__(self) -> None:
         if self.tm_prior is not None:
@@ -143,6 +166,8 @@ class DelaySettings:
 
 def subsample(n: int, k: int = MAX_PLOT_POINTS) -> np.ndarray:
     """Indices of at most `k` of `n` samples, evenly spread (the figures' scatters)."""
+    import numpy as np
+
     return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -25,6 +24,7 @@ from rotorid.methods.delay.structure import (
 )
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
 from rotorid.methods.regression import r2_from_sse
+from rotorid.result import Observability
 from rotorid.vehicle import Vehicle
 
 
@@ -57,18 +57,18 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
             f"(R² {thrust_r2:.2f}, log-likelihood range {lr:.2g}); fly the thrust manoeuvre (repeated climbs and "
             "descents with sharp throttle changes)"
         )
-    tm_obs: dict[str, Any] = {"identifiable": True, "rel_std_pct": 100.0 * sym.std / sym.tm}
+    tm_obs = Observability(True, rel_std_pct=100.0 * sym.std / sym.tm)
     if sym.at_edge:
         lo, hi = tm_support(st)
         sym = dataclasses.replace(sym, std=_edge_std(sym, lo, hi))
         side = "lower" if sym.tm - lo < hi - sym.tm else "upper"
-        tm_obs = {
-            "identifiable": True,
-            "at_bound": f"the {side} bound {lo if side == 'lower' else hi:.4g} s of the T_m search",
-            "rel_std_pct": 100.0 * sym.std / sym.tm,
-            "reason": f"T_m optimum {sym.tm:.4g} s lies at the edge of the search range [{lo:.4g}, {hi:.4g}] s",
-            "advice": "widen tm_bounds if the motor can be that fast/slow, or fly sharper throttle steps",
-        }
+        tm_obs = Observability(
+            True,
+            at_bound=f"the {side} bound {lo if side == 'lower' else hi:.4g} s of the T_m search",
+            rel_std_pct=100.0 * sym.std / sym.tm,
+            reason=f"T_m optimum {sym.tm:.4g} s lies at the edge of the search range [{lo:.4g}, {hi:.4g}] s",
+            advice="widen tm_bounds if the motor can be that fast/slow, or fly sharper throttle steps",
+        )
         out.notes.append(
             f"T_m: the optimum {sym.tm:.4g} s is at the {side} edge of the search range [{lo:.4g}, {hi:.4g}] s: "
             f"not identified; σ {sym.std:.2g} s is the distance to where the likelihood has fallen by e^-1/2."
@@ -90,9 +90,9 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
             sym, why = _structure_terms(prob, sym, st, out)
             tm_pair = (sym.tm, sym.tm)
         if why:
-            tm_obs["reason"] = "σ includes the model-structure term: " + "; ".join(why)
+            tm_obs.reason = "σ includes the model-structure term: " + "; ".join(why)
         if sym.unc is not None:
-            tm_obs["rel_std_pct"] = 100 * sym.std / sym.tm
+            tm_obs.rel_std_pct = 100 * sym.std / sym.tm
         out.put("tm", sym.tm, sym.std)
         out.obs["tm"] = tm_obs
         return MotorLag(sym, tm_pair, sym.unc or thrust_uncertainty(prob, tm_pair, [], st))
@@ -148,7 +148,7 @@ def _edge_std(sym: TmSearch, lo: float, hi: float) -> float:
 
 
 def _asymmetric_step(
-    prob: ThrustProblem, sym: TmSearch, tm_obs: dict[str, Any], st: DelaySettings, out: Collected
+    prob: ThrustProblem, sym: TmSearch, tm_obs: Observability, st: DelaySettings, out: Collected
 ) -> AsymSearch:
     """Step 1b: separate rising/falling constants and whether the data support the split."""
     asym = search_tm_asymmetric(prob, sym, st)
@@ -158,9 +158,9 @@ def _asymmetric_step(
     out.put("tm_fall", asym.tm_fall, asym.std[1])
     for k, v, s in (("tm_rise", asym.tm_rise, asym.std[0]), ("tm_fall", asym.tm_fall, asym.std[1])):
         out.obs[k] = (
-            {"identifiable": True, "rel_std_pct": 100 * s / v if s == s else float("nan")}
+            Observability(True, rel_std_pct=100 * s / v if s == s else float("nan"))
             if not asym.at_edge
-            else {**tm_obs, "identifiable": False, "reason": "rising/falling optimum at the edge of the range"}
+            else replace(tm_obs, identifiable=False, reason="rising/falling optimum at the edge of the range")
         )
     out.notes.append(
         f"Separate rising/falling constants T_rise = {asym.tm_rise:.4g} s, T_fall = {asym.tm_fall:.4g} s "
@@ -218,10 +218,9 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
             )
         else:
             out.put(nm, fit.x[k], std[k])
-        out.obs[nm if not (nm == "thrust_c0" and prob.shared_c0) else "thrust_c0_m1"] = {
-            "identifiable": True,
-            "rel_std_pct": float(100 * std[k] / abs(fit.x[k])) if fit.x[k] else float("inf"),
-        }
+        out.obs[nm if not (nm == "thrust_c0" and prob.shared_c0) else "thrust_c0_m1"] = Observability(
+            True, rel_std_pct=float(100 * std[k] / abs(fit.x[k])) if fit.x[k] else float("inf")
+        )
     ident = prob.vehicle.replace(
         thrust_exponents=st.exponents, thrust_coeffs=prob.coeffs(fit.x), tm_rise=tm_pair[0], tm_fall=tm_pair[1]
     )
@@ -231,7 +230,7 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     out.put("hover_cmd", hover, hover_std)
     if rests_on_bias(float(grad @ gb), hover_std):
         out.assumed["hover_cmd"] = bias_words
-    out.obs["hover_cmd"] = {"identifiable": True, "rel_std_pct": 100 * hover_std / hover}
+    out.obs["hover_cmd"] = Observability(True, rel_std_pct=100 * hover_std / hover)
 
     meas = prob.b
     nodelay_fit, _ = prob.fit((0.0, 0.0))

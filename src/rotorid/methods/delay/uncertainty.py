@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rotorid.methods.delay.covariance import hac_cov
+from rotorid.methods.covariance import influence_cov
 from rotorid.methods.delay.problem import ThrustProblem, lag_states
 from rotorid.methods.delay.settings import DelaySettings
 from rotorid.methods.regression import Fit
@@ -24,7 +24,7 @@ class ThrustUncertainty:
     projection, Golub & Pereyra 1973), so the asymptotic covariance is that of the nonlinear
     least-squares fit in all parameters together (Seber & Wild 1989, Sec. 2.1): Jacobian
     J = [∂(A x)/∂T_m, A] of the prediction, influence series z_t = (JᵀJ)⁻¹ J_t r_t, covariance
-    by `hac_cov` (each variance from the influence's long-run variance), and a log-normal
+    by `covariance.influence_cov` (each variance from the influence's long-run variance), and a log-normal
     prior's curvature added to the T_m precision. This replaces a finite-difference curvature
     of the profile likelihood, whose 5 % step measured the curve's higher derivatives too.
     The coefficients' σ are marginal: they include the uncertainty of T_m."""
@@ -136,7 +136,7 @@ def thrust_uncertainty(
     for start, jb in _jacobian_blocks(prob, states, cols):
         g = (jb * fit.residual[start : start + len(jb), None]).reshape(-1, prob.n_rows, p).sum(axis=1)
         np.matmul(g, binv, out=z[start // prob.n_rows : (start + len(jb)) // prob.n_rows])
-    cov = hac_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
+    cov = influence_cov(z, [len(f.t) for f in prob.flights], st.autocorr_correction)
     bias_grad = np.concatenate([np.zeros(q), -np.linalg.lstsq(bias_r[:-1, :-1], bias_r[:-1, -1], rcond=None)[0]])
     names = (["tm"] if q == 1 else ["tm_rise", "tm_fall"][:q]) + prob.names()
     theta = np.concatenate([[float(np.dot(tm, d)) / float(np.sum(d)) for d in dirs], fit.x])

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from rotorid.errors import ExcitationError
+from rotorid.methods.covariance import influence_cov, influence_sd, ols_influence
 from rotorid.methods.delay.angular import Angular
-from rotorid.methods.delay.covariance import hac_cov, influence_sd, ols_influence
 from rotorid.methods.delay.inertia import EivBracket, RollPitch, eiv_bracket
 from rotorid.methods.delay.settings import DelaySettings
 from rotorid.methods.regression import ols, r2_from_sse
@@ -81,7 +81,7 @@ def _joint_system(ang: Angular, dtau: np.ndarray | None = None) -> tuple[np.ndar
 
 def joint_estimate(ang: Angular, st: DelaySettings, theta_cov: np.ndarray | None = None) -> dict[str, Any]:
     """The joint estimate of eq. 73-76 and its σ: the yaw flight's noise (influence series over
-    the three rows of each sample, `hac_cov`) plus, given θ's covariance, the thrust
+    the three rows of each sample, `covariance.influence_cov`) plus, given θ's covariance, the thrust
     parameters' (∂x/∂θ by central differences through the torques, `Angular.sens`)."""
     big_a, b = _joint_system(ang)
     try:
@@ -96,7 +96,7 @@ def joint_estimate(ang: Angular, st: DelaySettings, theta_cov: np.ndarray | None
             "error": str(e),
         }
     lengths = [len(r["t"]) for r in ang.raw]
-    cov = hac_cov(ols_influence(big_a, fit.residual, 3), lengths, st.autocorr_correction)
+    cov = influence_cov(ols_influence(big_a, fit.residual, 3), lengths, st.autocorr_correction)
     if theta_cov is not None and ang.sens is not None:
         g = np.zeros((4, ang.sens.shape[1]))
         for j in range(ang.sens.shape[1]):

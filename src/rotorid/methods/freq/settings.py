@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rotorid.errors import RotoridError
+from rotorid.options import option, pair
 
 #: The slowest IMU and command logging the method accepts (Hz): a 20 Hz sweep needs a few
 #: samples per period.
@@ -27,11 +28,13 @@ class FreqSettings:
     - `cycles` (3): periods of the lowest fitted frequency per spectral segment.
     """
 
-    min_coherence: float = 0.6
-    band: tuple[float, float] | None = None
-    dead_time: str = "auto"
-    tm_bounds: tuple[float, float] = (0.002, 0.5)
-    cycles: float = 3.0
+    min_coherence: float = option(0.6, "Fit only bins whose input-output coherence is at least this.")
+    band: tuple[float, float] | None = option(
+        None, "Band LOW,HIGH in Hz fitted (default: the sweep's).", kind=str, parse=pair
+    )
+    dead_time: str = option("auto", "auto (kept if it predicts held-out frequencies better), on or off.")
+    tm_bounds: tuple[float, float] = option((0.002, 0.5), "T_m search range LO,HI (s).", parse=pair)
+    cycles: float = option(3.0, "Periods of the lowest fitted frequency per spectral segment.")
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_coherence < 1.0:

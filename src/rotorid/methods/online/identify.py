@@ -13,7 +13,7 @@ from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
 from rotorid.methods.online.passes import OnlineProblem, Prepared, Stream, prepare, stream
 from rotorid.methods.online.settings import THETA1, OnlineSettings
-from rotorid.result import Estimate, Result, build_result, rel_error_pct, unit_of
+from rotorid.result import Estimate, Observability, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
 #: What an assumed parameter rests on (`Estimate.assumption`), by the settings it comes from.
@@ -26,40 +26,40 @@ _BIAS_WHY = "accelerometer z bias 0 ± {:g} m/s² (acc_bias_z_sigma): m = F/a mo
 
 def _observability(
     params: dict[str, Estimate], frac: np.ndarray, informed: dict[str, bool]
-) -> tuple[dict[str, dict], list[str]]:
+) -> tuple[dict[str, Observability], list[str]]:
     """Per-parameter observability (MOI columns by their active fraction and σ, imu_z by its σ)
     and the parameters the flight never updated, which are not reported."""
-    observability = {}
+    observability: dict[str, Observability] = {}
     for k, name in enumerate(THETA1[:3]):
         ok = bool(frac[k] > 0.005) and params[name].rel_std_pct < 10.0
-        observability[name] = {
-            "identifiable": ok,
-            "rel_std_pct": params[name].rel_std_pct,
-            "active_fraction": float(frac[k]),
-            "reason": "corrected while excited" if ok else f"body {'xyz'[k]} rate rarely above its KF σ",
-            "advice": "" if ok else f"fly more rotation about body {'xyz'[k]}",
-        }
+        observability[name] = Observability(
+            ok,
+            rel_std_pct=params[name].rel_std_pct,
+            active_fraction=float(frac[k]),
+            reason="corrected while excited" if ok else f"body {'xyz'[k]} rate rarely above its KF σ",
+            advice="" if ok else f"fly more rotation about body {'xyz'[k]}",
+        )
     pz = params["imu_z"]
     if pz.rel_std_pct > 30.0:
-        observability["imu_z"] = {
-            "identifiable": False,
-            "rel_std_pct": pz.rel_std_pct,
-            "reason": "IMU height barely excited (needs simultaneous roll and pitch accelerations)",
-            "advice": "fly faster roll and pitch motion",
-        }
+        observability["imu_z"] = Observability(
+            False,
+            rel_std_pct=pz.rel_std_pct,
+            reason="IMU height barely excited (needs simultaneous roll and pitch accelerations)",
+            advice="fly faster roll and pitch motion",
+        )
     never = [name for name in params if not informed[name]]
     for name in never:
-        observability[name] = {
-            "identifiable": False,
-            "reason": "never updated: the flight gave it less information than the initial guess's own "
+        observability[name] = Observability(
+            False,
+            reason="never updated: the flight gave it less information than the initial guess's own "
             "variance, so the value would be that guess"
             + (
                 f" (its column was active on {100 * frac[THETA1.index(name)]:.1f} % of the steps)"
                 if name in THETA1[:3]
                 else ""
             ),
-            "advice": "fly motion that excites it (rotation about that axis for a moment of inertia)",
-        }
+            advice="fly motion that excites it (rotation about that axis for a moment of inertia)",
+        )
     return observability, never
 
 

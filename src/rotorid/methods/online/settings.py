@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rotorid.errors import RotoridError
-from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, MOTOR_SPREAD
+from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, motor_spread_option
+from rotorid.options import internal, option, zero_is_none
 
 #: Lowest original logging rate of IMU and rotor channels (Kwon et al. ran the estimator at 100 Hz).
 MIN_RATE_HZ = 50.0
@@ -111,33 +112,40 @@ class OnlineSettings:
       `enable_tau` (s): that LPF's time constant.
     """
 
-    variant: str = "kwon"
-    j_min: tuple[float, float, float] = (1e-3, 1e-3, 1e-3)
-    omega0: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    omega_var0: float = 0.010**2
-    c_sigma: float = 1.0
-    gyro_nd: float = 1e-3
-    q_omega: float = 1e-4
-    n_sigma: float = 1.0
-    eiv: bool = True
-    j0: tuple[float, float, float] = (1e-3, 1e-3, 1e-3)
-    com0: tuple[float, float] = (0.0, 0.0)
-    theta1_var0: tuple[float, float, float, float, float] = (1.0, 1.0, 1.0, 0.01, 0.01)
-    moment_nd: float = 1e-3
-    mass0: float = 0.1
-    imu_z0: float = 0.0
-    theta2_var0: tuple[float, float] = (0.25, 0.01)
-    force_nd: float = 1e-2
-    lpf_tau: float = -0.01 / math.log(1.0 - 0.2)
-    a_z_allow: float = 0.1
-    enable_tau: float = 0.05
-    rate_hz: float | None = 100.0
-    motor_spread: float = MOTOR_SPREAD
-    acc_bias_z_sigma: float = ACC_BIAS_Z_SIGMA
-    yaw_moment: float = 1.0
-    gyro_bias: bool = True
-    fixed_point: bool = True
-    motor_hold: float | None = None
+    variant: str = option("kwon", "kwon (the paper's method), rls or rls-lpf.")
+    j_min: tuple[float, float, float] = internal((1e-3, 1e-3, 1e-3))
+    omega0: tuple[float, float, float] = internal((0.0, 0.0, 0.0))
+    omega_var0: float = internal(0.010**2)
+    c_sigma: float = internal(1.0)
+    gyro_nd: float = internal(1e-3)
+    q_omega: float = internal(1e-4)
+    n_sigma: float = option(1.0, "Correction-law threshold |ω̂| >= n_sigma·σ.")
+    eiv: bool = internal(True)
+    j0: tuple[float, float, float] = internal((1e-3, 1e-3, 1e-3))
+    com0: tuple[float, float] = internal((0.0, 0.0))
+    theta1_var0: tuple[float, float, float, float, float] = internal((1.0, 1.0, 1.0, 0.01, 0.01))
+    moment_nd: float = internal(1e-3)
+    mass0: float = internal(0.1)
+    imu_z0: float = internal(0.0)
+    theta2_var0: tuple[float, float] = internal((0.25, 0.01))
+    force_nd: float = internal(1e-2)
+    lpf_tau: float = internal(-0.01 / math.log(1.0 - 0.2))
+    a_z_allow: float = option(0.1, "Enable threshold on vertical acceleration (m/s²).")
+    enable_tau: float = internal(0.05)
+    rate_hz: float | None = option(
+        100.0, "Estimator rate; faster logs are block-averaged (0: every sample).", parse=zero_is_none
+    )
+    motor_spread: float = motor_spread_option()
+    acc_bias_z_sigma: float = internal(ACC_BIAS_Z_SIGMA)
+    yaw_moment: float = internal(1.0)
+    gyro_bias: bool = internal(True)
+    fixed_point: bool = internal(True)
+    motor_hold: float | None = option(
+        None,
+        "How long each logged motor sample holds after its stamp, s: the mixer's period (0: point samples). "
+        "Default: what the log records, else 0.",
+        kind=float,
+    )
 
     @staticmethod
     def literal(**changes: Any) -> OnlineSettings:

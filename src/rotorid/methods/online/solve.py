@@ -9,10 +9,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rotorid.methods.covariance import leverage_diag, rls_hac_cov, sandwich
 from rotorid.methods.online.estimator import OnlineEstimator, RlsRows, imu_height
 from rotorid.methods.online.noise import NoiseDensities, acc_row_noise, alpha_row_noise
 from rotorid.methods.online.settings import N1, THETA1
-from rotorid.methods.regression import leverage_diag, rls_hac_cov, sandwich
 
 
 class FinalParam(NamedTuple):
@@ -125,7 +125,7 @@ def final_theta1_eiv(
     Fuller (1987) §2.2 as `final_theta2`: θ̃ = (M - S_uu)⁻¹ M θ, M = `bread`⁻¹, S_uu scaled by
     λ̂ - 1/(n-1) when the smallest root λ̂ of |C - λ S_uu| = 0 (C the MOI block's Schur
     complement in M) is below 1 + 1/(n-1). σ: each parameter's long-run variance
-    (`regression.sandwich`) of the estimating equations' influence B ψ_t, B = (M - S_uu)⁻¹,
+    (`covariance.sandwich`) of the estimating equations' influence B ψ_t, B = (M - S_uu)⁻¹,
     ψ_t = Σ_k h_tkᵀ e_tk / r_tk + (vu_t / r_t) ∘ θ̃ on the MOI, widened by each step's leverage (the
     diagonal of B times the step's share of B⁻¹) for what the fit takes from its own scores.
 
@@ -173,7 +173,7 @@ def final_theta2(
     matrix), with Fuller's modification for a weakly determined M: with λ̂ the smallest root
     of |M - λ S_uu| = 0 (here the Schur complement of m z over S_uu's one entry), S_uu is
     scaled by λ̂ - 1/(n-1) when λ̂ < 1 + 1/(n-1), which keeps M - S_uu positive definite.
-    Covariance: the sandwich B Ω B (`regression.sandwich`), B = (M - S_uu)⁻¹, Ω the long-run
+    Covariance: the sandwich B Ω B (`covariance.sandwich`), B = (M - S_uu)⁻¹, Ω the long-run
     variance (equal-weighted cosines, widened by the fit's share) of the estimating equations per
     step ψ_t = Σ_k h_tkᵀ e_tk / r_tk + (Σ_k vu_tk / r_tk) θ̃_0 e₀ (e₀ the first unit vector),
     which sum to 0 at θ̃ (Fuller §2.2's covariance is this with independent rows)."""
@@ -193,7 +193,7 @@ def final_std(est: OnlineEstimator, noise: NoiseDensities | None = None) -> Fina
     processed with the estimators' own covariances as the bread. The RLS covariance alone assumes
     independent rows of the stated variance (Kwon et al. eq. 10 and Alg. 5 give the estimator,
     not its sampling distribution); here the rows share the KF-filtered rate and carry model
-    error. θ1: the sandwich's long-run variance (`regression.rls_hac_cov`). The
+    error. θ1: the sandwich's long-run variance (`covariance.rls_hac_cov`). The
     moment residual holds J (α - α̂), and α̂ = Δω̂/dt is a first difference of the KF's rate
     error, so its spectral density at frequency 0 vanishes; the CoM columns (regressor ≈ the
     constant thrust) pass it to their scores unchanged: lag-1 autocorrelation about -0.4 and
@@ -201,7 +201,7 @@ def final_std(est: OnlineEstimator, noise: NoiseDensities | None = None) -> Fina
     scores) kept the Bartlett-weighted negative lags from cancelling, and the CoM σ came out
     2.5-3x the scatter; a Newey-West (1994) bandwidth per parameter cut I_zz's scores short (the
     KF's rate error decays over ~10 steps: SD/σ̄ 1.22 on 90 seeds). The equal-weighted cosine
-    estimate (`regression.ewc_meat`, as tls) has neither bias, and the leverage widening gives
+    estimate (`covariance.ewc_meat`, as tls) has neither bias, and the leverage widening gives
     back what the fit takes from scores in bursts (I_zz: 1.09, 94 % within ±2σ). RLS2 (mass,
     m z): the same sandwich. With `eiv` and the KF (variant "kwon"), θ1 is corrected for the
     gyro's noise (density² `noise.gyro`) in α̂ (`final_theta1_eiv`). Also which parameters the

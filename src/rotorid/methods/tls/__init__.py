@@ -31,7 +31,6 @@ from typing import Any
 
 from rotorid.methods.assumptions import MOTOR_SPREAD
 from rotorid.methods.tls.settings import CHI, CHI_K, K_RD, MAX_IMU_DELAY, TlsSettings
-from rotorid.motion import MIN_RATE_HZ  # the methods' rate floors are read by `excitation`
 
 #: Public names of the later stages, by module (loaded on first use, `__getattr__`).
 _LAZY = {
@@ -51,6 +50,10 @@ __all__ = ["CHI", "CHI_K", "K_RD", "MAX_IMU_DELAY", "MIN_RATE_HZ", "MOTOR_SPREAD
 
 
 def __getattr__(name: str) -> Any:
+    if name == "MIN_RATE_HZ":  # the methods' rate floors are read by `excitation`; motion needs scipy
+        from rotorid.motion import MIN_RATE_HZ
+
+        return MIN_RATE_HZ
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)

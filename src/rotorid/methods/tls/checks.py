@@ -4,7 +4,8 @@ inertia tensor a rigid body can have; each widens σ or labels the parameter, wi
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
 from rotorid.methods.tls.selection import fixed_fit
 from rotorid.methods.tls.settings import CHI, K_RD
 from rotorid.motion import airborne_pieces
+from rotorid.result import Observability
 
 #: Why the yaw pair of one configuration is model-dependent (Six et al. eq. 23).
 ONE_CONFIG_YAW = (
@@ -189,13 +191,13 @@ def inertia_checked(
     return out, notes
 
 
-def with_labels(observability: dict[str, dict[str, Any]], dependent: dict[str, str]) -> None:
+def with_labels(observability: dict[str, Observability], dependent: dict[str, str]) -> None:
     """Marks the parameters of `dependent` (and their derived k_tau, com_*) model-dependent (in place)."""
     derived = {"k_d": ("k_tau",), **{f"ms_{a}": (f"com_{a}",) for a in "xyz"}}
     for name, why in dependent.items():
         base, at, cfg = name.partition("@")
         for n in (name, *(d + at + cfg for d in derived.get(base, ()))):
             if n in observability:
-                observability[n] = {**observability[n], "model_dependent": why}
+                observability[n] = dataclasses.replace(observability[n], model_dependent=why)
             else:
-                observability[n] = {"identifiable": True, "essential": True, "model_dependent": why}
+                observability[n] = Observability(True, essential=True, model_dependent=why)

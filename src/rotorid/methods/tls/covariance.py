@@ -8,12 +8,8 @@ from collections.abc import Callable
 import numpy as np
 
 from rotorid.errors import ExcitationError
-from rotorid.methods.regression import (
-    bc_hac_cov,
-    bias_compensated,
-    tls,
-    tls_hac_cov,
-)
+from rotorid.methods.covariance import bc_hac_cov, tls_hac_cov
+from rotorid.methods.regression import bias_compensated, tls
 from rotorid.methods.tls.noise import NoiseMoment
 from rotorid.methods.tls.rows import Rows, force_means, skew
 from rotorid.methods.tls.selection import fixed_fit
@@ -126,9 +122,9 @@ def fit_covariance(
 ) -> np.ndarray:
     """Covariance of the final (weighted) fit x of the columns `cols` over the fitted row blocks
     (`active`): with `settings.covariance` "hac", robust to rows correlated in time
-    (`regression.tls_hac_cov`; with `noise`, the bias-compensated fit's `regression.bc_hac_cov`):
+    (`rotorid.methods.covariance.tls_hac_cov`; with `noise`, the bias-compensated fit's `rotorid.methods.covariance.bc_hac_cov`):
     the six wrench rows of one instant share its time step, and lags never cross pieces or
-    configurations; "eq20", eq. 18-20 (`regression.bias_compensated`'s with `noise`). With
+    configurations; "iid", eq. 18-20 (`regression.bias_compensated`'s with `noise`). With
     `profile` (masses, the gain columns' force means or None; `gain_columns`) and centred force
     rows, the accelerometer bias's path into the moment rows is in it (`_bias_profiled`)."""
     keep = active[blocks]
@@ -141,7 +137,7 @@ def fit_covariance(
         _bias_profiled(wk, keep, rows, cols, x, scale, means, profile[0])
         extra = _bias_scores(w, keep, wk, rows, cols, x, scale, profile[0])
     per_row = None if noise is None else noise[:, idx][:, :, idx] * scale[:, None, None] ** 2
-    if settings.covariance == "eq20":
+    if settings.covariance == "iid":
         if per_row is None:
             return tls(wk).cov
         return bias_compensated(

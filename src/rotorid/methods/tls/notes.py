@@ -19,6 +19,7 @@ from rotorid.motion import (
     WRENCH,
     rel_error_norms,
 )
+from rotorid.result import Observability
 
 
 def floor_note(sol: Solution, kept: list[str], settings: TlsSettings, resolved: dict[str, dict]) -> list[str]:
@@ -166,14 +167,14 @@ def _within(rel_std_pct: float, z: float) -> str:
 
 def observability_of(
     names: list[str], fit: Fit, kept: list[int], history: list[dict[str, Any]], cfgs: list[str], st: TlsSettings
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Observability]:
     """Per unknown: essential (with its final %σ) or cancelled, with why and what to fly."""
     pct_final = dict(zip([names[j] for j in kept], fit.rel_std_pct.tolist(), strict=True))
     dropped = {h["name"]: h for h in history}
-    observability: dict[str, dict[str, Any]] = {}
+    observability: dict[str, Observability] = {}
     for nm in names:
         if nm in pct_final:
-            observability[nm] = {"identifiable": True, "essential": True, "rel_std_pct": pct_final[nm]}
+            observability[nm] = Observability(True, essential=True, rel_std_pct=pct_final[nm])
             continue
         h = dropped[nm]
         reason, advice = _advice(nm, cfgs)
@@ -183,14 +184,14 @@ def observability_of(
             else f"cancelled with %σ = {h['rel_std_pct']:.3g}{_within(h['rel_std_pct'], st.cancel_z)} while "
             f"max/min %σ = {h['ratio']:.3g} ≥ r_σ = {st.r_sigma:g}"
         )
-        observability[nm] = {
-            "identifiable": False,
-            "essential": False,
-            "rel_std_pct": h["rel_std_pct"],
-            "value_before_cancel": h["value"],
-            "reason": f"{reason}; {why}",
-            "advice": advice,
-        }
+        observability[nm] = Observability(
+            False,
+            essential=False,
+            rel_std_pct=h["rel_std_pct"],
+            value_before_cancel=h["value"],
+            reason=f"{reason}; {why}",
+            advice=advice,
+        )
     return observability
 
 
@@ -213,7 +214,7 @@ def mocap_yaw_pair(settings: TlsSettings) -> bool:
 
 
 def withhold_yaw_pair(
-    est: dict[str, tuple[float, float]], observability: dict[str, dict[str, Any]], kept: list[str], cfgs: list[str]
+    est: dict[str, tuple[float, float]], observability: dict[str, Observability], kept: list[str], cfgs: list[str]
 ) -> None:
     """Motion-capture source: k_d, k_tau and every I_zz stay in the fit (the yaw rows still
     carry the other parameters) but are not reported; observability says why (`MOCAP_YAW`)."""
@@ -222,13 +223,13 @@ def withhold_yaw_pair(
         if nm not in est:
             continue
         value, _ = est.pop(nm)
-        observability[nm] = {
-            "identifiable": False,
-            "essential": nm in kept,
-            "value_before_cancel": value,
-            "reason": MOCAP_YAW,
-            "advice": "identify k_d, k_tau and I_zz from the IMU (--source imu), with configuration B for k_d",
-        }
+        observability[nm] = Observability(
+            False,
+            essential=nm in kept,
+            value_before_cancel=value,
+            reason=MOCAP_YAW,
+            advice="identify k_d, k_tau and I_zz from the IMU (--source imu), with configuration B for k_d",
+        )
 
 
 def disturbance_diagnostics(level: dict[str, np.ndarray]) -> dict[str, Any]:

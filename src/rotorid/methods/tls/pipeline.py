@@ -36,7 +36,7 @@ from rotorid.methods.tls.problem import TlsProblem
 from rotorid.methods.tls.rows import yaw_moments
 from rotorid.methods.tls.settings import TlsSettings
 from rotorid.methods.tls.solve import bias_of
-from rotorid.result import ACC_BIAS_KEY, Estimate, Result, build_result
+from rotorid.result import ACC_BIAS_KEY, Estimate, Observability, Result, build_result
 from rotorid.vehicle import Vehicle
 
 
@@ -74,14 +74,10 @@ def identify(
     assumed = spread_assumed(est, estimates(x, spread_cov, names, kept_names, masses), settings.motor_spread)
     observability = observability_of(names, fit, kept, history, cfgs, settings)
     if unseparated and "k_t" in est:
-        observability["k_t"]["rel_std_pct"] = Estimate(*est["k_t"]).rel_std_pct
+        observability["k_t"].rel_std_pct = Estimate(*est["k_t"]).rel_std_pct
     if "k_tau" in est:
         value, std = est["k_tau"]
-        observability["k_tau"] = {
-            "identifiable": True,
-            "essential": False,
-            "rel_std_pct": Estimate(value, std).rel_std_pct,
-        }
+        observability["k_tau"] = Observability(True, essential=False, rel_std_pct=Estimate(value, std).rel_std_pct)
     with_labels(observability, check.model_dependent)
     if not mocap_yaw_pair(settings):
         withhold_yaw_pair(est, observability, [names[j] for j in kept], cfgs)
@@ -109,7 +105,7 @@ def identify(
             suf = "" if single else f"@{c}"
             notes.append(f"yaw-moment rows{' of ' + c if suf else ''} left out once k_d was cancelled (no input left)")
             if f"I_zz{suf}" in kept_names:
-                observability[f"I_zz{suf}"]["source"] = "gyroscopic terms of the roll/pitch rows only"
+                observability[f"I_zz{suf}"].source = "gyroscopic terms of the roll/pitch rows only"
     settings_out = recorded_settings(resolved, rows, masses, problem.weights, [names[j] for j in kept], active)
     settings_out["rotor_gains"] = sol.gains is not None  # estimated, or not separated (notes)
     if mean_bias:  # validation removes it from the held-out specific force alike

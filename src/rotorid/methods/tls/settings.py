@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
-from rotorid.methods.assumptions import MOTOR_SPREAD
-from rotorid.motion import (
-    MotionSettings,
-)
+from rotorid.methods.assumptions import motor_spread_option
+from rotorid.options import internal, option, pair, seconds_or_auto
+
+if TYPE_CHECKING:  # the command line reads these settings at start-up: no numpy here
+    from rotorid.motion import MotionSettings
 
 #: Largest IMU lag behind the rotor signals (s) `TlsSettings.imu_delay` takes or searches: several
 #: times the group delay of a flight controller's gyro low-pass (√2 / (2π f_c) = 7.5 ms for a
@@ -75,14 +76,14 @@ class TlsSettings:
       scenarios' value, moves every parameter of six-config-a by at most 0.26σ (paired
       simulation, same noise streams), as it enters only the small gyroscopic terms.
     - `covariance`: "hac" (default) reports the sandwich of the final fit robust to rows
-      correlated in time (`regression.tls_hac_cov`, `regression.bc_hac_cov`), its meat the
-      equal-weighted cosine estimate of the scores' long-run variance (`regression.ewc_meat`).
+      correlated in time (`covariance.tls_hac_cov`, `covariance.bc_hac_cov`), its meat the
+      equal-weighted cosine estimate of the scores' long-run variance (`covariance.ewc_meat`).
       The twice-differentiated pose's noise dominates the motion-capture scores of k_t, the
       first moments and I_xx, I_yy (variance 20-160x their long-run variance, lag-1
       autocorrelation -0.55), and a lag window leaks it into its estimate at frequency 0: one
       rule-of-thumb Newey-West bandwidth for all made their σ 2-4x the scatter over seeds,
       each parameter's own Newey-West (1994) bandwidth still 1.2-1.7x (k_t 0.67, com_x@B 0.56
-      SD/σ̄ on the A + B twin); "eq20" the paper's eq. 18-20 (independent rows). The
+      SD/σ̄ on the A + B twin); "iid" the paper's eq. 18-20 (independent rows). The
       essential-parameter selection always ranks by eq. 20's %σ, the scale the paper's
       r_σ = 250 was set on.
     - `motor_spread`: assumed relative 1σ spread of the rotors' gains about their mean (one
@@ -153,28 +154,48 @@ class TlsSettings:
       its doubt in σ. False: the paper's TLS throughout.
     """
 
-    source: str = "imu"
-    tm: float | None = None
-    r_sigma: float = 250.0
-    cancel_z: float = 2.0
-    band: tuple[float, float] | None = None
-    weighted: bool = True
-    speed: str = "auto"
-    parallel_cutoff: float | None = None
-    decimate: int | None = None
-    trim: float | None = None
-    order: int = 4
-    essential: bool = True
-    mocap_delay: float | None = None
-    max_weight_iter: int = 20
-    covariance: str = "hac"
-    acc_bias: bool = True
-    motor_spread: float = MOTOR_SPREAD
-    rotor_gains: bool = True
-    imu_delay: float | None = None
-    yaw_moment: bool = True
-    rotor_drag: bool = True
-    eiv: bool = True
+    source: str = option("imu", "Motion data from 'imu' or 'mocap'.")
+    tm: float | None = option(None, "Motor time constant (s) for delay-aware regressors.", kind=float)
+    r_sigma: float = option(250.0, "Essential-parameter threshold max/min %σ.")
+    cancel_z: float = option(
+        2.0, "Cancel an essential-parameter candidate only within this many σ of zero (inf: the paper's rule)."
+    )
+    band: tuple[float, float] | None = option(
+        None, "Band-pass LOW,HIGH in Hz (default chosen from the rate).", kind=str, parse=pair
+    )
+    weighted: bool = option(True, "Weight each wrench row block by its residual σ.")
+    speed: str = option("auto", "Rotor terms from auto, cmd (the paper) or rotor_speed (measured).")
+    parallel_cutoff: float | None = internal(None)
+    decimate: int | None = internal(None)
+    trim: float | None = internal(None)
+    order: int = internal(4)
+    essential: bool = internal(True)
+    mocap_delay: float | None = option(
+        None,
+        "Seconds the pose lags the rotor signals, or 'auto' (measured against the accelerometer).",
+        auto=True,
+        parse=seconds_or_auto,
+    )
+    max_weight_iter: int = internal(20)
+    covariance: str = internal("hac")
+    acc_bias: bool = option(True, "Estimate an accelerometer bias per airborne piece (IMU source).")
+    motor_spread: float = motor_spread_option()
+    rotor_gains: bool = option(
+        True,
+        "Estimate each rotor's own thrust coefficient (k_t_mI); where the flights do not separate them, "
+        "their --motor-spread is assumed.",
+    )
+    imu_delay: float | None = option(
+        None,
+        "Seconds the IMU lags the rotor signals, or 'auto' (estimated from the flights).",
+        auto=True,
+        parse=seconds_or_auto,
+    )
+    yaw_moment: bool = option(True, "Estimate a constant yaw moment per airborne piece (unequal rotors).")
+    rotor_drag: bool = option(
+        True, "Model the rotor drag (in-plane hub force, coefficient k_rd; needs attitude and position)."
+    )
+    eiv: bool = internal(True)
 
     @property
     def centred(self) -> bool:
@@ -189,6 +210,8 @@ class TlsSettings:
     @property
     def motion(self) -> MotionSettings:
         """The motion-measurement part of the settings (defaults not yet filled)."""
+        from rotorid.motion import MotionSettings
+
         return MotionSettings(
             source=self.source,
             tm=self.tm,
@@ -211,19 +234,21 @@ class TlsSettings:
         rows add no information but make eq. 20's sigma too small (at 200 Hz and 15 Hz the old
         fs/(5 f_c) = 2 kept rows whose residual autocorrelation time was 4-7 rows). Whatever
         correlation remains (model error, slow drifts) is left to the HAC covariance
-        (`regression.tls_hac_cov`)."""
+        (`covariance.tls_hac_cov`)."""
         return self.decimate or max(1, int(ms.fs / (2.0 * ms.parallel_cutoff)))
 
     def resolve(self, fs: float) -> dict[str, Any]:
         """Concrete settings for data sampled at `fs` Hz (every default filled in)."""
+        from rotorid.methods.covariance import COV_TYPES
+
         if not self.r_sigma > 1:
             raise RotoridError(f"--r-sigma must exceed 1, got {self.r_sigma}")
         if not self.cancel_z > 0:
             raise RotoridError(f"--cancel-z must be positive, got {self.cancel_z}")
         if not 0 <= self.motor_spread < 1:
             raise RotoridError(f"--motor-spread must be a fraction in [0, 1), got {self.motor_spread}")
-        if self.covariance not in ("hac", "eq20"):
-            raise RotoridError(f"TLS covariance must be 'hac' or 'eq20', got '{self.covariance}'")
+        if self.covariance not in COV_TYPES:
+            raise RotoridError(f"TLS covariance must be {' or '.join(map(repr, COV_TYPES))}, got '{self.covariance}'")
         if self.imu_delay is not None and not abs(self.imu_delay) <= MAX_IMU_DELAY:
             raise RotoridError(f"--imu-delay must be within ±{MAX_IMU_DELAY:g} s, got {self.imu_delay}")
         ms = self.motion.at(fs)
