@@ -15,8 +15,8 @@ from rotorid.registry import methods
 from rotorid.runs import Request
 from rotorid.vehicle import Vehicle
 
-#: `rotorid identify`'s own options (not a method's).
-GENERAL = {"method", "vehicle", "out", "allow_corrupt"}
+#: `rotorid identify`'s own options (not a method's): the run's, the cache's and the readers'.
+GENERAL = {"method", "vehicle", "out", "allow_corrupt", "no_cache", "imu_source", "imu", "motor_poles", "pwm_range"}
 
 
 def _flags() -> dict[str, str]:

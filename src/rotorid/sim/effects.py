@@ -1,5 +1,5 @@
-"""Body effects the paper models leave out, for realistic simulated flights (issue 32 item 5,
-issue 35 item 2). Each is off at its default (`PlantSpec()`), and the integrator then runs
+"""Body effects the paper models leave out, for realistic simulated flights
+(what other simulators and real vehicles have). Each is off at its default (`PlantSpec()`), and the integrator then runs
 exactly as without it. All act through one per-step hook (`Plant.step`): an extra thrust per
 rotor and an extra body wrench, evaluated at the start of each RK4 step (1 ms) and held over it,
 and recorded so the true accelerations (`rotorid.sim.dynamics.accelerations`) match.

@@ -219,7 +219,7 @@ def _hover_failure(prob: ThrustProblem, states: list[np.ndarray]) -> str | None:
 
 
 def choose_exponents(flights: list[Flight], vehicle: Vehicle, st: DelaySettings, out: Collected) -> tuple[int, ...]:
-    """The thrust curve's terms from the data (issue 34.2, issue 32 item 1): each of
+    """The thrust curve's terms from the data (held-out prediction): each of
     `CURVE_CANDIDATES` predicts every contiguous block of the thrust flights from a fit on the
     others, at the T_m of the full curve. Curves that do not rise through the weight within the
     command range are no thrust curves and drop out. The simplest curve whose held-out error is

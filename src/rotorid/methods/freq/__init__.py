@@ -4,10 +4,26 @@ geometry and the thrust curve's slope) with σ from the spectral estimates' cova
 
 Stages, a strict chain (import-linter contract `freq-stages`): `settings` → `frf` (spectral
 estimates) → `sweep` (which axis a flight sweeps, over which band) → `model` (transfer functions
-and their weighted fit) → `identify` (flights and vehicle in, `Result` out).
+and their weighted fit) → `pipeline` (flights and vehicle in, `Result` out). The names below
+load on first use (PEP 562), so naming the settings class does not import numpy.
 """
 
-from rotorid.methods.freq.identify import identify
-from rotorid.methods.freq.settings import FreqSettings
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rotorid.methods.freq.pipeline import identify
+    from rotorid.methods.freq.settings import FreqSettings
+
+_WHERE = {"FreqSettings": "settings", "identify": "pipeline"}
 __all__ = ["FreqSettings", "identify"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

@@ -54,7 +54,7 @@ the samples of both blocks weighted by a triangle, each centred where its motor 
 means of the two steps (the midpoint the forward difference belongs to).
 
 The stages, each a module of this package, import only those below them (import-linter contract
-`online-stages`): `settings` < `estimator` < `noise`, `bias` < `solve` < `passes` < `identify`.
+`online-stages`): `settings` < `estimator` < `noise`, `bias` < `solve` < `passes` < `pipeline` (`identify`).
 The public names below load their stage on first use (PEP 562), so the registry's
 `rotorid.methods.online:OnlineSettings` does not import numpy.
 """
@@ -67,9 +67,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rotorid.methods.online.bias import GyroBias, allan_levels, gyro_bias
     from rotorid.methods.online.estimator import KfModel, OnlineEstimator, OnlineState, Sample
-    from rotorid.methods.online.identify import identify
     from rotorid.methods.online.noise import acc_noise_density, acc_row_noise, alpha_row_noise
     from rotorid.methods.online.passes import FIXED_POINT_PASSES, FIXED_POINT_TOL
+    from rotorid.methods.online.pipeline import identify
     from rotorid.methods.online.settings import MIN_RATE_HZ, THETA1, VARIANTS, OnlineSettings
 
 _HOME = {
@@ -89,7 +89,7 @@ _HOME = {
     "allan_levels": "bias",
     "alpha_row_noise": "noise",
     "gyro_bias": "bias",
-    "identify": "identify",
+    "identify": "pipeline",
 }
 __all__ = [
     "FIXED_POINT_PASSES",

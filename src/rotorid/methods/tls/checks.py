@@ -1,4 +1,4 @@
-"""What the data not fitted and the model's own structure say about the final fit (issue 32): the
+"""What the data not fitted and the model's own structure say about the final fit: the
 IMU lag's doubt, the flights' disagreement, the parameters resting on a secondary term, and the
 inertia tensor a rigid body can have; each widens σ or labels the parameter, with a note."""
 

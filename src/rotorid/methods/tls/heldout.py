@@ -1,4 +1,4 @@
-"""Checks of the fitted model on data it was not fitted on (issue 32): held-out prediction of
+"""Checks of the fitted model on data it was not fitted on: held-out prediction of
 contiguous segments (an optional term is kept only when it predicts them better), leave-one-out
 estimates over airborne pieces (their scatter against σ), and what the model's secondary terms
 and the physics of a rigid body say about the estimates (model-dependent parameters, a

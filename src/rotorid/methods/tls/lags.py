@@ -191,7 +191,7 @@ def choose_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> LagCho
     others, predict each) better than the paper's model without a lag by more than the folds'
     scatter (`heldout.prefers`), at `heldout.STRONG` beyond what a flight controller's filters
     explain (`PLAUSIBLE_IMU_DELAY`); otherwise 0 stands. The likelihood's cost, not unimodal, can
-    settle on a lag that trades the rotor wrench against an effect the model lacks (issue 32: on an
+    settle on a lag that trades the rotor wrench against an effect the model lacks (on an
     independent simulator's flights with rotor drag and flapping, 18.8 ms for a true 0, I_zz and k_d
     -97 %; on ours with rotor and body drag it found -0.1 ms). Where the
     test is not decisive either way, the other lag's estimates enter σ (`alternative`)."""
