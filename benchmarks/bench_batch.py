@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rotorid import batch
+from rotorid import batch, manifest
 
 VEHICLES = {"cf-a": {"tm": 0.06}, "cf-b": {"tm": 0.07}, "cf-c": {"tm": 0.08}}
 DATES = ["2026-01-05", "2026-02-02", "2026-03-02", "2026-03-30"]
@@ -24,7 +24,7 @@ WORKERS = (1, 2)
 REPEATS = 3
 
 
-def _measure(jobs: list[batch.Job], n: int) -> tuple[float, float, float, float]:
+def _measure(jobs: list[manifest.Job], n: int) -> tuple[float, float, float, float]:
     """With `n` workers: (LocalCluster start-up s, runs per s of a first batch — each worker's
     imports included —, runs per s of a second batch on the same warm workers, median identify
     s on a worker in the second batch)."""
@@ -64,7 +64,7 @@ def _free_cores() -> float:
 def run() -> list[dict]:
     root = Path(tempfile.mkdtemp(prefix="rotorid-bench-batch-"))
     try:
-        jobs = batch.read_manifest(batch.simulate_fleet(root, VEHICLES, DATES, duration=6.0))
+        jobs = manifest.read_manifest(batch.simulate_fleet(root, VEHICLES, DATES, duration=6.0))
         load = os.getloadavg()[0]
         free = [_free_cores()]
         got: dict[int, list[tuple[float, ...]]] = {n: [] for n in WORKERS}

@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 
 from rotorid import batch, excitation, runs
-from rotorid.batch import ManifestError, read_manifest
 from rotorid.errors import RotoridError, VehicleError, shown
 from rotorid.flight import Flight
 from rotorid.io import parse_spec, table, ulog
 from rotorid.io import read as io_read
 from rotorid.io import write as io_write
+from rotorid.manifest import ManifestError, read_manifest
 from rotorid.methods import online
 from rotorid.report import write_folder
 from rotorid.result import Estimate, Result
