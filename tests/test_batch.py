@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from rotorid import batch, manifest
+from rotorid import batch
 from rotorid.cli import app
+from rotorid.manifest import ManifestError, read_manifest, settings_for
 
 DATES = ["2026-01-10", "2026-02-07", "2026-03-07", "2026-04-04", "2026-05-02"]
 VEHICLES = {
@@ -126,7 +127,7 @@ def test_same_numbers_as_identify_on_the_real_logs(cf_logs: dict[str, Path], tmp
         f"[[run]]\nvehicle = 'cf-real'\ndate = 2025-06-01\nlogs = ['{specs['logs']}']\n"
         f"roll_pitch = '{specs['roll_pitch']}'\nyaw = ['{specs['yaw']}']\n"
     )
-    [o] = batch.run(manifest.read_manifest(manifest), workers=1, processes=False)
+    [o] = batch.run(read_manifest(manifest), workers=1, processes=False)
     assert o.ok, o.error
     cli = CliRunner().invoke(
         app,
@@ -246,13 +247,13 @@ options = { rate_hz = 100.0 }
 """
     (tmp_path / "m.csv").write_text(csv_text)
     (tmp_path / "m.toml").write_text(toml_text)
-    a, b = manifest.read_manifest(tmp_path / "m.csv"), manifest.read_manifest(tmp_path / "m.toml")
+    a, b = read_manifest(tmp_path / "m.csv"), read_manifest(tmp_path / "m.toml")
     assert a[0] == b[0]
     assert a[0].logs == (f"{tmp_path}/f/t.ulg@1:9", f"{tmp_path}/f/u.ulg")
-    assert manifest.settings_for("delay", a[0].options).tm_bounds == (0.01, 0.2)
-    assert manifest.settings_for("delay", a[0].options).exponents == (2,)
+    assert settings_for("delay", a[0].options).tm_bounds == (0.01, 0.2)
+    assert settings_for("delay", a[0].options).exponents == (2,)
     assert a[1].date == b[1].date and a[1].label == "2026-03-14T08:30"  # UTC
-    assert manifest.settings_for("online", a[1].options).rate_hz is None
+    assert settings_for("online", a[1].options).rate_hz is None
 
 
 @pytest.mark.parametrize(
@@ -336,8 +337,8 @@ def test_manifest_problems_name_their_run(tmp_path: Path) -> None:
     for row, says in cases.items():
         p = tmp_path / "m.csv"
         p.write_text(f"vehicle,date,method,airframe,logs\n{row}\n")
-        with pytest.raises(manifest.ManifestError, match=says):
-            manifest.read_manifest(p)
+        with pytest.raises(ManifestError, match=says):
+            read_manifest(p)
 
 
 def test_fleet_page_states_the_smallest_change_each_parameter_can_reveal() -> None:
