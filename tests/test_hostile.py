@@ -31,7 +31,7 @@ from rotorid.io import parse_spec, table, ulog
 from rotorid.io import read as io_read
 from rotorid.io import write as io_write
 from rotorid.manifest import ManifestError, read_manifest
-from rotorid.methods import online
+from rotorid.methods.online.estimator import rotor_model
 from rotorid.report import write_folder
 from rotorid.result import Estimate, Result
 from rotorid.signal import derivative
@@ -428,7 +428,7 @@ def test_online_refuses_negative_k_tau_or_thrust(tmp_path: Path) -> None:
         (x500.replace(thrust_coeffs=-x500.thrust_coeffs), "positive thrust"),
     ):
         with pytest.raises(VehicleError, match=needle):
-            online._rotor_model(bad)
+            rotor_model(bad)
     bad_file = tmp_path / "neg.toml"
     bad_file.write_text(x500.replace(k_tau=-0.016).to_toml())
     log = csv_flight(tmp_path / "f.csv")

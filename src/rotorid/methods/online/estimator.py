@@ -81,7 +81,7 @@ class OnlineState(NamedTuple):
     imu_z_std: float
 
 
-def _rotor_model(vehicle: Vehicle) -> tuple[list[list[float]], list[tuple[float, ...]], tuple[int, ...]]:
+def rotor_model(vehicle: Vehicle) -> tuple[list[list[float]], list[tuple[float, ...]], tuple[int, ...]]:
     """Mixer rows (6 x M, about the body origin, drag with k_tau) and per-rotor thrust
     coefficients, as Python lists for the per-sample step. Raises if the vehicle lacks them."""
     missing = [n for n in ("thrust_coeffs", "k_tau") if getattr(vehicle, n) is None]
@@ -111,7 +111,7 @@ class OnlineEstimator:
         self.vehicle = vehicle
         self._kf_model = kf_model
         self.settings = s = settings or OnlineSettings()
-        self._mix, kthr, exps = _rotor_model(vehicle)
+        self._mix, kthr, exps = rotor_model(vehicle)
         self._poly = [list(zip(k, exps, strict=True)) for k in kthr]
         # one monomial k u^e per rotor (the usual u² law) is summed without the generic loop, and
         # the mixer's zero rows (no in-plane force from coplanar rotors) are not multiplied out
