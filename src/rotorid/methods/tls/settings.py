@@ -37,7 +37,8 @@ K_RD = "k_rd"
 @dataclass(frozen=True)
 class TlsSettings:
     """Options of the IDIM-TLS method. None means "chosen from the data" (the resolved value
-    is recorded in `Result.settings`).
+    is recorded in `Result.settings`). What the defaults were measured on is in docs/validation.md
+    ("Measured reasons behind the defaults").
 
     - `source`, `tm`, `band`, `speed`, `parallel_cutoff`, `trim`, `order`, `mocap_delay`: how
       motion and rotor terms are measured and filtered (`rotorid.motion.MotionSettings`);
@@ -45,47 +46,34 @@ class TlsSettings:
     - `r_sigma`: essential parameters are kept when max/min %sigma < r_sigma (Sec. III-B).
     - `cancel_z`: a parameter is cancelled only while its estimate is within `cancel_z` σ of
       zero (%σ > 100 / cancel_z; eq. 20's σ, as the ranking): Six et al. cancel parameters that
-      "have no significant contribution in the dynamic model", but r_σ = 250 against k_t's %σ
-      (0.02-0.05 %) also cancelled ms_z and I_xz at 20-30σ on the simulated motion-capture
-      flights, and setting a parameter that is not zero to zero biases the others by its
-      omitted-variable bias (Greene, Econometric Analysis, Sec. 4.3.2), the same in every
-      flight: I_xx, I_yy -0.4 %, com_z -1.8 %, k_t -0.05 %, each about its σ (which
-      `cancellation_var` widened to cover it). The default 2 is a t test at the 5 % level, the
-      significance the essential-parameter literature asks of a parameter's contribution
-      (Pham & Gautier 1991: the residual's increase on cancelling it); on the simulated
-      flights 5 kept fewer (com_y@A then carries a +3.7 % cancellation bias in the
-      motion-capture fit). Two exceptions keep the paper's rule: the yaw pair (`YAW_PAIR`) and a
-      fit whose block weighting has collapsed (`regression.weighting_collapsed`; k_d and I_zz
-      -96 % at 1 %σ on a simulated configuration-A flight). A parameter cancelled this way comes
-      back when leaving it out moves another beyond its σ in the bias-compensated final fit
-      (`_restored`: on the motion-capture flights the products I_yz@A, I_xy@A, I_xy@B moved the
-      rotors' gains and com_x@A by -0.4 %, -1.7σ̄, though each sat within 1.5σ of zero). inf
+      "have no significant contribution in the dynamic model", but setting a parameter that is
+      not zero to zero biases the others by its omitted-variable bias (Greene, Econometric
+      Analysis, Sec. 4.3.2), the same in every flight (`cancellation_var` widens σ to cover it).
+      The default 2 is a t test at the 5 % level, the significance the essential-parameter
+      literature asks of a parameter's contribution (Pham & Gautier 1991: the residual's
+      increase on cancelling it). Two exceptions keep the paper's rule: the yaw pair
+      (`YAW_PAIR`) and a fit whose block weighting has collapsed
+      (`regression.weighting_collapsed`). A parameter cancelled this way comes back when leaving
+      it out moves another beyond its σ in the bias-compensated final fit (`_restored`). inf
       is the paper's rule alone.
     - `weighted`: scale each wrench-row block by the inverse of its residual std.
     - `decimate`: default floor(fs / (2 parallel_cutoff)) (`TlsSettings.decimation`).
     - `essential`: run the essential-parameter selection (else keep all 2 + 9 C unknowns).
     - `acc_bias`: IMU source: estimate a constant accelerometer bias per airborne piece
       (`idim_rows`; on by default). In the paper's model (False) it is absorbed by k_t (a z
-      bias b_z biases k_t by b_z / g: +0.24 %, 20σ, on six-config-a) and, through the
-      essential-parameter selection, the first moments (a y bias made ms_z look inessential,
-      and its cancellation moved I_xx, I_yy by -0.3 %, 4σ). With it, the estimate does not
-      depend on a constant bias at all; k_t keeps only what the thrust variation tells (its %σ
-      grows ~6x). The essential set is chosen with r_σ's denominator from the paper's model
-      (`essential`), which keeps the parameter sets of Six et al. Tables I-II. The gyro bias
-      (which Six et al. remove with an EKF) needs no state here: 0.5 deg/s, the mismatch
-      scenarios' value, moves every parameter of six-config-a by at most 0.26σ (paired
-      simulation, same noise streams), as it enters only the small gyroscopic terms.
+      bias b_z biases k_t by b_z / g) and, through the essential-parameter selection, the first
+      moments. With it, the estimate does not depend on a constant bias at all; k_t keeps only
+      what the thrust variation tells (its %σ grows). The essential set is chosen with r_σ's
+      denominator from the paper's model (`essential`), which keeps the parameter sets of Six
+      et al. Tables I-II. The gyro bias (which Six et al. remove with an EKF) needs no state
+      here: it enters only the small gyroscopic terms.
     - `covariance`: "hac" (default) reports the sandwich of the final fit robust to rows
       correlated in time (`covariance.tls_hac_cov`, `covariance.bc_hac_cov`), its meat the
-      equal-weighted cosine estimate of the scores' long-run variance (`covariance.ewc_meat`).
-      The twice-differentiated pose's noise dominates the motion-capture scores of k_t, the
-      first moments and I_xx, I_yy (variance 20-160x their long-run variance, lag-1
-      autocorrelation -0.55), and a lag window leaks it into its estimate at frequency 0: one
-      rule-of-thumb Newey-West bandwidth for all made their σ 2-4x the scatter over seeds,
-      each parameter's own Newey-West (1994) bandwidth still 1.2-1.7x (k_t 0.67, com_x@B 0.56
-      SD/σ̄ on the A + B twin); "iid" the paper's eq. 18-20 (independent rows). The
-      essential-parameter selection always ranks by eq. 20's %σ, the scale the paper's
-      r_σ = 250 was set on.
+      equal-weighted cosine estimate of the scores' long-run variance (`covariance.ewc_meat`):
+      the twice-differentiated pose's noise dominates the motion-capture scores, and a lag
+      window leaks it into its estimate at frequency 0; "iid" the paper's eq. 18-20
+      (independent rows). The essential-parameter selection always ranks by eq. 20's %σ, the
+      scale the paper's r_σ = 250 was set on.
     - `motor_spread`: assumed relative 1σ spread of the rotors' gains about their mean (one
       k_t, k_d for all rotors is the paper's model, eq. 8-9), used where the gains are not
       estimated (`rotor_gains`). A rotor stronger by ε_i adds the wrench ε_i k_t u_i² [a_i;
@@ -101,24 +89,16 @@ class TlsSettings:
       manoeuvres drive the u_i² apart, so a flight that rolls and pitches separates them; the
       moment rows then separate the CoM. Per configuration (a battery or propeller change
       between flights changes them): the first one's gains average 1 (k_t is its mean rotor),
-      the others' are free. On six-config-a-mismatch (±5 % gains, 20 seeds, A and A + B) each
-      k_t_mI comes out within 0.15 % on average (σ̄ 0.07-0.15 %, ±2σ 95-100 %), and I_xx, I_yy,
-      com, k_t scatter 0.8-1.1 σ̄ (the assumed spread's σ made k_t and com_z 0.3-0.5, labelled
-      assumed). With identical rotors (six-config-a, 30 seeds, IMU, A) every parameter, gains
-      included, scatters 0.74-1.18 σ̄ (±2σ 87-100 %; 0.02-0.2 with the spread assumed); from
-      motion capture the gains of rotors 1 and 3 of A came out -0.018/+0.021 % (±1σ̄) and com_x@A
-      -0.62 % (-1.8σ̄) while the products that move them were cancelled; restored (`_restored`),
-      -0.001/+0.004 % and -0.08 % (-0.27σ̄, 100 % within 2σ). Where a
-      rotor's gain is not known to better than `motor_spread` (σ ≥ it, or a degenerate fit: a
-      flight without enough roll and pitch), the spread is assumed as before and a note says so.
+      the others' are free. Where a rotor's gain is not known to better than `motor_spread`
+      (σ ≥ it, or a degenerate fit: a flight without enough roll and pitch), the spread is
+      assumed as before and a note says so.
     - `imu_delay`: s the IMU signals lag the rotor signals (the IMU source's motion; the mocap
       source's pose lag, `mocap_delay`, adds it when measured); None estimates it from the
       flights (`estimate_imu_delay`) and keeps it only when it predicts held-out segments of them
       better than no lag (`choose_imu_delay`; else 0, the paper's model, and a note). Eq. 10 pairs
       the rotor wrench with the motion at the same instant: a lag of the gyro/accelerometer
-      pipeline (on-board filters, logging) behind the rotor channel biases every parameter
-      (a 4 ms lag: k_t -0.6 %, k_d and I_zz -11 %, I_xx -0.8 % on six A + B). Default None
-      (estimated; costs a few more fits); 0 is the paper's model.
+      pipeline (on-board filters, logging) behind the rotor channel biases every parameter.
+      Default None (estimated; costs a few more fits); 0 is the paper's model.
     - `mocap_delay`: s the logged pose lags the rotor signals (the pose is read at t + delay):
       the motion of the mocap source, the velocity of the rotor-drag column. None (default)
       measures it where the flights log an accelerometer: the pose's lag behind the IMU
@@ -126,9 +106,7 @@ class TlsSettings:
       accelerometer) plus the IMU's own lag (`imu_delay`; for the mocap source found by the
       IMU-source model of the same flights, `_imu_lag`, where `imu_delay` is None); 0 where it
       cannot be timed (`identify` measures it; `idim_rows` called alone reads None as 0).
-      Unaligned, the drag's velocity lags the rotor wrench it is paired with: with rotor drag
-      0.3 1/s, a 5 ms pose lag moved ms_z by -4.3 % on a noise-free six-config-a flight (-0.04 %
-      aligned), -1.6σ̄ on average on the mismatch flights.
+      Unaligned, the drag's velocity lags the rotor wrench it is paired with, which biases ms_z.
     - `yaw_moment`: estimate a constant yaw moment per airborne piece (on by default): one
       nuisance column per piece in the M_z rows, projected out by centring those rows as the
       accelerometer bias centres the force rows (`idim_rows`). Unequal rotors (`motor_spread`)
@@ -140,15 +118,13 @@ class TlsSettings:
       (`motion.drag_regressor`); k_rd is one more unknown of W_t.
     - `eiv`: errors in variables. The sensor noise of the gyro (differentiated into ω̇) and of the
       accelerometer sits in the regressors, which biases TLS and least squares alike (toward
-      zero for I_zz/k_d, ms_z, k_t on six-config-a: -0.4 %, +2.6 %, -0.06 %, 1.5-2.5σ). With it
-      (default) the final fit is bias-compensated least squares (`regression.bias_compensated`)
-      with the noise moment each row's columns carry, measured from the flight's own noise
-      floor above the rigid-body band (`noise_moment`); the essential set is still chosen by
-      the paper's TLS. σ carries the doubt about those floors (`floor_var`): their sampling
-      error (~2.7 % on a 75 s flight at 200 Hz), or, where a sensor's or logger's low-pass (or
+      zero for I_zz/k_d, ms_z, k_t). With it (default) the final fit is bias-compensated least
+      squares (`regression.bias_compensated`) with the noise moment each row's columns carry,
+      measured from the flight's own noise floor above the rigid-body band (`noise_moment`); the
+      essential set is still chosen by the paper's TLS. σ carries the doubt about those floors
+      (`floor_var`): their sampling error, or, where a sensor's or logger's low-pass (or
       vibration) makes the spectrum just below where they are read differ from them, that
-      level (`floor_doubt`; every real Crazyflie log we tested does, by 4.6x to 60,000x; the
-      simulated flights do not), and a note names it when it is a quarter of a parameter's
+      level (`floor_doubt`), and a note names it when it is a quarter of a parameter's
       variance. A disturbance torque (thrust fluctuation) is an error in ω̇ no floor shows: its
       level is read from the moment rows' residuals (`disturbance_moment`) and compensated alike,
       its doubt in σ. False: the paper's TLS throughout.
@@ -231,8 +207,7 @@ class TlsSettings:
         independent samples per second (Shannon): the autocorrelation of noise band-limited
         to f_c is sinc(2 f_c tau), zero first at tau = 1/(2 f_c). Keeping one row per 1/(2 f_c)
         leaves rows as nearly uncorrelated as the filter allows, which eq. 18 assumes; denser
-        rows add no information but make eq. 20's sigma too small (at 200 Hz and 15 Hz the old
-        fs/(5 f_c) = 2 kept rows whose residual autocorrelation time was 4-7 rows). Whatever
+        rows add no information but make eq. 20's sigma too small. Whatever
         correlation remains (model error, slow drifts) is left to the HAC covariance
         (`covariance.tls_hac_cov`)."""
         return self.decimate or max(1, int(ms.fs / (2.0 * ms.parallel_cutoff)))
