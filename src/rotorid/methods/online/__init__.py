@@ -36,16 +36,16 @@ in blocks first (the wrench per sample, then averaged), which keeps the differen
 noise at the level the paper's Table 6 settings were made for.
 
 Where the paper leaves room or a literal reading fails (`OnlineSettings` lists them), the
-defaults here were chosen on the kwon-payload scenario; `OnlineSettings.literal()` restores
-the literal algorithms for comparison (benchmarks/bench_online.py).
+defaults here were chosen on simulated flights (docs/validation.md, "Measured reasons behind
+the defaults"); `OnlineSettings.literal()` restores the literal algorithms for comparison
+(benchmarks/bench_online.py).
 
 Uncertainty: the streaming state (`OnlineState.theta1_std`, the trajectories) carries the RLS's
 own covariance scaled by its a-posteriori residual variance, what a live loop can afford;
 `identify` reports the HAC sandwich over the whole flight (`solve.final_std`), and leaves out a
 parameter the flight never informed (the value would be the initial guess). Its mass and imu_z
 are the errors-in-variables corrected solve of the RLS2 rows (`solve.final_theta2`), so they differ
-from the streaming trajectory's last value by the attenuation the accelerometer noise causes
-(≈ 25 ppm of the mass on kwon-payload).
+from the streaming trajectory's last value by the attenuation the accelerometer noise causes.
 
 Discretisation: Alg. 4 differentiates ω̂ between two steps; the KF predicts with, and H1 holds,
 the wrench's exact mean over the step the two blocks' gyro means span (`OnlineEstimator._push`:

@@ -95,9 +95,8 @@ def gyro_bias(flight: Flight, tau: float | None = None, lag: float | None = None
     intervals up to k; sample 0 that ending at sample 1), so a live loop could run it too.
 
     A constant bias b reads as a steady rate: the correction law (Alg. 4) keeps an axis active
-    in hover when |b| exceeds the KF's σ (0.5 deg/s against 0.2 deg/s), the rows then carry α̂
-    noise without a moment (attenuating J by 20–40 % on kwon-payload-mismatch), and the
-    products of biased rates in the gyroscopic columns turn constant moments into inertia."""
+    in hover when |b| exceeds the KF's σ, the rows then carry α̂ noise without a moment
+    (attenuating J), and the products of biased rates in the gyroscopic columns turn constant moments into inertia."""
     if flight.quat is None or len(flight.t) < 3:
         return None
     from scipy.signal import lfilter

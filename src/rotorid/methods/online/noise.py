@@ -21,8 +21,7 @@ def acc_noise_density(acc: np.ndarray, t: np.ndarray) -> np.ndarray:
     """White-noise density² N² ((m/s²)²/Hz, per body axis) of an accelerometer (or, in
     (rad/s)²/Hz, a gyro) from its raw samples: a white noise of per-sample variance σ² has var(Δ²a) = 6 σ², and σ² = N²/Δt. The
     median of (Δ²a)² over 0.4549 (the median of χ²₁) is robust to the manoeuvres' own second
-    difference, which at the log rate is small against the noise (kwon-payload: 1 kHz, σ 0.13
-    m/s²). Noise the IMU's anti-alias filter colours is underestimated (the correction then
+    difference, which at the log rate is small against the noise. Noise the IMU's anti-alias filter colours is underestimated (the correction then
     is too small, never of the wrong sign)."""
     d2 = np.diff(np.asarray(acc, dtype=float), n=2, axis=0)
     if len(d2) < 3:

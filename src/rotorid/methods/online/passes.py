@@ -78,14 +78,10 @@ def fixed_point(problem: OnlineProblem, prepared: Prepared, first: Stream) -> St
 
     The KF's α̂ follows the gyro below its bandwidth and its model M/Ĵ above it, so each RLS row
     regresses M partly on M/Ĵ_t with the running Ĵ_t of its step: the estimate is pulled toward
-    the running estimate, which starts at j0 (1 g m² against 50-60). On a noise-free kwon-payload
-    flight that leaves I_xx, I_yy +0.66 % and I_zz -0.16 %; with j0 at the truth < 0.001 %, and
-    the raw gyro (variant "rls") -0.001 %. Holding the KF at the final θ1 and
+    the running estimate, which starts at j0. Holding the KF at the final θ1 and
     iterating is the off-line form of such a pseudo-linear regression, whose regressors depend on
     the estimate (Ljung & Söderström 1983, *Theory and Practice of Recursive Identification*,
-    pseudo-linear regressions): its fixed point does not depend on the initial guess (noise-free:
-    +0.001, +0.001, -0.001 % from j0 = 1 g m² and from the truth alike), and the scatter of I_xx,
-    I_yy, I_zz over 30 seeds falls from 0.47, 0.41, 0.87 % to 0.24, 0.28, 0.78 % (3 runs). σ then
+    pseudo-linear regressions): its fixed point does not depend on the initial guess. σ then
     needs the regressor's dependence on the held θ1 (`final_theta1_eiv`, `dalpha`)."""
     est, tr, final, run = first
     while run < FIXED_POINT_PASSES:

@@ -25,9 +25,10 @@ class OnlineSettings:
     """Estimator settings. Defaults are Kwon et al. Table 6 converted to SI; the noise levels the
     paper does not list (gyro_nd, moment_nd, force_nd, enable_tau) are chosen here, and three choices
     depart from a literal reading of Alg. 1–5 because the literal form locks the MOI at the
-    errors-in-variables bias on the kwon-payload scenario (`OnlineSettings.literal()` restores
-    it for comparison): `q_omega` > 0, `eiv` = True and the MOI variance in eq. 29 scaled by
-    the RLS's a-posteriori residual variance (always on). Two more model what the paper's
+    errors-in-variables bias (`OnlineSettings.literal()` restores it for comparison; what was
+    measured is in docs/validation.md, "Measured reasons behind the defaults"): `q_omega` > 0,
+    `eiv` = True and the MOI variance in eq. 29 scaled by the RLS's a-posteriori residual
+    variance (always on). Two more model what the paper's
     simulation leaves out and real vehicles have (`literal()` turns them off too): a constant
     yaw moment (`yaw_moment`) and the gyro bias (`gyro_bias`).
 
@@ -70,29 +71,25 @@ class OnlineSettings:
     - `motor_spread`: assumed relative 1σ spread of the rotors' thrust gains about their mean
       (eq. 1–5 take one C_T for all rotors; default `MOTOR_SPREAD`). A rotor stronger by ε_i
       adds the moment ε_i f_i (r_i - c) x z, which in hover no flight separates from a CoM
-      shift Δc = Σ ε_i r_i / n (4 µm scatter against 2 mm at 3 % on kwon-payload). Its effect
-      enters σ of θ1 as σ_ε² J (I - 11ᵀ/n) Jᵀ, J_i = ∂θ1/∂ε_i of the final fit with each row's
-      rotor thrust f_i(t) (the common mode is C_T's own error, the user's input): the hover part
-      moves the CoM, the part that follows the manoeuvres scales the inertia (1.5–2 % at 3 % on
-      kwon-payload, as re-running the estimator with one rotor 1 % stronger gives; the batch
-      form holds the KF's α̂ fixed and gives 75–100 % of that). A parameter whose variance is
-      mostly this term is labelled assumed. 0 turns it off.
+      shift Δc = Σ ε_i r_i / n. Its effect enters σ of θ1 as σ_ε² J (I - 11ᵀ/n) Jᵀ,
+      J_i = ∂θ1/∂ε_i of the final fit with each row's rotor thrust f_i(t) (the common mode is
+      C_T's own error, the user's input): the hover part moves the CoM, the part that follows
+      the manoeuvres scales the inertia (the batch form holds the KF's α̂ fixed). A parameter
+      whose variance is mostly this term is labelled assumed. 0 turns it off.
     - `acc_bias_z_sigma` (m/s²): assumed σ of the accelerometer's z bias b (default
       `ACC_BIAS_Z_SIGMA`): m = F/a in eq. 19 moves by about -m b/g, which nothing in the flight
       separates from the mass; it enters σ of mass and imu_z likewise. 0 turns it off.
     - `yaw_moment` (N m): prior σ of a constant yaw moment b_z, a column of the yaw row of eq. 10
       (regressor 1) and a term of the KF's process model; 0 leaves it out (the paper). The
-      rotors' gain spread times k_tau, a trim the yaw controller holds, is such a moment (0.1 N m
-      on kwon-payload-mismatch, 5 % spread times k_tau 1.43 m). Without the column the RLS
-      explains it through the yaw row's gyroscopic regressors ±p q, which are systematic in a
-      diagonal manoeuvre: J_xx ran to 1100x on 4/30 seeds, and a 3 % spread moved I_zz by
-      147 % (re-running the estimator with one rotor 1 % stronger; 0.02 % with the column). In x
-      and y a constant moment is the CoM's column already (F_z ≈ m g).
+      rotors' gain spread times k_tau, a trim the yaw controller holds, is such a moment.
+      Without the column the RLS explains it through the yaw row's gyroscopic regressors ±p q,
+      which are systematic in a diagonal manoeuvre. In x and y a constant moment is the CoM's
+      column already (F_z ≈ m g).
     - `gyro_bias`: `identify` subtracts the gyro's bias tracked against the logged attitude
       (`gyro_bias`: a causal series, so a bias that walks is followed; nothing without an
       attitude). A bias above the KF's σ keeps the
       correction law's column active in hover (Alg. 4), where the rows carry α̂ noise without a
-      moment: 0.5 deg/s attenuated J by 20–40 % on kwon-payload-mismatch.
+      moment, which attenuates J.
     - `motor_hold` (s): how long each logged motor sample (command or rotor speed) holds after
       its time stamp, e.g. the autopilot's mixer period when the log records every mixer output
       (the ESC holds each command until the next). The wrench a sample reports is then centred
@@ -104,10 +101,8 @@ class OnlineSettings:
       control period where the motors follow their commands at once), else 0; the streaming
       `update` has no flight, there None is 0. Commands through the motor lag
       (`vehicle.tm_rise`) give the motor state at the stamps, which is centred there (0 whatever
-      is set). Held samples read as point samples put the moment half a log sample late (I_xx,
-      I_yy +0.12 % on a noise-free kwon-payload flight, 1 kHz log of its 500 Hz controller,
-      which the KF turns into a gain error of α̂); point samples read as held for 10 ms put it
-      5 ms early (-1.3 % on a 100 Hz log).
+      is set). Held samples read as point samples put the moment half a log sample late, which
+      the KF turns into a gain error of α̂; point samples read as held put it early.
     - `a_z_allow` (m/s²): enable threshold on the LPF'd vertical acceleration (0.1);
       `enable_tau` (s): that LPF's time constant.
     """

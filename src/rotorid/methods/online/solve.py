@@ -61,10 +61,10 @@ def _final_theta1(est: OnlineEstimator, rows: RlsRows, bread: np.ndarray) -> tup
     column's term Ĵ_k h_k moves to the output) evaluated at the final MOI instead of the running
     Ĵ_k of its step. Early in a flight the running value is the initial guess (1 g m² against
     50 g m² here), so the rows before an axis activates carry (J_k - Ĵ_k) h_k, a systematic error
-    the CoM columns (regressor ≈ the constant thrust) absorb: −1.9/−1.5 µm on kwon-payload, the
-    same in every seed, and gone with j0 at the truth. The RLS solves its normal equations
-    exactly, θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r), so new outputs y + Δy give θ + bread Σ hᵀ Δy / r;
-    three passes settle the fixed point (the MOI moves by < 1 % of its σ after the first)."""
+    the CoM columns (regressor ≈ the constant thrust) absorb, the same in every flight and gone
+    with j0 at the truth. The RLS solves its normal equations exactly,
+    θ = bread (P0⁻¹ θ0 + Σ hᵀ y / r), so new outputs y + Δy give θ + bread Σ hᵀ Δy / r; three
+    passes settle the fixed point."""
     h1, y1, r1, hm, jt = rows.h1, rows.y1, rows.r1, rows.moved, rows.jhat
     th = np.array(est.th1)
     y = y1
@@ -120,8 +120,7 @@ def final_theta1_eiv(
     and the corrected bread. The rows' α̂ is the MOI column of its own axis while that column is
     active (H1's diagonal), and its noise attenuates least squares as the accelerometer's does
     the mass (`final_theta2`): E[Σ hᵀh/r] = Σ h̄ᵀh̄/r + S_uu, S_uu = diag(Σ_t vu_tk / r_tk) over
-    the MOI. 0.48 % of I_xx, I_yy and 0.23 % of I_zz on kwon-payload, as the estimate's attenuation
-    with the gyro's noise alone (-0.23 % of I_zz at the fixed point, +0.01 % corrected; 20 seeds).
+    the MOI.
     Fuller (1987) §2.2 as `final_theta2`: θ̃ = (M - S_uu)⁻¹ M θ, M = `bread`⁻¹, S_uu scaled by
     λ̂ - 1/(n-1) when the smallest root λ̂ of |C - λ S_uu| = 0 (C the MOI block's Schur
     complement in M) is below 1 + 1/(n-1). σ: each parameter's long-run variance
@@ -167,7 +166,7 @@ def final_theta2(
     The RLS2 rows F = H2 θ2 (Alg. 7, eq. 19–20) regress the noise-free rotor force on the
     measured specific force, whose noise u (variance `vu`, `acc_row_noise`) attenuates least
     squares: E[Σ hᵀh/r] = Σ h̄ᵀh̄/r + S_uu with S_uu = diag(Σ_t,k vu_tk / r_tk, 0), so m comes out
-    (1 - S_uu/M) times too small (≈ 3 σ_u²/|a|² ≈ 25 ppm on kwon-payload, 0.4 of its σ). The
+    (1 - S_uu/M) times too small (≈ 3 σ_u²/|a|²). The
     known-error-covariance estimator (Fuller 1987, *Measurement Error Models*, §2.2) removes it:
     θ̃ = (M - S_uu)⁻¹ (P0⁻¹ θ0 + Σ hᵀ y / r), M = `bread2`⁻¹ (the prior and the rows' normal
     matrix), with Fuller's modification for a weakly determined M: with λ̂ the smallest root
@@ -196,13 +195,11 @@ def final_std(est: OnlineEstimator, noise: NoiseDensities | None = None) -> Fina
     error. θ1: the sandwich's long-run variance (`covariance.rls_hac_cov`). The
     moment residual holds J (α - α̂), and α̂ = Δω̂/dt is a first difference of the KF's rate
     error, so its spectral density at frequency 0 vanishes; the CoM columns (regressor ≈ the
-    constant thrust) pass it to their scores unchanged: lag-1 autocorrelation about -0.4 and
-    1 + 2 Σ ρ_l ≈ 0 on kwon-payload. One Andrews bandwidth for all (≈ 20 steps, from the MOI
-    scores) kept the Bartlett-weighted negative lags from cancelling, and the CoM σ came out
-    2.5-3x the scatter; a Newey-West (1994) bandwidth per parameter cut I_zz's scores short (the
-    KF's rate error decays over ~10 steps: SD/σ̄ 1.22 on 90 seeds). The equal-weighted cosine
-    estimate (`covariance.ewc_meat`, as tls) has neither bias, and the leverage widening gives
-    back what the fit takes from scores in bursts (I_zz: 1.09, 94 % within ±2σ). RLS2 (mass,
+    constant thrust) pass it to their scores unchanged. A lag-window bandwidth (Andrews, or
+    Newey-West 1994 per parameter) either keeps the Bartlett-weighted negative lags from
+    cancelling or cuts the scores short; the equal-weighted cosine estimate
+    (`covariance.ewc_meat`, as tls) has neither bias, and the leverage widening gives back
+    what the fit takes from scores in bursts. RLS2 (mass,
     m z): the same sandwich. With `eiv` and the KF (variant "kwon"), θ1 is corrected for the
     gyro's noise (density² `noise.gyro`) in α̂ (`final_theta1_eiv`). Also which parameters the
     flight informed: the information sum h^2 / r of its column exceeds that of its initial
