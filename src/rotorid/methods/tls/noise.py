@@ -72,11 +72,8 @@ def floor_doubt(
     f_lo (1.5 to NOISE_FROM times the band's edge), or, where the two levels agree within three
     times their combined standard error (`_band_level`), the floor's standard error. The
     compensation extrapolates the floor into the band as white: a sensor's or logger's
-    low-pass at a few tens of Hz puts the floor in its
-    stop band (on the real Crazyflie logs the gyro's spectrum just below f_lo is
-    4.6-5.5x its floor on the PX4 sample, 370-4100x on Crazyflie log10 and log16, where the
-    level just below matches the BMI088's datasheet noise; 0.97-1.10x on the simulated
-    flights), and vibration or motion there moves it the other way. 0 where there is no floor.
+    low-pass at a few tens of Hz puts the floor in its stop band, and vibration or motion
+    there moves it the other way. 0 where there is no floor.
     `spectrum` as in `noise_floor`."""
     spectrum = spectrum or _spectrum(x, fs)
     far, near = _band_level(spectrum, f_lo, 0.45 * fs), _band_level(spectrum, 0.5 * f_lo, f_lo)
@@ -146,9 +143,8 @@ def _noise_channels(ms: MotionSettings) -> tuple[np.ndarray, np.ndarray]:
     filters, and the accelerometer is another sensor. A motion-capture angle reaches ω, ω̇ and
     the rotation of s at once, and an angle's low-pass and its second derivative are
     correlated (Σ h h'' = -Σ h'², -0.75 for a flat band): the paths' covariance C = Hᵀ H is
-    split into three independent mixtures by its square root (C = L Lᵀ). Leaving the rotation
-    out biased com_z of the simulated motion-capture flights by -0.9σ (-2 %: the force rows'
-    known column, m s, and the ω̇ columns of ms_z shared that noise at correlation 0.71)."""
+    split into three independent mixtures by its square root (C = L Lᵀ). The rotation matters:
+    the force rows' known column, m s, and the ω̇ columns of ms_z share that noise."""
     h = chain_responses(ms)
     if ms.source == "imu":
         gain = np.sqrt(np.sum(h[:, :3] ** 2, axis=0))
@@ -447,9 +443,8 @@ def thrust_noise(
     explain (`_excess`) of two differences: between the axes' levels (one σ_w² makes them
     equal), and between the level read with the white torque's shape alone and with the gyro
     path's too (the smaller model is the larger one's special case, so their difference's
-    sampling variance is the difference of their variances: Hausman 1978). Counted whole, the
-    two differences' own sampling noise doubled the doubt (1.5-2x the level's scatter over 12
-    seeds of the A + B flights, 4x without thrust noise)."""
+    sampling variance is the difference of their variances: Hausman 1978); only their excess
+    over sampling counts, as their own sampling noise would double the doubt."""
     ci = list(sol.rows).index(c)
     axes = np.flatnonzero(np.diag(g) >= DIST_AXES * np.diag(g).max())
     gyro, acc = nm.parts[:3].sum(axis=0), nm.parts[3:6].sum(axis=0)
@@ -495,9 +490,8 @@ def disturbance_moment(problem: TlsProblem, sol: Solution, nm: NoiseMoment) -> N
     Thrust fluctuation (turbulence, blade passage; Kwon eq. 51's thrust noise) drives ω̇ with a
     torque d the rotor terms do not hold: ω̇ = ω̇_model + I⁻¹ d, so the ω̇ columns carry I⁻¹ d as
     errors in variables (d is the moment rows' equation error) that no floor shows (in the
-    gyro, 1/f² under the sensor's own white noise). Uncompensated, it scaled k_t, I_xx, I_yy by
-    -0.02 to -0.03 % on the simulated six-config flights (0.8σ̄; k_t 77 % within 2σ on the A + B
-    twin), gone with its true moment.
+    gyro, 1/f² under the sensor's own white noise); uncompensated, it scales k_t, I_xx, I_yy
+    toward zero.
 
     Read from the moment rows' residuals of the selection's system (`sol`) fitted with the
     sensors' moment `nm` (equal rotors: the gains' part is low-frequency): per axis j, the
@@ -505,19 +499,16 @@ def disturbance_moment(problem: TlsProblem, sol: Solution, nm: NoiseMoment) -> N
     (`nm`, spread as its paths through ω̇ and s spread it, `chain_responses`) plus a white
     torque's shape times c_j and the ω̇ sensor path's (gyro noise above a floor read in a stop
     band, `floor_doubt`) times another level (`_excess_levels`, robust to model error at the
-    manoeuvres' frequencies: on the mismatch flights the residual was 18-240x the sensor
-    noise). Rotor i's thrust noise, independent and alike in every rotor (variance σ_w² in the
+    manoeuvres' frequencies). Rotor i's thrust noise, independent and alike in every rotor (variance σ_w² in the
     band), makes Cov(d) = σ_w² G (`_thrust_torques`): σ_w² = Σ c_j / Σ G_jj over the roll and
     pitch axes (`DIST_AXES`), which fixes the yaw's too, where model error fills the residual
-    (yaw damping, the rotors' spread: read alone, 5x the simulator's on the mismatch flights).
+    (yaw damping, the rotors' spread).
     With A[j, a] = ∂(M_j residual)/∂ω̇_a (= I), Cov(ω̇ error) = A⁻¹ σ_w² G A⁻ᵀ. Its doubt: the
     axes' disagreement, how far the white shape alone reads them, and the fits' standard error.
 
-    IMU source only (`nm` as it is otherwise): the twice-differentiated pose's noise is the ω̇ columns'
-    error there (its moment 50x the thrust noise's on the six-config flights, 2 %, inside its
-    floor's own sampling doubt), and the pose's residuals carry its timing error, broadband as
-    a disturbance (read from them on the mismatch flights: 2-3x the simulator's about x, y,
-    which biased I_zz, k_d +3.7 %, 3.5σ̄)."""
+    IMU source only (`nm` as it is otherwise): the twice-differentiated pose's noise is the ω̇
+    columns' error there, far above the thrust noise's, and the pose's residuals carry its
+    timing error, broadband as a disturbance."""
     configs, vehicle, masses, settings = problem.configs, problem.vehicle, problem.masses, problem.model
     if settings.source != "imu":
         return nm
