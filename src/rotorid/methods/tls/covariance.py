@@ -35,8 +35,8 @@ def _bias_profiled(
     is a function of the parameters, so the rows' Jacobian is W + ∂r/∂b ∂b/∂chi, the moment rows
     gaining -[ms]x M_k / m (the joint least squares of chi and b, whose chi block is the fit on W
     with b's columns projected out; Frisch-Waugh-Lovell). Held at b0, the covariance tied the
-    first moments to k_t through the hover balance k_t Δu r = ms g (correlation 0.94 on the
-    simulated A + B flights, σ of com_x, com_y of B 3-5x their scatter), although an error of
+    first moments to k_t through the hover balance k_t Δu r = ms g (their σ far above their
+    scatter), although an error of
     k_t moves b_z, hence s - b, alike and leaves ms as it is. The M_z row, when centred for a
     yaw moment, loses the per-piece constant again, so it gains nothing."""
     first = np.cumsum(keep) - 1  # each kept row's place in wk; a block's rows are kept together
@@ -84,8 +84,8 @@ def _bias_scores(
     ∂ρ/∂b = -[ms]x (a first-step estimate's influence; Murphy & Topel 1985, Newey 1994).
 
     Without it the accelerometer's noise in -[s - b]x ms, centred by b over each piece, counted
-    in the long-run variance at every frequency but zero, where it sums to nothing: on the
-    simulated A + B flights σ of com_x@B was 1.6x the scatter (without thrust noise 11x)."""
+    in the long-run variance at every frequency but zero, where it sums to nothing, and σ of
+    the first moments came out above their scatter."""
     extra = np.zeros((sum(len(r.t) for r in rows.values()), len(cols)))
     first, start, step = np.cumsum(keep) - 1, 0, 0
     chi = np.zeros(w.shape[1])
@@ -170,16 +170,16 @@ def cancellation_var(
     Leaving out columns A_c moves the kept estimates by P θ_c, P = (A_kᵀA_k)⁻¹A_kᵀA_c (the
     omitted-variable bias; Greene, Econometric Analysis, 7th ed., Sec. 4.3.2). By Frisch-Waugh-
     Lovell the estimate P θ̂_c is d = x_reduced - x_full[kept] on the same rows and block factors
-    (exact for least squares; these TLS fits agree with least squares to < 0.01 %). d² over-
+    (exact for least squares; these TLS fits agree closely with least squares). d² over-
     estimates the squared bias by the variance P Σ_c Pᵀ the full model adds, var_full - var_reduced
     (eq. 20 of both fits), so the term is max(d² - (var_full - var_reduced), 0): zero when the
     cancellation is harmless, the bias when a cancelled parameter is in fact not zero (e.g. ms_z
-    of configuration A in a combined fit: m c_z² is 0.3 % of I_xx, 12 σ). Zero when nothing was
+    of configuration A in a combined fit). Zero when nothing was
     cancelled or the full model is degenerate on these rows. `noise`: both fits bias-compensated
     (`fixed_fit`); where the full model's compensated normal matrix is not positive (its noise
     moment exceeds the signal in the cancelled columns' directions), the uncompensated fits
-    instead: returning zero there hid a 2 % bias of rotor gains (`TlsSettings.rotor_gains`) that
-    cancelling the products of inertia caused on a simulated flight."""
+    instead: returning zero there hid the bias of rotor gains (`TlsSettings.rotor_gains`) that
+    cancelling the products of inertia causes."""
     keep = active[blocks]
     excited = sorted({j for j in range(w.shape[1] - 1) if np.any(w[keep, j] != 0)} | set(kept))
     c = np.eye(len(kept)) if combos is None else combos
@@ -214,9 +214,7 @@ def floor_var(
     1 + δ_s); the parts' doubts are independent, so their sum is the term.
 
     The compensation subtracts a moment read from a floor above the band; where the noise is a
-    large part of a column's power (the twice-differentiated pose in ω̇: a 5 % change of the
-    angles' floor moved I_xx, I_yy 1σ and k_d, I_zz 1.35σ on a simulated motion-capture
-    flight), or the floor is not the band's noise, that reading's error is a term σ must
+    large part of a column's power (the twice-differentiated pose in ω̇), or the floor is not the band's noise, that reading's error is a term σ must
     carry. Where the move makes the compensated normal matrix indefinite (the moment would exceed
     the signal), it is halved until it does not (at most 8 times)."""
     c = np.eye(len(kept)) if combos is None else combos

@@ -20,8 +20,7 @@ from rotorid.methods.tls.selection import YAW_PAIR, expanded, fixed_fit
 from rotorid.methods.tls.settings import TlsSettings
 
 #: Most passes of the rotor-gain estimate (`estimate_rotor_gains`), each on rows rebuilt with the gains of
-#: the last; it stops once no gain moves by more than `GAIN_TOL` (on the simulated six-config-a
-#: flights with ±5 % gains the third pass moved them by < 3e-4, about 0.1σ).
+#: the last; it stops once no gain moves by more than `GAIN_TOL` (a few passes settle them).
 GAIN_PASSES = 5
 
 
@@ -29,8 +28,7 @@ GAIN_TOL = 1e-5
 
 
 #: ... and once no accelerometer bias it re-estimates (`_rebiased`) moves by more than this, m/s²
-#: (1e-5 g: a first moment's scale by as much, 0.05σ of com on the simulated A + B flights; the
-#: third pass moved b by 8e-5 there, 1e-5 would take five).
+#: (1e-5 g: a first moment's scale by as much, well inside com's σ).
 BIAS_TOL = 1e-4
 
 
@@ -188,8 +186,7 @@ def estimate_rotor_gains(problem: TlsProblem, sol: Solution, noise: NoiseMoment 
 
 #: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the
 #: first configuration's mean is no rotor's own: the flights did not separate the gains (a
-#: hover-only flight, whose accelerometer bias also was not separable, gave -99.8 and +102 %
-#: at a σ of 0.05 %), as `ACC_BIAS_PLAUSIBLE` judges a bias.
+#: hover-only flight can give gains far off at a tiny σ), as `ACC_BIAS_PLAUSIBLE` judges a bias.
 GAIN_PLAUSIBLE = 5.0
 
 
@@ -231,10 +228,9 @@ def _restored(
     unexcited) that the bias-compensated final fit should keep: their joint omitted-variable
     bias d = x_kept - x_all[kept] (`cancellation_var`) moves some kept unknown j by more than
     RESTORE_Z of its σ in `fit` (the reported, HAC σ of the fit without them, before the
-    cancellations widen it). The paper's TLS, on which `essential` ranks, does not see it: on
-    the simulated motion-capture A + B flights, I_yz@A, I_xy@A, I_xy@B (t 0.8-1.5 each)
-    shifted the gains of rotors 1 and 3 of A by 0.6σ and com_x@A by -0.4 % (-0.53 % against
-    -0.13 % kept, seed 0), the same in every flight. The fewest of them, by their t in the fit
+    cancellations widen it). The paper's TLS, on which `essential` ranks, does not see it:
+    products of inertia each within 1.5σ of zero can shift the rotors' gains and a first
+    moment, the same in every flight. The fewest of them, by their t in the fit
     with all, that leave no such move come back. `kept` may hold more columns of `w` than
     `names` (the rotors' gains, `estimate_rotor_gains`), which are never candidates."""
     gone = {h["name"] for h in history if h["why"] == "largest %σ" and not h["name"].startswith(YAW_PAIR)}

@@ -77,8 +77,8 @@ def _imu_lag(problem: TlsProblem, lag: float | None) -> tuple[LagChoice | None, 
     """The IMU's lag behind the rotor signals (`choose_imu_delay`; None: 0) and, when it could not be
     found, why ("" otherwise). The motion-capture source needs it only when its pose was timed
     against the IMU (`lag`, `_pose_lag`): the pose then lags the rotor signals by `lag` plus
-    this, found by the IMU-source model of the same flights (on the mismatch flights, IMU 4 ms
-    and pose 8 ms late, `lag` alone is 4 ms and left com_z -4.8σ̄); 0 otherwise, or where the
+    this, found by the IMU-source model of the same flights (`lag` alone is only the pose's lag
+    behind the IMU); 0 otherwise, or where the
     flights do not carry that model (the reason then goes into the pose's note, `pose_note`)."""
     if problem.model.source == "imu":
         return choose_imu_delay(problem, lag is not None), ""
@@ -191,9 +191,7 @@ def choose_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> LagCho
     others, predict each) better than the paper's model without a lag by more than the folds'
     scatter (`heldout.prefers`), at `heldout.STRONG` beyond what a flight controller's filters
     explain (`PLAUSIBLE_IMU_DELAY`); otherwise 0 stands. The likelihood's cost, not unimodal, can
-    settle on a lag that trades the rotor wrench against an effect the model lacks (on an
-    independent simulator's flights with rotor drag and flapping, 18.8 ms for a true 0, I_zz and k_d
-    -97 %; on ours with rotor and body drag it found -0.1 ms). Where the
+    settle on a lag that trades the rotor wrench against an effect the model lacks. Where the
     test is not decisive either way, the other lag's estimates enter σ (`alternative`)."""
     model = _lag_model(problem, pose_measured)
     found, at = _search(model)

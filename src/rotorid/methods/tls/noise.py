@@ -350,8 +350,7 @@ def _excess_levels(p: np.ndarray, base: np.ndarray, shapes: np.ndarray, nu: floa
     density `p` (ν degrees of freedom per bin), and their covariance: the fit of log p = log(base
     + shapesᵀ c) + log(χ²_ν / ν), each bin's log-ratio standardised by the log-χ²'s mean and
     standard deviation (ψ(ν/2) - log(ν/2), ψ'(ν/2)^½) under a Cauchy loss, so bins another
-    component fills (model error at the manoeuvres' frequencies, 10-1000x the noise on the
-    simulated mismatch flights) do not count."""
+    component fills (model error at the manoeuvres' frequencies) do not count."""
     from scipy.optimize import least_squares
     from scipy.special import digamma, polygamma
 

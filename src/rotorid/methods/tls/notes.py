@@ -208,8 +208,8 @@ MOCAP_YAW = (
 def mocap_yaw_pair(settings: TlsSettings) -> bool:
     """Whether the yaw pair (k_d, k_tau, I_zz) is reported: always from the IMU; from motion
     capture only with the errors-in-variables compensation (`TlsSettings.eiv`), which takes the
-    twice-differentiated yaw angle's noise out of the fit (on the simulated Six A + B flights
-    the pair's bias fell from -17 % to -1.7 %, within its σ: ±2σ coverage 100 %, 10 seeds)."""
+    twice-differentiated yaw angle's noise out of the fit, which otherwise biases the pair far
+    beyond its σ."""
     return settings.source != "mocap" or settings.eiv
 
 

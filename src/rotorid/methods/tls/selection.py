@@ -29,9 +29,8 @@ def weighted_fit(
 
 #: The unknowns `essential` cancels by the paper's rule alone (`TlsSettings.cancel_z` aside): in one
 #: configuration the yaw row fixes only I_zz / k_d (eq. 23), so their %σ comes from weak couplings
-#: and the block weighting, not from the data's information on each (kept at 2 %σ, k_d came out
-#: -96 % on a simulated configuration-A flight, and a symmetric vehicle's garbage k_d moved the
-#: estimated IMU lag to 25 ms).
+#: and the block weighting, not from the data's information on each (a k_d kept at a small %σ
+#: can be far off, and move the estimated IMU lag with it).
 YAW_PAIR = ("k_d", "I_zz")
 
 
@@ -100,8 +99,7 @@ def essential(
             at = active[br]
             ref, _ = weighted_fit(wr[at][:, [*kept, w.shape[1] - 1]], br[at], counts * active, base, settings)
             # k_t's %σ in the paper's model, never above the own floor: a large accelerometer bias can
-            # collapse that model's fit (on the mismatch scenarios k_d came out 700 with %σ 1e-13 on
-            # others, and every parameter but k_t was cancelled)
+            # collapse that model's fit (a tiny %σ on the others, every parameter but k_t cancelled)
             floor = min(floor, float(ref.rel_std_pct[kept.index(0)]))
         ratio = float(pct.max() / floor) if floor > 0 else float("inf")
         cand = pct.copy()

@@ -62,10 +62,9 @@ def _selected(problem: TlsProblem, gain: dict[str, np.ndarray] | None = None) ->
 def _rebiased(problem: TlsProblem, sol: Solution, noise: np.ndarray) -> Solution:
     """`sol` with the accelerometer bias re-estimated from the bias-compensated fit and its system
     rebuilt with it. The first pass's b (`_selected`) comes from the paper's TLS, which the
-    sensor noise biases (k_t -0.06 % on six-config-a), so b_z is off by about that share of g;
-    the final fit corrects k_t, but the moment rows keep s - b in -[s]x ms, where b_z's error
-    scales the first moments by 1 + Δb_z / g (+0.04-0.05 % in every simulated flight, 1.3-1.5σ̄ of
-    com_x, com_y in configuration B: the same bias with or without the compensation)."""
+    sensor noise biases, so b_z is off by about k_t's share of g; the final fit corrects k_t,
+    but the moment rows keep s - b in -[s]x ms, where b_z's error scales the first moments by
+    1 + Δb_z / g, the same bias with or without the compensation."""
     fit = fixed_fit(sol.w, sol.blocks, sol.kept, sol.active, sol.scale, noise)
     x = expanded(fit.x, sol.kept, len(sol.names))
     bias = {c: b + sol.bias0[c] for c, b in acc_bias_estimate(sol.rows, x, problem.masses).items()}
@@ -109,8 +108,8 @@ def _solve_once(problem: TlsProblem, restore: tuple[str, ...] = (), nm: NoiseMom
     (`TlsSettings.rotor_gains`) or, where the flights do not separate them, their assumed spread
     (`TlsSettings.motor_spread`) when asked. With the gains, the essential set is chosen with
     their columns in every fit (`essential`'s `extra`): the paper's model with equal rotors hands
-    the gains' hover moment to the first moments and can cancel one that is not zero (ms_x of
-    six-config-a-mismatch seed 4: -0.27 g m for -4.5 g m), which would leave the gains unseparated."""
+    the gains' hover moment to the first moments and can cancel one that is not zero, which
+    would leave the gains unseparated."""
     settings, n_rotors = problem.model, problem.vehicle.n_rotors
     want = settings.rotor_gains and settings.motor_spread > 0
     ones = {c: np.ones(n_rotors) for c in problem.configs} if want else None
