@@ -17,11 +17,8 @@ For one `Flight`:
 
 Verdicts use `THRESHOLDS`: a measure ≥ the first number is "excited", ≥ the second "weak",
 below "none"; "n/a" when the channel is missing. The defaults suit small and mid-size
-multirotors. On the Crazyflie logs of Eschmann et al. (windows of the paper) they give:
-roll/pitch window log15@55:90 — roll 43, pitch 35 rad/s² (excited); yaw windows
-log16@32:38 and @45:49 — yaw 21–22 rad/s² (excited), roll/pitch 9–12 (weak); thrust window
-log10@35:65 — thrust 0.28 (excited), yaw 1.4 rad/s² (weak). Pass your own thresholds for a
-much larger vehicle, whose angular accelerations are smaller.
+multirotors (what they give on the paper's Crazyflie windows is in docs/validation.md). Pass
+your own thresholds for a much larger vehicle, whose angular accelerations are smaller.
 """
 
 from __future__ import annotations

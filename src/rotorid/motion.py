@@ -241,8 +241,8 @@ def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float
     its minimum refined by the parabola through the best three: the signals are band-limited
     far below Nyquist, so the cost is smooth on the sample grid. (Interpolating the signal
     instead would not do: a linear interpolation averages the noise of neighbouring samples,
-    so a fractional shift lowers the cost by itself, pulling a true 5 ms to 4.45 ms on the
-    six-config flights; an FFT shift wraps the piece's ends around.) This is the time
+    so a fractional shift lowers the cost by itself and pulls the lag short; an FFT shift
+    wraps the piece's ends around.) This is the time
     alignment of motion capture and IMU of visual-inertial calibration (e.g. Furgale et al.,
     IROS 2013). None when the piece lacks pose or IMU, is too short, or its cost has no minimum
     inside the range (too little motion to time it)."""

@@ -139,8 +139,7 @@ def _d1(x: np.ndarray, t: np.ndarray, h: float | None) -> np.ndarray:
     A derivative is compared with signals that are not differentiated (rotor wrench against
     I ω̇, m a), so its gain error is a parameter bias: the three-point difference passes a
     sine of frequency f with gain sin(2πfh)/(2πfh), 1 - (2πfh)²/6: -0.15 % at 3 Hz and 200 Hz,
-    twice that through a second derivative (a motion-capture pose), which biased I_xx, I_yy
-    by +0.06-0.1 % and com_z by -1 % on a noise-free simulated flight (30 σ). The five-point
+    twice that through a second derivative (a motion-capture pose). The five-point
     difference's gain is 1 - (2πfh)⁴/30 (-2.6e-6 there; Fornberg 1988, Math. Comp. 51).
     Two rows (a log piece cut short) get the one-sided difference, one row a zero slope."""
     if len(x) < 3:

@@ -7,11 +7,9 @@ from typing import Any
 from rotorid.options import option
 
 #: Relative 1σ spread of the rotors' gains about their mean (thrust, and in tls the drag torque
-#: with it): tls and online take one coefficient for all rotors. Measured on the real Crazyflie log15 (55–90 s, steady
-#: hover and roll/pitch moves): the per-motor mean u² projected on the yaw pattern (±1 by spin
-#: direction, which no CoM offset can produce; for independent gains its 1σ is the spread) is
-#: 3.3 % of the mean. (log10's thrust flight gives 15 % while the vehicle slowly yaws, which the
-#: yaw pattern also holds: an upper bound.)
+#: with it): tls and online take one coefficient for all rotors. Measured on a real Crazyflie
+#: flight: the per-motor mean u² projected on the yaw pattern (±1 by spin direction, which no
+#: CoM offset can produce; for independent gains its 1σ is the spread).
 MOTOR_SPREAD = 0.03
 
 

@@ -240,13 +240,12 @@ def sandwich(
     J. Econometrics 29; Bell & McCaffrey 2002's CR2 for clusters). Equal leverage costs EWC
     nothing (its cosines are orthogonal to a constant; a Bartlett window loses b = (L+1)/T, the
     first-order term of Kiefer & Vogelsang 2005's 1 - b + b²/3); a parameter informed in bursts
-    loses more (kwon-payload's I_zz, its column active on 9 % of the rows: k ≈ 0.15; six-config
-    A + B's first moments up to 0.12).
+    loses more (online's I_zz, its column active on few rows; tls's first moments).
 
     EWC also serves scores of different correlation at once, where a lag window does not: an
     over-differenced series, whose Bartlett bias -Σ|l|γ_l / (L + 1) is the size of its long-run
     variance, against the slowly decaying rate error of a Kalman filter with gain 0.1 per step,
-    which a window of 40 lags cuts 9 % short."""
+    which a window of a few tens of lags cuts short."""
     lrv = (lambda g: ewc_meat(g, segment)) if lags is None else (lambda g: hac_meat(g, segment, lags))
     d = 1.0 / np.sqrt(1.0 - np.minimum(np.diag(lrv(leverage)), LEVERAGE_MAX))
     cov = binv @ lrv(scores) @ binv.T * dof * d[:, None] * d[None, :]

@@ -86,8 +86,7 @@ def yaw_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertainty, rp: 
     scaled by it; their σ carry the ratio's own spread and both are marked assumed. The joint
     estimate (eq. 73-76) is reported as a check, not used: where the yaw flight precesses
     enough to ground I_zz, it is still a direct parameterization (torque regressed on angular
-    acceleration), biased low by the noise in the angular acceleration (0.3-0.5 % = 5-8 σ on
-    the simulator's `eschmann-crazyflie`, unbiased without sensor and thrust noise). The
+    acceleration), biased low by the noise in the angular acceleration. The
     roll/pitch model is cross-validated on the yaw flight."""
     yaw, st = problem.yaw, problem.settings
     c, c_sd = st.izz_ratio

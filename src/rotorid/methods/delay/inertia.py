@@ -184,7 +184,7 @@ def eiv_bracket(x: np.ndarray, y: np.ndarray, value: float, what: str) -> EivBra
     torque the rotor model's error (thrust curve, lag, motor spread) and every disturbance
     torque (wind, prop wash; the closed loop turns these into commands too). The high-band
     noise floor (`Angular.noise_var`) explains under 1 % of the scatter about the fit on every
-    flight tried (simulator ~0.5 %, real Crazyflie and Betaflight logs 0.03-0.07 %), so the
+    flight tried, so the
     noise-variance ratio a Deming / TLS fit needs is unknown, and the slope is only bounded:
     between the direct and the reverse least-squares slopes (`frisch_bounds`), a factor 1/r²
     apart. σ is the bracket as a rectangular distribution about the reported value

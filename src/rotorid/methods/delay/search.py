@@ -77,8 +77,7 @@ def search_tm(problem: ThrustProblem, settings: DelaySettings) -> TmSearch:
 
     The likelihood's weight n_eff = n / tau_int uses the residual's autocorrelation time at
     the optimum: away from it the residual carries the lag-model error, a smooth signal with
-    tau_int ~ 100 samples instead of ~1 (at 7 % from the optimum on a 1 kHz log), which made σ
-    ten times too large. It matters for the search only with a prior (whose balance against
+    tau_int far above its value at the optimum, which made σ too large. It matters for the search only with a prior (whose balance against
     the data it sets); the curve shown and the excitation test use it too."""
     lo, hi = tm_support(settings)
     evals: dict[float, float] = {}

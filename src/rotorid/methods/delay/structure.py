@@ -75,9 +75,7 @@ def asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: 
     sample count, 1 % level, χ² with one degree of freedom), the reported symmetric values stay
     (the paper's model) and, as in `dead_time_check`, the difference Δθ between the two models'
     T_m (the constants' mean) and thrust coefficients enters their covariance (Δθ Δθᵀ), which
-    the roll/pitch and yaw steps propagate; a note says so. On simulated motors rising in 55 ms
-    and falling in 85 ms the symmetric T_m was 6.7 % below their mean (7σ) and I_xx, I_yy
-    3.6 % high (3σ). A screen of two evaluations decides first whether the full fit is worth
+    the roll/pitch and yaw steps propagate; a note says so. A screen of two evaluations decides first whether the full fit is worth
     it (`ASYM_SCREEN_P`; the screen's p-value is the diagnostic then). Returns the search with
     σ so widened (`widened`), None when the data do not support the split."""
     n_eff = sym.n / sym.tau_int
@@ -118,8 +116,7 @@ def sample_hold_term(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     a command that moves within each interval: its mean there lags the held sample by up to
     Δt/2, which T_m absorbs (a delay d and a lag T_m are one lag T_m + d to first order), so
     the fitted T_m lies between the truth - Δt/2 (a command smooth within the interval) and the
-    truth (one held). On simulated flights with a 500 Hz controller, T_m came out 2.6 ms (3.7 %,
-    8σ) low at 200 Hz and 7.7 % low at 101 Hz. Unless every flight records that its commands
+    truth (one held). Unless every flight records that its commands
     hold, T_m moves by Δt/4 to the middle of that interval and its variance gains the uniform
     interval's (Δt/4)²/3; the coefficients are refitted there. This is also σ's floor from the log's
     time resolution: an exactly fitting model no longer gives σ 1e-20."""

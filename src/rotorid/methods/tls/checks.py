@@ -135,9 +135,9 @@ def _on_drag(sol: Solution, std: np.ndarray) -> dict[str, str]:
     """The rotor drag k_rd (`DRAG_LUMPED`) and every first moment ms_* that moves by more than
     `SECONDARY_Z` σ when the rotor-drag column is left out of the same rows: the drag's moment
     about the origin (its force at the hubs' height) has the form of a first moment's lever arm, so
-    a drag the model lacks (body drag, six-config-a with 0.3 N s/m: ms_z -32 %, 19σ) moves them
-    through it; ms_z always (`DRAG_HEIGHT`), on a 20 s flight it moved 4.5σ with less than 2σ of shift. Others (k_t, I_xx, I_yy) also move when a real rotor drag is left out, but the rows
-    fix them without it: not only through it."""
+    a drag the model lacks (body drag) moves them through it; ms_z always (`DRAG_HEIGHT`), as
+    it can move beyond σ with little shift. Others (k_t, I_xx, I_yy) also move when a real
+    rotor drag is left out, but the rows fix them without it: not only through it."""
     if K_RD not in sol.names or sol.names.index(K_RD) not in sol.kept:
         return {}
     drop = sol.names.index(K_RD)
