@@ -135,7 +135,7 @@ def test_options_form_is_made_from_the_delay_settings(sessions: Sessions) -> Non
     assert list(run.form_options()) == list(options_of(DelaySettings))
     ids = re.findall(r"'type': 'option', 'name': '(\w+)'", repr(layout(sessions.root, "x", 1.0)))
     assert ids == list(options_of(DelaySettings))
-    form = {"cutoff_hz": "15", "exponents": "0,1,2", "tm_prior": "", "per_motor": True, "asymmetric_tm": False}
+    form = {"cutoff_hz": "15", "exponents": "auto", "tm_prior": "", "per_motor": True, "asymmetric_tm": False}
     assert run.given_options(form) == {"cutoff_hz": 15.0, "per_motor": True}
     with pytest.raises(RotoridError, match="--cutoff-hz 'fast' must be a number"):
         run.given_options({"cutoff_hz": "fast"})

@@ -100,7 +100,9 @@ class DelaySettings:
         parse=lambda v, what: value_sigma(v, what, ACC_BIAS_MAX),
     )
     inertia_param: str = option("auto", "auto, direct, reciprocal or tls.")
-    tm_bounds: tuple[float, float] = option((0.002, 0.5), "T_m search range LO,HI (s).", parse=pair)
+    tm_bounds: tuple[float, float] = option(
+        (0.002, 0.5), "T_m search range LO,HI (s) (delay, freq).", parse=pair, shared=True
+    )
     tm_grid: int = internal(24)
     tm_xtol: float = internal(1e-4)
     cutoff_hz: float = option(20.0, "Zero-phase low-pass (Hz) for torque and angular acceleration.")

@@ -23,7 +23,7 @@ from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
 from rotorid.methods.freq import frf, model, sweep
 from rotorid.methods.freq.settings import MIN_RATE_HZ, FreqSettings
-from rotorid.result import Result, build_result
+from rotorid.result import Observability, Result, build_result
 from rotorid.signal import is_uniform
 from rotorid.vehicle import Vehicle
 
@@ -128,7 +128,7 @@ def _estimates(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> tuple[dict
             notes.append(f"{name}: no finite estimate with σ; not reported")
             continue
         est[name] = (value, max(std, floor))
-        obs[name] = {"identifiable": True, "rel_std_pct": 100.0 * est[name][1] / value, **at}
+        obs[name] = Observability(True, rel_std_pct=100.0 * est[name][1] / value, **at)
     if "dead_time" in phys:
         v, g = phys["dead_time"]
         notes.append(f"dead time {1e3 * v:.2f} ± {1e3 * np.sqrt(max(g @ fit.cov @ g, 0.0)):.2f} ms (commands to IMU)")

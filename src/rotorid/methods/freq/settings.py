@@ -30,10 +30,16 @@ class FreqSettings:
 
     min_coherence: float = option(0.6, "Fit only bins whose input-output coherence is at least this.")
     band: tuple[float, float] | None = option(
-        None, "Band LOW,HIGH in Hz fitted (default: the sweep's).", kind=str, parse=pair
+        None,
+        "Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default the sweep's).",
+        kind=str,
+        parse=pair,
+        shared=True,
     )
     dead_time: str = option("auto", "auto (kept if it predicts held-out frequencies better), on or off.")
-    tm_bounds: tuple[float, float] = option((0.002, 0.5), "T_m search range LO,HI (s).", parse=pair)
+    tm_bounds: tuple[float, float] = option(
+        (0.002, 0.5), "T_m search range LO,HI (s) (delay, freq).", parse=pair, shared=True
+    )
     cycles: float = option(3.0, "Periods of the lowest fitted frequency per spectral segment.")
 
     def __post_init__(self) -> None:

@@ -196,7 +196,8 @@ def choose_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> LagCho
     model = _lag_model(problem, pose_measured)
     found, at = _search(model)
     h = 5e-4
-    curv = (model.cost(found + h) - 2 * at + model.cost(found - h)) / h**2
+    mid = float(np.clip(found, -MAX_IMU_DELAY + h, MAX_IMU_DELAY - h))  # the stencil stays in the searched range
+    curv = (model.cost(mid + h) - 2 * (at if mid == found else model.cost(mid)) + model.cost(mid - h)) / h**2
     std = float(1 / np.sqrt(curv)) if curv > 0 else float("inf")
     w0, blocks, rows = model.system(0.0)
     folds = segments(rows)

@@ -137,7 +137,11 @@ class TlsSettings:
         2.0, "Cancel an essential-parameter candidate only within this many σ of zero (inf: the paper's rule)."
     )
     band: tuple[float, float] | None = option(
-        None, "Band-pass LOW,HIGH in Hz (default chosen from the rate).", kind=str, parse=pair
+        None,
+        "Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default the sweep's).",
+        kind=str,
+        parse=pair,
+        shared=True,
     )
     weighted: bool = option(True, "Weight each wrench row block by its residual σ.")
     speed: str = option("auto", "Rotor terms from auto, cmd (the paper) or rotor_speed (measured).")
