@@ -5,8 +5,9 @@ do not pay for numpy and scipy."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rotorid.util import lazy_names
 
 if TYPE_CHECKING:
     from rotorid.errors import RotoridError
@@ -27,14 +28,4 @@ _HOME = {
 __all__ = ["Estimate", "Flight", "Result", "Rotor", "RotoridError", "Truth", "Vehicle", "compare"]
 __version__ = "0.1.0"
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'rotorid' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, _HOME)

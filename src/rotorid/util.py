@@ -6,12 +6,15 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib
 import os
 import stat
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rotorid.errors import RotoridError, clip
 
@@ -189,3 +192,22 @@ def windows_text(windows: Sequence[Sequence[float]] | None) -> str:
     if not windows:
         return "whole log"
     return ", ".join(f"{float(a):g}–{float(b):g} s" for a, b in windows)
+
+
+def lazy_names(package: str, home: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """PEP 562 `__getattr__` and `__dir__` for `package`, whose public names load on first use
+    (so naming a settings class, or `import rotorid`, imports no numpy): `home` maps each name
+    to the module that defines it; a name once loaded is kept in the package."""
+    module = sys.modules[package]
+
+    def getattr_(name: str) -> Any:
+        if name not in home:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home[name]), name)
+        setattr(module, name, value)
+        return value
+
+    def dir_() -> list[str]:
+        return sorted([*vars(module), *home])
+
+    return getattr_, dir_

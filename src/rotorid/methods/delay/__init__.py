@@ -49,8 +49,9 @@ on first use (PEP 562), so naming the settings class does not import the whole m
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rotorid.util import lazy_names
 
 if TYPE_CHECKING:
     from rotorid.errors import ExcitationError
@@ -160,14 +161,4 @@ __all__ = [
     "thrust_uncertainty",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, _HOME)

@@ -10,8 +10,9 @@ load on first use (PEP 562), so naming the settings class does not import numpy.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rotorid.util import lazy_names
 
 if TYPE_CHECKING:
     from rotorid.methods.freq.pipeline import identify
@@ -20,10 +21,4 @@ if TYPE_CHECKING:
 _WHERE = {"FreqSettings": "settings", "identify": "pipeline"}
 __all__ = ["FreqSettings", "identify"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, {n: f"{__name__}.{m}" for n, m in _WHERE.items()})

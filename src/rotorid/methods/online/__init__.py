@@ -61,8 +61,9 @@ The public names below load their stage on first use (PEP 562), so the registry'
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rotorid.util import lazy_names
 
 if TYPE_CHECKING:
     from rotorid.methods.online.bias import GyroBias, allan_levels, gyro_bias
@@ -111,14 +112,4 @@ __all__ = [
     "identify",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'rotorid.methods.online' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"rotorid.methods.online.{_HOME[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, {n: f"{__name__}.{m}" for n, m in _HOME.items()})

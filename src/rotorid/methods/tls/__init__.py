@@ -26,11 +26,9 @@ names load their stage on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from rotorid.methods.assumptions import MOTOR_SPREAD
 from rotorid.methods.tls.settings import CHI, CHI_K, K_RD, MAX_IMU_DELAY, TlsSettings
+from rotorid.util import lazy_names
 
 #: Public names of the later stages, by module (loaded on first use, `__getattr__`).
 _LAZY = {
@@ -48,14 +46,6 @@ _LAZY = {
 
 __all__ = ["CHI", "CHI_K", "K_RD", "MAX_IMU_DELAY", "MIN_RATE_HZ", "MOTOR_SPREAD", "TlsSettings", *_LAZY]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "MIN_RATE_HZ":  # the methods' rate floors are read by `excitation`; motion needs scipy
-        from rotorid.motion import MIN_RATE_HZ
-
-        return MIN_RATE_HZ
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(
+    __name__, {"MIN_RATE_HZ": "rotorid.motion", **{n: f"{__name__}.{m}" for n, m in _LAZY.items()}}
+)
