@@ -75,3 +75,17 @@ def test_request_settings_parse_text_as_each_field_declares() -> None:
     req.options = {"tm_bounds": "0.01"}
     with pytest.raises(RotoridError, match=r"--tm-bounds .0\.01. must be 2 comma-separated numbers"):
         req.settings(methods()["delay"].load("settings"))
+
+
+def test_a_number_given_as_text_becomes_the_fields_number() -> None:
+    """A manifest's or the API's "0.8" reaches a float field as 0.8, and nonsense is one line."""
+
+    @dataclasses.dataclass(frozen=True)
+    class S:
+        gain: float = option(0.6, "A gain.")
+        count: int = option(3, "A count.")
+
+    opts = options_of(S)
+    assert opts["gain"].value("0.8") == 0.8 and opts["count"].value("5") == 5 and opts["gain"].value(0.7) == 0.7
+    with pytest.raises(RotoridError, match="--gain 'fast' must be a number"):
+        opts["gain"].value("fast")

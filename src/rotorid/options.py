@@ -71,8 +71,17 @@ class Option:
         return kind | None if self.default is None and not self.auto else kind
 
     def value(self, given: Any) -> Any:
-        """A given value (text or typed) as the settings field takes it."""
-        return given if self.parse is None else self.parse(given, self.spelling)
+        """A given value (text or typed) as the settings field takes it: `parse`, else a number
+        written as text (a manifest's or the API's "0.8") as the field's number."""
+        if self.parse is not None:
+            return self.parse(given, self.spelling)
+        kind = self.kind or type(self.default)
+        if isinstance(given, str) and kind in (int, float):
+            try:
+                return kind(given)
+            except ValueError:
+                raise RotoridError(f"{self.spelling} '{given}' must be a number") from None
+        return given
 
 
 def option(default: Any, help: str, **kw: Any) -> Any:
