@@ -141,15 +141,14 @@ def serve(folder: str | Path, port: int = 8050, open_browser: bool = True, max_u
     """Serve until Ctrl-C or SIGTERM: print the URL (with the launch token), open the browser,
     clean up on the way out."""
     previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM cleans up as Ctrl-C does
-    try:
+    try:  # the interrupt may come at any point after the URL is out, and the server is closed first
         with Server(folder, port, max_upload_mb) as srv:
             print(f"rotorid app: {srv.url}  (logs from {Path(folder).resolve()}; Ctrl-C stops)", flush=True)
             if open_browser:
                 webbrowser.open(srv.url)
-            try:
-                threading.Event().wait()
-            except KeyboardInterrupt:
-                print("stopped", flush=True)
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        print("stopped", flush=True)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
