@@ -170,3 +170,21 @@ def seconds_or_auto(v: str | float, flag: str) -> float | None:
 def zero_is_none(v: float | None, what: str) -> float | None:
     """A rate where 0 means none (e.g. `--rate-hz 0`: every sample)."""
     return v or None
+
+
+def band_option() -> Any:
+    """The `band` settings field of the methods that take a frequency band (tls, freq): one
+    `--band` for both."""
+    return option(
+        None,
+        "Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default the sweep's).",
+        kind=str,
+        parse=pair,
+        shared=True,
+    )
+
+
+def tm_bounds_option() -> Any:
+    """The `tm_bounds` settings field of the methods that search the motor time constant (delay,
+    freq): one `--tm-bounds` for both."""
+    return option((0.002, 0.5), "T_m search range LO,HI (s) (delay, freq).", parse=pair, shared=True)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from rotorid.errors import RotoridError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
-from rotorid.options import internal, option, pair, value_sigma, words
+from rotorid.options import internal, option, pair, tm_bounds_option, value_sigma, words
 
 #: Largest accelerometer bias (m/s²) `acc_bias_z` may give: half of gravity is a broken sensor.
 ACC_BIAS_MAX = 5.0
@@ -100,9 +100,7 @@ class DelaySettings:
         parse=lambda v, what: value_sigma(v, what, ACC_BIAS_MAX),
     )
     inertia_param: str = option("auto", "auto, direct, reciprocal or tls.")
-    tm_bounds: tuple[float, float] = option(
-        (0.002, 0.5), "T_m search range LO,HI (s) (delay, freq).", parse=pair, shared=True
-    )
+    tm_bounds: tuple[float, float] = tm_bounds_option()
     tm_grid: int = internal(24)
     tm_xtol: float = internal(1e-4)
     cutoff_hz: float = option(20.0, "Zero-phase low-pass (Hz) for torque and angular acceleration.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rotorid.errors import RotoridError
-from rotorid.options import option, pair
+from rotorid.options import band_option, option, tm_bounds_option
 
 #: The slowest IMU and command logging the method accepts (Hz): a 20 Hz sweep needs a few
 #: samples per period.
@@ -29,17 +29,9 @@ class FreqSettings:
     """
 
     min_coherence: float = option(0.6, "Fit only bins whose input-output coherence is at least this.")
-    band: tuple[float, float] | None = option(
-        None,
-        "Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default the sweep's).",
-        kind=str,
-        parse=pair,
-        shared=True,
-    )
+    band: tuple[float, float] | None = band_option()
     dead_time: str = option("auto", "auto (kept if it predicts held-out frequencies better), on or off.")
-    tm_bounds: tuple[float, float] = option(
-        (0.002, 0.5), "T_m search range LO,HI (s) (delay, freq).", parse=pair, shared=True
-    )
+    tm_bounds: tuple[float, float] = tm_bounds_option()
     cycles: float = option(3.0, "Periods of the lowest fitted frequency per spectral segment.")
 
     def __post_init__(self) -> None:

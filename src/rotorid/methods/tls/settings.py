@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
 from rotorid.methods.assumptions import motor_spread_option
-from rotorid.options import internal, option, pair, seconds_or_auto
+from rotorid.options import band_option, internal, option, seconds_or_auto
 
 if TYPE_CHECKING:  # the command line reads these settings at start-up: no numpy here
     from rotorid.motion import MotionSettings
@@ -136,13 +136,7 @@ class TlsSettings:
     cancel_z: float = option(
         2.0, "Cancel an essential-parameter candidate only within this many σ of zero (inf: the paper's rule)."
     )
-    band: tuple[float, float] | None = option(
-        None,
-        "Band LOW,HIGH in Hz: tls band-pass (default chosen from the rate); freq fitted band (default the sweep's).",
-        kind=str,
-        parse=pair,
-        shared=True,
-    )
+    band: tuple[float, float] | None = band_option()
     weighted: bool = option(True, "Weight each wrench row block by its residual σ.")
     speed: str = option("auto", "Rotor terms from auto, cmd (the paper) or rotor_speed (measured).")
     parallel_cutoff: float | None = internal(None)
