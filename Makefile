@@ -16,6 +16,8 @@ demo: $(STAMP)
 	$(BIN)/rotorid demo --out demo-out
 
 # The report tests drive real headless Chromium; install it once (Debian packages) if missing.
+# --dist loadscope keeps each test file on one worker, so a module's fixtures (a simulated flight
+# and its identification, a browser) are built once, not once per worker.
 test: $(STAMP)
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
 	elif command -v apt-get >/dev/null 2>&1; then \
@@ -25,7 +27,7 @@ test: $(STAMP)
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver \
 	    || { echo "could not install chromium; the browser tests need /usr/bin/chromium and /usr/bin/chromedriver"; exit 1; }; \
 	else echo "no apt-get: install chromium and chromedriver yourself, else the browser tests are skipped"; fi
-	@$(BIN)/python -m pytest -n 2 -q; rc=$$?; \
+	@$(BIN)/python -m pytest -n 2 --dist loadscope -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treat as a failure"; fi; exit $$rc
 
 lint: $(STAMP)
