@@ -13,7 +13,8 @@ estimate carries a bias that oscillates along the band. The estimate at each fre
 the H1 estimate `S_xy / S_xx` when the instrument is the input itself (`r=None`), and the
 closed-loop (joint input-output) estimate `S_ry / S_rx` when it is the injected excitation,
 which noise fed back by the controller does not reach. The residual `E_k = Y_k - H X_k` gives
-the noise spectrum `S_nn = Σ |E_k|² / (K - 1)`. Each segment's own leakage `T_k` (cancelling
+the noise spectrum `S_nn = Σ |E_k|² / ν`, `ν` the share of the noise the residual keeps (K - 1
+for independent segments, less where they overlap: `_residual_share`). Each segment's own leakage `T_k` (cancelling
 in the sum, not in `E_k`) is not noise: given a model's prediction `m` of the output, its
 segments `M_k` carry the same `T_k`, and `E_k = Y_k - M_k - (H - H_m) X_k` (`H_m` the same
 estimate of `m`) leaves the noise alone while `H - H_m` still absorbs what the model misses
@@ -77,17 +78,26 @@ class Frf:
 
     def _pairs(self, bj: np.ndarray, bi: np.ndarray) -> np.ndarray:
         """E[e_j conj(e_i)] for each pair of bins (bj[n], bi[n]) at most `BIN_REACH` apart."""
-        r, k, step = self._r, self._r.shape[0], self.nperseg // STEPS
-        acc = np.zeros(len(bj), dtype=complex)
-        for m in range(-(self._rho.shape[0] - 1), self._rho.shape[0]):
-            if m >= 0:  # ρ_m(j, i) = e^{-2πi j m s / L} G_m(j - i)
-                g = self._rho[m][bj - bi + BIN_REACH] * np.exp(-2j * np.pi * bj * m * step / self.nperseg)
-                a, b = slice(0, k - m), slice(m, k)
-            else:  # ρ_{-m}(j, i) = conj(ρ_m(i, j))
-                g = np.conj(self._rho[-m][bi - bj + BIN_REACH]) * np.exp(-2j * np.pi * bi * m * step / self.nperseg)
-                a, b = slice(-m, k), slice(0, k + m)
-            acc += g * np.einsum("kn,kn->n", np.conj(r[a][:, bj]), r[b][:, bi])
+        acc = _overlap_sum(self._r, self._r, self._rho, self.nperseg, bj, bi)
         return acc * np.sqrt(self._s_nn[bj] * self._s_nn[bi]) / (self._d[bj] * np.conj(self._d[bi]))
+
+
+def _overlap_sum(
+    a: np.ndarray, b: np.ndarray, rho: np.ndarray, nperseg: int, bj: np.ndarray, bi: np.ndarray
+) -> np.ndarray:
+    """Σ_kl conj(a_k,j) b_l,i ρ_{l-k}(j, i) for each pair of bins (bj[n], bi[n]) at most
+    `BIN_REACH` apart (`a`, `b`: segments × bins; ρ the window's overlap, module docstring)."""
+    k, step = a.shape[0], nperseg // STEPS
+    acc = np.zeros(len(bj), dtype=complex)
+    for m in range(-(rho.shape[0] - 1), rho.shape[0]):
+        if m >= 0:  # ρ_m(j, i) = e^{-2πi j m s / L} G_m(j - i)
+            g = rho[m][bj - bi + BIN_REACH] * np.exp(-2j * np.pi * bj * m * step / nperseg)
+            sa, sb = slice(0, k - m), slice(m, k)
+        else:  # ρ_{-m}(j, i) = conj(ρ_m(i, j))
+            g = np.conj(rho[-m][bi - bj + BIN_REACH]) * np.exp(-2j * np.pi * bi * m * step / nperseg)
+            sa, sb = slice(-m, k), slice(0, k + m)
+        acc += g * np.einsum("kn,kn->n", np.conj(a[sa][:, bj]), b[sb][:, bi])
+    return acc
 
 
 def segment_length(fs: float, n: int, f_lo: float, cycles: float = 4.0) -> int:
@@ -95,6 +105,19 @@ def segment_length(fs: float, n: int, f_lo: float, cycles: float = 4.0) -> int:
     quarter of the record (so at least 13 segments, four independent ones, average), at least 64."""
     want = round(cycles * fs / max(f_lo, 1e-3))
     return int(max(64, min(want, n // 4)))
+
+
+def _residual_share(
+    xs: np.ndarray, rs: np.ndarray, d: np.ndarray, rho: np.ndarray, nperseg: int, bins: np.ndarray
+) -> np.ndarray:
+    """E[Σ_k |E_k|²] / S_nn per bin for `E_k = V_k - ΔH X_k` (ΔH the estimate's noise part):
+    K - 2 Re(Σ_kl conj(R_l) X_k ρ_{k-l} / D) + Σ_k |X_k|² Σ_kl conj(R_k) R_l ρ_{l-k} / |D|²,
+    which is K - 1 for independent segments and `R = X`; overlapping segments share noise, so
+    the fitted `H` takes more of it from the residual."""
+    k = xs.shape[0]
+    cross = _overlap_sum(rs, xs, rho, nperseg, bins, bins) / d
+    var = np.real(_overlap_sum(rs, rs, rho, nperseg, bins, bins)) / np.abs(d) ** 2
+    return np.maximum(k - 2.0 * np.real(cross) + np.sum(np.abs(xs) ** 2, axis=0) * var, 1.0)
 
 
 def _window_overlap(win: np.ndarray, step: int) -> np.ndarray:
@@ -122,8 +145,9 @@ def estimate(
     bins of `nperseg`-sample Hann segments a quarter segment apart, instrumented by `r`
     (default `x`: the H1 estimate); with `model` (a model's prediction of `y`), its estimate
     too and the noise without the segments' leakage (module docstring). Each segment's mean
-    is removed (scipy.signal.csd's detrend). The segments end at the last sample (the samples left over are dropped at the start: a sweep
-    rises to its highest frequencies at the end of its record)."""
+    is removed (scipy.signal.csd's detrend). The segments end at the last sample (the samples
+    left over are dropped at the start: a sweep rises to its highest frequencies at the end of
+    its record)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     r = x if r is None else np.asarray(r, dtype=float)
     m = np.zeros_like(y) if model is None else np.asarray(model, dtype=float)  # no model: E_k = Y_k - H X_k
@@ -145,14 +169,14 @@ def estimate(
     d = np.where(np.abs(d) > 0, d, np.finfo(float).tiny)
     h = np.sum(np.conj(rs) * ys, axis=0) / d
     h_m = np.sum(np.conj(rs) * ms, axis=0) / d
-    s_nn = np.sum(np.abs(ys - ms - (h - h_m) * xs) ** 2, axis=0) / (k - 1)
+    rho = _window_overlap(win, step)
+    bins = np.arange(len(h))
+    s_nn = np.sum(np.abs(ys - ms - (h - h_m) * xs) ** 2, axis=0) / _residual_share(xs, rs, d, rho, nperseg, bins)
     s_xx, s_yy = np.mean(np.abs(xs) ** 2, axis=0), np.mean(np.abs(ys) ** 2, axis=0)
     s_xy = np.mean(np.conj(xs) * ys, axis=0)
     coh = np.abs(s_xy) ** 2 / np.maximum(s_xx * s_yy, np.finfo(float).tiny)
-    rho = _window_overlap(win, step)
     f = np.fft.rfftfreq(nperseg, 1.0 / fs)
     s_rr = np.mean(np.abs(rs) ** 2, axis=0)
     out = Frf(f, h, np.zeros(len(f)), coh, s_rr, s_xx, k, nperseg, rs, d, s_nn, rho)
-    bins = np.arange(len(f))
     var = np.real(out._pairs(bins, bins))
     return Frf(f, h, var, coh, s_rr, s_xx, k, nperseg, rs, d, s_nn, rho, None if model is None else h_m)

@@ -174,7 +174,9 @@ def _names(axes: list[str], dead: bool, curved: bool) -> list[str]:
     return ["tm", *(["tau"] if dead else []), *(f"g_{a}" for a in axes), *(["kappa"] if curved else [])]
 
 
-def _start(data: list[AxisData], axes: list[str], tm_bounds: tuple[float, float], dead: bool, curved: bool) -> np.ndarray:
+def _start(
+    data: list[AxisData], axes: list[str], tm_bounds: tuple[float, float], dead: bool, curved: bool
+) -> np.ndarray:
     """The best of a log-spaced grid of T_m (gains solved for each, no curvature), as the
     local search's start."""
     best = None

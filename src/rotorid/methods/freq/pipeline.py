@@ -116,7 +116,9 @@ def _choose(data: list[model.AxisData], s: FreqSettings) -> tuple[bool, bool, li
         with_tau = model.held_out_error(data, s.tm_bounds, True)
         dead = with_tau < without
         word = "kept" if dead else "not kept"
-        notes.append(f"dead time {word}: held-out frequency blocks' weighted error {with_tau:.4g} with it, {without:.4g} without")
+        notes.append(
+            f"dead time {word}: held-out frequency blocks' weighted error {with_tau:.4g} with it, {without:.4g} without"
+        )
     curved = False
     if all(d.b is not None for d in data):
         flat = model.held_out_error(data, s.tm_bounds, dead)
