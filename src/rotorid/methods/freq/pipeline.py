@@ -186,6 +186,12 @@ def _estimates(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> tuple[dict
     if "dead_time" in phys:
         v, g = phys["dead_time"]
         notes.append(f"dead time {1e3 * v:.2f} ± {1e3 * np.sqrt(max(g @ fit.cov @ g, 0.0)):.2f} ms (commands to IMU)")
+    if "kappa" in fit.names:
+        i = fit.names.index("kappa")
+        notes.append(
+            f"thrust curve's relative curvature f''/f' {fit.theta[i]:.3g} ± {np.sqrt(max(fit.cov[i, i], 0.0)):.2g} "
+            "per unit command (its slope moves with the collective; the gains are the slopes at the flights' mean command)"
+        )
     return est, obs
 
 
@@ -222,7 +228,7 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
             p["model"], p["model_mag_std"], p["model_phase_std"] = model.model_band(
                 p["f"], p["kind"], p["axis"], fit, p["fs"]
             )
-    settings = {**dataclasses.asdict(s), "dead_time_fitted": dead, "chi2_red": fit.chi2_red}
+    settings = {**dataclasses.asdict(s), "dead_time_fitted": dead, "curvature_fitted": curved, "chi2_red": fit.chi2_red}
     diag = {"freq_panels": {f"{i}_{p['axis']}": p for i, p in enumerate(panels)}}
     diag["freq_fit"] = {"names": np.array(fit.names), "theta": fit.theta, "cov": fit.cov}
     result = build_result("freq", est, settings, diag, obs, notes)
