@@ -256,12 +256,13 @@ def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: b
 
 
 def model_band(
-    f: np.ndarray, kind: str, axis: str, result: Fit, fs: float = 0.0
+    f: np.ndarray, kind: str, axis: str, result: Fit, fs: float = 0.0, curve: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The fitted model at `f` and the σ of its magnitude (relative) and phase (rad) from the
-    fit's covariance (delta method)."""
-    zero = np.zeros(len(f), complex)  # the transfer function alone: the curvature's term is the flight's
-    h, j = _design(result.theta, result.names, AxisData(axis, kind, f, zero, np.eye(len(f)), fs, zero))
+    """The fitted model at `f` (with the flight's curvature response `curve`, if fitted) and the
+    σ of its magnitude (relative) and phase (rad) from the fit's covariance (delta method)."""
+    zero = np.zeros(len(f), complex)
+    b = zero if curve is None else curve
+    h, j = _design(result.theta, result.names, AxisData(axis, kind, f, zero, np.eye(len(f)), fs, b))
     rel = j / h[:, None]  # d log H = d log|H| + i d phase
     mag = np.sqrt(np.einsum("ni,ij,nj->n", rel.real, result.cov, rel.real))
     phase = np.sqrt(np.einsum("ni,ij,nj->n", rel.imag, result.cov, rel.imag))

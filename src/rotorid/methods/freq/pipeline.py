@@ -76,6 +76,7 @@ def _response(
         "coherence": e.coherence[show],
         "used": use[show],
         "coherent_share": float(np.mean(e.coherence[inside] >= s.min_coherence)) if inside.any() else 0.0,
+        "curve": np.zeros(int(show.sum()), complex) if b is None else b[show],
     }
     if use.sum() < MIN_BINS:
         return None, diag
@@ -226,7 +227,7 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
     for p in panels:
         if p["axis"] in {d.axis for d in data}:
             p["model"], p["model_mag_std"], p["model_phase_std"] = model.model_band(
-                p["f"], p["kind"], p["axis"], fit, p["fs"]
+                p["f"], p["kind"], p["axis"], fit, p["fs"], p["curve"]
             )
     settings = {**dataclasses.asdict(s), "dead_time_fitted": dead, "curvature_fitted": curved, "chi2_red": fit.chi2_red}
     diag = {"freq_panels": {f"{i}_{p['axis']}": p for i, p in enumerate(panels)}}
