@@ -34,6 +34,7 @@ with `D = Σ_k conj(R_k) X_k`, `L` the segment length, `s = L / 4` its step. On 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -120,10 +121,17 @@ def _residual_share(
     return np.maximum(k - 2.0 * np.real(cross) + np.sum(np.abs(xs) ** 2, axis=0) * var, 1.0)
 
 
-def _window_overlap(win: np.ndarray, step: int) -> np.ndarray:
+def _hann(n: int) -> np.ndarray:
+    """The periodic Hann window, as scipy.signal.get_window("hann")."""
+    return np.hanning(n + 1)[:-1]
+
+
+@lru_cache(maxsize=8)
+def _window_overlap(n: int, step: int) -> np.ndarray:
     """ρ_m(d) without the bin phase: Σ_n w[n + m s] w[n] e^{-2πi d n / L} / Σ w², for m = 0, 1, ...
-    while segments overlap and d = -BIN_REACH..BIN_REACH; shape (M, 2 BIN_REACH + 1)."""
-    n = len(win)
+    while segments overlap and d = -BIN_REACH..BIN_REACH; shape (M, 2 BIN_REACH + 1), for the
+    `n`-sample Hann window at `step` (kept: every estimate of a record shares it)."""
+    win = _hann(n)
     d = np.arange(-BIN_REACH, BIN_REACH + 1)
     rows = []
     for m in range((n - 1) // step + 1):
@@ -159,7 +167,7 @@ def estimate(
     step = nperseg // STEPS
     if len(x) < nperseg + step:
         raise RotoridError(f"frequency response: {len(x)} samples are too few for two {nperseg}-sample segments")
-    win = np.hanning(nperseg + 1)[:-1]  # periodic Hann, as scipy.signal.get_window("hann")
+    win = _hann(nperseg)
     first = (len(x) - nperseg) % step  # segments tile the record up to its last sample
     segs = sliding_window_view(np.stack([x, y, r, m])[:, first:], nperseg, axis=1)[:, ::step]
     spec = np.fft.rfft((segs - segs.mean(axis=-1, keepdims=True)) * win, axis=-1)
@@ -169,7 +177,7 @@ def estimate(
     d = np.where(np.abs(d) > 0, d, np.finfo(float).tiny)
     h = np.sum(np.conj(rs) * ys, axis=0) / d
     h_m = np.sum(np.conj(rs) * ms, axis=0) / d
-    rho = _window_overlap(win, step)
+    rho = _window_overlap(nperseg, step)
     bins = np.arange(len(h))
     s_nn = np.sum(np.abs(ys - ms - (h - h_m) * xs) ** 2, axis=0) / _residual_share(xs, rs, d, rho, nperseg, bins)
     s_xx, s_yy = np.mean(np.abs(xs) ** 2, axis=0), np.mean(np.abs(ys) ** 2, axis=0)
