@@ -7,25 +7,27 @@ time) and an optional dead time `τ`:
     thrust:           a_z / w   = g e^{-sτ} / (1 + s T_m)           g = k / m
     roll, pitch, yaw: ω̇ / w     = g e^{-sτ} / (1 + s T_m) D(ω)      g = k / I   (yaw: k K_τ / I_zz)
 
-with `k` every rotor's thrust slope at hover (N per unit command) and `D(ω) = sin(ωΔ) / (ωΔ)`
-the central difference's response (the angular acceleration is the gyro's central difference
-at the sample period Δ: an output with the motor lag's short memory, whose spectral segments
-hold little of the transients a rate output, an integrator's, carries over their edges). `T_m` and `τ` are shared
-by every axis and flight, each axis has its gain.
+with `k` every rotor's thrust slope at the flights' mean command `u₀` (N per unit command) and
+`D(ω) = sin(ωΔ) / (ωΔ)` the central difference's response (the angular acceleration is the
+gyro's central difference at the sample period Δ: an output with the motor lag's short memory,
+whose spectral segments hold little of the transients a rate output, an integrator's, carries
+over their edges). `T_m` and `τ` are shared by every axis and flight, each axis has its gain.
 
-The slope `k` is the thrust curve's at the rotors' mean command, which moves while the vehicle
-tilts (the altitude loop raises the collective by 1/cos φ - 1) and while it climbs: with a
-curved thrust curve `f(u) = f(u₀) + k (u - u₀) + k κ (u - u₀)² / 2` the wrench of the lagged
-commands `ũ_i` is `k (w̃ + κ q)` with `q = Σ_i a_i (ũ_i - u₀)² / 2` (for roll the product of
-the collective's and the axis' deviations), so a large low-frequency sweep sees its gain rise
-with its amplitude. `q` goes through the dead time (and the central difference) as `w` does,
-with one relative curvature `κ = f''/f'` for every axis; with `b` its estimated response at the
-bins (the same spectral estimate, `ũ` lagged by the first fit's `T_m`) the model is
-`g (H/g + κ b)`, kept only where it predicts held-out frequency blocks better. The fit minimizes Σ |ĥ - H(θ)|² / var(ĥ)
-over the bins kept (complex weighted least squares); its covariance is the sandwich
-`A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = Re(Jᴴ W C W J)`, with `C` the estimates' covariance
-across neighbouring bins (`rotorid.methods.freq.frf`), widened by the reduced χ² when the
-residuals exceed their variance (what the model leaves out, measured from the data).
+The slope moves while the vehicle tilts (the altitude loop raises the collective by
+1/cos φ - 1) and while it climbs: with a curved thrust curve `f(u) = f(u₀) + k (u - u₀) +
+k κ (u - u₀)² / 2` the wrench of the lagged commands `ũ_i` is `k (w̃ + κ q)` with
+`q = Σ_i a_i (ũ_i - u₀)² / 2` (for roll the product of the collective's and the axis'
+deviations), so a large low-frequency sweep sees its gain rise with its amplitude. `q` goes
+through the dead time (and the central difference) as `w` does, with one relative curvature
+`κ = f''/f'` for every axis; with `b` its estimated response at the bins (the same spectral
+estimate, `ũ` lagged by the first fit's `T_m`) the model is `g (H/g + κ b)`, kept only where
+it predicts held-out frequency blocks better.
+
+The fit minimizes Σ |ĥ - H(θ)|² / var(ĥ) over the bins kept (complex weighted least squares);
+its covariance is the sandwich `A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = Re(Jᴴ W C W J)`, with
+`C` the estimates' covariance across neighbouring bins (`rotorid.methods.freq.frf`), widened by
+the reduced χ² when the residuals exceed their variance (what the model leaves out, measured
+from the data).
 """
 
 from __future__ import annotations

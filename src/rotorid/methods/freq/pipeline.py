@@ -6,10 +6,13 @@ log has it), the bins inside the band with coherence ≥ `min_coherence`; one jo
 T_m, the optional dead time and a gain per axis (`model.fit`). The spectral estimate of a
 sweep carries a leakage bias that the model's own prediction shows (`frf`): the responses are
 estimated again with the first fit's prediction (`model.predict`), each bin corrected by the
-estimator's bias at that model and its noise taken without the segments' leakage, and fitted
-again (the bias changes with the parameters only at second order). Then the physics:
+estimator's bias at that model and its noise taken without the segments' leakage, with the
+thrust curve's curvature term's response beside them (`model.curvature_input`); the dead time
+and the curvature are chosen on those by held-out frequency blocks and fitted, and the
+responses estimated and fitted once more at the model chosen (the bias changes with the
+parameters only at second order). Then the physics:
 
-    k = m g_thrust                     (thrust slope per rotor at hover, N per unit command)
+    k = m g_thrust                     (thrust slope per rotor at the mean command, N per unit command)
     I_xx = k / g_roll,  I_yy = k / g_pitch,  I_zz = k K_τ / g_yaw  (K_τ from the vehicle)
 
 (Eschmann et al. eq. 89-93 in the frequency domain), σ by the delta method on the fit's
