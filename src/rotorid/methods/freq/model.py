@@ -26,8 +26,8 @@ it predicts held-out frequency blocks better.
 The fit minimizes Σ |ĥ - H(θ)|² / var(ĥ) over the bins kept (complex weighted least squares);
 its covariance is the sandwich `A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = Re(Jᴴ W C W J)`, with
 `C` the estimates' covariance across neighbouring bins (`rotorid.methods.freq.frf`), widened by
-the reduced χ² when the residuals exceed their variance (what the model leaves out, measured
-from the data).
+the reduced χ² when the residuals exceed their variance beyond the scatter the bins' own noise
+gives it (`CHI2_SIGMAS` standard deviations: what the model leaves out, measured from the data).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ from scipy import optimize
 
 #: Upper bound of the dead time (s).
 TAU_MAX = 0.1
+#: The reduced χ² widens σ only this many of its own standard deviations above its mean (bins
+#: correlated through the window scatter it far more than independent ones would).
+CHI2_SIGMAS = 2.0
 #: Frequency blocks held out, one at a time, to judge the dead time and the curvature.
 CV_BLOCKS = 5
 #: Bins per chunk of a held-out block (twice the bins the spectral window correlates).
@@ -68,14 +71,21 @@ class AxisData:
 @dataclass(frozen=True)
 class Fit:
     """Estimates `theta` (names in `names`: "tm", optional "tau", "g_<axis>", optional
-    "kappa"), their
-    covariance, the reduced χ² (before widening) and the parameters stopped on a bound."""
+    "kappa"), their covariance, the reduced χ² (before widening), the most the bins' own noise
+    lets it reach (`chi2_limit`, beyond which σ is widened) and the parameters stopped on a
+    bound."""
 
     names: list[str]
     theta: np.ndarray
     cov: np.ndarray
     chi2_red: float
     at_bound: list[str]
+    chi2_limit: float = 1.0
+
+    @property
+    def widened(self) -> bool:
+        """Whether the residuals exceed their variance beyond the noise's own scatter."""
+        return self.chi2_red > self.chi2_limit
 
     def get(self, name: str) -> float:
         return float(self.theta[self.names.index(name)])
@@ -205,7 +215,7 @@ def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved
     theta = sol.x
     a = np.zeros((len(names), len(names)))
     b = np.zeros_like(a)
-    chi2, n = 0.0, 0
+    chi2, n, mean, var = 0.0, 0, 0.0, 0.0
     for d in data:
         h, j = _design(theta, names, d)
         wj = j / d.var[:, None]
@@ -214,12 +224,15 @@ def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved
         r = d.h - h
         chi2 += float(np.sum(np.abs(r) ** 2 / d.var))
         n += len(d.f)
+        dc = d.cov / d.var[:, None]  # Σ |e|²/var of correlated complex-normal bins: mean tr(DC), variance tr((DC)²)
+        mean, var = mean + float(np.real(np.trace(dc))), var + float(np.real(np.trace(dc @ dc)))
     ainv = np.linalg.pinv(a)
-    chi2_red = chi2 / max(n - 0.5 * len(names), 1.0)
-    cov = 0.5 * ainv @ b @ ainv * max(1.0, chi2_red)
+    dof = max(n - 0.5 * len(names), 1.0)
+    chi2_red, limit = chi2 / dof, (mean + CHI2_SIGMAS * np.sqrt(var)) / dof
+    cov = 0.5 * ainv @ b @ ainv * (chi2_red if chi2_red > limit else 1.0)
     on_bound = not tm_bounds[0] * (1 + 1e-3) < theta[0] < tm_bounds[1] * (1 - 1e-3)
     at_bound = ["tm"] if on_bound else []
-    return Fit(names, theta, cov, chi2_red, at_bound)
+    return Fit(names, theta, cov, chi2_red, at_bound, limit)
 
 
 def _blocks(data: list[AxisData]) -> list[np.ndarray]:

@@ -222,9 +222,10 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
     data, panels, notes = _responses(axes, vehicle, s, fit)  # corrected at the model chosen
     fit = model.fit(data, s.tm_bounds, dead, curved)
     notes += why
-    if fit.chi2_red > 1.0:
+    if fit.widened:
         notes.append(
-            f"residuals exceed their spectral variance (reduced χ² {fit.chi2_red:.2f}): σ widened by {np.sqrt(fit.chi2_red):.2f}"
+            f"residuals exceed their spectral variance (reduced χ² {fit.chi2_red:.2f}, beyond the {fit.chi2_limit:.2f} "
+            f"the bins' noise reaches): σ widened by {np.sqrt(fit.chi2_red):.2f}"
         )
     est, obs = _estimates(fit, vehicle, notes)
     for p in panels:
@@ -232,7 +233,13 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
             p["model"], p["model_mag_std"], p["model_phase_std"] = model.model_band(
                 p["f"], p["kind"], p["axis"], fit, p["fs"], p["curve"]
             )
-    settings = {**dataclasses.asdict(s), "dead_time_fitted": dead, "curvature_fitted": curved, "chi2_red": fit.chi2_red}
+    settings = {
+        **dataclasses.asdict(s),
+        "dead_time_fitted": dead,
+        "curvature_fitted": curved,
+        "chi2_red": fit.chi2_red,
+        "chi2_limit": fit.chi2_limit,
+    }
     diag = {"freq_panels": {f"{i}_{p['axis']}": p for i, p in enumerate(panels)}}
     diag["freq_fit"] = {"names": np.array(fit.names), "theta": fit.theta, "cov": fit.cov}
     result = build_result("freq", est, settings, diag, obs, notes)
