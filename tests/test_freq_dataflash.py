@@ -87,3 +87,14 @@ def test_freq_options_reach_the_settings_and_others_are_refused(sid_logs, tmp_pa
     args = ["identify", "--method", "freq", "--vehicle", "crazyflie", *logs, "--out", str(tmp_path / "run")]
     bad = CliRunner().invoke(app, [*args, "--variant", "rls"])
     assert bad.exit_code == 2 and "online" in bad.output
+
+
+def test_info_says_which_axis_was_swept_over_which_band(sid_logs):
+    """`rotorid info` on a System ID log: the swept axis and band from SIDS, and how much of the
+    band is coherent."""
+    res = CliRunner().invoke(app, ["info", str(sid_logs["pitch"][0]), "--vehicle", "crazyflie"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    row = next(ln for ln in res.output.splitlines() if "sweeps" in ln)
+    assert "pitch swept 0.5-20 Hz (ArduPilot SIDS)" in row
+    share = float(row.split("Hz (ArduPilot SIDS), ")[1].split(" %")[0])
+    assert 80 <= share <= 100

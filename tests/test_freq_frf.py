@@ -5,7 +5,8 @@ import pytest
 import scipy.signal as sps
 
 from rotorid.errors import RotoridError
-from rotorid.methods.freq import frf
+from rotorid.methods.freq import frf, model
+from rotorid.signal import sid_chirp
 
 FS = 500.0
 B, A = sps.butter(2, 30.0, fs=FS)
@@ -18,11 +19,11 @@ def _open_loop(seed: int, n: int = 20000) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_h1_is_scipy_csd_over_welch():
-    x, y = _open_loop(0, n=512 + 77 * 256)  # whole segments from the first sample, as scipy places them
+    x, y = _open_loop(0, n=512 + 77 * 128)  # whole segments from the first sample, as scipy places them
     e = frf.estimate(x, y, FS, 512)
-    _, pxy = sps.csd(x, y, FS, nperseg=512)
-    _, pxx = sps.welch(x, FS, nperseg=512)
-    _, coh = sps.coherence(x, y, FS, nperseg=512)
+    _, pxy = sps.csd(x, y, FS, nperseg=512, noverlap=384)
+    _, pxx = sps.welch(x, FS, nperseg=512, noverlap=384)
+    _, coh = sps.coherence(x, y, FS, nperseg=512, noverlap=384)
     assert np.max(np.abs(pxy / pxx - e.h) / np.abs(e.h)) < 1e-12
     assert np.max(np.abs(coh - e.coherence)) < 1e-12
 
@@ -82,3 +83,39 @@ def test_too_short_a_record_is_refused():
 def test_segment_length_follows_the_lowest_frequency():
     assert frf.segment_length(500.0, 100_000, 0.5) == 4000
     assert frf.segment_length(500.0, 10_000, 0.5) == 2500
+
+
+def _chirp_through_a_lag() -> tuple[np.ndarray, np.ndarray, int]:
+    """ArduPilot's chirp (0.5-20 Hz over 24 s at 500 Hz) through a 70 ms first-order lag, noise-free."""
+    t = np.arange(int(28 * FS)) / FS
+    x, _ = sid_chirp(t - 1.5, 1.0, 0.5, 20.0, 2.0, 4.0, 24.0, 1.0)
+    return x, model.predict(x, FS, 1.0, 0.07, 0.0, "acc"), frf.segment_length(FS, len(x), 0.5, 3.0)
+
+
+def test_quarter_steps_cancel_most_of_a_sweeps_leakage():
+    """Noise-free, the estimate's error is the window's leakage alone: at quarter-segment steps
+    it stays under 0.6 % from 1 Hz up (2.2 % at half steps, where the squared windows do not
+    sum to a constant)."""
+    x, y, nper = _chirp_through_a_lag()
+    e = frf.estimate(x, y, FS, nper)
+    sel = (e.f >= 1.0) & (e.f <= 19.0)
+    assert np.max(np.abs(e.h[sel] / model.response(e.f[sel], 1.0, 0.07, 0.0, "acc") - 1.0)) < 0.006
+
+
+def test_a_models_prediction_takes_the_leakage_out_of_the_noise():
+    """With white output noise, the variance from residuals that still hold each segment's
+    leakage overstates the scatter at the sweep's low end (z² about 0.3); given the model's
+    prediction, the leakage-corrected estimate scatters as its variance says (30 seeds: 1.01,
+    one seed's mean scatters by 0.29, so ten seeds' by 0.09)."""
+    x, y0, nper = _chirp_through_a_lag()
+    z_plain, z_model = [], []
+    for seed in range(10):
+        y = y0 + 0.01 * np.random.default_rng(seed).standard_normal(len(x))
+        plain, with_model = frf.estimate(x, y, FS, nper), frf.estimate(x, y, FS, nper, model=y0)
+        h = model.response(plain.f, 1.0, 0.07, 0.0, "acc")
+        low = (plain.f >= 0.5) & (plain.f <= 3.0)
+        corrected = with_model.h - (with_model.h_model - h)
+        z_plain.append(np.abs(plain.h[low] - h[low]) ** 2 / plain.var[low])
+        z_model.append(np.abs(corrected[low] - h[low]) ** 2 / with_model.var[low])
+    assert np.mean(z_plain) < 0.5
+    assert np.mean(z_model) == pytest.approx(1.0, abs=0.25)

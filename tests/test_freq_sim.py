@@ -28,6 +28,17 @@ def test_recovers_motor_lag_and_roll_inertia(chirps):
         assert 0 < e.std < 0.02 * e.value and np.isfinite(e.std)
         assert abs(e.value - truth[name]) < 3 * e.std
     assert any(n.startswith("dead time kept") for n in res.notes)  # the 500 Hz controller's hold
+    # the thrust curve's slope moves with the collective as the roll sweep tilts the vehicle:
+    # the curvature is kept and is the scenario's f''/f' at the flights' mean command
+    assert any(n.startswith("thrust-curve curvature (gain moving with the collective) kept") for n in res.notes)
+    fit = res.diagnostics["freq_fit"]
+    i = list(fit["names"]).index("kappa")
+    c = sc.true_vehicle.thrust_coeffs
+    u0 = np.mean([f.cmd.mean() for f in flights])
+    assert abs(fit["theta"][i] - 2 * c[2] / (c[1] + 2 * c[2] * u0)) < 3 * np.sqrt(fit["cov"][i, i])
+    # the leakage-free variances and the curvature leave nothing the bins' noise cannot explain: σ not widened
+    assert res.settings["chi2_red"] < res.settings["chi2_limit"] < 1.3
+    assert not any("σ widened" in n for n in res.notes)
     assert res.diagnostics["freq_panels"]["0_thrust"]["used"].sum() > 40
     assert set(figures(res)) == {"freq_bode_0_thrust", "freq_bode_1_roll"}
 

@@ -7,15 +7,27 @@ time) and an optional dead time `τ`:
     thrust:           a_z / w   = g e^{-sτ} / (1 + s T_m)           g = k / m
     roll, pitch, yaw: ω̇ / w     = g e^{-sτ} / (1 + s T_m) D(ω)      g = k / I   (yaw: k K_τ / I_zz)
 
-with `k` every rotor's thrust slope at hover (N per unit command) and `D(ω) = sin(ωΔ) / (ωΔ)`
-the central difference's response (the angular acceleration is the gyro's central difference
-at the sample period Δ: an output with the motor lag's short memory, whose spectral segments
-hold little of the transients a rate output, an integrator's, carries over their edges). `T_m` and `τ` are shared
-by every axis and flight, each axis has its gain. The fit minimizes Σ |ĥ - H(θ)|² / var(ĥ)
-over the bins kept (complex weighted least squares); its covariance is the sandwich
-`A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = Re(Jᴴ W C W J)`, with `C` the estimates' covariance
-across neighbouring bins (`rotorid.methods.freq.frf`), widened by the reduced χ² when the
-residuals exceed their variance (what the model leaves out, measured from the data).
+with `k` every rotor's thrust slope at the flights' mean command `u₀` (N per unit command) and
+`D(ω) = sin(ωΔ) / (ωΔ)` the central difference's response (the angular acceleration is the
+gyro's central difference at the sample period Δ: an output with the motor lag's short memory,
+whose spectral segments hold little of the transients a rate output, an integrator's, carries
+over their edges). `T_m` and `τ` are shared by every axis and flight, each axis has its gain.
+
+The slope moves while the vehicle tilts (the altitude loop raises the collective by
+1/cos φ - 1) and while it climbs: with a curved thrust curve `f(u) = f(u₀) + k (u - u₀) +
+k κ (u - u₀)² / 2` the wrench of the lagged commands `ũ_i` is `k (w̃ + κ q)` with
+`q = Σ_i a_i (ũ_i - u₀)² / 2` (for roll the product of the collective's and the axis'
+deviations), so a large low-frequency sweep sees its gain rise with its amplitude. `q` goes
+through the dead time (and the central difference) as `w` does, with one relative curvature
+`κ = f''/f'` for every axis; with `b` its estimated response at the bins (the same spectral
+estimate, `ũ` lagged by the first fit's `T_m`) the model is `g (H/g + κ b)`, kept only where
+it predicts held-out frequency blocks better.
+
+The fit minimizes Σ |ĥ - H(θ)|² / var(ĥ) over the bins kept (complex weighted least squares);
+its covariance is the sandwich `A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = Re(Jᴴ W C W J)`, with
+`C` the estimates' covariance across neighbouring bins (`rotorid.methods.freq.frf`), widened by
+the reduced χ² when the residuals exceed their variance beyond the scatter the bins' own noise
+gives it (`CHI2_SIGMAS` standard deviations: what the model leaves out, measured from the data).
 """
 
 from __future__ import annotations
@@ -27,15 +39,21 @@ from scipy import optimize
 
 #: Upper bound of the dead time (s).
 TAU_MAX = 0.1
-#: Frequency blocks held out, one at a time, to judge the dead time.
+#: The reduced χ² widens σ only this many of its own standard deviations above its mean (bins
+#: correlated through the window scatter it far more than independent ones would).
+CHI2_SIGMAS = 2.0
+#: Frequency blocks held out, one at a time, to judge the dead time and the curvature.
 CV_BLOCKS = 5
+#: Bins per chunk of a held-out block (twice the bins the spectral window correlates).
+CHUNK_BINS = 12
 
 
 @dataclass(frozen=True)
 class AxisData:
     """The bins of one measured response kept for the fit: frequencies (Hz), estimates,
     their complex covariance, the output kind ("acc": specific force, or "angacc": the gyro's
-    central difference at `fs` Hz) and the axis whose gain it shares."""
+    central difference at `fs` Hz), the axis whose gain it shares and the estimated response
+    `b` of the curvature's input (module docstring; None before a first fit)."""
 
     axis: str
     kind: str
@@ -43,6 +61,7 @@ class AxisData:
     h: np.ndarray
     cov: np.ndarray
     fs: float = 0.0
+    b: np.ndarray | None = None
 
     @property
     def var(self) -> np.ndarray:
@@ -51,14 +70,22 @@ class AxisData:
 
 @dataclass(frozen=True)
 class Fit:
-    """Estimates `theta` (names in `names`: "tm", optional "tau", then "g_<axis>"), their
-    covariance, the reduced χ² (before widening) and the parameters stopped on a bound."""
+    """Estimates `theta` (names in `names`: "tm", optional "tau", "g_<axis>", optional
+    "kappa"), their covariance, the reduced χ² (before widening), the most the bins' own noise
+    lets it reach (`chi2_limit`, beyond which σ is widened) and the parameters stopped on a
+    bound."""
 
     names: list[str]
     theta: np.ndarray
     cov: np.ndarray
     chi2_red: float
     at_bound: list[str]
+    chi2_limit: float = 1.0
+
+    @property
+    def widened(self) -> bool:
+        """Whether the residuals exceed their variance beyond the noise's own scatter."""
+        return self.chi2_red > self.chi2_limit
 
     def get(self, name: str) -> float:
         return float(self.theta[self.names.index(name)])
@@ -72,6 +99,31 @@ def response(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: f
     return h * np.sinc(2.0 * f / fs) if kind == "angacc" else h
 
 
+def predict(x: np.ndarray, fs: float, gain: float, tm: float, tau: float, kind: str) -> np.ndarray:
+    """The model's output to the input samples `x` (uniform at `fs` Hz along the first axis):
+    `response` applied by FFT to the record held at its first and last values for ten lags
+    before and after it (a vehicle in steady hover before and after the log), so the result is
+    the linear convolution up to the model's memory beyond that hold (e^-10)."""
+    x = np.asarray(x, dtype=float)
+    pad = int(np.ceil(10.0 * (tm + tau) * fs)) + 2
+    n = len(x) + 2 * pad
+    held = np.pad(x, [(pad, pad)] + [(0, 0)] * (x.ndim - 1), mode="edge")
+    h = response(np.fft.rfftfreq(n, 1.0 / fs), gain, tm, tau, kind, fs)
+    return np.fft.irfft(h.reshape(-1, *[1] * (x.ndim - 1)) * np.fft.rfft(held, axis=0), n, axis=0)[pad : pad + len(x)]
+
+
+def curvature_input(cmd: np.ndarray, gains: np.ndarray, u0: float, fs: float, tm: float) -> np.ndarray:
+    """q = Σ_i a_i (ũ_i - u₀)² / 2 of the commands `cmd` (samples × rotors) lagged by `tm`
+    (module docstring), `gains` the rotors' a_i of one axis."""
+    lagged = predict(cmd, fs, 1.0, tm, 0.0, "acc")
+    return 0.5 * ((lagged - u0) ** 2) @ gains
+
+
+def axis_lags(fit: Fit, axis: str) -> tuple[float, float, float]:
+    """(gain, T_m, dead time) of `fit` for `axis`."""
+    return _unpack(fit.theta, fit.names, axis)
+
+
 def jacobian(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0) -> np.ndarray:
     """∂H/∂(gain, tm, tau), shape (len(f), 3)."""
     s = 2j * np.pi * np.asarray(f, dtype=float)
@@ -79,27 +131,43 @@ def jacobian(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: f
     return np.column_stack([h / gain, -s * h / (1.0 + s * tm), -s * h])
 
 
-def _unpack(theta: np.ndarray, names: list[str], d: AxisData) -> tuple[float, float, float]:
+def _unpack(theta: np.ndarray, names: list[str], axis: str) -> tuple[float, float, float]:
     tau = theta[names.index("tau")] if "tau" in names else 0.0
-    return float(theta[names.index(f"g_{d.axis}")]), float(theta[0]), float(tau)
+    return float(theta[names.index(f"g_{axis}")]), float(theta[0]), float(tau)
+
+
+def curve_coefficient(theta: np.ndarray, names: list[str], axis: str) -> float:
+    """The curvature input's gain on `axis`, g κ (0 without curvature)."""
+    if "kappa" not in names:
+        return 0.0
+    return float(theta[names.index(f"g_{axis}")] * theta[names.index("kappa")])
+
+
+def _model(theta: np.ndarray, names: list[str], d: AxisData) -> np.ndarray:
+    """The model at `d`'s bins: the transfer function plus the curvature's term if fitted."""
+    h = response(d.f, *_unpack(theta, names, d.axis), d.kind, d.fs)
+    return h + curve_coefficient(theta, names, d.axis) * d.b if "kappa" in names else h
 
 
 def _design(theta: np.ndarray, names: list[str], d: AxisData) -> tuple[np.ndarray, np.ndarray]:
     """The model at `d`'s bins and its derivatives by every parameter, (len(f), len(names))."""
-    g, tm, tau = _unpack(theta, names, d)
+    g, tm, tau = _unpack(theta, names, d.axis)
     jl = jacobian(d.f, g, tm, tau, d.kind, d.fs)
     j = np.zeros((len(d.f), len(names)), dtype=complex)
     j[:, names.index(f"g_{d.axis}")] = jl[:, 0]
     j[:, 0] = jl[:, 1]
     if "tau" in names:
         j[:, 1] = jl[:, 2]
-    return response(d.f, g, tm, tau, d.kind, d.fs), j
+    if "kappa" in names:
+        j[:, names.index(f"g_{d.axis}")] += theta[names.index("kappa")] * d.b
+        j[:, names.index("kappa")] = g * d.b
+    return _model(theta, names, d), j
 
 
 def _residuals(theta: np.ndarray, names: list[str], data: list[AxisData]) -> np.ndarray:
     out = []
     for d in data:
-        e = (d.h - response(d.f, *_unpack(theta, names, d), d.kind, d.fs)) / np.sqrt(d.var)
+        e = (d.h - _model(theta, names, d)) / np.sqrt(d.var)
         out += [e.real, e.imag]
     return np.concatenate(out)
 
@@ -114,31 +182,40 @@ def _gains(tm: float, tau: float, data: list[AxisData], axes: list[str]) -> np.n
     return np.array([max(num[a] / den[a], 1e-300) for a in axes])
 
 
-def _start(data: list[AxisData], axes: list[str], tm_bounds: tuple[float, float], dead: bool) -> np.ndarray:
-    """The best of a log-spaced grid of T_m (gains solved for each), as the local search's start."""
+def _names(axes: list[str], dead: bool, curved: bool) -> list[str]:
+    return ["tm", *(["tau"] if dead else []), *(f"g_{a}" for a in axes), *(["kappa"] if curved else [])]
+
+
+def _start(
+    data: list[AxisData], axes: list[str], tm_bounds: tuple[float, float], dead: bool, curved: bool
+) -> np.ndarray:
+    """The best of a log-spaced grid of T_m (gains solved for each, no curvature), as the
+    local search's start."""
     best = None
+    names = _names(axes, dead, curved)
     for tm in np.geomspace(*tm_bounds, 25)[1:-1]:
-        th = np.concatenate([[tm], [0.0] if dead else [], _gains(tm, 0.0, data, axes)])
-        names = ["tm", *(["tau"] if dead else []), *(f"g_{a}" for a in axes)]
+        th = np.concatenate([[tm], [0.0] if dead else [], _gains(tm, 0.0, data, axes), [0.0] if curved else []])
         cost = float(np.sum(_residuals(th, names, data) ** 2))
         if best is None or cost < best[0]:
             best = (cost, th)
     return best[1]
 
 
-def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool) -> Fit:
-    """Fit T_m, the dead time (if `dead`) and one gain per axis to every data set."""
+def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved: bool = False) -> Fit:
+    """Fit T_m, the dead time (if `dead`), one gain per axis and (if `curved`: every data set
+    has its `b`) the thrust curve's relative curvature to every data set."""
     axes = list(dict.fromkeys(d.axis for d in data))
-    names = ["tm", *(["tau"] if dead else []), *(f"g_{a}" for a in axes)]
-    x0 = _start(data, axes, tm_bounds, dead)
-    lo = np.array([tm_bounds[0], *([0.0] if dead else []), *([0.0] * len(axes))])
-    hi = np.array([tm_bounds[1], *([TAU_MAX] if dead else []), *([np.inf] * len(axes))])
+    names = _names(axes, dead, curved)
+    x0 = _start(data, axes, tm_bounds, dead, curved)
+    free = [np.inf] if curved else []
+    lo = np.array([tm_bounds[0], *([0.0] if dead else []), *([0.0] * len(axes)), *np.negative(free)])
+    hi = np.array([tm_bounds[1], *([TAU_MAX] if dead else []), *([np.inf] * len(axes)), *free])
     x0 = np.clip(x0, lo, hi)
     sol = optimize.least_squares(_residuals, x0, bounds=(lo, hi), args=(names, data), x_scale="jac", xtol=1e-12)
     theta = sol.x
     a = np.zeros((len(names), len(names)))
     b = np.zeros_like(a)
-    chi2, n = 0.0, 0
+    chi2, n, mean, var = 0.0, 0, 0.0, 0.0
     for d in data:
         h, j = _design(theta, names, d)
         wj = j / d.var[:, None]
@@ -147,29 +224,36 @@ def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool) -> Fit
         r = d.h - h
         chi2 += float(np.sum(np.abs(r) ** 2 / d.var))
         n += len(d.f)
+        dc = d.cov / d.var[:, None]  # Σ |e|²/var of correlated complex-normal bins: mean tr(DC), variance tr((DC)²)
+        mean, var = mean + float(np.real(np.trace(dc))), var + float(np.real(np.trace(dc @ dc)))
     ainv = np.linalg.pinv(a)
-    chi2_red = chi2 / max(n - 0.5 * len(names), 1.0)
-    cov = 0.5 * ainv @ b @ ainv * max(1.0, chi2_red)
+    dof = max(n - 0.5 * len(names), 1.0)
+    chi2_red, limit = chi2 / dof, (mean + CHI2_SIGMAS * np.sqrt(var)) / dof
+    cov = 0.5 * ainv @ b @ ainv * (chi2_red if chi2_red > limit else 1.0)
     on_bound = not tm_bounds[0] * (1 + 1e-3) < theta[0] < tm_bounds[1] * (1 - 1e-3)
     at_bound = ["tm"] if on_bound else []
-    return Fit(names, theta, cov, chi2_red, at_bound)
+    return Fit(names, theta, cov, chi2_red, at_bound, limit)
 
 
 def _blocks(data: list[AxisData]) -> list[np.ndarray]:
-    """Each data set's bins split into `CV_BLOCKS` contiguous log-frequency blocks, as block
-    indices per bin (the same frequency edges for every data set)."""
-    lf = np.log(np.concatenate([d.f for d in data]))
-    edges = np.quantile(lf, np.linspace(0, 1, CV_BLOCKS + 1)[1:-1])
-    return [np.searchsorted(edges, np.log(d.f)) for d in data]
+    """Each data set's bins assigned to `CV_BLOCKS` blocks, as block indices per bin: chunks of
+    `CHUNK_BINS` of the coarsest bin spacing, dealt round-robin (the same frequency edges for
+    every data set). Every training set then spans the band, so a term whose effect lives at
+    one end (the curvature's, at the low end) is judged by how it predicts, not by how a fit
+    without that end extrapolates; the chunks are wide enough that a held-out bin's noise is
+    nearly independent of the training bins' (the window correlates `frf.BIN_REACH` bins)."""
+    width = CHUNK_BINS * max(float(np.min(np.diff(d.f))) if len(d.f) > 1 else 0.0 for d in data)
+    return [(np.floor(d.f / max(width, 1e-12)).astype(int)) % CV_BLOCKS for d in data]
 
 
 def _take(d: AxisData, keep: np.ndarray) -> AxisData:
-    return AxisData(d.axis, d.kind, d.f[keep], d.h[keep], d.cov[np.ix_(keep, keep)], d.fs)
+    b = None if d.b is None else d.b[keep]
+    return AxisData(d.axis, d.kind, d.f[keep], d.h[keep], d.cov[np.ix_(keep, keep)], d.fs, b)
 
 
-def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool) -> float:
+def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved: bool = False) -> float:
     """Σ over held-out frequency blocks of the weighted squared prediction error of the model
-    fitted to the other blocks (with or without dead time)."""
+    fitted to the other blocks (with or without dead time, with or without curvature)."""
     blocks = _blocks(data)
     total = 0.0
     for k in range(CV_BLOCKS):
@@ -177,22 +261,23 @@ def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: b
         train = [d for d in train if len(d.f)]
         if {d.axis for d in train} != {d.axis for d in data}:
             continue
-        fk = fit(train, tm_bounds, dead)
+        fk = fit(train, tm_bounds, dead, curved)
         for d, b in zip(data, blocks, strict=True):
             test = b == k
             if test.any():
-                g, tm, tau = _unpack(fk.theta, fk.names, d)
-                r = d.h[test] - response(d.f[test], g, tm, tau, d.kind, d.fs)
+                r = d.h[test] - _model(fk.theta, fk.names, _take(d, test))
                 total += float(np.sum(np.abs(r) ** 2 / d.var[test]))
     return total
 
 
 def model_band(
-    f: np.ndarray, kind: str, axis: str, result: Fit, fs: float = 0.0
+    f: np.ndarray, kind: str, axis: str, result: Fit, fs: float = 0.0, curve: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The fitted model at `f` and the σ of its magnitude (relative) and phase (rad) from the
-    fit's covariance (delta method)."""
-    h, j = _design(result.theta, result.names, AxisData(axis, kind, f, np.zeros(len(f), complex), np.eye(len(f)), fs))
+    """The fitted model at `f` (with the flight's curvature response `curve`, if fitted) and the
+    σ of its magnitude (relative) and phase (rad) from the fit's covariance (delta method)."""
+    zero = np.zeros(len(f), complex)
+    b = zero if curve is None else curve
+    h, j = _design(result.theta, result.names, AxisData(axis, kind, f, zero, np.eye(len(f)), fs, b))
     rel = j / h[:, None]  # d log H = d log|H| + i d phase
     mag = np.sqrt(np.einsum("ni,ij,nj->n", rel.real, result.cov, rel.real))
     phase = np.sqrt(np.einsum("ni,ij,nj->n", rel.imag, result.cov, rel.imag))

@@ -3,9 +3,16 @@
 Per flight, the axes it sweeps (`sweep.find`); per axis, the frequency response from the
 command wrench to the output (`frf.estimate`, instrumented by the injected chirp where the
 log has it), the bins inside the band with coherence ≥ `min_coherence`; one joint fit of
-T_m, the optional dead time and a gain per axis (`model.fit`); then the physics:
+T_m, the optional dead time and a gain per axis (`model.fit`). The spectral estimate of a
+sweep carries a leakage bias that the model's own prediction shows (`frf`): the responses are
+estimated again with the first fit's prediction (`model.predict`), each bin corrected by the
+estimator's bias at that model and its noise taken without the segments' leakage, with the
+thrust curve's curvature term's response beside them (`model.curvature_input`); the dead time
+and the curvature are chosen on those by held-out frequency blocks and fitted, and the
+responses estimated and fitted once more at the model chosen (the bias changes with the
+parameters only at second order). Then the physics:
 
-    k = m g_thrust                     (thrust slope per rotor at hover, N per unit command)
+    k = m g_thrust                     (thrust slope per rotor at the mean command, N per unit command)
     I_xx = k / g_roll,  I_yy = k / g_pitch,  I_zz = k K_τ / g_yaw  (K_τ from the vehicle)
 
 (Eschmann et al. eq. 89-93 in the frequency domain), σ by the delta method on the fit's
@@ -33,17 +40,32 @@ MIN_BINS = 5
 SHOW = 1.5
 
 
-def _response(f: Flight, vehicle: Vehicle, sw: sweep.Sweep, s: FreqSettings) -> tuple[model.AxisData | None, dict]:
+def _response(
+    f: Flight, vehicle: Vehicle, sw: sweep.Sweep, s: FreqSettings, first: model.Fit | None, u0: float
+) -> tuple[model.AxisData | None, dict]:
     """One axis of one flight: the bins kept for the fit (None if fewer than `MIN_BINS`) and
-    what the report draws."""
+    what the report draws; corrected by the estimator's bias at the `first` fit's model when
+    that fit holds the axis, with the curvature's response about the command `u0`."""
     band = s.band or sw.band
     x, y = sweep.axis_input(f, vehicle, sw.axis), sweep.axis_output(f, sw.axis)
     fs = f.rate
-    e = frf.estimate(x, y, fs, frf.segment_length(fs, len(x), band[0], s.cycles), sw.reference)
+    kind = "acc" if sw.axis == "thrust" else "angacc"
+    nper = frf.segment_length(fs, len(x), band[0], s.cycles)
+    b = None
+    if first is None or f"g_{sw.axis}" not in first.names:
+        e = frf.estimate(x, y, fs, nper, sw.reference)
+    else:  # the first fit's prediction: its estimate's bias corrected, its curvature's response
+        g, tm, tau = model.axis_lags(first, sw.axis)
+        c = model.curve_coefficient(first.theta, first.names, sw.axis)
+        q = model.curvature_input(f.cmd, sweep.axis_gains(vehicle)[sw.axis], u0, fs, tm)
+        bent = model.predict(q, fs, 1.0, 0.0, tau, kind)
+        pred = model.predict(x, fs, g, tm, tau, kind) + c * bent
+        b = frf.estimate(x, bent, fs, nper, sw.reference).h
+        e = frf.estimate(x, y, fs, nper, sw.reference, pred)
+        e = dataclasses.replace(e, h=e.h - (e.h_model - c * b - model.response(e.f, g, tm, tau, kind, fs)))
     inside = (e.f >= band[0]) & (e.f <= band[1])
     use = inside & (e.coherence >= s.min_coherence) & (e.var > 0) & np.isfinite(e.var)
     show = (e.f >= band[0] / SHOW) & (e.f <= band[1] * SHOW) & (e.f > 0)
-    kind = "acc" if sw.axis == "thrust" else "angacc"
     diag = {
         "axis": sw.axis,
         "kind": kind,
@@ -57,24 +79,60 @@ def _response(f: Flight, vehicle: Vehicle, sw: sweep.Sweep, s: FreqSettings) -> 
         "coherence": e.coherence[show],
         "used": use[show],
         "coherent_share": float(np.mean(e.coherence[inside] >= s.min_coherence)) if inside.any() else 0.0,
+        "curve": np.zeros(int(show.sum()), complex) if b is None else b[show],
     }
     if use.sum() < MIN_BINS:
         return None, diag
     idx = np.flatnonzero(use)
-    return model.AxisData(sw.axis, kind, e.f[idx], e.h[idx], e.covariance(idx), fs), diag
+    return model.AxisData(sw.axis, kind, e.f[idx], e.h[idx], e.covariance(idx), fs, None if b is None else b[idx]), diag
 
 
-def _dead_time(data: list[model.AxisData], s: FreqSettings) -> tuple[bool, str]:
-    """Whether to fit a dead time, and why."""
+def _responses(
+    axes: list[tuple[Flight, Flight, sweep.Sweep]], vehicle: Vehicle, s: FreqSettings, first: model.Fit | None
+) -> tuple[list[model.AxisData], list[dict], list[str]]:
+    """Every (flight, its uniform copy, axis)'s bins for the fit, report panels and notes;
+    refused when no axis has `MIN_BINS` coherent bins."""
+    data, panels, notes = [], [], []
+    u0 = float(np.mean([np.mean(g.cmd) for _, g, _ in axes]))  # one slope for every flight: the mean command
+    for f, g, sw in axes:
+        d, panel = _response(g, vehicle, sw, s, first, u0)
+        panels.append(panel)
+        notes.append(f"{f.source}: {sw.describe()}; {int(panel['used'].sum())} bins with γ² ≥ {s.min_coherence:g}")
+        if d is not None:
+            data.append(d)
+    if not data:
+        raise RotoridError(
+            f"freq: no axis of {len({id(f) for f, _, _ in axes})} flight(s) has {MIN_BINS} coherent bins "
+            f"(γ² ≥ {s.min_coherence:g}); fly a chirp (ArduPilot SID_AXIS 7-9, 13) or lower --min-coherence"
+        )
+    return data, panels, notes
+
+
+def _choose(data: list[model.AxisData], s: FreqSettings) -> tuple[bool, bool, list[str]]:
+    """Whether to fit a dead time and the thrust curve's curvature (once the data carry its
+    response), each kept only where it predicts held-out frequency blocks better, and why."""
+    notes = []
     if s.dead_time != "auto":
-        return s.dead_time == "on", f"dead time {s.dead_time} (--dead-time)"
-    without = model.held_out_error(data, s.tm_bounds, False)
-    with_tau = model.held_out_error(data, s.tm_bounds, True)
-    keep = with_tau < without
-    word = "kept" if keep else "not kept"
-    return keep, (
-        f"dead time {word}: held-out frequency blocks' weighted error {with_tau:.4g} with it, {without:.4g} without"
-    )
+        dead = s.dead_time == "on"
+        notes.append(f"dead time {s.dead_time} (--dead-time)")
+    else:
+        without = model.held_out_error(data, s.tm_bounds, False)
+        with_tau = model.held_out_error(data, s.tm_bounds, True)
+        dead = with_tau < without
+        word = "kept" if dead else "not kept"
+        notes.append(
+            f"dead time {word}: held-out frequency blocks' weighted error {with_tau:.4g} with it, {without:.4g} without"
+        )
+    curved = False
+    if all(d.b is not None for d in data):
+        flat = model.held_out_error(data, s.tm_bounds, dead)
+        bent = model.held_out_error(data, s.tm_bounds, dead, True)
+        curved = bent < flat
+        word = "kept" if curved else "not kept"
+        notes.append(
+            f"thrust-curve curvature (gain moving with the collective) {word}: held-out error {bent:.4g} with it, {flat:.4g} without"
+        )
+    return dead, curved, notes
 
 
 def _physics(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> dict[str, tuple[float, np.ndarray]]:
@@ -132,6 +190,12 @@ def _estimates(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> tuple[dict
     if "dead_time" in phys:
         v, g = phys["dead_time"]
         notes.append(f"dead time {1e3 * v:.2f} ± {1e3 * np.sqrt(max(g @ fit.cov @ g, 0.0)):.2f} ms (commands to IMU)")
+    if "kappa" in fit.names:
+        i = fit.names.index("kappa")
+        notes.append(
+            f"thrust curve's relative curvature f''/f' {fit.theta[i]:.3g} ± {np.sqrt(max(fit.cov[i, i], 0.0)):.2g} "
+            "per unit command (its slope moves with the collective; the gains are the slopes at the flights' mean command)"
+        )
     return est, obs
 
 
@@ -140,7 +204,7 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
     s = settings or FreqSettings()
     if not flights:
         raise RotoridError("freq: no flights given; give chirp logs (ArduPilot System ID, or any swept axis)")
-    data, panels, notes = [], [], []
+    axes = []
     for f in flights:
         f.require_rate(MIN_RATE_HZ, "acc", "gyro", "cmd")
         if f.cmd.shape[1] != vehicle.n_rotors:
@@ -148,31 +212,34 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
                 f"{f.source}: {f.cmd.shape[1]} motor columns, the vehicle '{vehicle.name}' has {vehicle.n_rotors} rotors"
             )
         g = f if is_uniform(f.t) else f.resample()
-        for sw in sweep.find(g, vehicle):
-            d, panel = _response(g, vehicle, sw, s)
-            panels.append(panel)
-            notes.append(f"{f.source}: {sw.describe()}; {int(panel['used'].sum())} bins with γ² ≥ {s.min_coherence:g}")
-            if d is not None:
-                data.append(d)
-    if not data:
-        raise RotoridError(
-            f"freq: no axis of {len(flights)} flight(s) has {MIN_BINS} coherent bins (γ² ≥ {s.min_coherence:g}); "
-            "fly a chirp (ArduPilot SID_AXIS 7-9, 13) or lower --min-coherence"
-        )
-    dead, why = _dead_time(data, s)
-    notes.append(why)
+        axes += [(f, g, sw) for sw in sweep.find(g, vehicle)]
+    data, _, _ = _responses(axes, vehicle, s, None)
+    dead, _, _ = _choose(data, s)
     fit = model.fit(data, s.tm_bounds, dead)
-    if fit.chi2_red > 1.0:
+    data, _, _ = _responses(axes, vehicle, s, fit)  # corrected at the first fit, with the curvature's response
+    dead, curved, why = _choose(data, s)
+    fit = model.fit(data, s.tm_bounds, dead, curved)
+    data, panels, notes = _responses(axes, vehicle, s, fit)  # corrected at the model chosen
+    fit = model.fit(data, s.tm_bounds, dead, curved)
+    notes += why
+    if fit.widened:
         notes.append(
-            f"residuals exceed their spectral variance (reduced χ² {fit.chi2_red:.2f}): σ widened by {np.sqrt(fit.chi2_red):.2f}"
+            f"residuals exceed their spectral variance (reduced χ² {fit.chi2_red:.2f}, beyond the {fit.chi2_limit:.2f} "
+            f"the bins' noise reaches): σ widened by {np.sqrt(fit.chi2_red):.2f}"
         )
     est, obs = _estimates(fit, vehicle, notes)
     for p in panels:
         if p["axis"] in {d.axis for d in data}:
             p["model"], p["model_mag_std"], p["model_phase_std"] = model.model_band(
-                p["f"], p["kind"], p["axis"], fit, p["fs"]
+                p["f"], p["kind"], p["axis"], fit, p["fs"], p["curve"]
             )
-    settings = {**dataclasses.asdict(s), "dead_time_fitted": dead, "chi2_red": fit.chi2_red}
+    settings = {
+        **dataclasses.asdict(s),
+        "dead_time_fitted": dead,
+        "curvature_fitted": curved,
+        "chi2_red": fit.chi2_red,
+        "chi2_limit": fit.chi2_limit,
+    }
     diag = {"freq_panels": {f"{i}_{p['axis']}": p for i, p in enumerate(panels)}}
     diag["freq_fit"] = {"names": np.array(fit.names), "theta": fit.theta, "cov": fit.cov}
     result = build_result("freq", est, settings, diag, obs, notes)
