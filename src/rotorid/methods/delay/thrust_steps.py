@@ -276,7 +276,14 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
         thrust_t=np.concatenate([f.t for f in prob.flights])[sub] if prob.n_rows == 1 else sub.astype(float),
         thrust_nodelay_r2=r2_from_sse(nodelay_fit.sse, meas),
         thrust_cond=fit.cond,
+        curve_coef=prob.mean_curve_map() @ fit.x,  # the mean motor's curve: thrust against command
+        curve_cov=prob.mean_curve_map() @ ccov @ prob.mean_curve_map().T,
+        curve_exponents=np.array(st.exponents, dtype=float),
+        curve_rotors=prob.vehicle.n_rotors,
+        curve_range=np.array([prob.vehicle.cmd_min, prob.vehicle.cmd_max]),
     )
+    if prob.n_rows == 1:  # one row per sample: the motors' mean state beside each measured thrust
+        out.diag["thrust_state"] = np.concatenate([w.mean(axis=1) for w in states])[sub]
     _hover_check(prob, states, hover, st, out)
     out.notes.append(
         "Measured quantity: b = m · acc (the accelerometer's specific force, rotor force / mass, eq. 5 and 17); "
