@@ -5,6 +5,8 @@ filtered accelerometer and delay refuses T_m with that reason."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import signal as sps
@@ -12,8 +14,11 @@ from scipy import signal as sps
 from rotorid.flight import Flight
 from rotorid.io.blackbox import _acc_lowpass
 from rotorid.methods import delay
+from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import ThrustProblem
 from rotorid.methods.delay.search import search_tm
+from rotorid.methods.delay.thrust_steps import _behind_acc_filter
+from rotorid.result import Observability
 from rotorid.signal import CHUNK, motor_lag
 from rotorid.vehicle import quad_x
 
@@ -28,6 +33,9 @@ BIQUAD_10 = {"kind": "biquad", "hz": 10.0}
         ("Betaflight 4.5.0 (abc) STM32F7X2", "1000", None),  # a PT2 there: not guessed
         ("Betaflight 4.2.8 (101738d8e) STM32F7X2", "0", None),  # unfiltered
         ("INAV 6.0.0 (abc) MATEKF405", "1000", None),
+        ("Betaflight 4.2.8 (101738d8e) STM32F7X2", "nan", None),  # corrupt headers: no filter modelled
+        ("Betaflight 4.2.8 (101738d8e) STM32F7X2", ["1000", "2"], None),
+        ("Betaflight x.y (101738d8e) STM32F7X2", "1000", None),
     ],
 )
 def test_header_names_the_filter(rev, lpf, want) -> None:
@@ -60,6 +68,28 @@ def test_modelled_filter_leaves_the_motor_lag() -> None:
     ok, blind = found[False], found[True]
     assert abs(ok.tm - 0.015) < 2 * ok.std and ok.std < 0.001
     assert blind.tm - 0.015 > 0.012
+
+
+@pytest.mark.parametrize(
+    ("tm", "std", "at_edge", "refused"),
+    [
+        (0.008, 0.005, False, True),  # poor, below the 22.5 ms delay: refused for the filter
+        (0.040, 0.030, False, False),  # poor, above it: the ordinary "poor"
+        (0.010, 0.003, False, False),  # loose (30 %σ): kept
+        (0.500, 0.100, True, False),  # at the upper bound: not the filter's doing
+    ],
+)
+def test_refusal_only_below_the_filter_delay(tm, std, at_edge, refused) -> None:
+    prob = ThrustProblem([_filtered_flight(2000, 0.015, 3, BIQUAD_10)], quad_x(arm=0.055, mass=0.1), (2,), False)
+    sym = dataclasses.replace(search_tm(prob, delay.DelaySettings(exponents=(2,))), tm=tm, std=std, at_edge=at_edge)
+    before = Observability(True, rel_std_pct=100 * std / tm)
+    out = Collected()
+    after = _behind_acc_filter(prob, sym, before, out)
+    assert (after is not before) is refused and after.identifiable is not refused
+    assert out.notes == [
+        "The firmware low-passed the accelerometer at 10 Hz before logging it (a biquad, header acc_lpf_hz): "
+        "the thrust model passes through the same filter, whose ~23 ms delay is not motor lag."
+    ]
 
 
 def test_blocked_filter_equals_the_whole() -> None:

@@ -357,9 +357,9 @@ def _acc_lowpass(headers: dict[str, Any]) -> dict[str, Any] | None:
     try:
         version = tuple(int(v) for v in rev[1].split(".")[:2])
         hz = float(headers["acc_lpf_hz"]) / 100.0
-    except ValueError:
+    except (TypeError, ValueError):  # a corrupt header: nothing to model
         return None
-    if version >= ACC_PT2_VERSION or not 0 < hz < ACC_LPF_MAX_HZ:
+    if version >= ACC_PT2_VERSION or not 1.0 <= hz < ACC_LPF_MAX_HZ:
         return None
     return {"kind": "biquad", "hz": hz}
 

@@ -104,11 +104,11 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
 
 def _behind_acc_filter(prob: ThrustProblem, sym: TmSearch, obs: Observability, out: Collected) -> Observability:
     """Where the firmware low-passed the accelerometer (`meta["acc_lowpass"]`, modelled in the
-    fit), say so; and when T_m is then poorly determined or at a search bound, refuse it with
-    that reason: the filter's group delay at low frequency, √2/(2π f_c) for the biquad (22 ms at
+    fit), say so; and when T_m is then poorly determined or at a search bound below the filter's
+    delay, refuse it with that reason: the filter's group delay at low frequency, √2/(2π f_c) for the biquad (22 ms at
     10 Hz), is in every measured specific force, and a motor lag below it leaves too little
     phase in what the filter passes to be told apart (a poor T_m above that delay keeps its
-    ordinary verdict)."""
+    ordinary verdict, one at the upper bound its "not identified")."""
     cut = sorted({float(f.meta["acc_lowpass"]["hz"]) for f in prob.flights if f.meta.get("acc_lowpass")})
     if not cut:
         return obs
@@ -119,7 +119,7 @@ def _behind_acc_filter(prob: ThrustProblem, sym: TmSearch, obs: Observability, o
         f"the thrust model passes through the same filter, whose ~{delay_ms:.0f} ms delay is not motor lag."
     )
     pct = 100.0 * sym.std / sym.tm
-    if not (sym.at_edge or (pct > LOOSE_PCT and sym.tm < 1e-3 * delay_ms)):
+    if not ((sym.at_edge or pct > LOOSE_PCT) and sym.tm < 1e-3 * delay_ms):
         return obs
     return Observability(
         False,
