@@ -347,7 +347,50 @@ def test_fleet_page_states_the_smallest_change_each_parameter_can_reveal() -> No
     from rotorid.report import fleet
 
     t, found = batch.assess(_table([1.0, 1.2, 1.1, 1.6], [0.05, 0.05, 0.05, 0.1]))
-    assert fleet.smallest_change(t["dev_std"].iloc[3], t["baseline"].iloc[3], 3.0) == "±0.346 (31.5 %)"
-    assert fleet.smallest_change(t["dev_std"].iloc[0], t["baseline"].iloc[0], 3.0) == "—"  # history too short
+    # the history test's limit here is t_crit(2) s_h sqrt(4/3) = 19.2 x 0.1155 = 2.22: σ's is smaller
+    assert t["limit"].iloc[3] == pytest.approx(3 * 0.11547, rel=1e-4)
+    assert fleet.smallest_change(t["limit"].iloc[3], t["baseline"].iloc[3]) == "±0.346 (31.5 %)"
+    assert fleet.smallest_change(t["limit"].iloc[0], t["baseline"].iloc[0]) == "—"  # history too short
     html = fleet.render(t, found, pd.DataFrame({"status": ["ok"] * 4}), "fleet")
-    assert "<th>smallest change flagged</th>" in html and "<td>±0.346 (31.5 %)</td>" in html
+    assert "<th>smallest change flagged</th>" in html and '<td>±0.346 (31.5 %)</td><td class="l">σ</td>' in html
+
+
+def test_history_tighter_than_sigma_catches_a_25_percent_tm() -> None:
+    """T_m 60 ms ± 18 ms per flight (σ like the real logs', mostly terms every flight shares),
+    four earlier runs within ±1 ms: σ alone flags only beyond 3u = 3 sqrt(18² + 18²/4) = 60.4 ms
+    (+100 %); the history test (t with 3 dof beyond 9.22, s_h 0.854 ms) flags from 8.8 ms
+    (+14.6 %), so +25 % is a drift and +4 % is not."""
+    from rotorid.report import fleet
+
+    hist = [0.060, 0.061, 0.059, 0.0605]
+    t, found = batch.assess(_table([*hist, 0.075], 0.018))
+    last = t.iloc[4]
+    assert last["dev_std"] * 3 == pytest.approx(0.06037, rel=1e-3)
+    assert last["hist_std"] == pytest.approx(0.000854, rel=1e-3)
+    assert last["limit"] == pytest.approx(9.2189 * 0.000854 * 1.25**0.5, rel=1e-3)
+    assert abs(last["z"]) > 3 and last["flagged"]
+    assert [f.message for f in found] == ["tm up 25 % since 2026-01-29: check motors/propellers"]
+    assert fleet.smallest_change(last["limit"], last["baseline"]) == "±0.0088 (14.6 %)"
+    quiet, none = batch.assess(_table([*hist, 0.0625], 0.018))
+    assert not quiet["flagged"].any() and none == []
+
+
+def test_fleet_drift_from_history_when_sigma_is_inflated(fleet_out: tuple[Path, str]) -> None:
+    """The simulated fleet with every σ inflated to 30 % of its value (the real logs' %σ): σ
+    alone flags nothing (+25 % is 0.8σ), the vehicles' own histories still find cf-03's T_m
+    drift, and nothing else."""
+    out, _ = fleet_out
+    table = pd.read_parquet(out / "params.parquet")[
+        ["vehicle", "date", "method", "row", "parameter", "value", "std", "unit"]
+    ]
+    wide = table.assign(std=0.3 * table["value"].abs())
+    t, found = batch.assess(wide)
+    flagged = t[t["flagged"]]
+    assert sorted(
+        zip(flagged["vehicle"], flagged["parameter"], flagged["date"].dt.strftime("%Y-%m-%d"), strict=True)
+    ) == [
+        ("cf-03", "tm", "2026-04-04"),
+        ("cf-03", "tm", "2026-05-02"),
+    ]
+    assert ((flagged["value"] - flagged["baseline"]).abs() < 3 * flagged["dev_std"]).all()  # σ alone: no flag
+    assert [f.message for f in found] == ["tm up 25 % since 2026-04-04: check motors/propellers"]

@@ -8,7 +8,17 @@ from typer.testing import CliRunner
 
 from rotorid.cli import app
 
-PNGS = ("tm_search", "thrust_fit", "delay_model", "hover", "roll_pitch", "yaw")
+PNGS = (
+    "tm_search",
+    "thrust_fit",
+    "delay_model",
+    "hover",
+    "thrust_curve",
+    "roll_pitch",
+    "roll_pitch_time",
+    "yaw",
+    "yaw_time",
+)
 
 
 def _args(*args: str) -> list[str]:

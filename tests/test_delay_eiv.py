@@ -108,14 +108,15 @@ def betaflight(data_dir: Path, tmp_path_factory):
 
 def test_betaflight_pitch_is_not_identifiable(betaflight):
     """The CS110 hover (35-70 s) barely excites pitch: torque and angular acceleration correlate
-    at r = 0.39, the direct and reciprocal fits lie 6.4x apart, and the scatter is thousands of
+    at r = 0.38 (0.39 before), the direct and reciprocal fits lie 6.8x apart (6.4x before the firmware's 10 Hz
+    accelerometer filter was modelled in the thrust fit, which moved T_m), and the scatter is thousands of
     times the sensors' noise floor. I_yy is not identifiable (σ 21 % was reported before, the
     OLS σ of one direction); roll (r = 0.70, a factor 2) stays, with σ covering its bracket."""
     r = betaflight
     fits = r.diagnostics["rp_fits"]
-    assert fits["reciprocal"][1] / fits["direct"][1] == pytest.approx(6.4, abs=0.2)
+    assert fits["reciprocal"][1] / fits["direct"][1] == pytest.approx(6.8, abs=0.2)
     yy = r.observability["I_yy"]
-    assert yy["identifiable"] is False and "r = 0.39" in yy["reason"]
+    assert yy["identifiable"] is False and "r = 0.38" in yy["reason"]
     assert r.params["I_yy"].rel_std_pct > 50
     xx = r.observability["I_xx"]
     assert xx["identifiable"] is True and "r = 0.70" in xx["reason"]

@@ -47,7 +47,7 @@ def test_state_blocks_are_the_states(uniform, dead):
     flight's states, symmetric and rising/falling, across block edges and two flights."""
     prob = delay.ThrustProblem(_flights(2 * CHUNK + 11, uniform), Vehicle.preset("crazyflie"), (0, 1, 2), False)
     for tm in [(0.0, 0.0), (0.05, 0.05), (0.03, 0.07)]:
-        blocks = list(prob.state_blocks(tm, dead))
+        blocks = [w for _, w in prob.state_blocks(tm, dead)]
         assert max(len(b) for b in blocks) <= CHUNK
         np.testing.assert_allclose(np.vstack(blocks), np.vstack(prob.states(tm, dead)), rtol=1e-12, atol=1e-15)
     with_dead = prob.sse((0.05, 0.05), dead)

@@ -153,7 +153,10 @@ def test_rising_and_falling_constants_on_real_data(flights):
 
 def test_figures_show_the_fits(result):
     figs = figures(result)
-    assert set(figs) == {"tm_search", "thrust_fit", "delay_model", "hover", "roll_pitch", "yaw"}
+    assert set(figs) == {
+        *("tm_search", "thrust_fit", "delay_model", "hover", "roll_pitch", "yaw"),
+        *("thrust_curve", "roll_pitch_time", "yaw_time"),
+    }
     vline = figs["tm_search"].axes[0].lines[1]
     # the SSE's optimum: the reported T_m sits Δt/4 later (the log's time resolution, sample_hold_term)
     assert vline.get_xdata()[0] == pytest.approx(result.value("tm") - result.diagnostics["tm_hold_shift"])
@@ -163,3 +166,29 @@ def test_figures_show_the_fits(result):
     slope = figs["yaw"].axes[0].lines[1]
     x, y = slope.get_xdata(), slope.get_ydata()
     assert (y[1] - y[0]) / (x[1] - x[0]) == pytest.approx(result.value("k_tau"))
+
+
+def test_model_against_measurement_over_time(result):
+    """Per axis over time: measured (I ω̇, m acc_z) and model (rotor torque, thrust curve through
+    the lag) with their residual below, decimated to the diagnostics' ≤ 2500 points; the thrust
+    curve against the command with its ±2σ band, through the hover command at the weight."""
+    figs = figures(result)
+    d = result.diagnostics
+    rp = figs["roll_pitch_time"].axes
+    assert len(rp) == 4 and len(d["rp_t"]) == len(d["rp_acc"]) <= 2500
+    ixx = d["rp_fits"][d["rp_chosen"]][0]
+    meas, model = (np.asarray(line.get_ydata()) for line in rp[0].lines[:2])
+    resid = np.asarray(rp[1].lines[0].get_ydata())
+    np.testing.assert_allclose(meas, ixx * d["rp_acc"][:, 0])  # no gap: the roll/pitch window is one piece
+    np.testing.assert_allclose(resid, meas - model)
+    assert np.all(np.diff(rp[0].lines[0].get_xdata()) > 0)
+    # the yaw flight's two windows: a NaN breaks the line between them
+    assert np.isnan(figs["yaw_time"].axes[0].lines[0].get_ydata()).sum() == 1
+    thr = figs["thrust_fit"].axes
+    np.testing.assert_allclose(thr[1].lines[0].get_ydata(), d["thrust_meas"] - d["thrust_pred"])
+    curve = figs["thrust_curve"].axes[0]
+    u, total = (np.asarray(v) for v in curve.lines[1].get_data())
+    weight = result.vehicle["mass"] * 9.80665
+    assert np.interp(result.value("hover_cmd"), u, total) == pytest.approx(weight, rel=1e-3)
+    band = curve.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.max() > total.max() and band.min() < total.min()  # a band around the curve

@@ -50,7 +50,7 @@ def _dense(prob: delay.ThrustProblem, pair, dirs, st: delay.DelaySettings):
     # divides by its step 1e-4 T_m
     drift = max(
         (
-            np.abs(np.vstack(list(prob.state_blocks(p))) - np.vstack(prob.states(p))).max()
+            np.abs(np.vstack([w for _, w in prob.state_blocks(p)]) - np.vstack(prob.states(p))).max()
             / np.abs(np.vstack(prob.states(p))).max()
             for d in dirs
             for p in (tuple(tm + h * np.asarray(d)), tuple(tm - h * np.asarray(d)))

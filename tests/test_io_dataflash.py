@@ -273,3 +273,20 @@ def test_not_a_dataflash_log(tmp_path: Path) -> None:
     p.write_bytes(dataflash.MAGIC + b"\x80" + bytes(40))
     with pytest.raises(LogFormatError):
         read(p)
+
+
+def test_info_proposes_rotor_speed_methods_for_a_rad_s_vehicle(tmp_path: Path) -> None:
+    """An ArduPilot log with ESC rpm and no fast RCOU (what ArduCopter can log) and a vehicle
+    taking rotor speeds: `info` proposes tls and online (it used to say every method needed
+    faster logs, counting the absent commands), not delay (which needs the commands)."""
+    sc = scenarios.run("six-config-a", seed=0, duration=8.0)
+    with pytest.warns(UserWarning, match="wrote the rotor speeds"):
+        log = write(sc.flights["train"], tmp_path / "train.bin")
+    veh = tmp_path / "v.toml"
+    sc.vehicle.save(veh)
+    res = CliRunner().invoke(app, ["info", str(log), "--vehicle", str(veh)])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "rotorid identify --method tls" in text and "rotorid identify --method online" in text
+    assert "--method delay" not in text and "needs faster logs" not in text
+    assert "delay's command" not in text  # no line about a command it does not print

@@ -568,6 +568,8 @@ def info(
     reading = _reading(imu_source, imu, motor_poles, pwm_range)
     mins = runs.min_rates()
     needs = {m.name: set(m.channels) for m in methods().values()}
+    if veh is not None and veh.motor_input == "rad_s":  # its rotor speeds stand for the commands
+        needs = {k: chs - {"cmd"} if "rotor_speed" in chs else chs for k, chs in needs.items()}
     found: dict[str, dict[str, Any]] = {}
     usable: dict[str, set[str]] = {}
     formats: set[str] = set()
@@ -597,7 +599,7 @@ def info(
     console().print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
     for c in commands:
         console().print(shown(c), highlight=False, soft_wrap=True)
-    for line in infoview.unserved(found, specs, formats):
+    for line in infoview.unserved(found, specs, formats, delay="delay" in ready):
         console().print(shown(line), highlight=False, soft_wrap=True)
 
 

@@ -5,24 +5,37 @@ words.
 Drift rule (`DriftRule`, applied by `assess` per vehicle, method and parameter, values in date
 order, ties in manifest order). The *baseline* is the vehicle's own earlier values that were not
 flagged. A value x_k with σ_k is compared once the baseline holds at least `min_history` values
-x_i (σ_i), i in B, n = |B|:
+x_i (σ_i), i in B, n = |B|, by two tests; it is flagged when either says so:
 
     m   = mean(x_B)                               baseline mean
-    s   = max(std(x_B, ddof=1), rms(σ_B))         per-flight scatter: the baseline's own spread, or
-                                                  the σ its estimates claim, whichever is larger
-    u   = sqrt(max(σ_k, s)² + s² / n)             uncertainty of x_k − m: the new value's scatter
-                                                  (its own σ or the history's, the larger) plus
-                                                  the standard error of the mean
-    z_k = (x_k − m) / u                           flagged when |z_k| > `threshold` (3)
+    s_h = std(x_B, ddof=1)                        between-flight scatter of the vehicle's history
+
+  σ test (the estimates' own uncertainty, never tighter than the history's spread):
+    s   = max(s_h, rms(σ_B))
+    u   = sqrt(max(σ_k, s)² + s² / n)             σ of x_k − m
+    z_σ = (x_k − m) / u                           flagged when |z_σ| > `threshold` (3)
+
+  history test (the history's own scatter; only when it varies, s_h > `HISTORY_FLOOR` rms(σ_B)):
+    t   = (x_k − m) / (s_h sqrt(1 + 1/n))         Student's t with n − 1 degrees of freedom
+    z_h = the normal score of t's two-sided p     flagged when |z_h| > `threshold`, i.e. at the
+                                                  same false-alarm rate, 0.27 % for 3
+
+    z = z_σ or z_h, whichever is larger in size; the smallest change flagged is the smaller of
+    threshold·u and t_crit(n − 1)·s_h sqrt(1 + 1/n) (`limit`).
+
+Why two: a method's σ holds terms every flight of a vehicle shares (a thrust-curve choice, an
+assumed accelerometer bias, a model-structure term), which do not move a comparison between
+flights; the history's scatter measures what does (battery, temperature, the log's noise). Where
+the history is tighter than σ, it reveals changes σ alone would hide (a T_m up 25 % that σ
+flags only from ~90 %); Student's t pays for a short history (t_crit 19.2 with 3 values, 6.6
+with 5, 4.1 with 10), so a history that is tight by chance does not cry wolf. The σ test keeps
+catching changes where the history is short or loose.
 
 A flagged value does not join the baseline, so a step change stays flagged on every later
 flight instead of being absorbed. A *drift* is the trailing run of flagged values of one sign
 that reaches the vehicle's latest flight: "tm up 25 % since 2026-03-14: check
 motors/propellers", the change being the mean of the run against m. A flagged value followed by
-unflagged ones is an *outlier* (one odd flight, often a bad log), listed but not a drift. Taking
-the larger of the observed spread and the claimed σ keeps the rule honest both when the σ are
-optimistic (real flights vary more than one log's noise says: battery voltage, temperature) and
-when a short history happens to be tight.
+unflagged ones is an *outlier* (one odd flight, often a bad log), listed but not a drift.
 """
 
 from __future__ import annotations
@@ -38,6 +51,11 @@ from rotorid.errors import RotoridError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+#: A history whose spread is below this share of its σ (identical or assumed values, rounding)
+#: measures no scatter: only the σ test applies to it.
+HISTORY_FLOOR = 1e-4
 
 
 @dataclass(frozen=True)
@@ -98,44 +116,56 @@ class Finding:
 
 
 def _z_scores(x: np.ndarray, s: np.ndarray, rule: DriftRule) -> tuple[np.ndarray, ...]:
-    """Baseline mean, scatter, σ of the difference (u), z and flag of each value of one (vehicle, method, parameter)
-    history in date order: the recurrence of the module docstring (flagged values stay out of
-    the baseline)."""
+    """Baseline mean, σ test's scatter and u, history scatter, z, smallest change flagged and flag
+    of each value of one (vehicle, method, parameter) history in date order: the recurrence of
+    the module docstring (flagged values stay out of the baseline)."""
+    from scipy import special
+
     n = len(x)
-    mean, scatter, dev, z = (np.full(n, np.nan) for _ in range(4))
+    mean, scatter, dev, hist, z, limit = (np.full(n, np.nan) for _ in range(6))
     flag = np.zeros(n, dtype=bool)
     base: list[int] = []
+    p_false = 2.0 * special.ndtr(-rule.threshold)  # the threshold's two-sided false-alarm rate
     for k in range(n):  # over flights (a handful per vehicle), not samples
         if len(base) >= rule.min_history and np.isfinite(x[k]):
             xb, sb = x[base], s[base]
+            nb = len(base)
             sig = np.sqrt(np.nanmean(sb**2)) if np.isfinite(sb).any() else 0.0
-            sc = max(float(np.std(xb, ddof=1)), float(sig))
-            u = math.hypot(max(s[k], sc) if np.isfinite(s[k]) else sc, sc / math.sqrt(len(base)))
-            mean[k], scatter[k], dev[k] = xb.mean(), sc, u
-            z[k] = (
-                (x[k] - mean[k]) / u if u > 0 else (0.0 if x[k] == mean[k] else math.copysign(math.inf, x[k] - mean[k]))
-            )
+            sh = float(np.std(xb, ddof=1))
+            sc = max(sh, float(sig))
+            u = math.hypot(max(s[k], sc) if np.isfinite(s[k]) else sc, sc / math.sqrt(nb))
+            mean[k], scatter[k], dev[k], hist[k] = xb.mean(), sc, u, sh
+            d = x[k] - mean[k]
+            z[k] = d / u if u > 0 else (0.0 if d == 0 else math.copysign(math.inf, d))
+            limit[k] = rule.threshold * u
+            if sh > HISTORY_FLOOR * sig:
+                uh = sh * math.sqrt(1.0 + 1.0 / nb)
+                p = 2.0 * float(special.stdtr(nb - 1, -abs(d) / uh))
+                zh = math.copysign(-float(special.ndtri(p / 2.0)), d) if p > 0 else math.copysign(math.inf, d)
+                z[k] = zh if abs(zh) > abs(z[k]) else z[k]
+                limit[k] = min(limit[k], float(special.stdtrit(nb - 1, 1.0 - p_false / 2.0)) * uh)
             flag[k] = abs(z[k]) > rule.threshold
         if not flag[k] and np.isfinite(x[k]):
             base.append(k)
-    return mean, scatter, dev, z, flag
+    return mean, scatter, dev, hist, z, limit, flag
 
 
 def assess(table: pd.DataFrame, rule: DriftRule | None = None) -> tuple[pd.DataFrame, list[Finding]]:
     """Apply the drift rule to every (vehicle, method, parameter) history of `collect`'s table:
-    returns the table with `baseline` (m), `scatter` (s), `dev_std` (u), `z` and `flagged` columns (NaN/False where the
-    history is too short) and the findings, drifts first."""
+    returns the table with `baseline` (m), `scatter` (s), `dev_std` (u), `hist_std` (s_h), `z`,
+    `limit` (the smallest change flagged) and `flagged` columns (NaN/False where the history is
+    too short) and the findings, drifts first."""
     from rotorid.report.html import pretty_unit, symbol
 
     rule = rule or DriftRule()
     t = table.sort_values(["vehicle", "method", "parameter", "date", "row"], kind="stable", ignore_index=True)
-    cols = {k: np.full(len(t), np.nan) for k in ("baseline", "scatter", "dev_std", "z")}
+    cols = {k: np.full(len(t), np.nan) for k in ("baseline", "scatter", "dev_std", "hist_std", "z", "limit")}
     flagged = np.zeros(len(t), dtype=bool)
     findings: list[Finding] = []
     for (veh, method, par), idx in t.groupby(["vehicle", "method", "parameter"], sort=False).indices.items():
         x, s = t["value"].to_numpy()[idx], t["std"].to_numpy()[idx]
-        m, sc, u, z, f = _z_scores(x, s, rule)
-        for k, v in zip(cols, (m, sc, u, z), strict=True):
+        m, sc, u, sh, z, lim, f = _z_scores(x, s, rule)
+        for k, v in zip(cols, (m, sc, u, sh, z, lim), strict=True):
             cols[k][idx] = v
         flagged[idx] = f
         dates = t["date"].to_numpy()[idx]
@@ -145,7 +175,8 @@ def assess(table: pd.DataFrame, rule: DriftRule | None = None) -> tuple[pd.DataF
             mu = float(np.mean(x[run]))
             zmax = float(z[run][np.argmax(np.abs(z[run]))])
             label = _label(dates[first])
-            change = _change_words(symbol(par), mu, m[first], sc[first], pretty_unit(unit))
+            spread = min(sc[first], sh[first]) if sh[first] > 0 else sc[first]
+            change = _change_words(symbol(par), mu, m[first], spread, pretty_unit(unit))
             words = f"{change} since {label}" if kind == "drift" else f"{change} on {label} only (one odd flight)"
             findings.append(
                 Finding(

@@ -133,6 +133,8 @@ class Flight:
     units, windows and notes; it is carried through every operation. `meta["motor_hold"]` (s),
     where the reader or simulator knows it: how long each motor sample (cmd, rotor_speed) holds
     after its stamp (0: point samples; `rotorid.methods.online.OnlineSettings.motor_hold`).
+    `meta["acc_lowpass"]`, where the firmware filtered the accelerometer before logging it:
+    {"kind": "biquad", "hz": cut-off}; a model of the specific force passes through it too.
     """
 
     t: np.ndarray

@@ -100,10 +100,12 @@ def log_tables(spec: str, flights: list[Any], judged: Any, found: dict[str, Any]
 _GUIDES = {"ulog": "docs/fly-px4.md", "dataflash": "docs/fly-ardupilot.md", "blackbox": "docs/fly-betaflight.md"}
 
 
-def unserved(found: dict[str, dict[str, Any]], specs: dict[str, list[str]], formats: set[str]) -> list[str]:
+def unserved(
+    found: dict[str, dict[str, Any]], specs: dict[str, list[str]], formats: set[str], delay: bool = True
+) -> list[str]:
     """What the command leaves out and why, one line per role: no window excites it enough (its
-    best window's score, 1 = 'excited'), or yaw without roll/pitch (delay's K_tau rests on
-    I_xx, I_yy); with the guide of the logs' format."""
+    best window's score, 1 = 'excited'), or, when a delay command is printed (`delay`), yaw
+    without roll/pitch (delay's K_tau rests on I_xx, I_yy); with the guide of the logs' format."""
     from rotorid.excitation import ROLE_AXES, ROLE_WORDS
 
     out = []
@@ -112,7 +114,7 @@ def unserved(found: dict[str, dict[str, Any]], specs: dict[str, list[str]], form
         if not specs.get(role):
             best = f" (best window {max(scores):.2f} of the excited threshold)" if scores else ""
             out.append(f"{ROLE_WORDS[role]}: no window excites it enough{best}")
-        elif role == "yaw" and not specs.get("roll_pitch"):
+        elif role == "yaw" and delay and not specs.get("roll_pitch"):
             out.append("yaw: left out of delay's command: K_tau rests on I_xx, I_yy, which need a roll/pitch window")
     guides = [g for f, g in _GUIDES.items() if f in formats]
     if out:

@@ -187,6 +187,32 @@ def decimate(x: np.ndarray, factor: int) -> np.ndarray:
     return np.asarray(x)[:: int(factor)]
 
 
+class SensorLowpass:
+    """The low-pass a firmware ran on a sensor before logging it (`Flight.meta["acc_lowpass"]`:
+    {"kind": "biquad", "hz": cut-off}; an RBJ biquad with Q = 1/√2 is the 2nd-order Butterworth),
+    applied to model rows along axis 0 block after block with its state carried, so a model
+    compares with the filtered measurement. Designed at the log's rate `fs` (the firmware runs
+    it at the sensor's; at a 10 Hz cut-off and ≥ 500 Hz the two differ by < 0.1 %); it starts at
+    rest on the first row. `spec` None passes rows through."""
+
+    def __init__(self, spec: dict[str, object] | None, fs: float) -> None:
+        self.sos: np.ndarray | None = None
+        self.zi: np.ndarray | None = None
+        if spec is None:
+            return
+        if spec.get("kind") != "biquad":
+            raise RotoridError(f"sensor low-pass {spec!r} is not a biquad: only the biquad is modelled")
+        self.sos = cached_sos(fs, float(spec["hz"]), 2)  # type: ignore[arg-type]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if self.sos is None or not len(x):
+            return x
+        if self.zi is None:
+            self.zi = sps.sosfilt_zi(self.sos).reshape((len(self.sos), 2) + (1,) * (x.ndim - 1)) * x[0]
+        y, self.zi = sps.sosfilt(self.sos, x, axis=0, zi=self.zi)
+        return y
+
+
 #: Rows per block of the motor-lag kernels: their temporaries stay a few blocks (~1 MB for
 #: four motors) whatever the flight's length, so memory is linear in the output alone.
 CHUNK = 16_384

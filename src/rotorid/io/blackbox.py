@@ -73,6 +73,11 @@ INAV_RATE_HINT = (
     "log it faster: in the INAV CLI `set blackbox_rate_num = 1` and `set blackbox_rate_denom = 1` so gyro and "
     "motors are logged every loop; what to fly: docs/fly-betaflight.md"
 )
+#: Betaflight version from which `_acc_lowpass` no longer assumes the biquad (newer sources
+#: filter the accelerometer with a PT2): such logs carry no `acc_lowpass`.
+ACC_PT2_VERSION = (4, 5)
+#: A cut-off at or above this (Hz) is no filter worth modelling on a 500 Hz-1 kHz accelerometer.
+ACC_LPF_MAX_HZ = 200.0
 _HEADER_FACTS = (
     "Firmware type",
     "Firmware revision",
@@ -91,6 +96,7 @@ _HEADER_FACTS = (
     "debug_mode",
     "minthrottle",
     "maxthrottle",
+    "acc_lpf_hz",
 )
 
 
@@ -331,7 +337,31 @@ def _flight(
     if "gyro_scale" in headers:
         facts["gyro_scale"] = _float_bits(headers, "gyro_scale", path)
     meta = {"log_index": index, "header": facts, "units": units, "notes": notes}
+    acc_lowpass = _acc_lowpass(headers)
+    if acc_lowpass is not None and "acc" in series:
+        meta["acc_lowpass"] = acc_lowpass
     return series, meta
+
+
+def _acc_lowpass(headers: dict[str, Any]) -> dict[str, Any] | None:
+    """The low-pass Betaflight runs on the accelerometer before logging `accSmooth`, from the
+    header's `acc_lpf_hz` (written as 100 × the cut-off in Hz by blackbox.c, so 1000 is the
+    default 10 Hz): a biquad (RBJ, Q = 1/√2, i.e. a 2nd-order Butterworth) in
+    sensors/acceleration.c of 3.x and 4.x sources (newer sources filter with a PT2; from
+    `ACC_PT2_VERSION` on, the filter is left unmodelled rather than guessed). Its ~22 ms group delay at 10 Hz is in every
+    logged specific force; a method that ignores it reads it as motor lag. None for other
+    firmwares and versions (their filter is not modelled) and for an unfiltered accelerometer."""
+    rev = str(headers.get("Firmware revision", "")).split()
+    if len(rev) < 2 or rev[0] != "Betaflight" or "acc_lpf_hz" not in headers:
+        return None
+    try:
+        version = tuple(int(v) for v in rev[1].split(".")[:2])
+        hz = float(headers["acc_lpf_hz"]) / 100.0
+    except (TypeError, ValueError):  # a corrupt header: nothing to model
+        return None
+    if version >= ACC_PT2_VERSION or not 1.0 <= hz < ACC_LPF_MAX_HZ:
+        return None
+    return {"kind": "biquad", "hz": hz}
 
 
 def _is_inav(headers: dict[str, Any]) -> bool:

@@ -1,4 +1,6 @@
-"""Figures of the delay method (Eschmann et al. Fig. 2, 3, 5, 6, 7, 8) from `result.diagnostics`.
+"""Figures of the delay method (Eschmann et al. Fig. 2, 3, 5, 6, 7, 8) from `result.diagnostics`,
+plus the model against the measurement over time per axis with its residual (thrust, roll and
+pitch moments, yaw moment) and the thrust curve against the command with its ±2σ band.
 
 Every figure reads only `result.diagnostics` (arrays already subsampled by the method), which
 `rotorid.report.write_run` saves as diagnostics.npz, so `rotorid report RUN` redraws a saved run
@@ -12,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.ticker import LogLocator, NullFormatter
 
-from rotorid.report.style import figure
+from rotorid.report.style import MEASURED, MODEL, figure
+from rotorid.report.validate import gapped
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -60,19 +63,100 @@ def tm_search(d: dict[str, Any]) -> Figure:
     return fig
 
 
-def thrust_fit(d: dict[str, Any]) -> Figure:
-    """Fig. 3: predicted vs measured collective thrust over time (the predicted-against-measured
-    scatter is `delay_model`'s right panel, drawn once)."""
-    fig, a = _fig(1, width=10.4)
-    t, meas, pred = (np.asarray(d[k]) for k in ("thrust_t", "thrust_meas", "thrust_pred"))
-    a.plot(t, meas, lw=0.6, color="0.6", label="measured m·acc_z")
-    a.plot(t, pred, lw=0.9, color="tab:blue", label="thrust curve + motor delay")
-    a.set_xlabel("t [s]")
-    a.set_ylabel("collective thrust [N]")
-    a.set_title(f"R² = {float(d['thrust_r2']):.3f}")
-    a.legend(fontsize=8)
-    a.grid(alpha=0.3)
+def _over_time(rows: list[tuple[str, np.ndarray, np.ndarray, str, str]], t: np.ndarray) -> Figure:
+    """Measured (blue) and modelled (red) signal per row over time, each with its residual
+    (measured − model) in a thin panel below; no line across a gap between flights. `rows`:
+    (title, measured, model, y label, unit)."""
+    n = len(rows)
+    fig, axes = figure(10.4, 2.9 * n + 0.4, 2 * n, 1, sharex=True, squeeze=False, height_ratios=[2.2, 1] * n)
+    tt, _ = gapped(t, t)
+    for k, (title, meas, model, ylabel, unit) in enumerate(rows):
+        top, bot = axes[2 * k, 0], axes[2 * k + 1, 0]
+        _, m = gapped(t, meas)
+        _, p = gapped(t, model)
+        res = m - p
+        top.plot(tt, m, lw=0.6, color=MEASURED, label="measured")
+        top.plot(tt, p, lw=0.9, color=MODEL, label="model")
+        top.set_ylabel(f"{ylabel} [{unit}]")
+        top.set_title(title, fontsize=9)
+        top.legend(loc="upper right", fontsize=8)
+        bot.plot(tt, res, lw=0.5, color="0.35")
+        bot.axhline(0.0, color="k", lw=0.6)
+        bot.set_ylabel(f"residual [{unit}]", fontsize=8)
+        for ax in (top, bot):
+            ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("t [s]")
+    h = fig.get_figheight()
+    fig.subplots_adjust(left=0.09, right=0.98, top=1 - 0.3 / h, bottom=0.45 / h, hspace=0.35)
     return fig
+
+
+def _rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x))))
+
+
+def thrust_fit(d: dict[str, Any]) -> Figure:
+    """Fig. 3: predicted vs measured collective thrust over time, with the residual (the
+    predicted-against-measured scatter is `delay_model`'s right panel, drawn once)."""
+    t, meas, pred = (np.asarray(d[k]) for k in ("thrust_t", "thrust_meas", "thrust_pred"))
+    title = f"thrust curve + motor delay: R² = {float(d['thrust_r2']):.3f}, residual RMS {_rms(meas - pred):.3g} N"
+    return _over_time([(title, meas, pred, "collective thrust m·acc_z", "N")], t)
+
+
+def thrust_curve(d: dict[str, Any]) -> Figure:
+    """Collective thrust against the (equal) motor command from the identified curve, with its
+    ±2σ band (the coefficients' covariance, marginal over T_m), over the measured thrust against
+    the motors' mean modelled state where the log gives one row per sample."""
+    fig, ax = _fig(1, width=6.4)
+    e, coef, cov = np.asarray(d["curve_exponents"]), np.asarray(d["curve_coef"]), np.asarray(d["curve_cov"])
+    m = float(d["curve_rotors"])
+    lo, hi = (float(v) for v in np.asarray(d["curve_range"]))
+    if "thrust_state" in d:
+        ax.plot(
+            np.asarray(d["thrust_state"]),
+            np.asarray(d["thrust_meas"]),
+            ".",
+            ms=1.5,
+            color="0.65",
+            alpha=0.5,
+            label="measured m·acc_z (mean motor state)",
+        )
+    u = np.linspace(lo, hi, 200)
+    phi = u[:, None] ** e[None, :]
+    thrust = m * phi @ coef
+    sd = m * np.sqrt(np.clip(np.einsum("ij,jk,ik->i", phi, cov, phi), 0.0, None))
+    ax.fill_between(u, thrust - 2 * sd, thrust + 2 * sd, color=MODEL, alpha=0.2, lw=0, label="±2σ")
+    ax.plot(u, thrust, color=MODEL, lw=1.5, label="identified curve")
+    if "hover_pred" in d:
+        ax.axvline(float(d["hover_pred"]), color="k", ls="--", lw=1, label=f"hover {float(d['hover_pred']):.3f}")
+    ax.set_xlabel("motor command (all motors equal)")
+    ax.set_ylabel("collective thrust [N]")
+    ax.set_title("thrust against command", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig
+
+
+def roll_pitch_time(d: dict[str, Any]) -> Figure:
+    """Roll and pitch moments over time: measured I·ω̇ (the gyro's angular acceleration times
+    the identified inertia) against the rotors' modelled torque, residual below each."""
+    t, acc, tau = np.asarray(d["rp_t"]), np.asarray(d["rp_acc"]), np.asarray(d["rp_tau"])
+    inertia = d["rp_fits"][d["rp_chosen"]]
+    rows = []
+    for k, (axis, name) in enumerate((("x", "I_xx"), ("y", "I_yy"))):
+        meas = float(inertia[k]) * acc[:, k]
+        title = (
+            f"{'roll' if k == 0 else 'pitch'} moment ({name} ω̇_{axis}): residual RMS {_rms(meas - tau[:, k]):.3g} N m"
+        )
+        rows.append((title, meas, tau[:, k], f"τ_{axis}", "N m"))
+    return _over_time(rows, t)
+
+
+def yaw_time(d: dict[str, Any]) -> Figure:
+    """Yaw moment over time: measured I_zz ω̇_z (+ precession) against K_tau Σ d_i f_i."""
+    t, lhs, model = np.asarray(d["yaw_t"]), np.asarray(d["yaw_lhs"]), float(d["k_tau"]) * np.asarray(d["yaw_drag"])
+    title = f"yaw moment: R² {float(d['yaw_r2']):.2f}, residual RMS {_rms(lhs - model):.3g} N m"
+    return _over_time([(title, lhs, model, "τ_z", "N m")], t)
 
 
 def delay_model(d: dict[str, Any]) -> Figure:
@@ -146,11 +230,19 @@ def yaw(d: dict[str, Any]) -> Figure:
 
 
 def figures(result: Result) -> dict[str, Figure]:
-    """All figures the result has data for: tm_search, thrust_fit, delay_model, hover, roll_pitch, yaw."""
+    """All figures the result has data for: tm_search, thrust_fit, delay_model, hover,
+    thrust_curve, roll_pitch, roll_pitch_time, yaw, yaw_time (a saved run from before a figure's
+    diagnostics existed draws the others)."""
     d = result.diagnostics
     out = {"tm_search": tm_search(d), "thrust_fit": thrust_fit(d), "delay_model": delay_model(d), "hover": hover(d)}
+    if "curve_coef" in d:
+        out["thrust_curve"] = thrust_curve(d)
     if "rp_acc" in d:
         out["roll_pitch"] = roll_pitch(d)
+        if "rp_t" in d:
+            out["roll_pitch_time"] = roll_pitch_time(d)
     if "yaw_drag" in d:
         out["yaw"] = yaw(d)
+        if "yaw_t" in d:
+            out["yaw_time"] = yaw_time(d)
     return out

@@ -24,10 +24,10 @@ COLS = 3  # panels per figure row
 _RANK = {name: i for i, name in enumerate(PARAMS)}
 
 
-def vehicle_figure(rows: pd.DataFrame, threshold: float) -> Figure:
+def vehicle_figure(rows: pd.DataFrame) -> Figure:
     """One panel per (method, parameter) of one vehicle: each flight's value with ±2σ bars
     (flagged flights in red) and, behind each flight with enough history, the mean of that
-    history (dark tick) and the range baseline ± `threshold`·u outside which it is flagged (grey)."""
+    history (dark tick) and the range baseline ± the smallest change flagged (`limit`, grey)."""
     import numpy as np
     from matplotlib.dates import date2num
     from matplotlib.figure import Figure
@@ -47,9 +47,9 @@ def vehicle_figure(rows: pd.DataFrame, threshold: float) -> Figure:
     for ax, ((method, par), g) in zip(axes, groups, strict=False):
         t = date2num(g["date"].to_numpy())
         x, s, flag = g["value"].to_numpy(), g["std"].to_numpy(), g["flagged"].to_numpy()
-        m, u = g["baseline"].to_numpy(), g["dev_std"].to_numpy()
+        m, lim = g["baseline"].to_numpy(), g["limit"].to_numpy()
         has = np.isfinite(m)
-        ax.vlines(t[has], (m - threshold * u)[has], (m + threshold * u)[has], color="0.86", lw=9)
+        ax.vlines(t[has], (m - lim)[has], (m + lim)[has], color="0.86", lw=9)
         ax.plot(t[has], m[has], "_", color="0.35", ms=12, mew=1.5)
         for sel, colour in ((~flag, "#1f5fa8"), (flag, "#b3261e")):
             if sel.any():
@@ -76,11 +76,11 @@ def _png(fig: Figure) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def smallest_change(dev_std: float, baseline: float, threshold: float) -> str:
-    """The smallest change of a parameter the drift rule flags at its latest run: `threshold`·u
-    (u the σ of the difference from the history's mean, `rotorid.batch.assess`), with its share
+def smallest_change(limit: float, baseline: float) -> str:
+    """The smallest change of a parameter the drift rule flags at its latest run (`limit` of
+    `rotorid.drift.assess`: the smaller of the σ test's and the history test's), with its share
     of the baseline; '—' while the history is too short."""
-    d = threshold * dev_std
+    d = limit
     if not math.isfinite(d):
         return "—"
     share = f" ({100 * d / abs(baseline):.3g} %)" if math.isfinite(baseline) and baseline != 0 else ""
@@ -102,7 +102,7 @@ def render(table: pd.DataFrame, findings: Sequence[Any], runs: pd.DataFrame, tit
                 "flights": int(rows["row"].nunique()),
                 "span": f"{rows['date'].min():%Y-%m-%d} – {rows['date'].max():%Y-%m-%d}",
                 "findings": [f for f in findings if f.vehicle == veh],
-                "figure": _png(vehicle_figure(rows, threshold)),
+                "figure": _png(vehicle_figure(rows)),
                 "latest": [
                     {
                         "name": symbol(r.parameter),
@@ -113,7 +113,8 @@ def render(table: pd.DataFrame, findings: Sequence[Any], runs: pd.DataFrame, tit
                         "unit": pretty_unit(r.unit),
                         "baseline": fmt(r.baseline),
                         "z": fmt(r.z, "+.1f"),
-                        "smallest": smallest_change(r.dev_std, r.baseline, threshold),
+                        "smallest": smallest_change(r.limit, r.baseline),
+                        "by": "history" if r.limit < threshold * r.dev_std else "σ",
                         "flagged": bool(r.flagged),
                     }
                     for r in latest.itertuples()

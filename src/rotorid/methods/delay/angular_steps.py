@@ -72,6 +72,7 @@ def roll_pitch_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertaint
     )
     sub = subsample(len(ang.acc))
     out.diag.update(
+        rp_t=np.concatenate([r["t"] for r in ang.raw])[sub],
         rp_acc=ang.acc[sub, :2],
         rp_tau=ang.tau[sub, :2],
         rp_fits={h: [v for v, _ in fits[h]] for h in INERTIA_PARAMS},
@@ -122,7 +123,14 @@ def yaw_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertainty, rp: 
     if not eiv_ok:
         out.obs["k_tau"].advice = "fly sharper yaw doublets (larger yaw command steps)"
     sub = subsample(len(ang_y.drag))
-    out.diag.update(yaw_drag=ang_y.drag[sub], yaw_lhs=yfit.lhs[sub], yaw_r2=yfit.r2, k_tau=ktau, yaw_cond=yfit.cond)
+    out.diag.update(
+        yaw_t=np.concatenate([r["t"] for r in ang_y.raw])[sub],
+        yaw_drag=ang_y.drag[sub],
+        yaw_lhs=yfit.lhs[sub],
+        yaw_r2=yfit.r2,
+        k_tau=ktau,
+        yaw_cond=yfit.cond,
+    )
     _joint_note(ang_y, rp, st, out)
     _cross_validate(ang_y, rp, st, out)
 

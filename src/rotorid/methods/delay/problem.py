@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,7 +12,7 @@ from rotorid.errors import ExcitationError, VehicleError
 from rotorid.flight import Flight
 from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings
 from rotorid.methods.regression import Fit, ols_blocks, reduce_rows
-from rotorid.signal import CHUNK, motor_lag, motor_lag_asymmetric
+from rotorid.signal import CHUNK, SensorLowpass, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
 
@@ -39,10 +39,19 @@ def _delayed_rows(cmd: np.ndarray, t: np.ndarray, lo: int, hi: int, dead: float)
     return np.column_stack([np.interp(tq, t[j0:j1], c) for c in cmd[j0:j1].T])
 
 
+def chunks(states: list[np.ndarray]) -> Iterator[tuple[int, np.ndarray]]:
+    """(flight index, `CHUNK` rows) of every flight's rotor states, in order."""
+    return ((k, w[i : i + CHUNK]) for k, w in enumerate(states) for i in range(0, len(w), CHUNK))
+
+
 @dataclass
 class ThrustProblem:
     """Eq. 17-21 for a set of flights: b = m acc (active body rows), regressors from the lagged
-    commands. `design_states` builds A for given rotor states; `fit(tm)` solves it with `ols`."""
+    commands. `design_states` builds A for given rotor states; `fit(tm)` solves it with `ols`.
+    Where a flight's firmware low-passed the accelerometer before logging it
+    (`meta["acc_lowpass"]`), that flight's regressors pass through the same filter
+    (`design_blocks`, `design`): the measured specific force lags the thrust by the filter, which
+    T_m would otherwise absorb (Betaflight's default 10 Hz biquad: ~22 ms)."""
 
     flights: list[Flight]
     vehicle: Vehicle
@@ -52,11 +61,13 @@ class ThrustProblem:
     rows: np.ndarray = field(init=False)  # active body axes
     b: np.ndarray = field(init=False)
     shared_c0: bool = field(init=False)
+    lowpass_rates: list[float] = field(init=False)  # each flight's rate where its acc was filtered, else 0
 
     def __post_init__(self) -> None:
         ax = self.vehicle.axes  # (M, 3)
         self.rows = np.flatnonzero(np.abs(ax).sum(axis=0) > 1e-9)
         bias = np.array([0.0, 0.0, self.acc_bias_z])[self.rows]
+        self.lowpass_rates = [f.rate if f.meta.get("acc_lowpass") else 0.0 for f in self.flights]
         self.b = np.concatenate([self.vehicle.mass * (f.acc[:, self.rows] - bias).reshape(-1) for f in self.flights])
         # constant columns of several motors coincide when their axes are parallel (eq. 21):
         self.shared_c0 = (
@@ -97,20 +108,43 @@ class ThrustProblem:
             blocks.append(a.reshape(len(w) * self.n_rows, -1))
         return np.vstack(blocks)
 
+    def lowpass(self, k: int) -> SensorLowpass:
+        """Flight `k`'s accelerometer low-pass, fresh (a pass-through when none was logged)."""
+        f = self.flights[k]
+        return SensorLowpass(f.meta.get("acc_lowpass"), self.lowpass_rates[k])
+
+    def lowpassed(self, lp: SensorLowpass, a: np.ndarray) -> np.ndarray:
+        """Design rows `a` (samples × body rows interleaved) through `lp` along time."""
+        return lp(a.reshape(-1, self.n_rows, a.shape[1])).reshape(a.shape)
+
+    def design_blocks(self, blocks: Iterable[tuple[int, np.ndarray]]) -> Iterator[np.ndarray]:
+        """A block by block from (flight index, rotor-state block) pairs in flight order, each
+        flight's rows through its accelerometer low-pass (state carried across its blocks)."""
+        lp, cur = None, -1
+        for k, w in blocks:
+            if k != cur:
+                lp, cur = self.lowpass(k), k
+            yield self.lowpassed(lp, self.design_states([w]))
+
+    def design(self, states: list[np.ndarray]) -> np.ndarray:
+        """A for every flight's whole rotor states, through the accelerometer low-passes."""
+        return np.vstack(list(self.design_blocks(enumerate(states))))
+
     def states(self, tm: tuple[float, float], dead: float = 0.0) -> list[np.ndarray]:
         """Rotor states of every flight; `dead` (s) delays the commands first (`dead_time_check`)."""
         return [lag_states(_delayed(f.cmd, f.t, dead), f.t, tm) for f in self.flights]
 
-    def state_blocks(self, tm: tuple[float, float], dead: float = 0.0) -> Iterator[np.ndarray]:
-        """`states(tm, dead)` `CHUNK` rows at a time, flight after flight. The symmetric lag
+    def state_blocks(self, tm: tuple[float, float], dead: float = 0.0) -> Iterator[tuple[int, np.ndarray]]:
+        """`states(tm, dead)` `CHUNK` rows at a time, flight after flight, with the flight's
+        index. The symmetric lag
         restarts each block from the previous block's last state (`motor_lag`'s y0: the same
         recursion, so the same numbers) on commands delayed block by block (`_delayed_rows`), so
         nothing of the flight's length is allocated; the asymmetric lag (a fixed point over the
         whole flight) is computed whole and then cut."""
-        for f in self.flights:
+        for k, f in enumerate(self.flights):
             if tm[0] != tm[1]:
                 w = lag_states(_delayed(f.cmd, f.t, dead), f.t, tm)
-                yield from (w[i : i + CHUNK] for i in range(0, len(w), CHUNK))
+                yield from ((k, w[i : i + CHUNK]) for i in range(0, len(w), CHUNK))
                 continue
             y = None
             for i in range(0, len(f.t), CHUNK):
@@ -118,7 +152,7 @@ class ThrustProblem:
                 u = _delayed_rows(f.cmd, f.t, lo, hi, dead)
                 w = motor_lag(u, f.t[lo:hi], tm[0], y0=None if y is None else y[-1])
                 y = w if y is None else w[1:]
-                yield y
+                yield k, y
 
     def fit(self, tm: tuple[float, float], dead: float = 0.0) -> tuple[Fit, list[np.ndarray]]:
         """The thrust fit at `tm` (commands delayed by `dead` s first) and the rotor states;
@@ -126,7 +160,7 @@ class ThrustProblem:
         s = self.states(tm, dead)
 
         def blocks() -> Iterator[np.ndarray]:
-            return (self.design_states([w[i : i + CHUNK]]) for w in s for i in range(0, len(w), CHUNK))
+            return self.design_blocks(chunks(s))
 
         return ols_blocks(blocks, self.b, what="thrust curve (eq. 17-21)"), s
 
@@ -137,7 +171,7 @@ class ThrustProblem:
         symmetric evaluation allocates nothing of the flight's length (the fit's dozen (N, ...)
         temporaries, then the rotor states, were freshly mapped, page-faulted memory: a third
         of the CPU time on an hour at 1 kHz went to the kernel)."""
-        red = reduce_rows((self.design_states([w]) for w in self.state_blocks(tm, dead)), self.b)
+        red = reduce_rows(self.design_blocks(self.state_blocks(tm, dead)), self.b)
         if not red.excited.all():  # ols names the columns that are not excited
             return self.fit(tm, dead)[0].sse
         return red.sse

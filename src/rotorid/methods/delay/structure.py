@@ -187,7 +187,7 @@ CURVE_FOLDS = 5
 def _held_out_errors(prob: ThrustProblem, states: list[np.ndarray]) -> np.ndarray:
     """Squared prediction error of each block (`CURVE_FOLDS` contiguous blocks per flight) by
     the curve fitted on the others, at the given rotor states."""
-    a, b = prob.design_states(states), prob.b
+    a, b = prob.design(states), prob.b
     block = np.concatenate(
         [
             np.minimum(np.arange(len(f.t)) * CURVE_FOLDS // len(f.t), CURVE_FOLDS - 1) + CURVE_FOLDS * i
@@ -207,7 +207,7 @@ def _hover_failure(prob: ThrustProblem, states: list[np.ndarray]) -> str | None:
     """Why the curve fitted on all samples is no thrust curve (`Vehicle.hover_command`'s words:
     it does not rise through the weight within the command range, which a vehicle that flew
     does), None when it is one."""
-    x = np.linalg.lstsq(prob.design_states(states), prob.b, rcond=None)[0]
+    x = np.linalg.lstsq(prob.design(states), prob.b, rcond=None)[0]
     try:
         prob.vehicle.replace(thrust_exponents=prob.exponents, thrust_coeffs=prob.coeffs(x)).hover_command()
     except RotoridError as e:

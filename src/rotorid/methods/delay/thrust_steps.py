@@ -24,7 +24,7 @@ from rotorid.methods.delay.structure import (
 )
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
 from rotorid.methods.regression import r2_from_sse
-from rotorid.result import Observability
+from rotorid.result import LOOSE_PCT, Observability
 from rotorid.vehicle import Vehicle
 
 
@@ -93,12 +93,47 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
             tm_obs.reason = "σ includes the model-structure term: " + "; ".join(why)
         if sym.unc is not None:
             tm_obs.rel_std_pct = 100 * sym.std / sym.tm
+        tm_obs = _behind_acc_filter(prob, sym, tm_obs, out)
         out.put("tm", sym.tm, sym.std)
         out.obs["tm"] = tm_obs
         return MotorLag(sym, tm_pair, sym.unc or thrust_uncertainty(prob, tm_pair, [], st))
     asym = _asymmetric_step(prob, sym, tm_obs, st, out)
     tm_pair = (asym.tm_rise, asym.tm_fall)
     return MotorLag(sym, tm_pair, asym.unc or thrust_uncertainty(prob, tm_pair, [], st))
+
+
+def _behind_acc_filter(prob: ThrustProblem, sym: TmSearch, obs: Observability, out: Collected) -> Observability:
+    """Where the firmware low-passed the accelerometer (`meta["acc_lowpass"]`, modelled in the
+    fit), say so; and when T_m is then poorly determined or at a search bound below the filter's
+    delay, refuse it with that reason: the filter's group delay at low frequency, √2/(2π f_c) for the biquad (22 ms at
+    10 Hz), is in every measured specific force, and a motor lag below it leaves too little
+    phase in what the filter passes to be told apart (a poor T_m above that delay keeps its
+    ordinary verdict, one at the upper bound its "not identified")."""
+    cut = sorted({float(f.meta["acc_lowpass"]["hz"]) for f in prob.flights if f.meta.get("acc_lowpass")})
+    if not cut:
+        return obs
+    hz = ", ".join(f"{c:g}" for c in cut)
+    delay_ms = 1e3 * math.sqrt(2.0) / (2.0 * math.pi * min(cut))
+    out.notes.append(
+        f"The firmware low-passed the accelerometer at {hz} Hz before logging it (a biquad, header acc_lpf_hz): "
+        f"the thrust model passes through the same filter, whose ~{delay_ms:.0f} ms delay is not motor lag."
+    )
+    pct = 100.0 * sym.std / sym.tm
+    if not ((sym.at_edge or pct > LOOSE_PCT) and sym.tm < 1e-3 * delay_ms):
+        return obs
+    return Observability(
+        False,
+        rel_std_pct=pct,
+        reason=(
+            f"the log's accelerometer is low-passed at {hz} Hz (~{delay_ms:.0f} ms delay); the motor lag left after it "
+            f"({1e3 * sym.tm:.1f} ± {1e3 * sym.std:.1f} ms{', at a search bound' if sym.at_edge else ''}) is faster "
+            "than that filtered specific force resolves"
+        ),
+        advice=(
+            "log the accelerometer unfiltered (Betaflight CLI: set acc_lpf_hz = 0) or the rotor speeds "
+            "(bidirectional DShot eRPM) and fly the thrust manoeuvre again"
+        ),
+    )
 
 
 def _structure_terms(
@@ -237,12 +272,19 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     sub = subsample(len(meas))
     out.diag.update(
         thrust_meas=meas[sub],
-        thrust_pred=(fit.x @ prob.design_states(states).T)[sub],
+        thrust_pred=(prob.design(states) @ fit.x)[sub],
         thrust_pred_nodelay=(meas - nodelay_fit.residual)[sub],
         thrust_t=np.concatenate([f.t for f in prob.flights])[sub] if prob.n_rows == 1 else sub.astype(float),
         thrust_nodelay_r2=r2_from_sse(nodelay_fit.sse, meas),
         thrust_cond=fit.cond,
+        curve_coef=prob.mean_curve_map() @ fit.x,  # the mean motor's curve: thrust against command
+        curve_cov=prob.mean_curve_map() @ ccov @ prob.mean_curve_map().T,
+        curve_exponents=np.array(st.exponents, dtype=float),
+        curve_rotors=prob.vehicle.n_rotors,
+        curve_range=np.array([prob.vehicle.cmd_min, prob.vehicle.cmd_max]),
     )
+    if prob.n_rows == 1:  # one row per sample: the motors' mean state beside each measured thrust
+        out.diag["thrust_state"] = np.concatenate([w.mean(axis=1) for w in states])[sub]
     _hover_check(prob, states, hover, st, out)
     out.notes.append(
         "Measured quantity: b = m · acc (the accelerometer's specific force, rotor force / mass, eq. 5 and 17); "

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from rotorid.methods.covariance import influence_cov
-from rotorid.methods.delay.problem import ThrustProblem, lag_states
+from rotorid.methods.delay.problem import ThrustProblem, chunks, lag_states
 from rotorid.methods.delay.settings import DelaySettings
 from rotorid.methods.regression import Fit
-from rotorid.signal import CHUNK
 
 
 @dataclass(frozen=True)
@@ -86,9 +85,11 @@ def _tm_columns(prob: ThrustProblem, tm: np.ndarray, dirs: Sequence[tuple[float,
     out = np.empty((len(prob.b), len(dirs)))
     for k, d in enumerate(dirs):
         up, dn = prob.state_blocks(tuple(tm + h * np.asarray(d))), prob.state_blocks(tuple(tm - h * np.asarray(d)))
-        start = 0
-        for wu, wd in zip(up, dn, strict=True):
-            da = prob.design_states([wu]) - prob.design_states([wd])
+        start, cur, lp = 0, -1, None
+        for (j, wu), (_, wd) in zip(up, dn, strict=True):
+            if j != cur:
+                lp, cur = prob.lowpass(j), j
+            da = prob.lowpassed(lp, prob.design_states([wu]) - prob.design_states([wd]))
             out[start : start + len(da), k] = da @ x / (2 * h)
             start += len(da)
     return out
@@ -100,11 +101,9 @@ def _jacobian_blocks(
     """(first row, J block) of J = [`cols` (the T_m columns), A], `CHUNK` samples at a time: the
     (rows, P) Jacobian is never held (`thrust_uncertainty`)."""
     start = 0
-    for w in states:
-        for i in range(0, len(w), CHUNK):
-            a = prob.design_states([w[i : i + CHUNK]])
-            yield start, np.column_stack([cols[start : start + len(a)], a])
-            start += len(a)
+    for a in prob.design_blocks(chunks(states)):
+        yield start, np.column_stack([cols[start : start + len(a)], a])
+        start += len(a)
 
 
 def thrust_uncertainty(
