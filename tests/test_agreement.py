@@ -45,10 +45,10 @@ RUNS = {
     "online": Result(
         "online",
         {
-            "I_xx": Estimate(1.10656e-05, 1.34108e-07, "kg m^2"),
-            "I_yy": Estimate(1.18040e-05, 1.73516e-07, "kg m^2"),
-            "I_zz": Estimate(1.82278e-05, 3.98388e-06, "kg m^2"),
-            "com_x": Estimate(-4.89338e-04, 4.23232e-04, "m", "one thrust coefficient for all rotors"),
+            "I_xx": Estimate(1.11964e-05, 1.29459e-07, "kg m^2"),
+            "I_yy": Estimate(1.18548e-05, 1.73755e-07, "kg m^2"),
+            "I_zz": Estimate(1.85483e-05, 4.10582e-06, "kg m^2"),
+            "com_x": Estimate(-4.88965e-04, 4.23244e-04, "m", "one thrust coefficient for all rotors"),
         },
         settings={"motor_source": "cmd", "motor_lag": True},
         observability={"I_zz": {"identifiable": False, "reason": "body z rate rarely above its KF σ"}},
@@ -82,19 +82,19 @@ def test_pins_the_crazyflie_z_values(rows):
     pins = {  # as `rotorid compare` gives them on the four runs' params.json
         ("tm", "delay", "freq"): 0.8555,
         ("I_xx", "delay", "tls"): 2.1750,  # tls moved to the CoM first
-        ("I_xx", "delay", "online"): 0.6275,
+        ("I_xx", "delay", "online"): 0.5672,
         ("I_xx", "delay", "freq"): 1.6535,
-        ("I_xx", "tls", "online"): -3.7160,
+        ("I_xx", "tls", "online"): -3.8446,
         ("I_xx", "tls", "freq"): -1.3126,
-        ("I_xx", "online", "freq"): 4.1892,
+        ("I_xx", "online", "freq"): 4.4340,
         ("I_yy", "delay", "tls"): 1.7266,
-        ("I_yy", "delay", "online"): 0.8345,
+        ("I_yy", "delay", "online"): 0.8136,
         ("I_yy", "delay", "freq"): 1.7632,
-        ("I_yy", "tls", "online"): -1.6977,
+        ("I_yy", "tls", "online"): -1.7231,
         ("I_yy", "tls", "freq"): -0.4889,
-        ("I_yy", "online", "freq"): 3.8857,
-        ("I_zz", "delay", "online"): 0.7643,
-        ("com_x", "tls", "online"): -0.5105,
+        ("I_yy", "online", "freq"): 3.9682,
+        ("I_zz", "delay", "online"): 0.7163,
+        ("com_x", "tls", "online"): -0.5111,
     }
     for (name, a, b), z in pins.items():
         assert _z(rows, name, a, b).z == pytest.approx(z, abs=2e-4), (name, a, b)
@@ -144,7 +144,7 @@ def test_compare_command(tmp_path: Path):
     out = tmp_path / "agree.json"
     code, text, err = run(["compare", *(str(tmp_path / n) for n in RUNS), "--out", str(out)])
     assert code == 0, err
-    assert "disagree I_xx, tls vs online (z -3.72): trust online" in " ".join(text.split())
+    assert "disagree I_xx, tls vs online (z -3.84): trust online" in " ".join(text.split())
     assert "12 of 15 pairs agree within ±3 combined σ" in text
     doc = json.loads(out.read_text())
     assert doc["z_agree"] == 3 and [r["name"] for r in doc["rows"]][:2] == ["tm", "I_xx"]
