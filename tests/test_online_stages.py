@@ -1,7 +1,8 @@
 """The online estimator split into stage modules (issue 33) gives the numbers the single module
 gave: a short kwon-payload flight's seed-0 result, pinned at 1e-12 relative from the code before
-the split (default settings: KF, errors in variables, gyro bias, five fixed-point runs). A change
-of a stage that moves any of them beyond rounding fails here."""
+the split (default settings: KF, errors in variables, gyro bias, five fixed-point runs; without
+the low-pass added later, `lowpass_hz=0`). A change of a stage that moves any of them beyond
+rounding fails here."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ PINNED = {
 
 def test_the_stages_give_the_single_modules_numbers() -> None:
     sc = scenarios.run("kwon-payload", seed=0, duration=10.0)
-    r = online.identify(sc.flights["trajectory"], sc.vehicle)
+    r = online.identify(sc.flights["trajectory"], sc.vehicle, settings=online.OnlineSettings(lowpass_hz=0.0))
     assert r.settings["runs"] == 5
     for name, (value, std) in PINNED.items():
         assert r.params[name].value == pytest.approx(value, rel=1e-12, abs=0.0), name

@@ -708,6 +708,27 @@ def report(
 
 
 @command()
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="Two or more run folders (or their params.json) of one vehicle.")],
+    out: Annotated[Path | None, typer.Option(help="Also write the comparison as JSON to this file.")] = None,
+) -> None:
+    """Set several runs' estimates of the same quantities side by side (delay, tls, online, freq):
+    each pair's z over the combined σ, and beyond 3 combined σ which run to trust and why."""
+    from rotorid.agreement import as_json, compare_runs, context, load_runs
+    from rotorid.agreementview import agreement_lines
+
+    results = load_runs(runs)
+    rows, notes = compare_runs(results), context(results)
+    for line in agreement_lines(rows, notes, list(results)):
+        console().print(line, highlight=False)
+    if out is not None:
+        from rotorid.util import atomic_write_text
+
+        atomic_write_text(out, as_json(rows, notes))
+        console().print(f"wrote [bold]{shown(out)}[/]")
+
+
+@command()
 def batch(
     manifest: Annotated[
         Path, typer.Argument(help="CSV or TOML table of runs: vehicle, date, method, airframe, logs (see README).")

@@ -157,6 +157,15 @@ def words(text: str | tuple[Any, ...], what: str) -> tuple[Any, ...]:
 
 def seconds_or_auto(v: str | float, flag: str) -> float | None:
     """A lag option (`flag`): "auto" (None: measured from the flights) or seconds."""
+    return _number_or_auto(v, flag, "seconds")
+
+
+def hz_or_auto(v: str | float, flag: str) -> float | None:
+    """A frequency option (`flag`): "auto" (None: chosen from the log) or Hz."""
+    return _number_or_auto(v, flag, "Hz")
+
+
+def _number_or_auto(v: str | float, flag: str, unit: str) -> float | None:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return float(v)
     if str(v).strip().lower() == "auto":
@@ -164,7 +173,7 @@ def seconds_or_auto(v: str | float, flag: str) -> float | None:
     try:
         return float(v)
     except ValueError:
-        raise RotoridError(f"{flag} must be 'auto' or seconds, got '{v}'") from None
+        raise RotoridError(f"{flag} must be 'auto' or {unit}, got '{v}'") from None
 
 
 def zero_is_none(v: float | None, what: str) -> float | None:

@@ -74,6 +74,8 @@ class DelaySettings:
       (`dead_time_check`).
     - `asymmetry_check`: test the symmetric lag against separate rising/falling constants and
       widen σ by their difference when the data support them (`asymmetry_check`).
+    - `inflow_check`: test the lag model against one with rotor inflow (thrust falling with the
+      climb speed) and widen σ by their difference when the data support it (`inflow_check`).
     """
 
     tm_prior: tuple[float, float] | None = option(
@@ -116,6 +118,7 @@ class DelaySettings:
     dead_time_check: bool = internal(True)
     dead_time_max: float = internal(0.03)
     asymmetry_check: bool = internal(True)
+    inflow_check: bool = internal(True)
 
     def __post_init__(self) -> None:
         if self.tm_prior is not None:

@@ -18,6 +18,7 @@ from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, subsam
 from rotorid.methods.delay.structure import (
     asymmetry_check,
     dead_time_check,
+    inflow_check,
     sample_hold_term,
     widened,
     window_scatter,
@@ -154,6 +155,11 @@ def _structure_terms(
         why.append(
             f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
             "better than one"
+        )
+    if st.inflow_check and (wide := inflow_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(
+            f"a thrust falling with the climb speed (rotor inflow) with T_m {out.diag['inflow_tm']:.4g} s fits better"
         )
     if "curve_tm" in out.diag:
         sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))

@@ -7,6 +7,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.signal import sosfreqz
+
+from rotorid.flight import Flight
+from rotorid.signal import butter_filtfilt, cached_sos
 
 
 class NoiseDensities(NamedTuple):
@@ -54,3 +58,60 @@ def alpha_row_noise(gyro_nd2: np.ndarray, gain: np.ndarray, dt: np.ndarray) -> n
         out[t] = g[t] * g[t] * (sv[t] + p) / (dt[t] * dt[t])
         p = (1.0 - g[t]) ** 2 * p + g[t] * g[t] * sv[t]
     return out
+
+
+#: Channels `band_limited` filters: every signal on either side of eq. 10 and 19.
+_FILTERED = ("gyro", "acc", "cmd", "rotor_speed")
+
+
+def lowpass_cutoff(setting: float | None, rate_hz: float | None, log_rate: float) -> float | None:
+    """The cut-off (Hz) of `band_limited` from `OnlineSettings.lowpass_hz` (None: 0.3 × the
+    estimator's rate, `rate_hz` or else the log's); None (no filter) for 0 or a cut-off the log's
+    rate cannot hold (at or above 0.45 × it)."""
+    cut = 0.3 * (rate_hz or log_rate) if setting is None else setting
+    return cut if 0 < cut < 0.45 * log_rate else None
+
+
+def band_limited(flight: Flight, cutoff: float) -> Flight:
+    """`flight` with its gyro, accelerometer and motor signals through one zero-phase
+    Butterworth low-pass at `cutoff` (`signal.butter_filtfilt`, on the log's mean rate): the same
+    linear filter on each side of a linear relation keeps it, and removes what no regressor
+    explains above the cut-off (frame vibration aliased into the estimator's steps)."""
+    return flight.replace(
+        **{
+            c: butter_filtfilt(getattr(flight, c), flight.rate, cutoff)
+            for c in _FILTERED
+            if getattr(flight, c) is not None
+        }
+    )
+
+
+def _response4(log_rate: float, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
+    """Frequencies (Hz, 0 to Nyquist) and |H|⁴ of `band_limited`'s zero-phase pass (power gain)."""
+    f = np.linspace(0.0, 0.5 * log_rate, 4097)
+    _, h = sosfreqz(cached_sos(log_rate, cutoff), worN=f, fs=log_rate)
+    return f, np.abs(h) ** 4
+
+
+def in_band(log_rate: float, cutoff: float, step: float) -> float:
+    """Share of a white noise's variance in one estimator step (a mean over `step` s, N²/step)
+    that `band_limited` leaves: 2 N² ∫|H|⁴ df (the zero-phase pass squares |H|) over N²/step,
+    at most 1."""
+    f, h4 = _response4(log_rate, cutoff)
+    return float(min(1.0, 2.0 * np.trapezoid(h4, f) * step))
+
+
+def band_density(x: np.ndarray, log_rate: float, cutoff: float, step: float) -> np.ndarray:
+    """White-noise density² per column of a signal `x` after `band_limited` at `cutoff`, read
+    where the estimator reads it: the second difference over its `step`, whose variance for a
+    white noise of density² N² is 2 N² ∫|H|⁴ (2 - 2 cos 2πf·step)² df, robustly (the median of
+    its square over 0.4549, as `acc_noise_density`). Unlike the raw samples' density it holds
+    only what passes the filter: a frame vibration above the cut-off is out, its alias below in."""
+    k = max(1, round(step * log_rate))
+    d2 = np.diff(np.asarray(x, dtype=float)[::k], n=2, axis=0)
+    if len(d2) < 3:
+        return np.zeros(np.shape(x)[1])
+    f, h4 = _response4(log_rate, cutoff)
+    h = k / log_rate
+    gain = 2.0 * np.trapezoid(h4 * (2.0 - 2.0 * np.cos(2 * np.pi * f * h)) ** 2, f)
+    return np.median(d2 * d2, axis=0) / (0.4549 * gain)

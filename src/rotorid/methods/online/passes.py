@@ -13,7 +13,14 @@ from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
 from rotorid.methods.online.bias import GyroBias, gyro_bias
 from rotorid.methods.online.estimator import KfModel, OnlineEstimator
-from rotorid.methods.online.noise import NoiseDensities, acc_noise_density
+from rotorid.methods.online.noise import (
+    NoiseDensities,
+    acc_noise_density,
+    band_density,
+    band_limited,
+    in_band,
+    lowpass_cutoff,
+)
 from rotorid.methods.online.settings import THETA1, OnlineSettings
 from rotorid.methods.online.solve import FinalFit, final_std
 from rotorid.vehicle import Vehicle
@@ -38,12 +45,16 @@ class OnlineProblem:
 class Prepared:
     """What `prepare` derives before the estimator runs: the gyro bias tracked against the
     attitude (`gyro_bias`; None when `OnlineSettings.gyro_bias` is off or the flight has no
-    attitude), the sensors' noise densities (from the raw flight) and the flight the estimator
-    sees (its gyro less that bias)."""
+    attitude), the sensors' noise densities (from the raw flight; with the low-pass, those of
+    what passes it, `noise.band_density`, times the share of a white noise it leaves in a step,
+    `noise.in_band`), the flight the estimator sees (its gyro
+    less that bias, band-limited at `lowpass_hz`, `noise.band_limited`) and that cut-off (None:
+    none)."""
 
     bias: GyroBias | None
     noise: NoiseDensities
     flight: Flight
+    lowpass_hz: float | None
 
 
 class Stream(NamedTuple):
@@ -68,7 +79,15 @@ def prepare(problem: OnlineProblem) -> Prepared:
         raise ExcitationError(f"{flight.source}: {stuck}; give a flight where the motors respond")
     bias = gyro_bias(flight) if settings.gyro_bias else None
     noise = NoiseDensities(acc_noise_density(flight.acc, flight.t), acc_noise_density(flight.gyro, flight.t))
-    return Prepared(bias, noise, flight if bias is None else flight.replace(gyro=flight.gyro - bias.series))
+    seen = flight if bias is None else flight.replace(gyro=flight.gyro - bias.series)
+    cut = lowpass_cutoff(settings.lowpass_hz, settings.rate_hz, flight.rate) if settings.variant == "kwon" else None
+    if cut is None:
+        return Prepared(bias, noise, seen, None)
+    step = 1.0 / (settings.rate_hz or flight.rate)
+    seen = band_limited(seen, cut)
+    share = in_band(flight.rate, cut, step)
+    band = [band_density(x, flight.rate, cut, step) * share for x in (seen.acc, seen.gyro)]
+    return Prepared(bias, NoiseDensities(*band), seen, cut)
 
 
 def fixed_point(problem: OnlineProblem, prepared: Prepared, first: Stream) -> Stream:

@@ -105,6 +105,7 @@ def identify(
         **dataclasses.asdict(settings),
         **est.motor_settings(),
         "log_rate_hz": flight.rate,
+        "lowpass_hz_used": prepared.lowpass_hz,
         "runs": run.runs,
     }
     result = build_result("online", estimates, settings_out, diagnostics, observability, notes)
@@ -129,6 +130,11 @@ def _notes(problem: OnlineProblem, prepared: Prepared, run: Stream, frac: np.nda
         ),
         "imu_z is the IMU height above the CoM plus com_z of the vehicle (0 if unknown)",
     ]
+    if prepared.lowpass_hz is not None:
+        notes.append(
+            f"gyro, accelerometer and motor signals low-passed alike at {prepared.lowpass_hz:.3g} Hz (zero phase) "
+            "before the estimator: what no moment or force explains above it (frame vibration) stays out of α̂"
+        )
     if never:
         notes.append(f"not reported (never updated by the flight, see observability): {', '.join(never)}")
     if bias is not None:

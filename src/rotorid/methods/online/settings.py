@@ -9,7 +9,7 @@ from typing import Any
 
 from rotorid.errors import RotoridError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, motor_spread_option
-from rotorid.options import internal, option, zero_is_none
+from rotorid.options import hz_or_auto, internal, option, zero_is_none
 
 #: Lowest original logging rate of IMU and rotor channels (Kwon et al. ran the estimator at 100 Hz).
 MIN_RATE_HZ = 50.0
@@ -68,6 +68,15 @@ class OnlineSettings:
     - `rate_hz` (Hz): the estimator's rate (the paper's 100 Hz, Sec. IV-A); faster input is
       averaged in blocks on a fixed grid of 1/rate_hz (a 250 Hz log alternates blocks of 3 and 2
       samples, 100 steps per second) before the KF (None: every sample is a step).
+    - `lowpass_hz` (Hz): zero-phase low-pass (4th-order Butterworth) of the gyro, the
+      accelerometer and the motor signals alike before the estimator (`noise.band_limited`; a
+      filter on every side of eq. 10 and 19 keeps their relation). The estimator's block means are
+      a poor anti-alias filter (a 130 Hz frame vibration passes 20 % of itself into 100 Hz steps, at
+      30 Hz): the KF's α̂ then carries vibration no moment explains, which attenuates the MOI
+      (errors in variables; kwon-payload with 3 m/s² per rotor behind a 100 Hz anti-alias: I_xx
+      -98 % without, +0.5 % with). None: 0.3 × the estimator's rate (30 Hz at 100 Hz, PX4's gyro
+      cut-off), far above the manoeuvres; 0: off (the paper, `literal()`). Variant "kwon" only: the
+      baselines "rls" and "rls-lpf" stay the paper's.
     - `motor_spread`: assumed relative 1σ spread of the rotors' thrust gains about their mean
       (eq. 1–5 take one C_T for all rotors; default `MOTOR_SPREAD`). A rotor stronger by ε_i
       adds the moment ε_i f_i (r_i - c) x z, which in hover no flight separates from a CoM
@@ -130,6 +139,13 @@ class OnlineSettings:
     rate_hz: float | None = option(
         100.0, "Estimator rate; faster logs are block-averaged (0: every sample).", parse=zero_is_none
     )
+    lowpass_hz: float | None = option(
+        None,
+        "Zero-phase low-pass (Hz) of gyro, accelerometer and motors alike before the estimator "
+        "(0: off); default 0.3 × the estimator's rate.",
+        auto=True,
+        parse=hz_or_auto,
+    )
     motor_spread: float = motor_spread_option()
     acc_bias_z_sigma: float = internal(ACC_BIAS_Z_SIGMA)
     yaw_moment: float = internal(1.0)
@@ -144,10 +160,18 @@ class OnlineSettings:
 
     @staticmethod
     def literal(**changes: Any) -> OnlineSettings:
-        """Alg. 1–7 read literally: no process-noise floor and a constant RLS weight (still at
-        the paper's 100 Hz)."""
+        """Alg. 1–7 read literally: no process-noise floor, a constant RLS weight and no low-pass
+        before the block means (still at the paper's 100 Hz)."""
         return OnlineSettings(
-            **{"q_omega": 0.0, "eiv": False, "yaw_moment": 0.0, "gyro_bias": False, "fixed_point": False, **changes}
+            **{
+                "q_omega": 0.0,
+                "eiv": False,
+                "yaw_moment": 0.0,
+                "gyro_bias": False,
+                "fixed_point": False,
+                "lowpass_hz": 0.0,
+                **changes,
+            }
         )
 
     def __post_init__(self) -> None:
@@ -157,6 +181,10 @@ class OnlineSettings:
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise RotoridError(f"online setting {name} must be a positive number, got {v!r}")
+        if self.lowpass_hz is not None and not (math.isfinite(self.lowpass_hz) and self.lowpass_hz >= 0):
+            raise RotoridError(
+                f"online setting lowpass_hz must be a frequency >= 0 in Hz or None, got {self.lowpass_hz!r}"
+            )
         if self.motor_hold is not None:
             check_hold(self.motor_hold, "online setting motor_hold")
         if self.rate_hz is not None and not (math.isfinite(self.rate_hz) and self.rate_hz > 0):
