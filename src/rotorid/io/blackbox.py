@@ -44,6 +44,9 @@ the firmware logs (betaflight/betaflight):
 - src/main/common/chirp.c (0b1b0784): f = f0 β^t, β = (f1/f0)^(1/T), sinarg = 2π f0 (β^t - 1) /
   ln β, for T = `chirp_time_seconds` (then the sweep stops); f0, f1 = the header's
   `chirp_frequency_start_deci_hz`, `chirp_frequency_end_deci_hz` / 10 (pid.c pidInitConfig).
+- The reader fits the sweep's start and the firmware's loop clock (chirp.c counts nominal loop
+  periods; the log's µs follow the MCU, the loop the gyro's clock) to the logged phase, and
+  refuses a phase the header's sweep does not rebuild (`_chirp_clock`, `CHIRP_PHASE_MATCH`).
 - `debug_mode` is written as its number in debugType_e (src/main/build/debug.h): CHIRP is 97 in
   2025.12 (AUTOPILOT_POSITION before it; blackbox-log-viewer src/flightlog_fielddefs.js
   027aa318) and 96 in master's debug.h; a name "CHIRP" (a converted header) is accepted too.
@@ -362,6 +365,9 @@ CHIRP_GAP = 0.05
 #: The logged phase may differ from the one rebuilt from the header by this much (rad): the
 #: firmware's pow/log approximations and the loop's timing.
 CHIRP_PHASE_MATCH = 0.5
+#: A sweep's loop clock lies within this share of the log's (gyro clocks drift by a few %), and
+#: it lasts at least CHIRP_MIN s (shorter, it holds no band to fit).
+CHIRP_CLOCK, CHIRP_MIN = 0.1, 1.0
 #: The logged phase is unwrapped up to this share of the logging rate (it aliases at one half).
 CHIRP_UNWRAP = 0.4
 _CHIRP_HEADER = ("chirp_frequency_start_deci_hz", "chirp_frequency_end_deci_hz", "chirp_time_seconds")
@@ -414,6 +420,13 @@ def _chirp(
     rebuilt, _ = exp_sweep_phase(clock * (t[i0:first_end] - t_start), f0, f1, span)
     err = np.angle(np.exp(1j * (rebuilt - phase[i0:first_end])))
     miss = float(np.max(np.abs(np.where(on[i0:first_end], err, 0.0))))
+    t_stop = float(min(t[first_end - 1], t_start + span / clock))
+    if not (abs(clock - 1.0) <= CHIRP_CLOCK and t_stop - t_start >= CHIRP_MIN):
+        notes.append(
+            f"debug[0] (the chirp's phase) holds no sweep: {t_stop - t_start:.3g} s long (at least {CHIRP_MIN:g} s) "
+            f"at {clock:.3g} x the log's clock (1 ± {CHIRP_CLOCK:g}); the chirp is not used"
+        )
+        return None
     if not miss <= CHIRP_PHASE_MATCH:
         notes.append(
             f"debug[0] (the chirp's phase) differs from the sweep rebuilt from the header by up to {miss:.2f} rad: "
@@ -421,7 +434,6 @@ def _chirp(
             "the chirp is not used and the commands' spectra decide the sweep"
         )
         return None
-    t_stop = float(min(t[first_end - 1], t_start + span / clock))
     amp = {a: _number(headers, f"chirp_amplitude_{a}", path) for a in ("roll", "pitch", "yaw")}
     notes.append(
         f"debug CHIRP: Betaflight chirp {f0:g}-{f1:g} Hz over {span:g} s from {t_start:.2f} s to {t_stop:.2f} s "
@@ -451,13 +463,14 @@ def _chirp_clock(
     fitted by a line in the log's time."""
     t, phase = t[on], np.unwrap(phase[on])
     b = np.log(f1 / f0)
-    tau = span / b * np.log1p(phase * b / (2 * np.pi * f0 * span))
-    rate = 1.0 / max(float(np.median(np.diff(t))), 1e-9) if len(t) > 1 else 0.0
-    fit = f0 * np.exp(b * tau / span) < CHIRP_UNWRAP * rate
+    with np.errstate(invalid="ignore", over="ignore"):  # a corrupt phase: NaN, refused by the caller
+        tau = span / b * np.log1p(phase * b / (2 * np.pi * f0 * span))
+        rate = 1.0 / max(float(np.median(np.diff(t))), 1e-9) if len(t) > 1 else 0.0
+        fit = f0 * np.exp(b * tau / span) < CHIRP_UNWRAP * rate
     if fit.sum() < 3 or np.ptp(t[fit]) == 0:
         return 1.0, float(t[0] - tau[0])
     slope, offset = np.polyfit(t[fit], tau[fit], 1)
-    return float(slope), float(-offset / slope)
+    return (float(slope), float(-offset / slope)) if slope > 0 else (np.nan, np.nan)
 
 
 def _is_inav(headers: dict[str, Any]) -> bool:
