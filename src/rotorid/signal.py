@@ -339,16 +339,36 @@ def sid_chirp(
     s (ArduCopter: two cycles), then rises exponentially to `f_stop` at `t_record`; the
     amplitude fades in over `t_fade_in` s and out over the last `t_fade_out` s (half-cosines)."""
     t = np.asarray(t, dtype=float)
-    w0, w1 = 2 * np.pi * f_start, 2 * np.pi * f_stop
-    b = np.log(w1 / w0)
-    span = max(t_record - t_const, 1e-9)
     tau = np.clip(t, 0.0, t_record)
     window = np.clip(tau / max(t_fade_in, 1e-9), 0.0, 1.0)
     window = 0.5 - 0.5 * np.cos(np.pi * window)
     out = np.clip((tau - (t_record - t_fade_out)) / max(t_fade_out, 1e-9), 0.0, 1.0)
     window = window * (0.5 + 0.5 * np.cos(np.pi * out))
     sweep = tau > t_const
-    phase = np.where(sweep, w0 * span / b * (np.exp(b * (tau - t_const) / span) - 1.0), w0 * (tau - t_const))
-    freq = np.where(sweep, w0 * np.exp(b * (tau - t_const) / span), w0) / (2 * np.pi)
+    swept, f_swept = exp_sweep_phase(tau - t_const, f_start, f_stop, max(t_record - t_const, 1e-9))
+    phase = np.where(sweep, swept, 2 * np.pi * f_start * (tau - t_const))
+    freq = np.where(sweep, f_swept, f_start)
     inside = (t > 0) & (t <= t_record)
     return np.where(inside, window * magnitude * np.sin(phase), 0.0), np.where(inside, freq, 0.0)
+
+
+def exp_sweep_phase(tau: np.ndarray, f_start: float, f_stop: float, span: float) -> tuple[np.ndarray, np.ndarray]:
+    """(phase in rad, frequency in Hz) `tau` s into an exponential sweep from `f_start` to
+    `f_stop` Hz over `span` s: f = f0 (f1/f0)^(tau/span), phase = 2π f0 span (f/f0 - 1) / ln(f1/f0)
+    (ArduPilot's AP_Math/chirp.cpp and Betaflight's common/chirp.c fly the same sweep)."""
+    b = np.log(f_stop / f_start)
+    growth = np.exp(b * np.asarray(tau, dtype=float) / span)
+    return 2 * np.pi * f_start * span / b * (growth - 1.0), f_start * growth
+
+
+def betaflight_chirp(t: np.ndarray, f_start: float, f_stop: float, t_sweep: float) -> tuple[np.ndarray, np.ndarray]:
+    """Betaflight's chirp excitation (src/main/common/chirp.c, chirpUpdate, betaflight master
+    0b1b0784) at times `t` since CHIRP mode began: (cos of the sweep's phase, scaled by the
+    frequency below 1 Hz so the angle stays bounded; frequency in Hz), zero outside the
+    `t_sweep` s the sweep lasts. The firmware's lead-lag shaping (chirp_lag/lead_freq_hz) and
+    per-axis amplitude follow; an instrument needs neither (an LTI filter and a gain cancel)."""
+    t = np.asarray(t, dtype=float)
+    phase, freq = exp_sweep_phase(t, f_start, f_stop, t_sweep)
+    wave = np.cos(phase) * np.minimum(freq, 1.0)
+    inside = (t >= 0) & (t < t_sweep)
+    return np.where(inside, wave, 0.0), np.where(inside, freq, 0.0)

@@ -32,6 +32,25 @@ without estimation (`_check_inav_signs`): the body rates implied by the logged a
 yaw = heading clockwise) must correlate positively with the gyro on every axis that moved, and
 the specific force must point up the body z axis; a disagreement refuses the log.
 
+Betaflight's chirp (CHIRP flight mode, 2025.12 on) with `debug_mode` CHIRP becomes the flight's
+`meta["sid"]` as ArduPilot's SIDS does (`_chirp`; `rotorid.methods.freq.sweep` reads both). What
+the firmware logs (betaflight/betaflight):
+- src/main/flight/pid.c (master 47f44857), pidController: while CHIRP mode is on, `debug[0] =
+  lrintf(5000 * sinarg)`, the sweep's phase wrapped to [0, 2π) (0 while the mode is off or the
+  sweep is over); no other debug field. The excitation `cos(sinarg)` (times the frequency below
+  1 Hz), through a lead-lag (`chirp_lag_freq_hz`, `chirp_lead_freq_hz`) and times
+  `chirp_amplitude_<axis>` deg/s, is added to one axis' rate setpoint. That axis is not logged:
+  it starts at roll after boot and steps roll -> pitch -> yaw each time the mode is switched off.
+- src/main/common/chirp.c (0b1b0784): f = f0 β^t, β = (f1/f0)^(1/T), sinarg = 2π f0 (β^t - 1) /
+  ln β, for T = `chirp_time_seconds` (then the sweep stops); f0, f1 = the header's
+  `chirp_frequency_start_deci_hz`, `chirp_frequency_end_deci_hz` / 10 (pid.c pidInitConfig).
+- The reader fits the sweep's start and the firmware's loop clock (chirp.c counts nominal loop
+  periods; the log's µs follow the MCU, the loop the gyro's clock) to the logged phase, and
+  refuses a phase the header's sweep does not rebuild (`_chirp_clock`, `CHIRP_PHASE_MATCH`).
+- `debug_mode` is written as its number in debugType_e (src/main/build/debug.h): CHIRP is 97 in
+  2025.12 (AUTOPILOT_POSITION before it; blackbox-log-viewer src/flightlog_fielddefs.js
+  027aa318) and 96 in master's debug.h; a name "CHIRP" (a converted header) is accepted too.
+
 Each log section of a file (one per arming with several flights on one card) is one Flight
 (more if logging paused inside it). P frames before the first I frame of a section cannot be
 decoded and are dropped, as every blackbox decoder does.
@@ -54,6 +73,7 @@ from rotorid import frames
 from rotorid.errors import LogFormatError, quote
 from rotorid.flight import Flight, Series, align
 from rotorid.io import dropouts, guard, register
+from rotorid.signal import exp_sweep_phase, runs
 
 #: Largest plausible acc_1G (accelerometer counts per g): real sensors log 256-16384.
 ACC_1G_MAX = 1e6
@@ -333,6 +353,7 @@ def _flight(
         att_f = [f"attitude[{i}]" for i in range(3)]
         attitude = Series(t, col(att_f)) if all(f in names for f in att_f) else None
         notes.append(_check_inav_signs(path, index, series["gyro"], series.get("acc"), attitude))
+    chirp = _chirp(path, headers, names, t, col, notes)
     facts = {k: headers[k] for k in _HEADER_FACTS if k in headers}
     if "gyro_scale" in headers:
         facts["gyro_scale"] = _float_bits(headers, "gyro_scale", path)
@@ -340,7 +361,125 @@ def _flight(
     acc_lowpass = _acc_lowpass(headers)
     if acc_lowpass is not None and "acc" in series:
         meta["acc_lowpass"] = acc_lowpass
-    return series, meta
+    return series, meta | ({"sid": chirp} if chirp else {})
+
+
+#: Betaflight's debug_mode number of CHIRP per firmware (year, month) (the module docstring says where from).
+CHIRP_DEBUG_MODE = {(2025, 12): 97}
+CHIRP_DEBUG_MODE_LATER = 96
+#: debug[0] is 5000 x the chirp's phase in rad.
+CHIRP_PHASE_SCALE = 5000.0
+#: Zero-phase gaps shorter than this (s) do not end a sweep (the wrapped phase can round to 0).
+CHIRP_GAP = 0.05
+#: The logged phase may differ from the one rebuilt from the header by this much (rad): the
+#: firmware's pow/log approximations and the loop's timing.
+CHIRP_PHASE_MATCH = 0.5
+#: A sweep's loop clock lies within this share of the log's (gyro clocks drift by a few %), and
+#: it lasts at least CHIRP_MIN s (shorter, it holds no band to fit).
+CHIRP_CLOCK, CHIRP_MIN = 0.1, 1.0
+#: The logged phase is unwrapped up to this share of the logging rate (it aliases at one half).
+CHIRP_UNWRAP = 0.4
+_CHIRP_HEADER = ("chirp_frequency_start_deci_hz", "chirp_frequency_end_deci_hz", "chirp_time_seconds")
+
+
+def _is_chirp_mode(headers: dict[str, Any]) -> bool:
+    mode = headers.get("debug_mode")
+    if isinstance(mode, str):
+        return mode.strip().upper() == "CHIRP"
+    m = re.match(r"\s*Betaflight\s+(\d+)\.(\d+)", str(headers.get("Firmware revision", "")))
+    if not m or not isinstance(mode, int):
+        return False
+    version = (int(m.group(1)), int(m.group(2)))
+    want = CHIRP_DEBUG_MODE.get(version, CHIRP_DEBUG_MODE_LATER if version > max(CHIRP_DEBUG_MODE) else None)
+    return mode == want
+
+
+def _chirp(
+    path: Path, headers: dict[str, Any], names: list[str], t: np.ndarray, col: Any, notes: list[str]
+) -> dict[str, Any] | None:
+    """Betaflight's chirp as `meta["sid"]` (firmware "betaflight"): the header's band and
+    duration, the sweep's start and the firmware's clock from the logged phase (`_chirp_clock`)
+    and the span the mode was on; the axis is not logged (None) and is left to the sweep
+    detection. A logged phase the header's sweep does not rebuild is refused. Notes what was
+    read, or why not."""
+    if not _is_chirp_mode(headers) or "debug[0]" not in names:
+        return None
+    missing = [k for k in _CHIRP_HEADER if k not in headers]
+    if missing:
+        notes.append(f"debug_mode CHIRP but the header lacks {', '.join(missing)}: the chirp is not read")
+        return None
+    f0, f1 = (_number(headers, k, path) / 10.0 for k in _CHIRP_HEADER[:2])
+    span = _number(headers, "chirp_time_seconds", path)
+    phase = col(["debug[0]"])[:, 0] / CHIRP_PHASE_SCALE
+    on = np.isfinite(phase) & (phase != 0)
+    if not (f0 > 0 and f1 > f0 and span > 0) or not on.any():
+        notes.append(
+            f"debug_mode CHIRP: no usable sweep (header {f0:g}-{f1:g} Hz over {span:g} s, "
+            f"{int(on.sum())} frames with a phase)"
+        )
+        return None
+    starts, ends = runs(on)
+    gaps = t[starts[1:]] - t[ends[:-1] - 1]
+    cut = np.flatnonzero(gaps > CHIRP_GAP)
+    first_end = ends[cut[0]] if len(cut) else ends[-1]
+    if len(cut):
+        notes.append(f"debug CHIRP: {len(cut) + 1} sweeps in the log; the first is read (give a window around each)")
+    i0 = starts[0]
+    clock, t_start = _chirp_clock(t[i0:first_end], phase[i0:first_end], on[i0:first_end], f0, f1, span)
+    rebuilt, _ = exp_sweep_phase(clock * (t[i0:first_end] - t_start), f0, f1, span)
+    err = np.angle(np.exp(1j * (rebuilt - phase[i0:first_end])))
+    miss = float(np.max(np.abs(np.where(on[i0:first_end], err, 0.0))))
+    t_stop = float(min(t[first_end - 1], t_start + span / clock))
+    if not (abs(clock - 1.0) <= CHIRP_CLOCK and t_stop - t_start >= CHIRP_MIN):
+        notes.append(
+            f"debug[0] (the chirp's phase) holds no sweep: {t_stop - t_start:.3g} s long (at least {CHIRP_MIN:g} s) "
+            f"at {clock:.3g} x the log's clock (1 ± {CHIRP_CLOCK:g}); the chirp is not used"
+        )
+        return None
+    if not miss <= CHIRP_PHASE_MATCH:
+        notes.append(
+            f"debug[0] (the chirp's phase) differs from the sweep rebuilt from the header by up to {miss:.2f} rad: "
+            "the header's chirp_* settings are not the ones flown (or the log began inside the sweep); "
+            "the chirp is not used and the commands' spectra decide the sweep"
+        )
+        return None
+    amp = {a: _number(headers, f"chirp_amplitude_{a}", path) for a in ("roll", "pitch", "yaw")}
+    notes.append(
+        f"debug CHIRP: Betaflight chirp {f0:g}-{f1:g} Hz over {span:g} s from {t_start:.2f} s to {t_stop:.2f} s "
+        f"(the firmware's loop clock {clock:.4f} x the log's); "
+        "the swept axis is not logged (roll, pitch, yaw in turn after boot): it is found in the commands' spectra"
+    )
+    return {
+        "firmware": "betaflight",
+        "axis": None,
+        "f_start": f0,
+        "f_stop": f1,
+        "t_sweep": span,
+        "t_start": t_start,
+        "t_stop": t_stop,
+        "clock": clock,
+        **{f"amplitude_{a}": v for a, v in amp.items() if v is not None},
+    }
+
+
+def _chirp_clock(
+    t: np.ndarray, phase: np.ndarray, on: np.ndarray, f0: float, f1: float, span: float
+) -> tuple[float, float]:
+    """(firmware seconds per log second, the sweep's start on the log's clock) of one sweep:
+    chirp.c counts its time in nominal loop periods (`count * Ts`), which drift from the log's
+    µs with the gyro's clock, so the logged phase is unwrapped while the sweep stays below
+    `CHIRP_UNWRAP` of the logging rate, turned into chirp.c's time by inverting its phase, and
+    fitted by a line in the log's time."""
+    t, phase = t[on], np.unwrap(phase[on])
+    b = np.log(f1 / f0)
+    with np.errstate(invalid="ignore", over="ignore"):  # a corrupt phase: NaN, refused by the caller
+        tau = span / b * np.log1p(phase * b / (2 * np.pi * f0 * span))
+        rate = 1.0 / max(float(np.median(np.diff(t))), 1e-9) if len(t) > 1 else 0.0
+        fit = f0 * np.exp(b * tau / span) < CHIRP_UNWRAP * rate
+    if fit.sum() < 3 or np.ptp(t[fit]) == 0:
+        return 1.0, float(t[0] - tau[0])
+    slope, offset = np.polyfit(t[fit], tau[fit], 1)
+    return (float(slope), float(-offset / slope)) if slope > 0 else (np.nan, np.nan)
 
 
 def _acc_lowpass(headers: dict[str, Any]) -> dict[str, Any] | None:

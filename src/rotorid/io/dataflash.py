@@ -679,7 +679,7 @@ def write(
         yaw = np.mod(ypr[:, 0], 360.0)
         data.append(_records("ATT", len(i), TimeUS=t_us[i], Roll=ypr[:, 2], Pitch=ypr[:, 1], Yaw=yaw, DesYaw=yaw))
     sid = flight.meta.get("sid")
-    if sid and flight.acc is not None and flight.gyro is not None:
+    if sid and sid.get("firmware") != "betaflight" and flight.acc is not None and flight.gyro is not None:
         data += _sid_records(flight, sid, t_us)
     if not data:
         raise RotoridError(f"{flight.source}: the flight has no channel a DataFlash log can hold")

@@ -9,7 +9,10 @@ z (thrust, m/s²) or the angular acceleration, the gyro's central difference (ro
 yaw; rad/s²).
 
 A flight's sweep comes from ArduPilot's SIDS settings when the log has them (`meta["sid"]`:
-the axis, band and the injected signal, rebuilt with `rotorid.signal.sid_chirp`), else from
+the axis, band and the injected signal, rebuilt with `rotorid.signal.sid_chirp`), or from
+Betaflight's chirp (`meta["sid"]` with firmware "betaflight": band, start and the injected
+signal, rebuilt with `rotorid.signal.betaflight_chirp`; the axis is not logged, so it is the
+roll, pitch or yaw command wrench whose peak frequency rises most steadily), else from
 the command wrench's spectrogram: a sweep is a spectral peak whose frequency rises steadily
 with time (Spearman rank correlation of log-frequency and time over the excited slices).
 """
@@ -24,7 +27,7 @@ from scipy import stats
 
 from rotorid.flight import Flight
 from rotorid.methods.freq import frf
-from rotorid.signal import SID_AXES, sid_chirp
+from rotorid.signal import SID_AXES, betaflight_chirp, exp_sweep_phase, sid_chirp
 from rotorid.vehicle import Vehicle
 
 AXES = ("thrust", "roll", "pitch", "yaw")
@@ -39,8 +42,8 @@ _SID_KEYS = ("magnitude", "f_start", "f_stop", "t_fade_in", "t_const", "t_record
 
 @dataclass(frozen=True)
 class Sweep:
-    """An axis of one flight: `swept` when a sweep was found (`source` "SIDS" or "spectrum"),
-    its band (Hz), `rank` (the rising peak's rank correlation, 1 for SIDS) and `reference`
+    """An axis of one flight: `swept` when a sweep was found (`source` "SIDS", "betaflight" or
+    "spectrum"), its band (Hz), `rank` (the rising peak's rank correlation, 1 for SIDS) and `reference`
     (the injected signal on the flight's samples, or None)."""
 
     axis: str
@@ -57,7 +60,8 @@ class Sweep:
                 f"{self.axis}: no sweep (fitted over {self.band[0]:g}-{self.band[1]:g} Hz of the pilot's input, "
                 "H1 in closed loop: feedback noise biases it)"
             )
-        how = "ArduPilot SIDS" if self.source == "SIDS" else f"command spectrum, rank {self.rank:.2f}"
+        how = {"SIDS": "ArduPilot SIDS", "betaflight": "Betaflight chirp; axis not logged, from the command spectrum"}
+        how = how.get(self.source, "command spectrum") + ("" if self.source == "SIDS" else f", rank {self.rank:.2f}")
         return f"{self.axis} swept {self.band[0]:.2g}-{self.band[1]:.3g} Hz ({how})"
 
 
@@ -81,11 +85,38 @@ def axis_output(flight: Flight, axis: str) -> np.ndarray:
 def from_sid(flight: Flight) -> Sweep | None:
     """The sweep ArduPilot's System ID mode flew (`meta["sid"]`, from SIDS), or None."""
     sid = flight.meta.get("sid")
-    if not sid or int(sid.get("axis", 0)) not in SID_AXES:
+    if not sid or sid.get("firmware") == "betaflight" or int(sid.get("axis", 0)) not in SID_AXES:
         return None
     ref, _ = sid_chirp(flight.t - float(sid["t_start"]), *(float(sid[k]) for k in _SID_KEYS))
     band = (float(sid["f_start"]), float(sid["f_stop"]))
     return Sweep(SID_AXES[int(sid["axis"])], True, band, 1.0, "SIDS", ref)
+
+
+def betaflight_band(flight: Flight) -> tuple[float, float] | None:
+    """The band Betaflight's chirp swept in this flight (`meta["sid"]` from the blackbox
+    reader: to the frequency reached when the mode was switched off), or None."""
+    sid = flight.meta.get("sid")
+    if not sid or sid.get("firmware") != "betaflight":
+        return None
+    f0, f1, span = (float(sid[k]) for k in ("f_start", "f_stop", "t_sweep"))
+    _, reached = exp_sweep_phase(float(sid["clock"]) * (float(sid["t_stop"]) - float(sid["t_start"])), f0, f1, span)
+    return f0, float(min(reached, f1))
+
+
+def from_betaflight(flight: Flight, vehicle: Vehicle) -> Sweep | None:
+    """Betaflight's chirp (`meta["sid"]`, firmware "betaflight") on the roll, pitch or yaw
+    axis whose command wrench's peak frequency rises most steadily (the firmware does not log
+    the axis), with the excitation rebuilt as the instrument; None without such a chirp."""
+    band = betaflight_band(flight)
+    if band is None:
+        return None
+    sid = flight.meta["sid"]
+    tau = float(sid["clock"]) * (flight.t - float(sid["t_start"]))  # the firmware's time since the mode began
+    ref, _ = betaflight_chirp(tau, band[0], float(sid["f_stop"]), float(sid["t_sweep"]))
+    ref = np.where(flight.t <= float(sid["t_stop"]), ref, 0.0)
+    ranks = {axis: rising_peak(axis_input(flight, vehicle, axis), flight.rate)[0] for axis in AXES[1:]}
+    axis = max(ranks, key=ranks.__getitem__)
+    return Sweep(axis, True, band, ranks[axis], "betaflight", ref)
 
 
 def rising_peak(x: np.ndarray, fs: float) -> tuple[float, tuple[float, float]]:
@@ -108,7 +139,7 @@ def rising_peak(x: np.ndarray, fs: float) -> tuple[float, tuple[float, float]]:
 def find(flight: Flight, vehicle: Vehicle) -> list[Sweep]:
     """The axes of one flight to estimate: its SIDS sweep; else every axis whose command
     wrench sweeps (`MIN_RANK`); else every axis, unswept, over `DEFAULT_BAND`."""
-    sid = from_sid(flight)
+    sid = from_sid(flight) or from_betaflight(flight, vehicle)
     if sid is not None:
         return [sid]
     fs = flight.rate
@@ -135,7 +166,9 @@ def coherent_share(flight: Flight, vehicle: Vehicle, sw: Sweep, min_coherence: f
 def describe(flight: Flight, vehicle: Vehicle | None) -> str:
     """`rotorid info`'s line on a flight's sweeps: axis, band and coherent share, or why none."""
     if vehicle is None:
-        sid = from_sid(flight)
+        sid, bf = from_sid(flight), betaflight_band(flight)
+        if bf is not None:
+            return f"Betaflight chirp {bf[0]:.2g}-{bf[1]:.3g} Hz; axis not logged (give --vehicle to find it in the commands' spectra)"
         return sid.describe() if sid else "none in SIDS (give --vehicle to look in the commands' spectra)"
     if flight.cmd is None or flight.gyro is None or flight.acc is None or flight.cmd.shape[1] != vehicle.n_rotors:
         return "not judged (needs acc, gyro and one cmd column per rotor of the vehicle)"
