@@ -85,11 +85,13 @@ def climb_speed(flights: list[Flight]) -> np.ndarray:
 def _inflow_blocks(prob: ThrustProblem, tm: float, v: np.ndarray) -> Iterator[np.ndarray]:
     """The thrust design (`ThrustProblem.design_states`) `CHUNK` rows at a time with one more
     column, the rotors' u² thrust direction times the climb speed `v` (the inflow's thrust loss)."""
-    r, at = prob.vehicle.axes[:, prob.rows], 0
-    for w in prob.state_blocks((tm, tm)):
+    r, at, lp, cur = prob.vehicle.axes[:, prob.rows], 0, None, -1
+    for k, w in prob.state_blocks((tm, tm)):
+        if k != cur:  # a thrust force like the others: through the flight's accelerometer low-pass
+            lp, cur = prob.lowpass(k), k
         col = ((w * w) @ r) * v[at : at + len(w), None]
         at += len(w)
-        yield np.column_stack([prob.design_states([w]), col.reshape(-1)])
+        yield prob.lowpassed(lp, np.column_stack([prob.design_states([w]), col.reshape(-1)]))
 
 
 def inflow_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
