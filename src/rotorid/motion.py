@@ -288,6 +288,14 @@ def drag_regressor(u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: V
     return np.einsum("nij,nj->ni", (u @ k).reshape(-1, 6, 6), x)
 
 
+def drag_reach(vehicle: Vehicle) -> np.ndarray:
+    """(6,) bool: the rows of `drag_regressor` that the rotors' geometry can make non-zero (the
+    others are exactly zero); coplanar rotors with parallel axes reach three (the in-plane
+    force, the moment about the axis)."""
+    k = _drag_maps(*(np.asarray(a, dtype=np.float64).tobytes() for a in (vehicle.positions, vehicle.axes)))
+    return np.any(k.reshape(-1, 6, 6) != 0.0, axis=(0, 2))
+
+
 @functools.lru_cache(maxsize=16)
 def _drag_maps(positions: bytes, axes: bytes) -> np.ndarray:
     """Per rotor, G_i = u_i K_i [vel; omega] (`drag_regressor`) with K_i = [[P, -P [p]x],
