@@ -77,11 +77,6 @@ def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
     return d, np.concatenate([mo.s, np.zeros((n, 3))], axis=1)
 
 
-#: Columns of the rows (`idim_rows`) that depend only on the motion (D, D_m): the rotor terms and the
-#: rotor drag (D_k and the drag column) are the rest.
-MOTION_COLUMNS = slice(12, 72)
-
-
 @dataclass(frozen=True)
 class Rotor:
     """The rotor side of a piece's IDIM, read a block of rows at a time (`rows`) so that nothing
@@ -115,10 +110,22 @@ class Rotor:
 
 
 def _motion_columns(mo: Motion, a: int, b: int) -> np.ndarray:
-    """Samples a..b-1 of the motion's IDIM columns [D, D_m] (`observation`), (b - a, 60): the
-    `MOTION_COLUMNS` of the rows."""
+    """Samples a..b-1 of the motion's IDIM columns [D, D_m] (`observation`), (b - a, 60): columns
+    12..71 of the rows (D_k before, the rotor drag after)."""
     d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
     return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
+
+
+#: The columns of `_motion_columns` that the specific force s enters (-[s]x ms of the moment
+#: rows, m s of D_m; `_force_columns`): an accelerometer bias moves only these. The others
+#: (`_RATE_COLUMNS`) depend on the body rate alone.
+_FORCE_COLUMNS = np.r_[27:30, 36:39, 45:48, 54:57]
+_RATE_COLUMNS = np.setdiff1d(np.arange(60), _FORCE_COLUMNS)
+
+
+def _force_columns(s: np.ndarray) -> np.ndarray:
+    """The `_FORCE_COLUMNS` of `_motion_columns` from the specific force s (n, 3) alone."""
+    return np.concatenate([-skew(s).reshape(len(s), 9), s], axis=1)
 
 
 def _rotor_columns(rotor: Rotor, vehicle: Vehicle, a: int, b: int) -> np.ndarray:
@@ -207,9 +214,11 @@ def idim_rows(
     flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
     flight logs no attitude or no position or velocity).
 
-    `memo`, a dict that lives for one identification, keeps each piece's filtered motion columns
-    (`MOTION_COLUMNS`) between calls that change only the rotor side (the IMU-lag search, the
-    rotor gains of `motor_spread`): the same numbers, a fraction of the cost."""
+    `memo`, a dict that lives for one identification, keeps each piece's filtered columns
+    between calls (`_piece_columns`): the motion's, which the IMU-lag search and the rotor gains
+    of `motor_spread` do not change (those the specific force enters apart, which an
+    accelerometer bias does), and the rotor side's of the latest lags and gains: the same
+    numbers, a fraction of the cost."""
     settings = replace(settings, rotor_drag=settings.rotor_drag and all(posed(f) for f in flights))
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
@@ -268,32 +277,36 @@ def _piece_columns(
     low-passed on its own (`_low_passed`; None when `sel` keeps fewer than two rows): its motion
     less the accelerometer bias of `piece` (flights, index, biases or None), and the rotor side
     `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled; `Rotor`), of which
-    only the live columns are filtered (`_live_rotor_columns`). `memo` keeps both sides apart
+    only the live columns are filtered (`_live_rotor_columns`). `memo` keeps the parts apart
     (`idim_rows`): the motion columns, which depend on neither gains nor lag, keyed by what they
     depend on (the flights, alive for the whole identification, the motion settings with the
-    pose's lag only where the motion is the pose's, the rows kept and the bias); the rotor
-    columns, which depend on no bias, by the gains and lag too, the latest few (`_kept_rotor`)."""
+    pose's lag only where the motion is the pose's, the rows kept), those the specific force
+    enters (`_FORCE_COLUMNS`) by the bias too; the rotor columns, which depend on no bias, by the
+    gains and lag too, the latest few (`_kept_rotor`)."""
     flights, k, biases = piece
     bias = None if biases is None else biases[k]
     pose_lag = ms.mocap_delay if ms.source == "mocap" else None
     what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, pose_lag)
-    key = (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
-    cached = None if memo is None else memo.get(key)
-    mo = motion(p, vehicle, ms) if cached is None else None  # checks the piece as every call did
+    key = (tuple(map(id, flights)), k, what, sel.tobytes())
+    force_key = (*key, None if bias is None else bias.tobytes())
+    rate, force = (None, None) if memo is None else (memo.get(key), memo.get(force_key))
+    mo = motion(p, vehicle, ms) if rate is None or force is None else None  # checks the piece as every call did
     gain, lag, drag = rotor_side
-    vel = body_velocity(p, ms) if drag else None
     if len(sel) < 2:
         return None
-    if cached is None:
+    if rate is None:
+        rate = _low_passed(ms, sel, len(p.t), lambda a, b: _motion_columns(mo, a, b)[:, _RATE_COLUMNS], 48)
+    if force is None:
         if bias is not None:
             mo.s[:] -= bias  # in place: this call's own array
-        cached = _low_passed(ms, sel, len(p.t), lambda a, b: _motion_columns(mo, a, b), 60)
-        if memo is not None:
-            memo[key] = cached
+        force = _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
+    if memo is not None:
+        memo[key], memo[force_key] = rate, force
     live = _live_rotor_columns(vehicle, drag)
 
     def rotor() -> np.ndarray:
         u = rotor_terms(p, vehicle, ms.speed, ms.tm) if mo is None else mo.u
+        vel = body_velocity(p, ms) if drag else None
         omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
         side = Rotor(p.t, u, vel, omega, None if gain is None or np.all(gain == 1.0) else gain, lag)
         return _low_passed(
@@ -302,7 +315,7 @@ def _piece_columns(
 
     ident = (key[0], key[1], key[3], ms, lag, drag, None if gain is None or np.all(gain == 1.0) else gain.tobytes())
     out = np.zeros((len(sel), 78 if drag else 72))
-    out[:, MOTION_COLUMNS] = cached
+    out[:, 12 + _RATE_COLUMNS], out[:, 12 + _FORCE_COLUMNS] = rate, force
     out[:, np.where(live < 12, live, live + 60)] = _kept_rotor(memo, ident, rotor)
     return out
 
