@@ -280,28 +280,31 @@ def _piece_columns(
     only the live columns are filtered (`_live_rotor_columns`). `memo` keeps the parts apart
     (`idim_rows`): the motion columns, which depend on neither gains nor lag, keyed by what they
     depend on (the flights, alive for the whole identification, the motion settings with the
-    pose's lag only where the motion is the pose's, the rows kept), those the specific force
-    enters (`_FORCE_COLUMNS`) by the bias too; the rotor columns, which depend on no bias, by the
-    gains and lag too, the latest few (`_kept_rotor`)."""
+    pose's lag only where the motion is the pose's, the rows kept); those the specific force
+    enters (`_FORCE_COLUMNS`) by the bias too, and the rotor columns, which depend on no bias, by
+    the gains and lag too, the latest few of both (`_kept_columns`)."""
     flights, k, biases = piece
     bias = None if biases is None else biases[k]
     pose_lag = ms.mocap_delay if ms.source == "mocap" else None
     what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, pose_lag)
     key = (tuple(map(id, flights)), k, what, sel.tobytes())
-    force_key = (*key, None if bias is None else bias.tobytes())
-    rate, force = (None, None) if memo is None else (memo.get(key), memo.get(force_key))
-    mo = motion(p, vehicle, ms) if rate is None or force is None else None  # checks the piece as every call did
+    force_id = ("force", *key, None if bias is None else bias.tobytes())
+    rate = None if memo is None else memo.get(key)
+    held = memo is not None and force_id in memo.get(_KEPT, {})
+    mo = motion(p, vehicle, ms) if rate is None or not held else None  # checks the piece as every call did
     gain, lag, drag = rotor_side
     if len(sel) < 2:
         return None
     if rate is None:
         rate = _low_passed(ms, sel, len(p.t), lambda a, b: _motion_columns(mo, a, b)[:, _RATE_COLUMNS], 48)
-    if force is None:
+        if memo is not None:
+            memo[key] = rate
+
+    def force() -> np.ndarray:
         if bias is not None:
             mo.s[:] -= bias  # in place: this call's own array
-        force = _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
-    if memo is not None:
-        memo[key], memo[force_key] = rate, force
+        return _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
+
     live = _live_rotor_columns(vehicle, drag)
 
     def rotor() -> np.ndarray:
@@ -313,29 +316,33 @@ def _piece_columns(
             ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live), True
         )
 
-    ident = (key[0], key[1], key[3], ms, lag, drag, None if gain is None or np.all(gain == 1.0) else gain.tobytes())
+    gains = None if gain is None or np.all(gain == 1.0) else gain.tobytes()
     out = np.zeros((len(sel), 78 if drag else 72))
-    out[:, 12 + _RATE_COLUMNS], out[:, 12 + _FORCE_COLUMNS] = rate, force
-    out[:, np.where(live < 12, live, live + 60)] = _kept_rotor(memo, ident, rotor)
+    out[:, 12 + _RATE_COLUMNS] = rate
+    out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
+    out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, ("rotor", *key, ms, lag, drag, gains), rotor)
     return out
 
 
-#: Bytes of rotor columns an identification's memo keeps (`_kept_rotor`), the latest used: the
-#: IMU-lag search visits each lag once or twice, the solves after it build the chosen lag's rows
-#: with equal rotors tens of times and each rotor's own gain a few times.
-ROTOR_KEPT_BYTES = 32 << 20
+#: Bytes of the columns that change between calls (the specific force's with the accelerometer
+#: bias, the rotor side's with the lag and gains) an identification's memo keeps, the latest used
+#: (`_kept_columns`): the IMU-lag search visits each lag once or twice, the solves after it build
+#: the chosen lag's rows with equal rotors tens of times and each rotor's own gain a few times.
+#: Bounded, so that a long flight's memo stays a fixed size (a 1200 s, 200 Hz piece's rotor
+#: columns are ~2 MB a lag).
+KEPT_BYTES = 8 << 20
+_KEPT = "columns kept"
 
 
-def _kept_rotor(memo: dict | None, ident: tuple, make: Any) -> np.ndarray:
-    """`make()`, a piece's low-passed rotor columns under `ident` (the piece, its rows, the
-    motion settings, lag, drag and gains), kept in `memo` with the latest others up to
-    `ROTOR_KEPT_BYTES` (made afresh without a memo)."""
+def _kept_columns(memo: dict | None, ident: tuple, make: Any) -> np.ndarray:
+    """`make()`, a piece's low-passed columns under `ident` (what they depend on), kept in `memo`
+    with the latest others up to `KEPT_BYTES` (made afresh without a memo)."""
     if memo is None:
         return make()
-    store = memo.setdefault("rotor columns", {})
+    store = memo.setdefault(_KEPT, {})
     cols = store.pop(ident, None)
     store[ident] = cols = make() if cols is None else cols  # the most recently used last
-    while sum(c.nbytes for c in store.values()) > ROTOR_KEPT_BYTES and len(store) > 1:
+    while sum(c.nbytes for c in store.values()) > KEPT_BYTES and len(store) > 1:
         store.pop(next(iter(store)))
     return cols
 
