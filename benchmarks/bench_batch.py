@@ -4,7 +4,8 @@ thrust, roll/pitch, yaw — of an `eschmann-crazyflie` vehicle, read from Parque
 LocalCluster start-up, and the time to assess drift and write the table and the fleet page.
 Throughput is measured twice per cluster: cold (the first batch, each worker's imports
 included, as in a real `rotorid batch`) and warm (a second batch on the same workers: the
-steady state of a large fleet)."""
+steady state of a large fleet). The same against a `dask scheduler` and 1 or 2 `dask worker`
+processes started apart (`rotorid batch --scheduler`, as on a lab's machines)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import logging
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from rotorid import batch, manifest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests/support/cluster.py
 
 VEHICLES = {"cf-a": {"tm": 0.06}, "cf-b": {"tm": 0.07}, "cf-c": {"tm": 0.08}}
 DATES = ["2026-01-05", "2026-02-02", "2026-03-02", "2026-03-30"]
@@ -40,6 +44,22 @@ def _measure(jobs: list[manifest.Job], n: int) -> tuple[float, float, float, flo
             rates.append(len(jobs) / (time.perf_counter() - t))
             assert all(o.ok for o in outcomes), [o.error for o in outcomes if not o.ok]
     return t1 - t0, rates[0], rates[1], statistics.median(o.seconds for o in outcomes)
+
+
+def _separate(jobs: list[manifest.Job], n: int) -> tuple[float, float]:
+    """Runs per s of a first and a second batch (`batch.run(scheduler=...)`, as `rotorid batch
+    --scheduler`) on a `dask scheduler` and `n` `dask worker` processes started apart
+    (tests/support/cluster.py), as on a lab's machines."""
+    from support.cluster import dask_processes
+
+    rates = []
+    with tempfile.TemporaryDirectory(prefix="rotorid-bench-dask-") as tmp, dask_processes(n, Path(tmp)) as address:
+        for _ in range(2):
+            t = time.perf_counter()
+            outcomes = batch.run(jobs, scheduler=address)
+            rates.append(len(jobs) / (time.perf_counter() - t))
+            assert all(o.ok for o in outcomes), [o.error for o in outcomes if not o.ok]
+    return rates[0], rates[1]
 
 
 def _spin(n: int = 5_000_000) -> float:
@@ -99,6 +119,23 @@ def run() -> list[dict]:
                 "note": f"the most a speed-up could be on this machine now; range {min(free):.2f}-{max(free):.2f}",
             }
         )
+        for n in WORKERS:
+            cold, warm = _separate(jobs, n)
+            note = f"{len(jobs)} runs; dask scheduler + {n} dask worker process(es) started apart; load average {os.getloadavg()[0]:.1f}"
+            rows += [
+                {
+                    "name": f"separate processes, {n} worker(s), cold",
+                    "value": 60 * cold,
+                    "unit": "runs/min",
+                    "note": note,
+                },
+                {
+                    "name": f"separate processes, {n} worker(s), warm",
+                    "value": 60 * warm,
+                    "unit": "runs/min",
+                    "note": note,
+                },
+            ]
         outcomes = batch.run(jobs, workers=1, processes=False)
         t0 = time.perf_counter()
         table, findings = batch.assess(batch.collect(outcomes))

@@ -26,8 +26,12 @@ the kernel, against 14 000 and 4 %.
   and repeated end to end to the length asked (simulating an hour would take twenty minutes;
   the joins are as rough as real manoeuvres for the filters).
 
+`cli_rows` measures tls as a user's process sees it (issue 36): the peak RSS of `rotorid
+identify --method tls` on simulated 1200 s and 300 s flights, per added row.
+
 `run.py memory` runs it all (the 3600 s runs take minutes each); `bench_memory.py METHOD
-SECONDS...` runs those sizes, e.g. `bench_memory.py tls 10 60`."""
+SECONDS...` runs those sizes, e.g. `bench_memory.py tls 10 60`; `bench_memory.py cli` the
+command's RSS alone."""
 
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 SECONDS = (10, 60, 600, 3600)
 #: The only variables the child inherits (see the module docstring).
@@ -143,12 +149,78 @@ def _rows(method: str, seconds: float, m: dict) -> list[dict]:
     ]
 
 
+#: Flight lengths (s) of `rotorid simulate six-config-a` whose `identify --method tls` processes
+#: `cli_rows` compares (issue 36: 1,737 B per added row before).
+CLI_SECONDS = (300, 1200)
+
+#: `rotorid ARGS...` in a child that writes its own RSS high-water mark (VmHWM, kB) to stderr at
+#: exit: the figure a user's process reaches, reading and report included.
+CLI_CHILD = r"""
+import atexit, sys
+def _hwm():
+    with open("/proc/self/status") as f:
+        sys.stderr.write("\nVmHWM_kB " + next(x.split()[1] for x in f if x.startswith("VmHWM:")) + "\n")
+atexit.register(_hwm)
+from rotorid.cli import app
+app(prog_name="rotorid", args=sys.argv[1:])
+"""
+
+
+def _cli(args: list[str], env: dict[str, str]) -> int:
+    """Peak RSS (bytes) of the rotorid command `args` in a fresh process (`CLI_CHILD`)."""
+    out = subprocess.run(
+        ["nice", "-n", "10", sys.executable, "-c", CLI_CHILD, *args], capture_output=True, text=True, env=env
+    )
+    if out.returncode or "VmHWM_kB" not in out.stderr:
+        raise RuntimeError(f"rotorid {' '.join(args)} failed: {out.stderr[-2000:]}")
+    return 1024 * int(out.stderr.rsplit("VmHWM_kB", 1)[1].split()[0])
+
+
+def cli_rows() -> list[dict]:
+    """tls memory as the process sees it (issue 36): the peak RSS of `rotorid identify --method
+    tls` on `rotorid simulate six-config-a --duration 1200` minus that on `--duration 300`, per
+    added row of the training flight (200 Hz), each log decoded afresh (an empty decoded-log
+    cache). Linux only (VmHWM); the simulations are not timed."""
+    import pyarrow.parquet as pq
+
+    with tempfile.TemporaryDirectory(prefix="rotorid-bench-rss-") as tmp:
+        env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ} | {"ROTORID_CACHE_DIR": f"{tmp}/cache"}
+        peak, rows = {}, {}
+        for s in CLI_SECONDS:
+            d = Path(tmp) / f"a{s}"
+            sim = [sys.executable, "-m", "rotorid", "simulate", "six-config-a", "--duration", str(s), "--out", str(d)]
+            subprocess.run(sim, check=True, capture_output=True, env=env)
+            rows[s] = pq.ParquetFile(d / "train.parquet").metadata.num_rows
+            args = ["identify", "--method", "tls", "--vehicle", str(d / "vehicle.toml"), str(d / "train.parquet")]
+            peak[s] = _cli([*args, "--out", str(d / "run")], env)
+    lo, hi = CLI_SECONDS
+    note = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; VmHWM of each process"
+    out = [
+        {
+            "name": f"tls CLI, six-config-a {s} s: peak RSS",
+            "value": peak[s] / 1e6,
+            "unit": "MB",
+            "target": "",
+            "note": f"{rows[s]:,} rows at 200 Hz; rotorid identify --method tls, report written",
+        }
+        for s in CLI_SECONDS
+    ]
+    marginal = (peak[hi] - peak[lo]) / (rows[hi] - rows[lo])
+    name = f"tls CLI: peak RSS per added row ({hi} s - {lo} s)"
+    return [*out, {"name": name, "value": marginal, "unit": "B", "target": "<= 300", "note": note}]
+
+
 def run(sizes: dict[str, tuple[float, ...]] | None = None) -> list[dict]:
+    rows = cli_rows() if sizes is None else []
     sizes = sizes or {"delay": SECONDS, "tls": SECONDS}
-    return [r for method, secs in sizes.items() for s in secs for r in _rows(method, s, measure(method, s))]
+    return rows + [r for method, secs in sizes.items() for s in secs for r in _rows(method, s, measure(method, s))]
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["cli"]:
+        for r in cli_rows():
+            print(f"{r['name']:<52} {r['value']:>10.4g} {r['unit']:<3} {r['target']:<7} {r['note']}", flush=True)
+        sys.exit(0)
     method, *secs = sys.argv[1:] or ["delay"]
     for r in run({method: tuple(float(a) for a in secs) or SECONDS}):
         print(f"{r['name']:<40} {r['value']:>10.4g} {r['unit']:<3} {r['target']:<7} {r['note']}", flush=True)

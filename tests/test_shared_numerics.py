@@ -89,8 +89,17 @@ def test_body_velocity_and_rate_made_once_and_read_only() -> None:
     q = Rotation.from_rotvec(np.cumsum(rng.standard_normal((n, 3)) * 0.01, axis=0)).as_quat(scalar_first=True)
     f = Flight(t=t, quat=q, pos=np.cumsum(rng.standard_normal((n, 3)), 0) * 1e-3, gyro=rng.standard_normal((n, 3)))
     st = motion.MotionSettings(mocap_delay=0.004)
-    v1, v2 = motion.body_velocity(f, st), motion.body_velocity(f, st)
-    assert v1 is v2 and not v1.flags.writeable
-    np.testing.assert_array_equal(v1, motion._body_velocity(f, st.at(f.rate)))
-    assert motion.body_velocity(f, motion.MotionSettings(mocap_delay=0.008)) is not v1  # other settings: made anew
+    made, real = [], motion._body_velocity
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(motion, "_body_velocity", lambda *a: made.append(a) or real(*a))
+        now = motion.body_velocity(f, motion.MotionSettings())
+        v1, v2 = motion.body_velocity(f, st), motion.body_velocity(f, st)
+        v3 = motion.body_velocity(f, motion.MotionSettings(mocap_delay=0.008))
+    assert len(made) == 1  # turned into body axes once: each delay (the lag searches) only reads it later
+    assert now is motion.body_velocity(f, motion.MotionSettings()) and not now.flags.writeable
+    np.testing.assert_array_equal(now, real(f, motion.MotionSettings().at(f.rate)))
+    later = np.column_stack([np.interp(np.clip(t + 0.004, t[0], t[-1]), t, c) for c in now.T])
+    np.testing.assert_array_equal(v1, later)
+    np.testing.assert_array_equal(v2, later)
+    assert not np.array_equal(v3, v1)
     assert motion.body_rate(f, st) is motion.body_rate(f, st)

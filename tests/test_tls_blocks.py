@@ -168,3 +168,24 @@ def test_identify_memory_per_row(six):
     finally:
         tracemalloc.stop()
     assert peak / len(t) < 300, peak / len(t)
+
+
+def test_memo_gives_the_numbers_of_a_fresh_build(six):
+    """Rows built through one identification's memo (`idim_rows`: the motion columns, the
+    specific force's per accelerometer bias, the rotor side's per lag and gains, evicted past
+    `KEPT_BYTES`) equal rows built afresh, bit for bit, whatever the order of lags, gains and
+    biases asked and however small the memo's bound."""
+    flights, vehicle = [six.flights["train"]], six.vehicle
+    b1, b2 = np.array([[0.05, -0.02, 0.3]]), np.array([[-0.01, 0.04, -0.2]])
+    g1, g2 = np.array([1.02, 0.97, 1.0, 1.01]), np.array([0.0, 1.0, 0.0, 0.0])
+    asks = [(0.0, None, None), (0.004, None, b1), (0.0, g1, b1), (-0.003, g2, None), (0.0, np.ones(4), b2)]
+    for bound in (tls_rows.KEPT_BYTES, 1):
+        memo: dict = {}
+        with mock.patch.object(tls_rows, "KEPT_BYTES", bound):
+            for lag, gain, bias in asks + asks[::-1]:
+                st_ = tls.TlsSettings(imu_delay=lag)
+                kept, _ = tls.idim_rows(flights, vehicle, st_, bias, gain, memo)
+                fresh, _ = tls.idim_rows(flights, vehicle, st_, bias, gain)
+                assert kept.drag is not None
+                for name in ("dk", "d", "dm", "drag", "force_mean", "yaw_mean"):
+                    assert np.array_equal(getattr(kept, name), getattr(fresh, name)), (bound, lag, name)

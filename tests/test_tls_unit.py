@@ -16,6 +16,7 @@ from rotorid.flight import Flight
 from rotorid.frames import GRAVITY, body_to_world, bryant_rates, bryant_to_quat
 from rotorid.methods import tls
 from rotorid.methods.regression import block_weighted_tls
+from rotorid.methods.tls import rows as tls_rows
 from rotorid.motion import airborne_pieces
 from rotorid.sim import scenarios
 from rotorid.vehicle import Rotor, Vehicle
@@ -241,14 +242,16 @@ def test_landed_samples_are_left_out() -> None:
 
 def test_memo_reuses_the_motion_columns_exactly() -> None:
     """`idim_rows` with a memo: a change of the rotor side only (gains, IMU lag, the pose's lag of
-    the drag velocity) gives exactly the rows of a fresh call; another accelerometer bias is
-    another entry."""
+    the drag velocity) gives exactly the rows of a fresh call; another accelerometer bias
+    refilters only the columns the specific force enters."""
     sc = scenarios.run("six-config-a", seed=0, duration=10.0, rotor_drag=0.3, flights=("train",))
     fl, v = [sc.flights["train"]], sc.vehicle
     st = tls.TlsSettings(mocap_delay=0.005, imu_delay=0.002)
     memo: dict = {}
     tls.idim_rows(fl, v, st, memo=memo)
-    assert len(memo) == len(airborne_pieces(fl[0]))
+    n = len(airborne_pieces(fl[0]))
+    kept = memo[tls_rows._KEPT]
+    assert len(memo) == n + 1 and len(kept) == 2 * n  # per piece: the motion; the force's and the rotors' kept
     moved = replace(st, imu_delay=0.004, mocap_delay=0.007)
     for gain in (None, np.array([1.02, 0.99, 1.0, 0.97])):
         fresh = tls.idim_rows(fl, v, moved, gain=gain)[0]
@@ -259,6 +262,6 @@ def test_memo_reuses_the_motion_columns_exactly() -> None:
             assert (a is None) == (b is None), f.name
             if a is not None:
                 np.testing.assert_array_equal(a, b, err_msg=f.name)
-    n = len(memo)
+    forces = sum(k[0] == "force" for k in kept)
     tls.idim_rows(fl, v, st, acc_bias=np.full((n, 3), 0.1), memo=memo)
-    assert len(memo) == 2 * n
+    assert len(memo) == n + 1 and sum(k[0] == "force" for k in kept) == forces + n  # only the force's anew

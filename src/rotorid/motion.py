@@ -206,23 +206,26 @@ def body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray | None
     the logged velocity, else the logged position differentiated, rotated by the logged attitude
     and read `mocap_delay` later (the pose of `_mocap_motion` alike); None when
     the flight has no attitude or neither channel (the rotor-drag regressor of
-    `rotorid.methods.tls` needs it). Kept per flight and settings like `body_rate`."""
+    `rotorid.methods.tls` needs it). The velocity read at once is kept per flight and settings
+    like `body_rate`, and only read later per call: the lag searches ask for many delays."""
     if flight.quat is None or (flight.vel is None and flight.pos is None):
         return None
     if settings.fs is None:
         settings = settings.at(flight.rate)
-    return _kept(flight, ("velocity", settings), lambda: _body_velocity(flight, settings))
+    now = replace(settings, mocap_delay=0.0)
+    vel = _kept(flight, ("velocity", now), lambda: _body_velocity(flight, now))
+    if not settings.mocap_delay:
+        return vel
+    t = flight.t  # velocity and attitude lag alike: the body-frame velocity is read later
+    ts = np.clip(t + settings.mocap_delay, t[0], t[-1])
+    return np.column_stack([np.interp(ts, t, c) for c in vel.T])
 
 
 def _body_velocity(flight: Flight, settings: MotionSettings) -> np.ndarray:
     t, high, order = flight.t, settings.band[1], settings.order
     quat, x = flight.quat, flight.vel if flight.vel is not None else flight.pos
     x = _filt(x, settings.fs, 0.0, high, order)
-    vel = world_to_body(quat, x if flight.vel is not None else _in_place_rate(x, t))  # scipy normalizes q
-    if settings.mocap_delay:  # velocity and attitude lag alike: the body-frame velocity is read later
-        ts = np.clip(t + settings.mocap_delay, t[0], t[-1])
-        vel = np.column_stack([np.interp(ts, t, c) for c in vel.T])
-    return vel
+    return world_to_body(quat, x if flight.vel is not None else _in_place_rate(x, t))  # scipy normalizes q
 
 
 #: Largest lag of the pose behind the IMU that `pose_lag` searches (s): a motion-capture or
@@ -261,9 +264,13 @@ def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float
     at = np.flatnonzero((t >= t[0] + st.trim) & (t <= t[-1] - st.trim))[reach:-reach]
     if len(at) < 4 * reach:
         return None
-    target = s_imu[at] - s_imu[at].mean(axis=0)
+    a, b = at[0], at[-1] + 1  # t increases: the rows kept are one run (slices, not copies)
+    target = s_imu[a:b] - s_imu[a:b].mean(axis=0)
     cost = np.array(
-        [np.sum((s_pose[at + k] - s_pose[at + k].mean(axis=0) - target) ** 2) for k in range(-reach, reach + 1)]
+        [
+            np.sum((s_pose[a + k : b + k] - s_pose[a + k : b + k].mean(axis=0) - target) ** 2)
+            for k in range(-reach, reach + 1)
+        ]
     )
     j = int(np.argmin(cost))
     if j in (0, 2 * reach):  # no minimum inside the range: a flight without the motion to time it
@@ -286,6 +293,14 @@ def drag_regressor(u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: V
     k = _drag_maps(*(np.asarray(a, dtype=np.float64).tobytes() for a in (vehicle.positions, vehicle.axes)))
     x = np.concatenate([vel, omega], axis=1)
     return np.einsum("nij,nj->ni", (u @ k).reshape(-1, 6, 6), x)
+
+
+def drag_reach(vehicle: Vehicle) -> np.ndarray:
+    """(6,) bool: the rows of `drag_regressor` that the rotors' geometry can make non-zero (the
+    others are exactly zero); coplanar rotors with parallel axes reach three (the in-plane
+    force, the moment about the axis)."""
+    k = _drag_maps(*(np.asarray(a, dtype=np.float64).tobytes() for a in (vehicle.positions, vehicle.axes)))
+    return np.any(k.reshape(-1, 6, 6) != 0.0, axis=(0, 2))
 
 
 @functools.lru_cache(maxsize=16)

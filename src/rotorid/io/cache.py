@@ -105,15 +105,17 @@ def _load(entry: Path, key: str) -> tuple[list[Flight], list[list[str]]] | None:
     import pyarrow.parquet as pq
 
     from rotorid.flight import Flight
+    from rotorid.io.table import numpy_column
 
     if not entry.is_file():
         return None
     try:
-        table = pq.read_table(entry, page_checksum_verification=True)
+        with pq.ParquetFile(entry, page_checksum_verification=True) as pf:  # not read_table: it imports pandas
+            table = pf.read()
         head = json.loads(table.schema.metadata[_KEY])
         if head["key"] != key:
             return None
-        cols = {name: table.column(name).to_numpy() for name in table.column_names}
+        cols = {name: numpy_column(table.column(name)) for name in table.column_names}
         flights = []
         for i, (n, channels, meta) in enumerate(zip(head["rows"], head["channels"], head["meta"], strict=True)):
             a = sum(head["rows"][:i])

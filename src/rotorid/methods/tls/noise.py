@@ -109,7 +109,7 @@ def _piece_floor(p: Flight, ms: MotionSettings) -> tuple[np.ndarray, np.ndarray]
 def chain_responses(ms: MotionSettings) -> np.ndarray:
     """Impulse responses (n, 5) of the paths white noise of a measured signal takes to the rows
     of W_t, through `motion`'s filters and derivatives and the parallel low-pass of
-    `_filtered_rows` (the same zero-phase filters, so the noise of a rate and of its derivative
+    `rows._low_passed` (the same zero-phase filters, so the noise of a rate and of its derivative
     is uncorrelated at one instant): IMU gyro -> ω, gyro -> ω̇, accelerometer -> s; motion
     capture angles -> η̇ and η̈ (ω ≈ η̇, ω̇ ≈ η̈ near hover, eq. 4-5), position -> ζ̈ (eq. 3);
     then white angular acceleration of the body itself -> ω̇ (a disturbance torque,

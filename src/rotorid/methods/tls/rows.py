@@ -18,6 +18,7 @@ from rotorid.motion import (
     airborne_pieces,
     body_rate,
     body_velocity,
+    drag_reach,
     drag_regressor,
     motion,
     rotor_terms,
@@ -76,11 +77,6 @@ def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
     return d, np.concatenate([mo.s, np.zeros((n, 3))], axis=1)
 
 
-#: Columns of `_columns` that depend only on the motion (D, D_m): the rotor terms and the
-#: rotor drag (D_k and the drag column) are the rest.
-MOTION_COLUMNS = slice(12, 72)
-
-
 @dataclass(frozen=True)
 class Rotor:
     """The rotor side of a piece's IDIM, read a block of rows at a time (`rows`) so that nothing
@@ -113,53 +109,58 @@ class Rotor:
         return both[:, :m], (None if vel is None else both[:, m:])
 
 
-def _columns(mo: Motion | None, vehicle: Vehicle, a: int, b: int, rotor: Rotor, part: str = "all") -> np.ndarray:
-    """Samples a..b-1 of the IDIM as (b - a, 72) columns [D_k, D, D_m] (`observation`) of the
-    motion `mo` and the rotor terms of `rotor`, with the six rows of the rotor-drag column
-    (`motion.drag_regressor`) appended when `rotor` has a velocity; `part` "motion" gives only
-    [D, D_m] (`MOTION_COLUMNS`), "rotor" only [D_k, drag] (`mo` unused: may be None)."""
-    if part == "motion":
-        d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
-        return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
+def _motion_columns(mo: Motion, a: int, b: int) -> np.ndarray:
+    """Samples a..b-1 of the motion's IDIM columns [D, D_m] (`observation`), (b - a, 60): columns
+    12..71 of the rows (D_k before, the rotor drag after)."""
+    d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
+    return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
+
+
+#: The columns of `_motion_columns` that the specific force s enters (-[s]x ms of the moment
+#: rows, m s of D_m; `_force_columns`): an accelerometer bias moves only these. The others
+#: (`_RATE_COLUMNS`) depend on the body rate alone.
+_FORCE_COLUMNS = np.r_[27:30, 36:39, 45:48, 54:57]
+_RATE_COLUMNS = np.setdiff1d(np.arange(60), _FORCE_COLUMNS)
+
+
+def _force_columns(s: np.ndarray) -> np.ndarray:
+    """The `_FORCE_COLUMNS` of `_motion_columns` from the specific force s (n, 3) alone."""
+    return np.concatenate([-skew(s).reshape(len(s), 9), s], axis=1)
+
+
+def _rotor_columns(rotor: Rotor, vehicle: Vehicle, a: int, b: int) -> np.ndarray:
+    """Samples a..b-1 of the rotor side's IDIM columns [D_k, drag] (`observation`, with the
+    rotor-drag column `motion.drag_regressor` when `rotor` has a velocity), (b - a, 12 or 18)."""
     u, vel = rotor.rows(a, b)
     cols = [_rotor_matrix(u, vehicle).reshape(b - a, -1)]
-    if part == "all":
-        d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], u))
-        cols += [d.reshape(b - a, -1), dm]
     if vel is not None:
         cols.append(drag_regressor(u, vel, rotor.omega[a:b], vehicle))
     return np.concatenate(cols, axis=1)
 
 
-def _filtered_rows(
-    mo: Motion | None,
-    vehicle: Vehicle,
-    ms: MotionSettings,
-    sel: np.ndarray,
-    rotor: Rotor,
-    motion_part: np.ndarray | None = None,
+def _live_rotor_columns(vehicle: Vehicle, drag: bool) -> np.ndarray:
+    """Indices of the columns of `_rotor_columns` that the rotor geometry can make non-zero:
+    the others are exactly zero in every row (coplanar rotors with parallel axes leave 4 of
+    D_k's 12 and 3 of the drag's 6), so they need no filtering."""
+    m = len(vehicle.axes)
+    live = np.any(_rotor_matrix(np.eye(m), vehicle).reshape(m, 12) != 0.0, axis=0)
+    return np.flatnonzero(np.concatenate([live, drag_reach(vehicle)]) if drag else live)
+
+
+def _low_passed(
+    ms: MotionSettings, sel: np.ndarray, n: int, columns: Any, width: int, keep_forward: bool = False
 ) -> np.ndarray:
-    """Rows `sel` (sorted) of the IDIM columns low-passed in parallel at `ms.parallel_cutoff`
-    (Sec. III-A): `butter_filtfilt` of the full-rate (N, 72 or 78) matrix, computed a block at a
-    time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held. Each column
-    is filtered on its own, so `motion_part`, the `MOTION_COLUMNS` of an earlier call on the same
-    motion, is reused as it is and only the rotor columns are computed."""
-    n = len(rotor.t)
+    """Rows `sel` (sorted) of the full-rate (n, `width`) columns `columns(a, b)` (rows a..b-1)
+    low-passed in parallel at `ms.parallel_cutoff` (Sec. III-A): `butter_filtfilt`, computed a
+    block at a time (`signal.filtfilt_blocks`, the same numbers) so that matrix is never held;
+    with `keep_forward` its forward pass is held instead of computed twice (`width` narrow)."""
     sos = cached_sos(ms.fs, ms.parallel_cutoff, ms.order)
-    out = np.empty((len(sel), 72 if rotor.vel is None else 78))
-    part, dest = (
-        ("all", np.arange(out.shape[1])) if motion_part is None else ("rotor", _ROTOR_DEST[: out.shape[1] - 60])
-    )
-    if motion_part is not None:
-        out[:, MOTION_COLUMNS] = motion_part
-    for a, y in filtfilt_blocks(sos, lambda a, b: _columns(mo, vehicle, a, b, rotor, part), n, block_rows(n)):
+    out = np.empty((len(sel), width))
+    forward = np.empty((n, width)) if keep_forward else None
+    for a, y in filtfilt_blocks(sos, columns, n, block_rows(n), forward):
         i, j = np.searchsorted(sel, [a, a + len(y)])
-        out[i:j, dest] = y[sel[i:j] - a]
+        out[i:j] = y[sel[i:j] - a]
     return out
-
-
-#: Where the columns of `_columns(part="rotor")` go among all of them (D_k, then the drag).
-_ROTOR_DEST = np.r_[0:12, 72:78]
 
 
 def posed(flight: Flight) -> bool:
@@ -213,9 +214,11 @@ def idim_rows(
     flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
     flight logs no attitude or no position or velocity).
 
-    `memo`, a dict that lives for one identification, keeps each piece's filtered motion columns
-    (`MOTION_COLUMNS`) between calls that change only the rotor side (the IMU-lag search, the
-    rotor gains of `motor_spread`): the same numbers, a fraction of the cost."""
+    `memo`, a dict that lives for one identification, keeps each piece's filtered columns
+    between calls (`_piece_columns`): the motion's, which the IMU-lag search and the rotor gains
+    of `motor_spread` do not change (those the specific force enters apart, which an
+    accelerometer bias does), and the rotor side's of the latest lags and gains: the same
+    numbers, a fraction of the cost."""
     settings = replace(settings, rotor_drag=settings.rotor_drag and all(posed(f) for f in flights))
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
@@ -270,36 +273,82 @@ def _piece_columns(
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None],
 ) -> np.ndarray | None:
-    """`_filtered_rows` of the airborne piece `p` (None when `sel` keeps fewer than two rows):
-    its motion less the accelerometer bias of `piece` (flights, index, biases or None), and the
-    rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled; `Rotor`).
-    `memo` keeps the motion columns, which depend on neither (`idim_rows`); when it holds them,
-    the motion is not computed again (the rotor drag's body rate alone). The key is what those
-    columns depend on: the flights (alive for the whole identification), the motion settings
-    (the pose's lag only where the motion is the pose's), the rows kept and the bias."""
+    """Rows `sel` of the airborne piece `p`'s IDIM columns (`observation`), every column
+    low-passed on its own (`_low_passed`; None when `sel` keeps fewer than two rows): its motion
+    less the accelerometer bias of `piece` (flights, index, biases or None), and the rotor side
+    `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled; `Rotor`), of which
+    only the live columns are filtered (`_live_rotor_columns`). `memo` keeps the parts apart
+    (`idim_rows`): the motion columns, which depend on neither gains nor lag, keyed by what they
+    depend on (the flights, alive for the whole identification, the motion settings with the
+    pose's lag only where the motion is the pose's, the rows kept); those the specific force
+    enters (`_FORCE_COLUMNS`) by the bias too, and the rotor columns, which depend on no bias, by
+    the gains and lag too, the latest few of both (`_kept_columns`)."""
     flights, k, biases = piece
     bias = None if biases is None else biases[k]
-    lag = ms.mocap_delay if ms.source == "mocap" else None
-    what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, lag)
-    key = (tuple(map(id, flights)), k, what, sel.tobytes(), None if bias is None else bias.tobytes())
-    cached = None if memo is None else memo.get(key)
-    mo = motion(p, vehicle, ms) if cached is None else None  # checks the piece as every call did
+    pose_lag = ms.mocap_delay if ms.source == "mocap" else None
+    what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, pose_lag)
+    key = (tuple(map(id, flights)), k, what, sel.tobytes())
+    force_id = ("force", *key, None if bias is None else bias.tobytes())
+    rate = None if memo is None else memo.get(key)
+    held = memo is not None and force_id in memo.get(_KEPT, {})
+    mo = motion(p, vehicle, ms) if rate is None or not held else None  # checks the piece as every call did
     gain, lag, drag = rotor_side
-    vel = body_velocity(p, ms) if drag else None
     if len(sel) < 2:
         return None
-    if mo is not None and bias is not None:
-        mo.s[:] -= bias  # in place: this call's own array
-    u = rotor_terms(p, vehicle, ms.speed, ms.tm) if mo is None else mo.u
-    omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
-    cols = _filtered_rows(mo, vehicle, ms, sel, Rotor(p.t, u, vel, omega, gain, lag), cached)
-    if memo is not None and cached is None:
-        memo[key] = cols[:, MOTION_COLUMNS].copy()
+    if rate is None:
+        rate = _low_passed(ms, sel, len(p.t), lambda a, b: _motion_columns(mo, a, b)[:, _RATE_COLUMNS], 48)
+        if memo is not None:
+            memo[key] = rate
+
+    def force() -> np.ndarray:
+        if bias is not None:
+            mo.s[:] -= bias  # in place: this call's own array
+        return _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
+
+    live = _live_rotor_columns(vehicle, drag)
+
+    def rotor() -> np.ndarray:
+        u = rotor_terms(p, vehicle, ms.speed, ms.tm) if mo is None else mo.u
+        vel = body_velocity(p, ms) if drag else None
+        omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
+        side = Rotor(p.t, u, vel, omega, None if gain is None or np.all(gain == 1.0) else gain, lag)
+        return _low_passed(
+            ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live), True
+        )
+
+    gains = None if gain is None or np.all(gain == 1.0) else gain.tobytes()
+    out = np.zeros((len(sel), 78 if drag else 72))
+    out[:, 12 + _RATE_COLUMNS] = rate
+    out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
+    out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, ("rotor", *key, ms, lag, drag, gains), rotor)
+    return out
+
+
+#: Bytes of the columns that change between calls (the specific force's with the accelerometer
+#: bias, the rotor side's with the lag and gains) an identification's memo keeps, the latest used
+#: (`_kept_columns`): the IMU-lag search visits each lag once or twice, the solves after it build
+#: the chosen lag's rows with equal rotors tens of times and each rotor's own gain a few times.
+#: Bounded, so that a long flight's memo stays a fixed size (a 1200 s, 200 Hz piece's rotor
+#: columns are ~2 MB a lag).
+KEPT_BYTES = 8 << 20
+_KEPT = "columns kept"
+
+
+def _kept_columns(memo: dict | None, ident: tuple, make: Any) -> np.ndarray:
+    """`make()`, a piece's low-passed columns under `ident` (what they depend on), kept in `memo`
+    with the latest others up to `KEPT_BYTES` (made afresh without a memo)."""
+    if memo is None:
+        return make()
+    store = memo.setdefault(_KEPT, {})
+    cols = store.pop(ident, None)
+    store[ident] = cols = make() if cols is None else cols  # the most recently used last
+    while sum(c.nbytes for c in store.values()) > KEPT_BYTES and len(store) > 1:
+        store.pop(next(iter(store)))
     return cols
 
 
 def _centred_columns(settings: TlsSettings) -> np.ndarray:
-    """Columns of `_columns` centred per piece for a nuisance constant (`idim_rows`): [D_k, D,
+    """Columns of the rows centred per piece for a nuisance constant (`idim_rows`): [D_k, D,
     D_m, drag] of the three force rows (accelerometer bias), of the M_z row (yaw moment)."""
     force = [*range(6), *range(12, 39), *range(66, 69), *([72, 73, 74] if settings.rotor_drag else [])]
     yaw = [10, 11, *range(57, 66), 71, *([77] if settings.rotor_drag else [])]
