@@ -260,7 +260,7 @@ def fit_series(est: OnlineEstimator, final: FinalFit) -> dict[str, np.ndarray]:
     `moment_model`, the rotors' moment about the final CoM less the constant yaw moment (the
     output less the CoM and yaw columns); `force_meas`, H2 θ2 (the mass times the specific force
     moved from the IMU to the CoM, eq. 19–20), against `force_model`, the rotors' force (the
-    RLS2 output)."""
+    RLS2 output). The rows are those the RLS saw: low-passed in the rls-lpf variant."""
     rows = est.recorded_rows()
     if rows is None:
         return {}
