@@ -74,9 +74,10 @@ def test_identify_freq_on_dataflash_chirps(sid_logs, tmp_path):
         assert p["value"] == pytest.approx(truth[name], rel=tol)
         assert p["std"] > 0 and abs(p["value"] - truth[name]) < 3 * p["std"]
     assert params["settings"]["min_coherence"] == 0.6
-    assert (out / "freq_bode_1_pitch.png").read_bytes()[:4] == b"\x89PNG"
+    for name in ("freq_bode_1_pitch", "freq_time_1_pitch"):  # Bode and the model against the log over time
+        assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 2 and "I_yy" in html
+    assert html.count("data:image/png;base64,") == 4 and 'id="fig-freq_time_0_thrust"' in html and "I_yy" in html
 
 
 def test_freq_options_reach_the_settings_and_others_are_refused(sid_logs, tmp_path):

@@ -40,7 +40,15 @@ def test_recovers_motor_lag_and_roll_inertia(chirps):
     assert res.settings["chi2_red"] < res.settings["chi2_limit"] < 1.3
     assert not any("σ widened" in n for n in res.notes)
     assert res.diagnostics["freq_panels"]["0_thrust"]["used"].sum() > 40
-    assert set(figures(res)) == {"freq_bode_0_thrust", "freq_bode_1_roll"}
+    figs = figures(res)
+    assert set(figs) == {"freq_bode_0_thrust", "freq_bode_1_roll", "freq_time_0_thrust", "freq_time_1_roll"}
+    # over time, the model driven by the logged commands follows the measured output over the whole sweep
+    for k in ("0_thrust", "1_roll"):
+        p = res.diagnostics["freq_panels"][k]
+        meas, model = p["time_meas"], p["time_model"]
+        assert len(p["time_t"]) == len(meas) <= 10_000 and np.std(meas) > 0.5
+        assert np.sqrt(np.mean((meas - model) ** 2)) < 0.05 * np.sqrt(np.mean(meas**2)), k
+    assert [ln.get_label() for ln in figs["freq_time_1_roll"].axes[0].get_lines()] == ["measured", "model"]
 
 
 def test_without_thrust_only_the_lag_and_a_note(chirps):

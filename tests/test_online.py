@@ -208,7 +208,22 @@ def test_figures_and_truth_table() -> None:
         "convergence_mass_imu",
         "angular_acceleration",
         "correction_law",
+        "moment_time",
+        "force_time",
     }
+    # the rows at the final estimate over time: the model follows the measurement to within its noise
+    d, mass = r.diagnostics, scenario(0).truth.params["mass"]
+    assert d["fit_t"].shape == (2500,) and np.all(np.diff(d["fit_t"]) > 0)  # ≤ MAX_PLOT_POINTS rows
+    meas, model = d["moment_meas"], d["moment_model"]
+    for j in range(3):
+        assert np.std(meas[:, j] - model[:, j]) < 0.3 * np.std(meas[:, j]), j
+    # thrust: the residual is the accelerometer's noise, as large as on the in-plane axes (model 0 there)
+    res_z = d["force_meas"][:, 2] - d["force_model"][:, 2]
+    assert np.sqrt(np.mean(res_z**2)) < 1.1 * np.sqrt(np.mean(d["force_meas"][:, :2] ** 2))
+    assert abs(np.median(d["force_model"][:, 2]) / (mass * 9.80665) - 1) < 0.01  # hover: the rotors carry m g
+    assert np.all(d["force_model"][:, :2] == 0.0)  # coplanar rotors: no in-plane force
+    top = figs["moment_time"].axes[0]
+    assert [ln.get_label() for ln in top.get_lines()] == ["measured", "model"] and "residual RMS" in top.get_title()
     ax = figs["convergence_moi"].axes[0]
     truth_lines = [ln for ln in ax.get_lines() if ln.get_label() == "truth"]
     assert truth_lines and np.allclose(truth_lines[0].get_ydata(), 50.0)  # g m²
@@ -256,6 +271,9 @@ def test_cli_online_branch(tmp_path) -> None:
     assert d["settings"]["motor_hold"] == 0.002 and d["settings"]["motor_hold_used"] == 0.002
     assert abs(d["params"]["mass"]["value"] - 0.5) < 0.0025
     assert (tmp_path / "out" / "convergence_moi.png").stat().st_size > 10_000
+    for name in ("moment_time", "force_time"):  # model against measurement over time, in the PNGs and the page
+        assert (tmp_path / "out" / f"{name}.png").stat().st_size > 10_000
+        assert f'id="fig-{name}"' in (tmp_path / "out" / "report.html").read_text()
 
 
 # -- bad input -----------------------------------------------------------------------------------

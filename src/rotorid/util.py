@@ -22,6 +22,18 @@ from rotorid.errors import RotoridError, clip
 TEXT_MAX = 16 << 20
 
 
+#: Figures get at most this many points per series (methods subsample their diagnostics evenly).
+MAX_PLOT_POINTS = 2500
+
+
+def subsample(n: int, k: int = MAX_PLOT_POINTS) -> Any:
+    """Indices (a numpy array) of at most `k` of `n` samples, evenly spread: what a method keeps
+    of a series for its figures, so diagnostics.npz stays bounded whatever the flight's length."""
+    import numpy as np  # not at start-up: the command line imports this module
+
+    return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
+
+
 def regular_file(path: Path | str, what: str = "file") -> int:
     """The size of `path` if it is a regular, non-empty file, found by `stat` without opening
     it (a FIFO would block, `/dev/zero` never ends, `/proc/self/mem` fails on read); else a

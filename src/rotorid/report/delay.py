@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.ticker import LogLocator, NullFormatter
 
-from rotorid.report.style import MEASURED, MODEL, figure
-from rotorid.report.validate import gapped
+from rotorid.report.style import MODEL, figure
+from rotorid.report.validate import over_time, rms
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -63,44 +63,12 @@ def tm_search(d: dict[str, Any]) -> Figure:
     return fig
 
 
-def _over_time(rows: list[tuple[str, np.ndarray, np.ndarray, str, str]], t: np.ndarray) -> Figure:
-    """Measured (blue) and modelled (red) signal per row over time, each with its residual
-    (measured − model) in a thin panel below; no line across a gap between flights. `rows`:
-    (title, measured, model, y label, unit)."""
-    n = len(rows)
-    fig, axes = figure(10.4, 2.9 * n + 0.4, 2 * n, 1, sharex=True, squeeze=False, height_ratios=[2.2, 1] * n)
-    tt, _ = gapped(t, t)
-    for k, (title, meas, model, ylabel, unit) in enumerate(rows):
-        top, bot = axes[2 * k, 0], axes[2 * k + 1, 0]
-        _, m = gapped(t, meas)
-        _, p = gapped(t, model)
-        res = m - p
-        top.plot(tt, m, lw=0.6, color=MEASURED, label="measured")
-        top.plot(tt, p, lw=0.9, color=MODEL, label="model")
-        top.set_ylabel(f"{ylabel} [{unit}]")
-        top.set_title(title, fontsize=9)
-        top.legend(loc="upper right", fontsize=8)
-        bot.plot(tt, res, lw=0.5, color="0.35")
-        bot.axhline(0.0, color="k", lw=0.6)
-        bot.set_ylabel(f"residual [{unit}]", fontsize=8)
-        for ax in (top, bot):
-            ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("t [s]")
-    h = fig.get_figheight()
-    fig.subplots_adjust(left=0.09, right=0.98, top=1 - 0.3 / h, bottom=0.45 / h, hspace=0.35)
-    return fig
-
-
-def _rms(x: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(x))))
-
-
 def thrust_fit(d: dict[str, Any]) -> Figure:
     """Fig. 3: predicted vs measured collective thrust over time, with the residual (the
     predicted-against-measured scatter is `delay_model`'s right panel, drawn once)."""
     t, meas, pred = (np.asarray(d[k]) for k in ("thrust_t", "thrust_meas", "thrust_pred"))
-    title = f"thrust curve + motor delay: R² = {float(d['thrust_r2']):.3f}, residual RMS {_rms(meas - pred):.3g} N"
-    return _over_time([(title, meas, pred, "collective thrust m·acc_z", "N")], t)
+    title = f"thrust curve + motor delay: R² = {float(d['thrust_r2']):.3f}, residual RMS {rms(meas - pred):.3g} N"
+    return over_time([(title, meas, pred, "collective thrust m·acc_z", "N")], t)
 
 
 def thrust_curve(d: dict[str, Any]) -> Figure:
@@ -146,17 +114,17 @@ def roll_pitch_time(d: dict[str, Any]) -> Figure:
     for k, (axis, name) in enumerate((("x", "I_xx"), ("y", "I_yy"))):
         meas = float(inertia[k]) * acc[:, k]
         title = (
-            f"{'roll' if k == 0 else 'pitch'} moment ({name} ω̇_{axis}): residual RMS {_rms(meas - tau[:, k]):.3g} N m"
+            f"{'roll' if k == 0 else 'pitch'} moment ({name} ω̇_{axis}): residual RMS {rms(meas - tau[:, k]):.3g} N m"
         )
         rows.append((title, meas, tau[:, k], f"τ_{axis}", "N m"))
-    return _over_time(rows, t)
+    return over_time(rows, t)
 
 
 def yaw_time(d: dict[str, Any]) -> Figure:
     """Yaw moment over time: measured I_zz ω̇_z (+ precession) against K_tau Σ d_i f_i."""
     t, lhs, model = np.asarray(d["yaw_t"]), np.asarray(d["yaw_lhs"]), float(d["k_tau"]) * np.asarray(d["yaw_drag"])
-    title = f"yaw moment: R² {float(d['yaw_r2']):.2f}, residual RMS {_rms(lhs - model):.3g} N m"
-    return _over_time([(title, lhs, model, "τ_z", "N m")], t)
+    title = f"yaw moment: R² {float(d['yaw_r2']):.2f}, residual RMS {rms(lhs - model):.3g} N m"
+    return over_time([(title, lhs, model, "τ_z", "N m")], t)
 
 
 def delay_model(d: dict[str, Any]) -> Figure:

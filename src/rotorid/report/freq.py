@@ -1,6 +1,7 @@
 """Figures of the frequency-domain method: per swept axis, the measured Bode magnitude and
 phase with ±2σ bands (from each bin's spectral variance), the coherence, and the identified
-model's response with its own ±2σ band (the fit's covariance) overlaid.
+model's response with its own ±2σ band (the fit's covariance) overlaid; and over time, the
+measured output against the identified model driven by the logged commands, with the residual.
 
 Every figure reads only `result.diagnostics["freq_panels"]`, so `rotorid report RUN` redraws
 a saved run without the logs.
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rotorid.report.style import MEASURED, MODEL, figure
+from rotorid.report.validate import over_time, rms
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from rotorid.result import Result
 
 _UNITS = {"acc": "(m/s²) per unit command wrench", "angacc": "(rad/s²) per unit command wrench"}
+_OUTPUTS = {"acc": ("specific force z", "m/s²"), "angacc": ("angular acceleration", "rad/s²")}
 
 
 def bode(d: dict[str, Any]) -> Figure:
@@ -65,6 +68,23 @@ def bode(d: dict[str, Any]) -> Figure:
     return fig
 
 
+def over_sweep(d: dict[str, Any]) -> Figure:
+    """The measured output of one swept axis against the identified model driven by the logged
+    commands, both about their means and low-passed above the band (as the method kept them),
+    with the residual."""
+    meas, model = np.asarray(d["time_meas"]), np.asarray(d["time_model"])
+    name, unit = _OUTPUTS[str(d["kind"])]
+    title = (
+        f"{d['axis']}: model from the commands, residual RMS {rms(meas - model):.3g} {unit} of {rms(meas):.3g} "
+        f"(about the means, low-passed above the band)"
+    )
+    return over_time([(title, meas, model, name, unit)], np.asarray(d["time_t"]))
+
+
 def figures(result: Result) -> dict[str, Figure]:
-    """`freq_bode_<i>_<axis>` per measured response (flight and axis)."""
-    return {f"freq_bode_{k}": bode(d) for k, d in (result.diagnostics.get("freq_panels") or {}).items()}
+    """`freq_bode_<i>_<axis>` per measured response (flight and axis), and `freq_time_<i>_<axis>`
+    where the axis was fitted (a run saved before the method kept the series draws Bode only)."""
+    panels = result.diagnostics.get("freq_panels") or {}
+    out = {f"freq_bode_{k}": bode(d) for k, d in panels.items()}
+    out.update({f"freq_time_{k}": over_sweep(d) for k, d in panels.items() if "time_t" in d})
+    return out

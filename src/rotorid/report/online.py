@@ -6,6 +6,9 @@
 - `angular_acceleration` (Fig. 6): the differentiated raw gyro, the KF's α̂ and the truth when
   the flight has it.
 - `correction_law` (Alg. 4): |ω̂_k| against its KF σ_k and where the MOI columns were active.
+- `moment_time`, `force_time`: the regression rows at the final estimate over time per body
+  axis, measured (J α̂ + ω x J ω; m times the specific force at the CoM) against the rotors'
+  model, each with its residual (from the method's ≤ 2500 rows, `solve.fit_series`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rotorid.report.style import figure
+from rotorid.report.validate import over_time, rms
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -159,6 +163,29 @@ def correction_law(result: Result) -> Figure:
     return fig
 
 
+def _rows_over_time(d: dict[str, Any], key: str, quantity: str, symbol: str, unit: str) -> Figure:
+    meas, model = np.asarray(d[f"{key}_meas"]), np.asarray(d[f"{key}_model"])
+    rows = []
+    for j, axis in enumerate("xyz"):
+        spread = float(np.std(meas[:, j]))
+        title = f"{quantity} {axis}: residual RMS {rms(meas[:, j] - model[:, j]):.3g} {unit}, measured std {spread:.3g} {unit}"
+        rows.append((title, meas[:, j], model[:, j], f"{symbol}_{axis}", unit))
+    return over_time(rows, np.asarray(d["fit_t"]))
+
+
+def moment_time(result: Result) -> Figure:
+    """Eq. 10's rows at the final θ1 over time per body axis: the gyro's J α̂ + ω x J ω (final
+    MOI) against the rotors' moment about the final CoM less the constant yaw moment, with the
+    residual."""
+    return _rows_over_time(result.diagnostics, "moment", "moment (J α̂ + ω×Jω against the rotors')", "τ", "N m")
+
+
+def force_time(result: Result) -> Figure:
+    """Eq. 19–20's rows at the final mass and IMU height over time per body axis: the mass times
+    the specific force moved to the CoM against the rotors' force, with the residual."""
+    return _rows_over_time(result.diagnostics, "force", "force (m·specific force against the rotors')", "F", "N")
+
+
 def figures(
     result: Result, truth: Truth | dict[str, float] | None = None, others: dict[str, Result] | None = None
 ) -> dict[str, Figure]:
@@ -177,4 +204,7 @@ def figures(
     }
     if result.settings.get("variant") == "kwon":
         figs["correction_law"] = correction_law(result)
+    if "fit_t" in result.diagnostics:  # a run saved before the rows were kept draws the others
+        figs["moment_time"] = moment_time(result)
+        figs["force_time"] = force_time(result)
     return figs

@@ -36,6 +36,39 @@ def gapped(t: np.ndarray, y: np.ndarray, factor: float = 5.0) -> tuple[np.ndarra
     return np.insert(t, cut, np.nan), np.insert(y, cut, np.nan, axis=0)
 
 
+def over_time(rows: list[tuple[str, np.ndarray, np.ndarray, str, str]], t: np.ndarray) -> Figure:
+    """Measured (blue) and modelled (red) signal per row over time, each with its residual
+    (measured − model) in a thin panel below; no line across a gap between flights. `rows`:
+    (title, measured, model, y label, unit)."""
+    n = len(rows)
+    fig, axes = figure(10.4, 2.9 * n + 0.4, 2 * n, 1, sharex=True, squeeze=False, height_ratios=[2.2, 1] * n)
+    tt, _ = gapped(t, t)
+    for k, (title, meas, model, ylabel, unit) in enumerate(rows):
+        top, bot = axes[2 * k, 0], axes[2 * k + 1, 0]
+        _, m = gapped(t, meas)
+        _, p = gapped(t, model)
+        res = m - p
+        top.plot(tt, m, lw=0.6, color=MEASURED, label="measured")
+        top.plot(tt, p, lw=0.9, color=MODEL, label="model")
+        top.set_ylabel(f"{ylabel} [{unit}]")
+        top.set_title(title, fontsize=9)
+        top.legend(loc="upper right", fontsize=8)
+        bot.plot(tt, res, lw=0.5, color="0.35")
+        bot.axhline(0.0, color="k", lw=0.6)
+        bot.set_ylabel(f"residual [{unit}]", fontsize=8)
+        for ax in (top, bot):
+            ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("t [s]")
+    h = fig.get_figheight()
+    fig.subplots_adjust(left=0.09, right=0.98, top=1 - 0.3 / h, bottom=0.45 / h, hspace=0.35)
+    return fig
+
+
+def rms(x: np.ndarray) -> float:
+    """Root mean square of `x` (the residual's size in the figures' titles)."""
+    return float(np.sqrt(np.mean(np.square(x))))
+
+
 def wrench_figure(
     t: np.ndarray, rigid: np.ndarray, rotor: np.ndarray, norms: dict[str, float], title: str = ""
 ) -> Figure:

@@ -74,7 +74,6 @@ if TYPE_CHECKING:
     from rotorid.methods.delay.settings import (
         INERTIA_PARAMS,
         IZZ_RATIO_SIGMA,
-        MAX_PLOT_POINTS,
         MIN_RATE_HZ,
         STRUCTURED_TAU,
         TABLE_II_RATIOS,
@@ -108,7 +107,6 @@ _HOME = {
         (
             "INERTIA_PARAMS",
             "IZZ_RATIO_SIGMA",
-            "MAX_PLOT_POINTS",
             "MIN_RATE_HZ",
             "STRUCTURED_TAU",
             "TABLE_II_RATIOS",
@@ -121,6 +119,7 @@ _HOME = {
     # names the single module re-exported, which callers use
     "ACC_BIAS_Z_SIGMA": "rotorid.methods.assumptions",
     "ExcitationError": "rotorid.errors",
+    "MAX_PLOT_POINTS": "rotorid.util",
     "Result": "rotorid.result",
 }
 __all__ = [

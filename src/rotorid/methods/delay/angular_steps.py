@@ -23,10 +23,11 @@ from rotorid.methods.delay.inertia import (
     roll_pitch_inertia,
 )
 from rotorid.methods.delay.problem import DelayProblem
-from rotorid.methods.delay.settings import INERTIA_PARAMS, DelaySettings, subsample
+from rotorid.methods.delay.settings import INERTIA_PARAMS, DelaySettings
 from rotorid.methods.delay.uncertainty import ThrustUncertainty
 from rotorid.methods.delay.yaw import fit_k_tau, joint_estimate
 from rotorid.result import Observability
+from rotorid.util import subsample
 from rotorid.vehicle import Vehicle
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rotorid.errors import RotoridError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
@@ -14,12 +13,7 @@ from rotorid.options import internal, option, pair, tm_bounds_option, value_sigm
 #: Largest accelerometer bias (m/s²) `acc_bias_z` may give: half of gravity is a broken sensor.
 ACC_BIAS_MAX = 5.0
 
-if TYPE_CHECKING:  # the command line reads these settings at start-up: no numpy here
-    import numpy as np
-
 INERTIA_PARAMS = ("direct", "reciprocal", "tls")
-#: Figures get at most this many points per scatter (diagnostics are subsampled evenly).
-MAX_PLOT_POINTS = 2500
 #: Lowest original logging rate of the motor commands and IMU: a 30-100 ms motor lag needs
 #: several samples per time constant (PX4 logs actuator_motors at 10 Hz unless told otherwise).
 MIN_RATE_HZ = 100.0
@@ -165,13 +159,6 @@ class DelaySettings:
             raise RotoridError(f"exponents {self.exponents} must be integers, e.g. 0,1,2, or auto") from None
         if not self.exponents or len(set(self.exponents)) != len(self.exponents) or min(self.exponents) < 0:
             raise RotoridError(f"exponents {self.exponents} must be distinct non-negative integers, e.g. 0,1,2")
-
-
-def subsample(n: int, k: int = MAX_PLOT_POINTS) -> np.ndarray:
-    """Indices of at most `k` of `n` samples, evenly spread (the figures' scatters)."""
-    import numpy as np
-
-    return np.unique(np.linspace(0, n - 1, min(n, k)).astype(int))
 
 
 def tm_support(settings: DelaySettings) -> tuple[float, float]:

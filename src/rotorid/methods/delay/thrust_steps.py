@@ -14,7 +14,7 @@ from rotorid.frames import GRAVITY
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import DelayProblem, ThrustProblem
 from rotorid.methods.delay.search import AsymSearch, TmSearch, search_tm, search_tm_asymmetric
-from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, subsample, tm_support
+from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, tm_support
 from rotorid.methods.delay.structure import (
     asymmetry_check,
     dead_time_check,
@@ -26,6 +26,7 @@ from rotorid.methods.delay.structure import (
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
 from rotorid.methods.regression import r2_from_sse
 from rotorid.result import LOOSE_PCT, Observability
+from rotorid.util import subsample
 from rotorid.vehicle import Vehicle
 
 

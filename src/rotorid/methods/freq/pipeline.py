@@ -31,13 +31,44 @@ from rotorid.identified import with_vehicle
 from rotorid.methods.freq import frf, model, sweep
 from rotorid.methods.freq.settings import MIN_RATE_HZ, FreqSettings
 from rotorid.result import Observability, Result, build_result
-from rotorid.signal import is_uniform
+from rotorid.signal import butter_filtfilt, is_uniform
+from rotorid.util import MAX_PLOT_POINTS, subsample
 from rotorid.vehicle import Vehicle
 
 #: Fewest bins an axis' response needs to enter the fit.
 MIN_BINS = 5
 #: Bins shown around the fitted band in the report (factor beyond each edge).
 SHOW = 1.5
+
+
+def _prediction(
+    f: Flight, vehicle: Vehicle, axis: str, fit: model.Fit, u0: float, x: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The `fit`'s model output to the record's command wrench `x` of `axis` (`model.predict`,
+    with the thrust curve's curvature term about the command `u0`), and the curvature's own
+    response to its input (`model.curvature_input`)."""
+    kind = "acc" if axis == "thrust" else "angacc"
+    g, tm, tau = model.axis_lags(fit, axis)
+    q = model.curvature_input(f.cmd, sweep.axis_gains(vehicle)[axis], u0, f.rate, tm)
+    bent = model.predict(q, f.rate, 1.0, 0.0, tau, kind)
+    c = model.curve_coefficient(fit.theta, fit.names, axis)
+    return model.predict(x, f.rate, g, tm, tau, kind) + c * bent, bent
+
+
+def _over_time(
+    f: Flight, vehicle: Vehicle, sw: sweep.Sweep, fit: model.Fit, u0: float, band: tuple[float, float]
+) -> dict[str, np.ndarray]:
+    """The measured output of the swept axis against the `fit`'s model driven by the logged
+    commands (`_prediction`) over the record, for the report: both about their means (the fit
+    sees the response, not the trim) and low-passed at `SHOW` x the `band`'s top edge (it sees no
+    bin above), at most 4 x `MAX_PLOT_POINTS` samples (`util.subsample`: a chirp needs more points
+    than a scatter to be drawn without aliasing)."""
+    x, y = sweep.axis_input(f, vehicle, sw.axis), sweep.axis_output(f, sw.axis)
+    pred, _ = _prediction(f, vehicle, sw.axis, fit, u0, x)
+    both = np.column_stack([y, pred])
+    both = butter_filtfilt(both - both.mean(axis=0), f.rate, min(SHOW * band[1], 0.45 * f.rate))
+    sub = subsample(len(y), 4 * MAX_PLOT_POINTS)
+    return {"time_t": f.t[sub], "time_meas": both[sub, 0], "time_model": both[sub, 1]}
 
 
 def _response(
@@ -57,9 +88,7 @@ def _response(
     else:  # the first fit's prediction: its estimate's bias corrected, its curvature's response
         g, tm, tau = model.axis_lags(first, sw.axis)
         c = model.curve_coefficient(first.theta, first.names, sw.axis)
-        q = model.curvature_input(f.cmd, sweep.axis_gains(vehicle)[sw.axis], u0, fs, tm)
-        bent = model.predict(q, fs, 1.0, 0.0, tau, kind)
-        pred = model.predict(x, fs, g, tm, tau, kind) + c * bent
+        pred, bent = _prediction(f, vehicle, sw.axis, first, u0, x)
         b = frf.estimate(x, bent, fs, nper, sw.reference).h
         e = frf.estimate(x, y, fs, nper, sw.reference, pred)
         e = dataclasses.replace(e, h=e.h - (e.h_model - c * b - model.response(e.f, g, tm, tau, kind, fs)))
@@ -87,13 +116,18 @@ def _response(
     return model.AxisData(sw.axis, kind, e.f[idx], e.h[idx], e.covariance(idx), fs, None if b is None else b[idx]), diag
 
 
+def _mean_command(axes: list[tuple[Flight, Flight, sweep.Sweep]]) -> float:
+    """The command the curvature term is taken about: one slope for every flight, their mean command."""
+    return float(np.mean([np.mean(g.cmd) for _, g, _ in axes]))
+
+
 def _responses(
     axes: list[tuple[Flight, Flight, sweep.Sweep]], vehicle: Vehicle, s: FreqSettings, first: model.Fit | None
 ) -> tuple[list[model.AxisData], list[dict], list[str]]:
     """Every (flight, its uniform copy, axis)'s bins for the fit, report panels and notes;
     refused when no axis has `MIN_BINS` coherent bins."""
     data, panels, notes = [], [], []
-    u0 = float(np.mean([np.mean(g.cmd) for _, g, _ in axes]))  # one slope for every flight: the mean command
+    u0 = _mean_command(axes)
     for f, g, sw in axes:
         d, panel = _response(g, vehicle, sw, s, first, u0)
         panels.append(panel)
@@ -228,11 +262,13 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
             f"the bins' noise reaches): σ widened by {np.sqrt(fit.chi2_red):.2f}"
         )
     est, obs = _estimates(fit, vehicle, notes)
-    for p in panels:
+    u0 = _mean_command(axes)
+    for p, (_, g, sw) in zip(panels, axes, strict=True):
         if p["axis"] in {d.axis for d in data}:
             p["model"], p["model_mag_std"], p["model_phase_std"] = model.model_band(
                 p["f"], p["kind"], p["axis"], fit, p["fs"], p["curve"]
             )
+            p.update(_over_time(g, vehicle, sw, fit, u0, s.band or sw.band))
     settings = {
         **dataclasses.asdict(s),
         "dead_time_fitted": dead,

@@ -36,7 +36,8 @@ class RlsRows(NamedTuple):
     as `OnlineEstimator.run` recorded them: H1 (T, 3, 6), its output and row variances (T, 3);
     H2 (T, 3, 2), its output (T, 3) and row variance (T,); the H1 entries the correction law moved
     to the output (T, 3 rows, 3 MOI columns) with the running Ĵ they moved with (T, 3); and the
-    KF's gain and model acceleration per axis (T, 6; 0 without the KF)."""
+    KF's gain and model acceleration per axis (T, 6; 0 without the KF); and the time each row
+    belongs to (T,), the midpoint of its step (where its first difference α̂ is centred)."""
 
     h1: np.ndarray
     y1: np.ndarray
@@ -47,6 +48,7 @@ class RlsRows(NamedTuple):
     moved: np.ndarray
     jhat: np.ndarray
     kf: np.ndarray
+    t: np.ndarray
 
 
 class Sample(NamedTuple):
@@ -165,7 +167,7 @@ class OnlineEstimator:
         self._chi2 = [0.0, 0]
         self._h1f: list[float] | None = None  # LPF state (rls-lpf): H1 (15), M (3), H2 (6), F (3)
         self._state: OnlineState | None = None  # cache of `state`, cleared by every step
-        self._rows: list | None = None  # RLS rows (H1, y1, R1, H2, y2, R2, moved, Ĵ) per step, recorded by `run`
+        self._rows: list | None = None  # RLS rows (`RlsRows`) per step, recorded by `run`
         self._moved: tuple = ()  # the H1 entries the correction law zeroed this step and the Ĵ they moved with
         self._gain = (0.0,) * 6  # the KF's gain and model acceleration per axis this step (0: no KF), for the rows
 
@@ -441,7 +443,7 @@ class OnlineEstimator:
         r2 = f2 / dt
         self._rls2(h2, y2, r2)
         if self._rows is not None:
-            self._rows.append((h1, y1, r1, h2, y2, r2, *self._moved, self._gain))
+            self._rows.append((h1, y1, r1, h2, y2, r2, *self._moved, self._gain, t - 0.5 * dt))
 
     def _check_enable(self, t: float, dt: float, acc: list[float], q: list[float] | None) -> None:
         """Enable condition: LPF'd gravity-rejected vertical acceleration (Sec. III, Fig. 3)."""

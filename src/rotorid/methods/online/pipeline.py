@@ -13,6 +13,7 @@ from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
 from rotorid.methods.online.passes import OnlineProblem, Prepared, Stream, prepare, stream
 from rotorid.methods.online.settings import THETA1, OnlineSettings
+from rotorid.methods.online.solve import fit_series
 from rotorid.result import Estimate, Observability, Result, build_result, rel_error_pct, unit_of
 from rotorid.vehicle import Vehicle
 
@@ -88,6 +89,7 @@ def identify(
     for name in never:
         del estimates[name]
     diagnostics: dict[str, Any] = dict(tr)
+    diagnostics.update(fit_series(est, run.final))
     if flight.gyro_dot is not None:
         diagnostics["alpha_true"] = flight.gyro_dot
     intervals = flight.meta.get("sim", {}).get("intervals") if isinstance(flight.meta.get("sim"), dict) else None

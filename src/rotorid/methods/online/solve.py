@@ -13,6 +13,7 @@ from rotorid.methods.covariance import leverage_diag, rls_hac_cov, sandwich
 from rotorid.methods.online.estimator import OnlineEstimator, RlsRows, imu_height
 from rotorid.methods.online.noise import NoiseDensities, acc_row_noise, alpha_row_noise
 from rotorid.methods.online.settings import N1, THETA1
+from rotorid.util import subsample
 
 
 class FinalParam(NamedTuple):
@@ -249,6 +250,33 @@ def final_std(est: OnlineEstimator, noise: NoiseDensities | None = None) -> Fina
     out["mass"] = FinalParam(th2[0], float(np.sqrt(max(cov2[0, 0], 0.0))), float(cov2b[0, 0]))
     out["imu_z"] = FinalParam(est.com_z + th2[1] / th2[0], float(z_std), float(z_b) ** 2)
     return FinalFit(out, informed)
+
+
+def fit_series(est: OnlineEstimator, final: FinalFit) -> dict[str, np.ndarray]:
+    """The RLS rows at the final estimate over time, for the report: at most `MAX_PLOT_POINTS`
+    steps evenly spread (`util.subsample`; empty when the RLS never ran). `fit_t` (T,), the
+    rows' times; per body axis (T, 3): `moment_meas`, the moment the gyro measures with the
+    final MOI, J α̂ + ω x J ω (eq. 10's MOI columns with the moved entries back in place), against
+    `moment_model`, the rotors' moment about the final CoM less the constant yaw moment (the
+    output less the CoM and yaw columns); `force_meas`, H2 θ2 (the mass times the specific force
+    moved from the IMU to the CoM, eq. 19–20), against `force_model`, the rotors' force (the
+    RLS2 output). The rows are those the RLS saw: low-passed in the rls-lpf variant."""
+    rows = est.recorded_rows()
+    if rows is None:
+        return {}
+    p = final.params
+    th1 = np.array([*(p[n].value for n in THETA1), p["yaw_moment"].value if "yaw_moment" in p else 0.0])
+    mass = p["mass"].value
+    th2 = np.array([mass, mass * (p["imu_z"].value - est.com_z)])
+    sub = subsample(len(rows.t))
+    h1, hm = rows.h1[sub], rows.moved[sub]
+    return {
+        "fit_t": rows.t[sub],
+        "moment_meas": (h1[:, :, :3] + hm) @ th1[:3],
+        "moment_model": rows.y1[sub] + np.einsum("tjk,tk->tj", hm, rows.jhat[sub]) - h1[:, :, 3:] @ th1[3:],
+        "force_meas": rows.h2[sub] @ th2,
+        "force_model": rows.y2[sub],
+    }
 
 
 def _rotor_thrusts(est: OnlineEstimator, hm: np.ndarray, h1: np.ndarray, y1: np.ndarray, th1: np.ndarray) -> np.ndarray:
