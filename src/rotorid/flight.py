@@ -376,6 +376,18 @@ def grid_size(span: float, rate: float, n_logged: float, source: str, tol: float
     return int(np.floor(n + tol * rate)) + 1
 
 
+def held_over(s: Series, start: float, end: float) -> Series:
+    """`s` extended to [`start`, `end`] by holding its first and last values: a channel logged
+    slowly and starting late (a battery monitor at 1-10 Hz) must not crop the flight that `align`
+    puts on the channels' common span."""
+    t, v = s.t, s.values
+    if start < t[0]:
+        t, v = np.concatenate([[start], t]), np.concatenate([v[:1], v])
+    if end > t[-1]:
+        t, v = np.append(t, end), np.concatenate([v, v[-1:]])
+    return Series(t, v)
+
+
 def source_gaps(series: dict[str, Series], periods: float = GAP_PERIODS) -> list[tuple[float, float]]:
     """Drop-outs of per-topic series before `align` bridges them: steps longer than
     min(`periods` sample periods, MAX_GAP) in any channel, overlapping ones merged, sorted.
