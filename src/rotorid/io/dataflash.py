@@ -10,7 +10,8 @@ Channels: `IMU` (AccX/Y/Z, GyrX/Y/Z; instance `imu`, default the lowest instance
 ArduPilot's first IMU), or with `imu_source="batch"` the batch sampler's raw sensor-rate
 samples (`ISBH`/`ISBD`, value/`mul`); `RCOU` PWM µs of the motor outputs (channels whose
 `SERVOn_FUNCTION` is Motor1…12) scaled to 0…1 by `MOT_PWM_MIN/MAX`; `ESC` RPM per output ->
-rad/s; `ATT` Roll/Pitch/Yaw -> attitude. ArduPilot's body FRD / world NED become FLU / ENU.
+rad/s; `ATT` Roll/Pitch/Yaw -> attitude; `BAT.Volt` (else an older log's `CURR.Volt`) -> the
+battery voltage, held over the other channels' span. ArduPilot's body FRD / world NED become FLU / ENU.
 Time is `TimeUS` (since boot) in seconds. A log cut mid-message (power loss) decodes to its
 whole messages with a warning; logging drop-outs split the flight as for ULog.
 
@@ -36,7 +37,7 @@ import numpy as np
 
 from rotorid import frames
 from rotorid.errors import LogFormatError, RotoridError, quote
-from rotorid.flight import Flight, Series, align
+from rotorid.flight import Flight, Series, align, held_over
 from rotorid.io import dropouts, guard, register
 from rotorid.io.ulog import _clean
 from rotorid.signal import SID_AXES, sid_chirp
@@ -65,6 +66,7 @@ _SI = {
     "deg": np.pi / 180.0,
     "degheading": np.pi / 180.0,
     "us": 1.0,
+    "V": 1.0,
 }
 #: Multipliers a column may carry (ArduPilot's are positive powers of ten and a few unit factors); a
 #: corrupt MULT value (campaign, dataflash input 205301: -inf) would silently scale or flip data.
@@ -74,6 +76,7 @@ _DOCUMENTED = {  # units ArduPilot documents by column prefix, for logs too old 
     "RCOU": {"C": "us"},
     "ESC": {"RPM": "rpm"},
     "ATT": {"Roll": "deg", "Pitch": "deg", "Yaw": "deg"},
+    "BAT": {"Volt": "V"},
 }
 #: columns rotorid reads per message ("S" text, "n" number, "a" 32 int16 samples): a FMT
 #: without them is corrupt
@@ -86,6 +89,8 @@ _NEEDS = {
     "RCOU": {"TimeUS": "n", "C1": "n"},
     "ESC": {"TimeUS": "n", "Instance": "n", "RPM": "n"},
     "ATT": {"TimeUS": "n", "Roll": "n", "Pitch": "n", "Yaw": "n"},
+    "BAT": {"TimeUS": "n", "Volt": "n"},
+    "CURR": {"TimeUS": "n", "Volt": "n"},
     "SIDS": dict.fromkeys(("TimeUS", "Ax", "Mag", "FSt", "FSp", "TFin", "TC", "TR", "TFout"), "n"),
     "SIDD": dict.fromkeys(("TimeUS", "Time", "Targ"), "n"),
 }
@@ -396,6 +401,42 @@ def _finite(s: Series, path: Path, what: str, notes: list[str]) -> Series | None
     return _clean(s.t[ok], s.values[ok], notes, what, path)
 
 
+#: BAT's instance column: `Inst` since ArduPilot 4.1, `Instance` before
+_BAT_INSTANCE = ("Inst", "Instance")
+
+
+def _battery(log: _Log, notes: list[str]) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """Battery voltage: (time s, V, source) from `BAT.Volt` (V; the lowest instance, others
+    named in the notes), else an older log's `CURR.Volt` (logged as int16 volts x 100, ArduCopter
+    3.x Log_Write_Current `battery.voltage() * 100`; a float column is volts). Samples of 0 V
+    or less (no monitor reading) are dropped. None when neither message is logged."""
+    if log.has("BAT"):
+        rows = log.table("BAT")
+        inst = next((c for c in _BAT_INSTANCE if c in (rows.dtype.names or ())), None)
+        if inst is not None:
+            ids = _instances(log, "BAT", inst)
+            rows = rows[rows[inst] == ids.min()]
+            if len(ids) > 1:
+                notes.append(f"BAT: batteries {', '.join(map(str, ids))} logged; read instance {int(ids.min())}")
+        t, v = log.columns("BAT", ["Volt"], rows)
+        source = "BAT"
+    elif log.has("CURR"):
+        rows = log.table("CURR")
+        scale, unit = log.scale("CURR", "Volt")
+        if not unit and rows.dtype["Volt"].kind in "iu" and scale == 1.0:
+            scale = 0.01
+        t_scale, _ = log.scale("CURR", "TimeUS")
+        t = _f64(rows["TimeUS"]) * (t_scale if t_scale != 1.0 else 1e-6)
+        v = _f64(rows["Volt"])[:, None] * scale
+        source = "CURR"
+    else:
+        return None
+    ok = v[:, 0] > 0
+    if (~ok).any():
+        notes.append(f"{source}.Volt: dropped {int((~ok).sum())} samples without a reading (0 V)")
+    return t[ok], v[ok, 0], source
+
+
 @register("dataflash", (".bin",), magic=MAGIC)
 @guard.reader
 def read(
@@ -519,6 +560,14 @@ def _flights(
         raise LogFormatError(
             f"{path}: no IMU, RCOU, ESC or ATT messages with at least two samples; check LOG_BITMASK ({RATE_HINT})"
         )
+    fast = dict(ok)  # the battery's slow samples are no drop-outs
+    bat = _battery(log, notes)
+    if bat is not None:
+        put("vbat", bat[2], bat[0], bat[1])
+        if "vbat" in series:
+            start, end = max(float(s.t[0]) for s in fast.values()), min(float(s.t[-1]) for s in fast.values())
+            ok["vbat"] = held_over(series["vbat"], start, end)
+            units["vbat"] = f"V ({bat[2]}.Volt)"
     _damage_notes(log, notes)
     sid = _sid(log, notes)
     meta: dict[str, Any] = {
@@ -534,8 +583,8 @@ def _flights(
         },
         **({"sid": sid} if sid else {}),
     }
-    flight, _ = align(ok, rate=rate or max(s.rate for s in ok.values()), meta=meta)
-    return dropouts.split(flight, ok, path)
+    flight, _ = align(ok, rate=rate or max(s.rate for s in fast.values()), meta=meta)
+    return dropouts.split(flight, fast, path)
 
 
 def _sid(log: _Log, notes: list[str]) -> dict[str, float] | None:
@@ -585,6 +634,9 @@ _MSGS = {
     "ATT": (72, "QffffffB", "TimeUS,DesRoll,Roll,DesPitch,Pitch,DesYaw,Yaw,AEKF", "sddddhh-", "F000000-"),
     "SIDD": (206, "Qfffffffff", "TimeUS,Time,Targ,F,Gx,Gy,Gz,Ax,Ay,Az", "ss-zkkkooo", "F---------"),
     "SIDS": (207, "QBfffffff", "TimeUS,Ax,Mag,FSt,FSp,TFin,TC,TR,TFout", "s--ssssss", "F--------"),
+    "BAT": (147, "QBfff", "TimeUS,Inst,Volt,VoltR,Curr", "s#vvA", "F-000"),
+    # an older ArduCopter's battery message: int16 volts x 100, no FMTU units
+    "CURR": (148, "Qhhh", "TimeUS,Throttle,Volt,Curr", None, None),
 }  # fmt: skip
 _UNITS = {
     "s": "s", "#": "instance", "-": "", "E": "rad/s", "o": "m/s/s", "O": "degC", "z": "Hz", "Y": "us",
@@ -618,12 +670,14 @@ def write(
     pwm: tuple[float, float] = (1000.0, 2000.0),
     rates: dict[str, float] | None = None,
     params: dict[str, float] | None = None,
+    battery: str = "BAT",
 ) -> Path:
     """Write `flight` as an ArduPilot DataFlash log (FRD/NED), atomically.
 
     IMU (instance 0, float32), SIDS/SIDD when `meta["sid"]` holds a System ID sweep, RCOU (commands 0…1 -> uint16 µs over `pwm`, with
     SERVOn_FUNCTION = Motor n and MOT_PWM_MIN/MAX), ESC (one instance per motor, rpm float32)
-    and ATT (degrees) with `TimeUS` = t·10⁶ rounded to the µs (t must be >= 0). `rates`
+    and ATT (degrees) with `TimeUS` = t·10⁶ rounded to the µs (t must be >= 0); the battery
+    voltage as `battery` "BAT" (instance 0, V) or "CURR" (an older log's int16 V·100). `rates`
     decimates messages ({"RCOU": 10.0} as ArduCopter logs it; default every sample). pos, vel,
     gyro_dot and landed have no counterpart here and are not written; nor have commands in
     rad/s (a rad_s vehicle's), which are left out with a warning when rotor speeds go to ESC.
@@ -678,6 +732,14 @@ def write(
         ypr = np.degrees(frames.quat_to_rot(frames.quat_enu_flu_to_ned_frd(flight.quat[i])).as_euler("ZYX"))
         yaw = np.mod(ypr[:, 0], 360.0)
         data.append(_records("ATT", len(i), TimeUS=t_us[i], Roll=ypr[:, 2], Pitch=ypr[:, 1], Yaw=yaw, DesYaw=yaw))
+    if flight.vbat is not None:
+        if battery not in ("BAT", "CURR"):
+            raise RotoridError(f"{flight.source}: battery message must be 'BAT' or 'CURR', got {battery!r}")
+        i = keep(battery)
+        if battery == "BAT":
+            data.append(_records("BAT", len(i), TimeUS=t_us[i], Volt=flight.vbat[i], VoltR=flight.vbat[i]))
+        else:
+            data.append(_records("CURR", len(i), TimeUS=t_us[i], Volt=np.rint(flight.vbat[i] * 100.0)))
     sid = flight.meta.get("sid")
     if sid and flight.acc is not None and flight.gyro is not None:
         data += _sid_records(flight, sid, t_us)
