@@ -25,7 +25,7 @@ import numpy as np
 
 from rotorid import frames
 from rotorid.errors import LogFormatError, RotoridError, clip, quote
-from rotorid.flight import Flight, Series, align, held_over, source_gaps
+from rotorid.flight import Flight, Series, align, source_gaps, voltage_series
 from rotorid.frames import frd_to_flu
 from rotorid.io import guard, register
 from rotorid.util import atomic_write
@@ -382,9 +382,8 @@ _VOLTAGE_FIELDS = ("voltage_v", "voltage_filtered_v")
 
 def _read_battery(c: _Channels) -> None:
     """Battery voltage (V) from `battery_status`: the first instance (lowest multi_id) that
-    reports one, others named in the notes; samples of 0 V or less (no reading: a monitor not
-    connected yet) are dropped. Held to the other channels' span (`held_over`): the topic is
-    logged at ~1-10 Hz and must not crop the flight."""
+    reports one, others named in the notes; held over the other channels' span
+    (`voltage_series`): the topic is logged at ~1-10 Hz and must not crop the flight."""
     found = []
     for d in c.topics.instances.get("battery_status", []):
         field = next((f for f in _VOLTAGE_FIELDS if f in d), None)
@@ -392,21 +391,13 @@ def _read_battery(c: _Channels) -> None:
             found.append((d, field))
     if not found:
         return
-    d, field = found[0]
+    (d, field), what = found[0], f"battery_status.{found[0][1]}"
     if len(found) > 1:
         c.notes.append(f"battery_status: {len(found)} batteries report a voltage; read the first (instance 0)")
-    t, v = c.topics.time("battery_status", d=d), d[field].astype(np.float64)
-    ok = v > 0
-    if (~ok).any():
-        c.notes.append(f"battery_status.{field}: dropped {int((~ok).sum())} samples without a reading (0 V)")
-    c.put("vbat", "battery_status", t[ok], v[ok])
-    if "vbat" in c.series:
-        others = [s for ch, s in c.series.items() if ch not in ("vbat", "landed")]
-        if others:
-            c.series["vbat"] = held_over(
-                c.series["vbat"], max(float(s.t[0]) for s in others), min(float(s.t[-1]) for s in others)
-            )
-        c.units["vbat"] = f"V (battery_status.{field})"
+    others = {ch: s for ch, s in c.series.items() if ch != "landed"}
+    s = voltage_series(c.topics.time("battery_status", d=d), d[field].astype(np.float64), what, c.notes, others)
+    if s is not None:
+        c.series["vbat"], c.source["vbat"], c.units["vbat"] = s, "battery_status", f"V ({what})"
 
 
 def _read_landed(c: _Channels) -> None:

@@ -75,10 +75,9 @@ def gain(flight: Flight, model: VoltageModel | None) -> np.ndarray | None:
     return None if model is None else (flight.vbat / model.v_ref) ** model.alpha
 
 
-def fit_alpha(sse: Callable[[float], float], n_eff: float) -> tuple[float, float]:
-    """α minimising 0.5 n_eff log SSE(α) (the Gaussian profile likelihood at n_eff effective
-    samples) within `ALPHA_BOUNDS`, and its σ from that profile's curvature (inf when flat)."""
-    nlp = lambda a: 0.5 * n_eff * math.log(sse(a))
+def fit_alpha(nlp: Callable[[float], float]) -> tuple[float, float]:
+    """α minimising the negative log-likelihood `nlp(α)` (the method's profile likelihood) within
+    `ALPHA_BOUNDS`, and its σ from that profile's curvature (inf when flat)."""
     a = float(optimize.minimize_scalar(nlp, bounds=ALPHA_BOUNDS, method="bounded", options={"xatol": 1e-4}).x)
     h = ALPHA_STEP
     curv = (nlp(a + h) - 2.0 * nlp(a) + nlp(a - h)) / h**2

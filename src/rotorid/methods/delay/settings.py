@@ -45,9 +45,9 @@ class DelaySettings:
     - `per_motor`: one thrust curve per motor (else one lumped curve, eq. 17 with shared K_j).
     - `exponents`: thrust-curve exponents j of K_j u^j; None (or "auto", the default): chosen
       from the data by held-out prediction (`structure.choose_curve`).
-    - `voltage`: "auto", "on" or "off": the battery voltage in the thrust curve, the effective
-      command u (V / V_ref)^α (`rotorid.methods.voltage`); "auto" lets held-out prediction choose
-      it against the plain curve where every flight logs the voltage.
+    - `voltage`: "auto", "on" or "off": the battery voltage in the thrust curve, the lagged
+      command times (V / V_ref)^α (`rotorid.methods.voltage`); "auto" lets held-out prediction
+      choose it against the plain curve where every flight logs the voltage.
     - `izz_ratio`: (C, SIGMA) of C_xy->z in eq. 93 (a bare C takes the default SIGMA): the
       assumption behind I_zz and K_tau, whose σ carry SIGMA. Default: eq. 93's 1.832 (the mean
       over `TABLE_II_RATIOS`) ± their predictive spread for a new vehicle, s sqrt(1 + 1/n)

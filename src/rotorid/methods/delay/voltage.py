@@ -5,6 +5,7 @@ the coefficients, and what the thrust at hover loses over the flights' voltage r
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -45,7 +46,8 @@ def candidate(
         model = voltage.VoltageModel(alpha, 0.0, v_ref, v_min, v_max)
         return ThrustProblem(flights, vehicle, rich, st.per_motor, st.acc_bias_z[0], model).sse((sym.tm, sym.tm))
 
-    alpha, std = voltage.fit_alpha(sse, sym.n / sym.tau_int)
+    n_eff = sym.n / sym.tau_int  # the Gaussian profile likelihood at the effective sample count
+    alpha, std = voltage.fit_alpha(lambda a: 0.5 * n_eff * math.log(sse(a)))
     return voltage.VoltageModel(alpha, std, v_ref, v_min, v_max)
 
 

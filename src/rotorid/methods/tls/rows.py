@@ -290,7 +290,7 @@ def _piece_columns(
         return None
     if mo is not None and bias is not None:
         mo.s[:] -= bias  # in place: this call's own array
-    u = rotor_terms(p, vehicle, ms.speed, ms.tm) if mo is None else mo.u
+    u = rotor_terms(p, vehicle, ms.speed, ms.tm, ms.voltage_model) if mo is None else mo.u
     omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
     cols = _filtered_rows(mo, vehicle, ms, sel, Rotor(p.t, u, vel, omega, gain, lag), cached)
     if memo is not None and cached is None:

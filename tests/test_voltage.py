@@ -1,8 +1,8 @@
-"""The battery voltage in delay's thrust curve: on simulated battery sag the voltage curve is
-chosen by held-out prediction and recovers the truth within σ (where the plain curve leaves
-I_xx and I_yy ~13 % low); where the thrust does not depend on the logged voltage (a simulated
-flight without sag, the real Crazyflie thrust log) the plain curve is kept with results
-identical to --voltage off."""
+"""The battery voltage in delay's thrust curve and tls's rotor terms: on simulated battery sag
+delay's voltage curve is chosen by held-out prediction and recovers the truth within σ (where
+the plain curve leaves I_xx and I_yy ~13 % low), and tls keeps its voltage term; where the
+thrust does not depend on the logged voltage (a simulated flight without sag, the real
+Crazyflie thrust log) both keep the plain model with results identical to --voltage off."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.io import load
-from rotorid.methods import delay, voltage
+from rotorid.methods import delay, tls, voltage
 from rotorid.result import Result
 from rotorid.sim import scenarios
 from rotorid.vehicle import Vehicle
@@ -63,16 +63,14 @@ def test_voltage_curve_recovers_battery_sag(sag: scenarios.Scenario) -> None:
 
 
 def _same(a: Result, b: Result) -> None:
-    """`a` (voltage considered, plain curve kept) has `b`'s values; its σ are `b`'s, or larger
-    when a voltage curve predicted best (the choice's doubt: that curve's T_m enters σ(T_m))."""
+    """`a` (voltage considered, plain curve kept) has `b`'s values and σ; where a voltage curve
+    predicted best, the choice's doubt (the T_m of the best-predicting curve, in σ(T_m)) names
+    another curve, and σ may differ by that term."""
     assert a.params.keys() == b.params.keys()
     doubt = bool(a.diagnostics.get("curve_best_voltage"))
     for name, e in a.params.items():
         assert e.value == pytest.approx(b.params[name].value, rel=1e-12, abs=0), name
-        if doubt:
-            assert e.std >= b.params[name].std * (1 - 1e-9), name
-        else:
-            assert e.std == pytest.approx(b.params[name].std, rel=1e-12, abs=0), name
+        assert e.std == pytest.approx(b.params[name].std, rel=0.02 if doubt else 1e-12, abs=0), name
 
 
 def _drifting(f: Flight, seed: int) -> Flight:
@@ -82,8 +80,13 @@ def _drifting(f: Flight, seed: int) -> Flight:
     return f.replace(vbat=v)
 
 
-def test_without_sag_the_plain_curve_is_kept_unchanged() -> None:
-    sc = scenarios.run("eschmann-crazyflie", seed=1, duration=10.0)
+@pytest.fixture(scope="module")
+def no_sag() -> scenarios.Scenario:
+    return scenarios.run("eschmann-crazyflie", seed=1, duration=10.0)
+
+
+def test_without_sag_the_plain_curve_is_kept_unchanged(no_sag: scenarios.Scenario) -> None:
+    sc = no_sag
     assert sc.flights["thrust"].vbat is None
     logged = {k: _drifting(f, i) for i, (k, f) in enumerate(sc.flights.items())}
     auto, off = _run(sc, "auto", logged), _run(sc, "off", sc.flights)
@@ -113,3 +116,27 @@ def test_voltage_on_needs_a_logged_voltage(sag: scenarios.Scenario) -> None:
         delay.DelaySettings(voltage="maybe")
     rad_s = sag.vehicle.replace(motor_input="rad_s", cmd_min=0.0, cmd_max=3000.0)
     assert "speed command" in voltage.unusable([f["thrust"]], rad_s)
+
+
+def _tls(flights: list[Flight], vehicle: Vehicle, which: str) -> Result:
+    return tls.identify({"A": flights}, vehicle, settings=tls.TlsSettings(speed="cmd", tm=0.07, voltage=which))
+
+
+def test_tls_keeps_the_voltage_term_on_battery_sag(sag: scenarios.Scenario) -> None:
+    """tls's rotor terms from commands times (V/V_ref)^α: kept on the sagging battery (held-out
+    t ~4); α has the motor model's sign and size but not its value (seed 0: 0.76 ± 0.01): tls's
+    k_t u² cannot follow this vehicle's curve with offset and linear terms, and α's σ counts the
+    rows as independent."""
+    r = _tls([sag.flights["thrust"], sag.flights["roll_pitch"]], sag.vehicle, "auto")
+    assert r.settings["voltage_model"] is not None
+    assert 0.5 < r.params["thrust_v_exp"].value < 1.5
+    assert any("kept: it predicts held-out segments better" in n for n in r.notes)
+
+
+def test_tls_without_sag_keeps_the_commands_alone(no_sag: scenarios.Scenario) -> None:
+    flights = [no_sag.flights["thrust"], no_sag.flights["roll_pitch"]]
+    auto = _tls([_drifting(f, i) for i, f in enumerate(flights)], no_sag.vehicle, "auto")
+    off = _tls(flights, no_sag.vehicle, "off")
+    assert auto.settings["voltage_model"] is None and any("not kept" in n for n in auto.notes)
+    for name, e in off.params.items():
+        assert (auto.params[name].value, auto.params[name].std) == (e.value, e.std), name
