@@ -124,9 +124,9 @@ def _tls(flights: list[Flight], vehicle: Vehicle, which: str) -> Result:
 
 def test_tls_keeps_the_voltage_term_on_battery_sag(sag: scenarios.Scenario) -> None:
     """tls's rotor terms from commands times (V/V_ref)^α: kept on the sagging battery (held-out
-    t ~4); α has the motor model's sign and size but not its value (seed 0: 0.76 ± 0.01): tls's
-    k_t u² cannot follow this vehicle's curve with offset and linear terms, and α's σ counts the
-    rows as independent."""
+    t ~4 on all three flights); α has the motor model's sign and size but not its value (0.76 ±
+    0.01 on all three flights): tls's k_t u² cannot follow this vehicle's curve with offset and
+    linear terms, and α's σ counts the rows as independent."""
     r = _tls([sag.flights["thrust"], sag.flights["roll_pitch"]], sag.vehicle, "auto")
     assert r.settings["voltage_model"] is not None
     assert 0.5 < r.params["thrust_v_exp"].value < 1.5

@@ -13,7 +13,7 @@ from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.methods import voltage
 from rotorid.methods.delay.problem import ThrustProblem
-from rotorid.methods.delay.search import TmSearch
+from rotorid.methods.delay.search import TmSearch, residual_tau
 from rotorid.methods.delay.settings import DelaySettings
 from rotorid.vehicle import Vehicle
 
@@ -42,12 +42,16 @@ def candidate(
     count of α's σ), V_ref the thrust flights' median voltage."""
     v_ref, v_min, v_max = voltage.model_span(flights)
 
-    def sse(alpha: float) -> float:
+    def prob(alpha: float) -> ThrustProblem:
         model = voltage.VoltageModel(alpha, 0.0, v_ref, v_min, v_max)
-        return ThrustProblem(flights, vehicle, rich, st.per_motor, st.acc_bias_z[0], model).sse((sym.tm, sym.tm))
+        return ThrustProblem(flights, vehicle, rich, st.per_motor, st.acc_bias_z[0], model)
 
     n_eff = sym.n / sym.tau_int  # the Gaussian profile likelihood at the effective sample count
-    alpha, std = voltage.fit_alpha(lambda a: 0.5 * n_eff * math.log(sse(a)))
+    alpha, std = voltage.fit_alpha(lambda a: 0.5 * n_eff * math.log(prob(a).sse((sym.tm, sym.tm))))
+    if st.autocorr_correction:  # n_eff from the voltage curve's own residual: the plain one holds its misfit
+        p = prob(alpha)
+        tau = residual_tau(p.fit((sym.tm, sym.tm))[0].residual, p, [len(f.t) for f in flights])
+        std *= math.sqrt(tau / sym.tau_int)  # σ ∝ 1/sqrt(n_eff); α itself does not depend on n_eff
     return voltage.VoltageModel(alpha, std, v_ref, v_min, v_max)
 
 
