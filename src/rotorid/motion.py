@@ -146,9 +146,9 @@ def speed_source(flight: Flight, vehicle: Vehicle, speed: str) -> str:
 def rotor_terms(
     flight: Flight, vehicle: Vehicle, speed: str, tm: float | None, voltage: tuple[float, float] | None = None
 ) -> np.ndarray:
-    """Rotor states u (N, M): measured rotor speeds, or the commands through the motor lag
-    (`signal.motor_lag`) when `tm` is given (the paper neglects the lag: tm None), times
-    (V / V_ref)^α of the battery voltage with `voltage` = (α, V_ref) (`rotorid.methods.voltage`)."""
+    """Rotor states u (N, M): measured rotor speeds, or the commands, times (V / V_ref)^α of the
+    battery voltage with `voltage` = (α, V_ref) (`rotorid.methods.voltage`), through the motor
+    lag (`signal.motor_lag`) when `tm` is given (the paper neglects the lag: tm None)."""
     src = speed_source(flight, vehicle, speed)
     flight.require_rate(MIN_RATE_HZ, src)
     u = getattr(flight, src)
@@ -157,12 +157,13 @@ def rotor_terms(
             f"{flight.source}: channel '{src}' has {u.shape[1]} motors but vehicle '{vehicle.name}' "
             f"has {vehicle.n_rotors} rotors; check the vehicle description"
         )
-    u = motor_lag(u, flight.t, tm) if (src == "cmd" and tm) else u
-    if src != "cmd" or voltage is None:
+    if src != "cmd":
         return u
-    if flight.vbat is None:
-        raise RotoridError(f"{flight.source}: the voltage-aware rotor terms need the battery voltage (vbat)")
-    return u * ((flight.vbat / voltage[1]) ** voltage[0])[:, None]
+    if voltage is not None:
+        if flight.vbat is None:
+            raise RotoridError(f"{flight.source}: the voltage-aware rotor terms need the battery voltage (vbat)")
+        u = u * ((flight.vbat / voltage[1]) ** voltage[0])[:, None]
+    return motor_lag(u, flight.t, tm) if tm else u
 
 
 def _imu_motion(flight: Flight, vehicle: Vehicle, st: MotionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

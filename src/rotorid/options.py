@@ -189,7 +189,7 @@ def voltage_option() -> Any:
     voltage (delay, tls): one `--voltage` for both."""
     return option(
         "auto",
-        "Battery voltage in the thrust curve (lagged command x (V/V_ref)^α): auto (where the log has vbat, when "
+        "Battery voltage in the thrust curve (the lag of command x (V/V_ref)^α): auto (where the log has vbat, when "
         "it predicts held-out thrust better), on, off.",
         shared=True,
     )

@@ -1,17 +1,16 @@
 """The battery voltage in the thrust curve, for the methods that fit one (delay, tls).
 
 Motor model: an ESC (or a brushed motor's FET) applies the duty cycle u of the battery voltage
-V, so the motor sees u V; its steady speed is ω = (u V - R i) / k_e, linear in u V where the
-resistive drop R i is small, and the rotor speed follows it with the motor's lag. A thrust
-curve fitted in the command u therefore holds at one voltage only; at another, the same curve
-holds in the effective command u (V / V_ref) (the Crazyflie firmware's thrust = f(command x
-V_bat) compensation; ArduPilot's MOT_BAT_VOLT_MAX/MIN scaling). The voltage multiplies the
-lagged rotor state, w (V / V_ref)^α with w the command through the motor lag, rather than the
-command before the lag: a logged battery voltage is slow and filtered (battery monitors sample
-at 1-10 Hz and low-pass it) and its load sag already follows the rotors, so lagging it again
-would delay its effect twice; the two agree where V changes slowly against T_m. The methods fit
-the exponent α: 1 is that motor model, 0 no voltage effect (the plain curve), and the data
-choose between the curves by held-out prediction. Commands that set the rotor speed (rad/s,
+V, so the motor sees u V; its speed obeys J ω' = K_t i - Q(ω), i = (u V - K_e ω) / R, so it
+follows u V through the motor's mechanical lag (steady ω = (u V - R i) / K_e, linear in u V
+where the resistive drop R i is small). A thrust curve fitted in the command u therefore holds
+at one voltage only; at another, the same curve holds in the lag of the effective command
+u (V / V_ref) (the Crazyflie firmware's thrust = f(command x V_bat) compensation; ArduPilot's
+MOT_BAT_VOLT_MAX/MIN scaling). The voltage acts before the lag: rotor state = lag(u (V /
+V_ref)^α), the same lag (`rotorid.signal.motor_lag`) the plain curve puts the command through.
+It matters where V moves within T_m, as battery sag under load does. The methods fit the
+exponent α: 1 is that motor model, 0 no voltage effect (the plain curve), and the data choose
+between the curves by held-out prediction. Commands that set the rotor speed (rad/s,
 an ESC with speed control) do not scale with the voltage.
 """
 
@@ -71,7 +70,7 @@ def model_span(flights: Sequence[Flight]) -> tuple[float, float, float]:
 
 
 def gain(flight: Flight, model: VoltageModel | None) -> np.ndarray | None:
-    """(V / V_ref)^α per sample of `flight`, the factor on its rotor states; None without a model."""
+    """(V / V_ref)^α per sample of `flight`, the factor on its commands before the motor lag; None without a model."""
     return None if model is None else (flight.vbat / model.v_ref) ** model.alpha
 
 

@@ -65,8 +65,8 @@ def angular_columns(
     angular accelerations from `gyro_dot` (else differentiated gyro, eq. 8), all filtered by the
     same zero-phase low-pass and trimmed at both ends. `derivs(cmd, t, gain)` -> (N, M, P)
     rotor-thrust derivatives w.r.t. the thrust parameters (`ThrustUncertainty.thrust_derivs`)
-    gives `sens`, their torques through the same pipeline. With the `voltage` curve the rotor
-    states carry each flight's (V / V_ref)^α."""
+    gives `sens`, their torques through the same pipeline. With the `voltage` curve the commands
+    carry each flight's (V / V_ref)^α before the lag."""
     mix = vehicle.mixer(k_tau=0.0, about=vehicle.com)[3:]  # (3, M) geometric moments
     drag_row = vehicle.torque_dirs * vehicle.axes[:, 2]
     if not flights:

@@ -18,10 +18,11 @@ from rotorid.vehicle import Vehicle
 
 
 def lag_states(cmd: np.ndarray, t: np.ndarray, tm: tuple[float, float], gain: np.ndarray | None = None) -> np.ndarray:
-    """Rotor states through the (symmetric or rising/falling) first-order lag (eq. 45-48), times
-    the voltage curve's `gain` (V / V_ref)^α per sample when given (`rotorid.methods.voltage`)."""
-    w = motor_lag(cmd, t, tm[0]) if tm[0] == tm[1] else motor_lag_asymmetric(cmd, t, tm[0], tm[1])
-    return w if gain is None else w * gain[:, None]
+    """Rotor states through the (symmetric or rising/falling) first-order lag (eq. 45-48) of the
+    commands, times the voltage curve's `gain` (V / V_ref)^α per sample before the lag when
+    given (`rotorid.methods.voltage`: the motor follows the duty cycle times the voltage)."""
+    u = cmd if gain is None else cmd * gain[:, None]
+    return motor_lag(u, t, tm[0]) if tm[0] == tm[1] else motor_lag_asymmetric(u, t, tm[0], tm[1])
 
 
 def _delayed(cmd: np.ndarray, t: np.ndarray, dead: float) -> np.ndarray:
@@ -52,7 +53,7 @@ class ThrustProblem:
     exponents: tuple[int, ...]
     per_motor: bool
     acc_bias_z: float = 0.0  # m/s², subtracted from the accelerometer's z axis
-    voltage: VoltageModel | None = None  # rotor states times (V / V_ref)^α when given
+    voltage: VoltageModel | None = None  # commands times (V / V_ref)^α before the lag when given
     rows: np.ndarray = field(init=False)  # active body axes
     b: np.ndarray = field(init=False)
     shared_c0: bool = field(init=False)
@@ -121,9 +122,10 @@ class ThrustProblem:
             for i in range(0, len(f.t), CHUNK):
                 lo, hi = max(i - 1, 0), i + CHUNK
                 u = _delayed_rows(f.cmd, f.t, lo, hi, dead)
+                u = u if g is None else u * g[lo:hi, None]
                 w = motor_lag(u, f.t[lo:hi], tm[0], y0=None if y is None else y[-1])
-                y = w if y is None else w[1:]  # unscaled: the next block's lag starts from it
-                yield y if g is None else y * g[i : i + len(y), None]
+                y = w if y is None else w[1:]  # the next block's lag starts from its last state
+                yield y
 
     def fit(self, tm: tuple[float, float], dead: float = 0.0) -> tuple[Fit, list[np.ndarray]]:
         """The thrust fit at `tm` (commands delayed by `dead` s first) and the rotor states;
@@ -203,7 +205,7 @@ class DelayProblem:
     """One identification's inputs and the user's settings, never replaced: the thrust,
     roll/pitch and yaw flights (checked by `prepare`), the vehicle, and the thrust regression
     (eq. 17-21) they set, and the voltage model when the thrust curve takes the battery voltage
-    (every flight's rotor states are then w (V/V_ref)^α). What the steps
+    (every flight's rotor states are then the lag of u (V/V_ref)^α). What the steps
     derive travels in their own records (`MotorLag`, `RollPitch`)."""
 
     thrust_flights: list[Flight]
@@ -211,7 +213,7 @@ class DelayProblem:
     yaw: list[Flight]
     vehicle: Vehicle
     settings: DelaySettings
-    voltage: VoltageModel | None = None  # the rotor states are then w (V/V_ref)^α
+    voltage: VoltageModel | None = None  # the rotor states are then lag(u (V/V_ref)^α)
     thrust: ThrustProblem = field(init=False)
 
     @classmethod

@@ -219,8 +219,8 @@ def choose_curve(
     flights: list[Flight], others: list[Flight], vehicle: Vehicle, st: DelaySettings, out: Collected
 ) -> tuple[tuple[int, ...], VoltageModel | None]:
     """The thrust curve from the data (held-out prediction): its terms (`CURVE_CANDIDATES`, or
-    the user's `exponents`) and whether the battery voltage enters it (the lagged command times
-    (V / V_ref)^α of `rotorid.methods.voltage` against the command alone, where the thrust
+    the user's `exponents`) and whether the battery voltage enters it (the command times
+    (V / V_ref)^α through the motor lag, `rotorid.methods.voltage`, against the command alone, where the thrust
     flights and the `others` log the voltage and `st.voltage` allows it). Each candidate
     predicts every contiguous block of the thrust flights from a fit on the others, at the T_m
     of the richest plain curve. Curves that do not rise through the weight within the command
@@ -297,6 +297,6 @@ def _curve_note(
     alpha = f"α = {model.alpha:.3g} ± {model.std:.2g}, V_ref {model.v_ref:.3f} V, flights {model.v_min:.3f}–{model.v_max:.3f} V"
     how = "with" if chosen[1] else "without"
     return (
-        text + f", {how} the battery voltage (lagged command x (V/V_ref)^α, {alpha}; the simplest that predicts as "
+        text + f", {how} the battery voltage (the lag of command x (V/V_ref)^α, {alpha}; the simplest that predicts as "
         "well as the best within twice its standard error, the plain curve first; --exponents and --voltage fix them)."
     )

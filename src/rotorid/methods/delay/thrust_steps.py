@@ -279,7 +279,7 @@ def _voltage_terms(model: VoltageModel, ident: Vehicle, hover: float, out: Colle
     out.obs["thrust_v_drop"] = Observability(True, rel_std_pct=100 * drop_std / abs(drop) if drop else math.inf)
     out.notes.append(
         f"Battery voltage in the thrust curve: the coefficients and the hover command hold at V_ref = {model.v_ref:.3f} V "
-        f"(the thrust flights' median); at another voltage V the curve holds in the lagged command times (V/V_ref)^α, "
+        f"(the thrust flights' median); at another voltage V the curve holds in the lag of the command times (V/V_ref)^α, "
         f"α = {model.alpha:.3g} ± {model.std:.2g} (1 where rotor speed follows the effective voltage). Over the "
         f"flights' {model.v_min:.3f}–{model.v_max:.3f} V the thrust at the hover command falls by {drop:.2f} ± "
         f"{drop_std:.2g} % from the highest voltage to the lowest."

@@ -43,7 +43,7 @@ class ThrustUncertainty:
 
     def thrust_derivs(self, cmd: np.ndarray, t: np.ndarray, gain: np.ndarray | None = None) -> np.ndarray:
         """(N, M, P): ∂(rotor thrust)/∂θ for other commands (another flight; `gain` its voltage
-        factor on the rotor states), θ in `names` order, at these constants and coefficients
+        factor on the commands before the lag), θ in `names` order, at these constants and coefficients
         (for propagating their uncertainty)."""
         pair = self.pair
         v = self.prob.vehicle.replace(thrust_exponents=self.prob.exponents, thrust_coeffs=self.prob.coeffs(self.fit.x))

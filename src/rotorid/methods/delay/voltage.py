@@ -1,5 +1,5 @@
 """The battery voltage in delay's thrust curve (`rotorid.methods.voltage`): the exponent α of
-the rotor states' factor (V / V_ref)^α fitted on the thrust flights, the σ it adds to T_m and
+the commands' factor (V / V_ref)^α before the motor lag fitted on the thrust flights, the σ it adds to T_m and
 the coefficients, and what the thrust at hover loses over the flights' voltage range."""
 
 from __future__ import annotations
