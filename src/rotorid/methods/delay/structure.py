@@ -223,8 +223,9 @@ def choose_curve(
     (V / V_ref)^α through the motor lag, `rotorid.methods.voltage`, against the command alone, where the thrust
     flights and the `others` log the voltage and `st.voltage` allows it). Each candidate
     predicts every contiguous block of the thrust flights from a fit on the others, at the T_m
-    of the richest plain curve. Curves that do not rise through the weight within the command
-    range are no thrust curves and drop out. The simplest curve (plain before voltage, fewer
+    of the richest plain curve (the voltage curves at the richest voltage curve's, found with
+    α). Curves that do not rise through the weight within the command range are no thrust
+    curves and drop out. The simplest curve (plain before voltage, fewer
     terms first) whose held-out error is not larger than the best's by more than twice the
     difference's standard error (across the blocks) is chosen: a richer curve must predict
     better, not only fit better. Its doubt, the T_m of the best-predicting curve when that one
@@ -242,9 +243,9 @@ def choose_curve(
     states = {False: plain[rich].states((sym.tm, sym.tm))}
     model = None
     if with_v:
-        model = volt.candidate(flights, vehicle, st, rich, sym)
+        model, tm_v = volt.candidate(flights, vehicle, st, rich, sym)
         probs |= {(c, True): ThrustProblem(flights, vehicle, c, st.per_motor, st.acc_bias_z[0], model) for c in curves}
-        states[True] = probs[(rich, True)].states((sym.tm, sym.tm))
+        states[True] = probs[(rich, True)].states((tm_v, tm_v))
     failed = {k: _hover_failure(p, states[k[1]]) for k, p in probs.items()}
     err = {k: _held_out_errors(p, states[k[1]]) for k, p in probs.items() if failed[k] is None}
     if not err:

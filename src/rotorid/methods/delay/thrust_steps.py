@@ -127,7 +127,7 @@ def _structure_terms(
         sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
         why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
     if model is not None:
-        sym = widened(sym, alpha_term(prob, sym, model))
+        sym = widened(sym, alpha_term(prob, sym, model, st))
     if (wide := window_scatter(prob, sym, st, out)) is not sym:
         sym = wide
         why.append("the thrust flights disagree beyond σ (leave-one-out)")

@@ -8,13 +8,14 @@ import dataclasses
 import math
 
 import numpy as np
+from scipy import optimize
 
 from rotorid.errors import RotoridError
 from rotorid.flight import Flight
 from rotorid.methods import voltage
 from rotorid.methods.delay.problem import ThrustProblem
-from rotorid.methods.delay.search import TmSearch, residual_tau
-from rotorid.methods.delay.settings import DelaySettings
+from rotorid.methods.delay.search import TmSearch, neg_log_prior, residual_tau
+from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.vehicle import Vehicle
 
 
@@ -34,32 +35,47 @@ def usable(flights: list[Flight], others: list[Flight], vehicle: Vehicle, st: De
     return False
 
 
+def _tm_at(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, n_eff: float) -> tuple[float, float]:
+    """(T_m, negative log-posterior) of `prob` at its best T_m: the T_m search's objective (eq.
+    55-61, weight `n_eff`) minimised (bounded Brent, to `tm_xtol`) within a factor 2 of the
+    plain curve's `sym.tm` inside the search range."""
+    lo, hi = tm_support(st)
+    nlp = lambda tm: 0.5 * n_eff * math.log(prob.sse((tm, tm))) + float(neg_log_prior(tm, st.tm_prior))
+    r = optimize.minimize_scalar(
+        nlp, bounds=(max(lo, 0.5 * sym.tm), min(hi, 2.0 * sym.tm)), method="bounded", options={"xatol": st.tm_xtol}
+    )
+    return float(r.x), float(r.fun)
+
+
 def candidate(
     flights: list[Flight], vehicle: Vehicle, st: DelaySettings, rich: tuple[int, ...], sym: TmSearch
-) -> voltage.VoltageModel:
-    """The voltage curve to compare with the plain one: α fitted with the `rich` curve at the
-    plain curve's T_m (`sym`, whose residual's autocorrelation time sets the effective sample
-    count of α's σ), V_ref the thrust flights' median voltage."""
+) -> tuple[voltage.VoltageModel, float]:
+    """The voltage curve to compare with the plain one and its T_m: α by the profile of the T_m
+    search's likelihood over T_m (the voltage enters before the motor lag, so α and T_m are
+    correlated: sag under load acts through T_m, and the plain curve's T_m absorbs part of it),
+    with the `rich` curve; the effective sample count of α's σ from the plain curve's residual
+    (`sym`), then from the voltage curve's own; V_ref the thrust flights' median voltage."""
     v_ref, v_min, v_max = voltage.model_span(flights)
 
     def prob(alpha: float) -> ThrustProblem:
         model = voltage.VoltageModel(alpha, 0.0, v_ref, v_min, v_max)
         return ThrustProblem(flights, vehicle, rich, st.per_motor, st.acc_bias_z[0], model)
 
-    n_eff = sym.n / sym.tau_int  # the Gaussian profile likelihood at the effective sample count
-    alpha, std = voltage.fit_alpha(lambda a: 0.5 * n_eff * math.log(prob(a).sse((sym.tm, sym.tm))))
+    n_eff = sym.n / sym.tau_int
+    alpha, std = voltage.fit_alpha(lambda a: _tm_at(prob(a), sym, st, n_eff)[1])
+    p = prob(alpha)
+    tm, _ = _tm_at(p, sym, st, n_eff)
     if st.autocorr_correction:  # n_eff from the voltage curve's own residual: the plain one holds its misfit
-        p = prob(alpha)
-        tau = residual_tau(p.fit((sym.tm, sym.tm))[0].residual, p, [len(f.t) for f in flights])
+        tau = residual_tau(p.fit((tm, tm))[0].residual, p, [len(f.t) for f in flights])
         std *= math.sqrt(tau / sym.tau_int)  # σ ∝ 1/sqrt(n_eff); α itself does not depend on n_eff
-    return voltage.VoltageModel(alpha, std, v_ref, v_min, v_max)
+    return voltage.VoltageModel(alpha, std, v_ref, v_min, v_max), tm
 
 
-def alpha_term(prob: ThrustProblem, sym: TmSearch, model: voltage.VoltageModel) -> np.ndarray:
+def alpha_term(prob: ThrustProblem, sym: TmSearch, model: voltage.VoltageModel, st: DelaySettings) -> np.ndarray:
     """Δθ (T_m, coefficients) of α moved by its σ, for the covariance (`structure.widened`):
-    the coefficients refitted at T_m with α + σ; T_m held (its search at α ± σ moves it by far
-    less than its own σ)."""
+    T_m searched again at α + σ (α and T_m are correlated) and the coefficients refitted there."""
     if not np.isfinite(model.std):
         return np.zeros(1 + len(sym.unc.fit.x))
     up = dataclasses.replace(prob, voltage=dataclasses.replace(model, alpha=model.alpha + model.std))
-    return np.concatenate([[0.0], up.fit((sym.tm, sym.tm))[0].x - sym.unc.fit.x])
+    tm, _ = _tm_at(up, sym, st, sym.n / sym.tau_int)
+    return np.concatenate([[tm - sym.tm], up.fit((tm, tm))[0].x - sym.unc.fit.x])
