@@ -132,18 +132,19 @@ def _tls(flights: list[Flight], vehicle: Vehicle, which: str) -> Result:
 
 
 def test_tls_keeps_the_voltage_term_on_battery_sag(sag: scenarios.Scenario) -> None:
-    """tls's rotor terms from commands times (V/V_ref)^α: kept on the sagging battery (held-out
-    t ~4 on all three flights); α has the motor model's sign and size but not its value (0.76 ±
-    0.01 on all three flights): tls's k_t u² cannot follow this vehicle's curve with offset and
-    linear terms, and α's σ counts the rows as independent."""
-    r = _tls([sag.flights["thrust"], sag.flights["roll_pitch"]], sag.vehicle, "auto")
+    """tls's rotor terms from commands times (V/V_ref)^α through the lag: kept on the sagging
+    battery (roll/pitch flight: held-out t 6.9); α has the motor model's sign and size but not
+    its value (0.89 ± 0.016; 0.91 ± 0.005 with the thrust flight too): tls's k_t u² cannot
+    follow this vehicle's curve with offset and linear terms, and α's σ counts the rows as
+    independent."""
+    r = _tls([sag.flights["roll_pitch"]], sag.vehicle, "auto")
     assert r.settings["voltage_model"] is not None
     assert 0.5 < r.params["thrust_v_exp"].value < 1.5
     assert any("kept: it predicts held-out segments better" in n for n in r.notes)
 
 
 def test_tls_without_sag_keeps_the_commands_alone(no_sag: scenarios.Scenario) -> None:
-    flights = [no_sag.flights["thrust"], no_sag.flights["roll_pitch"]]
+    flights = [no_sag.flights["roll_pitch"]]
     auto = _tls([_drifting(f, i) for i, f in enumerate(flights)], no_sag.vehicle, "auto")
     off = _tls(flights, no_sag.vehicle, "off")
     assert auto.settings["voltage_model"] is None and any("not kept" in n for n in auto.notes)
