@@ -10,7 +10,8 @@ the CoM):
     q_dot = q * (0, w) / 2
 
 with f_i = sum_j K_j u_i^j + w_i (thrust noise, Kwon eq. 51, held over a step) and the motor
-state u_i a first-order lag of its command with rise/fall constants (optionally per motor).
+state u_i a first-order lag of its setpoint (the command, or what a `CommandHook` makes of it:
+the battery voltage's duty-cycle scaling) with rise/fall constants (optionally per motor).
 
 Optional rotor drag (blade flapping and induced drag, the linear rotor-drag model of Martin &
 Salaün, ICRA 2010; Kai et al., IFAC 2017; Faessler et al., RA-L 2018): each rotor feels a force
