@@ -10,7 +10,9 @@ import pytest
 
 from rotorid.flight import Flight
 from rotorid.methods import delay
+from rotorid.methods.delay.problem import lag_states
 from rotorid.methods.regression import ols
+from rotorid.methods.voltage import VoltageModel
 from rotorid.signal import CHUNK, motor_lag
 from rotorid.vehicle import Vehicle
 
@@ -40,12 +42,22 @@ def test_search_sse_equals_the_fit(uniform, per_motor):
         assert prob.sse(tm) == pytest.approx(prob.fit(tm)[0].sse, rel=1e-12)
 
 
+def _with_voltage(flights: list[Flight]) -> list[Flight]:
+    """`flights` with a stepping battery voltage (a sag every 0.1 s)."""
+    return [f.replace(vbat=4.0 - 0.3 * (np.arange(len(f.t)) // 100 % 2)) for f in flights]
+
+
 @pytest.mark.parametrize("uniform", [True, False])
 @pytest.mark.parametrize("dead", [0.0, 0.0137, -0.004])
-def test_state_blocks_are_the_states(uniform, dead):
+@pytest.mark.parametrize("volt", [False, True])
+def test_state_blocks_are_the_states(uniform, dead, volt):
     """Block by block (restarted lag, commands delayed within each block) equals the whole
-    flight's states, symmetric and rising/falling, across block edges and two flights."""
-    prob = delay.ThrustProblem(_flights(2 * CHUNK + 11, uniform), Vehicle.preset("crazyflie"), (0, 1, 2), False)
+    flight's states, symmetric and rising/falling, across block edges and two flights, with
+    and without the voltage curve's factor on the commands."""
+    flights = _flights(2 * CHUNK + 11, uniform)
+    model = VoltageModel(1.3, 0.0, 3.85, 3.7, 4.0) if volt else None
+    flights = _with_voltage(flights) if volt else flights
+    prob = delay.ThrustProblem(flights, Vehicle.preset("crazyflie"), (0, 1, 2), False, voltage=model)
     for tm in [(0.0, 0.0), (0.05, 0.05), (0.03, 0.07)]:
         blocks = [w for _, w in prob.state_blocks(tm, dead)]
         assert max(len(b) for b in blocks) <= CHUNK
@@ -53,6 +65,19 @@ def test_state_blocks_are_the_states(uniform, dead):
     with_dead = prob.sse((0.05, 0.05), dead)
     full = ols(prob.design_states(prob.states((0.05, 0.05), dead)), prob.b).sse
     assert with_dead == pytest.approx(full, rel=1e-12)
+
+
+def test_voltage_scales_the_commands_before_the_lag():
+    """The voltage curve's rotor state is lag(u (V/V_ref)^α): one step after the voltage steps
+    the state has moved by (1 - e^(-dt/T_m)) of the new setpoint's change, not all of it."""
+    (f,) = _with_voltage(_flights(1000, True)[:1])
+    g = (f.vbat / 3.85) ** 1.3
+    w = lag_states(f.cmd, f.t, (0.05, 0.05), g)
+    np.testing.assert_allclose(w, motor_lag(f.cmd * g[:, None], f.t, 0.05), rtol=1e-15)
+    k = 100  # the voltage drops at sample 100: the setpoint u[99] g[99] held over step 99 -> 100 is the old one
+    step = (f.cmd[k] * g[k] - w[k]) * (1.0 - np.exp(-1e-3 / 0.05))
+    np.testing.assert_allclose(w[k + 1] - w[k], step, rtol=1e-9)
+    assert np.all(np.abs(w[k + 1] - w[k]) < 0.05 * np.abs(f.cmd[k] * (g[k] - g[k - 1])))
 
 
 def test_search_sse_names_unexcited_columns_as_the_fit_does():

@@ -141,6 +141,27 @@ def test_crazyflie_power_distribution_coefficients(tmp_path: Path) -> None:
     assert all(v["is_stored"] for v in doc["params"].values())
 
 
+def test_battery_compensation_when_the_voltage_curve_was_fitted(tmp_path: Path) -> None:
+    """A run that fitted the voltage-aware curve (a 4S pack, median 15.3 V): ArduPilot gets its
+    battery compensation at the recommended 4.2/3.3 V per cell, every firmware file says at which
+    voltage the curve holds, and the Crazyflie's that its firmware's compensation has no parameters."""
+    curve = _ap_curve(0.55, 0.12, 0.15)
+    vm = {"alpha": 0.7, "std": 0.1, "v_ref": 15.3, "v_min": 13.2, "v_max": 16.6}
+    est = {k: Estimate(a, s) for k, (a, s) in {**BASE, **curve, "thrust_v_exp": (0.7, 0.1)}.items()}
+    path = tmp_path / "params.json"
+    Result("delay", est, settings={"voltage_model": vm}, vehicle=CF.to_dict()).save(path)
+    text = export_params(path, "ardupilot", tmp_path / "v.parm").read_text()
+    vals = _parm(text)
+    assert vals["MOT_BAT_VOLT_MAX"] == 16.8 and vals["MOT_BAT_VOLT_MIN"] == 13.2
+    assert vals["MOT_THST_EXPO"] == pytest.approx(0.55, abs=1e-3)  # the curve's own values unchanged
+    assert "α = 0.7 ± 0.1" in text and "4 cells" in text and "α 3.0σ from 1" in text
+    assert "holds at the battery voltage V_ref 15.300 V" in text
+    cf = export_params(path, "crazyflie", tmp_path / "cf.yaml").read_text()
+    assert "battery compensation has no parameters" in cf and "MOT_BAT" not in cf
+    plain = export_params(_save(tmp_path, curve), "ardupilot", tmp_path / "p.parm").read_text()
+    assert "MOT_BAT_VOLT" not in plain and "V_ref" not in plain
+
+
 def test_rotor_speed_curves_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "params.json"
     v = CF.replace(motor_input="rad_s", cmd_max=2500.0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,9 @@ def test_units_and_header_facts(smooth: Flight) -> None:
     assert f.cmd.shape[1] == 4 and f.cmd.min() >= 0.0 and f.cmd.max() <= 1.0
     assert np.median(f.cmd) == pytest.approx(0.265, abs=0.02)
     assert "rotor_speed" not in f.channels  # no bidirectional DShot in 2017
+    # vbatLatest in 0.1 V on Betaflight 3.1.5: a 2S pack, 7.0-7.3 V (vbatref 75: 7.5 V at arming)
+    assert f.meta["units"]["vbat"] == "V (vbatLatest, 0.1 V (Betaflight >= 3.1, Cleanflight >= 2.0))"
+    assert (f.vbat.min(), np.median(f.vbat), f.vbat.max()) == pytest.approx((7.0, 7.2, 7.3))
 
 
 def test_axes_are_flu_by_the_motor_differentials(smooth: Flight) -> None:
@@ -156,6 +160,52 @@ def test_erpm_to_rotor_speed_with_motor_poles() -> None:
     with pytest.warns(UserWarning, match="motor_poles unknown"):
         series, _ = _section(names, rows)
     assert "rotor_speed" not in series
+
+
+def test_battery_voltage_of_the_betaflight_4_fixture(data_dir: Path) -> None:
+    """Betaflight 4.2.8 logs vbatLatest in 0.01 V: a 4S pack from 16.58 V (vbatref 1653) sagging to 13.15 V."""
+    (f,) = read(data_dir / "betaflight" / "btfl_002.bbl")
+    assert f.meta["units"]["vbat"] == "V (vbatLatest, 0.01 V (Betaflight >= 4.0))"
+    assert (f.vbat.min(), f.vbat.max()) == pytest.approx((13.15, 16.58))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    firmware=st.sampled_from(
+        [
+            ("Betaflight 4.2.0 (8f2d2) F745", 0.01),
+            ("Betaflight 3.1.5 (4646f) F4", 0.1),
+            ("Cleanflight 2.1.0", 0.1),
+            ("Betaflight 3.0.1", 33.0 * 10 * 110 / 4095 / 1000),  # ADC counts: mV = ADC·33·10·vbatscale/4095
+            ("Cleanflight 1.14.2", 33.0 * 10 * 110 / 4095 / 1000),
+        ]
+    ),
+    raw=st.lists(st.integers(0, 4095), min_size=3, max_size=30),
+)
+def test_vbat_unit_follows_the_firmware_version(firmware: tuple[str, float], raw: list[int]) -> None:
+    """vbatLatest counts -> V by firmware (0.01 V, 0.1 V, or ADC x vbatscale before Betaflight 3.1);
+    zero counts (no voltage meter) dropped; an unknown firmware's voltage is not read."""
+    revision, per_count = firmware
+    names = ["time", "motor[0]", "vbatLatest"]
+    rows = [(1000 * k, 500, r) for k, r in enumerate(raw)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the vbatref check is tested on its own
+        series, meta = _section(names, rows, **{"Firmware revision": revision, "vbatscale": 110})
+    v = np.array(raw, dtype=float)
+    if np.count_nonzero(v) < 2:
+        assert "vbat" not in series
+        return
+    np.testing.assert_allclose(series["vbat"].values, v[v > 0] * per_count, rtol=1e-12)
+    np.testing.assert_allclose(series["vbat"].t, np.flatnonzero(v > 0) * 1e-3)
+    series, meta = _section(names, rows, **{"Firmware revision": "EmuFlight 0.4.1"})
+    assert "vbat" not in series and "vbatLatest's unit unknown" in meta["notes"][0]
+
+
+def test_vbat_far_from_vbatref_is_warned() -> None:
+    rows = [(1000 * k, 500, 1650) for k in range(5)]
+    header = {"Firmware revision": "Betaflight 4.2.8", "vbatref": 165}  # 1.65 V at arming: not this unit
+    with pytest.warns(UserWarning, match=r"read as 16.50 V .* vbatref says 1.65 V"):
+        _section(["time", "motor[0]", "vbatLatest"], rows, **header)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

@@ -38,7 +38,9 @@ def _read_cut(path: Path, **options) -> list[Flight]:
 def test_real_arducopter_log(fixture_log: Path) -> None:
     (f,) = _read_cut(fixture_log)
     assert f.meta["format"] == "dataflash"
-    assert f.meta["topics"] == {"acc": "IMU", "gyro": "IMU", "cmd": "RCOU", "quat": "ATT"}
+    assert f.meta["topics"] == {"acc": "IMU", "gyro": "IMU", "cmd": "RCOU", "quat": "ATT", "vbat": "BAT"}
+    # a 4S pack at rest: BAT.Volt 16.434-16.449 V (4 samples), held over the IMU's span
+    assert f.vbat.min() == pytest.approx(16.4344, abs=1e-3) and f.vbat.max() <= 16.4489 + 1e-4
     # on the ground before take-off: specific force ≈ +1 g along body z (FLU), no rotation
     assert np.linalg.norm(f.acc, axis=1) == pytest.approx(frames.GRAVITY, rel=0.02)
     assert np.all(f.acc[:, 2] > 9.5)
@@ -88,6 +90,7 @@ def _flight(n: int, rate: float, t0: float, seed: int, motors: int = 4) -> Fligh
         cmd=rng.uniform(0, 1, (n, motors)),
         rotor_speed=rng.uniform(0, 3000, (n, motors)),
         quat=q,
+        vbat=rng.uniform(3.0, 50.0) - 0.1 * (t - t0),
         meta={"source": "synthetic"},
     )
 
@@ -117,6 +120,7 @@ def _close(a: Flight, b: Flight, pwm_span: float = 1000.0) -> None:
     np.testing.assert_allclose(b.rotor_speed, a.rotor_speed, rtol=1e-6, atol=1e-3)  # float32 rpm
     dots = np.abs(np.sum(a.quat * b.quat, axis=1))  # q and -q are one attitude
     assert np.all(dots > 1 - 1e-9)  # float32 degrees: ≤ 1e-4 rad
+    np.testing.assert_allclose(b.vbat, a.vbat, rtol=1e-6)  # float32 V
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -124,7 +128,27 @@ def _close(a: Flight, b: Flight, pwm_span: float = 1000.0) -> None:
 def test_round_trip_within_the_format_resolution(tmp_path: Path, flight: Flight) -> None:
     (back,) = read(write(flight, tmp_path / "f.bin"))
     _close(flight, back)
-    assert back.meta["units"] == {"cmd": "normalized (PWM 1000..2000 µs)", "rotor_speed": "rad/s (from ESC rpm)"}
+    assert back.meta["units"] == {
+        "cmd": "normalized (PWM 1000..2000 µs)",
+        "rotor_speed": "rad/s (from ESC rpm)",
+        "vbat": "V (BAT.Volt)",
+    }
+
+
+def test_battery_instances_and_an_older_logs_curr(tmp_path: Path) -> None:
+    """BAT at 10 Hz with a second battery (instance 1) logged after it: instance 0 is read and
+    the other named; an older log's CURR.Volt (int16 V x 100, no FMTU) reads as volts."""
+    f = _flight(1000, 400.0, 2.0, seed=8)
+    path = dataflash.write(f, tmp_path / "bat.bin", rates={"BAT": 10.0})
+    other = dataflash._records("BAT", 3, TimeUS=np.rint(f.t[:3] * 1e6).astype(np.uint64), Inst=1, Volt=7.4)
+    path.write_bytes(path.read_bytes() + other.tobytes())
+    (a,) = read(path)
+    assert a.meta["rates"]["vbat"] == pytest.approx(10.0, rel=1e-3) and len(a.t) == len(f.t)
+    np.testing.assert_allclose(a.vbat[::40][:-1], f.vbat[::40][:-1], rtol=1e-6)  # the BAT samples themselves
+    assert "BAT: batteries 0, 1 logged; read instance 0" in a.meta["notes"]
+    (c,) = read(dataflash.write(f, tmp_path / "curr.bin", battery="CURR"))
+    assert c.meta["topics"]["vbat"] == "CURR" and c.meta["units"]["vbat"] == "V (CURR.Volt)"
+    np.testing.assert_allclose(c.vbat, f.vbat, atol=0.005 + 1e-9)  # centivolts
 
 
 def test_pymavlink_reads_what_we_write(tmp_path: Path) -> None:

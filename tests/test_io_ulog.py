@@ -51,7 +51,11 @@ def test_new_topics_are_preferred(events_flight: Flight) -> None:
         "pos": "vehicle_local_position",
         "vel": "vehicle_local_position",
         "landed": "vehicle_land_detected",
+        "vbat": "battery_status",
     }
+    # the SITL battery: voltage_v 15.75-16.2 V, logged at ~5 Hz and held over the IMU's span
+    assert f.vbat.min() == pytest.approx(15.748, abs=1e-3) and f.vbat.max() == pytest.approx(16.2, abs=1e-6)
+    assert f.meta["units"]["vbat"] == "V (battery_status.voltage_v)"
     assert f.meta["rates"]["cmd"] == pytest.approx(10.0, abs=0.2)
     assert f.meta["rates"]["gyro"] == pytest.approx(50.0, abs=0.5)
     assert f.rate == pytest.approx(50.0, abs=0.5)  # the grid of the fastest channel
@@ -151,6 +155,7 @@ def synthetic() -> Flight:
         pos=rng.normal(size=(n, 3)),
         vel=rng.normal(size=(n, 3)),
         landed=(t < 0.5) | (t > 1.5),
+        vbat=16.8 - 0.8 * (t - t[0]),
         meta={"source": "synthetic"},
     )
 
@@ -202,6 +207,7 @@ def test_our_reader_round_trips_within_float32(synthetic: Flight, written: Path)
     np.testing.assert_allclose(np.abs(np.sum(g.quat * f.quat, axis=1)), 1.0, atol=1e-6)
     np.testing.assert_allclose(g.rotor_speed, f.rotor_speed, atol=0.5 * 2 * np.pi / 60 + 1e-9)  # int32 rpm
     np.testing.assert_array_equal(g.landed, f.landed)
+    np.testing.assert_allclose(g.vbat, f.vbat, rtol=1e-7)  # float32 V
     assert g.meta["rates"]["cmd"] == pytest.approx(1000.0)
     assert g.meta["units"]["cmd"] == "normalized"
     assert g.require_rate(250.0, "acc", "gyro", "cmd") is g
@@ -222,6 +228,22 @@ def test_writer_decimates_topics_and_rejects_empty_flights(synthetic: Flight, tm
     with pytest.raises(RotoridError, match="no channel a ULog topic can hold"):
         ulog.write(Flight(t=np.arange(3.0), meta={"source": "empty"}), tmp_path / "e.ulg")
     assert not (tmp_path / "e.ulg").exists()
+
+
+def test_battery_voltage_of_the_first_battery_held_over_the_flight(synthetic: Flight, tmp_path: Path) -> None:
+    """battery_status at 10 Hz starting 0.2 s late, a 0 V sample (no reading yet): the voltage
+    is held back to the IMU's first sample rather than cropping the flight, the 0 V dropped."""
+    f = synthetic.replace(vbat=np.where(synthetic.t < 0.3, 0.0, synthetic.vbat))
+    p = ulog.write(f, tmp_path / "bat.ulg", rates={"battery_status": 10.0})
+    u = ULog(str(p), ["battery_status"])
+    np.testing.assert_allclose(u.get_dataset("battery_status").data["voltage_v"], f.vbat[::100], rtol=1e-7)
+    (g,) = read(p)
+    assert g.t[0] == pytest.approx(f.t[0]) and len(g.t) == len(f.t)
+    first = f.vbat[100]  # the first non-zero sample written (t = 0.35 s)
+    np.testing.assert_allclose(g.vbat[:101], first, rtol=1e-6)
+    np.testing.assert_allclose(g.vbat[200:1401:100], f.vbat[200:1401:100], rtol=1e-6)
+    assert any("dropped 1 samples without a reading" in n for n in g.meta["notes"])
+    assert g.meta["rates"]["vbat"] == pytest.approx(10.0)
 
 
 def test_pwm_outputs_of_an_older_px4(synthetic: Flight, tmp_path: Path) -> None:

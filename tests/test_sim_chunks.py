@@ -1,5 +1,6 @@
 """The plant flown in chunks (`rotorid.sim.dynamics.Plant.run`) gives the samples of one run
-over the whole flight: the state, motor lag, held commands, thrust noise and rotor drag carry."""
+over the whole flight: the state, motor lag, held commands, pre-lag setpoints, thrust noise and
+rotor drag carry."""
 
 from __future__ import annotations
 
@@ -32,11 +33,15 @@ def test_chunks_equal_one_run(lag: bool, monkeypatch: pytest.MonkeyPatch) -> Non
     n, every = 3000, 2
     noise = 0.002 * np.random.default_rng(4).standard_normal((n, 4))
     x0, u0 = hover_state((0.0, 0.0, 1.0), 0.3), [0.6] * 4
-    whole = integrate(body, x0, u0, 1e-3, n, _controller(body), every, noise)
+
+    def sag(k: int, u: list[float], cmd: list[float]) -> list[float]:  # a pre-lag setpoint hook of the step count
+        return [c * (1.0 - 2e-5 * k) for c in cmd]
+
+    whole = integrate(body, x0, u0, 1e-3, n, _controller(body), every, noise, command_hook=sag)
     monkeypatch.setattr(dynamics, "_ROWS", 97)  # rows gathered in odd blocks too
     plant, chunks, a = Plant(body, 1e-3, x0, u0), [], 0
     for size in (1, 776, 1201, 3, n - 1981):
-        chunks.append(plant.run(size, _controller(body), every, noise[a : a + size]))
+        chunks.append(plant.run(size, _controller(body), every, noise[a : a + size], command_hook=sag))
         a += size
     got = plant.close(*chunks)
     for name in ("x", "u", "cmd", "noise"):

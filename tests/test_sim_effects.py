@@ -3,6 +3,7 @@ physics against its formula, off-by-default bit-identity and the randomized suit
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 
@@ -11,7 +12,7 @@ import pytest
 
 from rotorid.frames import GRAVITY
 from rotorid.sim import scenarios
-from rotorid.sim.dynamics import Body, hover_state
+from rotorid.sim.dynamics import Body, hover_state, integrate
 from rotorid.sim.effects import (
     BODY_EFFECTS,
     Plant,
@@ -70,16 +71,29 @@ def test_ground_effect_raises_thrust_by_cheeseman_bennett() -> None:
     assert ground_factor(np.array([0.0]), r)[0] == pytest.approx(4.0 / 3.0)  # held at z = R/2
 
 
-def test_battery_sag_lowers_thrust_at_fixed_command() -> None:
+def test_battery_sag_scales_the_duty_cycle_before_the_motor_lag() -> None:
+    """The motor sees duty x V, so its setpoint is the command times V / V_ref (V from the load
+    at the step's start) and its state reaches that through the lag, not at once; the thrust at
+    a given motor state is the nominal curve's. A speed command keeps its setpoint."""
     body, hubs = _cf_body()
+    body = dataclasses.replace(body, tm_rise=np.full(4, 0.05), tm_fall=np.full(4, 0.05))
     p = _plant(body, hubs, v0=4.2, sag=0.08, drain=0.0)
-    u = np.full(4, 0.9)  # a climb: load (sum f / m g)^1.5 above hover's 1
-    f = p.rotor_thrust(0, hover_state(), u)
-    load = (float(np.sum(body.thrust(u))) / (body.mass * GRAVITY)) ** 1.5
+    u = [0.9] * 4  # a climb: load (sum f / m g)^1.5 above hover's 1
+    load = (float(np.sum(body.thrust(np.array(u)))) / (body.mass * GRAVITY)) ** 1.5
     v = 4.2 * (1 - 0.08 * load)
-    assert p.vbat[0] == pytest.approx(v)
-    np.testing.assert_allclose(f, body.thrust(u * v / (4.2 * 0.92)), rtol=1e-12)
-    assert np.all(f < 0.97 * body.thrust(u))
+    np.testing.assert_allclose(p.command(0, u, u), np.array(u) * v / (4.2 * 0.92), rtol=1e-12)
+    assert p.vbat[0] == pytest.approx(v) and v / (4.2 * 0.92) < 0.985
+    np.testing.assert_array_equal(p.rotor_thrust(0, hover_state(), np.array(u)), body.thrust(np.array(u)))
+    p = Plant.build(PlantSpec(sag=0.08), body, hubs, hover_state((0, 0, 1.0)), 400, 1e-3, np.random.default_rng(0))
+    traj = integrate(body, hover_state((0, 0, 1.0)), u, 1e-3, 400, lambda k, x: u, 1, None, None, p.step, p.command)
+    one = 0.9 + (0.9 * p.vbat[0] / p.v_ref - 0.9) * (1 - math.exp(-1e-3 / 0.05))  # one step of the lag
+    np.testing.assert_allclose(traj.u[1], one, rtol=1e-12)
+    np.testing.assert_allclose(traj.u[-1], 0.9 * p.vbat[-1] / p.v_ref, rtol=2e-3)  # 8 T_m: on the setpoint
+    assert np.all(traj.cmd == 0.9)
+    speed = Plant.build(
+        PlantSpec(sag=0.08, cmd_scales_with_voltage=False), body, hubs, hover_state(), 3, 1e-3, np.random.default_rng(0)
+    )
+    assert speed.command(0, u, u) == u and speed.vbat[0] == pytest.approx(v)
 
 
 def test_battery_drain_lowers_voltage_over_the_flight() -> None:

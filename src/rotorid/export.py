@@ -661,9 +661,20 @@ def export_params(
         f"{i.get('path')} ({windows_text(i.get('windows'))}, sha256 {str(i.get('sha256'))[:12]})" for i in result.inputs
     ]
     provenance = [f"identified from {'; '.join(logs)}"] if logs else []
+    volt = result.settings.get("voltage_model")
+    if volt and fmt in FIRMWARE:
+        provenance.append(
+            f"the thrust curve holds at the battery voltage V_ref {volt['v_ref']:.3f} V (voltage-aware fit)"
+            + ("; the Crazyflie firmware's battery compensation has no parameters" if fmt == "crazyflie" else "")
+        )
     text = export(
         v, fmt, max_rotor_speed, source=f"{params} (method {result.method})", notes=provenance + notes, sigma=sigma
     )
+    if volt and fmt == "ardupilot":
+        from rotorid import firmware
+
+        a = result.params.get("thrust_v_exp")
+        text += firmware.ardupilot_battery(volt, (a.value, a.std) if a else (math.nan, math.nan))
     out = Path(out)
     if out.is_dir():
         raise ExportError(f"{out}: is a folder; --out takes a file name, e.g. {out / ('vehicle.' + _SUFFIX[fmt])}")

@@ -37,6 +37,19 @@ deviation of the firmware's curve from the identified one there is written in th
   normalized motor ratio p (motor.m*/65535, before battery compensation),
   ``quadSysId.thrustToTorque`` (= K_tau, m) and ``quadSysId.armLength`` (CoM to rotor, m).
 
+Battery voltage (where the identification fitted the voltage-aware thrust curve, params.json
+settings "voltage_model"): the curve above then holds at that run's V_ref, and
+- ArduPilot gets ``MOT_BAT_VOLT_MAX``/``MOT_BAT_VOLT_MIN``: AP_MotorsMulticopter
+  update_lift_max_from_batt_voltage divides the thrust demand by lift_max = (1 - e) v + e v²,
+  v = V / MOT_BAT_VOLT_MAX (constrained to MIN..MAX), i.e. it models thrust at output x as the
+  curve at x (V / MOT_BAT_VOLT_MAX): the identified curve's exponent α = 1. The parameter
+  reference (libraries/AP_Motors/AP_MotorsMulticopter.cpp) recommends 4.2 and 3.3 V per cell;
+  the cells are counted from V_ref (`BATTERY_CELL_NOMINAL` V each).
+- Crazyflie: the firmware's battery compensation (src/drivers/src/motors.c,
+  motorsCompensateBatteryVoltage, CONFIG_ENABLE_THRUST_BAT_COMPENSATED) uses compiled-in
+  constants, no parameter, so nothing voltage-aware is exported; the file says at which
+  voltage its coefficients hold.
+
 σ: each value's σ is propagated from the σ of the parameters it is computed from (numerical
 derivative through `rotorid.identified.changes`); params.json holds no covariances, so the
 correlations between the parameters are neglected.
@@ -253,6 +266,28 @@ VALUES: dict[str, Callable[[Vehicle], dict[str, float]]] = {
     "betaflight": betaflight_values,
     "crazyflie": crazyflie_values,
 }
+
+
+#: ArduPilot's recommended battery-compensation voltages per cell (AP_MotorsMulticopter.cpp
+#: MOT_BAT_VOLT_MAX/MIN), and the cell voltage a flight's median is counted in (LiPo, mid-charge).
+AP_CELL_MAX, AP_CELL_MIN, BATTERY_CELL_NOMINAL = 4.2, 3.3, 3.8
+
+
+def ardupilot_battery(model: dict[str, float], alpha: tuple[float, float]) -> str:
+    """The `.parm` lines enabling ArduPilot's battery compensation for a run that fitted the
+    voltage-aware curve (`model`: its settings' "voltage_model"; `alpha`: thrust_v_exp and σ)."""
+    cells = max(1, round(model["v_ref"] / BATTERY_CELL_NOMINAL))
+    a, sd = alpha
+    lines = [
+        f"Battery compensation: the flights' voltage {model['v_min']:.2f}–{model['v_max']:.2f} V (median "
+        f"{model['v_ref']:.2f} V: {cells} cell{'s' * (cells > 1)}) entered the thrust curve as the command x (V/V_ref)^α, "
+        f"α = {a:.3g} ± {sd:.2g}; ArduPilot's compensation assumes α = 1.",
+        f"MOT_BAT_VOLT_MAX/MIN: ArduPilot's recommended {AP_CELL_MAX:g} and {AP_CELL_MIN:g} V per cell (no σ).",
+    ]
+    if abs(a - 1.0) > 2.0 * sd:
+        lines.append(f"The data put α {abs(a - 1.0) / sd:.1f}σ from 1: the compensation will over- or under-correct.")
+    body = f"MOT_BAT_VOLT_MAX,{round(AP_CELL_MAX * cells, 3)!r}\nMOT_BAT_VOLT_MIN,{round(AP_CELL_MIN * cells, 3)!r}\n"
+    return _comment(lines) + body
 
 
 # -- rendering ---------------------------------------------------------------------------------

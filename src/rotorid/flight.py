@@ -378,6 +378,31 @@ def grid_size(span: float, rate: float, n_logged: float, source: str, tol: float
     return int(np.floor(n + tol * rate)) + 1
 
 
+def voltage_series(
+    t: np.ndarray, v: np.ndarray, what: str, notes: list[str], others: dict[str, Series]
+) -> Series | None:
+    """The battery voltage (V) a reader found at times `t`: samples without a reading (0 V or
+    less, NaN: a monitor not connected yet) and repeated time stamps dropped, with a note, and
+    the rest held over the span of the `others` channels by its first and last values: a slow
+    battery monitor (1-10 Hz) starting late must not crop the flight `align` puts on the
+    channels' common span. None when fewer than two samples are left."""
+    order = np.argsort(t, kind="stable")
+    t, v = t[order], np.asarray(v, dtype=float)[order]
+    ok = (v > 0) & np.isfinite(t) & np.concatenate([[True], np.diff(t) > 0])
+    if not ok.all():
+        notes.append(f"{what}: dropped {int((~ok).sum())} samples without a reading (0 V)")
+    t, v = t[ok], v[ok]
+    if len(t) < 2:
+        return None
+    if others:
+        start, end = max(float(s.t[0]) for s in others.values()), min(float(s.t[-1]) for s in others.values())
+        if start < t[0]:
+            t, v = np.concatenate([[start], t]), np.concatenate([v[:1], v])
+        if end > t[-1]:
+            t, v = np.append(t, end), np.append(v, v[-1])
+    return Series(t, v)
+
+
 def source_gaps(series: dict[str, Series], periods: float = GAP_PERIODS) -> list[tuple[float, float]]:
     """Drop-outs of per-topic series before `align` bridges them: steps longer than
     min(`periods` sample periods, MAX_GAP) in any channel, overlapping ones merged, sorted.

@@ -58,6 +58,8 @@ class MotionSettings:
       (default 3/high, plus 2/low with a low cut). `order`: Butterworth order.
     - `mocap_delay`: seconds by which the motion-capture pose lags the commands; the pose is
       read at t + delay. `fs`: the sampling rate (set by `at`).
+    - `voltage_model`: (α, V_ref): rotor terms from commands times (V / V_ref)^α, the battery
+      voltage's effect on the rotor speed (`rotorid.methods.voltage`); None: the commands alone.
     """
 
     source: str = "imu"
@@ -69,6 +71,7 @@ class MotionSettings:
     order: int = 4
     mocap_delay: float = 0.0
     fs: float | None = None
+    voltage_model: tuple[float, float] | None = None
 
     def at(self, fs: float) -> MotionSettings:
         """Concrete settings for data sampled at `fs` Hz (every default filled in, checked)."""
@@ -140,9 +143,12 @@ def speed_source(flight: Flight, vehicle: Vehicle, speed: str) -> str:
     return speed
 
 
-def rotor_terms(flight: Flight, vehicle: Vehicle, speed: str, tm: float | None) -> np.ndarray:
-    """Rotor states u (N, M): measured rotor speeds, or the commands through the motor lag
-    (`signal.motor_lag`) when `tm` is given (the paper neglects the lag: tm None)."""
+def rotor_terms(
+    flight: Flight, vehicle: Vehicle, speed: str, tm: float | None, voltage: tuple[float, float] | None = None
+) -> np.ndarray:
+    """Rotor states u (N, M): measured rotor speeds, or the commands, times (V / V_ref)^α of the
+    battery voltage with `voltage` = (α, V_ref) (`rotorid.methods.voltage`), through the motor
+    lag (`signal.motor_lag`) when `tm` is given (the paper neglects the lag: tm None)."""
     src = speed_source(flight, vehicle, speed)
     flight.require_rate(MIN_RATE_HZ, src)
     u = getattr(flight, src)
@@ -151,7 +157,13 @@ def rotor_terms(flight: Flight, vehicle: Vehicle, speed: str, tm: float | None) 
             f"{flight.source}: channel '{src}' has {u.shape[1]} motors but vehicle '{vehicle.name}' "
             f"has {vehicle.n_rotors} rotors; check the vehicle description"
         )
-    return motor_lag(u, flight.t, tm) if (src == "cmd" and tm) else u
+    if src != "cmd":
+        return u
+    if voltage is not None:
+        if flight.vbat is None:
+            raise RotoridError(f"{flight.source}: the voltage-aware rotor terms need the battery voltage (vbat)")
+        u = u * ((flight.vbat / voltage[1]) ** voltage[0])[:, None]
+    return motor_lag(u, flight.t, tm) if tm else u
 
 
 def _imu_motion(flight: Flight, vehicle: Vehicle, st: MotionSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -322,7 +334,7 @@ def motion(flight: Flight, vehicle: Vehicle, settings: MotionSettings) -> Motion
     motion capture (`settings.source`); `settings` concrete (`MotionSettings.at`)."""
     if settings.fs is None:
         settings = settings.at(flight.rate)
-    u = rotor_terms(flight, vehicle, settings.speed, settings.tm)
+    u = rotor_terms(flight, vehicle, settings.speed, settings.tm, settings.voltage_model)
     if settings.source == "imu":
         omega, omega_dot, s = _imu_motion(flight, vehicle, settings)
     else:

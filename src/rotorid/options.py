@@ -193,6 +193,17 @@ def band_option() -> Any:
     )
 
 
+def voltage_option() -> Any:
+    """The `voltage` settings field of the methods whose thrust curve may take the battery
+    voltage (delay, tls): one `--voltage` for both."""
+    return option(
+        "auto",
+        "Battery voltage in the thrust curve (the lag of command x (V/V_ref)^α): auto (where the log has vbat, when "
+        "it predicts held-out thrust better), on, off.",
+        shared=True,
+    )
+
+
 def tm_bounds_option() -> Any:
     """The `tm_bounds` settings field of the methods that search the motor time constant (delay,
     freq): one `--tm-bounds` for both."""

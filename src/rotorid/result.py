@@ -38,6 +38,8 @@ PARAMS: dict[str, tuple[str, str]] = {
     "k_tau": ("m", "torque-to-thrust ratio k_tau = k_d / k_t"),
     "k_rd": ("N s/m", "rotor-drag coefficient: in-plane hub force -k_rd u v_hub (per rotor)"),
     "hover_cmd": ("1", "hover command"),
+    "thrust_v_exp": ("1", "battery-voltage exponent α: the thrust curve holds in the command u (V/V_ref)^α"),
+    "thrust_v_drop": ("%", "thrust lost at the hover command from the flights' highest battery voltage to the lowest"),
     "I_xx": ("kg m^2", "moment of inertia about x"),
     "I_yy": ("kg m^2", "moment of inertia about y"),
     "I_zz": ("kg m^2", "moment of inertia about z"),

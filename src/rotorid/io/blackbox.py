@@ -8,7 +8,8 @@ signs, tests/test_io_blackbox.py). So:
 `gyroADC` · gyro_scale is deg/s (Cleanflight-family scale; blackbox-log-viewer converts the
 same way) -> rad/s; `accSmooth` / acc_1G is g -> m/s²; `motor[i]` over the header's
 `motorOutput` min..max -> 0…1; `eRPM[i]` (electrical rpm/100, bidirectional DShot) -> rotor
-rad/s with `motor_poles`; `time` µs -> s since the flight controller started.
+rad/s with `motor_poles`; `vbatLatest` -> the battery voltage in V (its unit depends on the
+firmware version, `_vbat_volts_per_count`); `time` µs -> s since the flight controller started.
 
 INAV (header `Firmware revision:INAV …`, `Firmware type:Cleanflight`) writes the same
 self-describing format and is read with the same conversions; its sources (iNavFlight/inav):
@@ -344,8 +345,12 @@ def _flight(
                 f"{path}: eRPM logged but motor_poles unknown; give --motor-poles N (motor_poles=N in Python) to read rotor speed",
                 stacklevel=4,
             )
+    if "vbatLatest" in names:
+        vbat = _vbat(path, headers, t, col(["vbatLatest"])[:, 0], notes, units)
+        if vbat is not None:
+            series["vbat"] = vbat
     for ch, s in list(series.items()):
-        ok = np.all(np.isfinite(s.values), axis=1)
+        ok = np.all(np.isfinite(s.values.reshape(len(s.t), -1)), axis=1)
         if not ok.all():
             notes.append(f"log {index}: {ch}: dropped {int((~ok).sum())} frames with non-numeric values")
             series[ch] = Series(s.t[ok], s.values[ok])
@@ -503,6 +508,55 @@ def _acc_lowpass(headers: dict[str, Any]) -> dict[str, Any] | None:
     return {"kind": "biquad", "hz": hz}
 
 
+#: Firmware name and version at the start of the header's "Firmware revision".
+_REVISION = re.compile(r"\s*(Betaflight|Cleanflight)\s+(\d+)\.(\d+)", re.IGNORECASE)
+#: vbatLatest's median over the flight may differ from the header's vbatref (the pack at arming,
+#: same unit) by this share before the unit is doubted: a pack sags ~10-20 % under load.
+VBATREF_MATCH = 0.3
+
+
+def _vbat_volts_per_count(headers: dict[str, Any], path: Path) -> tuple[float | None, str]:
+    """Volts per `vbatLatest` count and how that was decided, by firmware version as the
+    community's viewer decodes it (betaflight/blackbox-log-viewer js/flightlog_fields_presenter.js,
+    'vbatLatest'; js/flightlog.js vbatADCToMillivolts): Betaflight >= 4.0 logs 0.01 V, Betaflight
+    >= 3.1 and Cleanflight >= 2.0 0.1 V; older firmwares the 12-bit ADC reading, mV = ADC · 33 · 10
+    · vbatscale / 4095 with the header's `vbatscale`. None when the firmware is not one of these."""
+    m = _REVISION.match(str(headers.get("Firmware revision", "")))
+    if m is None:
+        return None, f"firmware {quote(headers.get('Firmware revision', '?'))}: vbatLatest's unit unknown, not read"
+    name, version = m.group(1).lower(), (int(m.group(2)), int(m.group(3)))
+    if name == "betaflight" and version >= (4, 0):
+        return 0.01, "0.01 V (Betaflight >= 4.0)"
+    if (name == "betaflight" and version >= (3, 1)) or (name == "cleanflight" and version >= (2, 0)):
+        return 0.1, "0.1 V (Betaflight >= 3.1, Cleanflight >= 2.0)"
+    scale = _number(headers, "vbatscale", path) or _number(headers, "vbat_scale", path)
+    if not scale or scale <= 0:
+        return None, "vbatLatest is an ADC reading on this firmware and the header has no vbatscale: not read"
+    return 33.0 * 10.0 * scale / 4095.0 / 1000.0, f"ADC counts x vbatscale {scale:g} (firmware before 3.1)"
+
+
+def _vbat(
+    path: Path, headers: dict[str, Any], t: np.ndarray, raw: np.ndarray, notes: list[str], units: dict[str, str]
+) -> Series | None:
+    """The battery voltage (V) from `vbatLatest` counts (`_vbat_volts_per_count`); samples of
+    0 (no voltage meter) dropped; a median far from the header's `vbatref` is warned about."""
+    per_count, how = _vbat_volts_per_count(headers, path)
+    ok = np.isfinite(raw) & (raw > 0)
+    if per_count is None or ok.sum() < 2:
+        notes.append(how if per_count is None else "vbatLatest is 0 throughout (no voltage meter): not read")
+        return None
+    v = raw[ok] * per_count
+    ref = _number(headers, "vbatref", path)
+    if ref and abs(ref * per_count / np.median(v) - 1.0) > VBATREF_MATCH:
+        warnings.warn(
+            f"{path}: the battery voltage read as {np.median(v):.2f} V (vbatLatest in {how}) but the header's vbatref "
+            f"says {ref * per_count:.2f} V at arming; the unit may be wrong for this firmware",
+            stacklevel=5,
+        )
+    units["vbat"] = f"V (vbatLatest, {how})"
+    return Series(t[ok], v)
+
+
 def _is_inav(headers: dict[str, Any]) -> bool:
     return str(headers.get("Firmware revision", "")).strip().upper().startswith("INAV")
 
@@ -646,7 +700,7 @@ def read(
         }
         meta["notes"] += skipped
         flight, _ = align(series, rate=rate or max(s.rate for s in series.values()), meta=meta)
-        flights += dropouts.split(flight, series, path)
+        flights += dropouts.split(flight, {ch: x for ch, x in series.items() if ch != "vbat"}, path)
     if not flights:
         raise LogFormatError(f"{path}: no flight data in {n_logs} log section(s): {'; '.join(skipped)}")
     if skipped:

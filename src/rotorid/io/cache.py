@@ -140,6 +140,8 @@ def _store(entry: Path, key: str, flights: list[Flight], said: list[list[str]]) 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from rotorid.flight import FLAT
+
     try:
         metas = [_tagged(f.meta) for f in flights]
         if not flights or not all(
@@ -148,7 +150,7 @@ def _store(entry: Path, key: str, flights: list[Flight], said: list[list[str]]) 
             return
     except (TypeError, ValueError):  # a meta JSON cannot hold as it is: not cached
         return
-    channels = [{c: int(np.shape(getattr(f, c))[1]) if c != "landed" else 1 for c in f.channels} for f in flights]
+    channels = [{c: int(np.shape(getattr(f, c))[1]) if c not in FLAT else 1 for c in f.channels} for f in flights]
     names = sorted({f"{c}.{j}" for ch in channels for c, k in ch.items() for j in range(k)})
     arrays = {"t": np.concatenate([f.t for f in flights])}
     for name in names:

@@ -10,7 +10,8 @@ Channels: `IMU` (AccX/Y/Z, GyrX/Y/Z; instance `imu`, default the lowest instance
 ArduPilot's first IMU), or with `imu_source="batch"` the batch sampler's raw sensor-rate
 samples (`ISBH`/`ISBD`, value/`mul`); `RCOU` PWM µs of the motor outputs (channels whose
 `SERVOn_FUNCTION` is Motor1…12) scaled to 0…1 by `MOT_PWM_MIN/MAX`; `ESC` RPM per output ->
-rad/s; `ATT` Roll/Pitch/Yaw -> attitude. ArduPilot's body FRD / world NED become FLU / ENU.
+rad/s; `ATT` Roll/Pitch/Yaw -> attitude; `BAT.Volt` (else `CURR.Volt`) -> battery voltage.
+ArduPilot's body FRD / world NED become FLU / ENU.
 Time is `TimeUS` (since boot) in seconds. A log cut mid-message (power loss) decodes to its
 whole messages with a warning; logging drop-outs split the flight as for ULog.
 
@@ -36,7 +37,7 @@ import numpy as np
 
 from rotorid import frames
 from rotorid.errors import LogFormatError, RotoridError, quote
-from rotorid.flight import Flight, Series, align
+from rotorid.flight import Flight, Series, align, voltage_series
 from rotorid.io import dropouts, guard, register
 from rotorid.io.ulog import _clean
 from rotorid.signal import SID_AXES, sid_chirp
@@ -65,6 +66,7 @@ _SI = {
     "deg": np.pi / 180.0,
     "degheading": np.pi / 180.0,
     "us": 1.0,
+    "V": 1.0,
 }
 #: Multipliers a column may carry (ArduPilot's are positive powers of ten and a few unit factors); a
 #: corrupt MULT value (campaign, dataflash input 205301: -inf) would silently scale or flip data.
@@ -74,6 +76,7 @@ _DOCUMENTED = {  # units ArduPilot documents by column prefix, for logs too old 
     "RCOU": {"C": "us"},
     "ESC": {"RPM": "rpm"},
     "ATT": {"Roll": "deg", "Pitch": "deg", "Yaw": "deg"},
+    "BAT": {"Volt": "V"},
 }
 #: columns rotorid reads per message ("S" text, "n" number, "a" 32 int16 samples): a FMT
 #: without them is corrupt
@@ -86,6 +89,8 @@ _NEEDS = {
     "RCOU": {"TimeUS": "n", "C1": "n"},
     "ESC": {"TimeUS": "n", "Instance": "n", "RPM": "n"},
     "ATT": {"TimeUS": "n", "Roll": "n", "Pitch": "n", "Yaw": "n"},
+    "BAT": {"TimeUS": "n", "Volt": "n"},
+    "CURR": {"TimeUS": "n", "Volt": "n"},
     "SIDS": dict.fromkeys(("TimeUS", "Ax", "Mag", "FSt", "FSp", "TFin", "TC", "TR", "TFout"), "n"),
     "SIDD": dict.fromkeys(("TimeUS", "Time", "Targ"), "n"),
 }
@@ -396,6 +401,27 @@ def _finite(s: Series, path: Path, what: str, notes: list[str]) -> Series | None
     return _clean(s.t[ok], s.values[ok], notes, what, path)
 
 
+def _battery(log: _Log, notes: list[str]) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """Battery voltage: (time s, V, source) from `BAT.Volt` (V; the lowest instance, others named
+    in the notes), else an older log's `CURR.Volt` (int16 V x 100, ArduCopter 3.x Log_Write_Current
+    `battery.voltage() * 100`; a float column is V). None when neither message is logged."""
+    if log.has("BAT"):
+        rows = log.table("BAT")
+        inst = next((c for c in ("Inst", "Instance") if c in (rows.dtype.names or ())), None)  # 4.1+, older
+        ids = _instances(log, "BAT", inst) if inst else np.array([0])
+        t, v = log.columns("BAT", ["Volt"], rows if inst is None else rows[rows[inst] == ids.min()])
+        if len(ids) > 1:
+            notes.append(f"BAT: batteries {', '.join(map(str, ids))} logged; read instance {int(ids.min())}")
+        return t, v[:, 0], "BAT"
+    if not log.has("CURR"):
+        return None
+    rows = log.table("CURR")
+    scale, unit = log.scale("CURR", "Volt")
+    t_scale, _ = log.scale("CURR", "TimeUS")
+    scale = 0.01 if not unit and rows.dtype["Volt"].kind in "iu" and scale == 1.0 else scale
+    return _f64(rows["TimeUS"]) * (t_scale if t_scale != 1.0 else 1e-6), _f64(rows["Volt"]) * scale, "CURR"
+
+
 @register("dataflash", (".bin",), magic=MAGIC)
 @guard.reader
 def read(
@@ -456,6 +482,25 @@ def _damage_notes(log: _Log, notes: list[str]) -> None:
         warnings.warn(msg, stacklevel=5)  # past _flights, read and guard.reader
 
 
+def _rotor_speeds(
+    log: _Log, chans: list[int], n_motors: int | None, notes: list[str]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """ESC telemetry rpm of the motor outputs `chans` on the first motor's time stamps (None,
+    with a note, when a motor has none). ESC instance i drives output i + 1; without RCOU,
+    every ESC instance logged is a motor."""
+    esc = log.table("ESC")
+    outs = chans or (range(1, n_motors + 1) if n_motors else _instances(log, "ESC", "Instance").astype(int) + 1)
+    sel = [esc[esc["Instance"] == c - 1] for c in outs]
+    per = [
+        _finite(Series(*log.columns("ESC", ["RPM"], r)), log.path, f"ESC {c}", notes)
+        for c, r in zip(outs, sel, strict=True)
+    ]
+    if not all(p is not None for p in per):
+        notes.append("ESC: telemetry missing for some motors; rotor_speed not read")
+        return None
+    return per[0].t, np.column_stack([np.interp(per[0].t, p.t, p.values[:, 0]) for p in per])
+
+
 def _flights(
     log: _Log,
     imu: int | None,
@@ -498,20 +543,9 @@ def _flights(
             put("cmd", "RCOU", t, cmd)
             n_motors = len(chans)
             notes.append(f"RCOU: motors on output channels {chans}")
-    if log.has("ESC"):
-        esc = log.table("ESC")
-        # ESC instance i drives output i + 1; without RCOU, every ESC instance logged is a motor
-        outs = chans or (range(1, n_motors + 1) if n_motors else _instances(log, "ESC", "Instance").astype(int) + 1)
-        per = [
-            _finite(Series(*log.columns("ESC", ["RPM"], esc[esc["Instance"] == c - 1])), path, f"ESC {c}", notes)
-            for c in outs
-        ]
-        if all(p is not None for p in per):
-            t0 = per[0].t
-            put("rotor_speed", "ESC", t0, np.column_stack([np.interp(t0, p.t, p.values[:, 0]) for p in per]))
-            units["rotor_speed"] = "rad/s (from ESC rpm)"
-        else:
-            notes.append("ESC: telemetry missing for some motors; rotor_speed not read")
+    if log.has("ESC") and (rpm := _rotor_speeds(log, chans, n_motors, notes)) is not None:
+        put("rotor_speed", "ESC", *rpm)
+        units["rotor_speed"] = "rad/s (from ESC rpm)"
     if log.has("ATT"):
         put("quat", "ATT", *_attitude(log))
     ok = {ch: s for ch, s in series.items() if len(s.t) >= 2}
@@ -519,6 +553,9 @@ def _flights(
         raise LogFormatError(
             f"{path}: no IMU, RCOU, ESC or ATT messages with at least two samples; check LOG_BITMASK ({RATE_HINT})"
         )
+    fast = dict(ok)  # the battery's slow samples are no drop-outs
+    if (bat := _battery(log, notes)) and (s := voltage_series(bat[0], bat[1], f"{bat[2]}.Volt", notes, fast)):
+        ok["vbat"], source["vbat"], units["vbat"] = s, bat[2], f"V ({bat[2]}.Volt)"
     _damage_notes(log, notes)
     sid = _sid(log, notes)
     meta: dict[str, Any] = {
@@ -534,8 +571,8 @@ def _flights(
         },
         **({"sid": sid} if sid else {}),
     }
-    flight, _ = align(ok, rate=rate or max(s.rate for s in ok.values()), meta=meta)
-    return dropouts.split(flight, ok, path)
+    flight, _ = align(ok, rate=rate or max(s.rate for s in fast.values()), meta=meta)
+    return dropouts.split(flight, fast, path)
 
 
 def _sid(log: _Log, notes: list[str]) -> dict[str, float] | None:
@@ -585,6 +622,8 @@ _MSGS = {
     "ATT": (72, "QffffffB", "TimeUS,DesRoll,Roll,DesPitch,Pitch,DesYaw,Yaw,AEKF", "sddddhh-", "F000000-"),
     "SIDD": (206, "Qfffffffff", "TimeUS,Time,Targ,F,Gx,Gy,Gz,Ax,Ay,Az", "ss-zkkkooo", "F---------"),
     "SIDS": (207, "QBfffffff", "TimeUS,Ax,Mag,FSt,FSp,TFin,TC,TR,TFout", "s--ssssss", "F--------"),
+    "BAT": (147, "QBfff", "TimeUS,Inst,Volt,VoltR,Curr", "s#vvA", "F-000"),
+    "CURR": (148, "Qhhh", "TimeUS,Throttle,Volt,Curr", None, None),  # older: int16 V x 100, no FMTU
 }  # fmt: skip
 _UNITS = {
     "s": "s", "#": "instance", "-": "", "E": "rad/s", "o": "m/s/s", "O": "degC", "z": "Hz", "Y": "us",
@@ -618,16 +657,15 @@ def write(
     pwm: tuple[float, float] = (1000.0, 2000.0),
     rates: dict[str, float] | None = None,
     params: dict[str, float] | None = None,
+    battery: str = "BAT",
 ) -> Path:
-    """Write `flight` as an ArduPilot DataFlash log (FRD/NED), atomically.
-
-    IMU (instance 0, float32), SIDS/SIDD when `meta["sid"]` holds a System ID sweep, RCOU (commands 0…1 -> uint16 µs over `pwm`, with
-    SERVOn_FUNCTION = Motor n and MOT_PWM_MIN/MAX), ESC (one instance per motor, rpm float32)
-    and ATT (degrees) with `TimeUS` = t·10⁶ rounded to the µs (t must be >= 0). `rates`
-    decimates messages ({"RCOU": 10.0} as ArduCopter logs it; default every sample). pos, vel,
-    gyro_dot and landed have no counterpart here and are not written; nor have commands in
-    rad/s (a rad_s vehicle's), which are left out with a warning when rotor speeds go to ESC.
-    """
+    """Write `flight` as an ArduPilot DataFlash log (FRD/NED), atomically: IMU (instance 0,
+    float32), SIDS/SIDD when `meta["sid"]` holds a System ID sweep, RCOU (commands 0…1 -> uint16 µs over `pwm`, with
+    SERVOn_FUNCTION = Motor n and MOT_PWM_MIN/MAX), ESC (one instance per motor, rpm float32),
+    ATT (degrees), the voltage as `battery` "BAT" (V) or "CURR" (older: int16 V·100), with `TimeUS`
+    = t·10⁶ rounded to the µs (t >= 0). `rates` decimates messages ({"RCOU": 10.0} as ArduCopter
+    logs it; default all). pos, vel, gyro_dot, landed and rad/s commands (a rad_s vehicle's: left
+    out with a warning when rotor speeds go to ESC) have no counterpart here."""
     path = Path(path)
     if flight.t[0] < 0:
         raise RotoridError(f"{flight.source}: DataFlash TimeUS cannot be negative (t starts at {flight.t[0]:g} s)")
@@ -678,6 +716,9 @@ def write(
         ypr = np.degrees(frames.quat_to_rot(frames.quat_enu_flu_to_ned_frd(flight.quat[i])).as_euler("ZYX"))
         yaw = np.mod(ypr[:, 0], 360.0)
         data.append(_records("ATT", len(i), TimeUS=t_us[i], Roll=ypr[:, 2], Pitch=ypr[:, 1], Yaw=yaw, DesYaw=yaw))
+    if flight.vbat is not None:
+        v, i = flight.vbat[keep(battery)], keep(battery)
+        data.append(_records(battery, len(i), TimeUS=t_us[i], Volt=np.rint(100 * v) if battery == "CURR" else v))
     sid = flight.meta.get("sid")
     if sid and sid.get("firmware") != "betaflight" and flight.acc is not None and flight.gyro is not None:
         data += _sid_records(flight, sid, t_us)

@@ -25,7 +25,7 @@ import numpy as np
 
 from rotorid import frames
 from rotorid.errors import LogFormatError, RotoridError, clip, quote
-from rotorid.flight import Flight, Series, align, source_gaps
+from rotorid.flight import Flight, Series, align, source_gaps, voltage_series
 from rotorid.frames import frd_to_flu
 from rotorid.io import guard, register
 from rotorid.util import atomic_write
@@ -49,6 +49,7 @@ TOPICS = (
     "vehicle_attitude",
     "vehicle_local_position",
     "vehicle_land_detected",
+    "battery_status",
 )
 _RELATIVE_TIMESTAMP_INVALID = 0x7FFFFFFF
 #: info key in which rotorid's writer records the unit of the commands in actuator_motors
@@ -125,18 +126,21 @@ class _Topics:
         self.params: dict[str, Any] = dict(ulog.initial_parameters)
         self.info: dict[str, Any] = dict(ulog.msg_info_dict)
         self.data: dict[str, dict[str, np.ndarray]] = {}
+        #: every instance of a topic with >= 2 samples, lowest multi_id first
+        self.instances: dict[str, list[dict[str, np.ndarray]]] = {}
         for d in sorted(ulog.data_list, key=lambda d: d.multi_id):
             ts = d.data.get("timestamp")
-            if d.name not in self.data and ts is not None and len(ts) >= 2:
-                self.data[d.name] = d.data
+            if ts is not None and len(ts) >= 2:
+                self.data.setdefault(d.name, d.data)
+                self.instances.setdefault(d.name, []).append(d.data)
 
     def get(self, topic: str) -> dict[str, np.ndarray] | None:
         return self.data.get(topic)
 
-    def time(self, topic: str, relative: str | None = None) -> np.ndarray:
+    def time(self, topic: str, relative: str | None = None, d: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Sample times in s since the log start: `timestamp_sample` if the topic has it, else
-        `timestamp` (+ a `*_timestamp_relative` field when given)."""
-        d = self.data[topic]
+        `timestamp` (+ a `*_timestamp_relative` field when given); of instance `d` if given."""
+        d = self.data[topic] if d is None else d
         ts = d["timestamp_sample"] if "timestamp_sample" in d else d["timestamp"]
         if np.any(ts >= _MAX_TIMESTAMP_US):
             raise LogFormatError(f"{self.path}: topic '{topic}' has corrupt time stamps (beyond 2^62 µs)")
@@ -371,6 +375,31 @@ def _read_state(c: _Channels, path: Path) -> None:
         c.put("vel", "vehicle_local_position", t, frames.ned_to_enu(vel))
 
 
+#: battery_status fields holding the pack voltage (V), in order of preference: the reading itself
+#: (what the motors see, sag included), else the filtered one that older PX4 versions also log
+_VOLTAGE_FIELDS = ("voltage_v", "voltage_filtered_v")
+
+
+def _read_battery(c: _Channels) -> None:
+    """Battery voltage (V) from `battery_status`: the first instance (lowest multi_id) that
+    reports one, others named in the notes; held over the other channels' span
+    (`voltage_series`): the topic is logged at ~1-10 Hz and must not crop the flight."""
+    found = []
+    for d in c.topics.instances.get("battery_status", []):
+        field = next((f for f in _VOLTAGE_FIELDS if f in d), None)
+        if field is not None and np.any(d[field] > 0):
+            found.append((d, field))
+    if not found:
+        return
+    (d, field), what = found[0], f"battery_status.{found[0][1]}"
+    if len(found) > 1:
+        c.notes.append(f"battery_status: {len(found)} batteries report a voltage; read the first (instance 0)")
+    others = {ch: s for ch, s in c.series.items() if ch != "landed"}
+    s = voltage_series(c.topics.time("battery_status", d=d), d[field].astype(np.float64), what, c.notes, others)
+    if s is not None:
+        c.series["vbat"], c.source["vbat"], c.units["vbat"] = s, "battery_status", f"V ({what})"
+
+
 def _read_landed(c: _Channels) -> None:
     """The land detector publishes on change: its last state holds to the end of the log."""
     tp = c.topics
@@ -410,6 +439,7 @@ def read(
             f"{path}: none of the topics rotorid reads is in this ULog ({', '.join(TOPICS[:-1])}); "
             "check the logger's SDLOG_PROFILE"
         )
+    _read_battery(c)
     _read_landed(c)
     meta: dict[str, Any] = {
         "source": str(path),
@@ -421,7 +451,8 @@ def read(
         "units": c.units,
         "notes": c.notes,
     }
-    fast = {ch: s for ch, s in c.series.items() if ch != "landed"}  # landed's long intervals are no gaps
+    # landed's long intervals and a battery monitor's slow samples are no gaps
+    fast = {ch: s for ch, s in c.series.items() if ch not in ("landed", "vbat")}
     flight, _ = align(c.series, rate=rate or max(s.rate for s in fast.values()), meta=meta)
     gaps = source_gaps(fast)
     flight.meta["align"]["gaps"] = gaps
@@ -497,6 +528,13 @@ def _topic_specs(flight: Flight, motors_max: int, pwm: tuple[float, float] | Non
         specs.append(("vehicle_local_position", fields))
     if flight.landed is not None:
         specs.append(("vehicle_land_detected", [("bool", "landed", flight.landed.astype(np.uint8))]))
+    if flight.vbat is not None:
+        specs.append(
+            (
+                "battery_status",
+                [("float", "voltage_v", flight.vbat), ("bool", "connected", np.ones(len(flight.t), np.uint8))],
+            )
+        )
     return specs
 
 
@@ -517,7 +555,8 @@ def write(
     Every topic carries `timestamp` and `timestamp_sample` (uint64 µs) = `t0_us` + t·10⁶
     rounded to the µs; the header timestamp is `t0_us`, so reading back gives t. `rates`
     optionally decimates topics ({"vehicle_attitude": 100, ...}; default: every sample).
-    Rotor speed goes to `esc_status.esc[i].esc_rpm` as int32 rpm (PX4's type, ±0.05 rad/s).
+    Rotor speed goes to `esc_status.esc[i].esc_rpm` as int32 rpm (PX4's type, ±0.05 rad/s), the
+    battery voltage to `battery_status.voltage_v`.
     `params` are written as ULog parameters (ints as int32, floats as float).
 
     With `pwm=(min_us, max_us)` the (normalized) commands go to `actuator_outputs` as PWM µs

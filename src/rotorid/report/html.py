@@ -100,6 +100,8 @@ _MANOEUVRE = {
     "thrust_c1": "thrust",
     "thrust_c2": "thrust",
     "hover_cmd": "thrust",
+    "thrust_v_exp": "thrust",
+    "thrust_v_drop": "thrust",
     "I_xx": "roll/pitch",
     "I_yy": "roll/pitch",
     "I_zz": "yaw",

@@ -10,7 +10,8 @@ the CoM):
     q_dot = q * (0, w) / 2
 
 with f_i = sum_j K_j u_i^j + w_i (thrust noise, Kwon eq. 51, held over a step) and the motor
-state u_i a first-order lag of its command with rise/fall constants (optionally per motor).
+state u_i a first-order lag of its setpoint (the command, or what a `CommandHook` makes of it:
+the battery voltage's duty-cycle scaling) with rise/fall constants (optionally per motor).
 
 Optional rotor drag (blade flapping and induced drag, the linear rotor-drag model of Martin &
 Salaün, ICRA 2010; Kai et al., IFAC 2017; Faessler et al., RA-L 2018): each rotor feels a force
@@ -51,6 +52,9 @@ Controller = Callable[[int, tuple[float, ...]], Sequence[float]]
 #: hook(k, state, motor states, perturbation wrench) -> the step's perturbation wrench (6-tuple,
 #: body, about the CoM) held over step k (`rotorid.sim.effects.Plant.step`).
 StepHook = Callable[[int, tuple[float, ...], list[float], tuple[float, ...]], tuple[float, ...]]
+#: command_hook(k, motor states, commands) -> the setpoints the motors follow over step k, before
+#: their lag (`rotorid.sim.effects.Plant.command`: a duty cycle times the battery voltage).
+CommandHook = Callable[[int, list[float], list[float]], list[float]]
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,7 @@ def integrate(
     thrust_noise: np.ndarray | None = None,
     progress: Callable[[int], None] | None = None,
     hook: StepHook | None = None,
+    command_hook: CommandHook | None = None,
 ) -> Trajectory:
     """Integrate `n_steps` RK4 steps of `dt` from state `x0` and motor states `u0`.
 
@@ -197,9 +202,11 @@ def integrate(
     (clamped to [cmd_min, cmd_max]) are held until the next call. `thrust_noise` (n_steps, M)
     is added to the rotor thrusts during each step. `progress(k)` is called every 1000 steps.
     One `Plant` run over all the steps (`Plant.run` gives the same numbers in any chunks).
-    `hook` (`StepHook`, e.g. `rotorid.sim.effects.Plant.step`) adds body effects to each step.
+    `hook` (`StepHook`, e.g. `rotorid.sim.effects.Plant.step`) adds body effects to each step;
+    `command_hook` (`CommandHook`) sets the motors' setpoints from the commands before the lag.
     """
-    return Plant(body, dt, x0, u0).run(n_steps, controller, control_every, thrust_noise, progress, last=True, hook=hook)
+    plant = Plant(body, dt, x0, u0)
+    return plant.run(n_steps, controller, control_every, thrust_noise, progress, True, hook, command_hook)
 
 
 class Plant:
@@ -358,9 +365,10 @@ class Plant:
             izx * mx + izy * my + izz * mz,
         )
 
-    def step(self, nz: tuple[float, ...]) -> None:
-        """One RK4 step of the rigid body under the held commands; `nz` the thrust noise's wrench."""
-        uf, b, c, kb, kc = self.motors(self.u, self.cmd, nz)
+    def step(self, nz: tuple[float, ...], target: list[float]) -> None:
+        """One RK4 step of the rigid body, the motors lagging towards the held setpoints `target`;
+        `nz` the thrust noise's wrench."""
+        uf, b, c, kb, kc = self.motors(self.u, target, nz)
         w0 = self.w0
         a = (w0[0] + nz[0], w0[1] + nz[1], w0[2] + nz[2], w0[3] + nz[3], w0[4] + nz[4], w0[5] + nz[5])
         h, h2, h6 = self.dt, 0.5 * self.dt, self.dt / 6.0
@@ -391,10 +399,11 @@ class Plant:
         progress: Callable[[int], None] | None = None,
         last: bool = False,
         hook: StepHook | None = None,
+        command_hook: CommandHook | None = None,
     ) -> Trajectory:
         """The next `n_steps` steps (see `integrate`; the step count k runs on from the last
         call, and `thrust_noise` holds these steps' rows): their rows, the state at each
-        step's start, the motor states (after an instant motor took its new command) and the
+        step's start, the motor states (after an instant motor took its new setpoint) and the
         commands in force; with `last`, the final state's row too (as `close` adds it)."""
         m = self.body.n_rotors
         lo, hi = self.body.cmd_min, self.body.cmd_max
@@ -406,13 +415,15 @@ class Plant:
             b = min(a + _ROWS, n_steps)
             rows = []
             for i, nz in enumerate(map(tuple, (noise[a:b] @ self.body.B.T).tolist()), start=self.k + a):
-                if i % control_every == 0:
+                new = i % control_every == 0
+                if new:
                     self.cmd = [min(max(float(c), lo), hi) for c in controller(i, self.x)]
-                    if self.instant:
-                        self.u = self.cmd
-                        self._rest()
+                target = self.cmd if command_hook is None else command_hook(i, self.u, self.cmd)
+                if self.instant and (new or command_hook is not None):
+                    self.u = target
+                    self._rest()
                 rows.append((*self.x, *self.u, *self.cmd))
-                self.step(nz if hook is None else hook(i, self.x, self.u, nz))
+                self.step(nz if hook is None else hook(i, self.x, self.u, nz), target)
                 if progress is not None and i % 1000 == 999:
                     progress(i + 1)
             block = np.array(rows)

@@ -1,8 +1,9 @@
 """Body effects the paper models leave out, for realistic simulated flights
 (what other simulators and real vehicles have). Each is off at its default (`PlantSpec()`), and the integrator then runs
-exactly as without it. All act through one per-step hook (`Plant.step`): an extra thrust per
-rotor and an extra body wrench, evaluated at the start of each RK4 step (1 ms) and held over it,
-and recorded so the true accelerations (`rotorid.sim.dynamics.accelerations`) match.
+exactly as without it. All but the battery act through one per-step hook (`Plant.step`): an
+extra thrust per rotor and an extra body wrench, evaluated at the start of each RK4 step (1 ms)
+and held over it, and recorded so the true accelerations (`rotorid.sim.dynamics.accelerations`)
+match; the battery voltage scales the motors' setpoints before their lag (`Plant.command`).
 
 - Ground effect (Cheeseman & Bennett, ARC R&M 3021, 1955): a rotor of radius R whose hub is a
   height z above the ground makes T_IGE / T_OGE = 1 / (1 - (R / 4z)^2); applied at a fixed
@@ -11,12 +12,14 @@ and recorded so the true accelerations (`rotorid.sim.dynamics.accelerations`) ma
 - Battery sag: the open-circuit voltage falls with the charge drawn and the terminal voltage
   with the load through the internal resistance (the Thevenin battery of Tremblay & Dessaint,
   WEVA 2009): V = V0 (1 - drain q - sag L), L = (sum f / m g)^1.5 the current relative to
-  hover (momentum-theory power ~ T^1.5), q = integral of L dt. A motor driven by a duty
-  cycle (normalized or PWM commands) spins at about K_v duty V, so the rotor thrust is the
-  nominal curve at the command scaled by V / V_ref, f = K(u V / V_ref) (the Crazyflie
-  firmware's thrust = f(command x V_bat) compensation), V_ref the voltage at hover on a full
-  battery (where the nominal curve holds). A speed-controlled rotor (rad/s commands) keeps its
-  speed; for it the voltage only lowers the saturation limit.
+  hover (momentum-theory power ~ T^1.5, from the thrusts at the step's start), q = integral of
+  L dt. A motor driven by a duty cycle u (normalized or PWM commands) sees u V, and its speed
+  follows that through its mechanical lag (J dw/dt = K_t i - Q(w), i = (u V - K_e w) / R), so
+  the voltage acts before the motor lag: the motor follows the setpoint u V / V_ref
+  (`Plant.command`, the integrator's pre-lag hook) and the thrust is the nominal curve at the
+  lagged state (the Crazyflie firmware's thrust = f(command x V_bat) compensation), V_ref
+  the voltage at hover on a full battery (where the nominal curve holds). A speed-controlled
+  rotor (rad/s commands) keeps its speed; for it the voltage only lowers the saturation limit.
 - Motor saturation: a rotor cannot exceed `sat` x the nominal thrust at full command, scaled
   by (V / V_ref)^2 with the voltage.
 - Body (fuselage) drag, quadratic: F_b = -c |v_a| v_a per body axis (1/2 rho C_d A, N s^2/m^2),
@@ -166,14 +169,19 @@ class Plant:
         self._charge += self._load * self.dt
         return v
 
+    def command(self, k: int, u: list[float], cmd: list[float]) -> list[float]:
+        """`integrate`'s pre-lag hook: the step's battery voltage (load from the motor states `u`
+        at its start) and the setpoints the motors follow, the duty cycles `cmd` times V / V_ref
+        (`cmd` itself for speed commands)."""
+        ua = np.asarray(u, dtype=float)
+        v = self.voltage(self.body.thrust(ua) + (self.df[k - 1] if k else 0.0))
+        self.vbat[k] = v
+        return (np.asarray(cmd) * (v / self.v_ref)).tolist() if self.spec.cmd_scales_with_voltage else cmd
+
     def rotor_thrust(self, k: int, x: tuple[float, ...], u: np.ndarray) -> np.ndarray:
-        """True thrusts (M,) of motor states `u` at step k: voltage, saturation, ground effect."""
+        """True thrusts (M,) of motor states `u` at step k: saturation (at the step's voltage),
+        ground effect."""
         s, f = self.spec, self.body.thrust(u)
-        if s.battery:
-            v = self.voltage(f + self.df[k - 1] if k else f)
-            self.vbat[k] = v
-            if s.cmd_scales_with_voltage:
-                f = self.body.thrust(u * (v / self.v_ref))
         if s.saturation > 0:
             top = s.saturation * self.f_full * (self.vbat[k] / self.v_ref) ** 2
             self.sat[k] = np.minimum(1.0, top / np.maximum(f, 1e-12))

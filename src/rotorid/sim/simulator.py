@@ -105,7 +105,8 @@ def fly(
     plant = None
     if spec.plant.active:
         plant = Plant.build(spec.plant, body, vehicle.positions - body.com, x0, n_steps, dt, rng)
-    traj = integrate(body, x0, u0, dt, n_steps, ctrl, every, noise, progress, None if plant is None else plant.step)
+    hooks = (None, None) if plant is None else (plant.step, plant.command if spec.plant.battery else None)
+    traj = integrate(body, x0, u0, dt, n_steps, ctrl, every, noise, progress, *hooks)
     fx = _plant_record(body, plant)
     acc = accelerations(body, traj, fx.get("wrench"))
     t_all = traj.t

@@ -12,6 +12,7 @@ from rotorid.errors import ExcitationError, VehicleError
 from rotorid.flight import Flight
 from rotorid.methods.delay.problem import lag_states
 from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings
+from rotorid.methods.voltage import VoltageModel, gain
 from rotorid.signal import butter_filtfilt, derivative
 from rotorid.vehicle import Vehicle
 
@@ -57,13 +58,15 @@ def angular_columns(
     tm: tuple[float, float],
     settings: DelaySettings,
     what: str,
-    derivs: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    derivs: Callable[[np.ndarray, np.ndarray, np.ndarray | None], np.ndarray] | None = None,
+    voltage: VoltageModel | None = None,
 ) -> Angular:
     """Torques from the identified thrust curve and rotor geometry through the motor lag (eq. 77-79),
     angular accelerations from `gyro_dot` (else differentiated gyro, eq. 8), all filtered by the
-    same zero-phase low-pass and trimmed at both ends. `derivs(cmd, t)` -> (N, M, P) rotor-thrust
-    derivatives w.r.t. the thrust parameters (`ThrustUncertainty.thrust_derivs`) gives `sens`,
-    their torques through the same pipeline."""
+    same zero-phase low-pass and trimmed at both ends. `derivs(cmd, t, gain)` -> (N, M, P)
+    rotor-thrust derivatives w.r.t. the thrust parameters (`ThrustUncertainty.thrust_derivs`)
+    gives `sens`, their torques through the same pipeline. With the `voltage` curve the commands
+    carry each flight's (V / V_ref)^α before the lag."""
     mix = vehicle.mixer(k_tau=0.0, about=vehicle.com)[3:]  # (3, M) geometric moments
     drag_row = vehicle.torque_dirs * vehicle.axes[:, 2]
     if not flights:
@@ -84,7 +87,8 @@ def angular_columns(
                 f"{f.source}: the {what} window {f.t[0]:.2f}–{f.t[-1]:.2f} s is too short "
                 f"({n} samples); give at least {2 * settings.trim_s + 0.5:g} s"
             )
-        thrust = vehicle.thrust(lag_states(f.cmd, f.t, tm))
+        vg = gain(f, voltage)
+        thrust = vehicle.thrust(lag_states(f.cmd, f.t, tm, vg))
         tau = thrust @ mix.T
         drag = thrust @ drag_row
         has_dot = f.gyro_dot is not None
@@ -93,7 +97,7 @@ def angular_columns(
         prec = np.column_stack([g[:, 1] * g[:, 2], g[:, 2] * g[:, 0], g[:, 0] * g[:, 1]])
         raw = np.column_stack([wd, tau, drag, prec])
         if derivs is not None:
-            dth = derivs(f.cmd, f.t)  # (N, M, P)
+            dth = derivs(f.cmd, f.t, vg)  # (N, M, P)
             dq = np.concatenate([np.einsum("nmp,km->nkp", dth, mix), np.einsum("nmp,m->np", dth, drag_row)[:, None]], 1)
             raw = np.column_stack([raw, dq.reshape(n, -1)])
         filt = butter_filtfilt(raw, fs, settings.cutoff_hz, order=settings.filter_order)

@@ -36,7 +36,7 @@ def roll_pitch_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertaint
     parameters' uncertainty propagated (`inertia_sigma`); returns `roll_pitch_inertia`'s fits
     and choice with what the yaw step needs for its σ (∂I/∂θ, the flights' lengths)."""
     roll_pitch, st = problem.roll_pitch, problem.settings
-    ang = angular_columns(roll_pitch, ident, unc.pair, st, "roll/pitch", unc.thrust_derivs)
+    ang = angular_columns(roll_pitch, ident, unc.pair, st, "roll/pitch", unc.thrust_derivs, problem.voltage)
     with _naming(roll_pitch, "fly roll and pitch doublets in that window"):
         fitted = roll_pitch_inertia(ang, st)
     chosen, fits = fitted.chosen, fitted.fits
@@ -108,7 +108,7 @@ def yaw_step(problem: DelayProblem, ident: Vehicle, unc: ThrustUncertainty, rp: 
     if not yaw:
         out.notes.append("No yaw flight: K_tau was not identified.")
         return
-    ang_y = angular_columns(yaw, ident, unc.pair, st, "yaw", unc.thrust_derivs)
+    ang_y = angular_columns(yaw, ident, unc.pair, st, "yaw", unc.thrust_derivs, problem.voltage)
     with _naming(yaw, "fly yaw doublets in that window"):
         yfit = fit_k_tau(ang_y, (ixx, iyy), rp, st)
     ktau, ktau_std = yfit.k_tau, yfit.std

@@ -12,7 +12,7 @@ from rotorid.methods.delay.angular_steps import roll_pitch_step, yaw_step
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import DelayProblem, check_commands, prepare
 from rotorid.methods.delay.settings import DelaySettings, tm_support
-from rotorid.methods.delay.structure import choose_exponents
+from rotorid.methods.delay.structure import choose_curve
 from rotorid.methods.delay.thrust_steps import motor_lag_step, thrust_step
 from rotorid.result import Result, build_result
 from rotorid.vehicle import Vehicle
@@ -44,11 +44,12 @@ def _identify(
 ) -> Result:
     out = Collected()
     chosen = st.exponents is None
-    if chosen:  # the thrust curve's terms from the data, on the checked thrust flights
-        checked = prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
-        check_commands(checked, vehicle)
-        st = dataclasses.replace(st, exponents=choose_exponents(checked, vehicle, st, out))
-    problem = DelayProblem.checked(thrust_flights, roll_pitch, yaw, vehicle, st)
+    checked = prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
+    check_commands(checked, vehicle)
+    # the thrust curve's terms and the battery voltage in it from the data, on the checked thrust flights
+    exponents, model = choose_curve(checked, roll_pitch + yaw, vehicle, st, out)
+    st = dataclasses.replace(st, exponents=exponents)
+    problem = DelayProblem.checked(thrust_flights, roll_pitch, yaw, vehicle, st, model)
     lag = motor_lag_step(problem, out)
     ident = thrust_step(problem, lag, out)
     out.settings = {
@@ -56,6 +57,7 @@ def _identify(
         "tm_search_range": list(tm_support(st)),
         "tm_evaluations": lag.search.evaluations,
         "exponents_from_data": chosen,
+        "voltage_model": None if model is None else dataclasses.asdict(model),
     }
     if not problem.roll_pitch:
         out.notes.append("No roll/pitch flight: I_xx, I_yy (and so I_zz, K_tau) were not identified.")

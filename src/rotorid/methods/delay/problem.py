@@ -12,13 +12,17 @@ from rotorid.errors import ExcitationError, VehicleError
 from rotorid.flight import Flight
 from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings
 from rotorid.methods.regression import Fit, ols_blocks, reduce_rows
+from rotorid.methods.voltage import VoltageModel, gain
 from rotorid.signal import CHUNK, SensorLowpass, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
 
-def lag_states(cmd: np.ndarray, t: np.ndarray, tm: tuple[float, float]) -> np.ndarray:
-    """Rotor states through the (symmetric or rising/falling) first-order lag (eq. 45-48)."""
-    return motor_lag(cmd, t, tm[0]) if tm[0] == tm[1] else motor_lag_asymmetric(cmd, t, tm[0], tm[1])
+def lag_states(cmd: np.ndarray, t: np.ndarray, tm: tuple[float, float], gain: np.ndarray | None = None) -> np.ndarray:
+    """Rotor states through the (symmetric or rising/falling) first-order lag (eq. 45-48) of the
+    commands, times the voltage curve's `gain` (V / V_ref)^α per sample before the lag when
+    given (`rotorid.methods.voltage`: the motor follows the duty cycle times the voltage)."""
+    u = cmd if gain is None else cmd * gain[:, None]
+    return motor_lag(u, t, tm[0]) if tm[0] == tm[1] else motor_lag_asymmetric(u, t, tm[0], tm[1])
 
 
 def _delayed(cmd: np.ndarray, t: np.ndarray, dead: float) -> np.ndarray:
@@ -58,6 +62,7 @@ class ThrustProblem:
     exponents: tuple[int, ...]
     per_motor: bool
     acc_bias_z: float = 0.0  # m/s², subtracted from the accelerometer's z axis
+    voltage: VoltageModel | None = None  # commands times (V / V_ref)^α before the lag when given
     rows: np.ndarray = field(init=False)  # active body axes
     b: np.ndarray = field(init=False)
     shared_c0: bool = field(init=False)
@@ -132,7 +137,7 @@ class ThrustProblem:
 
     def states(self, tm: tuple[float, float], dead: float = 0.0) -> list[np.ndarray]:
         """Rotor states of every flight; `dead` (s) delays the commands first (`dead_time_check`)."""
-        return [lag_states(_delayed(f.cmd, f.t, dead), f.t, tm) for f in self.flights]
+        return [lag_states(_delayed(f.cmd, f.t, dead), f.t, tm, gain(f, self.voltage)) for f in self.flights]
 
     def state_blocks(self, tm: tuple[float, float], dead: float = 0.0) -> Iterator[tuple[int, np.ndarray]]:
         """`states(tm, dead)` `CHUNK` rows at a time, flight after flight, with the flight's
@@ -142,16 +147,18 @@ class ThrustProblem:
         nothing of the flight's length is allocated; the asymmetric lag (a fixed point over the
         whole flight) is computed whole and then cut."""
         for k, f in enumerate(self.flights):
+            g = gain(f, self.voltage)
             if tm[0] != tm[1]:
-                w = lag_states(_delayed(f.cmd, f.t, dead), f.t, tm)
+                w = lag_states(_delayed(f.cmd, f.t, dead), f.t, tm, g)
                 yield from ((k, w[i : i + CHUNK]) for i in range(0, len(w), CHUNK))
                 continue
             y = None
             for i in range(0, len(f.t), CHUNK):
                 lo, hi = max(i - 1, 0), i + CHUNK
                 u = _delayed_rows(f.cmd, f.t, lo, hi, dead)
+                u = u if g is None else u * g[lo:hi, None]
                 w = motor_lag(u, f.t[lo:hi], tm[0], y0=None if y is None else y[-1])
-                y = w if y is None else w[1:]
+                y = w if y is None else w[1:]  # the next block's lag starts from its last state
                 yield k, y
 
     def fit(self, tm: tuple[float, float], dead: float = 0.0) -> tuple[Fit, list[np.ndarray]]:
@@ -231,14 +238,16 @@ def check_commands(flights: list[Flight], vehicle: Vehicle) -> None:
 class DelayProblem:
     """One identification's inputs and the user's settings, never replaced: the thrust,
     roll/pitch and yaw flights (checked by `prepare`), the vehicle, and the thrust regression
-    (eq. 17-21) they set. What the steps derive travels in their own records (`MotorLag`,
-    `RollPitch`)."""
+    (eq. 17-21) they set, and the voltage model when the thrust curve takes the battery voltage
+    (every flight's rotor states are then the lag of u (V/V_ref)^α). What the steps
+    derive travels in their own records (`MotorLag`, `RollPitch`)."""
 
     thrust_flights: list[Flight]
     roll_pitch: list[Flight]
     yaw: list[Flight]
     vehicle: Vehicle
     settings: DelaySettings
+    voltage: VoltageModel | None = None  # the rotor states are then lag(u (V/V_ref)^α)
     thrust: ThrustProblem = field(init=False)
 
     @classmethod
@@ -249,15 +258,18 @@ class DelayProblem:
         yaw: list[Flight],
         vehicle: Vehicle,
         settings: DelaySettings,
+        voltage: VoltageModel | None = None,
     ) -> DelayProblem:
         """The problem of these flights once `prepare` and `check_commands` accept them."""
         thrust_flights = prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
         roll_pitch = prepare(roll_pitch, vehicle, "roll/pitch", "cmd", "gyro")
         yaw = prepare(yaw, vehicle, "yaw", "cmd", "gyro")
         check_commands(thrust_flights, vehicle)
-        return cls(thrust_flights, roll_pitch, yaw, vehicle, settings)
+        return cls(thrust_flights, roll_pitch, yaw, vehicle, settings, voltage)
 
     def __post_init__(self) -> None:
         st = self.settings
-        thrust = ThrustProblem(self.thrust_flights, self.vehicle, st.exponents, st.per_motor, st.acc_bias_z[0])
+        thrust = ThrustProblem(
+            self.thrust_flights, self.vehicle, st.exponents, st.per_motor, st.acc_bias_z[0], self.voltage
+        )
         object.__setattr__(self, "thrust", thrust)

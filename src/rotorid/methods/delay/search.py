@@ -97,7 +97,7 @@ def search_tm(problem: ThrustProblem, settings: DelaySettings) -> TmSearch:
     def tau_at(tm: float) -> float:
         if not settings.autocorr_correction:
             return 1.0
-        return _tau_int(problem.fit((tm, tm))[0].residual, problem, lengths)
+        return residual_tau(problem.fit((tm, tm))[0].residual, problem, lengths)
 
     def minimise(tau: float) -> float:
         n_eff = n / tau
@@ -134,7 +134,7 @@ def search_tm(problem: ThrustProblem, settings: DelaySettings) -> TmSearch:
     return TmSearch(tm, std, ts, ss, nl, bool(at_edge), tau, n, len(evals), unc)
 
 
-def _tau_int(residual: np.ndarray, problem: ThrustProblem, lengths: Sequence[int]) -> float:
+def residual_tau(residual: np.ndarray, problem: ThrustProblem, lengths: Sequence[int]) -> float:
     """Integrated autocorrelation time of the thrust residual (flights as segments), averaged
     over the body rows."""
     r = residual.reshape(-1, problem.n_rows)

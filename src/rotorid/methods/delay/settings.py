@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from rotorid.errors import RotoridError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
-from rotorid.options import internal, option, pair, tm_bounds_option, value_sigma, words
+from rotorid.options import internal, option, pair, tm_bounds_option, value_sigma, voltage_option, words
 
 #: Largest accelerometer bias (m/s²) `acc_bias_z` may give: half of gravity is a broken sensor.
 ACC_BIAS_MAX = 5.0
@@ -38,7 +38,10 @@ class DelaySettings:
     - `asymmetric_tm`: also estimate separate rising/falling constants.
     - `per_motor`: one thrust curve per motor (else one lumped curve, eq. 17 with shared K_j).
     - `exponents`: thrust-curve exponents j of K_j u^j; None (or "auto", the default): chosen
-      from the data by held-out prediction (`structure.choose_exponents`).
+      from the data by held-out prediction (`structure.choose_curve`).
+    - `voltage`: "auto", "on" or "off": the battery voltage in the thrust curve, the lagged
+      command times (V / V_ref)^α (`rotorid.methods.voltage`); "auto" lets held-out prediction
+      choose it against the plain curve where every flight logs the voltage.
     - `izz_ratio`: (C, SIGMA) of C_xy->z in eq. 93 (a bare C takes the default SIGMA): the
       assumption behind I_zz and K_tau, whose σ carry SIGMA. Default: eq. 93's 1.832 (the mean
       over `TABLE_II_RATIOS`) ± their predictive spread for a new vehicle, s sqrt(1 + 1/n)
@@ -84,6 +87,7 @@ class DelaySettings:
         parse=words,
         auto=True,
     )
+    voltage: str = voltage_option()
     izz_ratio: tuple[float, float] = option(
         (1.832, IZZ_RATIO_SIGMA),
         "C_xy->z in I_zz = C (I_xx+I_yy)/2: C or C,SIGMA (SIGMA: the spread of Eschmann Table II); I_zz and "
@@ -125,6 +129,8 @@ class DelaySettings:
             object.__setattr__(self, "exponents", None)
         if self.exponents is not None:
             self._check_exponents()
+        if self.voltage not in ("auto", "on", "off"):
+            raise RotoridError(f"voltage '{self.voltage}' must be auto, on or off")
         if self.inertia_param not in ("auto", *INERTIA_PARAMS):
             raise RotoridError(f"inertia_param '{self.inertia_param}' must be auto, direct, reciprocal or tls")
         lo, hi = (float(v) for v in self.tm_bounds)

@@ -11,6 +11,7 @@ from scipy import optimize, special
 
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
+from rotorid.methods.delay import voltage as volt
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import ThrustProblem
 from rotorid.methods.delay.search import TmSearch, neg_log_prior, rise_fall_fit, search_tm
@@ -18,6 +19,7 @@ from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.uncertainty import thrust_uncertainty
 from rotorid.methods.regression import ols_blocks, reduce_rows
 from rotorid.signal import butter_filtfilt
+from rotorid.methods.voltage import VoltageModel
 from rotorid.vehicle import Vehicle
 
 
@@ -219,9 +221,7 @@ def window_scatter(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: C
         return sym
     theta = []
     for i in range(len(flights)):
-        sub = ThrustProblem(
-            flights[:i] + flights[i + 1 :], prob.vehicle, prob.exponents, prob.per_motor, prob.acc_bias_z
-        )
+        sub = dataclasses.replace(prob, flights=flights[:i] + flights[i + 1 :])
         s = search_tm(sub, st)
         theta.append(np.concatenate([[s.tm], sub.fit((s.tm, s.tm))[0].x]))
     th = np.array(theta)
@@ -244,10 +244,10 @@ def window_scatter(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: C
     return dataclasses.replace(sym, unc=unc, std=float(unc.std[0]))
 
 
-#: Thrust curves `choose_exponents` compares, simplest first: thrust ∝ ω² (rotor speeds, or a
+#: Thrust curves `choose_curve` compares, simplest first: thrust ∝ ω² (rotor speeds, or a
 #: command proportional to them), with an offset, with a linear term, the paper's full quadratic.
 CURVE_CANDIDATES: tuple[tuple[int, ...], ...] = ((2,), (0, 2), (1, 2), (0, 1, 2))
-#: Contiguous blocks per thrust flight for `choose_exponents`' held-out prediction.
+#: Contiguous blocks per thrust flight for `choose_curve`'s held-out prediction.
 CURVE_FOLDS = 5
 
 
@@ -282,46 +282,89 @@ def _hover_failure(prob: ThrustProblem, states: list[np.ndarray]) -> str | None:
     return None
 
 
-def choose_exponents(flights: list[Flight], vehicle: Vehicle, st: DelaySettings, out: Collected) -> tuple[int, ...]:
-    """The thrust curve's terms from the data (held-out prediction): each of
-    `CURVE_CANDIDATES` predicts every contiguous block of the thrust flights from a fit on the
-    others, at the T_m of the full curve. Curves that do not rise through the weight within the
-    command range are no thrust curves and drop out. The simplest curve whose held-out error is
-    not larger than the best's by more than twice the difference's standard error (across the
-    blocks) is chosen: a richer curve must predict better, not only fit better. Its doubt, the
-    T_m of the best-predicting curve when that one is richer, `out.diag["curve_tm"]`, enters
-    σ(T_m) in the motor-lag step. Raises `ExcitationError` when no candidate is a thrust curve."""
-    probs = {c: ThrustProblem(flights, vehicle, c, st.per_motor, st.acc_bias_z[0]) for c in CURVE_CANDIDATES}
-    rich = CURVE_CANDIDATES[-1]
-    tm = search_tm(probs[rich], dataclasses.replace(st, exponents=rich)).tm
-    states = probs[rich].states((tm, tm))
-    failed = {c: _hover_failure(p, states) for c, p in probs.items()}
-    err = {c: _held_out_errors(p, states) for c, p in probs.items() if failed[c] is None}
+def choose_curve(
+    flights: list[Flight], others: list[Flight], vehicle: Vehicle, st: DelaySettings, out: Collected
+) -> tuple[tuple[int, ...], VoltageModel | None]:
+    """The thrust curve from the data (held-out prediction): its terms (`CURVE_CANDIDATES`, or
+    the user's `exponents`) and whether the battery voltage enters it (the command times
+    (V / V_ref)^α through the motor lag, `rotorid.methods.voltage`, against the command alone, where the thrust
+    flights and the `others` log the voltage and `st.voltage` allows it). Each candidate
+    predicts every contiguous block of the thrust flights from a fit on the others, at the T_m
+    of the richest plain curve (the voltage curves at the richest voltage curve's, found with
+    α). Curves that do not rise through the weight within the command range are no thrust
+    curves and drop out. The simplest curve (plain before voltage, fewer
+    terms first) whose held-out error is not larger than the best's by more than twice the
+    difference's standard error (across the blocks) is chosen: a richer curve must predict
+    better, not only fit better. Its doubt, the T_m of the best-predicting curve when that one
+    is another, `out.diag["curve_tm"]`, enters σ(T_m) in the motor-lag step. Returns the
+    exponents and the voltage model (None: the plain curve). Raises `ExcitationError` when no
+    candidate is a thrust curve."""
+    curves = CURVE_CANDIDATES if st.exponents is None else (tuple(st.exponents),)
+    with_v = volt.usable(flights, others, vehicle, st, out.notes)
+    if len(curves) == 1 and not with_v:
+        return curves[0], None
+    rich = curves[-1]
+    plain = {c: ThrustProblem(flights, vehicle, c, st.per_motor, st.acc_bias_z[0]) for c in curves}
+    sym = search_tm(plain[rich], dataclasses.replace(st, exponents=rich))
+    probs = {} if st.voltage == "on" else {(c, False): p for c, p in plain.items()}
+    states = {False: plain[rich].states((sym.tm, sym.tm))}
+    model = None
+    if with_v:
+        model, tm_v = volt.candidate(flights, vehicle, st, rich, sym)
+        probs |= {(c, True): ThrustProblem(flights, vehicle, c, st.per_motor, st.acc_bias_z[0], model) for c in curves}
+        states[True] = probs[(rich, True)].states((tm_v, tm_v))
+    failed = {k: _hover_failure(p, states[k[1]]) for k, p in probs.items()}
+    err = {k: _held_out_errors(p, states[k[1]]) for k, p in probs.items() if failed[k] is None}
     if not err:
         src = ", ".join(sorted({f.source for f in flights}))
         raise ExcitationError(
-            f"{src}: the thrust flight does not determine a thrust curve: no curve of {CURVE_CANDIDATES} fitted to "
+            f"{src}: the thrust flight does not determine a thrust curve: no curve of {curves} fitted to "
             "mass x accelerometer z rises through the weight within the command range (the full quadratic: "
-            f"{failed[rich]}); fly the thrust manoeuvre (climbs and descents about hover) or give --exponents"
+            f"{failed[(rich, st.voltage == 'on')]}); fly the thrust manoeuvre (climbs and descents about hover) or give "
+            "--exponents"
         )
-    best = min(err, key=lambda c: float(err[c].sum()))
+    best = min(err, key=lambda k: float(err[k].sum()))
 
-    def within(c: tuple[int, ...]) -> bool:
-        d = err[c] - err[best]
+    def within(k: tuple[tuple[int, ...], bool]) -> bool:
+        d = err[k] - err[best]
         return float(d.sum()) <= 2.0 * math.sqrt(len(d)) * float(np.std(d, ddof=1))
 
-    chosen = next(c for c in err if within(c))  # CURVE_CANDIDATES' order: simplest first
-    rel = {c: float(e.sum() / err[best].sum()) for c, e in err.items()}
-    out.diag.update(curve_held_out=rel, curve_best=best)
+    chosen = next(k for k in err if within(k))  # plain before voltage, simplest first
+    rel = {k: float(e.sum() / err[best].sum()) for k, e in err.items()}
+    out.diag.update(curve_held_out={c: r for (c, v), r in rel.items() if not v}, curve_best=best[0])
+    if model is not None:
+        out.diag.update(curve_held_out_voltage={c: r for (c, v), r in rel.items() if v}, curve_best_voltage=best[1])
     if chosen != best:
-        out.diag["curve_tm"] = search_tm(probs[best], dataclasses.replace(st, exponents=best)).tm
-    words = ", ".join(f"{'+'.join(f'u^{j}' for j in c)} {rel[c]:.4f}" for c in err)
-    dropped = [c for c in CURVE_CANDIDATES if c not in err]
-    out.notes.append(
+        b = probs[best]
+        out.diag["curve_tm"] = search_tm(b, dataclasses.replace(st, exponents=best[0])).tm
+    out.notes.append(_curve_note(rel, [k for k in probs if k not in err], chosen, model))
+    return chosen[0], model if chosen[1] else None
+
+
+def _curve_note(
+    rel: dict[tuple[tuple[int, ...], bool], float],
+    dropped: list[tuple[tuple[int, ...], bool]],
+    chosen: tuple[tuple[int, ...], bool],
+    model: VoltageModel | None,
+) -> str:
+    """The notes' account of `choose_curve`: each candidate's held-out error, the chosen one."""
+    name = lambda k: "+".join(f"u^{j}" for j in k[0]) + (" of u (V/V_ref)^α" if k[1] else "")
+    words = ", ".join(f"{name(k)} {r:.4f}" for k, r in rel.items())
+    gone = ", ".join(str(k[0]) + (" (voltage)" if k[1] else "") for k in dropped)
+    text = (
         f"Thrust curve terms from the data: held-out error (each fifth of every thrust flight predicted from the rest, "
         f"relative to the best) {words}"
-        + (f"; {', '.join(str(c) for c in dropped)} never carry the weight within the command range" if dropped else "")
-        + f". Chosen: exponents {chosen} (the simplest that predicts as well as the best within twice its "
-        "standard error; --exponents fixes them)."
+        + (f"; {gone} never carry the weight within the command range" if dropped else "")
+        + f". Chosen: exponents {chosen[0]}"
     )
-    return chosen
+    if model is None:
+        return (
+            text
+            + " (the simplest that predicts as well as the best within twice its standard error; --exponents fixes them)."
+        )
+    alpha = f"α = {model.alpha:.3g} ± {model.std:.2g}, V_ref {model.v_ref:.3f} V, flights {model.v_min:.3f}–{model.v_max:.3f} V"
+    how = "with" if chosen[1] else "without"
+    return (
+        text + f", {how} the battery voltage (the lag of command x (V/V_ref)^α, {alpha}; the simplest that predicts as "
+        "well as the best within twice its standard error, the plain curve first; --exponents and --voltage fix them)."
+    )

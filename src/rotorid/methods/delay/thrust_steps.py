@@ -24,7 +24,9 @@ from rotorid.methods.delay.structure import (
     window_scatter,
 )
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
+from rotorid.methods.delay.voltage import alpha_term
 from rotorid.methods.regression import r2_from_sse
+from rotorid.methods.voltage import VoltageModel, hover_drop
 from rotorid.result import LOOSE_PCT, Observability
 from rotorid.util import subsample
 from rotorid.vehicle import Vehicle
@@ -89,7 +91,7 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
     if not st.asymmetric_tm:
         why: list[str] = []
         if sym.unc is not None:
-            sym, why = _structure_terms(prob, sym, st, out)
+            sym, why = _structure_terms(prob, sym, st, out, problem.voltage)
             tm_pair = (sym.tm, sym.tm)
         if why:
             tm_obs.reason = "σ includes the model-structure term: " + "; ".join(why)
@@ -139,11 +141,12 @@ def _behind_acc_filter(prob: ThrustProblem, sym: TmSearch, obs: Observability, o
 
 
 def _structure_terms(
-    prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected
+    prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected, model: VoltageModel | None
 ) -> tuple[TmSearch, list[str]]:
     """What the symmetric T_m's σ holds beyond the fit's own: the model-structure checks (dead
-    time, rising/falling), the thrust curve's choice, the windows' disagreement, and the log's
-    time resolution (which also moves T_m, `sample_hold_term`); the reasons in words."""
+    time, rising/falling), the thrust curve's choice, the voltage exponent's σ, the windows'
+    disagreement, and the log's time resolution (which also moves T_m, `sample_hold_term`); the
+    reasons in words."""
     why = []
     if st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
         sym = wide
@@ -165,6 +168,8 @@ def _structure_terms(
     if "curve_tm" in out.diag:
         sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
         why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
+    if model is not None:
+        sym = widened(sym, alpha_term(prob, sym, model, st))
     if (wide := window_scatter(prob, sym, st, out)) is not sym:
         sym = wide
         why.append("the thrust flights disagree beyond σ (leave-one-out)")
@@ -273,6 +278,8 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     if rests_on_bias(float(grad @ gb), hover_std):
         out.assumed["hover_cmd"] = bias_words
     out.obs["hover_cmd"] = Observability(True, rel_std_pct=100 * hover_std / hover)
+    if problem.voltage is not None:
+        _voltage_terms(problem.voltage, ident, hover, out)
 
     meas = prob.b
     nodelay_fit, _ = prob.fit((0.0, 0.0))
@@ -306,6 +313,27 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
             "acceleration lag; or motors that differ). σ includes the residual's correlation, not such a bias."
         )
     return ident
+
+
+def _voltage_terms(model: VoltageModel, ident: Vehicle, hover: float, out: Collected) -> None:
+    """The voltage curve's exponent α with σ and the thrust the hover command loses over the
+    flights' voltage range (`rotorid.methods.voltage.hover_drop`), as parameters and a note."""
+    out.put("thrust_v_exp", model.alpha, model.std)
+    out.obs["thrust_v_exp"] = Observability(
+        True, rel_std_pct=100 * model.std / abs(model.alpha) if model.alpha else math.inf
+    )
+    m = ident.n_rotors
+    drop, drop_std = hover_drop(model, lambda u: float(ident.thrust(np.full((1, m), u)).sum()), hover)
+    out.put("thrust_v_drop", drop, drop_std)
+    out.obs["thrust_v_drop"] = Observability(True, rel_std_pct=100 * drop_std / abs(drop) if drop else math.inf)
+    out.notes.append(
+        f"Battery voltage in the thrust curve: the coefficients and the hover command hold at V_ref = {model.v_ref:.3f} V "
+        f"(the thrust flights' median); at another voltage V the curve holds in the lag of the command times (V/V_ref)^α, "
+        f"α = {model.alpha:.3g} ± {model.std:.2g} (1 where rotor speed follows the effective voltage). Over the "
+        f"flights' {model.v_min:.3f}–{model.v_max:.3f} V the thrust at the hover command falls by {drop:.2f} ± "
+        f"{drop_std:.2g} % from the highest voltage to the lowest."
+    )
+    out.diag.update(voltage_alpha=model.alpha, voltage_alpha_std=model.std, voltage_v_ref=model.v_ref)
 
 
 def _hover_check(

@@ -40,9 +40,10 @@ class ThrustUncertainty:
     bias_grad: np.ndarray  # ∂θ/∂(accelerometer z bias), for the σ it adds (`acc_bias_z`)
     lik_tm_cov: np.ndarray  # the likelihood's covariance of the motor constant(s) alone (no prior)
 
-    def thrust_derivs(self, cmd: np.ndarray, t: np.ndarray) -> np.ndarray:
-        """(N, M, P): ∂(rotor thrust)/∂θ for other commands (another flight), θ in `names`
-        order, at these constants and coefficients (for propagating their uncertainty)."""
+    def thrust_derivs(self, cmd: np.ndarray, t: np.ndarray, gain: np.ndarray | None = None) -> np.ndarray:
+        """(N, M, P): ∂(rotor thrust)/∂θ for other commands (another flight; `gain` its voltage
+        factor on the commands before the lag), θ in `names` order, at these constants and coefficients
+        (for propagating their uncertainty)."""
         pair = self.pair
         v = self.prob.vehicle.replace(thrust_exponents=self.prob.exponents, thrust_coeffs=self.prob.coeffs(self.fit.x))
         cols = []
@@ -50,8 +51,8 @@ class ThrustUncertainty:
             h = 1e-4 * float(np.mean(pair))
             up = tuple(float(a + h * b) for a, b in zip(pair, d, strict=True))
             dn = tuple(float(a - h * b) for a, b in zip(pair, d, strict=True))
-            cols.append((v.thrust(lag_states(cmd, t, up)) - v.thrust(lag_states(cmd, t, dn))) / (2 * h))
-        w = lag_states(cmd, t, pair)
+            cols.append((v.thrust(lag_states(cmd, t, up, gain)) - v.thrust(lag_states(cmd, t, dn, gain))) / (2 * h))
+        w = lag_states(cmd, t, pair, gain)
         eye = np.eye(len(self.fit.x))
         cols += [v.replace(thrust_coeffs=self.prob.coeffs(e)).thrust(w) for e in eye]
         return np.stack(cols, axis=-1)

@@ -9,15 +9,13 @@ import numpy as np
 
 from rotorid.errors import RotoridError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
-from rotorid.methods.regression import (
-    compress,
-)
 from rotorid.methods.tls.heldout import LEVEL, STRONG, held_out_sse, prefers, segments
-from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
+from rotorid.methods.tls.likelihood import LagModel, lag_model
+from rotorid.methods.tls.problem import Solution, TlsProblem
 from rotorid.methods.tls.rows import posed
-from rotorid.methods.tls.selection import weighted_fit
 from rotorid.methods.tls.settings import MAX_IMU_DELAY, PLAUSIBLE_IMU_DELAY
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
+from rotorid.methods.tls.voltage import VoltageChoice, choose_voltage
 from rotorid.motion import (
     airborne_pieces,
     pose_lag,
@@ -29,7 +27,8 @@ class Separated(NamedTuple):
     (`TlsProblem.derived`), why the accelerometer bias was left out ("" when separated), the
     pose's lag behind the IMU where it was measured (`_pose_lag`, None otherwise), why the
     IMU's lag could not be estimated ("" when it was, `_imu_lag`) and how it was chosen (None
-    where it was given or not searched, `choose_imu_delay`)."""
+    where it was given or not searched, `choose_imu_delay`); the battery voltage's choice
+    (`voltage.choose_voltage`; None where not considered) and why it was not considered."""
 
     solution: Solution
     problem: TlsProblem
@@ -37,15 +36,18 @@ class Separated(NamedTuple):
     pose_lag: float | None
     imu_why: str
     imu_lag: LagChoice | None = None
+    voltage: VoltageChoice | None = None
+    voltage_why: str = ""
 
 
 def solve_separated(problem: TlsProblem) -> Separated:
     """`solve`; when the accelerometer bias it estimates is beyond any sensor offset
     (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
     the paper's model, and the reason in words for k_t's assumption. An `imu_delay` of None is
-    estimated first (`_imu_lag`), a `mocap_delay` of None measured (`_pose_lag`); the rotor drag
-    is left out when a flight has no attitude or no position or velocity. What is found goes
-    into the problem's `derived` record, the settings asked stay as they are."""
+    estimated first (`_imu_lag`), a `mocap_delay` of None measured (`_pose_lag`), then the battery
+    voltage's exponent in the rotor terms (`choose_voltage`); the rotor drag is left out when a
+    flight has no attitude or no position or velocity. What is found goes into the problem's
+    `derived` record, the settings asked stay as they are."""
     asked = problem.settings
     if asked.rotor_drag and not all(posed(f) for fs in problem.configs.values() for f in fs):
         problem = problem.derive(rotor_drag=False)
@@ -58,19 +60,20 @@ def solve_separated(problem: TlsProblem) -> Separated:
         problem = problem.derive(imu_delay=0.0 if choice is None else choice.value)
     if lag is not None:  # the pose timed against the IMU, the IMU against the rotor signals
         problem = problem.derive(mocap_delay=lag + problem.model.imu_delay)
+    problem, volt, volt_why = choose_voltage(problem)
     sol = solve(problem)
     if not problem.model.centred:
-        return Separated(sol, problem, "", lag, imu_why, choice)
+        return Separated(sol, problem, "", lag, imu_why, choice, volt, volt_why)
     worst = max(float(np.abs(b).max()) for b in bias_of(sol, problem.masses).values())
     if worst <= ACC_BIAS_PLAUSIBLE:
-        return Separated(sol, problem, "", lag, imu_why, choice)
+        return Separated(sol, problem, "", lag, imu_why, choice, volt, volt_why)
     problem = problem.derive(acc_bias=False)
     why = (
         f"the accelerometer bias is not separable from the thrust in these flights (it came out "
         f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
-    return Separated(solve(problem), problem, why, lag, imu_why, choice)
+    return Separated(solve(problem), problem, why, lag, imu_why, choice, volt, volt_why)
 
 
 def _imu_lag(problem: TlsProblem, lag: float | None) -> tuple[LagChoice | None, str]:
@@ -120,46 +123,6 @@ class LagChoice(NamedTuple):
     alternative: float | None
 
 
-class _LagModel(NamedTuple):
-    """The equal-rotor model the lag is searched with (`_lag_model`)."""
-
-    trial: TlsProblem
-    kept: list[int]
-    active: np.ndarray
-    scale: np.ndarray
-    bias0: dict[str, np.ndarray]
-    pose_measured: bool
-
-    def system(self, tau: float) -> tuple[np.ndarray, np.ndarray, dict]:
-        """W_t, its blocks and rows at the IMU lag `tau` (a measured pose lag moves with it)."""
-        st = self.trial.model
-        lagged = self.trial.derive(imu_delay=tau, mocap_delay=st.mocap_delay + (tau if self.pose_measured else 0.0))
-        system = build_system(lagged, self.bias0 if st.nuisance else None)
-        return system.w, system.blocks, system.rows
-
-    def cost(self, tau: float) -> float:
-        """Negative log-likelihood of the IDIM at `tau` with a variance per row block."""
-        w, blocks, _ = self.system(tau)
-        wc, bc, counts = compress(w, blocks)
-        act, kept = self.active, self.kept
-        sel = act[bc]
-        fit, _ = weighted_fit(
-            wc[sel][:, [*kept, w.shape[1] - 1]], bc[sel], counts * act, self.trial.base, self.trial.model
-        )
-        res = w[:, [*kept, w.shape[1] - 1]] @ np.append(fit.x, 1.0)
-        ss = np.bincount(blocks, weights=res**2, minlength=len(counts))
-        n = counts[act]
-        return float(np.sum(n * np.log(ss[act] / n)) / 2)
-
-
-def _lag_model(problem: TlsProblem, pose_measured: bool) -> _LagModel:
-    """The essential set, active blocks, block factors and accelerometer bias of a first fit at
-    τ = 0 with equal rotors, which every lag is judged with."""
-    trial = problem.trial(motor_spread=0.0).derive(imu_delay=0.0)
-    sol = solve(trial)
-    return _LagModel(trial, sol.kept, sol.active, sol.scale, sol.bias0, pose_measured)
-
-
 def estimate_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> float:
     """The IMU's lag behind the rotor signals (`TlsSettings.imu_delay`) that maximises the
     Gaussian likelihood of the IDIM with a variance per row block (the model of the block
@@ -170,10 +133,10 @@ def estimate_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> floa
     refines within one grid step either side of the best point. With `pose_measured`,
     the problem's `mocap_delay` is the pose's lag behind the IMU (`_pose_lag`): it moves with τ.
     The problem's memo (`idim_rows`) keeps the motion columns: only the rotor columns change with τ."""
-    return _search(_lag_model(problem, pose_measured))[0]
+    return _search(lag_model(problem, pose_measured))[0]
 
 
-def _search(model: _LagModel) -> tuple[float, float]:
+def _search(model: LagModel) -> tuple[float, float]:
     """The lag minimising `model.cost` (`estimate_imu_delay`) and the cost there."""
     from scipy.optimize import minimize_scalar
 
@@ -193,7 +156,7 @@ def choose_imu_delay(problem: TlsProblem, pose_measured: bool = False) -> LagCho
     explain (`PLAUSIBLE_IMU_DELAY`); otherwise 0 stands. The likelihood's cost, not unimodal, can
     settle on a lag that trades the rotor wrench against an effect the model lacks. Where the
     test is not decisive either way, the other lag's estimates enter σ (`alternative`)."""
-    model = _lag_model(problem, pose_measured)
+    model = lag_model(problem, pose_measured)
     found, at = _search(model)
     h = 5e-4
     mid = float(np.clip(found, -MAX_IMU_DELAY + h, MAX_IMU_DELAY - h))  # the stencil stays in the searched range

@@ -15,11 +15,13 @@ from rotorid.methods.tls.noise import FLOOR_SHARE, NOISE_FROM
 from rotorid.methods.tls.problem import Solution
 from rotorid.methods.tls.rows import Rows
 from rotorid.methods.tls.settings import CHI, K_RD, TlsSettings
+from rotorid.methods.tls.voltage import VoltageChoice
+from rotorid.methods.voltage import hover_drop
 from rotorid.motion import (
     WRENCH,
     rel_error_norms,
 )
-from rotorid.result import Observability
+from rotorid.result import Estimate, Observability
 
 
 def floor_note(sol: Solution, kept: list[str], settings: TlsSettings, resolved: dict[str, dict]) -> list[str]:
@@ -361,3 +363,24 @@ def pose_note(lag: float | None, settings: TlsSettings, imu_why: str = "") -> st
         f"the pose lags the IMU by {1e3 * lag:.1f} ms (measured from the specific force), the rotor "
         f"signals by {1e3 * settings.mocap_delay:.1f} ms{own}: the {use} is aligned to them"
     )
+
+
+def voltage_notes(
+    est: dict[str, tuple[float, float]],
+    observability: dict[str, Observability],
+    volt: VoltageChoice | None,
+    why: str,
+    logged: bool,
+) -> list[str]:
+    """The battery voltage's notes; where its curve was kept, its exponent `thrust_v_exp` and the
+    thrust lost at a command from the flights' highest voltage to the lowest, `thrust_v_drop`
+    (k_t u² (V/V_ref)^2α: the same at every command), go into `est` and `observability`."""
+    if volt is None:
+        return [f"Battery voltage not in the rotor terms: {why}."] if why and logged else []
+    if volt.kept:
+        m = volt.model
+        est["thrust_v_exp"] = (m.alpha, m.std)
+        est["thrust_v_drop"] = hover_drop(m, lambda u: u * u, 1.0)
+        for k in ("thrust_v_exp", "thrust_v_drop"):
+            observability[k] = Observability(True, rel_std_pct=Estimate(*est[k]).rel_std_pct)
+    return [volt.note]

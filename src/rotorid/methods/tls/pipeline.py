@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from rotorid.methods.tls.notes import (
     recorded_settings,
     restored_note,
     spread_assumed,
+    voltage_notes,
     withhold_yaw_pair,
 )
 from rotorid.methods.tls.problem import TlsProblem
@@ -53,7 +54,7 @@ def identify(
     ...) to its flights; `masses` gives each configuration's measured mass (config A
     defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
     problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
-    sol, problem, unseparated, pose_lagged, imu_why, lag_choice = solve_separated(problem)
+    sol, problem, unseparated, pose_lagged, imu_why, lag_choice, volt, volt_why = solve_separated(problem)
     check = checked(problem, sol, lag_choice)
     sol = replace(sol, fit=replace(sol.fit, cov=check.cov))
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
@@ -87,6 +88,8 @@ def identify(
     diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | disturbance_diagnostics(sol.disturbance)
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_report(sol, est)]
     notes += check.notes + inertia_notes + ([lag_choice.note] if lag_choice else [])
+    logged = any(f.vbat is not None for fs in problem.configs.values() for f in fs)
+    notes += voltage_notes(est, observability, volt, volt_why, logged)
     if unseparated:
         notes.append(unseparated)
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
@@ -108,6 +111,7 @@ def identify(
                 observability[f"I_zz{suf}"].source = "gyroscopic terms of the roll/pitch rows only"
     settings_out = recorded_settings(resolved, rows, masses, problem.weights, [names[j] for j in kept], active)
     settings_out["rotor_gains"] = sol.gains is not None  # estimated, or not separated (notes)
+    settings_out["voltage_model"] = asdict(volt.model) if volt and volt.kept else None
     if mean_bias:  # validation removes it from the held-out specific force alike
         settings_out[ACC_BIAS_KEY] = {c: b.tolist() for c, b in mean_bias.items()}
     result = build_result("tls", est, settings_out, diag, observability, notes)

@@ -58,6 +58,7 @@ class Derived:
     mocap_delay: float | None = None
     imu_delay: float | None = None
     acc_bias: bool | None = None
+    voltage_model: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -308,7 +308,7 @@ def _piece_columns(
     live = _live_rotor_columns(vehicle, drag)
 
     def rotor() -> np.ndarray:
-        u = rotor_terms(p, vehicle, ms.speed, ms.tm) if mo is None else mo.u
+        u = rotor_terms(p, vehicle, ms.speed, ms.tm, ms.voltage_model) if mo is None else mo.u
         vel = body_velocity(p, ms) if drag else None
         omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
         side = Rotor(p.t, u, vel, omega, None if gain is None or np.all(gain == 1.0) else gain, lag)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
 from rotorid.methods.assumptions import motor_spread_option
-from rotorid.options import band_option, internal, option, seconds_or_auto
+from rotorid.options import band_option, internal, option, seconds_or_auto, voltage_option
 
 if TYPE_CHECKING:  # the command line reads these settings at start-up: no numpy here
     from rotorid.motion import MotionSettings
@@ -128,6 +128,10 @@ class TlsSettings:
       variance. A disturbance torque (thrust fluctuation) is an error in ω̇ no floor shows: its
       level is read from the moment rows' residuals (`disturbance_moment`) and compensated alike,
       its doubt in σ. False: the paper's TLS throughout.
+    - `voltage`: "auto", "on" or "off": the battery voltage in the rotor terms from commands,
+      u (V / V_ref)^α (`rotorid.methods.voltage`; measured rotor speeds need none); "auto"
+      keeps it where it predicts held-out segments better (`tls.voltage.choose_voltage`).
+      `voltage_model` (α, V_ref) is what the identification found (None: the commands alone).
     """
 
     source: str = option("imu", "Motion data from 'imu' or 'mocap'.")
@@ -170,6 +174,8 @@ class TlsSettings:
         True, "Model the rotor drag (in-plane hub force, coefficient k_rd; needs attitude and position)."
     )
     eiv: bool = internal(True)
+    voltage: str = voltage_option()
+    voltage_model: tuple[float, float] | None = internal(None)
 
     @property
     def centred(self) -> bool:
@@ -195,6 +201,7 @@ class TlsSettings:
             trim=self.trim,
             order=self.order,
             mocap_delay=self.mocap_delay,
+            voltage_model=self.voltage_model,
         )
 
     def decimation(self, ms: MotionSettings) -> int:
@@ -222,6 +229,8 @@ class TlsSettings:
             raise RotoridError(f"--motor-spread must be a fraction in [0, 1), got {self.motor_spread}")
         if self.covariance not in COV_TYPES:
             raise RotoridError(f"TLS covariance must be {' or '.join(map(repr, COV_TYPES))}, got '{self.covariance}'")
+        if self.voltage not in ("auto", "on", "off"):
+            raise RotoridError(f"--voltage must be auto, on or off, got '{self.voltage}'")
         if self.imu_delay is not None and not abs(self.imu_delay) <= MAX_IMU_DELAY:
             raise RotoridError(f"--imu-delay must be within ±{MAX_IMU_DELAY:g} s, got {self.imu_delay}")
         ms = self.motion.at(fs)
