@@ -18,8 +18,8 @@ from rotorid.methods.delay.search import TmSearch, neg_log_prior, rise_fall_fit,
 from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.uncertainty import thrust_uncertainty
 from rotorid.methods.regression import ols_blocks, reduce_rows
-from rotorid.signal import butter_filtfilt
 from rotorid.methods.voltage import VoltageModel
+from rotorid.signal import butter_filtfilt
 from rotorid.vehicle import Vehicle
 
 
