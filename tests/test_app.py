@@ -312,6 +312,32 @@ def test_every_window_of_every_opened_log_is_listed_and_a_users_windows_stay(ses
     assert isinstance(opening.windows_table(s)[0], html.Tr)  # "none yet"
 
 
+def test_a_preset_of_another_flight_stack_is_refused_with_the_reason(sessions: Sessions) -> None:
+    """The Crazyflie preset for a Betaflight log (the issue's silent default) is refused before
+    a run, naming the log; a converted Crazyflie log, a simulated one and the generic presets pass."""
+    from rotorid.vehicle import preset_mismatch
+
+    why = preset_mismatch("crazyflie", "blackbox")
+    assert why.startswith("the crazyflie preset is a 27 g vehicle with rotors 40 mm from the centre flown by a stack")
+    assert "not this blackbox log; describe your vehicle" in why
+    assert preset_mismatch("x500-px4", "crazyflie-v2") and preset_mismatch("iris-px4", "dataflash")
+    for preset, fmt in (("crazyflie", "crazyflie-v2"), ("crazyflie", "rotorid-sim"), ("quad-x", "blackbox")):
+        assert preset_mismatch(preset, fmt) is None, (preset, fmt)
+    assert preset_mismatch("x500-gazebo", "ulog") is None and preset_mismatch("x500-px4", "ulog") is None
+
+    s = sessions.get(sessions.new())
+    s.vehicle = s.vehicle_label = "crazyflie"
+    bbl = _flight().replace(meta={"source": "btfl_002.bbl", "format": "blackbox"})
+    converted = _flight().replace(meta={"source": "x", "format": "parquet", "original_format": "crazyflie-v2"})
+    s.logs["a"] = LogEntry("a", Path("/d/log10.parquet"), "/d/log10.parquet", [converted])
+    s.logs["b"] = LogEntry("b", Path("/d/btfl_002.bbl"), "/d/btfl_002.bbl", [bbl])
+    s.windows["thrust"] = {"a": [(0.5, 3.5)], "b": []}
+    run.check_vehicle(s)  # the Betaflight log has no window: the run does not use it
+    s.windows["roll_pitch"] = {"b": [(0.5, 3.5)]}
+    with pytest.raises(RotoridError, match=r"^btfl_002.bbl: the crazyflie preset is a 27 g vehicle"):
+        run.start(s)
+
+
 def test_time_axis_changes_are_read_from_any_relayout() -> None:
     assert callbacks._x_range({"xaxis.range[0]": 1.0, "xaxis.range[1]": 2.0, "yaxis.range[0]": 0}) == {
         "xaxis.range[0]": 1.0,

@@ -13,6 +13,7 @@ from typing import Any
 
 from rotorid.app import panels
 from rotorid.app.state import ROLES, AppError, LogEntry, Session
+from rotorid.vehicle import preset_mismatch
 
 #: Most logs one page (session) keeps open: a session keeps every log it opened (its flights in
 #: memory, its file).
@@ -95,7 +96,11 @@ def status(s: Session, entry: LogEntry) -> tuple[str, str]:
         return f"error: {name}: {entry.error}", "status error"
     found = ", ".join(f"{r.replace('_', '/')} {len(s.windows[r].get(entry.key, []))}" for r in ROLES)
     pieces = f"{len(entry.flights)} pieces, " if len(entry.flights) > 1 else ""
-    return f"opened {name}: {pieces}proposed windows {found} — drag on a panel to add one", "status ok"
+    line = f"opened {name}: {pieces}proposed windows {found} — drag on a panel to add one"
+    if not s.vehicle:
+        return f"{line}; choose your vehicle below before identifying", "status warn"
+    why = preset_mismatch(s.vehicle, entry.log_format)
+    return (f"{line}; but {why}", "status error") if why else (line, "status ok")
 
 
 def opened_options(s: Session) -> list[dict[str, str]]:

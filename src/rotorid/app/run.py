@@ -94,6 +94,18 @@ def command_line(session: Session, out: str = "results") -> str:
     return shlex.join([*args, *option_words(session.options), "--out", out])
 
 
+def check_vehicle(session: Session) -> None:
+    """Refuse a preset that cannot be the vehicle of a log the run uses (`preset_mismatch`), naming the log."""
+    from rotorid.vehicle import preset_mismatch
+
+    used = {key for role in ROLES for key, wins in session.windows[role].items() if wins}
+    for key in sorted(used):
+        entry = session.logs[key]
+        why = preset_mismatch(session.vehicle, entry.log_format)
+        if why:
+            raise RotoridError(f"{Path(entry.label).name}: {why}")
+
+
 @dataclass
 class Job:
     """A run in progress or finished: `steps` done so far out of `total`, then the result, the
@@ -121,6 +133,7 @@ def start(session: Session) -> Job:
     (no preset is assumed for a log) or without thrust windows."""
     if not session.vehicle:
         raise RotoridError("choose the vehicle first (under 'vehicle': a preset, or describe yours)")
+    check_vehicle(session)
     todo = specs(session)
     if not todo["thrust"]:
         raise RotoridError("set at least one thrust window (drag on the thrust panel) before identifying")

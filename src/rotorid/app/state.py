@@ -81,6 +81,12 @@ class LogEntry:
     applied: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     worker: threading.Thread | None = None
 
+    @property
+    def log_format(self) -> str:
+        """The format the log was written in by its flight stack (a converted log's original one)."""
+        meta = self.flights[0].meta if self.flights else {}
+        return str(meta.get("original_format", meta.get("format", "")))
+
 
 @dataclass
 class Session:
