@@ -155,7 +155,9 @@ def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path
     # the CLI on the same window, in its own process, while the app identifies
     args = ["identify", "--method", "delay", "--vehicle", "crazyflie", f"{folder / 'log10'}@{a:g}:{b:g}"]
     proc = subprocess.Popen([ROTORID, *args, "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    refused = _text(d, "run-status")
     d.find_element("id", "identify").click()
+    _wait(d, lambda: _text(d, "run-status") != refused)  # "run 1 started"
     _wait(d, lambda: d.find_elements("id", "param-tm") or "error" in _text(d, "run-status"), timeout=60)
     assert _text(d, "run-status").startswith("run 1 done"), _text(d, "run-status")
     shown = float(d.find_element("css selector", "#param-tm .value").get_attribute("title"))

@@ -1,6 +1,7 @@
-"""What the page does (Dash callbacks, all on the server): open a log, set windows by dragging
-or typing, adjust them by dragging their edges, zoom (re-downsampled data), describe the
-vehicle, identify and poll its progress, serve the session's files. Every callback finds its
+"""What the page does (Dash callbacks, all on the server): open logs (`opening`: paint first,
+facts and proposed windows when ready), set windows by dragging or typing, adjust them by
+dragging their edges, zoom the three panels together (re-downsampled data), choose or describe
+the vehicle, identify and poll its progress, serve the session's files. Every callback finds its
 session by the page's id, so tabs never mix; input errors become one line on the page."""
 
 from __future__ import annotations
@@ -154,6 +155,7 @@ def register(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None
 
     _register_downloads(app, sessions)
     _register_open(app, sessions, folder, max_bytes)
+    _register_ready(app, sessions)
     for role in ROLES:
         _register_role(app, sessions, role, Input, Output, Patch, State, no_update)
     _register_zoom(app, sessions)
@@ -176,8 +178,9 @@ def _register_downloads(app: Any, sessions: Sessions) -> None:
 
 
 def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -> None:
-    """Open a log (from the folder list, typed, uploaded, or one opened before): status, panels
-    at once; facts and proposed windows when the thread working them out is done (`_register_ready`)."""
+    """Open a log (from the folder list, typed, uploaded, or one opened before, or again for a
+    new vehicle): status and panels at once; facts and proposed windows when the thread working
+    them out is done (`_register_ready`)."""
     from dash import Input, Output, State, ctx, no_update
 
     @app.callback(Output("log-path", "value"), Input("log-list", "value"), prevent_initial_call=True)
@@ -200,6 +203,7 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
         Input("vehicle-set", "data"),
         State("log-path", "value"),
         State("upload", "filename"),
+        *[State(f"windows-{r}", "value") for r in ROLES],
         State("sid", "data"),
         prevent_initial_call=True,
         running=[(Output("open-progress", "style"), {"display": "inline-block"}, {"display": "none"})],
@@ -212,8 +216,9 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
         _v: Any,
         name: str | None,
         filename: str | None,
-        sid: str,
+        *rest: Any,
     ) -> Any:
+        *boxes, sid = rest
         try:
             s = sessions.get(sid)
             if ctx.triggered_id == "upload":
@@ -236,8 +241,15 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
             opening.apply_proposed(s, entry)
         msg, cls = opening.status(s, entry)
         texts = [format_windows(s.windows[r].get(key, [])) for r in ROLES]
+        texts = [no_update if t == (b or "") else t for t, b in zip(texts, boxes, strict=True)]  # no redraw for nothing
         figs = [entry.panels[r] for r in ROLES]
         return msg, cls, _facts_rows(entry), *figs, *texts, opening.opened_options(s), key, entry.ready
+
+
+def _register_ready(app: Any, sessions: Sessions) -> None:
+    """Poll the thread working out the plotted log's facts and proposed windows; list every
+    window the run takes whenever the command line changes."""
+    from dash import Input, Output, State, no_update
 
     @app.callback(
         Output("status", "children", allow_duplicate=True),
@@ -262,6 +274,10 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
             return (no_update,) * (3 + 2 * len(ROLES)) + (True,)
         if not entry.ready:
             return (no_update,) * (3 + 2 * len(ROLES)) + (False,)
+        with s.lock:  # once: a poll already on its way must not write over windows typed since
+            shown, entry.shown = entry.shown, True
+        if shown:
+            return (no_update,) * (3 + 2 * len(ROLES)) + (True,)
         opening.apply_proposed(s, entry)
         figs = []
         for r in ROLES:
@@ -471,10 +487,13 @@ def _register_role(
         Output(f"winmsg-{role}", "className"),
         Output("cli", "children", allow_duplicate=True),
         Input(box, "value"),
+        State(box, "n_submit_timestamp"),
+        State(box, "n_blur_timestamp"),
         State("sid", "data"),
         prevent_initial_call=True,
     )
-    def set_windows(text: str | None, sid: str) -> Any:
+    def set_windows(text: str | None, submitted: float | None, blurred: float | None, sid: str) -> Any:
+        typed = max(submitted or -1, blurred or -1)  # when the user last committed the box (-1: never)
         try:
             s = sessions.get(sid)
             entry = s.log
@@ -485,6 +504,11 @@ def _register_role(
             return no_update, "working out the proposed windows…", "msg", no_update
         t0, t1 = float(entry.flights[0].t[0]), float(entry.flights[-1].t[-1])
         with s.lock:
+            if typed < s.typed.get(
+                (entry.key, role), -1
+            ):  # set by the page before the user's last edit, arriving after it
+                return no_update, no_update, no_update, no_update
+            s.typed[(entry.key, role)] = typed
             s.windows[role][entry.key] = wins
         fig = Patch()
         fig["layout"]["shapes"] = panels.shapes(entry.flying, wins)

@@ -59,11 +59,24 @@ def _panel(role: str) -> Any:
     )
 
 
+def _dropdown(id_: str, options: list[str], width: str, value: str | None = None, **kw: Any) -> Any:
+    """A dropdown that sits inline in a form row."""
+    from dash import dcc
+
+    style = {"width": width, "display": "inline-block", "verticalAlign": "middle"}
+    return dcc.Dropdown(id=id_, options=options, value=value, clearable=False, style=style, **kw)
+
+
 def _vehicle_form() -> Any:
+    """No vehicle until the user chooses: a preset (its values shown, read-only) or one
+    described by layout, arm, mass, motor input, command range and motor order."""
     from dash import dcc, html
 
     def field(label: str, component: Any) -> Any:
         return html.Label([label, " ", component], style={"marginRight": "1em"})
+
+    def number(id_: str) -> Any:
+        return dcc.Input(id=id_, type="number", min=0, step="any", debounce=True, style={"width": "6em"})
 
     return html.Div(
         [
@@ -73,65 +86,18 @@ def _vehicle_form() -> Any:
                 value="preset",
                 inline=True,
             ),
-            field(
-                "preset",
-                dcc.Dropdown(
-                    id="veh-preset",
-                    options=list(PRESETS),
-                    value=None,
-                    placeholder="choose your vehicle",
-                    clearable=False,
-                    style={"width": "14em", "display": "inline-block", "verticalAlign": "middle"},
-                ),
-            ),
+            field("preset", _dropdown("veh-preset", list(PRESETS), "14em", placeholder="choose your vehicle")),
             html.Div(
                 [
-                    field(
-                        "layout",
-                        dcc.Dropdown(
-                            id="veh-layout",
-                            options=list(LAYOUTS),
-                            value=None,
-                            clearable=False,
-                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
-                        ),
-                    ),
-                    field(
-                        "arm (m)",
-                        dcc.Input(
-                            id="veh-arm", type="number", min=0, step="any", debounce=True, style={"width": "6em"}
-                        ),
-                    ),
-                    field(
-                        "mass (kg)",
-                        dcc.Input(
-                            id="veh-mass", type="number", min=0, step="any", debounce=True, style={"width": "6em"}
-                        ),
-                    ),
-                    field(
-                        "motor input",
-                        dcc.Dropdown(
-                            id="veh-input",
-                            options=list(MOTOR_INPUTS),
-                            value="normalized",
-                            clearable=False,
-                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
-                        ),
-                    ),
+                    field("layout", _dropdown("veh-layout", list(LAYOUTS), "9em")),
+                    field("arm (m)", number("veh-arm")),
+                    field("mass (kg)", number("veh-mass")),
+                    field("motor input", _dropdown("veh-input", list(MOTOR_INPUTS), "9em", "normalized")),
                     field(
                         "command range",
                         dcc.Input(id="veh-range", type="text", value="0,1", debounce=True, style={"width": "7em"}),
                     ),
-                    field(
-                        "motor order",
-                        dcc.Dropdown(
-                            id="veh-order",
-                            options=list(MOTOR_ORDERS),
-                            value=None,
-                            clearable=False,
-                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
-                        ),
-                    ),
+                    field("motor order", _dropdown("veh-order", list(MOTOR_ORDERS), "9em")),
                 ],
                 style={"margin": ".4em 0"},
             ),

@@ -80,6 +80,7 @@ class LogEntry:
     proposed: dict[str, list[tuple[float, float]]] | None = None
     applied: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     worker: threading.Thread | None = None
+    shown: bool = False  # its facts and proposals have reached the page (the poll stops)
 
     @property
     def log_format(self) -> str:
@@ -97,6 +98,9 @@ class Session:
     logs: dict[str, LogEntry] = field(default_factory=dict)
     current: str | None = None
     windows: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=lambda: {r: {} for r in ROLES})
+    #: (log key, role) -> when the user last committed that windows box (browser ms), so a box value
+    #: the page set earlier but whose request arrives later does not undo the user's edit
+    typed: dict[tuple[str, str], float] = field(default_factory=dict)
     vehicle: str = ""  # a preset name or the path of the TOML the form wrote; "" until chosen
     vehicle_label: str = ""
     vehicle_key: str = ""  # the vehicle's spec and TOML text: a log read with another is read again
