@@ -44,9 +44,14 @@ def server(folder: Path) -> Iterator[object]:
 
 
 def _wait(driver, cond, timeout: float = 30.0):
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: cond())
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: cond())
+    except TimeoutException:  # say what the page showed
+        status = [e.text for e in driver.find_elements("id", "status")]
+        raise AssertionError(f"timed out after {timeout:g} s; status: {status}") from None
 
 
 def _text(driver, id_: str) -> str:

@@ -240,10 +240,18 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
         if entry.ready:
             opening.apply_proposed(s, entry)
         msg, cls = opening.status(s, entry)
-        texts = [format_windows(s.windows[r].get(key, [])) for r in ROLES]
-        texts = [no_update if t == (b or "") else t for t, b in zip(texts, boxes, strict=True)]  # no redraw for nothing
         figs = [entry.panels[r] for r in ROLES]
+        texts = _box_texts(s, key, boxes)
         return msg, cls, _facts_rows(entry), *figs, *texts, opening.opened_options(s), key, entry.ready
+
+
+def _box_texts(s: Session, key: str, boxes: list[str | None]) -> list[Any]:
+    """The windows boxes' texts for log `key`, or no change where a box shows it already: each
+    change re-runs that role's `set_windows`, which redraws its panel."""
+    from dash import no_update
+
+    texts = [format_windows(s.windows[r].get(key, [])) for r in ROLES]
+    return [no_update if t == (b or "") else t for t, b in zip(texts, boxes, strict=True)]
 
 
 def _register_ready(app: Any, sessions: Sessions) -> None:
@@ -259,14 +267,16 @@ def _register_ready(app: Any, sessions: Sessions) -> None:
         *[Output(f"windows-{r}", "value", allow_duplicate=True) for r in ROLES],
         Output("open-poll", "disabled", allow_duplicate=True),
         Input("open-poll", "n_intervals"),
+        *[State(f"windows-{r}", "value") for r in ROLES],
         State("sid", "data"),
         prevent_initial_call=True,
     )
-    def ready(_n: Any, sid: str) -> Any:
+    def ready(_n: Any, *rest: Any) -> Any:
         """The plotted log's facts and proposed windows, once worked out: flying spans and
         windows drawn on the panels, windows in their boxes, facts beside."""
         from dash import Patch
 
+        *boxes, sid = rest
         try:
             s = sessions.get(sid)
             entry = s.log
@@ -274,18 +284,15 @@ def _register_ready(app: Any, sessions: Sessions) -> None:
             return (no_update,) * (3 + 2 * len(ROLES)) + (True,)
         if not entry.ready:
             return (no_update,) * (3 + 2 * len(ROLES)) + (False,)
-        with s.lock:  # once: a poll already on its way must not write over windows typed since
-            shown, entry.shown = entry.shown, True
-        if shown:
-            return (no_update,) * (3 + 2 * len(ROLES)) + (True,)
+        # every poll after the work is done answers the same (the page keeps only the latest
+        # answer of overlapping polls); a box already showing its windows is left alone
         opening.apply_proposed(s, entry)
         figs = []
         for r in ROLES:
             fig = Patch()
             fig["layout"]["shapes"] = panels.shapes(entry.flying, s.windows[r].get(entry.key, []))
             figs.append(fig)
-        texts = [format_windows(s.windows[r].get(entry.key, [])) for r in ROLES]
-        return *opening.status(s, entry), _facts_rows(entry), *figs, *texts, True
+        return *opening.status(s, entry), _facts_rows(entry), *figs, *_box_texts(s, entry.key, boxes), True
 
     @app.callback(Output("run-windows", "children"), Input("cli", "children"), State("sid", "data"))
     def run_windows(_cli: Any, sid: str) -> Any:

@@ -51,7 +51,6 @@ def open_entry(s: Session, key: str, path: Path, label: str) -> LogEntry:
     with s.lock:
         s.logs[key] = entry
         s.current = key
-        entry.shown = entry.ready  # not ready: the page polls until it is
     if not entry.ready and entry.worker is None:
         entry.worker = threading.Thread(
             target=work_out, args=(entry, vehicle), daemon=True, name=f"rotorid-facts-{Path(label).name}"

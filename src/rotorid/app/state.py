@@ -80,7 +80,6 @@ class LogEntry:
     proposed: dict[str, list[tuple[float, float]]] | None = None
     applied: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     worker: threading.Thread | None = None
-    shown: bool = False  # its facts and proposals have reached the page (the poll stops)
 
     @property
     def log_format(self) -> str:
