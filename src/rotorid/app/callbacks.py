@@ -196,6 +196,7 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
         Output("opened", "options"),
         Output("opened", "value"),
         Output("open-poll", "disabled"),
+        Output("open-poll", "max_intervals"),
         Input("open", "n_clicks"),
         Input("log-path", "n_submit"),
         Input("upload", "contents"),
@@ -204,6 +205,7 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
         State("log-path", "value"),
         State("upload", "filename"),
         *[State(f"windows-{r}", "value") for r in ROLES],
+        State("open-poll", "n_intervals"),
         State("sid", "data"),
         prevent_initial_call=True,
         running=[(Output("open-progress", "style"), {"display": "inline-block"}, {"display": "none"})],
@@ -218,7 +220,7 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
         filename: str | None,
         *rest: Any,
     ) -> Any:
-        *boxes, sid = rest
+        *boxes, polled, sid = rest
         try:
             s = sessions.get(sid)
             if ctx.triggered_id == "upload":
@@ -227,7 +229,7 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
             elif ctx.triggered_id in ("opened", "vehicle-set"):  # show another opened log, or re-read for the vehicle
                 key = chosen if ctx.triggered_id == "opened" else s.current
                 if key is None or key not in s.logs or (key == s.current and ctx.triggered_id == "opened"):
-                    return (no_update,) * (3 + 2 * len(ROLES) + 3)
+                    return (no_update,) * (3 + 2 * len(ROLES) + 4)
                 path, label = s.logs[key].path, s.logs[key].label
             else:
                 if not name:
@@ -236,13 +238,14 @@ def _register_open(app: Any, sessions: Sessions, folder: Path, max_bytes: int) -
                 key, label = f"folder:{path}", str(path)
             entry = opening.open_entry(s, key, path, label)
         except RotoridError as e:
-            return f"error: {e}", "status error", *[no_update] * (1 + 2 * len(ROLES) + 3)
+            return f"error: {e}", "status error", *[no_update] * (1 + 2 * len(ROLES) + 4)
         if entry.ready:
             opening.apply_proposed(s, entry)
         msg, cls = opening.status(s, entry)
         figs = [entry.panels[r] for r in ROLES]
         texts = _box_texts(s, key, boxes)
-        return msg, cls, _facts_rows(entry), *figs, *texts, opening.opened_options(s), key, entry.ready
+        more = (polled or 0) + 1  # one poll at a time: each answer allows the next (`ready`)
+        return msg, cls, _facts_rows(entry), *figs, *texts, opening.opened_options(s), key, entry.ready, more
 
 
 def _box_texts(s: Session, key: str, boxes: list[str | None]) -> list[Any]:
@@ -266,14 +269,17 @@ def _register_ready(app: Any, sessions: Sessions) -> None:
         *[Output(f"panel-{r}", "figure", allow_duplicate=True) for r in ROLES],
         *[Output(f"windows-{r}", "value", allow_duplicate=True) for r in ROLES],
         Output("open-poll", "disabled", allow_duplicate=True),
+        Output("open-poll", "max_intervals", allow_duplicate=True),
         Input("open-poll", "n_intervals"),
         *[State(f"windows-{r}", "value") for r in ROLES],
         State("sid", "data"),
         prevent_initial_call=True,
     )
-    def ready(_n: Any, *rest: Any) -> Any:
+    def ready(n: int, *rest: Any) -> Any:
         """The plotted log's facts and proposed windows, once worked out: flying spans and
-        windows drawn on the panels, windows in their boxes, facts beside."""
+        windows drawn on the panels, windows in their boxes, facts beside. One poll at a time
+        (each answer raises the interval's `max_intervals` by one), so no late answer of an
+        earlier poll writes the boxes over what the user typed since."""
         from dash import Patch
 
         *boxes, sid = rest
@@ -281,18 +287,16 @@ def _register_ready(app: Any, sessions: Sessions) -> None:
             s = sessions.get(sid)
             entry = s.log
         except RotoridError:
-            return (no_update,) * (3 + 2 * len(ROLES)) + (True,)
+            return (no_update,) * (3 + 2 * len(ROLES)) + (True, no_update)
         if not entry.ready:
-            return (no_update,) * (3 + 2 * len(ROLES)) + (False,)
-        # every poll after the work is done answers the same (the page keeps only the latest
-        # answer of overlapping polls); a box already showing its windows is left alone
+            return (no_update,) * (3 + 2 * len(ROLES)) + (False, n + 1)
         opening.apply_proposed(s, entry)
         figs = []
         for r in ROLES:
             fig = Patch()
             fig["layout"]["shapes"] = panels.shapes(entry.flying, s.windows[r].get(entry.key, []))
             figs.append(fig)
-        return *opening.status(s, entry), _facts_rows(entry), *figs, *_box_texts(s, entry.key, boxes), True
+        return *opening.status(s, entry), _facts_rows(entry), *figs, *_box_texts(s, entry.key, boxes), True, no_update
 
     @app.callback(Output("run-windows", "children"), Input("cli", "children"), State("sid", "data"))
     def run_windows(_cli: Any, sid: str) -> Any:
@@ -507,8 +511,6 @@ def _register_role(
             wins = parse_windows(text)
         except RotoridError as e:
             return no_update, str(e), "msg error", no_update
-        if not entry.ready:  # its proposed windows are on their way; they will fill the box
-            return no_update, "working out the proposed windows…", "msg", no_update
         t0, t1 = float(entry.flights[0].t[0]), float(entry.flights[-1].t[-1])
         with s.lock:
             if typed < s.typed.get(

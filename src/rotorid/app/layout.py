@@ -143,7 +143,7 @@ def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
             dcc.Store(id="sid", data=sid),
             dcc.Store(id="vehicle-set"),
             dcc.Interval(id="poll", interval=300, disabled=True),
-            dcc.Interval(id="open-poll", interval=250, disabled=True),
+            dcc.Interval(id="open-poll", interval=250, disabled=True, max_intervals=0),
             html.H1("rotorid — pick windows, identify"),
             html.Div(
                 [

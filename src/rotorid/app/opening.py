@@ -79,7 +79,8 @@ def work_out(entry: LogEntry, vehicle: Any) -> None:
 
 def apply_proposed(s: Session, entry: LogEntry) -> None:
     """Give each role of a ready log its proposed windows unless the user changed that role's
-    windows from what was proposed before (a user's windows are never overwritten)."""
+    windows from what was proposed before (none yet counts as unchanged): windows set while the
+    log was being worked out, or before a new vehicle's proposals, stay."""
     with s.lock:
         for role, wins in (entry.proposed or {}).items():
             if s.windows[role].get(entry.key, []) == entry.applied.get(role, []):
