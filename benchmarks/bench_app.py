@@ -1,7 +1,8 @@
 """Latency of `rotorid app` on a 1 h log at 1 kHz (3.6 M samples; acc, gyro, 4 motor commands)
-in real headless Chromium: the first open (read + facts + proposed windows + panels), a paint of
-the three panels once the log is read (target ≤ 2 s), and zoom updates (relayout → server-side
-min/max downsampling → redraw; target ≤ 300 ms), plus where the server spends the first open.
+in real headless Chromium: the first open (read + panels, painted; then facts and proposed
+windows, worked out in a thread and shown when ready), a paint of the three panels once the log
+is read (target ≤ 2 s), and zoom updates (relayout → server-side min/max downsampling of the
+three linked panels → redraw; target ≤ 300 ms), plus where the server spends the first open.
 Skipped (no rows) without /usr/bin/chromium and /usr/bin/chromedriver."""
 
 from __future__ import annotations
@@ -35,6 +36,17 @@ const timer = setInterval(() => {
     requestAnimationFrame(() => requestAnimationFrame(() => done((performance.now() - t0) / 1000)));
   }
 }, 5);
+"""
+
+WAIT_JUDGED = """
+const [t0, done] = [performance.now(), arguments[arguments.length - 1]];
+const timer = setInterval(() => {
+  const status = document.getElementById('status').innerText;
+  if (status.startsWith('error') || (status.startsWith('opened') && !status.includes('…'))) {
+    clearInterval(timer);
+    done(status.startsWith('error') ? -1 : (performance.now() - t0) / 1000);
+  }
+}, 20);
 """
 
 WAIT_ZOOM = """
@@ -113,7 +125,7 @@ def _server_breakdown(path: Path) -> dict[str, tuple[float, float]]:
             panels.figure(flights, v, role, "k").to_plotly_json() for role in ("thrust", "roll_pitch", "yaw")
         ],
     }
-    out = {}
+    out = {}  # the app paints after read and panels; facts and proposed windows follow in a thread
     for step, fn in steps.items():
         c0, t0 = time.process_time(), time.perf_counter()
         fn()
@@ -165,11 +177,21 @@ def _browser_rows(folder: Path, tmp: str, chromium: Path, driver_bin: Path) -> l
         d = webdriver.Chrome(service=Service(str(driver_bin)), options=opts)
         try:
             d.set_script_timeout(300)
+            d.command_executor.client_config.timeout = 330  # a busy machine: let the script timeout decide
             d.get(srv.url)
             time.sleep(1.0)
             d.find_element("id", "log-path").send_keys("hour.parquet")
             first = d.execute_async_script(WAIT_DRAWN)
-            rows.append({"name": "first open 1 h @ 1 kHz (read, facts, panels, paint)", "value": first, "unit": "s"})
+            rows.append({"name": "first open 1 h @ 1 kHz (read, panels, paint)", "value": first, "unit": "s"})
+            judged = d.execute_async_script(WAIT_JUDGED)
+            rows.append(
+                {
+                    "name": "first open: facts and proposed windows shown, after the paint",
+                    "value": judged,
+                    "unit": "s",
+                    "note": "worked out in a thread while the panels are already on screen",
+                }
+            )
             cpu0 = _cpu()
             paints = [d.execute_async_script(WAIT_DRAWN) for _ in range(3)]
             paint_cpu = _cpu_since(cpu0, len(paints))

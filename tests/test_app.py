@@ -18,10 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rotorid.app import callbacks, panels, run
+from rotorid.app import callbacks, opening, panels, run
 from rotorid.app.state import AppError, LogEntry, Sessions, list_logs, resolve_in, safe_name
 from rotorid.errors import RotoridError, WindowError
 from rotorid.flight import Flight
+from rotorid.result import Estimate, Result
 from rotorid.vehicle import Vehicle, build_vehicle
 
 
@@ -109,6 +110,8 @@ def test_every_export_format_has_a_download_name() -> None:
 
 def test_command_line_repeats_the_windows(sessions: Sessions) -> None:
     s = sessions.get(sessions.new())
+    assert "--vehicle '<choose one>'" in run.command_line(s)  # no vehicle is assumed
+    s.vehicle = s.vehicle_label = "crazyflie"
     for key, label in (("a", "/d/log10"), ("b", "/d/log 15"), ("c", "/d/log16")):
         s.logs[key] = LogEntry(key, Path(label), label, [])
     s.windows["thrust"] = {"a": [(35.0, 65.0)], "b": []}
@@ -122,6 +125,9 @@ def test_command_line_repeats_the_windows(sessions: Sessions) -> None:
     ]  # fmt: skip
     s.windows["thrust"] = {}
     with pytest.raises(RotoridError, match="set at least one thrust window"):
+        run.start(s)
+    s.vehicle = ""
+    with pytest.raises(RotoridError, match="choose the vehicle first"):
         run.start(s)
 
 
@@ -140,6 +146,7 @@ def test_options_form_is_made_from_the_delay_settings(sessions: Sessions) -> Non
     with pytest.raises(RotoridError, match="--cutoff-hz 'fast' must be a number"):
         run.given_options({"cutoff_hz": "fast"})
     s = sessions.get(sessions.new())
+    s.vehicle = s.vehicle_label = "crazyflie"
     s.logs["a"] = LogEntry("a", Path("/d/log10"), "/d/log10", [])
     s.windows["thrust"] = {"a": [(35.0, 65.0)]}
     s.options = run.given_options(form)
@@ -205,6 +212,7 @@ def test_long_series_are_min_max_downsampled_and_zoom_resamples() -> None:
 def test_failed_run_is_one_line_and_marks_the_job_done(sessions: Sessions, cf_logs: dict[str, Path]) -> None:
     """log16 17-18 s is on the ground with the motors off: the run ends with the library's message."""
     s = sessions.get(sessions.new())
+    s.vehicle = "crazyflie"
     s.logs["k"] = LogEntry("k", cf_logs["log16"], "log16", [])
     s.windows["thrust"]["k"] = [(17.0, 18.0)]
     job = run.start(s)
@@ -214,6 +222,130 @@ def test_failed_run_is_one_line_and_marks_the_job_done(sessions: Sessions, cf_lo
     assert job.done and job.result is None and job.fraction == 1.0
     assert "window 17:18 s is on the ground (flying spans: 31.4-39.4, 44.0-49.7)" in job.error and "\n" not in job.error
     assert job.steps == ["read 1 log window and identify (delay)"] and not (job.out / "params.json").exists()
+
+
+def _job(params: dict[str, Estimate], observability: dict | None = None) -> run.Job:
+    job = run.Job(1, Path("/nowhere/run1"), "rotorid identify", total=3, done=True)
+    job.result = Result("delay", params, observability=observability or {})
+    return job
+
+
+def test_results_carry_the_clis_verdict_words_and_never_a_bare_nan(sessions: Sessions) -> None:
+    """The results table's verdict column says what `Result.summary` says (well, poor, no σ,
+    not identified), a missing σ shows as "—", and a run with a poor or unidentified
+    parameter does not end in a green "done"."""
+    from dash import html
+
+    s = sessions.get(sessions.new())
+    params = {
+        "tm": Estimate(0.0700, 0.0020, "s"),
+        "thrust_c2": Estimate(0.5, 0.4, "N"),
+        "I_xx": Estimate(1.5e-5, float("nan"), "kg m^2"),
+        "I_zz": Estimate(0.25, 0.01, "kg m^2"),
+    }
+    job = _job(params, {"I_zz": {"at_bound": "the upper bound 0.25"}})
+    summary, _ = callbacks._results(s, job)
+    table = next(c for c in summary if isinstance(c, html.Table))
+    rows = {r.id: [td.children for td in r.children] for r in table.children[1].children}
+    assert [rows[f"param-{k}"][5] for k in params] == ["well", "poor", "no σ", "not identified"]
+    assert rows["param-I_xx"][2:4] == ["—", "—"] and "nan" not in repr(summary)
+    line, cls = callbacks.run_status(job)
+    assert cls == "status error" and "not all usable" in line
+    assert "poor: thrust_c2" in line and "no σ: I_xx" in line and "not identified: I_zz" in line
+    assert callbacks.run_status(_job({"tm": Estimate(0.07, 0.002, "s")})) == (
+        "run 1 done: every parameter usable",
+        "status ok",
+    )
+    assert callbacks.run_status(_job({"tm": Estimate(0.07, 0.02, "s")}))[1] == "status warn"  # loose
+
+
+def test_form_shows_the_chosen_presets_values() -> None:
+    cf = callbacks.preset_fields("crazyflie")
+    assert cf == {
+        "layout": "quad-x",
+        "arm": pytest.approx(0.028 * 2**0.5),
+        "mass": 0.027,
+        "input": "normalized",
+        "range": "0,1",
+        "order": "sequential",  # motor 1 front-right, clockwise from above: rebuilt exactly
+    }
+    rebuilt = build_vehicle(cf["layout"], cf["arm"], cf["mass"], order=cf["order"])
+    np.testing.assert_allclose(rebuilt.positions, Vehicle.preset("crazyflie").positions, atol=1e-7)  # arm to 1 µm
+    x500 = callbacks.preset_fields("x500-gazebo")
+    assert x500["order"] == "px4" and x500["input"] == "rad_s" and x500["range"] == "0,1000"
+    assert x500["arm"] == pytest.approx(0.174 * 2**0.5) and x500["mass"] == 2.0
+    assert callbacks.preset_fields("quad-plus")["layout"] == "quad-plus"
+
+
+def test_every_window_of_every_opened_log_is_listed_and_a_users_windows_stay(sessions: Sessions) -> None:
+    """Two opened logs: the table the page shows lists each log's windows per role (the plotted
+    one marked) — exactly what the command line and the run take; proposals reach a role
+    only while the user has not changed its windows."""
+    from dash import html
+
+    s = sessions.get(sessions.new())
+    s.vehicle = s.vehicle_label = "crazyflie"
+    for key in ("a", "b"):
+        s.logs[key] = LogEntry(key, Path(f"/d/{key}.ulg"), f"/d/{key}.ulg", [], ready=True)
+    s.current = "b"
+    s.logs["a"].proposed = {"thrust": [(10.0, 20.0)], "roll_pitch": [(30.0, 40.0)], "yaw": []}
+    opening.apply_proposed(s, s.logs["a"])
+    s.windows["thrust"]["b"] = [(5.0, 8.0)]
+    table = opening.windows_table(s)
+    rows = [[td.children for td in tr.children] for tr in table[1].children]
+    assert rows == [
+        ["a.ulg", "thrust", "10.00:20.00"],
+        ["b.ulg (plotted)", "thrust", "5.00:8.00"],
+        ["a.ulg", "roll/pitch", "30.00:40.00"],
+    ]
+    assert shlex.split(run.command_line(s))[6:-2] == [
+        "/d/a.ulg@10:20",
+        "/d/b.ulg@5:8",
+        "--roll-pitch",
+        "/d/a.ulg@30:40",
+    ]
+    s.windows["thrust"]["a"] = [(12.0, 18.0)]  # the user's edit
+    s.logs["a"].proposed = {"thrust": [(11.0, 19.0)], "roll_pitch": [(31.0, 41.0)], "yaw": []}  # another vehicle's
+    opening.apply_proposed(s, s.logs["a"])
+    assert s.windows["thrust"]["a"] == [(12.0, 18.0)] and s.windows["roll_pitch"]["a"] == [(31.0, 41.0)]
+    s.windows = {r: {} for r in s.windows}
+    assert isinstance(opening.windows_table(s)[0], html.Tr)  # "none yet"
+
+
+def test_a_preset_of_another_flight_stack_is_refused_with_the_reason(sessions: Sessions) -> None:
+    """The Crazyflie preset for a Betaflight log (the issue's silent default) is refused before
+    a run, naming the log; a converted Crazyflie log, a simulated one and the generic presets pass."""
+    from rotorid.vehicle import preset_mismatch
+
+    why = preset_mismatch("crazyflie", "blackbox")
+    assert why.startswith("the crazyflie preset is a 27 g vehicle with rotors 40 mm from the centre flown by a stack")
+    assert "not this blackbox log; describe your vehicle" in why
+    assert preset_mismatch("x500-px4", "crazyflie-v2") and preset_mismatch("iris-px4", "dataflash")
+    for preset, fmt in (("crazyflie", "crazyflie-v2"), ("crazyflie", "rotorid-sim"), ("quad-x", "blackbox")):
+        assert preset_mismatch(preset, fmt) is None, (preset, fmt)
+    assert preset_mismatch("x500-gazebo", "ulog") is None and preset_mismatch("x500-px4", "ulog") is None
+
+    s = sessions.get(sessions.new())
+    s.vehicle = s.vehicle_label = "crazyflie"
+    bbl = _flight().replace(meta={"source": "btfl_002.bbl", "format": "blackbox"})
+    converted = _flight().replace(meta={"source": "x", "format": "parquet", "original_format": "crazyflie-v2"})
+    s.logs["a"] = LogEntry("a", Path("/d/log10.parquet"), "/d/log10.parquet", [converted])
+    s.logs["b"] = LogEntry("b", Path("/d/btfl_002.bbl"), "/d/btfl_002.bbl", [bbl])
+    s.windows["thrust"] = {"a": [(0.5, 3.5)], "b": []}
+    run.check_vehicle(s)  # the Betaflight log has no window: the run does not use it
+    s.windows["roll_pitch"] = {"b": [(0.5, 3.5)]}
+    with pytest.raises(RotoridError, match=r"^btfl_002.bbl: the crazyflie preset is a 27 g vehicle"):
+        run.start(s)
+
+
+def test_time_axis_changes_are_read_from_any_relayout() -> None:
+    assert callbacks._x_range({"xaxis.range[0]": 1.0, "xaxis.range[1]": 2.0, "yaxis.range[0]": 0}) == {
+        "xaxis.range[0]": 1.0,
+        "xaxis.range[1]": 2.0,
+    }
+    assert callbacks._x_range({"xaxis.range": [3.0, 4.0]}) == {"xaxis.range[0]": 3.0, "xaxis.range[1]": 4.0}
+    assert callbacks._x_range({"xaxis.autorange": True}) == {"xaxis.autorange": True, "xaxis.showspikes": False}
+    assert callbacks._x_range({"shapes[1].x0": 5.0}) is None and callbacks._x_range({"dragmode": "zoom"}) is None
 
 
 def _sigint_default() -> None:

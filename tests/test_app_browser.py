@@ -44,9 +44,14 @@ def server(folder: Path) -> Iterator[object]:
 
 
 def _wait(driver, cond, timeout: float = 30.0):
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: cond())
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(lambda d: cond())
+    except TimeoutException:  # say what the page showed
+        status = [e.text for e in driver.find_elements("id", "status")]
+        raise AssertionError(f"timed out after {timeout:g} s; status: {status}") from None
 
 
 def _text(driver, id_: str) -> str:
@@ -64,13 +69,30 @@ def _page(driver, server) -> None:
 
 
 def _open(driver, name: str) -> str:
+    from selenium.webdriver.common.keys import Keys
+
     box = driver.find_element("id", "log-path")
-    box.clear()
-    box.send_keys(name)
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(Keys.DELETE, name)  # clear() alone leaves React's value behind
     before = _text(driver, "status")
     driver.find_element("id", "open").click()
     _wait(driver, lambda: _text(driver, "status") not in ("", before) and "…" not in _text(driver, "status"))
     return _text(driver, "status")
+
+
+def _choose(driver, dropdown: str, option: str) -> None:
+    """Pick `option` in the Dash dropdown `dropdown` as a user does: open it, click the option."""
+    driver.find_element("id", dropdown).click()
+    found = _wait(
+        driver,
+        lambda: [o for o in driver.find_elements("css selector", ".dash-dropdown-option") if o.text.strip() == option],
+    )
+    found[0].click()
+
+
+def _vehicle(driver, preset: str) -> None:
+    _choose(driver, "veh-preset", preset)
+    _wait(driver, lambda: f"--vehicle {preset}" in _text(driver, "cli"))
 
 
 def _set_box(driver, role: str, text: str) -> None:
@@ -108,7 +130,16 @@ def _drag(driver, role: str, t0: float, t1: float) -> None:
 def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path) -> None:
     d = browser
     _page(d, server)
+    assert "<choose one>" in _text(d, "cli") and _text(d, "veh-msg").startswith("no vehicle chosen")
     assert _open(d, "log10").startswith("opened log10: proposed windows thrust 1")
+    d.find_element("id", "identify").click()  # no vehicle is assumed for a log: the page asks for one
+    _wait(d, lambda: "error" in _text(d, "run-status"))
+    assert _text(d, "run-status") == "error: choose the vehicle first (under 'vehicle': a preset, or describe yours)"
+    _vehicle(d, "crazyflie")
+    shown = {f: d.find_element("id", f"veh-{f}").get_attribute("value") for f in ("arm", "mass", "range")}
+    assert shown == {"arm": "0.039598", "mass": "0.027", "range": "0,1"}  # the preset's, not a generic quad's
+    assert not d.find_element("id", "veh-mass").is_enabled()  # a preset's values are shown, not edited
+    _wait(d, lambda: _text(d, "status").startswith("opened log10: proposed windows thrust 1"))  # read again
     facts = _text(d, "facts")
     assert "crazyflie-v2" in facts and "excitation thrust" in facts and "1011 Hz" in facts
     # the proposals are preloaded, as shaded windows: log10 pumps the throttle, so thrust only
@@ -129,10 +160,19 @@ def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path
     # the CLI on the same window, in its own process, while the app identifies
     args = ["identify", "--method", "delay", "--vehicle", "crazyflie", f"{folder / 'log10'}@{a:g}:{b:g}"]
     proc = subprocess.Popen([ROTORID, *args, "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    refused = _text(d, "run-status")
     d.find_element("id", "identify").click()
+    _wait(d, lambda: _text(d, "run-status") != refused)  # "run 1 started"
     _wait(d, lambda: d.find_elements("id", "param-tm") or "error" in _text(d, "run-status"), timeout=60)
     assert _text(d, "run-status").startswith("run 1 done"), _text(d, "run-status")
     shown = float(d.find_element("css selector", "#param-tm .value").get_attribute("title"))
+    verdicts = [e.text for e in d.find_elements("css selector", "#params td.verdict")]
+    unusable = {"loose", "poor", "no σ", "not identified", "model-dependent"}
+    assert verdicts and set(verdicts) <= {"well", "assumed", *unusable}
+    assert "nan" not in _text(d, "params") and _text(d, "verdict").startswith("verdict: usable for simulation:")
+    green = d.find_element("id", "run-status").get_attribute("class") == "status ok"
+    assert not (green and unusable & set(verdicts)), (_text(d, "run-status"), verdicts)  # never green over a poor σ
+    assert all(f"{v}: " in _text(d, "run-status") for v in unusable & set(verdicts))
     assert shlex.split(_text(d, "cli"))[1:-2] == args  # the command line shown is the one the CLI ran
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, output
@@ -171,6 +211,7 @@ def test_path_outside_folder_is_refused(server, browser) -> None:
     for name in ("../log16", str(Path(server.sessions.root).parent / "log16"), "/etc/passwd"):
         status = _open(d, name)
         assert status.startswith("error:") and "outside the folder this app serves" in status, status
+    _vehicle(d, "crazyflie")
     own = d.find_element("id", "veh-download").get_attribute("href")  # /files/<session>/vehicle.toml
     with urllib.request.urlopen(_signed(own, server)) as r:
         assert len(tomllib.loads(r.read().decode())["rotor"]) == 4
@@ -184,6 +225,7 @@ def test_two_tabs_do_not_mix(server, browser) -> None:
     d = browser
     _page(d, server)
     first = d.current_window_handle
+    _vehicle(d, "crazyflie")
     assert _open(d, "log10").startswith("opened log10")
     _set_box(d, "thrust", "40:50")
     _wait(d, lambda: "log10@40:50" in _text(d, "cli"))
@@ -191,6 +233,7 @@ def test_two_tabs_do_not_mix(server, browser) -> None:
     try:
         _page(d, server)
         assert "log10" not in _text(d, "cli")
+        _vehicle(d, "crazyflie")
         assert _open(d, "log15").startswith("opened log15")
         _set_box(d, "thrust", "60:70")
         _wait(d, lambda: "log15@60:70" in _text(d, "cli"))
@@ -224,3 +267,58 @@ def test_two_tabs_do_not_mix(server, browser) -> None:
     finally:
         d.close()
         d.switch_to.window(first)
+
+
+def _x_shown(driver, role: str) -> tuple[float, float, float, float]:
+    """A panel's time-axis range and the span of the data it holds now."""
+    return tuple(
+        driver.execute_script(
+            """const gd = document.querySelector(arguments[0] + ' .js-plotly-plot');
+            const x = gd._fullData[0].x;
+            return [gd._fullLayout.xaxis.range[0], gd._fullLayout.xaxis.range[1], x[0], x[x.length - 1]];""",
+            f"#panel-{role}",
+        )
+    )
+
+
+def test_several_logs_each_keep_their_windows_and_the_panels_zoom_together(server, browser) -> None:
+    """Two logs opened: the page lists both logs' windows (what the run takes), the picker plots
+    either with its own windows; zooming one panel's time axis zooms the other two, each with
+    data re-downsampled for the new range; a reset restores all three."""
+    d = browser
+    _page(d, server)
+    _vehicle(d, "crazyflie")
+    assert _open(d, "log10").startswith("opened log10")
+    _set_box(d, "thrust", "40:50")
+    _wait(d, lambda: "log10@40:50" in _text(d, "cli"))
+    assert _open(d, "log15").startswith("opened log15")
+    _set_box(d, "thrust", "60:70")
+    _wait(d, lambda: "log15@60:70" in _text(d, "cli"))
+    _wait(d, lambda: "log15 (plotted)" in _text(d, "run-windows"))
+    listed = _text(d, "run-windows")
+    assert "log10 thrust 40.00:50.00" in listed and "log15 (plotted) thrust 60.00:70.00" in listed, listed
+    cli = shlex.split(_text(d, "cli"))
+    run_logs = [Path(a.partition("@")[0]).name for a in cli if "@" in a]
+    assert sorted(set(run_logs)) == ["log10", "log15"]  # the run takes exactly the listed logs
+    assert len(run_logs) == listed.count("\n")  # one line per (log, role) listed, under a header
+
+    _choose(d, "opened", "log10")  # plot the other log again: its own windows come back
+    _wait(d, lambda: d.find_element("id", "windows-thrust").get_attribute("value") == "40.00:50.00")
+    assert _text(d, "status").startswith("opened log10")
+    _wait(d, lambda: "log10 (plotted)" in _text(d, "run-windows"))
+
+    d.execute_script(
+        "Plotly.relayout(document.querySelector('#panel-yaw .js-plotly-plot'), "
+        "{'xaxis.range[0]': 41.0, 'xaxis.range[1]': 44.0});"
+    )
+    for role in ("thrust", "roll_pitch"):
+        _wait(d, lambda role=role: abs(_x_shown(d, role)[0] - 41.0) < 1e-6 and _x_shown(d, role)[2] > 40.5)
+        a, b, first, last = _x_shown(d, role)
+        assert b == pytest.approx(44.0) and 40.5 < first < 41.5 and 43.5 < last < 44.5, (role, a, b, first, last)
+    d.execute_script(
+        "Plotly.relayout(document.querySelector('#panel-thrust .js-plotly-plot'), {'xaxis.autorange': true});"
+    )
+    for role in ("roll_pitch", "yaw"):
+        _wait(d, lambda role=role: _x_shown(d, role)[1] - _x_shown(d, role)[0] > 45.0)  # log10: 50 s
+    errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], errors

@@ -124,3 +124,33 @@ def test_a_flight_is_filtered_once_for_all_its_measures(monkeypatch: pytest.Monk
     del f, g, judged
     gc.collect()
     assert len(excitation._ANGULAR) == n - 2
+
+
+def test_moving_mean_is_the_centred_mean_of_the_samples_available() -> None:
+    """Against its definition, sample by sample: interior windows of n samples, edges shorter,
+    a window longer than the series, one column or several."""
+    x = np.random.default_rng(3).normal(size=(50, 2))
+    for n in (2, 3, 7, 50, 64):
+        want = np.array([x[max(i - n // 2, 0) : min(i + n - n // 2, 50)].mean(axis=0) for i in range(50)])
+        np.testing.assert_allclose(excitation._moving_mean(x, n), want, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(excitation._moving_mean(x[:, 1], n), want[:, 1], rtol=1e-12, atol=1e-14)
+
+
+def test_flying_mask_is_worked_out_once_per_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proposing windows for every role and measuring the flight ask the flying mask of the same
+    flight five times: it is worked out once, read-only, and again only for other arguments."""
+    calls = []
+    real = excitation.resting
+    monkeypatch.setattr(excitation, "resting", lambda f: calls.append(1) or real(f))
+    f = _flight(
+        gyro=lambda t: np.column_stack([np.sin(7 * t), np.cos(5 * t), np.sin(3 * t)]),
+        cmd=lambda t: np.repeat((0.5 + 0.1 * np.sin(2 * t))[:, None], 4, axis=1),
+        acc=lambda t: np.tile([0.0, 0.0, 9.81], (len(t), 1)),
+    )
+    excitation.log_windows([f])
+    excitation.measure(f)
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="read-only"):
+        excitation.flying_mask(f)[0][0] = False
+    excitation.flying_mask(f, min_span=1.0)
+    assert len(calls) == 2

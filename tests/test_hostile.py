@@ -533,7 +533,7 @@ def test_a_clock_restart_inside_a_log_is_refused(tmp_path: Path) -> None:
 
 
 def test_app_session_caps_uploads_and_open_logs(tmp_path: Path) -> None:
-    from rotorid.app import callbacks
+    from rotorid.app import callbacks, opening
     from rotorid.app.state import AppError, Sessions
 
     sessions = Sessions(tmp_path)
@@ -544,9 +544,9 @@ def test_app_session_caps_uploads_and_open_logs(tmp_path: Path) -> None:
     callbacks.save_upload(s, payload, "log0.ulg", max_bytes=2048)  # the same name again replaces it
     with pytest.raises(AppError, match="already holds 0 MB of uploads; reload the page"):
         callbacks.save_upload(s, payload, "one-more.ulg", max_bytes=2048)
-    s.logs.update({f"folder:{i}": None for i in range(callbacks.SESSION_LOGS)})  # type: ignore[misc]
+    s.logs.update({f"folder:{i}": None for i in range(opening.SESSION_LOGS)})  # type: ignore[misc]
     with pytest.raises(AppError, match="holds 8 logs already"):
-        callbacks.open_entry(s, "folder:new", tmp_path / "new.ulg", "new.ulg")
+        opening.open_entry(s, "folder:new", tmp_path / "new.ulg", "new.ulg")
     sessions.cleanup()
 
 

@@ -158,16 +158,18 @@ def resting(flight: Flight, span: float = 0.5, tol: float = 0.1, max_rate: float
     if flight.acc is None or flight.gyro is None or len(flight.t) < 2:
         return None
     n = max(2, round(span * flight.rate))
-    f = np.linalg.norm(_moving_mean_cols(flight.acc, n), axis=1)
-    w = np.linalg.norm(_moving_mean_cols(flight.gyro, n), axis=1)
+    f = np.linalg.norm(_moving_mean(flight.acc, n), axis=1)
+    w = np.linalg.norm(_moving_mean(flight.gyro, n), axis=1)
     return (np.abs(f - GRAVITY) <= tol * GRAVITY) & (w <= max_rate)
 
 
 def flying_mask(
     flight: Flight, threshold: float = 0.3, min_span: float = 0.5, min_rest: float = 1.0
 ) -> tuple[np.ndarray, str]:
-    """Per-sample True while flying, and what decided it ('landed', 'cmd+imu', 'cmd',
-    'rotor_speed+imu', 'rotor_speed' or 'none' — then every sample counts as flying).
+    """Per-sample True while flying (read-only), and what decided it ('landed', 'cmd+imu',
+    'cmd', 'rotor_speed+imu', 'rotor_speed' or 'none' — then every sample counts as flying).
+    Worked out once per flight object and arguments (`_cached`): `info`, the app and `identify`
+    ask it of the same flight for every role and measure.
 
     A logged `landed` state decides alone. Otherwise the motors and the IMU together: a run
     of samples with the motors near idle (`motors_low`) is on the ground when the IMU rests
@@ -175,6 +177,12 @@ def flying_mask(
     take-off and landing transients belong to the ground run around them; a run where the
     IMU never rests is a throttle cut in the air (flips, dives, free fall). Without an IMU,
     every motors-low run is on the ground. Then `_merge_short` with `min_span`."""
+    return _cached(
+        _FLYING, flight, (threshold, min_span, min_rest), lambda: _flying(flight, threshold, min_span, min_rest)
+    )
+
+
+def _flying(flight: Flight, threshold: float, min_span: float, min_rest: float) -> tuple[np.ndarray, str]:
     if flight.landed is not None:
         return _merge_short(flight.t, ~flight.landed, min_span), "landed"
     low, src = motors_low(flight, threshold)
@@ -198,31 +206,45 @@ def spans(t: np.ndarray, mask: np.ndarray) -> list[tuple[float, float]]:
     return [(float(t[i]), float(t[j - 1])) for i, j in zip(a, b, strict=True)]
 
 
-#: (id(flight), cutoff) -> its angular acceleration, dropped when the flight is (`angular_acceleration`).
-_ANGULAR: dict[tuple[int, float], np.ndarray] = {}
-_ANGULAR_LOCK = threading.Lock()
+#: Per flight object (dropped when the flight is; `_cached`): (id, cutoff) -> its angular
+#: acceleration; (id, threshold, min_span, min_rest) -> its flying mask.
+_ANGULAR: dict[tuple[Any, ...], np.ndarray] = {}
+_FLYING: dict[tuple[Any, ...], tuple[np.ndarray, str]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _cached(store: dict[tuple[Any, ...], Any], flight: Flight, key: tuple[Any, ...], compute: Any) -> Any:
+    """`compute()` once per flight object and `key`, its arrays made read-only, kept in `store`
+    while the flight lives (a finalizer drops it with the flight, so an id is never reused)."""
+    full = (id(flight), *key)
+    with _CACHE_LOCK:
+        hit = store.get(full)
+    if hit is not None:
+        return hit
+    value = compute()
+    for a in value if isinstance(value, tuple) else (value,):
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False
+    with _CACHE_LOCK:
+        store[full] = value
+    weakref.finalize(flight, store.pop, full, None)
+    return value
 
 
 def angular_acceleration(flight: Flight, cutoff: float = 20.0) -> np.ndarray:
     """Body angular acceleration (rad/s², (N, 3), read-only): the derivative of the gyro after a
     zero-phase Butterworth low-pass at `cutoff` Hz (capped at 0.4× the sample rate).
 
-    Computed once per flight object and cutoff, and kept while the flight lives: `info`, the
-    app and `identify` measure the same flight for several purposes (verdicts, activity, role
-    windows, role checks), and the filter is most of their cost on a long log."""
+    Computed once per flight object and cutoff (`_cached`), and kept while the flight lives:
+    `info`, the app and `identify` measure the same flight for several purposes (verdicts,
+    activity, role windows, role checks), and the filter is most of their cost on a long log."""
     flight.require("gyro")
-    key = (id(flight), float(cutoff))
-    with _ANGULAR_LOCK:
-        hit = _ANGULAR.get(key)
-    if hit is not None:
-        return hit
-    fc = min(cutoff, 0.4 * flight.rate)
-    wd = derivative(butter_filtfilt(flight.gyro, flight.rate, fc), flight.t)
-    wd.flags.writeable = False
-    with _ANGULAR_LOCK:
-        _ANGULAR[key] = wd
-    weakref.finalize(flight, _ANGULAR.pop, key, None)
-    return wd
+
+    def compute() -> np.ndarray:
+        fc = min(cutoff, 0.4 * flight.rate)
+        return derivative(butter_filtfilt(flight.gyro, flight.rate, fc), flight.t)
+
+    return _cached(_ANGULAR, flight, (float(cutoff),), compute)
 
 
 def measure(
@@ -291,11 +313,19 @@ class Window:
 
 
 def _moving_mean(x: np.ndarray, n: int) -> np.ndarray:
-    """Centred moving average over `n` samples (edges use the samples available)."""
-    c = np.concatenate([[0.0], np.cumsum(x)])
-    i = np.arange(len(x))
-    lo, hi = np.maximum(i - n // 2, 0), np.minimum(i + n - n // 2, len(x))
-    return (c[hi] - c[lo]) / (hi - lo)
+    """Centred moving average over `n` samples along the first axis (edges use the samples
+    available), from one cumulative sum: the interior by two slices, the few edge samples apart,
+    so an hour at 1 kHz costs a few passes over memory."""
+    m, lo, hi = len(x), n // 2, n - n // 2  # sample i averages [i - lo, i + hi) within [0, m)
+    c = np.zeros((m + 1, *x.shape[1:]))
+    np.cumsum(x, axis=0, out=c[1:])
+    out = np.empty(c[1:].shape)
+    if m + 1 > n:  # the interior: whole windows of n samples
+        out[lo : m + 1 - hi] = (c[n:] - c[: m + 1 - n]) / n
+    edge = np.r_[0 : min(lo, m), max(m + 1 - hi, min(lo, m)) : m]
+    a, b = np.maximum(edge - lo, 0), np.minimum(edge + hi, m)
+    out[edge] = (c[b] - c[a]) / (b - a).reshape(-1, *[1] * (x.ndim - 1))
+    return out
 
 
 def role_signal(flight: Flight, role: str, span: float = 2.0, cutoff: float = 20.0) -> tuple[np.ndarray, str]:
@@ -309,12 +339,8 @@ def role_signal(flight: Flight, role: str, span: float = 2.0, cutoff: float = 20
             flight.require("cmd")
         m = _moving_mean(c, n)
         return np.sqrt(np.maximum(_moving_mean(c**2, n) - m**2, 0.0)) / np.where(m > 0, m, np.inf), UNITS["thrust"]
-    wd2 = _moving_mean_cols(angular_acceleration(flight, cutoff) ** 2, n)
+    wd2 = _moving_mean(angular_acceleration(flight, cutoff) ** 2, n)
     return (np.sqrt(np.minimum(wd2[:, 0], wd2[:, 1])) if role == "roll_pitch" else np.sqrt(wd2[:, 2])), UNITS["yaw"]
-
-
-def _moving_mean_cols(x: np.ndarray, n: int) -> np.ndarray:
-    return np.column_stack([_moving_mean(x[:, j], n) for j in range(x.shape[1])])
 
 
 def propose_windows(
@@ -433,7 +459,7 @@ def window_score(
     acceleration (no new filtering) and collective command."""
     if window.role not in ROLE_AXES:
         return float("nan")
-    sel = (flight.t >= window.t0) & (flight.t <= window.t1)
+    sel = slice(np.searchsorted(flight.t, window.t0, "left"), np.searchsorted(flight.t, window.t1, "right"))
     values = {}
     if flight.gyro is not None:
         rms = np.sqrt(np.mean(angular_acceleration(flight, cutoff)[sel] ** 2, axis=0))

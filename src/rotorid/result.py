@@ -218,6 +218,15 @@ def verdict(e: Estimate, obs: dict[str, Any] | None) -> Verdict:
     return Verdict(cls, word, text + (advice if cls != "ok" else ""))
 
 
+def usable(e: Estimate, obs: dict[str, Any] | None) -> bool:
+    """Usable for simulation (`overall`): well determined, or assumed with a %σ that, the
+    assumption's spread included, is within the well-determined bound."""
+    obs = obs or {}
+    cls = verdict(e, obs).cls
+    pct = obs.get("rel_std_pct", e.rel_std_pct)
+    return cls == "ok" or (cls == "assumed" and isinstance(pct, int | float) and pct <= WELL_PCT)
+
+
 def _listed(names: list[str]) -> str:
     """Names with per-motor ones folded: thrust_c2_m1 … thrust_c2_m4 -> `thrust_c2 (motors 1–4)`."""
     groups: dict[tuple[str, str | None], list[int | None]] = {}
@@ -248,8 +257,7 @@ def overall(result: Result) -> str:
         obs = result.observability.get(name) or {}
         v = verdict(e, obs)
         cls = v.word if v.word in by else v.cls
-        pct = obs.get("rel_std_pct", e.rel_std_pct)
-        if cls == "assumed" and isinstance(pct, int | float) and pct <= WELL_PCT:
+        if cls == "assumed" and usable(e, obs):
             by["ok"].append(name)
             usable_assumed.append(name)
             continue

@@ -527,6 +527,32 @@ PRESETS = {
     "quad-plus": quad_plus,
 }
 PRESET_ALIASES = {"iris": "iris-gazebo", "x500": "x500-gazebo"}  # the presets' earlier names
+#: Presets of one real vehicle flown by one flight stack -> the log format that stack writes
+#: (`Flight.meta["format"]`, a prefix): the Crazyflie preset is a 27 g Crazyflie 2.1, the PX4
+#: ones an X500 or Iris flown by PX4. The Gazebo and generic presets describe no real log.
+PRESET_LOGS = {"crazyflie": "crazyflie", "x500-px4": "ulog", "iris-px4": "ulog"}
+#: Log formats a real flight stack writes (a simulated or converted log may come from anything).
+REAL_LOGS = ("crazyflie", "ulog", "blackbox", "dataflash")
+
+
+def preset_mismatch(preset: str, log_format: str) -> str | None:
+    """Why preset `preset` cannot be the vehicle of a log in `log_format` (the format its reader
+    found, or the original format of a converted log), or None when it may be: a preset of one
+    real vehicle (`PRESET_LOGS`) given a real log of another flight stack (a Crazyflie preset for
+    a Betaflight log): its geometry and mass would scale every identified inertia and thrust."""
+    name = PRESET_ALIASES.get(preset, preset)
+    own = PRESET_LOGS.get(name)
+    real = next((f for f in REAL_LOGS if log_format.startswith(f)), None)
+    if own is None or real is None or real == own:
+        return None
+    v = Vehicle.preset(name)
+    arm = float(np.max(np.hypot(v.positions[:, 0], v.positions[:, 1])))
+    return (
+        f"the {name} preset is a {v.mass * 1e3:.0f} g vehicle with rotors {arm * 1e3:.0f} mm from the centre flown "
+        f"by a stack that writes {own} logs, not this {log_format} log; describe your vehicle (layout, arm, mass) "
+        "or give its TOML"
+    )
+
 
 # -- `vehicle init`: layouts and motor-numbering conventions ------------------------------------
 

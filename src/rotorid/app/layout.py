@@ -17,10 +17,12 @@ h1 { font-size: 1.3em; margin: .6em 0 .2em; } h2 { font-size: 1.05em; margin: 1e
 .row { display: flex; gap: 1em; align-items: flex-start; flex-wrap: wrap; }
 .grow { flex: 1 1 640px; min-width: 0; } .side { flex: 0 0 330px; }
 .status { margin: .4em 0; min-height: 1.3em; } .status.error, .msg.error { color: #b00020; }
-.status.ok { color: #1a7f37; } .msg { font-size: .9em; color: #555; }
+.status.ok { color: #1a7f37; } .status.busy { color: #555; } .status.warn { color: #9a6700; } .msg { font-size: .9em; color: #555; }
 table.facts td { padding: 1px 6px; vertical-align: top; font-size: .9em; }
 td.ok { color: #1a7f37; } td.weak { color: #9a6700; } td.bad { color: #b00020; } td.na { color: #888; }
 table.params td, table.params th { padding: 2px 8px; text-align: right; }
+td.verdict { text-align: left; } td.verdict.ok { color: #1a7f37; } td.verdict.warn { color: #9a6700; }
+td.verdict.bad { color: #b00020; } td.verdict.assumed { color: #555; }
 .winrow { display: flex; gap: .5em; align-items: center; margin: 0 0 .6em 55px; }
 .winrow input { width: 24em; } pre { background: #f6f8fa; padding: .5em; overflow-x: auto; font-size: .85em; }
 .upload { border: 1px dashed #999; padding: .35em .8em; cursor: pointer; border-radius: 4px; }
@@ -57,11 +59,24 @@ def _panel(role: str) -> Any:
     )
 
 
+def _dropdown(id_: str, options: list[str], width: str, value: str | None = None, **kw: Any) -> Any:
+    """A dropdown that sits inline in a form row."""
+    from dash import dcc
+
+    style = {"width": width, "display": "inline-block", "verticalAlign": "middle"}
+    return dcc.Dropdown(id=id_, options=options, value=value, clearable=False, style=style, **kw)
+
+
 def _vehicle_form() -> Any:
+    """No vehicle until the user chooses: a preset (its values shown, read-only) or one
+    described by layout, arm, mass, motor input, command range and motor order."""
     from dash import dcc, html
 
     def field(label: str, component: Any) -> Any:
         return html.Label([label, " ", component], style={"marginRight": "1em"})
+
+    def number(id_: str) -> Any:
+        return dcc.Input(id=id_, type="number", min=0, step="any", debounce=True, style={"width": "6em"})
 
     return html.Div(
         [
@@ -71,57 +86,18 @@ def _vehicle_form() -> Any:
                 value="preset",
                 inline=True,
             ),
-            field(
-                "preset",
-                dcc.Dropdown(
-                    id="veh-preset",
-                    options=list(PRESETS),
-                    value="crazyflie",
-                    clearable=False,
-                    style={"width": "14em", "display": "inline-block", "verticalAlign": "middle"},
-                ),
-            ),
+            field("preset", _dropdown("veh-preset", list(PRESETS), "14em", placeholder="choose your vehicle")),
             html.Div(
                 [
+                    field("layout", _dropdown("veh-layout", list(LAYOUTS), "9em")),
+                    field("arm (m)", number("veh-arm")),
+                    field("mass (kg)", number("veh-mass")),
+                    field("motor input", _dropdown("veh-input", list(MOTOR_INPUTS), "9em", "normalized")),
                     field(
-                        "layout",
-                        dcc.Dropdown(
-                            id="veh-layout",
-                            options=list(LAYOUTS),
-                            value="quad-x",
-                            clearable=False,
-                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
-                        ),
+                        "command range",
+                        dcc.Input(id="veh-range", type="text", value="0,1", debounce=True, style={"width": "7em"}),
                     ),
-                    field(
-                        "arm (m)",
-                        dcc.Input(id="veh-arm", type="number", value=0.25, min=0, step="any", style={"width": "6em"}),
-                    ),
-                    field(
-                        "mass (kg)",
-                        dcc.Input(id="veh-mass", type="number", value=1.0, min=0, step="any", style={"width": "6em"}),
-                    ),
-                    field(
-                        "motor input",
-                        dcc.Dropdown(
-                            id="veh-input",
-                            options=list(MOTOR_INPUTS),
-                            value="normalized",
-                            clearable=False,
-                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
-                        ),
-                    ),
-                    field("command range", dcc.Input(id="veh-range", type="text", value="0,1", style={"width": "7em"})),
-                    field(
-                        "motor order",
-                        dcc.Dropdown(
-                            id="veh-order",
-                            options=list(MOTOR_ORDERS),
-                            value="px4",
-                            clearable=False,
-                            style={"width": "9em", "display": "inline-block", "verticalAlign": "middle"},
-                        ),
-                    ),
+                    field("motor order", _dropdown("veh-order", list(MOTOR_ORDERS), "9em")),
                 ],
                 style={"margin": ".4em 0"},
             ),
@@ -165,7 +141,9 @@ def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
     return html.Div(
         [
             dcc.Store(id="sid", data=sid),
+            dcc.Store(id="vehicle-set"),
             dcc.Interval(id="poll", interval=300, disabled=True),
+            dcc.Interval(id="open-poll", interval=250, disabled=True, max_intervals=0),
             html.H1("rotorid — pick windows, identify"),
             html.Div(
                 [
@@ -180,17 +158,26 @@ def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
                         style={"width": "18em"},
                     ),
                     html.Button("open", id="open"),
+                    html.Progress(id="open-progress", title="reading the log", style={"display": "none"}),
                     dcc.Upload(
                         html.Span(f"or drop / choose a log to upload (≤ {max_upload_mb:g} MB)"),
                         id="upload",
                         className="upload",
                         max_size=int(max_upload_mb * 2**20),
                     ),
+                    dcc.Dropdown(
+                        id="opened",
+                        options=[],
+                        placeholder="opened logs: choose the one plotted",
+                        clearable=False,
+                        style={"width": "18em"},
+                    ),
                 ],
                 className="row",
                 style={"alignItems": "center"},
             ),
             html.Div(id="status", className="status"),
+            html.Details([html.Summary("vehicle (choose it first)"), _vehicle_form()], open=True),
             html.Div(
                 [
                     html.Div([_panel(r) for r in ROLES], className="grow"),
@@ -198,6 +185,8 @@ def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
                         [
                             html.H2("log facts"),
                             html.Table(id="facts", className="facts"),
+                            html.H2("windows the run uses"),
+                            html.Table(id="run-windows", className="facts"),
                             html.H2("identify (delay, Eschmann et al.)"),
                             _options_form(),
                             html.Button("identify", id="identify"),
@@ -213,8 +202,6 @@ def layout(folder: Path, sid: str, max_upload_mb: float) -> Any:
                 className="row",
             ),
             html.Div(["same as: ", html.Code(id="cli")], style={"margin": ".5em 0"}),
-            html.H2("vehicle"),
-            _vehicle_form(),
             html.Div(id="report"),
         ]
     )

@@ -65,8 +65,9 @@ def _motors(f: Flight) -> np.ndarray | None:
     return f.cmd if f.cmd is not None else f.rotor_speed
 
 
-def traces(flights: list[Flight], vehicle: Vehicle, role: str) -> list[Trace]:
-    """The series one role's panel shows (pieces of a split log are concatenated in time)."""
+def traces(flights: list[Flight], vehicle: Vehicle | None, role: str) -> list[Trace]:
+    """The series one role's panel shows (pieces of a split log are concatenated in time); the
+    differential commands need the vehicle's rotor layout (none before a vehicle is chosen)."""
     out: list[Trace] = []
     gyro = _stack(flights, lambda f: f.gyro)
     motors = _stack(flights, _motors)
@@ -82,7 +83,7 @@ def traces(flights: list[Flight], vehicle: Vehicle, role: str) -> list[Trace]:
     axes = (0, 1) if role == "roll_pitch" else (2,)
     if gyro is not None:
         out += [Trace(f"{AXIS_NAMES[a]} rate", "rad/s", gyro[:, a], False) for a in axes]
-    if motors is not None and motors.shape[1] == vehicle.n_rotors:
+    if vehicle is not None and motors is not None and motors.shape[1] == vehicle.n_rotors:
         if role == "yaw":
             weights = [vehicle.torque_dirs / vehicle.n_rotors]
         else:  # roll and pitch moment per unit thrust (m), scaled to a command difference
@@ -131,7 +132,7 @@ def shapes(flying: list[tuple[float, float]], windows: list[tuple[float, float]]
     return fly + [window_shape(a, b) for a, b in windows]
 
 
-def figure(flights: list[Flight], vehicle: Vehicle, role: str, uirevision: str) -> Any:
+def figure(flights: list[Flight], vehicle: Vehicle | None, role: str, uirevision: str) -> Any:
     """A `FigureResampler` for one role: traces on two y axes, min/max downsampled."""
     import pandas as pd
     import plotly.graph_objects as go

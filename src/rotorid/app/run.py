@@ -87,11 +87,23 @@ def specs(session: Session, labels: bool = False) -> dict[str, list[str]]:
 
 def command_line(session: Session, out: str = "results") -> str:
     """The `rotorid identify` call that repeats what the app runs."""
-    args = ["rotorid", "identify", "--method", "delay", "--vehicle", session.vehicle_label]
+    args = ["rotorid", "identify", "--method", "delay", "--vehicle", session.vehicle_label or "<choose one>"]
     for role, items in specs(session, labels=True).items():
         for s in items:
             args += [s] if OPTION_NAME[role] is None else [option_flag(OPTION_NAME[role]), s]
     return shlex.join([*args, *option_words(session.options), "--out", out])
+
+
+def check_vehicle(session: Session) -> None:
+    """Refuse a preset that cannot be the vehicle of a log the run uses (`preset_mismatch`), naming the log."""
+    from rotorid.vehicle import preset_mismatch
+
+    used = {key for role in ROLES for key, wins in session.windows[role].items() if wins}
+    for key in sorted(used):
+        entry = session.logs[key]
+        why = preset_mismatch(session.vehicle, entry.log_format)
+        if why:
+            raise RotoridError(f"{Path(entry.label).name}: {why}")
 
 
 @dataclass
@@ -117,7 +129,11 @@ class Job:
 
 
 def start(session: Session) -> Job:
-    """Start identifying the session's windows in a thread; refuses without thrust windows."""
+    """Start identifying the session's windows in a thread; refuses without a chosen vehicle
+    (no preset is assumed for a log) or without thrust windows."""
+    if not session.vehicle:
+        raise RotoridError("choose the vehicle first (under 'vehicle': a preset, or describe yours)")
+    check_vehicle(session)
     todo = specs(session)
     if not todo["thrust"]:
         raise RotoridError("set at least one thrust window (drag on the thrust panel) before identifying")

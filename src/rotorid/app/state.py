@@ -62,7 +62,9 @@ def safe_name(name: str) -> str:
 @dataclass
 class LogEntry:
     """One opened log: where it is, how the user calls it (its path, or the upload's name),
-    its flights (pieces), flying spans, `info` facts and the per-role panels built for it."""
+    its flights (pieces) and the per-role panels built for it; its flying spans, `info` facts
+    and proposed windows once `ready` (worked out in a thread, `opening.work_out`; `error` when
+    that failed), and the proposals last given to each role (`applied`)."""
 
     key: str
     path: Path
@@ -73,6 +75,17 @@ class LogEntry:
     stamp: tuple[int, int] = (0, 0)  # the file's (mtime_ns, size) when read
     vehicle: str = ""  # the vehicle it was read with (readers scale motors by it)
     panels: dict[str, Any] = field(default_factory=dict)
+    ready: bool = False
+    error: str | None = None
+    proposed: dict[str, list[tuple[float, float]]] | None = None
+    applied: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    worker: threading.Thread | None = None
+
+    @property
+    def log_format(self) -> str:
+        """The format the log was written in by its flight stack (a converted log's original one)."""
+        meta = self.flights[0].meta if self.flights else {}
+        return str(meta.get("original_format", meta.get("format", "")))
 
 
 @dataclass
@@ -84,8 +97,12 @@ class Session:
     logs: dict[str, LogEntry] = field(default_factory=dict)
     current: str | None = None
     windows: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=lambda: {r: {} for r in ROLES})
-    vehicle: str = "crazyflie"  # a preset name or the path of the TOML the form wrote
-    vehicle_label: str = "crazyflie"
+    #: (log key, role) -> when the user last committed that windows box (browser ms), so a box value
+    #: the page set earlier but whose request arrives later does not undo the user's edit
+    typed: dict[tuple[str, str], float] = field(default_factory=dict)
+    vehicle: str = ""  # a preset name or the path of the TOML the form wrote; "" until chosen
+    vehicle_label: str = ""
+    vehicle_key: str = ""  # the vehicle's spec and TOML text: a log read with another is read again
     options: dict[str, Any] = field(default_factory=dict)  # delay options set in the form, by name
     job: Any = None
     runs: int = 0
