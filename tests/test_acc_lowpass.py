@@ -129,4 +129,5 @@ def test_freestyle_logs_refuse_tm_behind_the_filter(bf_flights, name, arm, mass,
     assert tm.value < 0.010 and (tm.std / tm.value > 0.5)
     assert obs["identifiable"] is False
     assert "low-passed at 10 Hz" in obs["reason"] and "acc_lpf_hz = 0" in obs["advice"]
+    assert ("at_bound" in obs) == (tm.value < 0.0021)  # at the 2 ms bound: no value shown (test_verdicts)
     assert any("low-passed the accelerometer at 10 Hz" in n for n in res.notes)

@@ -8,7 +8,7 @@ import pytest
 
 from rotorid.identified import with_vehicle
 from rotorid.report.html import render_html
-from rotorid.result import Estimate, Result, explained, overall, technical, unit_of, verdict
+from rotorid.result import Estimate, Result, explained, overall, shown, technical, unit_of, verdict
 from rotorid.vehicle import Vehicle
 
 RATIO = "I_zz from the assumed yaw-inertia ratio C = 1.83 ± 0.40"
@@ -154,3 +154,17 @@ def test_model_dependent_and_at_bound_verdicts() -> None:
     res = Result("tls", {"I_zz": e, "tm": Estimate(0.07, 0.001, "s")}, observability={
         "I_zz": {"model_dependent": "through the rotor-drag yaw moment only"}})  # fmt: skip
     assert overall(res) == "usable for simulation: tm; model-dependent (rest on a secondary model term): I_zz"
+
+
+def test_a_table_shows_no_number_for_an_estimate_at_a_search_bound() -> None:
+    """A T_m the search stopped on at its bound is not a measurement: the table (terminal, app)
+    shows "—" for its value, σ and %σ, params.json keeps the number; a σ that is not finite is
+    "—" too, never "nan"."""
+    at = {"identifiable": False, "at_bound": "the lower bound 0.002 s of the T_m search", "reason": "filtered"}
+    assert shown(Estimate(0.00204584, 0.0039, "s"), at) == ("—", "—", "—")
+    assert shown(Estimate(0.0325, float("nan"), "s"), None) == ("0.0325", "—", "—")
+    assert shown(Estimate(0.0325, 0.0074, "s"), {"identifiable": True}) == ("0.0325", "0.0074", "22.77")
+    res = Result("delay", {"tm": Estimate(0.00204584, 0.0039, "s")}, observability={"tm": at})
+    row = next(ln for ln in res.summary().splitlines() if ln.startswith("tm "))
+    assert "0.00204584" not in row and row.split()[1:4] == ["—", "—", "—"] and "not identifiable" in row
+    assert res.to_dict()["params"]["tm"]["value"] == 0.00204584

@@ -218,6 +218,20 @@ def verdict(e: Estimate, obs: dict[str, Any] | None) -> Verdict:
     return Verdict(cls, word, text + (advice if cls != "ok" else ""))
 
 
+def shown(e: Estimate, obs: dict[str, Any] | None) -> tuple[str, str, str]:
+    """Value, σ and %σ as a table shows them: a number's, or "—" for an estimate at a search
+    bound (a bound the search stopped on, not a measurement; params.json keeps the number with
+    its `at_bound`) and for a σ that is not finite."""
+    if (obs or {}).get("at_bound"):
+        return "—", "—", "—"
+    return _number(e.value, ".6g"), _number(e.std, ".3g"), _number(e.rel_std_pct, ".2f")
+
+
+def _number(x: float, fmt: str) -> str:
+    """`x` in `fmt`, or "—" when it is not a finite number (a σ the method could not give)."""
+    return format(x, fmt) if isinstance(x, int | float) and math.isfinite(x) else "—"
+
+
 def usable(e: Estimate, obs: dict[str, Any] | None) -> bool:
     """Usable for simulation (`overall`): well determined, or assumed with a %σ that, the
     assumption's spread included, is within the well-determined bound."""
@@ -342,7 +356,8 @@ class Result:
         lines += ["=" * len(head), head.rstrip(), "-" * len(head)]
         for k, e in self.params.items():
             word = verdict(e, self.observability.get(k)).word
-            row = f"{k:<16}{e.value:>14.6g}{e.std:>12.3g}{e.rel_std_pct:>8.2f}  {e.unit:<{unit_w}}  {word:<17}"
+            value, std, pct = shown(e, self.observability.get(k))
+            row = f"{k:<16}{value:>14}{std:>12}{pct:>8}  {e.unit:<{unit_w}}  {word:<17}"
             if k in errors:
                 row += f"{truth.params[k]:>14.6g}{errors[k]:>9.2f}"
             lines.append(row.rstrip())

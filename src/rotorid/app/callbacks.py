@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -79,11 +78,6 @@ def _facts_rows(entry: LogEntry) -> list[Any]:
     return [html.Tr([html.Td(k), html.Td(v, className=c)]) for k, v, c in entry.facts]
 
 
-def _number(x: float, fmt: str) -> str:
-    """`x` in `fmt`, or "—" when it is not a finite number (a σ the method could not give)."""
-    return format(x, fmt) if math.isfinite(x) else "—"
-
-
 def run_status(job: run.Job) -> tuple[str, str]:
     """The line (and its css class) that ends a run: "done" in green only when every parameter
     is usable for simulation as `result.overall` counts it (well determined, or assumed within
@@ -108,7 +102,7 @@ def _results(s: Session, job: run.Job) -> tuple[list[Any], list[Any]]:
     """The run's parameter table and downloads (beside the plots), and its report (below)."""
     from dash import html
 
-    from rotorid.result import overall, verdict
+    from rotorid.result import overall, shown, verdict
 
     r = job.result
     base = f"/files/{s.sid}/{job.out.name}"
@@ -116,13 +110,14 @@ def _results(s: Session, job: run.Job) -> tuple[list[Any], list[Any]]:
     rows = []
     for name, e in r.params.items():
         v = verdict(e, r.observability.get(name))
+        value, std, pct = shown(e, r.observability.get(name))
         rows.append(
             html.Tr(
                 [
                     html.Td(name),
-                    html.Td(f"{e.value:.6g}", className="value", title=repr(e.value)),
-                    html.Td(_number(e.std, ".3g")),
-                    html.Td(_number(e.rel_std_pct, ".2f")),
+                    html.Td(value, className="value", title=repr(e.value)),
+                    html.Td(std),
+                    html.Td(pct),
                     html.Td(e.unit),
                     html.Td(v.word, className=f"verdict {v.cls}", title=v.text),
                 ],

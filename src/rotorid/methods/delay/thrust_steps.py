@@ -128,6 +128,7 @@ def _behind_acc_filter(prob: ThrustProblem, sym: TmSearch, obs: Observability, o
     return Observability(
         False,
         rel_std_pct=pct,
+        at_bound=obs.at_bound,
         reason=(
             f"the log's accelerometer is low-passed at {hz} Hz (~{delay_ms:.0f} ms delay); the motor lag left after it "
             f"({1e3 * sym.tm:.1f} ± {1e3 * sym.std:.1f} ms{', at a search bound' if sym.at_edge else ''}) is faster "
