@@ -144,7 +144,7 @@ class Reference(online.OnlineEstimator):
         w1, act, va = self.kf(dt, Fm, Mm, g) if self._kf else (g.copy(), np.ones(3, bool), None)
         self.W, self.act, self.al = w1, act, (w1 - w0) / dt
         if self.enabled:
-            self.rls(dt, 0.5 * (w0 + w1), act, va, Fm, Mm, am)
+            self.rls(t, dt, 0.5 * (w0 + w1), act, va, Fm, Mm, am)
 
     def enable(self, t, dt, acc, q):
         if q is None:
@@ -177,7 +177,7 @@ class Reference(online.OnlineEstimator):
         self.gain = (*kk, *((wb - w) / dt))  # gain and model acceleration, recorded with the rows
         return wb + kk * (g - wb), act, kk**2 / rm / dt**2
 
-    def rls(self, dt, om, act, va, Fm, Mm, am):
+    def rls(self, t, dt, om, act, va, Fm, Mm, am):
         """Alg. 3–7: regressors, correction law with the moved term, RLS and RLS2 row by row."""
         s, (p, q, r), al, cz = self.settings, om, self.al, self._com_z
         H1 = np.array(
@@ -216,6 +216,7 @@ class Reference(online.OnlineEstimator):
         gain = self.gain if self._kf else (0.0,) * 6
         self._rows.append(
             (H1.tolist(), y1.tolist(), r1.tolist(), H2.tolist(), y2.tolist(), r2, moved.tolist(), th_moi, gain)
+            + (t - 0.5 * dt,)  # the step's middle, the time the report plots the row at
         )
 
 
@@ -312,7 +313,7 @@ def test_step_equals_the_plain_reference(case: str, monkeypatch) -> None:
     for key in ("theta1", "theta1_std", "mass", "mass_std", "imu_z", "imu_z_std"):
         _close(key, tr[key], tr_ref[key])
     assert len(est._rows) == len(ref_est._rows) > 100
-    for i, name in enumerate(("H1", "y1", "R1", "H2", "y2", "R2", "moved", "J", "KF gain and model")):
+    for i, name in enumerate(("H1", "y1", "R1", "H2", "y2", "R2", "moved", "J", "KF gain and model", "t")):
         _close(name, [r[i] for r in est._rows], [r[i] for r in ref_est._rows])
     assert res.params.keys() == ref.params.keys()
     for name, p in ref.params.items():
