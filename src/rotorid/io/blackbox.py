@@ -329,22 +329,9 @@ def _flight(
         units["cmd"] = f"normalized (motorOutput {lo:g}..{hi:g})"
     erpm_f = _indexed(names, "eRPM")
     if erpm_f:
-        poles = motor_poles or int(_number(headers, "motor_poles", path) or 0)
-        if poles > 0 and (poles % 2 or poles > MAX_POLES):
-            warnings.warn(
-                f"{path}: motor_poles {poles} is implausible (an even count up to {MAX_POLES}, typically 14); "
-                "rotor speeds from eRPM may be wrong",
-                stacklevel=4,
-            )
-        if poles > 0:
-            rpm = col(erpm_f) * 100.0 / (poles / 2.0)
-            series["rotor_speed"] = Series(t, rpm * 2.0 * np.pi / 60.0)
-            units["rotor_speed"] = f"rad/s (from eRPM, {poles} motor poles)"
-        else:
-            warnings.warn(
-                f"{path}: eRPM logged but motor_poles unknown; give --motor-poles N (motor_poles=N in Python) to read rotor speed",
-                stacklevel=4,
-            )
+        speed = _rotor_speed(path, headers, t, col(erpm_f), motor_poles)
+        if speed is not None:
+            series["rotor_speed"], units["rotor_speed"] = speed
     if "vbatLatest" in names:
         vbat = _vbat(path, headers, t, col(["vbatLatest"])[:, 0], notes, units)
         if vbat is not None:
@@ -367,6 +354,28 @@ def _flight(
     if acc_lowpass is not None and "acc" in series:
         meta["acc_lowpass"] = acc_lowpass
     return series, meta | ({"sid": chirp} if chirp else {})
+
+
+def _rotor_speed(
+    path: Path, headers: dict[str, Any], t: np.ndarray, erpm: np.ndarray, motor_poles: int | None
+) -> tuple[Series, str] | None:
+    """Rotor speeds (rad/s) and their unit from the eRPM fields (eRPM / 100 per pole pair), or
+    None with a warning where the motor's pole count is unknown."""
+    poles = motor_poles or int(_number(headers, "motor_poles", path) or 0)
+    if poles > 0 and (poles % 2 or poles > MAX_POLES):
+        warnings.warn(
+            f"{path}: motor_poles {poles} is implausible (an even count up to {MAX_POLES}, typically 14); "
+            "rotor speeds from eRPM may be wrong",
+            stacklevel=5,
+        )
+    if poles <= 0:
+        warnings.warn(
+            f"{path}: eRPM logged but motor_poles unknown; give --motor-poles N (motor_poles=N in Python) to read rotor speed",
+            stacklevel=5,
+        )
+        return None
+    rpm = erpm * 100.0 / (poles / 2.0)
+    return Series(t, rpm * 2.0 * np.pi / 60.0), f"rad/s (from eRPM, {poles} motor poles)"
 
 
 #: Betaflight's debug_mode number of CHIRP per firmware (year, month) (the module docstring says where from).

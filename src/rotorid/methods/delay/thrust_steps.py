@@ -25,7 +25,7 @@ from rotorid.methods.delay.structure import (
 )
 from rotorid.methods.delay.uncertainty import ThrustUncertainty, thrust_uncertainty
 from rotorid.methods.delay.voltage import alpha_term
-from rotorid.methods.regression import r2_from_sse
+from rotorid.methods.regression import Fit, r2_from_sse
 from rotorid.methods.voltage import VoltageModel, hover_drop
 from rotorid.result import LOOSE_PCT, Observability
 from rotorid.util import subsample
@@ -282,6 +282,28 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     if problem.voltage is not None:
         _voltage_terms(problem.voltage, ident, hover, out)
 
+    _thrust_diagnostics(prob, fit, ccov, states, st, out)
+    _hover_check(prob, states, hover, st, out)
+    out.notes.append(
+        "Measured quantity: b = m · acc (the accelerometer's specific force, rotor force / mass, eq. 5 and 17); "
+        f"body row(s) {', '.join('xyz'[r] for r in prob.rows)} used. Standard deviations account for the "
+        f"residual autocorrelation at the optimum (integrated autocorrelation time {sym.tau_int:.1f} samples)."
+    )
+    if sym.tau_int > STRUCTURED_TAU:
+        out.notes.append(
+            f"Residuals are structured: the thrust residual at the optimum is correlated over {sym.tau_int:.0f} samples "
+            "where the lag model leaves white sensor noise, so the model misses something (e.g. a time offset "
+            "between the motor commands and the IMU, which T_m absorbs: T_m is then the effective command-to-"
+            "acceleration lag; or motors that differ). σ includes the residual's correlation, not such a bias."
+        )
+    return ident
+
+
+def _thrust_diagnostics(
+    prob: ThrustProblem, fit: Fit, ccov: np.ndarray, states: list[np.ndarray], st: DelaySettings, out: Collected
+) -> None:
+    """What the report draws of the thrust fit: measured against modelled thrust (and without
+    the lag), over time where one row per sample, and the mean motor's curve with its covariance."""
     meas = prob.b
     nodelay_fit, _ = prob.fit((0.0, 0.0))
     sub = subsample(len(meas))
@@ -300,20 +322,6 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     )
     if prob.n_rows == 1:  # one row per sample: the motors' mean state beside each measured thrust
         out.diag["thrust_state"] = np.concatenate([w.mean(axis=1) for w in states])[sub]
-    _hover_check(prob, states, hover, st, out)
-    out.notes.append(
-        "Measured quantity: b = m · acc (the accelerometer's specific force, rotor force / mass, eq. 5 and 17); "
-        f"body row(s) {', '.join('xyz'[r] for r in prob.rows)} used. Standard deviations account for the "
-        f"residual autocorrelation at the optimum (integrated autocorrelation time {sym.tau_int:.1f} samples)."
-    )
-    if sym.tau_int > STRUCTURED_TAU:
-        out.notes.append(
-            f"Residuals are structured: the thrust residual at the optimum is correlated over {sym.tau_int:.0f} samples "
-            "where the lag model leaves white sensor noise, so the model misses something (e.g. a time offset "
-            "between the motor commands and the IMU, which T_m absorbs: T_m is then the effective command-to-"
-            "acceleration lag; or motors that differ). σ includes the residual's correlation, not such a bias."
-        )
-    return ident
 
 
 def _voltage_terms(model: VoltageModel, ident: Vehicle, hover: float, out: Collected) -> None:
