@@ -38,6 +38,10 @@ PARAMS: dict[str, tuple[str, str]] = {
     "k_tau": ("m", "torque-to-thrust ratio k_tau = k_d / k_t"),
     "k_rd": ("N s/m", "rotor-drag coefficient: in-plane hub force -k_rd u v_hub (per rotor)"),
     "hover_cmd": ("1", "hover command"),
+    # the body drag's unit follows its form (N s/m linear, N s^2/m^2 quadratic): the method sets it
+    "d_bx": ("", "body (fuselage) drag coefficient along body x"),
+    "d_by": ("", "body (fuselage) drag coefficient along body y"),
+    "d_bz": ("", "body (fuselage) drag coefficient along body z"),
     "I_xx": ("kg m^2", "moment of inertia about x"),
     "I_yy": ("kg m^2", "moment of inertia about y"),
     "I_zz": ("kg m^2", "moment of inertia about z"),

@@ -24,6 +24,7 @@ from rotorid.methods.tls.lags import LagChoice
 from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
 from rotorid.methods.tls.selection import fixed_fit
 from rotorid.methods.tls.settings import CHI, K_RD
+from rotorid.methods.tls.terms import TermChoice
 from rotorid.motion import airborne_pieces
 from rotorid.result import Observability
 
@@ -58,9 +59,10 @@ class Checked(NamedTuple):
     notes: list[str]
 
 
-def checked(problem: TlsProblem, sol: Solution, choice: LagChoice | None) -> Checked:
-    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the leave-one-piece-out
-    scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`)."""
+def checked(problem: TlsProblem, sol: Solution, choice: LagChoice | None, body: TermChoice | None = None) -> Checked:
+    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the body drag's
+    (`_term_doubt`), the leave-one-piece-out scatter (`_disagreement`) and what rests on the
+    rotor drag (`_on_drag`)."""
     cov, notes = sol.fit.cov.copy(), []
     if choice is not None and choice.alternative is not None:
         cov += _lag_doubt(problem, sol, choice.alternative)
@@ -68,8 +70,14 @@ def checked(problem: TlsProblem, sol: Solution, choice: LagChoice | None) -> Che
             f"σ includes the IMU lag's doubt: the held-out segments tell neither {1e3 * choice.alternative:.1f} ms "
             "nor 0 apart, and the estimates differ between them"
         )
+    if body is not None and body.alternative is not None:
+        cov += _term_doubt(sol, body.alternative)
+        notes.append(
+            "σ includes the body drag's doubt: the held-out segments tell the models with and without it not apart"
+        )
     cov, said = _disagreement(problem, sol, cov)
-    dependent = _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)))
+    modelled = problem.model.body_drag != "off"
+    dependent = {} if modelled else _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)))
     if len(problem.configs) == 1:
         dependent |= {n: ONE_CONFIG_YAW for n in ("k_d", "I_zz") if sol.names.index(n) in sol.kept}
     return Checked(cov, dependent, notes + said)
@@ -84,6 +92,13 @@ def _lag_doubt(problem: TlsProblem, sol: Solution, alternative: float) -> np.nda
         xs.append(fixed_fit(system.w, system.blocks, sol.kept, sol.active, sol.scale, sol.noise).x)
         del system
     d = xs[1] - xs[0]
+    return np.outer(d, d)
+
+
+def _term_doubt(sol: Solution, other: dict[str, float]) -> np.ndarray:
+    """The squared difference of the other model's estimates (by name; an unknown it lacks is 0
+    there) and the kept ones of `sol`."""
+    d = np.array([other.get(sol.names[j], 0.0) - v for j, v in zip(sol.kept, sol.fit.x, strict=True)])
     return np.outer(d, d)
 
 
