@@ -10,6 +10,7 @@ import pytest
 from rotorid.methods import tls
 from rotorid.methods.tls import BODY_DRAG, heldout
 from rotorid.methods.tls import lags as tls_lags
+from rotorid.methods.tls import terms as tls_terms
 from rotorid.result import verdict
 from rotorid.sim import scenarios
 
@@ -76,6 +77,20 @@ def test_no_parameter_reads_well_determined_while_many_sigma_off(dragged: tuple,
         for name in ("k_rd", "com_z"):
             assert abs(res.params[name].value - truth[name]) > 4 * res.params[name].std, name
             assert verdict(res.params[name], res.observability.get(name)).word == "model-dependent", name
+
+
+def test_a_term_that_does_not_predict_held_out_segments_better_is_dropped(
+    dragged: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held-out test made to find no gain from the rotor drag: k_rd is left out, solved again
+    without it, and a note says why (the simpler model stands)."""
+    sc, _ = dragged
+    no_gain = heldout.Preference(-1.0, False)
+    monkeypatch.setattr(tls_terms, "_held_out", lambda sol, drop: (no_gain, True))
+    st = tls.TlsSettings(body_drag="off")
+    res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=st)
+    assert "k_rd" not in res.params and res.settings["rotor_drag"] is False
+    assert any(n.startswith("no rotor drag modelled: k_rd does not predict held-out") for n in res.notes), res.notes
 
 
 def test_a_spurious_imu_lag_is_not_adopted(dragged: tuple) -> None:

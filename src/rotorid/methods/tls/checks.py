@@ -37,8 +37,9 @@ ONE_CONFIG_YAW = (
 
 #: Why the rotor-drag coefficient is model-dependent.
 DRAG_LUMPED = (
-    "the rotor drag's force is not told apart from a fuselage (body) drag the model does not have, which "
-    "pushes alike against the airspeed: k_rd lumps every drag"
+    "the rotor drag's force is not told apart from a fuselage (body) drag the model does not have (held-out "
+    "segments did not support one; --body-drag linear or quadratic forces it), which pushes alike against the "
+    "airspeed: k_rd lumps every drag"
 )
 
 
@@ -59,10 +60,11 @@ class Checked(NamedTuple):
     notes: list[str]
 
 
-def checked(problem: TlsProblem, sol: Solution, choice: LagChoice | None, body: TermChoice | None = None) -> Checked:
-    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the body drag's
-    (`_term_doubt`), the leave-one-piece-out scatter (`_disagreement`) and what rests on the
-    rotor drag (`_on_drag`)."""
+def checked(
+    problem: TlsProblem, sol: Solution, choice: LagChoice | None, terms: tuple[TermChoice, ...] = ()
+) -> Checked:
+    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the optional terms' (`_term_doubt`),
+    the leave-one-piece-out scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`)."""
     cov, notes = sol.fit.cov.copy(), []
     if choice is not None and choice.alternative is not None:
         cov += _lag_doubt(problem, sol, choice.alternative)
@@ -70,11 +72,13 @@ def checked(problem: TlsProblem, sol: Solution, choice: LagChoice | None, body: 
             f"σ includes the IMU lag's doubt: the held-out segments tell neither {1e3 * choice.alternative:.1f} ms "
             "nor 0 apart, and the estimates differ between them"
         )
-    if body is not None and body.alternative is not None:
-        cov += _term_doubt(sol, body.alternative)
-        notes.append(
-            "σ includes the body drag's doubt: the held-out segments tell the models with and without it not apart"
-        )
+    for term in terms:
+        if term.alternative is not None:
+            cov += _term_doubt(sol, term.alternative)
+            notes.append(
+                f"σ includes the doubt about {term.term}: held-out segments tell the models with and without it "
+                "not apart, and the estimates differ between them"
+            )
     cov, said = _disagreement(problem, sol, cov)
     modelled = problem.model.body_drag != "off"
     dependent = {} if modelled else _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)))

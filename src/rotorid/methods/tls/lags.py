@@ -18,7 +18,7 @@ from rotorid.methods.tls.rows import posed
 from rotorid.methods.tls.selection import weighted_fit
 from rotorid.methods.tls.settings import MAX_IMU_DELAY, PLAUSIBLE_IMU_DELAY
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
-from rotorid.methods.tls.terms import TermChoice, fit_body_drag
+from rotorid.methods.tls.terms import TermChoice, fit_terms
 from rotorid.motion import (
     airborne_pieces,
     pose_lag,
@@ -30,8 +30,8 @@ class Separated(NamedTuple):
     (`TlsProblem.derived`), why the accelerometer bias was left out ("" when separated), the
     pose's lag behind the IMU where it was measured (`_pose_lag`, None otherwise), why the
     IMU's lag could not be estimated ("" when it was, `_imu_lag`), how it was chosen (None
-    where it was given or not searched, `choose_imu_delay`) and how the body drag was (None where
-    it was given or off, `terms.fit_body_drag`)."""
+    where it was given or not searched, `choose_imu_delay`) and how the optional terms tested on
+    held-out segments were chosen (`terms.fit_terms`)."""
 
     solution: Solution
     problem: TlsProblem
@@ -39,11 +39,11 @@ class Separated(NamedTuple):
     pose_lag: float | None
     imu_why: str
     imu_lag: LagChoice | None = None
-    body: TermChoice | None = None
+    terms: tuple[TermChoice, ...] = ()
 
 
 def solve_separated(problem: TlsProblem) -> Separated:
-    """`solve` (`terms.fit_body_drag`: with the body drag asked or the held-out segments chose); when
+    """`solve` (`terms.fit_terms`: with the optional terms held-out segments support); when
     the accelerometer bias it estimates is beyond any sensor offset
     (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
     the paper's model, and the reason in words for k_t's assumption. An `imu_delay` of None is
@@ -62,19 +62,20 @@ def solve_separated(problem: TlsProblem) -> Separated:
         problem = problem.derive(imu_delay=0.0 if choice is None else choice.value)
     if lag is not None:  # the pose timed against the IMU, the IMU against the rotor signals
         problem = problem.derive(mocap_delay=lag + problem.model.imu_delay)
-    sol, problem, body = fit_body_drag(problem)
+    sol, problem, terms = fit_terms(problem)
+    terms = tuple(terms)
     if not problem.model.centred:
-        return Separated(sol, problem, "", lag, imu_why, choice, body)
+        return Separated(sol, problem, "", lag, imu_why, choice, terms)
     worst = max(float(np.abs(b).max()) for b in bias_of(sol, problem.masses).values())
     if worst <= ACC_BIAS_PLAUSIBLE:
-        return Separated(sol, problem, "", lag, imu_why, choice, body)
+        return Separated(sol, problem, "", lag, imu_why, choice, terms)
     problem = problem.derive(acc_bias=False)
     why = (
         f"the accelerometer bias is not separable from the thrust in these flights (it came out "
         f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
-    return Separated(solve(problem), problem, why, lag, imu_why, choice, body)
+    return Separated(solve(problem), problem, why, lag, imu_why, choice, terms)
 
 
 def _imu_lag(problem: TlsProblem, lag: float | None) -> tuple[LagChoice | None, str]:

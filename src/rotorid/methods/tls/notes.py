@@ -130,12 +130,32 @@ def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
     return ("poorly determined by the data", "fly a more exciting trajectory")
 
 
+def _in_units(x: np.ndarray, cov: np.ndarray, names: list[str], settings: TlsSettings) -> tuple[np.ndarray, np.ndarray]:
+    """The unknowns x and their covariance with the body drag's columns in their units
+    (`TlsSettings.body_scale`) and the drag removed from the rows first (`TlsSettings.body_coef`)
+    added: the whole body drag."""
+    if BODY_DRAG[0] not in names:
+        return x, cov
+    at, scale = [names.index(n) for n in BODY_DRAG], np.ones(len(x))
+    scale[at] = settings.body_scale or 1.0
+    out = x * scale
+    out[at] += settings.body_coef or 0.0
+    return out, cov * np.outer(scale, scale)
+
+
 def estimates(
-    x: np.ndarray, cov: np.ndarray, names: list[str], kept_names: set[str], masses: dict[str, float]
+    x: np.ndarray,
+    cov: np.ndarray,
+    names: list[str],
+    kept_names: set[str],
+    masses: dict[str, float],
+    settings: TlsSettings | None = None,
 ) -> dict[str, tuple[float, float]]:
     """(value, σ) of every kept unknown, K_tau = k_d / k_t (first-order propagation) and the
-    CoM ms / m of every configuration; the body drag's coefficients are the rows' (what remains
-    after `TlsSettings.body_coef`) plus `body_coef` (`pipeline.identify` adds it)."""
+    CoM ms / m of every configuration; with `settings`, the body drag's coefficients in their
+    units (`_in_units`)."""
+    if settings is not None:
+        x, cov = _in_units(x, cov, names, settings)
     est: dict[str, tuple[float, float]] = {}
 
     def put(name: str, value: float, var: float) -> None:

@@ -40,19 +40,6 @@ from rotorid.result import ACC_BIAS_KEY, Estimate, Observability, Result, build_
 from rotorid.vehicle import Vehicle
 
 
-def in_units(x: np.ndarray, cov: np.ndarray, names: list[str], settings: TlsSettings) -> tuple[np.ndarray, np.ndarray]:
-    """The unknowns x and their covariance with the body drag's columns in their units
-    (`TlsSettings.body_scale`) and the drag removed from the rows first (`TlsSettings.body_coef`)
-    added: the whole body drag."""
-    if BODY_DRAG[0] not in names:
-        return x, cov
-    at, scale = [names.index(n) for n in BODY_DRAG], np.ones(len(x))
-    scale[at] = settings.body_scale or 1.0
-    out = x * scale
-    out[at] += settings.body_coef or 0.0
-    return out, cov * np.outer(scale, scale)
-
-
 @one_blas_thread
 def identify(
     configs: dict[str, list[Flight]],
@@ -66,8 +53,8 @@ def identify(
     ...) to its flights; `masses` gives each configuration's measured mass (config A
     defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
     problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
-    sol, problem, unseparated, pose_lagged, imu_why, lag_choice, body_choice = solve_separated(problem)
-    check = checked(problem, sol, lag_choice, body_choice)
+    sol, problem, unseparated, pose_lagged, imu_why, lag_choice, terms = solve_separated(problem)
+    check = checked(problem, sol, lag_choice, terms)
     sol = replace(sol, fit=replace(sol.fit, cov=check.cov))
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
@@ -78,22 +65,17 @@ def identify(
     x[kept] = fit.x
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
-    est, inertia_notes = inertia_checked(
-        estimates(*in_units(x, cov, names, settings), names, kept_names, masses), masses
-    )
+    est, inertia_notes = inertia_checked(estimates(x, cov, names, kept_names, masses, settings), masses)
     if unseparated and "k_t" in est:  # a z bias b moves k_t by b/g of itself (hover: k_t sum u^2 = m (g + b))
         kt, std = est["k_t"]
         est["k_t"] = (kt, float(np.hypot(std, kt * ACC_BIAS_Z_SIGMA / GRAVITY)))
     spread_cov = np.zeros_like(cov)  # `cov` stays the parameters' own, for the diagnostics
     spread_cov[np.ix_(kept, kept)] = spread
-    assumed = spread_assumed(
-        est, estimates(*in_units(x, spread_cov, names, settings), names, kept_names, masses), settings.motor_spread
-    )
+    part = estimates(x, spread_cov, names, kept_names, masses, settings)
+    assumed = spread_assumed(est, part, settings.motor_spread)
     observability = observability_of(names, fit, kept, history, cfgs, settings)
-    if unseparated and "k_t" in est:
-        observability["k_t"].rel_std_pct = Estimate(*est["k_t"]).rel_std_pct
-    for name in BODY_DRAG:  # the rows estimate a remainder (`TlsSettings.body_coef`): the %σ is the whole drag's
-        if name in est:
+    for name in (*BODY_DRAG, *(("k_t",) if unseparated else ())):
+        if name in est:  # its σ widened (k_t) or its column a remainder (the body drag): the reported %σ
             observability[name].rel_std_pct = Estimate(*est[name]).rel_std_pct
     if "k_tau" in est:
         value, std = est["k_tau"]
@@ -106,7 +88,7 @@ def identify(
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
     diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | disturbance_diagnostics(sol.disturbance)
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_report(sol, est)]
-    notes += check.notes + inertia_notes + [c.note for c in (lag_choice, body_choice) if c]
+    notes += check.notes + inertia_notes + [c.note for c in (lag_choice, *terms) if c]
     if unseparated:
         notes.append(unseparated)
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
@@ -135,7 +117,5 @@ def identify(
         if name in result.params:
             result.params[name] = replace(result.params[name], assumption=why)
     unit = {"linear": "N s/m", "quadratic": "N s^2/m^2"}.get(settings.body_drag, "")
-    for name in BODY_DRAG:
-        if name in result.params:
-            result.params[name] = replace(result.params[name], unit=unit)
+    result.params.update({n: replace(e, unit=unit) for n, e in result.params.items() if n in BODY_DRAG})
     return with_vehicle(result, vehicle, config=None if single else cfgs[0])

@@ -251,7 +251,7 @@ def idim_rows(
         srcs = ", ".join(f.source for f in flights) or "no flight"
         raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
     cfg = settings.resolve(min(p.rate for p in pieces))
-    ts, dks, ds, dms, drags, idx = [], [], [], [], [], []
+    ts, parts, idx = [], [], []
     ncol = 72 + 6 * settings.rotor_drag + 3 * (settings.body_drag != "off")
     centre = _centred_columns(settings)
     means = np.zeros((len(pieces), ncol))  # pieces left out keep zero means
@@ -269,29 +269,32 @@ def idim_rows(
         means[k, centre] = cols[:, centre].mean(axis=0)
         cols[:, centre] -= means[k, centre]
         ts.append(p.t[sel])
-        dks.append(cols[:, :12].reshape(-1, 6, 2))
-        ds.append(cols[:, 12:66].reshape(-1, 6, 9))
-        dms.append(cols[:, 66:72])
-        drags.append(cols[:, 72:])  # the rotor drag's 6, then the body drag's 3
+        parts.append(cols)
         idx.append(np.full(len(sel), k))
     if not ts:
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
+    return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
+
+
+def _stacked(t: np.ndarray, cols: np.ndarray, piece: np.ndarray, means: np.ndarray, settings: TlsSettings) -> Rows:
+    """The rows of every piece (`_columns`' layout: D_k, D, D_m, the rotor drag's 6, the body
+    drag's 3) and the means removed from them (`_removed_means`) as `Rows`."""
     force_mean, drag_mean, yaw_mean, body_mean = _removed_means(means, settings)
-    drags = np.concatenate(drags)
+    b0 = 72 + 6 * settings.rotor_drag
     return Rows(
-        np.concatenate(ts),
-        np.concatenate(dks),
-        np.concatenate(ds),
-        np.concatenate(dms),
-        np.concatenate(idx),
+        t,
+        cols[:, :12].reshape(-1, 6, 2),
+        cols[:, 12:66].reshape(-1, 6, 9),
+        cols[:, 66:72],
+        piece,
         force_mean,
-        drags[:, :6] if settings.rotor_drag else None,
+        cols[:, 72:78] if settings.rotor_drag else None,
         drag_mean,
         yaw_mean,
-        drags[:, 6 * settings.rotor_drag :] if settings.body_drag != "off" else None,
+        cols[:, b0 : b0 + 3] if settings.body_drag != "off" else None,
         body_mean,
-    ), cfg
+    )
 
 
 def body_form(settings: TlsSettings, flown: bool = True) -> str:
