@@ -4,6 +4,7 @@ better (`heldout.prefers`): the rotor drag k_rd, the body (fuselage) drag's form
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import numpy as np
@@ -15,6 +16,9 @@ from rotorid.methods.tls.rows import posed
 from rotorid.methods.tls.settings import BODY_DRAG, K_RD
 from rotorid.methods.tls.solve import solve
 from rotorid.motion import airborne_pieces, rotor_terms
+
+#: A body-drag coefficient this many σ below zero rules its form out (`_fit_body_drag`).
+NEGATIVE_Z = 2.0
 
 
 class TermChoice(NamedTuple):
@@ -127,37 +131,49 @@ def body_scale(problem: TlsProblem) -> float:
     return float(np.mean(np.concatenate(sums)))
 
 
-def _body_fit(problem: TlsProblem, form: str, scale: float) -> tuple[Solution, TlsProblem]:
-    """The solution with the body drag of `form`: a first pass estimates d, which the second
-    removes from the specific force (`TlsSettings.body_coef`), its columns estimating the rest."""
-    first_problem = problem.derive(body_drag=form, body_scale=scale, body_coef=None)
-    first = solve(first_problem)
+def _body_first(problem: TlsProblem, form: str, scale: float) -> tuple[Solution, TlsProblem]:
+    """The first pass with the body drag of `form`: its columns in the rows, nothing removed from
+    the specific force yet (`_body_fit`)."""
+    first = problem.derive(body_drag=form, body_scale=scale, body_coef=None)
+    return solve(first), first
+
+
+def _body_fit(first: Solution, problem: TlsProblem) -> tuple[Solution, TlsProblem]:
+    """The solution with the body drag of the first pass `first` (of `problem`, `_body_first`):
+    its d removed from the specific force (`TlsSettings.body_coef`), the columns estimating the
+    rest, so that the moment rows' -[s]x ms sees s less the drag's specific force."""
     x = np.zeros(len(first.names))
     x[first.kept] = first.fit.x
-    coef = tuple(float(x[first.names.index(n)] * scale) for n in BODY_DRAG)
-    second = first_problem.derive(body_coef=coef)
+    coef = tuple(float(x[first.names.index(n)] * problem.model.body_scale) for n in BODY_DRAG)
+    second = problem.derive(body_coef=coef)
     return solve(second), second
 
 
-def _near_zero(sol: Solution, problem: TlsProblem, z: float = 2.0) -> bool:
-    """Whether every body-drag coefficient of `sol` (in its units, `TlsSettings.body_coef` added)
-    is within `z` σ of zero: the models with and without it then barely differ (as an IMU lag
-    within its σ of none, `lags.choose_imu_delay`), and their difference does not enter σ."""
+def _body_z(sol: Solution, problem: TlsProblem) -> np.ndarray:
+    """The body-drag coefficients of `sol` over their σ (in their units, `TlsSettings.body_coef`
+    added): `_near_zero` and the sign a drag has (`_fit_body_drag`)."""
     st = problem.model
     at = [sol.kept.index(sol.names.index(n)) for n in BODY_DRAG]
-    value = sol.fit.x[at] * st.body_scale + np.asarray(st.body_coef)
-    std = np.sqrt(np.diag(sol.fit.cov)[at]) * st.body_scale
-    return bool(np.all(np.abs(value) <= z * std))
+    value = sol.fit.x[at] * st.body_scale + np.asarray(st.body_coef or (0.0, 0.0, 0.0))
+    return value / (np.sqrt(np.diag(sol.fit.cov)[at]) * st.body_scale)
+
+
+def _near_zero(sol: Solution, problem: TlsProblem, z: float = 2.0) -> bool:
+    """Whether every body-drag coefficient of `sol` is within `z` σ of zero (`_body_z`): the models
+    with and without it then barely differ (as an IMU lag within its σ of none,
+    `lags.choose_imu_delay`), and their difference does not enter σ."""
+    return bool(np.all(np.abs(_body_z(sol, problem)) <= z))
 
 
 def _fit_body_drag(
     problem: TlsProblem, simple: Solution, simple_problem: TlsProblem
 ) -> tuple[Solution, TlsProblem, TermChoice | None]:
     """The solution with the body drag the settings ask (`TlsSettings.body_drag`): a given form as
-    it is; "auto" the form ("linear", "quadratic") whose model predicts held-out segments of the
-    flights (`heldout.segments`) best, kept only when it predicts them better than the model
+    it is; "auto" the form ("linear", "quadratic") whose model (its first pass, `_body_first`)
+    predicts held-out segments of the flights (`heldout.segments`) best, kept only when it predicts them better than the model
     without it, `simple` (`heldout.prefers`), else that with a note; a form whose fit is
-    degenerate is not a candidate. Both are compared on the
+    degenerate, or with a coefficient below zero by more than `NEGATIVE_Z` σ (a force along the
+    airspeed is no drag: the columns would stand for another effect), is not a candidate. Both are compared on the
     simpler model's block factors. Without a velocity in every flight (`rows.posed`), "off"."""
     asked = problem.settings.body_drag
     flown = all(posed(f) for fs in problem.configs.values() for f in fs)
@@ -165,7 +181,7 @@ def _fit_body_drag(
         return simple, simple_problem, None
     scale = body_scale(problem)
     if asked != "auto":
-        sol, fitted = _body_fit(problem, asked, scale)
+        sol, fitted = _body_fit(*_body_first(problem, asked, scale))
         return sol, fitted, None
     folds = segments(simple.rows)
     base = (simple.active, simple.scale)
@@ -173,15 +189,20 @@ def _fit_body_drag(
     best = None
     for form in ("linear", "quadratic"):
         try:
-            sol, fitted = _body_fit(problem, form, scale)
+            sol, fitted = _body_first(problem, form, scale)
         except ExcitationError:  # the flights do not carry the model with it (a degenerate fit)
+            continue
+        if np.any(_body_z(sol, fitted) < -NEGATIVE_Z):  # pushes along the airspeed: no drag, another effect
             continue
         sse = held_out_sse(sol.w, sol.blocks, folds, sol.kept, *base, sol.noise)
         if best is None or sse.sum() < best[2].sum():
             best = (sol, fitted, sse, form)
         del sol
     if best is None:
-        note = "no body (fuselage) drag modelled: the flights do not determine the model with it (a degenerate fit)"
+        note = (
+            "no body (fuselage) drag modelled: the flights do not determine one (a degenerate fit, or a coefficient "
+            f"below zero by more than {NEGATIVE_Z:g}σ, which no drag has)"
+        )
         return simple, simple_problem, TermChoice("the body drag", "off", float("nan"), note, None)
     sol, fitted, sse, form = best
     pref = prefers(sse0, sse)
@@ -190,6 +211,8 @@ def _fit_body_drag(
             f"body (fuselage) drag modelled, {form} in the airspeed: it predicts held-out segments of the flights "
             f"better than the model without it (t = {pref.t:.1f})"
         )
+        with contextlib.suppress(ExcitationError):  # the second pass degenerate: the first pass's model stands
+            sol, fitted = _body_fit(sol, fitted)
         return sol, fitted, TermChoice("the body drag", form, pref.t, note, None)
     decisive = prefers(sse, sse0).richer or _near_zero(sol, fitted)
     note = (
