@@ -60,9 +60,7 @@ def identify(
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
-    nfull = len(names)
-    x = np.zeros(nfull)
-    cov = np.zeros((nfull, nfull))
+    x, cov = np.zeros(len(names)), np.zeros((len(names), len(names)))
     x[kept] = fit.x
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
