@@ -92,7 +92,8 @@ class Rotor:
     interpolation, the drags' body velocity `vel` (N, 3; None without a drag) alike;
     `omega` the body rate the rotor drag's hub velocities need (the motion's, at the IMU's
     instant); `drag` whether the rotor drag is modelled, `body` the body drag's form ("off",
-    "linear", "quadratic"; `body_columns`)."""
+    "linear", "quadratic"; `body_columns`) and `body_scale` its columns' factor
+    (`TlsSettings.body_scale`)."""
 
     t: np.ndarray
     u: np.ndarray
