@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from rotorid.methods import tls
-from rotorid.methods.tls import heldout
+from rotorid.methods.tls import BODY_DRAG, heldout
 from rotorid.methods.tls import lags as tls_lags
+from rotorid.methods.tls import terms as tls_terms
 from rotorid.result import verdict
 from rotorid.sim import scenarios
 
@@ -22,18 +23,76 @@ def dragged() -> tuple[object, object]:
     return sc, tls.identify({"A": [sc.flights["train"]]}, sc.vehicle)
 
 
-def test_one_configuration_yaw_pair_and_drag_terms_are_model_dependent(dragged: tuple) -> None:
-    """One configuration: k_d, I_zz (and k_tau) rest on secondary terms (eq. 23) and k_rd lumps the
-    body drag: none reads "well"; the body drag's bias of com_z is flagged or within 3σ."""
+def _truth(sc: object) -> dict[str, float]:
+    """The scenario's truth with tls's k_rd (the simulator's multiplies sqrt(f_i) = sqrt(k_t) u_i)
+    and the body drag it flew (linear, N s/m)."""
+    truth = dict(sc.truth.params)
+    truth["k_rd"] = sc.truth.vehicle["mismatch"]["k_rotor_drag"] * np.sqrt(truth["k_t"])
+    return truth | dict(zip(BODY_DRAG, (0.3, 0.3, 0.5), strict=True))
+
+
+def test_body_drag_is_modelled_and_the_rotor_drag_stops_absorbing_it(dragged: tuple) -> None:
+    """The held-out segments choose the linear body drag the flight has; k_rd, com_z and the
+    body drag then come out within 2σ (without it: k_rd +73 % at 70σ, com_z -33 % at 4.5σ)."""
     sc, res = dragged
-    for name in ("k_d", "I_zz", "k_tau", "k_rd"):
+    assert res.settings["body_drag"] == "linear"
+    assert any(n.startswith("body (fuselage) drag modelled, linear") for n in res.notes), res.notes
+    truth = _truth(sc)
+    for name in ("k_rd", "com_z", "k_d", *BODY_DRAG):
+        e = res.params[name]
+        assert abs(e.value - truth[name]) < 2 * e.std, (name, e, truth[name])
+    assert abs(res.params["k_rd"].value / truth["k_rd"] - 1) < 0.02
+    for name in BODY_DRAG:
+        assert res.params[name].unit == "N s/m"
+    # the in-plane drags are told apart only through the rotor speed and the hubs' lever arms
+    for name, word in (("k_rd", "model-dependent"), ("d_bx", "model-dependent"), ("d_bz", "well")):
+        assert verdict(res.params[name], res.observability.get(name)).word == word, name
+
+
+def test_one_configuration_yaw_pair_is_model_dependent(dragged: tuple) -> None:
+    """One configuration: k_d, I_zz (and k_tau) rest on secondary terms (eq. 23): none reads "well";
+    the roll and pitch rows fix I_xx, I_yy without one."""
+    _, res = dragged
+    for name in ("k_d", "I_zz", "k_tau"):
         v = verdict(res.params[name], res.observability.get(name))
         assert v.word == "model-dependent", (name, v)
-    e, truth = res.params["com_z"], sc.truth.params["com_z"]
-    z = (e.value - truth) / e.std
-    assert abs(z) < 3 or verdict(e, res.observability.get("com_z")).word == "model-dependent", z
-    for name in ("I_xx", "I_yy"):  # the roll and pitch rows fix them without a secondary term
+    for name in ("I_xx", "I_yy"):
         assert verdict(res.params[name], res.observability.get(name)).word != "model-dependent", name
+
+
+@pytest.mark.parametrize("body_drag", ["auto", "off"])
+def test_no_parameter_reads_well_determined_while_many_sigma_off(dragged: tuple, body_drag: str) -> None:
+    """Issue 32's class "a single configuration with rotor drag and flapping" (here with a body drag
+    as well): whether the model has the body drag (chosen) or lacks it (off), every parameter
+    reported "well determined" is within 3σ of the truth; without it, what the missing drag moves
+    by many σ (k_rd, com_z) is labelled model-dependent, with the drag lumped into k_rd."""
+    sc, res = dragged
+    if body_drag == "off":
+        res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(body_drag="off"))
+    truth, well = _truth(sc), []
+    for name, e in res.params.items():
+        if name in truth and verdict(e, res.observability.get(name)).word == "well":
+            well.append(name)
+            assert abs(e.value - truth[name]) < 3 * e.std, (name, e, truth[name])
+    assert {"k_t", "I_xx", "I_yy"} <= set(well)
+    if body_drag == "off":
+        for name in ("k_rd", "com_z"):
+            assert abs(res.params[name].value - truth[name]) > 4 * res.params[name].std, name
+            assert verdict(res.params[name], res.observability.get(name)).word == "model-dependent", name
+
+
+def test_a_term_that_does_not_predict_held_out_segments_better_is_dropped(
+    dragged: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held-out test made to find no gain from the rotor drag: k_rd is left out, solved again
+    without it, and a note says why (the simpler model stands)."""
+    sc, _ = dragged
+    no_gain = heldout.Preference(-1.0, False)
+    monkeypatch.setattr(tls_terms, "_held_out", lambda sol, drop: (no_gain, True))
+    st = tls.TlsSettings(body_drag="off")
+    res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=st)
+    assert "k_rd" not in res.params and res.settings["rotor_drag"] is False
+    assert any(n.startswith("no rotor drag modelled: k_rd does not predict held-out") for n in res.notes), res.notes
 
 
 def test_a_spurious_imu_lag_is_not_adopted(dragged: tuple) -> None:

@@ -265,3 +265,32 @@ def test_memo_reuses_the_motion_columns_exactly() -> None:
     forces = sum(k[0] == "force" for k in kept)
     tls.idim_rows(fl, v, st, acc_bias=np.full((n, 3), 0.1), memo=memo)
     assert len(memo) == n + 1 and sum(k[0] == "force" for k in kept) == forces + n  # only the force's anew
+
+
+def test_memo_keys_the_body_drag() -> None:
+    """`idim_rows` with a memo, one thing of the body drag changed a call (form, IMU lag, pose lag,
+    coefficients removed from the specific force, scale): exactly the rows of a fresh call, so
+    the memo's keys name everything its columns depend on."""
+    sc = scenarios.run("six-config-a", seed=0, duration=10.0, rotor_drag=0.3, flights=("train",))
+    fl, v = [sc.flights["train"]], sc.vehicle
+    body = np.array([0.02, -0.01, 0.03])
+    calls = [
+        ("linear", 0.002, 0.005, body, 2.5),
+        ("quadratic", 0.002, 0.005, body, 2.5),
+        ("quadratic", 0.004, 0.005, body, 2.5),
+        ("quadratic", 0.004, 0.007, body, 2.5),
+        ("quadratic", 0.004, 0.007, 2 * body, 2.5),
+        ("quadratic", 0.004, 0.007, None, 2.5),
+        ("quadratic", 0.004, 0.007, None, 1.0),
+    ]
+    memo: dict = {}
+    for form, lag, pose, removed, scale in calls:
+        st = tls.TlsSettings(mocap_delay=pose, imu_delay=lag, body_drag=form, body_scale=scale)
+        fresh = tls.idim_rows(fl, v, st, body=removed)[0]
+        reused = tls.idim_rows(fl, v, st, body=removed, memo=memo)[0]
+        assert fresh.body is not None and fresh.drag is not None
+        for f in fields(fresh):
+            a, b = getattr(fresh, f.name), getattr(reused, f.name)
+            assert (a is None) == (b is None), f.name
+            if a is not None:
+                np.testing.assert_array_equal(a, b, err_msg=f"{f.name} after {form, lag, pose, scale}")

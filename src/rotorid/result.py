@@ -40,6 +40,10 @@ PARAMS: dict[str, tuple[str, str]] = {
     "hover_cmd": ("1", "hover command"),
     "thrust_v_exp": ("1", "battery-voltage exponent α: the thrust curve holds in the command u (V/V_ref)^α"),
     "thrust_v_drop": ("%", "thrust lost at the hover command from the flights' highest battery voltage to the lowest"),
+    # the body drag's unit follows its form (N s/m linear, N s^2/m^2 quadratic): the method sets it
+    "d_bx": ("", "body (fuselage) drag coefficient along body x"),
+    "d_by": ("", "body (fuselage) drag coefficient along body y"),
+    "d_bz": ("", "body (fuselage) drag coefficient along body z"),
     "I_xx": ("kg m^2", "moment of inertia about x"),
     "I_yy": ("kg m^2", "moment of inertia about y"),
     "I_zz": ("kg m^2", "moment of inertia about z"),

@@ -23,7 +23,8 @@ from rotorid.methods.tls.heldout import (
 from rotorid.methods.tls.lags import LagChoice
 from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
 from rotorid.methods.tls.selection import fixed_fit
-from rotorid.methods.tls.settings import CHI, K_RD
+from rotorid.methods.tls.settings import BODY_DRAG, CHI, K_RD
+from rotorid.methods.tls.terms import TermChoice
 from rotorid.motion import airborne_pieces
 from rotorid.result import Observability
 
@@ -36,8 +37,16 @@ ONE_CONFIG_YAW = (
 
 #: Why the rotor-drag coefficient is model-dependent.
 DRAG_LUMPED = (
-    "the rotor drag's force is not told apart from a fuselage (body) drag the model does not have, which "
-    "pushes alike against the airspeed: k_rd lumps every drag"
+    "the rotor drag's force is not told apart from a fuselage (body) drag the model does not have (held-out "
+    "segments did not support one; --body-drag linear or quadratic forces it), which pushes alike against the "
+    "airspeed: k_rd lumps every drag"
+)
+
+
+#: Why the rotor-drag coefficient is model-dependent next to a body drag (`TlsSettings.body_drag`).
+DRAG_SPLIT = (
+    "the rotor drag and the body drag both push against the airspeed: they are told apart only by the rotor "
+    "drag's growth with the rotor speed and its hubs' lever arms, which motor lags and unequal rotors also move"
 )
 
 
@@ -58,9 +67,11 @@ class Checked(NamedTuple):
     notes: list[str]
 
 
-def checked(problem: TlsProblem, sol: Solution, choice: LagChoice | None) -> Checked:
-    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the leave-one-piece-out
-    scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`)."""
+def checked(
+    problem: TlsProblem, sol: Solution, choice: LagChoice | None, terms: tuple[TermChoice, ...] = ()
+) -> Checked:
+    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the optional terms' (`_term_doubt`),
+    the leave-one-piece-out scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`)."""
     cov, notes = sol.fit.cov.copy(), []
     if choice is not None and choice.alternative is not None:
         cov += _lag_doubt(problem, sol, choice.alternative)
@@ -68,8 +79,15 @@ def checked(problem: TlsProblem, sol: Solution, choice: LagChoice | None) -> Che
             f"σ includes the IMU lag's doubt: the held-out segments tell neither {1e3 * choice.alternative:.1f} ms "
             "nor 0 apart, and the estimates differ between them"
         )
+    for term in terms:
+        if term.alternative is not None:
+            cov += _term_doubt(sol, term.alternative)
+            notes.append(
+                f"σ includes the doubt about {term.term}: held-out segments tell the models with and without it "
+                "not apart, and the estimates differ between them"
+            )
     cov, said = _disagreement(problem, sol, cov)
-    dependent = _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)))
+    dependent = _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)), problem.model.body_drag != "off")
     if len(problem.configs) == 1:
         dependent |= {n: ONE_CONFIG_YAW for n in ("k_d", "I_zz") if sol.names.index(n) in sol.kept}
     return Checked(cov, dependent, notes + said)
@@ -84,6 +102,13 @@ def _lag_doubt(problem: TlsProblem, sol: Solution, alternative: float) -> np.nda
         xs.append(fixed_fit(system.w, system.blocks, sol.kept, sol.active, sol.scale, sol.noise).x)
         del system
     d = xs[1] - xs[0]
+    return np.outer(d, d)
+
+
+def _term_doubt(sol: Solution, other: dict[str, float]) -> np.ndarray:
+    """The squared difference of the other model's estimates (by name; an unknown it lacks is 0
+    there) and the kept ones of `sol`."""
+    d = np.array([other.get(sol.names[j], 0.0) - v for j, v in zip(sol.kept, sol.fit.x, strict=True)])
     return np.outer(d, d)
 
 
@@ -131,13 +156,15 @@ def _disagreement(problem: TlsProblem, sol: Solution, cov: np.ndarray) -> tuple[
     ]
 
 
-def _on_drag(sol: Solution, std: np.ndarray) -> dict[str, str]:
-    """The rotor drag k_rd (`DRAG_LUMPED`) and every first moment ms_* that moves by more than
-    `SECONDARY_Z` σ when the rotor-drag column is left out of the same rows: the drag's moment
-    about the origin (its force at the hubs' height) has the form of a first moment's lever arm, so
-    a drag the model lacks (body drag) moves them through it; ms_z always (`DRAG_HEIGHT`), as
-    it can move beyond σ with little shift. Others (k_t, I_xx, I_yy) also move when a real
-    rotor drag is left out, but the rows fix them without it: not only through it."""
+def _on_drag(sol: Solution, std: np.ndarray, body: bool = False) -> dict[str, str]:
+    """The rotor drag k_rd (`DRAG_LUMPED`; `DRAG_SPLIT`, and the body drag along x and y, next to a
+    modelled body drag, `body`) and
+    every first moment ms_* that moves by more than `SECONDARY_Z` σ when the rotor-drag column is
+    left out of the same rows: the drag's moment about the origin (its force at the hubs' height)
+    has the form of a first moment's lever arm, so a drag the model lacks (body drag) moves them
+    through it; ms_z always (`DRAG_HEIGHT`), as it can move beyond σ with little shift, unless the
+    body drag is modelled. Others (k_t, I_xx, I_yy) also move when a real rotor drag is left out,
+    but the rows fix them without it: not only through it."""
     if K_RD not in sol.names or sol.names.index(K_RD) not in sol.kept:
         return {}
     drop = sol.names.index(K_RD)
@@ -145,8 +172,12 @@ def _on_drag(sol: Solution, std: np.ndarray) -> dict[str, str]:
         z = secondary_shift(sol.w, sol.blocks, sol.kept, drop, sol.active, sol.scale, sol.noise, std)
     except ExcitationError:
         z = np.zeros(len(sol.kept))
-    out = {K_RD: DRAG_LUMPED}
-    if "ms_z" in sol.names and sol.names.index("ms_z") in sol.kept:  # one configuration: its z first moment
+    out = {K_RD: DRAG_SPLIT if body else DRAG_LUMPED}
+    if body:  # the body drag's in-plane coefficients share the rotor drag's force
+        out |= {n: DRAG_SPLIT for n in BODY_DRAG[:2] if sol.names.index(n) in sol.kept}
+    if (
+        not body and "ms_z" in sol.names and sol.names.index("ms_z") in sol.kept
+    ):  # one configuration: its z first moment
         out["ms_z"] = DRAG_HEIGHT
     for j, zj in zip(sol.kept, z, strict=True):
         if zj > SECONDARY_Z and sol.names[j].startswith("ms_"):

@@ -15,6 +15,7 @@ from rotorid.methods.tls.problem import Solution, TlsProblem
 from rotorid.methods.tls.rows import posed
 from rotorid.methods.tls.settings import MAX_IMU_DELAY, PLAUSIBLE_IMU_DELAY
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
+from rotorid.methods.tls.terms import TermChoice, fit_terms
 from rotorid.methods.tls.voltage import VoltageChoice, choose_voltage
 from rotorid.motion import (
     airborne_pieces,
@@ -26,9 +27,10 @@ class Separated(NamedTuple):
     """What `solve_separated` found: the solution, the problem with what was found from the flights
     (`TlsProblem.derived`), why the accelerometer bias was left out ("" when separated), the
     pose's lag behind the IMU where it was measured (`_pose_lag`, None otherwise), why the
-    IMU's lag could not be estimated ("" when it was, `_imu_lag`) and how it was chosen (None
-    where it was given or not searched, `choose_imu_delay`); the battery voltage's choice
-    (`voltage.choose_voltage`; None where not considered) and why it was not considered."""
+    IMU's lag could not be estimated ("" when it was, `_imu_lag`), how it was chosen (None
+    where it was given or not searched, `choose_imu_delay`), the battery voltage's choice
+    (`voltage.choose_voltage`; None where not considered) and why it was not considered, and
+    how the optional terms tested on held-out segments were chosen (`terms.fit_terms`)."""
 
     solution: Solution
     problem: TlsProblem
@@ -38,14 +40,16 @@ class Separated(NamedTuple):
     imu_lag: LagChoice | None = None
     voltage: VoltageChoice | None = None
     voltage_why: str = ""
+    terms: tuple[TermChoice, ...] = ()
 
 
 def solve_separated(problem: TlsProblem) -> Separated:
-    """`solve`; when the accelerometer bias it estimates is beyond any sensor offset
+    """`solve` (`terms.fit_terms`: with the optional terms held-out segments support); when
+    the accelerometer bias it estimates is beyond any sensor offset
     (`ACC_BIAS_PLAUSIBLE`), the flights do not separate it from the thrust: solved again with
     the paper's model, and the reason in words for k_t's assumption. An `imu_delay` of None is
     estimated first (`_imu_lag`), a `mocap_delay` of None measured (`_pose_lag`), then the battery
-    voltage's exponent in the rotor terms (`choose_voltage`); the rotor drag is left out when a
+    voltage's exponent in the rotor terms (`choose_voltage`), then the optional terms; the rotor drag is left out when a
     flight has no attitude or no position or velocity. What is found goes into the problem's
     `derived` record, the settings asked stay as they are."""
     asked = problem.settings
@@ -61,19 +65,20 @@ def solve_separated(problem: TlsProblem) -> Separated:
     if lag is not None:  # the pose timed against the IMU, the IMU against the rotor signals
         problem = problem.derive(mocap_delay=lag + problem.model.imu_delay)
     problem, volt, volt_why = choose_voltage(problem)
-    sol = solve(problem)
+    sol, problem, terms = fit_terms(problem)
+    terms = tuple(terms)
     if not problem.model.centred:
-        return Separated(sol, problem, "", lag, imu_why, choice, volt, volt_why)
+        return Separated(sol, problem, "", lag, imu_why, choice, volt, volt_why, terms)
     worst = max(float(np.abs(b).max()) for b in bias_of(sol, problem.masses).values())
     if worst <= ACC_BIAS_PLAUSIBLE:
-        return Separated(sol, problem, "", lag, imu_why, choice, volt, volt_why)
+        return Separated(sol, problem, "", lag, imu_why, choice, volt, volt_why, terms)
     problem = problem.derive(acc_bias=False)
     why = (
         f"the accelerometer bias is not separable from the thrust in these flights (it came out "
         f"{worst:.2g} m/s², no sensor offset): solved without it, k_t assumes zero bias "
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
-    return Separated(solve(problem), problem, why, lag, imu_why, choice, volt, volt_why)
+    return Separated(solve(problem), problem, why, lag, imu_why, choice, volt, volt_why, terms)
 
 
 def _imu_lag(problem: TlsProblem, lag: float | None) -> tuple[LagChoice | None, str]:

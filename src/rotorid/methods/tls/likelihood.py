@@ -50,7 +50,8 @@ class LagModel(NamedTuple):
 
 def lag_model(problem: TlsProblem, pose_measured: bool) -> LagModel:
     """The essential set, active blocks, block factors and accelerometer bias of a first fit at
-    τ = 0 with equal rotors, which every lag is judged with."""
-    trial = problem.trial(motor_spread=0.0).derive(imu_delay=0.0)
+    τ = 0 with equal rotors and no body drag (chosen later, `terms.fit_terms`), which every lag
+    and voltage exponent is judged with."""
+    trial = problem.trial(motor_spread=0.0, body_drag="off").derive(imu_delay=0.0)
     sol = solve(trial)
     return LagModel(trial, sol.kept, sol.active, sol.scale, sol.bias0, pose_measured)

@@ -315,8 +315,9 @@ def noise_moment(problem: TlsProblem, rows: dict[str, Rows], resolved: dict[str,
             # the rotor-drag column carries no sensor noise of these channels here (its airspeed comes
             # from the pose, its ω x r_i term is small): zero
             drag = None if r.drag is None else np.zeros_like(r.drag)
+            body = None if r.body is None else np.zeros_like(r.body)  # alike: the pose's airspeed
             part[c] = replace(
-                r, dk=jac[0], d=jac[1], dm=jac[2], drag=drag, force_mean=None, drag_mean=None, yaw_mean=None
+                r, dk=jac[0], d=jac[1], dm=jac[2], drag=drag, force_mean=None, drag_mean=None, yaw_mean=None, body=body
             )
         dw, blocks, _ = assemble(part, masses)
         out = np.zeros((6, nb, dw.shape[1], dw.shape[1])) if out is None else out
@@ -372,7 +373,13 @@ def _omega_dot_rows(rows: dict[str, Rows], vehicle: Vehicle, masses: dict[str, f
         dk, d, dm = _noise_jacobian(one, np.eye(9)[3 + a][None], vehicle, arm)
         part = {
             c: Rows(
-                np.zeros(1), dk, d, dm, np.zeros(1, dtype=np.int64), drag=None if r.drag is None else np.zeros((1, 6))
+                np.zeros(1),
+                dk,
+                d,
+                dm,
+                np.zeros(1, dtype=np.int64),
+                drag=None if r.drag is None else np.zeros((1, 6)),
+                body=None if r.body is None else np.zeros((1, 3)),
             )
             for c, r in rows.items()
         }

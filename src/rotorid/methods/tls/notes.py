@@ -14,7 +14,7 @@ from rotorid.methods.tls.gains import RESTORE_Z
 from rotorid.methods.tls.noise import FLOOR_SHARE, NOISE_FROM
 from rotorid.methods.tls.problem import Solution
 from rotorid.methods.tls.rows import Rows
-from rotorid.methods.tls.settings import CHI, K_RD, TlsSettings
+from rotorid.methods.tls.settings import BODY_DRAG, CHI, K_RD, TlsSettings
 from rotorid.methods.tls.voltage import VoltageChoice
 from rotorid.methods.voltage import hover_drop
 from rotorid.motion import (
@@ -121,17 +121,43 @@ def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
             "the rotor drag barely acts: the hubs' in-plane airspeeds stay small",
             "fly faster translations and yaw turns, or turn the rotor drag off (--no-rotor-drag)",
         )
+    if base in BODY_DRAG:
+        return (
+            f"the body drag along {base[-1]} barely acts: the airspeed along that body axis stays small",
+            "fly faster translations along that axis, or turn the body drag off (--body-drag off)",
+        )
     if base in ("I_xx", "I_yy"):
         axis = "roll" if base == "I_xx" else "pitch"
         return (f"the {axis} dynamics are weakly excited", f"fly sharper {axis} manoeuvres")
     return ("poorly determined by the data", "fly a more exciting trajectory")
 
 
+def _in_units(x: np.ndarray, cov: np.ndarray, names: list[str], settings: TlsSettings) -> tuple[np.ndarray, np.ndarray]:
+    """The unknowns x and their covariance with the body drag's columns in their units
+    (`TlsSettings.body_scale`) and the drag removed from the rows first (`TlsSettings.body_coef`)
+    added: the whole body drag."""
+    if BODY_DRAG[0] not in names:
+        return x, cov
+    at, scale = [names.index(n) for n in BODY_DRAG], np.ones(len(x))
+    scale[at] = settings.body_scale or 1.0
+    out = x * scale
+    out[at] += settings.body_coef or 0.0
+    return out, cov * np.outer(scale, scale)
+
+
 def estimates(
-    x: np.ndarray, cov: np.ndarray, names: list[str], kept_names: set[str], masses: dict[str, float]
+    x: np.ndarray,
+    cov: np.ndarray,
+    names: list[str],
+    kept_names: set[str],
+    masses: dict[str, float],
+    settings: TlsSettings | None = None,
 ) -> dict[str, tuple[float, float]]:
     """(value, σ) of every kept unknown, K_tau = k_d / k_t (first-order propagation) and the
-    CoM ms / m of every configuration."""
+    CoM ms / m of every configuration; with `settings`, the body drag's coefficients in their
+    units (`_in_units`)."""
+    if settings is not None:
+        x, cov = _in_units(x, cov, names, settings)
     est: dict[str, tuple[float, float]] = {}
 
     def put(name: str, value: float, var: float) -> None:
@@ -140,9 +166,10 @@ def estimates(
     for j, nm in enumerate(names[:2]):
         if nm in kept_names:
             put(nm, x[j], cov[j, j])
-    if K_RD in kept_names:
-        j = names.index(K_RD)
-        put(K_RD, x[j], cov[j, j])
+    for nm in (K_RD, *BODY_DRAG):
+        if nm in kept_names:
+            j = names.index(nm)
+            put(nm, x[j], cov[j, j])
     if {"k_t", "k_d"} <= kept_names:
         kt, kd = x[0], x[1]
         g = np.array([-kd / kt**2, 1.0 / kt])

@@ -35,7 +35,7 @@ from rotorid.methods.tls.notes import (
 )
 from rotorid.methods.tls.problem import TlsProblem
 from rotorid.methods.tls.rows import yaw_moments
-from rotorid.methods.tls.settings import TlsSettings
+from rotorid.methods.tls.settings import BODY_DRAG, TlsSettings
 from rotorid.methods.tls.solve import bias_of
 from rotorid.result import ACC_BIAS_KEY, Estimate, Observability, Result, build_result
 from rotorid.vehicle import Vehicle
@@ -54,28 +54,28 @@ def identify(
     ...) to its flights; `masses` gives each configuration's measured mass (config A
     defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
     problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
-    sol, problem, unseparated, pose_lagged, imu_why, lag_choice, volt, volt_why = solve_separated(problem)
-    check = checked(problem, sol, lag_choice)
+    sol, problem, unseparated, pose_lagged, imu_why, lag_choice, volt, volt_why, terms = solve_separated(problem)
+    check = checked(problem, sol, lag_choice, terms)
     sol = replace(sol, fit=replace(sol.fit, cov=check.cov))
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
-    nfull = len(names)
-    x = np.zeros(nfull)
-    cov = np.zeros((nfull, nfull))
+    x, cov = np.zeros(len(names)), np.zeros((len(names), len(names)))
     x[kept] = fit.x
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
-    est, inertia_notes = inertia_checked(estimates(x, cov, names, kept_names, masses), masses)
+    est, inertia_notes = inertia_checked(estimates(x, cov, names, kept_names, masses, settings), masses)
     if unseparated and "k_t" in est:  # a z bias b moves k_t by b/g of itself (hover: k_t sum u^2 = m (g + b))
         kt, std = est["k_t"]
         est["k_t"] = (kt, float(np.hypot(std, kt * ACC_BIAS_Z_SIGMA / GRAVITY)))
     spread_cov = np.zeros_like(cov)  # `cov` stays the parameters' own, for the diagnostics
     spread_cov[np.ix_(kept, kept)] = spread
-    assumed = spread_assumed(est, estimates(x, spread_cov, names, kept_names, masses), settings.motor_spread)
+    part = estimates(x, spread_cov, names, kept_names, masses, settings)
+    assumed = spread_assumed(est, part, settings.motor_spread)
     observability = observability_of(names, fit, kept, history, cfgs, settings)
-    if unseparated and "k_t" in est:
-        observability["k_t"].rel_std_pct = Estimate(*est["k_t"]).rel_std_pct
+    for name in (*BODY_DRAG, *(("k_t",) if unseparated else ())):
+        if name in est:  # its σ widened (k_t) or its column a remainder (the body drag): the reported %σ
+            observability[name].rel_std_pct = Estimate(*est[name]).rel_std_pct
     if "k_tau" in est:
         value, std = est["k_tau"]
         observability["k_tau"] = Observability(True, essential=False, rel_std_pct=Estimate(value, std).rel_std_pct)
@@ -87,7 +87,7 @@ def identify(
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
     diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | disturbance_diagnostics(sol.disturbance)
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_report(sol, est)]
-    notes += check.notes + inertia_notes + ([lag_choice.note] if lag_choice else [])
+    notes += check.notes + inertia_notes + [c.note for c in (lag_choice, *terms) if c]
     logged = any(f.vbat is not None for fs in problem.configs.values() for f in fs)
     notes += voltage_notes(est, observability, volt, volt_why, logged)
     if unseparated:
@@ -118,4 +118,6 @@ def identify(
     for name, why in assumed.items():
         if name in result.params:
             result.params[name] = replace(result.params[name], assumption=why)
+    unit = {"linear": "N s/m", "quadratic": "N s^2/m^2"}.get(settings.body_drag, "")
+    result.params.update({n: replace(e, unit=unit) for n, e in result.params.items() if n in BODY_DRAG})
     return with_vehicle(result, vehicle, config=None if single else cfgs[0])

@@ -51,14 +51,19 @@ class Derived:
     """What an identification finds out about its flights before the final solve, kept apart from
     the settings the user asked (None: as asked): the rotor drag left out where a flight has no
     attitude or no position or velocity, the pose's and the IMU's lags (s) where they were left to
-    the data (`TlsSettings.mocap_delay`, `TlsSettings.imu_delay`), and the accelerometer bias left
-    out where the flights do not separate it from the thrust (`TlsSettings.acc_bias`)."""
+    the data (`TlsSettings.mocap_delay`, `TlsSettings.imu_delay`), the accelerometer bias left
+    out where the flights do not separate it from the thrust (`TlsSettings.acc_bias`), the battery
+    voltage's exponent and reference kept (`TlsSettings.voltage_model`), the body drag's form held-out segments chose and the first pass's coefficients removed from the
+    specific force (`TlsSettings.body_drag`, `TlsSettings.body_coef`)."""
 
     rotor_drag: bool | None = None
     mocap_delay: float | None = None
     imu_delay: float | None = None
     acc_bias: bool | None = None
     voltage_model: tuple[float, float] | None = None
+    body_drag: str | None = None
+    body_coef: tuple[float, float, float] | None = None
+    body_scale: float | None = None
 
 
 @dataclass(frozen=True)
@@ -134,14 +139,18 @@ def build_system(
     model when `bias` is None, else the rows centred for the nuisance constants of the problem's
     model (accelerometer bias, yaw moment) with `bias` (per configuration, (pieces, 3); missing:
     none) removed from the specific force first; `gain` (per configuration, (n_rotors,); missing:
-    1) scales each rotor's wrench; the problem's memo keeps the motion columns (`idim_rows`)."""
+    1) scales each rotor's wrench; the body drag of the model's `body_coef` is removed from the
+    specific force too (its mass's share in each configuration); the problem's memo keeps the
+    motion columns (`idim_rows`)."""
     rows, resolved = {}, {}
     settings = problem.model
     nuisance = bias is not None  # the paper's model (None) has neither nuisance
     st = replace(settings, acc_bias=settings.acc_bias and nuisance, yaw_moment=settings.yaw_moment and nuisance)
+    coef = None if settings.body_coef is None else np.asarray(settings.body_coef, dtype=float)
     for c, flights in problem.configs.items():
         b, g = (bias or {}).get(c), (gain or {}).get(c)
-        rows[c], resolved[c] = idim_rows(flights, problem.vehicle, st, b, g, problem.memo)
+        body = None if coef is None else coef / problem.masses[c]
+        rows[c], resolved[c] = idim_rows(flights, problem.vehicle, st, b, g, problem.memo, body)
     return System(rows, resolved, *assemble(rows, problem.masses))
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
-from rotorid.methods.tls.settings import CHI, CHI_K, K_RD, TlsSettings
+from rotorid.methods.tls.settings import BODY_DRAG, CHI, CHI_K, K_RD, TlsSettings
 from rotorid.motion import (
     MIN_PIECE,
     Motion,
@@ -77,13 +77,23 @@ def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
     return d, np.concatenate([mo.s, np.zeros((n, 3))], axis=1)
 
 
+def body_columns(vel: np.ndarray, form: str) -> np.ndarray:
+    """The body drag's force per unit coefficient with the sign of W_t (N, 3), per body axis j:
+    v_j ("linear") or |v| v_j ("quadratic") for the body-axis airspeed `vel` (still air); the
+    drag is -d_j times it (`TlsSettings.body_drag`)."""
+    return vel if form == "linear" else np.linalg.norm(vel, axis=1, keepdims=True) * vel
+
+
 @dataclass(frozen=True)
 class Rotor:
     """The rotor side of a piece's IDIM, read a block of rows at a time (`rows`) so that nothing
     of the whole piece is copied: the rotor terms u (N, M) scaled by the rotor gains (`idim_rows`'
     `gain`; None: 1) and, with the IMU's `lag` (s), read at the IMU's instant t - lag by linear
-    interpolation, the rotor drag's body velocity `vel` (N, 3; None without the drag) alike;
-    `omega` the body rate the drag's hub velocities need (the motion's, at the IMU's instant)."""
+    interpolation, the drags' body velocity `vel` (N, 3; None without a drag) alike;
+    `omega` the body rate the rotor drag's hub velocities need (the motion's, at the IMU's
+    instant); `drag` whether the rotor drag is modelled, `body` the body drag's form ("off",
+    "linear", "quadratic"; `body_columns`) and `body_scale` its columns' factor
+    (`TlsSettings.body_scale`)."""
 
     t: np.ndarray
     u: np.ndarray
@@ -91,6 +101,9 @@ class Rotor:
     omega: np.ndarray | None
     gain: np.ndarray | None
     lag: float
+    drag: bool = True
+    body: str = "off"
+    body_scale: float = 1.0
 
     def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
         """u and vel of rows a..b-1: the numbers of scaling and interpolating the whole piece (the
@@ -129,22 +142,28 @@ def _force_columns(s: np.ndarray) -> np.ndarray:
 
 
 def _rotor_columns(rotor: Rotor, vehicle: Vehicle, a: int, b: int) -> np.ndarray:
-    """Samples a..b-1 of the rotor side's IDIM columns [D_k, drag] (`observation`, with the
-    rotor-drag column `motion.drag_regressor` when `rotor` has a velocity), (b - a, 12 or 18)."""
+    """Samples a..b-1 of the rotor side's IDIM columns [D_k, drags] (`observation`, with the six
+    rows of the rotor-drag column `motion.drag_regressor` and the body drag's three force-row
+    columns `body_columns` when `rotor` models them), (b - a, 12 + 6 + 3 at most): columns 0..11
+    of the rows, then 72 on."""
     u, vel = rotor.rows(a, b)
     cols = [_rotor_matrix(u, vehicle).reshape(b - a, -1)]
-    if vel is not None:
+    if rotor.drag:
         cols.append(drag_regressor(u, vel, rotor.omega[a:b], vehicle))
+    if rotor.body != "off":
+        cols.append(rotor.body_scale * body_columns(vel, rotor.body))
     return np.concatenate(cols, axis=1)
 
 
-def _live_rotor_columns(vehicle: Vehicle, drag: bool) -> np.ndarray:
-    """Indices of the columns of `_rotor_columns` that the rotor geometry can make non-zero:
-    the others are exactly zero in every row (coplanar rotors with parallel axes leave 4 of
-    D_k's 12 and 3 of the drag's 6), so they need no filtering."""
+def _live_rotor_columns(vehicle: Vehicle, drag: bool, body: bool) -> np.ndarray:
+    """Indices of the columns of `_rotor_columns` (with the rotor drag's, with the body drag's)
+    that the rotor geometry can make non-zero: the others are exactly zero in every row
+    (coplanar rotors with parallel axes leave 4 of D_k's 12 and 3 of the rotor drag's 6), so
+    they need no filtering. The body drag's three are always live."""
     m = len(vehicle.axes)
-    live = np.any(_rotor_matrix(np.eye(m), vehicle).reshape(m, 12) != 0.0, axis=0)
-    return np.flatnonzero(np.concatenate([live, drag_reach(vehicle)]) if drag else live)
+    live = [np.any(_rotor_matrix(np.eye(m), vehicle).reshape(m, 12) != 0.0, axis=0)]
+    live += ([drag_reach(vehicle)] if drag else []) + ([np.ones(3, dtype=bool)] if body else [])
+    return np.flatnonzero(np.concatenate(live))
 
 
 def _low_passed(
@@ -174,7 +193,9 @@ class Rows:
     D_m (n,6), which piece each sample came from, (accelerometer-bias centring) the removed
     means of the force rows per piece, (pieces, 3, 12) as [D_k, D, D_m], the rotor-drag column
     (n, 6) with its removed force-row means (pieces, 3), and (yaw-moment centring) the removed
-    means of the M_z row per piece, (pieces, 12) as [D_k, D, drag (0 without it)]."""
+    means of the M_z row per piece, (pieces, 12) as [D_k, D, drag (0 without it)]; the body
+    drag's force-row columns (n, 3), column j of force row j (`body_columns`), with their removed
+    means (pieces, 3)."""
 
     t: np.ndarray
     dk: np.ndarray
@@ -185,6 +206,8 @@ class Rows:
     drag: np.ndarray | None = None
     drag_mean: np.ndarray | None = None
     yaw_mean: np.ndarray | None = None
+    body: np.ndarray | None = None
+    body_mean: np.ndarray | None = None
 
 
 def idim_rows(
@@ -194,6 +217,7 @@ def idim_rows(
     acc_bias: np.ndarray | None = None,
     gain: np.ndarray | None = None,
     memo: dict | None = None,
+    body: np.ndarray | None = None,
 ) -> tuple[Rows, dict[str, Any]]:
     """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
     D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
@@ -212,21 +236,25 @@ def idim_rows(
     With `settings.yaw_moment` the M_z row is centred per piece alike (a constant yaw moment);
     with `settings.rotor_drag` the rotor-drag column (`motion.drag_regressor`) is built from the
     flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
-    flight logs no attitude or no position or velocity).
+    flight logs no attitude or no position or velocity); with `settings.body_drag` "linear" or
+    "quadratic" the body drag's columns alike (`body_columns`), `body` (3,), when given, the
+    drag's specific force per unit column (d / m of a first pass) added to s first (s less the
+    drag's specific force: `TlsSettings.body_drag`).
 
     `memo`, a dict that lives for one identification, keeps each piece's filtered columns
     between calls (`_piece_columns`): the motion's, which the IMU-lag search and the rotor gains
     of `motor_spread` do not change (those the specific force enters apart, which an
-    accelerometer bias does), and the rotor side's of the latest lags and gains: the same
-    numbers, a fraction of the cost."""
-    settings = replace(settings, rotor_drag=settings.rotor_drag and all(posed(f) for f in flights))
+    accelerometer bias and a body drag removed do), and the rotor side's of the latest lags and
+    gains: the same numbers, a fraction of the cost."""
+    flown = all(posed(f) for f in flights)
+    settings = replace(settings, rotor_drag=settings.rotor_drag and flown, body_drag=body_form(settings, flown))
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
         raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
     cfg = settings.resolve(min(p.rate for p in pieces))
-    ts, dks, ds, dms, drags, idx = [], [], [], [], [], []
-    ncol = 78 if settings.rotor_drag else 72
+    ts, parts, idx = [], [], []
+    ncol = 72 + 6 * settings.rotor_drag + 3 * (settings.body_drag != "off")
     centre = _centred_columns(settings)
     means = np.zeros((len(pieces), ncol))  # pieces left out keep zero means
     for k, p in enumerate(pieces):
@@ -236,32 +264,45 @@ def idim_rows(
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
-        cols = _piece_columns(p, vehicle, ms, sel, (gain, lag, settings.rotor_drag), memo, (flights, k, acc_bias))
+        rotor_side = (gain, lag, settings.rotor_drag, settings.body_drag, settings.body_scale or 1.0)
+        cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, (flights, k, acc_bias, body))
         if cols is None:
             continue
         means[k, centre] = cols[:, centre].mean(axis=0)
         cols[:, centre] -= means[k, centre]
         ts.append(p.t[sel])
-        dks.append(cols[:, :12].reshape(-1, 6, 2))
-        ds.append(cols[:, 12:66].reshape(-1, 6, 9))
-        dms.append(cols[:, 66:72])
-        drags.append(cols[:, 72:])
+        parts.append(cols)
         idx.append(np.full(len(sel), k))
     if not ts:
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
-    force_mean, drag_mean, yaw_mean = _removed_means(means, settings)
+    return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
+
+
+def _stacked(t: np.ndarray, cols: np.ndarray, piece: np.ndarray, means: np.ndarray, settings: TlsSettings) -> Rows:
+    """The rows of every piece (`_piece_columns`' layout: D_k, D, D_m, the rotor drag's 6, the body
+    drag's 3) and the means removed from them (`_removed_means`) as `Rows`."""
+    force_mean, drag_mean, yaw_mean, body_mean = _removed_means(means, settings)
+    b0 = 72 + 6 * settings.rotor_drag
     return Rows(
-        np.concatenate(ts),
-        np.concatenate(dks),
-        np.concatenate(ds),
-        np.concatenate(dms),
-        np.concatenate(idx),
+        t,
+        cols[:, :12].reshape(-1, 6, 2),
+        cols[:, 12:66].reshape(-1, 6, 9),
+        cols[:, 66:72],
+        piece,
         force_mean,
-        np.concatenate(drags) if settings.rotor_drag else None,
+        cols[:, 72:78] if settings.rotor_drag else None,
         drag_mean,
         yaw_mean,
-    ), cfg
+        cols[:, b0 : b0 + 3] if settings.body_drag != "off" else None,
+        body_mean,
+    )
+
+
+def body_form(settings: TlsSettings, flown: bool = True) -> str:
+    """The body drag's form the rows carry (`TlsSettings.body_drag`): "off" where it is to be
+    chosen ("auto", `terms.choose_body_drag`) or the flights give no velocity (`flown`)."""
+    return settings.body_drag if flown and settings.body_drag in ("linear", "quadratic") else "off"
 
 
 def _piece_columns(
@@ -269,30 +310,35 @@ def _piece_columns(
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    rotor_side: tuple[np.ndarray | None, float, bool],
+    rotor_side: tuple[np.ndarray | None, float, bool, str, float],
     memo: dict | None,
-    piece: tuple[list[Flight], int, np.ndarray | None],
+    piece: tuple[list[Flight], int, np.ndarray | None, np.ndarray | None],
 ) -> np.ndarray | None:
     """Rows `sel` of the airborne piece `p`'s IDIM columns (`observation`), every column
     low-passed on its own (`_low_passed`; None when `sel` keeps fewer than two rows): its motion
-    less the accelerometer bias of `piece` (flights, index, biases or None), and the rotor side
-    `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled; `Rotor`), of which
-    only the live columns are filtered (`_live_rotor_columns`). `memo` keeps the parts apart
-    (`idim_rows`): the motion columns, which depend on neither gains nor lag, keyed by what they
-    depend on (the flights, alive for the whole identification, the motion settings with the
-    pose's lag only where the motion is the pose's, the rows kept); those the specific force
-    enters (`_FORCE_COLUMNS`) by the bias too, and the rotor columns, which depend on no bias, by
-    the gains and lag too, the latest few of both (`_kept_columns`)."""
-    flights, k, biases = piece
+    less the accelerometer bias and the body drag's specific force of `piece` (flights, index,
+    biases or None, the drag's specific force per unit `body_columns` or None; `idim_rows`), and
+    the rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled, the
+    body drag's form and scale; `Rotor`), of which only the live columns are filtered
+    (`_live_rotor_columns`). `memo` keeps the parts apart (`idim_rows`): the motion columns,
+    which depend on neither gains nor lag, keyed by what they depend on (the flights, alive for
+    the whole identification, the motion settings with the pose's lag only where the motion is
+    the pose's, the rows kept); those the specific force enters (`_FORCE_COLUMNS`) by the bias
+    and the body drag removed too (with the pose's lag and the IMU's, which time it), and the
+    rotor columns, which depend on neither, by the gains, lag and body drag's form too, the
+    latest few of both (`_kept_columns`)."""
+    flights, k, biases, body = piece
+    gain, lag, drag, form, scale = rotor_side
     bias = None if biases is None else biases[k]
+    removed = body is not None and form != "off"
     pose_lag = ms.mocap_delay if ms.source == "mocap" else None
     what = (ms.source, ms.band, ms.parallel_cutoff, ms.trim, ms.order, ms.fs, pose_lag)
     key = (tuple(map(id, flights)), k, what, sel.tobytes())
     force_id = ("force", *key, None if bias is None else bias.tobytes())
+    force_id += (form, body.tobytes(), lag, ms.mocap_delay) if removed else ()
     rate = None if memo is None else memo.get(key)
     held = memo is not None and force_id in memo.get(_KEPT, {})
     mo = motion(p, vehicle, ms) if rate is None or not held else None  # checks the piece as every call did
-    gain, lag, drag = rotor_side
     if len(sel) < 2:
         return None
     if rate is None:
@@ -303,24 +349,29 @@ def _piece_columns(
     def force() -> np.ndarray:
         if bias is not None:
             mo.s[:] -= bias  # in place: this call's own array
+        if removed:  # s less the drag's specific force -d g(v) / m, at the IMU's instant
+            vel = body_velocity(p, ms)
+            at_imu = vel if not lag else np.column_stack([np.interp(p.t - lag, p.t, c) for c in vel.T])
+            mo.s[:] += body * body_columns(at_imu, form)
         return _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
 
-    live = _live_rotor_columns(vehicle, drag)
+    live = _live_rotor_columns(vehicle, drag, form != "off")
+    gains = None if gain is None or np.all(gain == 1.0) else gain.tobytes()
 
     def rotor() -> np.ndarray:
         u = rotor_terms(p, vehicle, ms.speed, ms.tm, ms.voltage_model) if mo is None else mo.u
-        vel = body_velocity(p, ms) if drag else None
-        omega = None if vel is None else (body_rate(p, ms) if mo is None else mo.omega)
-        side = Rotor(p.t, u, vel, omega, None if gain is None or np.all(gain == 1.0) else gain, lag)
+        vel = body_velocity(p, ms) if drag or form != "off" else None
+        omega = None if not drag else (body_rate(p, ms) if mo is None else mo.omega)
+        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, drag, form, scale)
         return _low_passed(
             ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live), True
         )
 
-    gains = None if gain is None or np.all(gain == 1.0) else gain.tobytes()
-    out = np.zeros((len(sel), 78 if drag else 72))
+    out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
     out[:, 12 + _RATE_COLUMNS] = rate
     out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
-    out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, ("rotor", *key, ms, lag, drag, gains), rotor)
+    rotor_id = ("rotor", *key, ms, lag, drag, gains, form, scale)
+    out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, rotor_id, rotor)
     return out
 
 
@@ -349,42 +400,51 @@ def _kept_columns(memo: dict | None, ident: tuple, make: Any) -> np.ndarray:
 
 def _centred_columns(settings: TlsSettings) -> np.ndarray:
     """Columns of the rows centred per piece for a nuisance constant (`idim_rows`): [D_k, D,
-    D_m, drag] of the three force rows (accelerometer bias), of the M_z row (yaw moment)."""
-    force = [*range(6), *range(12, 39), *range(66, 69), *([72, 73, 74] if settings.rotor_drag else [])]
+    D_m, drag, body drag] of the three force rows (accelerometer bias), of the M_z row (yaw moment)."""
+    b0 = 72 + 6 * settings.rotor_drag
+    body = [b0, b0 + 1, b0 + 2] if settings.body_drag != "off" else []
+    force = [*range(6), *range(12, 39), *range(66, 69), *([72, 73, 74] if settings.rotor_drag else []), *body]
     yaw = [10, 11, *range(57, 66), 71, *([77] if settings.rotor_drag else [])]
     return np.array(force * settings.centred + yaw * settings.yaw_moment, dtype=np.int64)
 
 
 def _removed_means(
     means: np.ndarray, settings: TlsSettings
-) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-    """The per-piece means `idim_rows` removed (pieces, 72 or 78 columns) as `Rows` keeps them:
-    force rows [D_k, D, D_m] (pieces, 3, 12), their drag column (pieces, 3), the M_z row
-    [D_k, D, drag] (pieces, 12); None for what was not centred."""
-    force_mean = drag_mean = yaw_mean = None
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The per-piece means `idim_rows` removed (pieces, columns of `_piece_columns`) as `Rows` keeps
+    them: force rows [D_k, D, D_m] (pieces, 3, 12), their drag column (pieces, 3), the M_z row
+    [D_k, D, drag] (pieces, 12), the body drag's columns (pieces, 3); None for what was not
+    centred."""
+    force_mean = drag_mean = yaw_mean = body_mean = None
     if settings.centred:
         m = means
         force_mean = np.concatenate([m[:, :6].reshape(-1, 3, 2), m[:, 12:39].reshape(-1, 3, 9), m[:, 66:69, None]], 2)
         drag_mean = m[:, 72:75] if settings.rotor_drag else None
+        b0 = 72 + 6 * settings.rotor_drag
+        body_mean = m[:, b0 : b0 + 3] if settings.body_drag != "off" else None
     if settings.yaw_moment:
         drag = means[:, 77:78] if settings.rotor_drag else np.zeros((len(means), 1))
         yaw_mean = np.column_stack([means[:, 10:12], means[:, 57:66], drag])
-    return force_mean, drag_mean, yaw_mean
+    return force_mean, drag_mean, yaw_mean, body_mean
 
 
-def _names(configs: list[str], drag: bool = False) -> list[str]:
+def _names(configs: list[str], drag: bool = False, body: bool = False) -> list[str]:
     single = len(configs) == 1
-    return [*CHI_K, *(p if single else f"{p}@{c}" for c in configs for p in CHI), *([K_RD] if drag else [])]
+    rigid = (p if single else f"{p}@{c}" for c in configs for p in CHI)
+    return [*CHI_K, *rigid, *([K_RD] if drag else []), *(BODY_DRAG if body else ())]
 
 
 def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """W_t of eq. (13) / eq. (25): columns [-W_k | W^A 0 .. | 0 W^B .. | W_rd | m W_m], rows
+    """W_t of eq. (13) / eq. (25): columns [-W_k | W^A 0 .. | 0 W^B .. | W_rd | W_b | m W_m], rows
     grouped by (configuration, wrench component); W_rd, the rotor drag shared by every
-    configuration (`motion.drag_regressor`), only when the rows carry it. Returns W_t, the row-block
-    index (6 c + j) and the column names (without the known last column)."""
+    configuration (`motion.drag_regressor`), and W_b, the body drag's three force-row columns
+    (`body_columns`), only when the rows carry them. Returns W_t, the row-block index (6 c + j)
+    and the column names (without the known last column)."""
     cfgs = list(rows)
     drag = all(r.drag is not None for r in rows.values())
-    nc = 2 + 9 * len(cfgs) + drag
+    body = all(r.body is not None for r in rows.values())
+    nd = 2 + 9 * len(cfgs) + drag
+    nc = nd + 3 * body
     mats, blocks = [], []
     for ci, c in enumerate(cfgs):
         r = rows[c]
@@ -393,11 +453,13 @@ def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarra
         w[:, :, :2] = -np.moveaxis(r.dk, 1, 0)
         w[:, :, 2 + 9 * ci : 11 + 9 * ci] = np.moveaxis(r.d, 1, 0)
         if drag:
-            w[:, :, nc - 1] = r.drag.T
+            w[:, :, nd - 1] = r.drag.T
+        if body:
+            w[:3, :, nd : nd + 3] = np.eye(3)[:, None, :] * r.body.T[:, :, None]
         w[:, :, -1] = masses[c] * r.dm.T
         mats.append(w.reshape(6 * n, nc + 1))
         blocks.append(np.repeat(6 * ci + np.arange(6), n))
-    return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag)
+    return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag, body)
 
 
 def force_means(
@@ -407,7 +469,9 @@ def force_means(
     (`assemble`, `ncols` with the known one; the rotors' gain columns, whose means `removed`
     gives (`gain_columns`), just before it): (pieces, 3, ncols) per centred configuration."""
     drag = all(r.drag is not None for r in rows.values())
-    nc = 2 + 9 * len(rows) + drag
+    body = all(r.body is not None for r in rows.values())
+    nd = 2 + 9 * len(rows) + drag
+    nc = nd + 3 * body
     out = {}
     for ci, (c, r) in enumerate(rows.items()):
         if r.force_mean is None:
@@ -417,7 +481,9 @@ def force_means(
         m[..., :2] = -fm[..., :2]
         m[..., 2 + 9 * ci : 11 + 9 * ci] = fm[..., 2:11]
         if drag and r.drag_mean is not None:
-            m[..., nc - 1] = r.drag_mean
+            m[..., nd - 1] = r.drag_mean
+        if body and r.body_mean is not None:
+            m[..., nd : nd + 3] = np.eye(3) * r.body_mean[:, :, None]
         if removed:
             m[..., nc:-1] = removed[c]
         m[..., -1] = masses[c] * fm[..., 11]

@@ -15,7 +15,7 @@ from rotorid.methods.regression import (
     tls,
     weighting_collapsed,
 )
-from rotorid.methods.tls.settings import TlsSettings
+from rotorid.methods.tls.settings import BODY_DRAG, TlsSettings
 
 
 def weighted_fit(
@@ -75,7 +75,10 @@ def essential(
     nuisance-free %σ of `w`, which a bias cannot distort.
 
     `extra` (rows of `w`, k): columns of unknowns in every fit, never ranked nor cancelled (the
-    rotors' gains, `gain_columns`); the fit returned has them after the kept ones."""
+    rotors' gains, `gain_columns`); the fit returned has them after the kept ones. The body
+    drag's unknowns (`BODY_DRAG`) are not ranked nor cancelled either: held-out segments decide
+    them (`terms.fit_body_drag`), and after a first pass they estimate only a remainder near zero,
+    whose %σ says nothing of the drag."""
     k = 0 if extra is None else extra.shape[1]
     wc, bc, counts = compress(w if extra is None else np.column_stack([w[:, :-1], extra, w[:, -1]]), blocks)
     more, last = list(range(len(names), len(names) + k)), len(names) + k
@@ -94,15 +97,17 @@ def essential(
         rows = active[bc]
         fit, scale = weighted_fit(wc[rows][:, [*kept, *more, last]], bc[rows], counts * active, base, settings)
         pct = np.where(np.isfinite(fit.rel_std_pct), fit.rel_std_pct, np.inf)[: len(kept)]
-        floor = pct.min()
+        ranked = np.array([names[j] not in BODY_DRAG for j in kept])
+        pct = np.where(ranked, pct, np.nan)
+        floor = np.nanmin(pct)
         if wr is not None:
             at = active[br]
             ref, _ = weighted_fit(wr[at][:, [*kept, w.shape[1] - 1]], br[at], counts * active, base, settings)
             # k_t's %σ in the paper's model, never above the own floor: a large accelerometer bias can
             # collapse that model's fit (a tiny %σ on the others, every parameter but k_t cancelled)
             floor = min(floor, float(ref.rel_std_pct[kept.index(0)]))
-        ratio = float(pct.max() / floor) if floor > 0 else float("inf")
-        cand = pct.copy()
+        ratio = float(np.nanmax(pct) / floor) if floor > 0 else float("inf")
+        cand = np.where(ranked, pct, -np.inf)
         cand[kept.index(0)] = -np.inf
         i = int(np.argmax(cand))
         keep = cand[i] < 100.0 / settings.cancel_z and not names[kept[i]].startswith(YAW_PAIR)

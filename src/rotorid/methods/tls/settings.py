@@ -30,8 +30,15 @@ CHI = ("ms_x", "ms_y", "ms_z", "I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
 CHI_K = ("k_t", "k_d")
 
 
-#: The rotor-drag unknown (`TlsSettings.rotor_drag`, `motion.drag_regressor`): the last column of W_t.
+#: The rotor-drag unknown (`TlsSettings.rotor_drag`, `motion.drag_regressor`): the column of W_t
+#: after the rigid-body ones.
 K_RD = "k_rd"
+
+#: The body (fuselage) drag unknowns, one per body axis (`TlsSettings.body_drag`): after k_rd.
+BODY_DRAG = ("d_bx", "d_by", "d_bz")
+
+#: The forms of the body drag `TlsSettings.body_drag` takes ("auto" chooses among the last three).
+BODY_DRAG_FORMS = ("auto", "off", "linear", "quadratic")
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,24 @@ class TlsSettings:
       and a position or velocity): each rotor feels the in-plane force -k_rd u_i P_i v_i
       against its hub's airspeed v_i (still air), with its moment about the origin
       (`motion.drag_regressor`); k_rd is one more unknown of W_t.
+    - `body_drag`: model a body (fuselage) drag acting at the centre of mass, per body axis j
+      F_j = -d_j v_j ("linear") or -d_j |v| v_j ("quadratic", the parasitic drag 1/2 rho C_d A_j:
+      Mahony, Kumar & Corke, IEEE RAM 2012, Sec. "Aerodynamic effects"; Svacha et al., ICUAS 2017,
+      eq. 4), v the body-axis airspeed (still air) from the pose: three columns of the force rows
+      (unknowns `BODY_DRAG`). Acting at the centre of mass, its moment about the origin is
+      c x F = ms x F / m, so the moment rows' -[s]x ms uses s less the drag's specific force F / m:
+      a first pass's d (`body_coef`) is removed from s throughout, as the accelerometer bias is,
+      and the columns estimate what remains. Without it the rotor drag k_rd absorbs the body
+      drag's in-plane force and ms_z the horizontal specific force it leaves in -[s]x ms.
+      "auto" (default) keeps the form whose model predicts held-out segments of the flights
+      better than the model without it (`terms.choose_body_drag`), else "off"; needs attitude and
+      a position or velocity, like `rotor_drag`.
+    - `body_coef`: the body drag d removed from the specific force before the rows are built
+      (`body_drag`; None: none), found by a first pass; `body_scale`: the factor the body drag's
+      columns are multiplied by (None: 1), the flights' mean Σ_i u_i, which puts them on the
+      rotor drag's scale: TLS weighs every column's error alike, and a column far smaller than
+      the rotor drag's, nearly collinear with it, takes the smallest singular direction (the
+      fit collapses).
     - `eiv`: errors in variables. The sensor noise of the gyro (differentiated into ω̇) and of the
       accelerometer sits in the regressors, which biases TLS and least squares alike (toward
       zero for I_zz/k_d, ms_z, k_t). With it (default) the final fit is bias-compensated least
@@ -173,6 +198,13 @@ class TlsSettings:
     rotor_drag: bool = option(
         True, "Model the rotor drag (in-plane hub force, coefficient k_rd; needs attitude and position)."
     )
+    body_drag: str = option(
+        "auto",
+        "Model a body (fuselage) drag: 'linear', 'quadratic', 'off', or 'auto' (kept when it predicts held-out "
+        "segments better).",
+    )
+    body_coef: tuple[float, float, float] | None = internal(None)
+    body_scale: float | None = internal(None)
     eiv: bool = internal(True)
     voltage: str = voltage_option()
     voltage_model: tuple[float, float] | None = internal(None)
@@ -231,6 +263,8 @@ class TlsSettings:
             raise RotoridError(f"TLS covariance must be {' or '.join(map(repr, COV_TYPES))}, got '{self.covariance}'")
         if self.voltage not in ("auto", "on", "off"):
             raise RotoridError(f"--voltage must be auto, on or off, got '{self.voltage}'")
+        if self.body_drag not in BODY_DRAG_FORMS:
+            raise RotoridError(f"--body-drag must be one of {', '.join(BODY_DRAG_FORMS)}, got '{self.body_drag}'")
         if self.imu_delay is not None and not abs(self.imu_delay) <= MAX_IMU_DELAY:
             raise RotoridError(f"--imu-delay must be within ±{MAX_IMU_DELAY:g} s, got {self.imu_delay}")
         ms = self.motion.at(fs)

@@ -81,11 +81,12 @@ def _kept_too(sol: Solution, names: tuple[str, ...]) -> Solution:
     return replace(sol, kept=kept, history=[h for h in sol.history if h["name"] not in names])
 
 
-def solve(problem: TlsProblem) -> Solution:
+def solve(problem: TlsProblem, restore: bool = True) -> Solution:
     """`_solve_once`, and once more with the cancelled unknowns `_restored` says the final fit
-    should keep (`Solution.restored` names them; not with `cancel_z` inf, the paper's rule)."""
+    should keep (`Solution.restored` names them; not with `cancel_z` inf, the paper's rule, nor
+    without `restore`: `terms.keep_restored` found they do not predict held-out data better)."""
     first = _solve_once(problem)
-    if not first.restore or not np.isfinite(problem.model.cancel_z):
+    if not restore or not first.restore or not np.isfinite(problem.model.cancel_z):
         return first.solution
     return replace(_solve_once(problem, first.restore, first.noise).solution, restored=first.restore)
 

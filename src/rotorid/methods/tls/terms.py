@@ -1,0 +1,222 @@
+"""The optional terms of the model kept only where they predict held-out segments of the flights
+better (`heldout.prefers`): the rotor drag k_rd, the body (fuselage) drag's form
+(`TlsSettings.body_drag`) and the cancelled unknowns brought back (`solve._restored`)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import NamedTuple
+
+import numpy as np
+
+from rotorid.errors import ExcitationError
+from rotorid.methods.tls.heldout import Preference, held_out_sse, prefers, segments
+from rotorid.methods.tls.problem import Solution, TlsProblem
+from rotorid.methods.tls.rows import posed
+from rotorid.methods.tls.settings import BODY_DRAG, K_RD
+from rotorid.methods.tls.solve import solve
+from rotorid.motion import airborne_pieces, rotor_terms
+
+#: A body-drag coefficient this many σ below zero rules its form out (`_fit_body_drag`).
+NEGATIVE_Z = 2.0
+
+
+class TermChoice(NamedTuple):
+    """How an optional term was chosen (`fit_terms`): the term in words, what was kept ("off" where the simpler model
+    stands), the held-out t statistic of the richer model against the simpler, the note in words,
+    and, where the test tells neither apart and the richer model's extra unknowns are not within
+    2σ of zero, the other model's estimates by unknown name (their difference enters σ,
+    `checks.checked`; None otherwise)."""
+
+    term: str
+    kept: str
+    t: float
+    note: str
+    alternative: dict[str, float] | None
+
+
+class Fitted(NamedTuple):
+    """What `fit_terms` found: the solution, the problem with the terms chosen (`TlsProblem.derived`)
+    and how each term was chosen (those tested)."""
+
+    solution: Solution
+    problem: TlsProblem
+    choices: list[TermChoice]
+
+
+def fit_terms(problem: TlsProblem) -> Fitted:
+    """`solve` with the optional terms held-out segments of the flights support, in turn: the rotor
+    drag (`_keep_rotor_drag`), the body drag (`_fit_body_drag`) and the cancelled unknowns the
+    final fit would bring back (`_keep_restored`)."""
+    simple_problem = problem.derive(body_drag="off")
+    simple = solve(simple_problem)
+    choices = []
+    if K_RD in simple.names and simple.names.index(K_RD) in simple.kept:
+        simple, simple_problem, rotor = _keep_rotor_drag(simple_problem, simple)
+        choices += [rotor] if rotor else []
+    problem = problem.derive(rotor_drag=simple_problem.model.rotor_drag)
+    sol, problem, body = _fit_body_drag(problem, simple, simple_problem)
+    choices += [body] if body else []
+    sol, restored = _keep_restored(problem, sol)
+    return Fitted(sol, problem, choices + ([restored] if restored else []))
+
+
+def _held_out(sol: Solution, drop: set[str]) -> tuple[Preference, bool]:
+    """The held-out test of `sol`'s kept unknowns against the same rows without the unknowns `drop`
+    (`heldout.held_out_sse`, `heldout.prefers`): whether the richer predicts better, and whether
+    the test is decisive either way."""
+    folds = segments(sol.rows)
+    less = [j for j in sol.kept if sol.names[j] not in drop]
+    args = (sol.active, sol.scale, sol.noise)
+    rich = held_out_sse(sol.w, sol.blocks, folds, sol.kept, *args)
+    simple = held_out_sse(sol.w, sol.blocks, folds, less, *args)
+    pref = prefers(simple, rich)
+    return pref, pref.richer or prefers(rich, simple).richer
+
+
+def _beyond_noise(sol: Solution, names: tuple[str, ...], z: float = 2.0) -> bool:
+    """Whether any unknown `names` of `sol` (kept) is beyond `z` of its σ from zero (the raw fit's
+    units: `TlsSettings.body_coef` is added by the caller where it applies)."""
+    at = [sol.kept.index(sol.names.index(n)) for n in names if sol.names.index(n) in sol.kept]
+    std = np.sqrt(np.diag(sol.fit.cov)[at])
+    return bool(np.any(np.abs(sol.fit.x[at]) > z * std))
+
+
+def _by_name(sol: Solution) -> dict[str, float]:
+    """The kept unknowns of `sol` by name (the rows' own units)."""
+    return {sol.names[j]: float(v) for j, v in zip(sol.kept, sol.fit.x, strict=True)}
+
+
+def _keep_rotor_drag(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProblem, TermChoice | None]:
+    """The rotor drag k_rd kept only when the rows with it predict held-out segments better than
+    the same rows without its column; else solved again without it, with a note (None: kept)."""
+    pref, decisive = _held_out(sol, {K_RD})
+    if pref.richer:
+        return sol, problem, None
+    alternative = None if decisive or not _beyond_noise(sol, (K_RD,)) else _by_name(sol)
+    note = (
+        f"no rotor drag modelled: k_rd does not predict held-out segments of the flights better than the model "
+        f"without it (t = {pref.t:.1f})"
+    )
+    dropped = problem.derive(rotor_drag=False)
+    return solve(dropped), dropped, TermChoice("the rotor drag", "off", pref.t, note, alternative)
+
+
+def _keep_restored(problem: TlsProblem, sol: Solution) -> tuple[Solution, TermChoice | None]:
+    """The cancelled unknowns `solve` brought back (`Solution.restored`) kept only when they predict
+    held-out segments better than the same rows without them; else the solution without them,
+    with a note (None: kept, or none brought back)."""
+    if not sol.restored:
+        return sol, None
+    pref, decisive = _held_out(sol, set(sol.restored))
+    if pref.richer:
+        return sol, None
+    alternative = None if decisive or not _beyond_noise(sol, sol.restored) else _by_name(sol)
+    note = (
+        f"{', '.join(sol.restored)} left cancelled: bringing them back (they move another parameter beyond its "
+        f"σ) does not predict held-out segments of the flights better (t = {pref.t:.1f})"
+    )
+    return solve(problem, restore=False), TermChoice(", ".join(sol.restored), "off", pref.t, note, alternative)
+
+
+def body_scale(problem: TlsProblem) -> float:
+    """The flights' mean Σ_i u_i over every airborne piece (`TlsSettings.body_scale`)."""
+    st = problem.model
+    sums = [
+        rotor_terms(p, problem.vehicle, st.speed, st.tm).sum(axis=1)
+        for fs in problem.configs.values()
+        for f in fs
+        for p in airborne_pieces(f)
+    ]
+    return float(np.mean(np.concatenate(sums)))
+
+
+def _body_first(problem: TlsProblem, form: str, scale: float) -> tuple[Solution, TlsProblem]:
+    """The first pass with the body drag of `form`: its columns in the rows, nothing removed from
+    the specific force yet (`_body_fit`)."""
+    first = problem.derive(body_drag=form, body_scale=scale, body_coef=None)
+    return solve(first), first
+
+
+def _body_fit(first: Solution, problem: TlsProblem) -> tuple[Solution, TlsProblem]:
+    """The solution with the body drag of the first pass `first` (of `problem`, `_body_first`):
+    its d removed from the specific force (`TlsSettings.body_coef`), the columns estimating the
+    rest, so that the moment rows' -[s]x ms sees s less the drag's specific force."""
+    x = np.zeros(len(first.names))
+    x[first.kept] = first.fit.x
+    coef = tuple(float(x[first.names.index(n)] * problem.model.body_scale) for n in BODY_DRAG)
+    second = problem.derive(body_coef=coef)
+    return solve(second), second
+
+
+def _body_z(sol: Solution, problem: TlsProblem) -> np.ndarray:
+    """The body-drag coefficients of `sol` over their σ (in their units, `TlsSettings.body_coef`
+    added): `_near_zero` and the sign a drag has (`_fit_body_drag`)."""
+    st = problem.model
+    at = [sol.kept.index(sol.names.index(n)) for n in BODY_DRAG]
+    value = sol.fit.x[at] * st.body_scale + np.asarray(st.body_coef or (0.0, 0.0, 0.0))
+    return value / (np.sqrt(np.diag(sol.fit.cov)[at]) * st.body_scale)
+
+
+def _near_zero(sol: Solution, problem: TlsProblem, z: float = 2.0) -> bool:
+    """Whether every body-drag coefficient of `sol` is within `z` σ of zero (`_body_z`): the models
+    with and without it then barely differ (as an IMU lag within its σ of none,
+    `lags.choose_imu_delay`), and their difference does not enter σ."""
+    return bool(np.all(np.abs(_body_z(sol, problem)) <= z))
+
+
+def _fit_body_drag(
+    problem: TlsProblem, simple: Solution, simple_problem: TlsProblem
+) -> tuple[Solution, TlsProblem, TermChoice | None]:
+    """The solution with the body drag the settings ask (`TlsSettings.body_drag`): a given form as
+    it is; "auto" the form ("linear", "quadratic") whose model (its first pass, `_body_first`)
+    predicts held-out segments of the flights (`heldout.segments`) best, kept only when it predicts them better than the model
+    without it, `simple` (`heldout.prefers`), else that with a note; a form whose fit is
+    degenerate, or with a coefficient below zero by more than `NEGATIVE_Z` σ (a force along the
+    airspeed is no drag: the columns would stand for another effect), is not a candidate. Both are compared on the
+    simpler model's block factors. Without a velocity in every flight (`rows.posed`), "off"."""
+    asked = problem.settings.body_drag
+    flown = all(posed(f) for fs in problem.configs.values() for f in fs)
+    if asked == "off" or not flown:
+        return simple, simple_problem, None
+    scale = body_scale(problem)
+    if asked != "auto":
+        sol, fitted = _body_fit(*_body_first(problem, asked, scale))
+        return sol, fitted, None
+    folds = segments(simple.rows)
+    base = (simple.active, simple.scale)
+    sse0 = held_out_sse(simple.w, simple.blocks, folds, simple.kept, *base, simple.noise)
+    best = None
+    for form in ("linear", "quadratic"):
+        try:
+            sol, fitted = _body_first(problem, form, scale)
+        except ExcitationError:  # the flights do not carry the model with it (a degenerate fit)
+            continue
+        if np.any(_body_z(sol, fitted) < -NEGATIVE_Z):  # pushes along the airspeed: no drag, another effect
+            continue
+        sse = held_out_sse(sol.w, sol.blocks, folds, sol.kept, *base, sol.noise)
+        if best is None or sse.sum() < best[2].sum():
+            best = (sol, fitted, sse, form)
+        del sol
+    if best is None:
+        note = (
+            "no body (fuselage) drag modelled: the flights do not determine one (a degenerate fit, or a coefficient "
+            f"below zero by more than {NEGATIVE_Z:g}σ, which no drag has)"
+        )
+        return simple, simple_problem, TermChoice("the body drag", "off", float("nan"), note, None)
+    sol, fitted, sse, form = best
+    pref = prefers(sse0, sse)
+    if pref.richer:
+        note = (
+            f"body (fuselage) drag modelled, {form} in the airspeed: it predicts held-out segments of the flights "
+            f"better than the model without it (t = {pref.t:.1f})"
+        )
+        with contextlib.suppress(ExcitationError):  # the second pass degenerate: the first pass's model stands
+            sol, fitted = _body_fit(sol, fitted)
+        return sol, fitted, TermChoice("the body drag", form, pref.t, note, None)
+    decisive = prefers(sse, sse0).richer or _near_zero(sol, fitted)
+    note = (
+        f"no body (fuselage) drag modelled: the best form ({form}) does not predict held-out segments of the "
+        f"flights better than the model without it (t = {pref.t:.1f}); --body-drag {form} forces it"
+    )
+    return simple, simple_problem, TermChoice("the body drag", "off", pref.t, note, None if decisive else _by_name(sol))
