@@ -566,3 +566,30 @@ def test_corrupt_blackbox_header_values_warn(
     with pytest.warns(UserWarning, match=re.escape(needle)):
         flights = io_read(bad)
     assert flights
+
+
+def test_the_same_log_given_twice_is_refused(tmp_path: Path) -> None:
+    log = csv_flight(tmp_path / "f.csv", n=3000)
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(log.read_bytes())
+    link = tmp_path / "link.csv"
+    link.symlink_to(log)
+    quad = vehicle_toml(tmp_path / "q.toml")
+    # the same file under two arguments, a copy, a link, overlapping windows across arguments
+    for a, b, same in (
+        (log, log, "is the same log as"),
+        (log, tmp_path / "." / "f.csv", "is the same log as"),
+        (log, copy, "has the same content as"),
+        (log, link, "is the same log as"),
+        (f"{log}@0:2.5", f"{copy}@1.5:4", "has the same content as"),
+    ):
+        fails(["identify", "--method", "freq", "--vehicle", quad, a, b], "give the same samples", same, "σ")
+    req = runs.Request([], Vehicle.load(str(quad)))
+    assert len(req.flights([f"{log}@0:2.5", f"{copy}@3:5.5"])) == 2  # disjoint stretches of one log are fine
+    # tls: one log as two configurations; delay: one role twice (another role may reuse it)
+    fails(["identify", "--method", "tls", "--vehicle", quad, log, "--config", f"B={copy}"], "give the same samples")
+    req = runs.Request([], Vehicle.load(str(quad)))
+    req.role_windows(f"{log}@0.5:2.5", "roll_pitch")
+    req.role_windows(f"{log}@0.5:2.5", "yaw")
+    with pytest.raises(RotoridError, match="give the same samples"):
+        req.role_windows(f"{copy}@2:4.5", "yaw")
