@@ -1,0 +1,54 @@
+"""Regression tests for what the fuzz campaign's pipeline stage found (benchmarks/fuzz.py
+--stage pipeline: mutants read as `rotorid identify --vehicle V` does, then `rotorid info`'s
+analysis, identify's checks and every method). Each rebuilds its mutant from a seed and the
+campaign's mutation ops, runs the whole pipeline in-process and asserts that every stage ends in a
+result or a `RotoridError`; a direct test of the fixed function follows where one is short."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rotorid.methods.freq.sweep import DEFAULT_BAND, rising_peak
+from support import fuzzing
+
+Op = fuzzing.Op
+
+
+@pytest.fixture(scope="module")
+def seeds(data_dir: Path) -> dict[str, fuzzing.Seed]:
+    with tempfile.TemporaryDirectory() as scratch:
+        return {s.name: s for s in fuzzing.seeds(data_dir, Path(scratch))}
+
+
+def through(tmp_path: Path, seed: fuzzing.Seed, ops: list[Op], **options: object) -> str:
+    """The pipeline's outcome on the mutant; asserts no stage raised anything but a RotoridError."""
+    path = tmp_path / f"in{seed.suffix}"
+    path.write_bytes(fuzzing.apply_ops(seed.data, ops))
+    kind, detail = fuzzing._pipeline(path, {"vehicle": "crazyflie", **options})
+    assert kind in (fuzzing.OK, fuzzing.ROTORID), detail
+    return detail
+
+
+def test_delay_polish_with_no_curvature_keeps_the_search_optimum(tmp_path: Path, seeds: dict) -> None:
+    # delay's Newton polish met a singular Hessian (LinAlgError) on a corrupt Crazyflie log
+    ops = [
+        Op("remove", 0.4377951119819563, 0.5196333109250948, 48038, True),
+        Op("token", 0.47767156668104893, 0.36005637480305985, 1956, True),
+    ]
+    assert "info" in through(tmp_path, seeds["cf-multi-event"], ops, allow_corrupt=True)
+
+
+def test_freq_sweep_search_on_a_few_samples(tmp_path: Path, seeds: dict) -> None:
+    # a DataFlash log cut to 5 samples: the spectrogram got 0-sample slices (ValueError)
+    ops = [
+        Op("token", 0.6311379066557797, 0.8994488708639338, 14224, False),
+        Op("remove", 0.771002819076708, 0.866699951354104, 57603, True),
+        Op("truncate", 0.22341025340577514, 0.9776240845815956, 59420, False),
+    ]
+    assert "info" in through(tmp_path, seeds["dataflash-rotorid"], ops)
+    for n in (0, 1, 5, 47):
+        assert rising_peak(np.ones(n), 250.0) == (0.0, DEFAULT_BAND)
