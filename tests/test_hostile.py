@@ -593,3 +593,35 @@ def test_the_same_log_given_twice_is_refused(tmp_path: Path) -> None:
     req.role_windows(f"{log}@0.5:2.5", "yaw")
     with pytest.raises(RotoridError, match="give the same samples"):
         req.role_windows(f"{copy}@2:4.5", "yaw")
+
+
+PEAK = """
+import resource, sys
+import pyarrow.parquet, pandas, rotorid.io.table
+from rotorid.errors import RotoridError
+from rotorid.io import read
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    read(sys.argv[1])
+    said = "read"
+except RotoridError as e:
+    said = str(e)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+print(said)
+"""
+
+
+def test_parquet_of_8m_rows_in_a_small_file_is_refused_before_allocating(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "rows.parquet"
+    chunk = pa.table({"t": pa.array(np.zeros(1_000_000))})
+    with pq.ParquetWriter(path, chunk.schema, compression="zstd") as w:
+        for _ in range(8):  # 8 M rows of one constant column: a few KB to 1.5 MB however written
+            w.write_table(chunk)
+    assert path.stat().st_size < 1_500_000
+    out = subprocess.run([sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True, check=True)
+    grown_kb, said = out.stdout.splitlines()
+    assert "its 8000000 rows asks for more memory than" in said
+    assert int(grown_kb) < 32 * 1024  # before: 260 MB above the imports (1.75 GB with more columns)
