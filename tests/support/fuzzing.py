@@ -396,14 +396,15 @@ class _Crash(Exception):
 
 def _methods(flights: list[Any], vehicle: Any, done: list[str]) -> None:
     """Each method's own `identify` on the flights as read (first `METHOD_SAMPLES` samples of
-    each), without `rotorid identify`'s checks in front: what a Python caller gives them."""
-    from rotorid.methods import delay, freq, online, tls
+    each), without `rotorid identify`'s checks in front: what a Python caller gives them. Not tls:
+    identify's tls gives it the whole decoded log unchanged (its numerics run before the refusal
+    of commands that are not rotor speeds), so a second call would repeat the same work."""
+    from rotorid.methods import delay, freq, online
 
     short = [
         f.window(f.t[0], f.t[min(len(f.t), METHOD_SAMPLES) - 1]) if len(f.t) > METHOD_SAMPLES else f for f in flights
     ]
     _stage("delay", lambda: delay.identify(short, vehicle, roll_pitch=short, yaw=short), done)
-    _stage("tls", lambda: tls.identify({"A": short}, vehicle), done)
     known = vehicle
     if vehicle.thrust_coeffs is None or vehicle.k_tau is None:  # online takes them as known: hover at half command
         hover = vehicle.mass * 9.81 / (vehicle.n_rotors * 0.5 ** np.array(vehicle.thrust_exponents, dtype=float))
