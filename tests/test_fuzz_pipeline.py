@@ -52,3 +52,14 @@ def test_freq_sweep_search_on_a_few_samples(tmp_path: Path, seeds: dict) -> None
     assert "info" in through(tmp_path, seeds["dataflash-rotorid"], ops)
     for n in (0, 1, 5, 47):
         assert rising_peak(np.ones(n), 250.0) == (0.0, DEFAULT_BAND)
+
+
+def test_delay_on_a_thrust_that_every_motor_lag_fits_exactly(tmp_path: Path, seeds: dict) -> None:
+    # 18 samples of a constant accelerometer and commands: SSE 0 at some T_m (ZeroDivisionError)
+    ops = [
+        Op("truncate", 0.5141883516798029, 0.1950590356434736, 16557, False),
+        Op("byte", 0.7438983996834084, 0.5779983094583029, 36188, False),
+        Op("flip", 0.8835679152272691, 0.5957769477209224, 27071, False),
+        Op("dup", 0.4026509498266271, 0.33395580290853943, 33663, False),
+    ]
+    assert "info" in through(tmp_path, seeds["cf-multi-event"], ops, allow_corrupt=True)

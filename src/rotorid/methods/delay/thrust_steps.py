@@ -49,7 +49,9 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
     src = ", ".join(sorted({f.source for f in prob.flights}))
     fit = sym.unc.fit if sym.unc is not None else prob.fit(tm_pair)[0]
     thrust_r2 = r2_from_sse(fit.sse, prob.b)
-    lr = 0.5 * (sym.n / sym.tau_int) * math.log(float(np.max(sym.sse)) / float(np.min(sym.sse)))
+    lo, hi = float(np.min(sym.sse)), float(np.max(sym.sse))
+    flat = hi <= 1e-12 * float(np.dot(prob.b, prob.b))  # an exact fit (rounding level) at every T_m
+    lr = 0.0 if flat else math.inf if lo == 0 else 0.5 * (sym.n / sym.tau_int) * math.log(hi / lo)
     if not thrust_r2 >= st.min_thrust_r2 or lr < 0.5 * special.chdtri(1, 0.001):
         raise ExcitationError(
             f"{src}: not enough excitation for T_m: the measured thrust (mass x accelerometer z) "
