@@ -33,6 +33,13 @@ def through(tmp_path: Path, seed: fuzzing.Seed, ops: list[Op], **options: object
     return detail
 
 
+def test_the_excited_seed_reaches_the_methods_numerics(tmp_path: Path, seeds: dict) -> None:
+    # the campaign's mutants of this seed reach info's tables and the methods' results, not only
+    # their first refusals (tls runs too, and is refused after its fit: a normalized vehicle)
+    done = set(through(tmp_path, seeds["table-excited"], []).split(","))
+    assert {"read", "info", "info-print", "info-close", "identify-delay", "identify-freq", "online", "freq"} <= done
+
+
 def test_delay_polish_with_no_curvature_keeps_the_search_optimum(tmp_path: Path, seeds: dict) -> None:
     # delay's Newton polish met a singular Hessian (LinAlgError) on a corrupt Crazyflie log
     ops = [
