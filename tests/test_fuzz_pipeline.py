@@ -70,3 +70,14 @@ def test_delay_on_a_thrust_that_every_motor_lag_fits_exactly(tmp_path: Path, see
         Op("dup", 0.4026509498266271, 0.33395580290853943, 33663, False),
     ]
     assert "info" in through(tmp_path, seeds["cf-multi-event"], ops, allow_corrupt=True)
+
+
+def test_delay_hover_check_with_the_motors_off_near_hover(tmp_path: Path, seeds: dict) -> None:
+    # a corrupt Crazyflie log whose motor states near 1 g are all 0: the hover check's % (ZeroDivisionError)
+    ops = [
+        Op("noise", 0.7134650851874071, 0.044894231623446856, 54944, False),
+        Op("flip", 0.8634398764083195, 0.7919176499087958, 63952, True),
+        Op("flip", 0.7055055691160262, 0.10640681432882282, 47072, True),
+        Op("noise", 0.376514755437097, 0.7773563985112653, 7793, False),
+    ]
+    assert "info" in through(tmp_path, seeds["cf-log16"], ops, allow_corrupt=True)

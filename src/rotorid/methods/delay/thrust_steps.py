@@ -273,9 +273,9 @@ def _hover_check(
     near = dev <= np.quantile(dev, st.hover_fraction)
     out.diag.update(hover_states=ws[near], hover_cmds=cmds[near], hover_pred=hover)
     med = float(np.median(ws[near]))
+    off = f"{100 * (hover - med) / med:+.2f} %" if med != 0 else "motors off there: no hover to compare"
     out.notes.append(
         f"Hover check (Fig. 6): the motor states of the {100 * st.hover_fraction:g} % of samples nearest zero "
-        f"world acceleration have median {med:.4f}; the thrust curve predicts hover at {hover:.4f} "
-        f"({100 * (hover - med) / med:+.2f} %)."
+        f"world acceleration have median {med:.4f}; the thrust curve predicts hover at {hover:.4f} ({off})."
     )
     out.diag["hover_median"] = med
