@@ -3,7 +3,7 @@ over every reader (tests/support/fuzzing.py: seeds cut from every fixture in sha
 by rotorid's writers, mutations, forked workers with RLIMIT_AS and a per-input time limit, an
 independent plausibility oracle).
 
-    python benchmarks/fuzz.py [--inputs N] [--slice S] [--reader NAME ...] [--workers K]
+    python benchmarks/fuzz.py [--stage read|pipeline] [--inputs N] [--slice S] [--reader NAME ...] [--workers K]
     python benchmarks/fuzz.py --status
     python benchmarks/fuzz.py --replay READER:INDEX
     python benchmarks/fuzz.py --rejudge READER:INDEX
@@ -22,9 +22,17 @@ called (less CPU than the limit: a stalled machine or a stopped campaign trips i
 only if a second reading in a fresh worker hangs as well; `--rejudge` applies that rule to a hang
 saved before it.
 
-`make bench` (benchmarks/run.py) runs a short turn per reader (FUZZ_SECONDS, env
-ROTORID_FUZZ_SECONDS) into the same campaign when no campaign holds its lock, and reports the
-campaign's counts either way.
+`--stage pipeline` runs the same mutants one step further, each through what `rotorid identify
+--vehicle V` and `rotorid info` do with a log (tests/support/fuzzing.py `_pipeline`: the read with
+the vehicle's hints, info's analysis and printed tables, identify's input checks and run of every
+method on the decoded log, and every method on its own on the flights as read); its counts go to
+benchmarks/results/fuzz_pipeline.json (.md), hashed over all of src/rotorid, with a per-input CPU
+limit of 30 s by default. Its "accepted" column counts the inputs the reader decoded; the stages
+each input got through are counted by stage.
+
+`make bench` (benchmarks/run.py) runs a short turn per reader and stage (FUZZ_SECONDS, env
+ROTORID_FUZZ_SECONDS) into the same campaigns when no campaign holds their lock, and reports the
+campaigns' counts either way.
 """
 
 from __future__ import annotations
@@ -58,6 +66,11 @@ OUT = HERE / "results"
 STATE = OUT / "fuzz_campaign.json"
 LOCK = OUT / "fuzz_campaign.lock"
 FAILURES = OUT / "fuzz_failures"
+#: Stage -> (state file, lock, per-input CPU limit in s, inputs per reader `make bench` aims at).
+STAGES = {
+    "read": (STATE, LOCK, 5.0, 1_000_000),
+    "pipeline": (OUT / "fuzz_pipeline.json", OUT / "fuzz_pipeline.lock", 30.0, 100_000),
+}
 FUZZ_SECONDS = float(os.environ.get("ROTORID_FUZZ_SECONDS", "60"))
 BAD = (fuzzing.CRASH, fuzzing.HANG, fuzzing.ALLOC, fuzzing.IMPLAUSIBLE)
 #: Outcome kind -> its name in the results.
@@ -75,16 +88,24 @@ BATCH = 500
 #: than the time limit was called by the wall-clock limit: a stalled machine or a stopped
 #: campaign (SIGSTOP) also trips it, so such a hang counts only if a second reading, in a fresh
 #: worker, hangs too. A hang on CPU time is the reader's own and counts at once.
+#: A crash's detail up to its place: "[stage: ]Type at file.py:N[ > lib.py:M]" (tests/support/fuzzing.py `_where`).
+CRASH_AT = re.compile(r"^(.*? at [^ :]+:\d+(?: > [^ :]+:\d+)?)")
 HANG_CPU = re.compile(r"no answer after ([0-9.eE+-]+|inf) s of CPU")
 #: Code whose change makes earlier fuzz counts stale (besides src/rotorid/io/*.py).
 CODE = ("flight.py", "frames.py", "errors.py", "signal.py", "excitation.py")
 LIBRARIES = ("numpy", "scipy", "pandas", "pyarrow", "pyulog", "pymavlink", "orangebox")
 
 
-def code_hash() -> tuple[str, dict[str, str]]:
-    """SHA-256 (first 16 hex digits) of the code under test and the library versions."""
+def code_hash(stage: str = "read") -> tuple[str, dict[str, str]]:
+    """SHA-256 (first 16 hex digits) of the code under test (the readers' for `read`, all of
+    rotorid for `pipeline`) and the library versions."""
     src = REPO / "src" / "rotorid"
-    files = [*sorted((src / "io").glob("*.py")), *(src / n for n in CODE), REPO / "tests" / "support" / "fuzzing.py"]
+    ours = (
+        sorted(src.rglob("*.py"))
+        if stage == "pipeline"
+        else [*sorted((src / "io").glob("*.py")), *(src / n for n in CODE)]
+    )
+    files = [*ours, REPO / "tests" / "support" / "fuzzing.py"]
     files.append(REPO / "tests" / "support" / "helpers_cf.py")
     h = hashlib.sha256()
     for f in files:
@@ -118,15 +139,26 @@ def by_reader() -> dict[str, list[fuzzing.Seed]]:
     return out
 
 
-def make_input(reader: str, seeds: list[fuzzing.Seed], seed: int, i: int) -> tuple[fuzzing.Seed, list, tuple]:
-    """Input number `i` of `reader`: (seed, mutation ops, reader options), from its own RNG."""
+def make_input(
+    reader: str, seeds: list[fuzzing.Seed], seed: int, i: int, vehicles: dict[str, str] | None = None
+) -> tuple[fuzzing.Seed, list, tuple]:
+    """Input number `i` of `reader`: (seed, mutation ops, reader options), from its own RNG;
+    with `vehicles` (seed name -> preset, the pipeline stage) the options name the vehicle."""
     rng = random.Random(f"{reader}-{seed}-{i}")
     s = rng.choice(seeds)
     ops = fuzzing.random_ops(rng)
     options = s.options
     if s.reader == "crazyflie" and rng.random() < 0.5:
         options = (("allow_corrupt", True),)
+    if vehicles is not None:
+        options = (*options, ("vehicle", vehicles[s.name]))
     return s, ops, options
+
+
+def seed_vehicles(seeds: dict[str, list[fuzzing.Seed]]) -> dict[str, str]:
+    """The preset each seed's mutants are read and identified with (`fuzzing.pipeline_vehicle`)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        return {s.name: fuzzing.pipeline_vehicle(s, Path(scratch)) for ss in seeds.values() for s in ss}
 
 
 # -- the campaign state ------------------------------------------------------------------------
@@ -134,23 +166,25 @@ def fresh_reader() -> dict[str, Any]:
     return {"inputs": 0, "seconds": 0.0, **dict.fromkeys(COLUMNS.values(), 0), "failures": {}}
 
 
-def load_state(seed: int) -> dict[str, Any]:
-    """The saved campaign for this code and seed; a changed hash archives the old one."""
-    digest, versions = code_hash()
-    if STATE.exists():
-        state = json.loads(STATE.read_text())
+def load_state(seed: int, stage: str = "read") -> dict[str, Any]:
+    """The saved campaign of `stage` for this code and seed; a changed hash archives the old one."""
+    digest, versions = code_hash(stage)
+    path = STAGES[stage][0]
+    if path.exists():
+        state = json.loads(path.read_text())
         if state.get("hash") == digest and state.get("seed") == seed:
             state["commit"] = commit()
             return state
-        STATE.rename(OUT / f"fuzz_campaign-{state.get('hash', 'old')}-seed{state.get('seed')}.json")
-    return {"hash": digest, "commit": commit(), "seed": seed, "libraries": versions, "readers": {}}
+        path.rename(OUT / f"{path.stem}-{state.get('hash', 'old')}-seed{state.get('seed')}.json")
+    return {"hash": digest, "commit": commit(), "seed": seed, "stage": stage, "libraries": versions, "readers": {}}
 
 
 def save_state(state: dict[str, Any]) -> None:
     """Write the state and its table atomically (a reader of the files never sees half)."""
     OUT.mkdir(exist_ok=True)
     state["saved"] = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-    for path, text in ((STATE, json.dumps(state, indent=1)), (STATE.with_suffix(".md"), table(state))):
+    saved = STAGES[state.get("stage", "read")][0]
+    for path, text in ((saved, json.dumps(state, indent=1)), (saved.with_suffix(".md"), table(state))):
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text)
         os.replace(tmp, path)
@@ -158,8 +192,8 @@ def save_state(state: dict[str, Any]) -> None:
 
 def table(state: dict[str, Any]) -> str:
     lines = [
-        f"Fuzz campaign: code hash {state['hash']}, commit {state['commit']}, seed {state['seed']}, "
-        f"saved {state.get('saved', '-')}",
+        f"Fuzz campaign ({state.get('stage', 'read')}): code hash {state['hash']}, commit {state['commit']}, "
+        f"seed {state['seed']}, saved {state.get('saved', '-')}",
         "",
         "| reader | inputs | inputs/s | accepted | RotoridError | non-RotoridError | hangs | over-bound alloc. "
         "| implausible accepted |",
@@ -171,6 +205,10 @@ def table(state: dict[str, Any]) -> str:
             f"| {name} | {r['inputs']:,} | {rate:.0f} | {r['accepted']:,} | {r['rotorid_errors']:,} | "
             f"{r['non_rotorid_exceptions']} | {r['hangs']} | {r['over_bound_allocations']} | {r['implausible_accepted']} |"
         )
+    for name, r in sorted(state["readers"].items()):
+        if r.get("stages"):
+            got = ", ".join(f"{k} {v:,}" for k, v in sorted(r["stages"].items(), key=lambda kv: -kv[1]))
+            lines.append(f"\n- {name}: inputs through each stage (returned a result): {got}")
     for name, r in sorted(state["readers"].items()):
         if r.get("wall_hangs_reread"):
             lines.append(f"\n- {name}: {r['wall_hangs_reread']} wall-clock hang(s) read again, counted by that reading")
@@ -189,11 +227,11 @@ def failures(state: dict[str, Any]) -> int:
 
 
 @contextlib.contextmanager
-def campaign_lock(wait: bool) -> Iterator[bool]:
-    """Hold the campaign's lock (one process adds to the counts at a time); yields whether
-    it was taken (`wait=False` does not wait for it)."""
+def campaign_lock(wait: bool, stage: str = "read") -> Iterator[bool]:
+    """Hold the campaign's lock (one process adds to the counts of a stage at a time); yields
+    whether it was taken (`wait=False` does not wait for it)."""
     OUT.mkdir(exist_ok=True)
-    with open(LOCK, "w") as fh:
+    with open(STAGES[stage][1], "w") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
@@ -204,7 +242,13 @@ def campaign_lock(wait: bool) -> Iterator[bool]:
 
 # -- fuzzing -------------------------------------------------------------------------------------
 def turn(
-    pool: fuzzing.Pool, state: dict[str, Any], name: str, seeds: list[fuzzing.Seed], target: int, seconds: float
+    pool: fuzzing.Pool,
+    state: dict[str, Any],
+    name: str,
+    seeds: list[fuzzing.Seed],
+    target: int,
+    seconds: float,
+    vehicles: dict[str, str] | None = None,
 ) -> None:
     """Fuzz `name` from its saved count for `seconds` s or up to `target` inputs, saving the
     counts after each batch and every failing input under FAILURES."""
@@ -213,21 +257,23 @@ def turn(
     while r["inputs"] < target and time.perf_counter() < t_end:
         t0 = time.perf_counter()
         first = r["inputs"]
-        made = [make_input(name, seeds, state["seed"], i) for i in range(first, min(first + BATCH, target))]
+        made = [make_input(name, seeds, state["seed"], i, vehicles) for i in range(first, min(first + BATCH, target))]
         outcomes = pool.map([(fuzzing.apply_ops(s.data, ops), s.suffix, opt) for s, ops, opt in made])
         for k, ((s, ops, opt), (kind, detail)) in enumerate(zip(made, outcomes, strict=True)):
             if wall_hang(kind, detail, pool.workers[0].timeout):
-                kind, detail = read_once(fuzzing.apply_ops(s.data, ops), s.suffix, opt, pool.workers[0].timeout)
+                w = pool.workers[0]
+                kind, detail = read_once(fuzzing.apply_ops(s.data, ops), s.suffix, opt, w.timeout, w.stage)
                 r["wall_hangs_reread"] = r.get("wall_hangs_reread", 0) + 1
+            if pool.workers[0].stage == "pipeline" and kind == fuzzing.OK:  # the stages it went through
+                for st in detail.split(","):
+                    r.setdefault("stages", {})[st] = r.setdefault("stages", {}).get(st, 0) + 1
             r[COLUMNS[kind]] += 1
             if kind in BAD:
-                key = (
-                    kind
-                    if kind == fuzzing.HANG
-                    else f"{kind}: {detail.split(': ')[0] if kind == fuzzing.CRASH else detail[:80]}"
-                )
+                key = kind if kind == fuzzing.HANG else f"{kind}: {where(kind, detail)}"
                 FAILURES.mkdir(parents=True, exist_ok=True)
-                (FAILURES / f"{name}-{first + k}{s.suffix}").write_bytes(fuzzing.apply_ops(s.data, ops))
+                (FAILURES / f"{state.get('stage', 'read')}-{name}-{first + k}{s.suffix}").write_bytes(
+                    fuzzing.apply_ops(s.data, ops)
+                )
                 r["failures"].setdefault(key, {"index": first + k, "seed": s.name, "detail": detail, "options": opt})
         r["inputs"] += len(made)
         r["seconds"] += time.perf_counter() - t0
@@ -235,24 +281,32 @@ def turn(
 
 
 def campaign(
-    target: int, slice_s: float, readers: list[str] | None, seed: int, workers: int, timeout: float, once: bool
+    target: int,
+    slice_s: float,
+    readers: list[str] | None,
+    seed: int,
+    workers: int,
+    timeout: float,
+    once: bool,
+    stage: str = "read",
 ) -> dict[str, Any]:
     """Readers take turns of `slice_s` seconds until each has `target` inputs (`once`: one
-    turn each). Returns the state."""
+    turn each) at `stage`. Returns the state."""
     seeds = by_reader()
     names = [n for n in seeds if not readers or n in readers]
-    state = load_state(seed)
-    pool = fuzzing.Pool(workers, timeout)
+    vehicles = seed_vehicles(seeds) if stage == "pipeline" else None
+    state = load_state(seed, stage)
+    pool = fuzzing.Pool(workers, timeout, stage)
     try:
         while True:
             left = [n for n in names if state["readers"].get(n, fresh_reader())["inputs"] < target]
             if not left:
                 break
             for name in left:
-                turn(pool, state, name, seeds[name], target, slice_s)
+                turn(pool, state, name, seeds[name], target, slice_s, vehicles)
                 r = state["readers"][name]
                 print(
-                    f"{time.strftime('%H:%M:%S')} {name:>10}: {r['inputs']:,} inputs "
+                    f"{time.strftime('%H:%M:%S')} {stage} {name:>10}: {r['inputs']:,} inputs "
                     f"({r['inputs'] / max(r['seconds'], 1e-9):.0f}/s), failures "
                     f"{sum(r[COLUMNS[k]] for k in BAD)}",
                     flush=True,
@@ -264,34 +318,40 @@ def campaign(
     return state
 
 
+def where(kind: str, detail: str) -> str:
+    """What tells failures apart: a crash's (stage and) exception type and place, else the detail's start."""
+    m = CRASH_AT.match(detail) if kind == fuzzing.CRASH else None
+    return m.group(1) if m else detail[:80]
+
+
 def wall_hang(kind: str, detail: str, timeout: float) -> bool:
     """Whether an outcome is a hang the wall-clock limit called, with less CPU than `timeout`."""
     m = HANG_CPU.match(detail) if kind == fuzzing.HANG else None
     return m is not None and float(m.group(1)) < timeout
 
 
-def read_once(data: bytes, suffix: str, options: tuple, timeout: float) -> tuple[str, str]:
+def read_once(data: bytes, suffix: str, options: tuple, timeout: float, stage: str = "read") -> tuple[str, str]:
     """The outcome of one reading of an input in a fresh worker."""
-    w = fuzzing.Worker(timeout)
+    w = fuzzing.Worker(timeout, stage)
     try:
         return w.run(data, suffix, options)
     finally:
         w.close()
 
 
-def rejudge(spec: str, seed: int, timeout: float) -> int:
+def rejudge(spec: str, seed: int, timeout: float, stage: str = "read") -> int:
     """Read again input READER:INDEX that the saved campaign counts as a wall-clock hang (the
     rule of `HANG_CPU`, for counts saved before it ran in `turn`); a second reading that does not
     hang moves the input to its outcome's column, and the state lists the correction."""
     name, _, index = spec.partition(":")
-    state = load_state(seed)
+    state = load_state(seed, stage)
     r = state["readers"].get(name, fresh_reader())
     f = r["failures"].get(fuzzing.HANG)
     if f is None or f["index"] != int(index) or not wall_hang(fuzzing.HANG, f["detail"], timeout):
         print(f"{spec} is not a wall-clock hang of this campaign (code hash {state['hash']})", file=sys.stderr)
         return 2
-    s, ops, options = make_input(name, by_reader()[name], seed, int(index))
-    kind, detail = read_once(fuzzing.apply_ops(s.data, ops), s.suffix, options, timeout)
+    s, ops, options = rebuild(name, seed, int(index), stage)
+    kind, detail = read_once(fuzzing.apply_ops(s.data, ops), s.suffix, options, timeout, stage)
     print(f"{spec}: recorded {f['detail']!r}; read again: {kind} {detail}")
     if kind == fuzzing.HANG:
         return 1
@@ -303,15 +363,21 @@ def rejudge(spec: str, seed: int, timeout: float) -> int:
     return 0
 
 
-def replay(spec: str, seed: int, timeout: float) -> int:
-    """Rebuild input READER:INDEX, write it to the failures folder and read it in a worker."""
+def rebuild(name: str, seed: int, index: int, stage: str) -> tuple[fuzzing.Seed, list, tuple]:
+    """Input `index` of reader `name` in the campaign of `stage` (`make_input`)."""
+    seeds = by_reader()
+    return make_input(name, seeds[name], seed, index, seed_vehicles(seeds) if stage == "pipeline" else None)
+
+
+def replay(spec: str, seed: int, timeout: float, stage: str = "read") -> int:
+    """Rebuild input READER:INDEX, write it to the failures folder and run it in a worker."""
     name, _, index = spec.partition(":")
-    s, ops, options = make_input(name, by_reader()[name], seed, int(index))
+    s, ops, options = rebuild(name, seed, int(index), stage)
     data = fuzzing.apply_ops(s.data, ops)
     FAILURES.mkdir(parents=True, exist_ok=True)
-    path = FAILURES / f"{name}-{index}{s.suffix}"
+    path = FAILURES / f"{stage}-{name}-{index}{s.suffix}"
     path.write_bytes(data)
-    w = fuzzing.Worker(timeout)
+    w = fuzzing.Worker(timeout, stage)
     try:
         kind, detail = w.run(data, s.suffix, options)
     finally:
@@ -321,46 +387,62 @@ def replay(spec: str, seed: int, timeout: float) -> int:
 
 
 def run() -> list[dict[str, Any]]:
-    """`make bench`: a turn of FUZZ_SECONDS per reader (unless a campaign is running) and
-    rows for benchmarks/results/README.md with the campaign's counts."""
-    with campaign_lock(wait=False) as mine:
-        state = campaign(1_000_000, FUZZ_SECONDS, None, 0, 2, 5.0, once=True) if mine else json.loads(STATE.read_text())
-    rows, digest = [], code_hash()[0]
-    for name, r in sorted(state["readers"].items()):
-        rows.append({"name": f"{name} inputs/s", "value": r["inputs"] / max(r["seconds"], 1e-9), "unit": "1/s"})
-        rows.append({"name": f"{name} inputs", "value": r["inputs"], "unit": "inputs", "target": 1_000_000})
-        bad = sum(r[COLUMNS[k]] for k in BAD)
-        note = f"of {r['inputs']}, code hash {state['hash']}" + ("" if state["hash"] == digest else " (not this code)")
-        rows.append({"name": f"{name} failures", "value": bad, "unit": "inputs", "target": 0, "note": note})
+    """`make bench`: a turn of FUZZ_SECONDS per reader and stage (unless a campaign of that
+    stage is running) and rows for benchmarks/results/README.md with the campaigns' counts."""
+    rows = []
+    for stage, (path, _, timeout, target) in STAGES.items():
+        with campaign_lock(wait=False, stage=stage) as mine:
+            if mine:
+                state = campaign(target, FUZZ_SECONDS, None, 0, 2, timeout, once=True, stage=stage)
+            else:
+                state = json.loads(path.read_text())
+        digest = code_hash(stage)[0]
+        what = "" if stage == "read" else " through info+identify"
+        for name, r in sorted(state["readers"].items()):
+            rows.append(
+                {"name": f"{name}{what} inputs/s", "value": r["inputs"] / max(r["seconds"], 1e-9), "unit": "1/s"}
+            )
+            rows.append({"name": f"{name}{what} inputs", "value": r["inputs"], "unit": "inputs", "target": target})
+            if stage == "pipeline":
+                rows.append({"name": f"{name}{what} decoded", "value": r["accepted"], "unit": "inputs"})
+            bad = sum(r[COLUMNS[k]] for k in BAD)
+            note = f"of {r['inputs']}, code hash {state['hash']}" + (
+                "" if state["hash"] == digest else " (not this code)"
+            )
+            rows.append({"name": f"{name}{what} failures", "value": bad, "unit": "inputs", "target": 0, "note": note})
     return rows
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--inputs", type=int, default=1_000_000, help="inputs per reader (the campaign's target)")
+    ap.add_argument("--stage", choices=tuple(STAGES), default="read", help="read only, or info+identify after it")
+    ap.add_argument("--inputs", type=int, default=None, help="inputs per reader (default: the stage's target)")
     ap.add_argument("--slice", type=float, default=300.0, help="seconds per reader's turn")
     ap.add_argument("--once", action="store_true", help="one turn per reader, then stop")
     ap.add_argument("--reader", action="append", help="only these readers (repeatable)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2, help="reader processes at once")
-    ap.add_argument("--timeout", type=float, default=5.0, help="seconds an input may take (else a hang)")
+    ap.add_argument("--timeout", type=float, default=None, help="CPU s an input may take (default: the stage's)")
     ap.add_argument("--status", action="store_true", help="print the saved campaign's table and stop")
-    ap.add_argument("--replay", metavar="READER:INDEX", help="rebuild one input, save it and read it")
-    ap.add_argument("--rejudge", metavar="READER:INDEX", help="read again a recorded wall-clock hang (see HANG_CPU)")
+    ap.add_argument("--replay", metavar="READER:INDEX", help="rebuild one input, save it and run it")
+    ap.add_argument("--rejudge", metavar="READER:INDEX", help="run again a recorded wall-clock hang (see HANG_CPU)")
     a = ap.parse_args(argv)
+    path, lock, timeout, target = STAGES[a.stage]
+    timeout = a.timeout if a.timeout is not None else timeout
     if a.status:
-        print(STATE.with_suffix(".md").read_text() if STATE.exists() else "no campaign yet")
+        print(path.with_suffix(".md").read_text() if path.exists() else "no campaign yet")
         return 0
     if a.replay:
-        return replay(a.replay, a.seed, a.timeout)
-    with campaign_lock(wait=False) as mine:
+        return replay(a.replay, a.seed, timeout, a.stage)
+    with campaign_lock(wait=False, stage=a.stage) as mine:
         if not mine:
-            print(f"another campaign holds {LOCK}; see --status", file=sys.stderr)
+            print(f"another campaign holds {lock}; see --status", file=sys.stderr)
             return 2
         if a.rejudge:
-            return rejudge(a.rejudge, a.seed, a.timeout)
-        state = campaign(a.inputs, a.slice, a.reader, a.seed, a.workers, a.timeout, a.once)
-    print(f"wrote {STATE} and {STATE.with_suffix('.md')}")
+            return rejudge(a.rejudge, a.seed, timeout, a.stage)
+        inputs = a.inputs if a.inputs is not None else target
+        state = campaign(inputs, a.slice, a.reader, a.seed, a.workers, timeout, a.once, a.stage)
+    print(f"wrote {path} and {path.with_suffix('.md')}")
     return 1 if failures(state) else 0
 
 

@@ -566,3 +566,112 @@ def test_corrupt_blackbox_header_values_warn(
     with pytest.warns(UserWarning, match=re.escape(needle)):
         flights = io_read(bad)
     assert flights
+
+
+def test_the_same_log_given_twice_is_refused(tmp_path: Path) -> None:
+    log = csv_flight(tmp_path / "f.csv", n=3000)
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(log.read_bytes())
+    link = tmp_path / "link.csv"
+    link.symlink_to(log)
+    quad = vehicle_toml(tmp_path / "q.toml")
+    # the same file under two arguments, a copy, a link, overlapping windows across arguments
+    for a, b, same in (
+        (log, log, "is the same log as"),
+        (log, tmp_path / "." / "f.csv", "is the same log as"),
+        (log, copy, "has the same content as"),
+        (log, link, "is the same log as"),
+        (f"{log}@0:2.5", f"{copy}@1.5:4", "has the same content as"),
+    ):
+        fails(["identify", "--method", "freq", "--vehicle", quad, a, b], "give the same samples", same, "σ")
+    req = runs.Request([], Vehicle.load(str(quad)))
+    assert len(req.flights([f"{log}@0:2.5", f"{copy}@3:5.5"])) == 2  # disjoint stretches of one log are fine
+    # tls: one log as two configurations; delay: one role twice (another role may reuse it)
+    fails(["identify", "--method", "tls", "--vehicle", quad, log, "--config", f"B={copy}"], "give the same samples")
+    req = runs.Request([], Vehicle.load(str(quad)))
+    req.role_windows(f"{log}@0.5:2.5", "roll_pitch")
+    req.role_windows(f"{log}@0.5:2.5", "yaw")
+    with pytest.raises(RotoridError, match="give the same samples"):
+        req.role_windows(f"{copy}@2:4.5", "yaw")
+
+
+PEAK = """
+import resource, sys
+import pyarrow.parquet, pandas, rotorid.io.table
+from rotorid.errors import RotoridError
+from rotorid.io import read
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    read(sys.argv[1])
+    said = "read"
+except RotoridError as e:
+    said = str(e)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+print(said)
+"""
+
+
+def test_parquet_of_8m_rows_in_a_small_file_is_refused_before_allocating(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "rows.parquet"
+    chunk = pa.table({"t": pa.array(np.zeros(1_000_000))})
+    with pq.ParquetWriter(path, chunk.schema, compression="zstd") as w:
+        for _ in range(8):  # 8 M rows of one constant column: a few KB to 1.5 MB however written
+            w.write_table(chunk)
+    assert path.stat().st_size < 1_500_000
+    out = subprocess.run([sys.executable, "-c", PEAK, str(path)], capture_output=True, text=True, check=True)
+    grown_kb, said = out.stdout.splitlines()
+    assert "its 8000000 rows asks for more memory than" in said
+    assert int(grown_kb) < 32 * 1024  # before: 260 MB above the imports (1.75 GB with more columns)
+
+
+class _Job:
+    done = False
+
+
+def test_page_loads_never_expire_a_running_tab(tmp_path: Path) -> None:
+    from rotorid.app.state import AppError, Sessions
+
+    sessions = Sessions(tmp_path)  # the defaults: 16 in all, 8 per browser
+    tab = sessions.get(sessions.new())
+    tab.job = _Job()
+    for _ in range(16):
+        sessions.new()
+    assert sessions.get(tab.sid) is tab  # before: 16 page loads expired the running tab
+    tab = sessions.get(sessions.new("mine"))
+    tab.job = _Job()  # an identification in progress
+    folder = tab.folder_for("run1")
+    others = [sessions.new("other") for _ in range(16)] + [sessions.new(f"c{i}") for i in range(16)]
+    assert sessions.get(tab.sid) is tab and folder.exists()
+    assert sum(s.client == "other" for s in sessions._items.values()) <= 8  # a reload loop drops its own
+    with pytest.raises(AppError, match="expired"):
+        sessions.get(others[0])
+    busy = Sessions(tmp_path, limit=3, per_client=2)
+    for client in ("a", "a", "b"):
+        busy.get(busy.new(client)).job = _Job()
+    with pytest.raises(AppError, match="this browser's 2 pages are each running an identification; wait"):
+        busy.new("a")
+    with pytest.raises(AppError, match="3 pages are each running an identification; wait"):
+        busy.new("c")
+    first = next(iter(busy._items.values()))
+    first.job.done = True  # its run ended: its page may go now
+    busy.new("c")
+    assert first.sid not in busy._items and len(busy._items) == 3
+    sessions.cleanup()
+    busy.cleanup()
+
+
+def test_app_tells_browsers_apart_by_a_cookie(tmp_path: Path) -> None:
+    from rotorid.app import Server
+
+    with Server(tmp_path, 0) as srv:
+        token = f"rotorid_token={srv.token}"
+        status, cookie = _get(srv, "/_dash-layout", {"Cookie": token})
+        assert status == 200 and "rotorid_client=" in cookie and "HttpOnly" in cookie
+        client = cookie.split("rotorid_client=")[1].split(";")[0]
+        for _ in range(3):  # the same browser again: no new cookie, its pages under its id
+            assert _get(srv, "/_dash-layout", {"Cookie": f"{token}; rotorid_client={client}"}) == (200, "")
+        clients = [s.client for s in srv.sessions._items.values()]
+        assert set(clients) <= {"", client} and clients.count(client) >= 4  # "": the server's warm-up page

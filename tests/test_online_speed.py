@@ -215,8 +215,19 @@ class Reference(online.OnlineEstimator):
             self.t2, self.P2 = _rls_row(self.t2, self.P2, h, y, r2, self.ch2)
         gain = self.gain if self._kf else (0.0,) * 6
         self._rows.append(
-            (H1.tolist(), y1.tolist(), r1.tolist(), H2.tolist(), y2.tolist(), r2, moved.tolist(), th_moi, gain)
-            + (t - 0.5 * dt,)  # the step's middle, the time the report plots the row at
+            # the step's middle last: the time the report plots the row at
+            (
+                H1.tolist(),
+                y1.tolist(),
+                r1.tolist(),
+                H2.tolist(),
+                y2.tolist(),
+                r2,
+                moved.tolist(),
+                th_moi,
+                gain,
+                t - 0.5 * dt,
+            )
         )
 
 

@@ -555,7 +555,6 @@ def info(
     from rotorid import excitation, infoview, runs
     from rotorid.io import load
     from rotorid.options import floats
-    from rotorid.registry import methods
     from rotorid.vehicle import Vehicle
 
     if not logs:
@@ -567,39 +566,14 @@ def info(
     )
     reading = _reading(imu_source, imu, motor_poles, pwm_range)
     mins = runs.min_rates()
-    needs = {m.name: set(m.channels) for m in methods().values()}
-    if veh is not None and veh.motor_input == "rad_s":  # its rotor speeds stand for the commands
-        needs = {k: chs - {"cmd"} if "rotor_speed" in chs else chs for k, chs in needs.items()}
-    found: dict[str, dict[str, Any]] = {}
-    usable: dict[str, set[str]] = {}
-    formats: set[str] = set()
+    judged = {}
     for spec in logs:
-        flights = load(spec, vehicle=veh, allow_corrupt=allow_corrupt, **reading)
-        judged = excitation.judge(flights, mins, thresholds=limits)
-        found[spec] = excitation.log_windows(flights, limits)
-        for part in infoview.log_tables(spec, flights, judged, found[spec], veh):
+        judged[spec] = infoview.analyse(
+            spec, load(spec, vehicle=veh, allow_corrupt=allow_corrupt, **reading), veh, limits, mins
+        )
+        for part in judged[spec].parts:
             console().print(part)
-        channels = {c for f in flights for c in f.channels}
-        formats |= {str(f.meta.get("format", "")) for f in flights}
-        slow = {r.method for r in judged.too_slow}
-        usable[spec] = {m for m, chs in needs.items() if m not in slow and chs <= channels}
-    specs = runs.role_specs(found)
-    scale = f"for {shown(veh.name)}" if veh else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
-    console().print(
-        f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())
-    )
-    ready = [m for m in needs if all(m in usable[s] for s in logs)]
-    words = _reading_words(reading)
-    commands = [c for m in ready if (c := runs.command(m, specs, vehicle or "vehicle.toml", extra=words))]
-    if not commands:
-        excited = any(specs.values()) and not ready
-        why = "every method needs faster logs (see fix)" if excited else "no log flew an excited part"
-        console().print(f"no identify command to suggest: {why}")
-        return
-    console().print("ready to run:" if veh else "ready to run (make the vehicle file with `rotorid vehicle init`):")
-    for c in commands:
-        console().print(shown(c), highlight=False, soft_wrap=True)
-    for line in infoview.unserved(found, specs, formats, delay="delay" in ready):
+    for line in infoview.closing(judged, limits, veh, vehicle, _reading_words(reading)):
         console().print(shown(line), highlight=False, soft_wrap=True)
 
 

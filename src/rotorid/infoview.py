@@ -4,6 +4,8 @@ and what the proposed command leaves out (with the "fly this" guide of the log's
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rotorid.errors import shown
@@ -121,3 +123,59 @@ def unserved(
         out[-1] += f"; the manoeuvres to fly: {', '.join(guides)}" if guides else ""
         out.insert(0, "not in the command:")
     return out
+
+
+@dataclass
+class LogInfo:
+    """What `rotorid info` finds in one log argument: what it prints (`parts`), the windows found
+    per role, the methods whose channels and rates it serves, and its formats."""
+
+    parts: list[Any]
+    found: dict[str, Any]
+    usable: set[str]
+    formats: set[str]
+
+
+def analyse(
+    spec: str, flights: list[Any], vehicle: Any, limits: Mapping[str, Any], mins: Mapping[str, float]
+) -> LogInfo:
+    """`rotorid info`'s analysis of one log argument's flights (as read): rates against each
+    method's minimum (`mins`), flying spans and excitation per segment, the windows per role and
+    the tables it prints."""
+    from rotorid import excitation
+    from rotorid.registry import methods
+
+    judged = excitation.judge(flights, dict(mins), thresholds=limits)
+    found = excitation.log_windows(flights, limits)
+    channels = {c for f in flights for c in f.channels}
+    slow = {r.method for r in judged.too_slow}
+    needs = {m.name: set(m.channels) for m in methods().values()}
+    if vehicle is not None and vehicle.motor_input == "rad_s":  # its rotor speeds stand for the commands
+        needs = {k: chs - {"cmd"} if "rotor_speed" in chs else chs for k, chs in needs.items()}
+    usable = {m for m, chs in needs.items() if m not in slow and chs <= channels}
+    formats = {str(f.meta.get("format", "")) for f in flights}
+    return LogInfo(log_tables(spec, flights, judged, found, vehicle), found, usable, formats)
+
+
+def closing(
+    logs: Mapping[str, LogInfo], limits: Mapping[str, Any], vehicle: Any, vehicle_arg: str | None, words: Sequence[str]
+) -> list[str]:
+    """The lines `rotorid info` ends with (plain text, to be escaped when printed): the thresholds
+    used, a ready-to-run identify command per method every log serves (reader flags `words`
+    appended) or why there is none, and what the commands leave out."""
+    from rotorid import runs
+    from rotorid.registry import methods
+
+    found = {s: i.found for s, i in logs.items()}
+    specs = runs.role_specs(found)
+    scale = f"for {vehicle.name}" if vehicle else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
+    out = [f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())]
+    ready = [m for m in methods() if all(m in i.usable for i in logs.values())]
+    commands = [c for m in ready if (c := runs.command(m, specs, vehicle_arg or "vehicle.toml", extra=words))]
+    if not commands:
+        excited = any(specs.values()) and not ready
+        why = "every method needs faster logs (see fix)" if excited else "no log flew an excited part"
+        return [*out, f"no identify command to suggest: {why}"]
+    out.append("ready to run:" if vehicle else "ready to run (make the vehicle file with `rotorid vehicle init`):")
+    formats = {f for i in logs.values() for f in i.formats}
+    return [*out, *commands, *unserved(found, specs, formats, delay="delay" in ready)]

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
 from rotorid.options import option_flag, options_of
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from rotorid.excitation import Window
     from rotorid.flight import Flight
     from rotorid.io import LogSpec
@@ -60,6 +59,7 @@ class Request:
     used: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     decoded: dict[Path, list[Flight]] = field(default_factory=dict, repr=False)
+    spans: dict[str, list[Span]] = field(default_factory=dict, repr=False)
 
     def whole(self, path: Path) -> list[Flight]:
         """Every flight of the log file `path`, decoded once per run however many roles and
@@ -94,8 +94,32 @@ class Request:
             whole = self.whole(ls.path)
             if ls.windows:
                 check_windows(ls, whole)
-            out += check_motors(ls, cut(whole, ls))
+            out += self.once(s, ls.path, check_motors(ls, cut(whole, ls)))
         return out
+
+    def once(self, arg: str, path: Path, flights: list[Flight], group: str = "") -> list[Flight]:
+        """Refuse `flights` (of the log argument `arg`, from the file `path`) that overlap in time
+        flights of another argument of the same `group` (the flights one fit takes together: a
+        delay role, every tls configuration, freq's logs) from a file of the same content (the
+        same file, a copy or a link: compared by SHA-256): samples given twice would count twice
+        and shrink σ by √2. Returns `flights`."""
+        from rotorid.errors import WindowError
+        from rotorid.util import sha256
+
+        digest = sha256(path)
+        mine = [Span(digest, float(f.t[0]), float(f.t[-1]), arg, path) for f in flights]
+        seen = self.spans.setdefault(group, [])
+        for a in mine:
+            for b in seen:
+                if a.digest == b.digest and a.t0 < b.t1 and b.t0 < a.t1:
+                    same = "is the same log as" if a.path.resolve() == b.path.resolve() else "has the same content as"
+                    raise WindowError(
+                        f"{a.arg} and {b.arg} give the same samples ({a.path} {same} {b.path}; both hold "
+                        f"{max(a.t0, b.t0):.2f}–{min(a.t1, b.t1):.2f} s): data given twice counts twice and shrinks σ "
+                        "by √2; give each stretch of a log once"
+                    )
+        seen += mine
+        return flights
 
     def role_windows(self, spec: str, role: str) -> list[Flight]:
         """The flights of one log argument for `role`. Without windows: the windows
@@ -134,7 +158,7 @@ class Request:
                             )
             check_windows(ls, whole)
         self.used.append(str(ls))
-        flights = check_motors(ls, cut(whole, ls))
+        flights = self.once(spec, ls.path, check_motors(ls, cut(whole, ls)), role)
         if role != "online":
             limits = ex.thresholds_for(self.vehicle)
             for f in flights:
@@ -158,6 +182,17 @@ class Request:
             if k in names and v is not None
         }
         return cls(**kw)
+
+
+@dataclass(frozen=True)
+class Span:
+    """The time span of one flight (window) a log argument gave, and its file's SHA-256."""
+
+    digest: str
+    t0: float
+    t1: float
+    arg: str
+    path: Path
 
 
 #: The shortest window a method is given (s): the shortest flying part

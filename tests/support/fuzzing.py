@@ -178,6 +178,37 @@ def _small_flight(n: int = 150) -> Any:
     )
 
 
+def _excited_flight(n: int = 1000, rate: float = 250.0) -> Any:
+    """A synthetic 4 s hover with thrust pumping and roll/pitch/yaw doublets (commands ahead of
+    the response by a first-order lag): long and excited enough that the methods get past their
+    first refusals, so the pipeline stage's mutants reach their numerics."""
+    from rotorid.flight import Flight
+
+    t = 10.0 + np.arange(n) / rate
+    k = np.arange(n)
+    pump = 0.08 * np.sign(np.sin(2 * np.pi * 1.3 * (t - t[0])))
+    dbl = 0.05 * np.sign(np.sin(2 * np.pi * np.array([[2.1], [1.7], [0.9]]) * (t - t[0]))).T
+    mix = np.array([[-1, 1, 1], [1, -1, 1], [1, 1, -1], [-1, -1, -1]], dtype=float)  # roll, pitch, yaw per motor
+    cmd = 0.5 + pump[:, None] + dbl @ mix.T
+    lag = np.exp(-1 / (rate * 0.03))
+    u = cmd.copy()
+    for i in range(1, n):  # a first-order motor, once per seed
+        u[i] = lag * u[i - 1] + (1 - lag) * cmd[i]
+    rng = np.random.default_rng(0)
+    acc = np.column_stack([0.05 * rng.standard_normal(n), 0.05 * rng.standard_normal(n), 19.6 * u.mean(axis=1)])
+    gyro = -np.cumsum((u - u.mean(axis=1, keepdims=True)) @ mix, axis=0) / rate * 4 + 0.01 * rng.standard_normal((n, 3))
+    return Flight(
+        t=t,
+        acc=acc + 0.05 * rng.standard_normal((n, 3)),
+        gyro=gyro,
+        cmd=cmd,
+        rotor_speed=2500.0 * np.sqrt(u),
+        quat=np.tile([1.0, 0.0, 0.0, 0.0], (n, 1)),
+        landed=k < 0,
+        meta={"source": "seed", "units": {"cmd": "normalized"}},
+    )
+
+
 def _bbl_prefix(path: Path, frame_bytes: int) -> bytes:
     """A real blackbox log's header ('H ' lines) and its first `frame_bytes` bytes of frames."""
     buf = path.read_bytes()
@@ -204,13 +235,16 @@ def seeds(data_dir: Path, scratch: Path) -> list[Seed]:
     out.append(Seed("cf-multi-event", "crazyflie", _cf_multi(), ""))
     for p in sorted((data_dir / "px4").glob("*.ulg")):
         out.append(Seed(f"ulog-{p.stem}", "ulog", _ulog_prefix(p, 20_000), ".ulg"))
-    flight, short = _small_flight(), _small_flight(60)
+    flight, short, excited = _small_flight(), _small_flight(60), _excited_flight()
     written = [
         ("ulog-rotorid", ulog.write(short, scratch / "seed.ulg"), ".ulg"),
         ("ulog-pwm", ulog.write(flight, scratch / "pwm.ulg", pwm=(1000, 2000)), ".ulg"),
         ("dataflash-rotorid", dataflash.write(short, scratch / "seed.bin"), ".bin"),
         ("dataflash-rcou-10hz", dataflash.write(flight, scratch / "rcou.bin", rates={"RCOU": 10.0}), ".bin"),
         *((f"table-{fmt}", table.write(flight, scratch / f"seed.{fmt}"), f".{fmt}") for fmt in ("csv", "parquet")),
+        ("ulog-excited", ulog.write(excited, scratch / "excited.ulg"), ".ulg"),
+        ("dataflash-excited", dataflash.write(excited, scratch / "excited.bin"), ".bin"),
+        ("table-excited", table.write(excited, scratch / "excited.csv"), ".csv"),
     ]
     out += [Seed(name, name.partition("-")[0], p.read_bytes(), suffix) for name, p, suffix in written]
     for p in sorted((data_dir / "ardupilot").glob("*.bin")):  # FMT/FMTU/PARM of a real log (no IMU yet)
@@ -299,7 +333,127 @@ def _classify(path: Path, options: dict[str, Any]) -> tuple[str, str]:
     return (IMPLAUSIBLE, why) if why else (OK, "")
 
 
-def _preload() -> None:
+#: Methods the pipeline stage runs, through `rotorid identify`'s checks and on their own.
+METHODS = ("delay", "tls", "online", "freq")
+#: Presets tried for a seed in the pipeline stage, in order: the first that reads the unmutated
+#: seed judges and identifies its mutants (`pipeline_vehicle`).
+VEHICLES = ("crazyflie", "x500-px4", "quad-x", "x500-gazebo")
+#: Samples of each flight the methods are given on their own (`_methods`): their cost is bounded by
+#: the input, not by what a mutated length field or time stamp makes of it.
+METHOD_SAMPLES = 2000
+
+
+def pipeline_vehicle(seed: Seed, scratch: Path) -> str:
+    """The preset (`VEHICLES`) the pipeline stage reads `seed` and its mutants with: the first
+    under which the seed reads, else the first."""
+    from rotorid.errors import RotoridError
+    from rotorid.io import LogSpec, load
+    from rotorid.vehicle import Vehicle
+
+    path = scratch / f"seed{seed.suffix}"
+    path.write_bytes(seed.data)
+    for name in VEHICLES:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                load(LogSpec(path), vehicle=Vehicle.preset(name), **dict(seed.options))
+        except RotoridError:
+            continue
+        return name
+    return VEHICLES[0]
+
+
+def _where(e: BaseException) -> str:
+    """`Type at file:line` of an exception (rotorid's innermost frame, and the library's)."""
+    frames = traceback.extract_tb(e.__traceback__)
+    ours = [f for f in frames if "rotorid" in Path(f.filename).parts] or frames
+    where = f"{Path(ours[-1].filename).name}:{ours[-1].lineno}"
+    if ours[-1] is not frames[-1]:
+        where += f" > {Path(frames[-1].filename).name}:{frames[-1].lineno}"
+    return f"{type(e).__name__} at {where}: {str(e)[:120]}"
+
+
+def _stage(name: str, fn: Any, done: list[str]) -> Any:
+    """Run one stage of the pipeline; a `RotoridError` is an answer (None), anything else is
+    raised as `_Crash` naming the stage. `done` collects the stages that returned."""
+    from rotorid.errors import RotoridError
+
+    try:
+        out = fn()
+    except RotoridError:
+        return None
+    except MemoryError:
+        raise
+    except Exception as e:
+        raise _Crash(f"{name}: {_where(e)}") from e
+    done.append(name)
+    return out
+
+
+class _Crash(Exception):
+    """A stage of the pipeline ended in an exception that is not a `RotoridError`."""
+
+
+def _methods(flights: list[Any], vehicle: Any, done: list[str]) -> None:
+    """Each method's own `identify` on the flights as read (first `METHOD_SAMPLES` samples of
+    each), without `rotorid identify`'s checks in front: what a Python caller gives them. Not tls:
+    identify's tls gives it the whole decoded log unchanged (its numerics run before the refusal
+    of commands that are not rotor speeds), so a second call would repeat the same work."""
+    from rotorid.methods import delay, freq, online
+
+    short = [
+        f.window(f.t[0], f.t[min(len(f.t), METHOD_SAMPLES) - 1]) if len(f.t) > METHOD_SAMPLES else f for f in flights
+    ]
+    _stage("delay", lambda: delay.identify(short, vehicle, roll_pitch=short, yaw=short), done)
+    known = vehicle
+    if vehicle.thrust_coeffs is None or vehicle.k_tau is None:  # online takes them as known: hover at half command
+        hover = vehicle.mass * 9.81 / (vehicle.n_rotors * 0.5 ** np.array(vehicle.thrust_exponents, dtype=float))
+        known = vehicle.replace(thrust_coeffs=hover / len(vehicle.thrust_exponents), k_tau=0.01)
+    _stage("online", lambda: online.identify(short[0], known), done)
+    _stage("freq", lambda: freq.identify(short, vehicle), done)
+
+
+def _pipeline(path: Path, options: dict[str, Any]) -> tuple[str, str]:
+    """Read `path` as `rotorid identify --vehicle V` does, then run what `rotorid info` does after
+    the read (`infoview.analyse`: flight spans, excitation, windows, facts; its tables rendered;
+    `infoview.closing`), `rotorid identify`'s input checks and run of each method on the decoded
+    log (`runs.Request` holding it), and each method on its own (`_methods`). OK (the reader
+    decoded it) with the stages that returned in the detail; ROTORID when the reader refused it."""
+    import io
+
+    from rich.console import Console
+
+    from rotorid import excitation, infoview, runs
+    from rotorid.io import LogSpec, load
+    from rotorid.registry import method as spec_of
+    from rotorid.vehicle import Vehicle
+
+    vehicle = Vehicle.preset(options.pop("vehicle", VEHICLES[0]))
+    done: list[str] = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            flights = _stage("read", lambda: load(LogSpec(path), vehicle=vehicle, **options), done)
+            if flights is None:
+                return ROTORID, "refused by the reader"
+            limits = excitation.thresholds_for(vehicle)
+            info = _stage("info", lambda: infoview.analyse(str(path), flights, vehicle, limits, runs.min_rates()), done)
+            if info is not None:
+                con = Console(file=io.StringIO(), width=100)
+                _stage("info-print", lambda: [con.print(p) for p in info.parts], done)
+                _stage("info-close", lambda: infoview.closing({str(path): info}, limits, vehicle, "v.toml", ()), done)
+            for m in METHODS:
+                req = runs.Request([str(path)], vehicle, decoded={path: flights})
+                _stage(f"identify-{m}", lambda m=m, req=req: spec_of(m).load("run")(req), done)
+            _methods(flights, vehicle, done)
+    except _Crash as e:
+        return CRASH, str(e)
+    except MemoryError:
+        return ALLOC, f"MemoryError after {', '.join(done)}"
+    return OK, ",".join(done)
+
+
+def _preload(stage: str = "read") -> None:
     """Import what reading and summarizing need (scipy, pyulog, ...): done in the parent,
     before forking, so neither a worker's time limit nor its memory cap pays for imports."""
     import importlib
@@ -310,11 +464,21 @@ def _preload() -> None:
         fmt.reader()  # declared lazily: import each reader's module now
     for lib in ("rotorid.excitation", "pyarrow.parquet", "pandas", "pyulog", "scipy.signal"):
         importlib.import_module(lib)
+    if stage == "pipeline":
+        for lib in ("rotorid.infoview", "rotorid.runs", "rich.console", "rich.table", "threadpoolctl"):
+            importlib.import_module(lib)
+        for m in METHODS:
+            importlib.import_module(f"rotorid.methods.{m}.pipeline")
 
 
-def _serve(conn: Any, parent_end: Any, folder: str) -> None:
+def _serve(conn: Any, parent_end: Any, folder: str, stage: str = "read") -> None:
     parent_end.close()  # the fork's copy of the parent's end: else closing that never ends recv
-    _preload()
+    _preload(stage)
+    if stage == "pipeline":  # one BLAS thread: the workers run side by side
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    classify = _pipeline if stage == "pipeline" else _classify
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     base = _vm_bytes()
     conn.send("ready")
@@ -330,7 +494,7 @@ def _serve(conn: Any, parent_end: Any, folder: str) -> None:
         cap = base + MEM_SLACK + _alloc_bound(len(data))
         resource.setrlimit(resource.RLIMIT_AS, (min(cap, hard) if hard != resource.RLIM_INFINITY else cap, hard))
         try:
-            result = _classify(path, dict(options))
+            result = classify(path, dict(options))
         finally:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         conn.send(result)
@@ -349,8 +513,9 @@ class Worker:
     replaces the process after a hang or a death. `submit` / `collect` split `run` so that
     several workers read at once (`Pool`); the time limit counts from `submit`."""
 
-    def __init__(self, timeout: float = 5.0) -> None:
+    def __init__(self, timeout: float = 5.0, stage: str = "read") -> None:
         self.timeout = timeout
+        self.stage = stage
         self.tmp = tempfile.TemporaryDirectory(prefix="rotorid-fuzz-", dir=SCRATCH)
         self.proc: Any = None
         self.sent = 0.0
@@ -358,10 +523,10 @@ class Worker:
         self._start()
 
     def _start(self) -> None:
-        _preload()
+        _preload(self.stage)
         ctx = mp.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, self.conn, self.tmp.name), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, self.conn, self.tmp.name, self.stage), daemon=True)
         self.proc.start()
         child.close()
         if not self.conn.poll(300.0) or self.conn.recv() != "ready":
@@ -422,8 +587,8 @@ class Pool:
     """`n` workers reading inputs at once. `map(jobs)` runs (data, suffix, options) jobs and
     returns their outcomes in order; each job keeps its worker's time limit and memory cap."""
 
-    def __init__(self, n: int = 2, timeout: float = 5.0) -> None:
-        self.workers = [Worker(timeout) for _ in range(max(n, 1))]
+    def __init__(self, n: int = 2, timeout: float = 5.0, stage: str = "read") -> None:
+        self.workers = [Worker(timeout, stage) for _ in range(max(n, 1))]
 
     def map(self, jobs: list[tuple[bytes, str, tuple[tuple[str, Any], ...]]]) -> list[tuple[str, str]]:
         from multiprocessing.connection import wait

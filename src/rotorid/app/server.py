@@ -3,21 +3,26 @@ serves its JavaScript from the installed package, so nothing is fetched from the
 
 from __future__ import annotations
 
+import re
 import secrets
 import signal
 import threading
+import uuid
 import webbrowser
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from rotorid.app.state import AppError, Sessions
+from rotorid.errors import shown
 
 HOST = "127.0.0.1"
 #: Host names the app answers to (a foreign one is a DNS-rebinding page).
 LOOPBACK = ("127.0.0.1", "localhost")
 #: Cookie that keeps the launch token after the first page load.
 COOKIE = "rotorid_token"
+#: Cookie that tells one browser's pages from another's (`Sessions` caps sessions per client).
+CLIENT = "rotorid_client"
 #: Largest upload `--max-upload-mb` may allow (MB): a long ULog is a few hundred.
 MAX_UPLOAD_MB = 4096.0
 
@@ -74,11 +79,48 @@ def create_app(folder: str | Path, max_upload_mb: float = 200.0, token: str | No
     )
     max_bytes = int(max_upload_mb * 2**20)
     app.server.config["MAX_CONTENT_LENGTH"] = max_bytes * 4 // 3 + 2**20  # base64 in a JSON request
-    app.layout = lambda: layout.layout(root, sessions.new(), max_upload_mb)
+    app.layout = lambda: _page(layout, root, sessions, max_upload_mb)
+    _clients(app.server)
     callbacks.register(app, sessions, root, max_bytes)
     if token is not None:
         guard(app.server, token)
     return app, sessions
+
+
+def _page(layout: Any, root: Path, sessions: Sessions, max_upload_mb: float) -> Any:
+    """The page of a new session for the browser asking (`client_id`), or the one line why there is none."""
+    from dash import html
+
+    try:
+        return layout.layout(root, sessions.new(client_id()), max_upload_mb)
+    except AppError as e:
+        return html.Div(shown(e), className="msg")
+
+
+def client_id() -> str:
+    """The browser a request comes from: its `CLIENT` cookie, else a new id that the response sets
+    (`_clients`); outside a request, "" (one client)."""
+    import flask
+
+    if not flask.has_request_context():
+        return ""
+    given = flask.request.cookies.get(CLIENT, "")
+    if re.fullmatch(r"[0-9a-f]{32}", given):
+        return given
+    if "client" not in flask.g:
+        flask.g.client = uuid.uuid4().hex
+    return flask.g.client
+
+
+def _clients(server: Any) -> None:
+    """Set the `CLIENT` cookie on the response that gave a browser its id."""
+    import flask
+
+    @server.after_request
+    def remember(response: Any) -> Any:
+        if "client" in flask.g:
+            response.set_cookie(CLIENT, flask.g.client, httponly=True, samesite="Strict")
+        return response
 
 
 class Server:

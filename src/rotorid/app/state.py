@@ -107,6 +107,12 @@ class Session:
     job: Any = None
     runs: int = 0
     lock: threading.RLock = field(default_factory=threading.RLock)
+    client: str = ""  # the browser that opened it (`Sessions.new`)
+
+    @property
+    def running(self) -> bool:
+        """Whether an identification of this session is in progress."""
+        return self.job is not None and not self.job.done
 
     @property
     def log(self) -> LogEntry:
@@ -121,23 +127,40 @@ class Session:
 
 
 class Sessions:
-    """The sessions of one app, newest last; beyond `limit` the least recently used one is
-    dropped with its files (uploads, runs)."""
+    """The sessions of one app (its browser tabs), least recently used first. A client (one
+    browser) holds at most `per_client` of them: its next page drops its own least recently used
+    idle one; beyond `limit` in all, the least recently used idle one of any client goes. A dropped
+    session takes its files (uploads, runs) along; one whose identification is running is never
+    dropped — a new page is refused instead, so no page loads (a reload loop, another client) can
+    expire a running tab."""
 
-    def __init__(self, root: Path | None = None, limit: int = 16) -> None:
+    def __init__(self, root: Path | None = None, limit: int = 16, per_client: int = 8) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="rotorid-app-", dir=root))
         self.limit = limit
+        self.per_client = per_client
         self._items: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
 
-    def new(self) -> str:
+    def new(self, client: str = "") -> str:
+        """A new session for a page of `client`, after dropping what the caps ask (see the class)."""
         sid = uuid.uuid4().hex
         with self._lock:
-            self._items[sid] = Session(sid, self.root / sid)
-            while len(self._items) > self.limit:
-                _, old = self._items.popitem(last=False)
-                shutil.rmtree(old.folder, ignore_errors=True)
+            mine = [s for s in self._items.values() if s.client == client]
+            if len(mine) >= self.per_client:
+                self._drop(mine, f"this browser's {len(mine)} pages are each running an identification")
+            if len(self._items) >= self.limit:
+                self._drop(list(self._items.values()), f"{len(self._items)} pages are each running an identification")
+            self._items[sid] = Session(sid, self.root / sid, client=client)
         return sid
+
+    def _drop(self, candidates: list[Session], busy: str) -> None:
+        """Drop the least recently used idle session of `candidates` (oldest first) with its files;
+        none idle: an `AppError` saying `busy`."""
+        idle = next((s for s in candidates if not s.running), None)
+        if idle is None:
+            raise AppError(f"{busy}; wait for one to finish (or close its tab), then reload")
+        del self._items[idle.sid]
+        shutil.rmtree(idle.folder, ignore_errors=True)
 
     def get(self, sid: str | None) -> Session:
         with self._lock:

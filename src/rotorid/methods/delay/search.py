@@ -61,7 +61,10 @@ def _polish(
     h_lik = np.linalg.pinv(unc.lik_tm_cov)
     grad = np.array([prior_terms(float(v), st.tm_prior)[0] for v in unc.theta[:q]])
     h_post = h_lik + np.diag([max(prior_terms(float(v), st.tm_prior)[1], 0.0) for v in unc.theta[:q]])
-    delta = np.linalg.solve(h_post, h_lik @ unc.step[:q] - grad)
+    try:
+        delta = np.linalg.solve(h_post, h_lik @ unc.step[:q] - grad)
+    except np.linalg.LinAlgError:  # no curvature along a direction: no Newton step, the search's optimum stands
+        return tm_pair, unc
     new = np.asarray(tm_pair, dtype=float) + sum(dk * np.asarray(d) for dk, d in zip(delta, dirs, strict=True))
     lo, hi = tm_support(st)
     if not np.all((new > lo) & (new < hi)) or not nlp(tuple(new)) < nlp(tm_pair):

@@ -53,7 +53,9 @@ def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
     src = ", ".join(sorted({f.source for f in prob.flights}))
     fit = sym.unc.fit if sym.unc is not None else prob.fit(tm_pair)[0]
     thrust_r2 = r2_from_sse(fit.sse, prob.b)
-    lr = 0.5 * (sym.n / sym.tau_int) * math.log(float(np.max(sym.sse)) / float(np.min(sym.sse)))
+    lo, hi = float(np.min(sym.sse)), float(np.max(sym.sse))
+    flat = hi <= 1e-12 * float(np.dot(prob.b, prob.b))  # an exact fit (rounding level) at every T_m
+    lr = 0.0 if flat else math.inf if lo == 0 else 0.5 * (sym.n / sym.tau_int) * math.log(hi / lo)
     if not thrust_r2 >= st.min_thrust_r2 or lr < 0.5 * special.chdtri(1, 0.001):
         raise ExcitationError(
             f"{src}: not enough excitation for T_m: the measured thrust (mass x accelerometer z) "
@@ -357,9 +359,9 @@ def _hover_check(
     near = dev <= np.quantile(dev, st.hover_fraction)
     out.diag.update(hover_states=ws[near], hover_cmds=cmds[near], hover_pred=hover)
     med = float(np.median(ws[near]))
+    off = f"{100 * (hover - med) / med:+.2f} %" if med != 0 else "motors off there: no hover to compare"
     out.notes.append(
         f"Hover check (Fig. 6): the motor states of the {100 * st.hover_fraction:g} % of samples nearest zero "
-        f"world acceleration have median {med:.4f}; the thrust curve predicts hover at {hover:.4f} "
-        f"({100 * (hover - med) / med:+.2f} %)."
+        f"world acceleration have median {med:.4f}; the thrust curve predicts hover at {hover:.4f} ({off})."
     )
     out.diag["hover_median"] = med

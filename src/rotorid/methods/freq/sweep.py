@@ -123,6 +123,8 @@ def rising_peak(x: np.ndarray, fs: float) -> tuple[float, tuple[float, float]]:
     """(rank correlation of the spectrogram's peak log-frequency with time, its 5-95 %
     band in Hz) over the slices whose peak stands `PROMINENCE` times above their median."""
     nper = int(min(len(x) // 6, max(64, round(4.0 * fs))))  # 4 s slices (at least 64 samples)
+    if nper < 8:  # too few samples for slices with a spectrum: nothing to rank
+        return 0.0, DEFAULT_BAND
     f, _, s = sps.spectrogram(x - np.mean(x), fs, nperseg=nper, noverlap=nper // 2)
     keep = f >= fs / nper  # above the slices' constant
     if keep.sum() < 3 or s.shape[1] < 4:
