@@ -162,3 +162,12 @@ def test_inertia_is_projected_to_a_consistent_tensor() -> None:
     out, notes = inertia_checked(est, {"A": 0.03})
     assert len(notes) == 1 and "rigid body" in notes[0]
     assert out["I_xz"][1] >= est["I_xz"][1] and abs(out["I_xz"][0]) < 1.3e-5
+
+
+def test_the_selection_stops_when_only_k_t_and_the_body_drag_are_left() -> None:
+    """A flight that identifies little beyond k_t (kwon-payload's trajectory, 12 s at 500 Hz,
+    rotor drag): the essential selection cancels down to k_t beside the body drag's columns,
+    which it does not rank; it stops there instead of cancelling k_t (was: ValueError)."""
+    sc = scenarios.run("kwon-payload", seed=0, duration=12.0, imu_rate=500.0, rotor_drag=0.3)
+    res = tls.identify({"A": [sc.flights["trajectory"]]}, sc.vehicle, settings=tls.TlsSettings())
+    assert res.params["k_t"].value > 0 and np.isfinite(res.params["k_t"].std)
