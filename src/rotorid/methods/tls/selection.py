@@ -113,8 +113,7 @@ def essential(
         keep = cand[i] < 100.0 / settings.cancel_z and not names[kept[i]].startswith(YAW_PAIR)
         if keep:  # significant, unless the weighting collapsed (then no %σ of this fit means anything)
             keep = not weighting_collapsed(wc[rows][:, [*kept, *more, last]], bc[rows], counts * active, base, fit)
-        # k_t is never cancelled, nor the body drag (not ranked): with no other candidate left, stop
-        if not settings.essential or ratio < settings.r_sigma or np.all(np.isneginf(cand)) or keep:
+        if not settings.essential or ratio < settings.r_sigma or np.all(np.isneginf(cand)) or keep:  # -inf: k_t, drag
             return Selection(fit, kept, scale, history, active)
         history.append(
             {
