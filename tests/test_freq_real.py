@@ -32,3 +32,17 @@ def test_says_why_the_flights_do_not_suit_it(result):
     assert "no sweep" in notes and "closed loop" in notes
     assert result.settings["chi2_red"] > 3  # the real vehicle is not the model: σ widened by the data
     assert "σ widened" in notes
+
+
+def test_a_fit_that_diverges_is_refused_in_one_line_not_a_traceback(bf_flights):
+    """On the freestyle Betaflight logs (no chirp) a candidate model's gain could run off until
+    its normal matrix overflowed: `LinAlgError: SVD did not converge`. A candidate that diverges
+    predicts nothing (held-out error inf); when the chosen model diverges too, a RotoridError
+    says so and what to fly."""
+    from rotorid.errors import ExcitationError
+    from rotorid.vehicle import quad_x
+
+    with pytest.raises(ExcitationError, match="diverged"):
+        identify([bf_flights["btfl_002.bbl"]], quad_x(arm=0.1, mass=0.3))
+    res = identify([bf_flights["better_tune.BBL"]], quad_x(arm=0.1, mass=0.3))
+    assert np.isfinite(res.params["tm"].std) and res.params["tm"].std > 0

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
+from rotorid.errors import ExcitationError
+
 #: Upper bound of the dead time (s).
 TAU_MAX = 0.1
 #: The reduced χ² widens σ only this many of its own standard deviations above its mean (bins
@@ -226,6 +228,11 @@ def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved
         n += len(d.f)
         dc = d.cov / d.var[:, None]  # Σ |e|²/var of correlated complex-normal bins: mean tr(DC), variance tr((DC)²)
         mean, var = mean + float(np.real(np.trace(dc))), var + float(np.real(np.trace(dc @ dc)))
+    if not np.all(np.isfinite(a)):  # a gain or the curvature ran off to where the response overflows
+        raise ExcitationError(
+            "freq: the transfer-function fit diverged on these flights (no finite gain fits their response); "
+            "fly a chirp on the axis (ArduPilot SID_AXIS, Betaflight debug_mode CHIRP) or use --method delay"
+        )
     ainv = np.linalg.pinv(a)
     dof = max(n - 0.5 * len(names), 1.0)
     chi2_red, limit = chi2 / dof, (mean + CHI2_SIGMAS * np.sqrt(var)) / dof
@@ -261,7 +268,10 @@ def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: b
         train = [d for d in train if len(d.f)]
         if {d.axis for d in train} != {d.axis for d in data}:
             continue
-        fk = fit(train, tm_bounds, dead, curved)
+        try:
+            fk = fit(train, tm_bounds, dead, curved)
+        except ExcitationError:  # this model diverges without block k: it predicts nothing
+            return float("inf")
         for d, b in zip(data, blocks, strict=True):
             test = b == k
             if test.any():
