@@ -11,16 +11,18 @@ import pytest
 from rotorid.methods import delay
 from rotorid.sim import scenarios
 
-#: name -> (value, σ) from `rotorid/methods/delay.py` before the split (commit 71ab243), then with the
-#: log's time resolution in T_m (issue 32: +Δt/4 = 0.25 ms, `structure.sample_hold_term`)
+#: name -> (value, σ) from `rotorid/methods/delay.py` before the split (commit 71ab243); the
+#: simulator logs its 500 Hz commands at 1 kHz, so they hold over each log interval
+#: (`meta["cmd_hold"]`) and T_m is not moved for the log's time resolution
+#: (`structure.sample_hold_term`; the rise/fall motors' rotor speeds do not hold, their commands do)
 PINNED = {
-    "tm": (0.0724321167280651, 0.011403369923584698),
-    "thrust_c2": (0.149528912017897, 0.02282084939321321),
-    "hover_cmd": (0.6221620358185332, 0.01123270307118649),
-    "I_xx": (1.6253890250556354e-05, 5.99386083436093e-07),
-    "I_yy": (1.626286350427864e-05, 8.006972688721663e-07),
-    "I_zz": (2.9785346439428855e-05, 6.623332856763968e-06),
-    "k_tau": (0.005946771130682355, 0.0013339641810051158),
+    "tm": (0.0721821167280651, 0.011402456414333833),
+    "thrust_c2": (0.14941523613459165, 0.02282084939321321),
+    "hover_cmd": (0.6221743853404158, 0.011240650758363382),
+    "I_xx": (1.626384329548477e-05, 6.013254598350252e-07),
+    "I_yy": (1.6278372792976802e-05, 8.036355313504103e-07),
+    "I_zz": (2.98086699370308e-05, 6.62937187117162e-06),
+    "k_tau": (0.005950347530120087, 0.0013348871843474883),
 }
 
 

@@ -29,6 +29,8 @@ GRID_FACTOR = 4
 GRID_SLACK = 1000
 #: `Flight.resample` may upsample at most this much (its grid bound grows with the factor).
 UPSAMPLE_MAX = 100.0
+#: `meta` keys on how long the log's motor samples hold: not true of resampled samples.
+HOLD_KEYS = ("motor_hold", "cmd_hold")
 #: How many float spacings (np.spacing of the largest time) a grid time and a stamp of the
 #: same instant may differ by. Error budget, each term at most one spacing: the reader's
 #: conversion of an integer clock to seconds (the constant and the product round), the grid's
@@ -132,7 +134,9 @@ class Flight:
     the others (N, columns). `meta` holds the source file, original rates,
     units, windows and notes; it is carried through every operation. `meta["motor_hold"]` (s),
     where the reader or simulator knows it: how long each motor sample (cmd, rotor_speed) holds
-    after its stamp (0: point samples; `rotorid.methods.online.OnlineSettings.motor_hold`).
+    after its stamp (0: point samples; `rotorid.methods.online.OnlineSettings.motor_hold`);
+    `meta["cmd_hold"]` (s) the same of the commands alone (they hold while a lagging rotor's
+    speed does not; `rotorid.methods.delay.structure.sample_hold_term`).
     `meta["acc_lowpass"]`, where the firmware filtered the accelerometer before logging it:
     {"kind": "biquad", "hz": cut-off}; a model of the specific force passes through it too.
     """
@@ -288,8 +292,8 @@ class Flight:
         """This flight on a uniform grid at `rate` Hz (default: its median rate).
 
         Signals are interpolated linearly, commands and `landed` hold the previous value,
-        quaternions are interpolated by slerp. `meta["motor_hold"]` is dropped: the new motor
-        samples do not hold as the log's did.
+        quaternions are interpolated by slerp. `meta["motor_hold"]` and `meta["cmd_hold"]` are
+        dropped: the new motor samples do not hold as the log's did.
         """
         rate = rate or self.rate
         bound = len(self.t) * min(max(1.0, rate / self.rate), UPSAMPLE_MAX)
@@ -297,7 +301,7 @@ class Flight:
         t = self.t[0] + np.arange(n) / rate
         series = {c: Series(self.t, getattr(self, c)) for c in self.channels}
         kw = {c: _interp(s, t, CHANNELS[c][2]) for c, s in series.items()}
-        meta = {k: v for k, v in self.meta.items() if k != "motor_hold"}  # the new samples' hold is not the log's
+        meta = {k: v for k, v in self.meta.items() if k not in HOLD_KEYS}  # the new samples' hold is not the log's
         return Flight(t=t, meta={**meta, "resampled_hz": rate}, **kw)
 
 

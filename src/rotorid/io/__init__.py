@@ -15,7 +15,7 @@ the same format again, now with the function. Plugin modules register through
 Readers never estimate: they decode, convert to FLU/ENU and SI, and check what they read. What
 they know of the log goes to `Flight.meta`: the commands' unit in `meta["units"]["cmd"]`, and
 how long each motor sample holds after its stamp in `meta["motor_hold"]` (s, 0: point samples)
-where the format says it.
+and each command in `meta["cmd_hold"]` where the format says it.
 """
 
 from __future__ import annotations

@@ -142,8 +142,9 @@ def fly(
         mc = mocap(spec.mocap, t_all, pos_o, q, t_mc, rng)
         series["pos"] = Series(t_mc, mc["pos"])
         series["quat"] = Series(t_mc, mc["quat"])
-    hold = _motor_hold(body, every, _every(spec.log_rate, dt, "log"), dt)
-    flight, _ = align(series, rate=spec.log_rate, meta=_meta(spec, source, vehicle.motor_input, hold))
+    hold = _command_hold(every, _every(spec.log_rate, dt, "log"), dt)
+    meta = _meta(spec, source, vehicle.motor_input, None if body.tm_rise is not None else hold, hold)
+    flight, _ = align(series, rate=spec.log_rate, meta=meta)
     n = len(flight.t)
     idx = slice(0, n * i_log.step, i_log.step)
     states = {"t": t_log[:n], **_states(vehicle, body, traj, acc, pos_o, idx)}
@@ -171,28 +172,32 @@ def _plant_record(body: Body, plant: Plant | None) -> dict[str, np.ndarray]:
     return out
 
 
-def _motor_hold(body: Body, ctrl_every: int, log_every: int, dt: float) -> float | None:
-    """How long each logged motor sample holds after its stamp (`Flight.meta["motor_hold"]`, s),
-    where one value is true of it: motors that follow their commands at once run on each command
-    (cmd and rotor_speed alike) for the control period from its control instant (`integrate`), and
+def _command_hold(ctrl_every: int, log_every: int, dt: float) -> float | None:
+    """How long each logged command holds after its stamp (`Flight.meta["cmd_hold"]`, s): the
+    controller holds each command for its period from its control instant (`integrate`), and
     each log sample holds that long (to the next sample when the log is faster) when every log
-    instant is a control instant or every control instant a log instant. None otherwise: with a
-    motor lag the rotor speeds are point samples of a continuous state while the commands hold,
-    and on grids that do not nest a sample holds for a part of the period that varies."""
-    if body.tm_rise is not None or (log_every % ctrl_every and ctrl_every % log_every):
+    instant is a control instant or every control instant a log instant; None on grids that do
+    not nest (a sample holds for a part of the period that varies). Motors that follow their
+    commands at once run on each command for as long, so it is also `meta["motor_hold"]` (rotor
+    speeds too) there; with a motor lag the rotor speeds are point samples of a continuous state
+    and only the commands hold."""
+    if log_every % ctrl_every and ctrl_every % log_every:
         return None
     return ctrl_every * dt
 
 
-def _meta(spec: FlightSpec, source: str, motor_input: str, hold: float | None) -> dict[str, Any]:
+def _meta(
+    spec: FlightSpec, source: str, motor_input: str, hold: float | None, cmd_hold: float | None
+) -> dict[str, Any]:
     """The logged flight's metadata: source, format, the commands' unit (the vehicle's motor
-    input, so writers record it and readers check against it), how long its motor samples hold
-    (`_motor_hold`; left out where no one value is true) and the simulation settings."""
+    input, so writers record it and readers check against it), how long its motor samples and its
+    commands hold (`_command_hold`; left out where no one value is true) and the simulation settings."""
     return {
         "source": source,
         "format": "rotorid-sim",
         "units": {"cmd": motor_input},
         **({} if hold is None else {"motor_hold": hold}),
+        **({} if cmd_hold is None else {"cmd_hold": cmd_hold}),
         "sim": {
             "dt": spec.dt,
             "control_rate": spec.control_rate,

@@ -18,7 +18,8 @@ Pipeline (Sec. III, IV-A):
    samples corrected for their autocorrelation (integrated autocorrelation time), so standard
    deviations and tests do not pretend 1 kHz samples are independent.
    σ also holds the log's time resolution (`structure.sample_hold_term`: a command that moves
-   within a sample interval lags the held sample by up to Δt/2, which T_m absorbs) and, with
+   within a sample interval lags the held sample by up to Δt/2, which T_m absorbs; not where
+   the log records that its commands hold, `meta["cmd_hold"]`) and, with
    several thrust windows, their leave-one-out scatter when it exceeds σ (`window_scatter`);
    a T_m at a search bound is "not identified" (`at_bound`) with a one-sided profile σ.
    Optionally separate rising / falling constants (`asymmetric_tm`, RLtools' motor model) by a

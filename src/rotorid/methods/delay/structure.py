@@ -181,7 +181,7 @@ def asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: 
 def sample_hold_term(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch:
     """The log's time resolution in T_m. The lag of eq. 45-48 holds each logged command for the
     whole sample interval Δt, exact when the command does hold there (the commands are logged at
-    the controller's rate, `meta["motor_hold"]` ≥ Δt). A log slower than the controller samples
+    the controller's rate or faster, `meta["cmd_hold"]` ≥ Δt, else `meta["motor_hold"]`). A log slower than the controller samples
     a command that moves within each interval: its mean there lags the held sample by up to
     Δt/2, which T_m absorbs (a delay d and a lag T_m are one lag T_m + d to first order), so
     the fitted T_m lies between the truth - Δt/2 (a command smooth within the interval) and the
@@ -190,7 +190,7 @@ def sample_hold_term(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     interval's (Δt/4)²/3; the coefficients are refitted there. This is also σ's floor from the log's
     time resolution: an exactly fitting model no longer gives σ 1e-20."""
     dt = max(float(np.median(np.diff(f.t))) for f in prob.flights)
-    if all(float(f.meta.get("motor_hold") or 0.0) >= 0.99 * dt for f in prob.flights):
+    if all(float(f.meta.get("cmd_hold", f.meta.get("motor_hold")) or 0.0) >= 0.99 * dt for f in prob.flights):
         return sym
     tm = sym.tm + 0.25 * dt
     unc = thrust_uncertainty(prob, (tm, tm), [(1.0, 1.0)], st)
