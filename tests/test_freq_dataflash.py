@@ -99,3 +99,5 @@ def test_info_says_which_axis_was_swept_over_which_band(sid_logs):
     assert "pitch swept 0.5-20 Hz (ArduPilot SIDS)" in row
     share = float(row.split("Hz (ArduPilot SIDS), ")[1].split(" %")[0])
     assert 80 <= share <= 100
+    assert "rotorid identify --method freq --vehicle crazyflie" in res.output  # a swept log: freq proposed
+    assert "freq: no log sweeps an axis" not in res.output

@@ -2,6 +2,8 @@
 the pilot's thrust and roll/pitch excitation in closed loop. It must agree with the delay
 method on the same windows within 3 combined σ, and say why these flights do not suit it."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -42,7 +44,8 @@ def test_a_fit_that_diverges_is_refused_in_one_line_not_a_traceback(bf_flights):
     from rotorid.errors import ExcitationError
     from rotorid.vehicle import quad_x
 
-    with pytest.raises(ExcitationError, match="diverged"):
+    with warnings.catch_warnings(), pytest.raises(ExcitationError, match="diverged"):
+        warnings.simplefilter("error")  # the overflow of the diverged fit is judged, not printed as warnings
         identify([bf_flights["btfl_002.bbl"]], quad_x(arm=0.1, mass=0.3))
     res = identify([bf_flights["better_tune.BBL"]], quad_x(arm=0.1, mass=0.3))
     assert np.isfinite(res.params["tm"].std) and res.params["tm"].std > 0

@@ -68,3 +68,20 @@ def test_a_freestyle_log_serves_the_roles_it_excites(bf_flights) -> None:
     assert said["btfl_002.bbl"][2].startswith("yaw: left out") and said["btfl_002.bbl"][2].endswith(
         "docs/fly-betaflight.md"
     )
+
+
+def test_info_proposes_freq_only_where_a_log_was_swept(bf_flights) -> None:
+    """btfl_002.bbl is freestyle without a chirp: `info` proposed `--method freq`, which then
+    refused it ("the transfer-function fit diverged"). freq on the pilot's closed-loop input is
+    biased, so it is proposed only where a log sweeps an axis, and the left-out line says why."""
+    from rotorid import infoview
+
+    q5 = build_vehicle("quad-x", 0.16, 0.75, "normalized", None, "betaflight", None, None)
+    limits = excitation.thresholds_for(q5)
+    f = bf_flights["btfl_002.bbl"]
+    got = {"btfl_002.bbl": infoview.analyse("btfl_002.bbl", [f], q5, limits, runs.min_rates())}
+    assert not got["btfl_002.bbl"].swept and "freq" in got["btfl_002.bbl"].usable
+    lines = infoview.closing(got, limits, q5, "q5.toml", [])
+    assert any(ln.startswith("rotorid identify --method delay") for ln in lines)
+    assert not any("--method freq" in ln and ln.startswith("rotorid") for ln in lines)
+    assert any(ln.startswith("freq: no log sweeps an axis") for ln in lines)

@@ -21,9 +21,12 @@ def _span_text(spans: list[tuple[float, float]], limit: int = 4) -> str:
 _COLOUR = {"excited": "green", "weak": "yellow", "none": "red", "n/a": "dim"}
 
 
-def log_tables(spec: str, flights: list[Any], judged: Any, found: dict[str, Any], vehicle: Any = None) -> list[Any]:
+def log_tables(
+    spec: str, flights: list[Any], judged: Any, found: dict[str, Any], sweeps: Sequence[tuple[Any, str]] = ()
+) -> list[Any]:
     """What `rotorid info` prints of one log: a key/value table (format, span, channels with rate
-    verdicts, gaps, activity), one row per segment, and the windows proposed per role."""
+    verdicts, gaps, activity, each flight's `sweeps` line), one row per segment, and the windows
+    proposed per role."""
     from rich import box
     from rich.table import Table
 
@@ -63,11 +66,8 @@ def log_tables(spec: str, flights: list[Any], judged: Any, found: dict[str, Any]
     tab.add_row("flying", f"{_span_text(fly)}  ({sum(e.flying_time for e in ex):.1f} s, from {src})")
     tab.add_row("on ground", _span_text([s for e in ex for s in e.ground]))
     tab.add_row("activity", shown(judged.activity))
-    from rotorid.methods.freq.sweep import describe
-
-    for f in flights:
-        if len(f.t) > 256:
-            tab.add_row("sweeps", f"{f.t[0]:.2f}–{f.t[-1]:.2f} s: {shown(describe(f, vehicle))}")
+    for f, line in sweeps:
+        tab.add_row("sweeps", f"{f.t[0]:.2f}–{f.t[-1]:.2f} s: {shown(line)}")
     seg = Table(
         title="excitation per segment" if len(flights) > 1 else "excitation",
         title_justify="left",
@@ -103,11 +103,16 @@ _GUIDES = {"ulog": "docs/fly-px4.md", "dataflash": "docs/fly-ardupilot.md", "bla
 
 
 def unserved(
-    found: dict[str, dict[str, Any]], specs: dict[str, list[str]], formats: set[str], delay: bool = True
+    found: dict[str, dict[str, Any]],
+    specs: dict[str, list[str]],
+    formats: set[str],
+    delay: bool = True,
+    unswept: bool = False,
 ) -> list[str]:
     """What the command leaves out and why, one line per role: no window excites it enough (its
     best window's score, 1 = 'excited'), or, when a delay command is printed (`delay`), yaw
-    without roll/pitch (delay's K_tau rests on I_xx, I_yy); with the guide of the logs' format."""
+    without roll/pitch (delay's K_tau rests on I_xx, I_yy); freq where its channels are there but
+    no log was swept (`unswept`); with the guide of the logs' format."""
     from rotorid.excitation import ROLE_AXES, ROLE_WORDS
 
     out = []
@@ -118,6 +123,11 @@ def unserved(
             out.append(f"{ROLE_WORDS[role]}: no window excites it enough{best}")
         elif role == "yaw" and delay and not specs.get("roll_pitch"):
             out.append("yaw: left out of delay's command: K_tau rests on I_xx, I_yy, which need a roll/pitch window")
+    if unswept:
+        out.append(
+            "freq: no log sweeps an axis (a chirp); on the pilot's input its closed-loop estimate is biased, "
+            "so it is not proposed (--method freq runs it anyway)"
+        )
     guides = [g for f, g in _GUIDES.items() if f in formats]
     if out:
         out[-1] += f"; the manoeuvres to fly: {', '.join(guides)}" if guides else ""
@@ -134,6 +144,7 @@ class LogInfo:
     found: dict[str, Any]
     usable: set[str]
     formats: set[str]
+    swept: bool = False
 
 
 def analyse(
@@ -154,7 +165,11 @@ def analyse(
         needs = {k: chs - {"cmd"} if "rotor_speed" in chs else chs for k, chs in needs.items()}
     usable = {m for m, chs in needs.items() if m not in slow and chs <= channels}
     formats = {str(f.meta.get("format", "")) for f in flights}
-    return LogInfo(log_tables(spec, flights, judged, found, vehicle), found, usable, formats)
+    from rotorid.methods.freq.sweep import describe
+
+    sweeps = [(f, describe(f, vehicle)) for f in flights if len(f.t) > 256]
+    parts = log_tables(spec, flights, judged, found, [(f, line) for f, (line, _) in sweeps])
+    return LogInfo(parts, found, usable, formats, any(swept for _, (_, swept) in sweeps))
 
 
 def closing(
@@ -170,12 +185,15 @@ def closing(
     specs = runs.role_specs(found)
     scale = f"for {vehicle.name}" if vehicle else "for a Crazyflie-sized vehicle; give --vehicle to scale them"
     out = [f"excitation thresholds {scale}: " + ", ".join(f"{a} {hi:.3g}/{lo:.3g}" for a, (hi, lo) in limits.items())]
-    ready = [m for m in methods() if all(m in i.usable for i in logs.values())]
+    usable = [m for m in methods() if all(m in i.usable for i in logs.values())]
+    swept = any(i.swept for i in logs.values())
+    ready = [m for m in usable if m != "freq" or swept]
     commands = [c for m in ready if (c := runs.command(m, specs, vehicle_arg or "vehicle.toml", extra=words))]
-    if not commands:
-        excited = any(specs.values()) and not ready
-        why = "every method needs faster logs (see fix)" if excited else "no log flew an excited part"
-        return [*out, f"no identify command to suggest: {why}"]
-    out.append("ready to run:" if vehicle else "ready to run (make the vehicle file with `rotorid vehicle init`):")
     formats = {f for i in logs.values() for f in i.formats}
-    return [*out, *commands, *unserved(found, specs, formats, delay="delay" in ready)]
+    left = unserved(found, specs, formats, delay="delay" in ready, unswept="freq" in usable and not swept)
+    if not commands:
+        excited = any(specs.values()) and not usable
+        why = "every method needs faster logs (see fix)" if excited else "no log flew an excited part"
+        return [*out, f"no identify command to suggest: {why}", *left]
+    out.append("ready to run:" if vehicle else "ready to run (make the vehicle file with `rotorid vehicle init`):")
+    return [*out, *commands, *left]

@@ -219,10 +219,11 @@ def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved
     b = np.zeros_like(a)
     chi2, n, mean, var = 0.0, 0, 0.0, 0.0
     for d in data:
-        h, j = _design(theta, names, d)
-        wj = j / d.var[:, None]
-        a += np.real(np.conj(j).T @ wj)
-        b += np.real(np.conj(wj).T @ d.cov @ wj)
+        with np.errstate(all="ignore"):  # a diverged fit overflows here: judged below, not warned
+            h, j = _design(theta, names, d)
+            wj = j / d.var[:, None]
+            a += np.real(np.conj(j).T @ wj)
+            b += np.real(np.conj(wj).T @ d.cov @ wj)
         r = d.h - h
         chi2 += float(np.sum(np.abs(r) ** 2 / d.var))
         n += len(d.f)

@@ -165,18 +165,24 @@ def coherent_share(flight: Flight, vehicle: Vehicle, sw: Sweep, min_coherence: f
     return float(np.mean(e.coherence[inside] >= min_coherence)) if inside.any() else 0.0
 
 
-def describe(flight: Flight, vehicle: Vehicle | None) -> str:
-    """`rotorid info`'s line on a flight's sweeps: axis, band and coherent share, or why none."""
+def describe(flight: Flight, vehicle: Vehicle | None) -> tuple[str, bool]:
+    """`rotorid info`'s line on a flight's sweeps (axis, band and coherent share, or why none) and
+    whether it found one (without a vehicle: ArduPilot's SIDS or Betaflight's chirp header)."""
     if vehicle is None:
         sid, bf = from_sid(flight), betaflight_band(flight)
         if bf is not None:
-            return f"Betaflight chirp {bf[0]:.2g}-{bf[1]:.3g} Hz; axis not logged (give --vehicle to find it in the commands' spectra)"
-        return sid.describe() if sid else "none in SIDS (give --vehicle to look in the commands' spectra)"
+            return (
+                f"Betaflight chirp {bf[0]:.2g}-{bf[1]:.3g} Hz; axis not logged (give --vehicle to find it in the commands' spectra)",
+                True,
+            )
+        return (
+            (sid.describe(), True) if sid else ("none in SIDS (give --vehicle to look in the commands' spectra)", False)
+        )
     if flight.cmd is None or flight.gyro is None or flight.acc is None or flight.cmd.shape[1] != vehicle.n_rotors:
-        return "not judged (needs acc, gyro and one cmd column per rotor of the vehicle)"
+        return "not judged (needs acc, gyro and one cmd column per rotor of the vehicle)", False
     found = [sw for sw in find(flight, vehicle) if sw.swept]
     if not found:
-        return "none (no axis' command wrench sweeps: the freq method fits the pilot's input, 0.5-15 Hz)"
+        return "none (no axis' command wrench sweeps: the freq method fits the pilot's input, 0.5-15 Hz)", False
     return "; ".join(
         f"{sw.describe()}, {100 * coherent_share(flight, vehicle, sw):.0f} % of it coherent" for sw in found
-    )
+    ), True
