@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from rotorid import runs
 from rotorid.cli import app
 from rotorid.io import table
 from rotorid.result import Estimate, Result
@@ -162,3 +163,20 @@ def test_readme_command_table_matches_help() -> None:
         helps[name] = " ".join(doc.split())
     assert rows == helps
     assert readme.startswith("# rotorid\n\n```\nmake demo    # ")  # the two newcomer commands come first
+
+
+def test_identify_refuses_a_preset_of_another_flight_stack(tmp_path: Path) -> None:
+    """The Crazyflie preset given for a Betaflight log (a converted one here, its original format
+    kept): refused in one line before any fit, as the app does (`vehicle.preset_mismatch`), for
+    the CLI, batch and the app alike (`runs.Request.whole`); a vehicle file of that size passes."""
+    sc = scenarios.run("eschmann-crazyflie", seed=0, duration=5.0)
+    f = sc.flights["thrust"]
+    log = table.write(f.replace(meta={**f.meta, "format": "blackbox"}), tmp_path / "bf.parquet")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        app, ["identify", "--method", "delay", "--vehicle", "crazyflie", str(log), "--out", str(out)]
+    )
+    assert res.exit_code == 2 and not out.exists()
+    assert "bf.parquet: the crazyflie preset is a 27 g vehicle" in res.output and "not this blackbox log" in res.output
+    own = Vehicle.preset("crazyflie").replace(source=str(tmp_path / "cf.toml"))
+    assert runs.identify("delay", [str(log)], own).params["tm"].std > 0

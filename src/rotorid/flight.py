@@ -213,6 +213,11 @@ class Flight:
     def source(self) -> str:
         return str(self.meta.get("source", "flight"))
 
+    @property
+    def log_format(self) -> str:
+        """The format its flight stack wrote the log in (a converted log's original one)."""
+        return str(self.meta.get("original_format", self.meta.get("format", "")))
+
     def require(self, *channels: str) -> Flight:
         """Return self if every named channel is present, else raise naming the missing ones."""
         missing = [c for c in channels if getattr(self, c, None) is None]

@@ -67,9 +67,14 @@ class Request:
         from rotorid.io import LogSpec, load
 
         if path not in self.decoded:
-            self.decoded[path] = load(
-                LogSpec(path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt, **self.reading
-            )
+            flights = load(LogSpec(path), vehicle=self.vehicle, allow_corrupt=self.allow_corrupt, **self.reading)
+            if self.vehicle.source.startswith("preset") and flights:
+                from rotorid.errors import VehicleError
+                from rotorid.vehicle import preset_mismatch
+
+                if why := preset_mismatch(self.vehicle.name, flights[0].log_format):
+                    raise VehicleError(f"{path}: {why}")
+            self.decoded[path] = flights
         return self.decoded[path]
 
     def load(self, spec: LogSpec) -> list[Flight]:

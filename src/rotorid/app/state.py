@@ -84,8 +84,7 @@ class LogEntry:
     @property
     def log_format(self) -> str:
         """The format the log was written in by its flight stack (a converted log's original one)."""
-        meta = self.flights[0].meta if self.flights else {}
-        return str(meta.get("original_format", meta.get("format", "")))
+        return self.flights[0].log_format if self.flights else ""
 
 
 @dataclass
