@@ -62,6 +62,8 @@ def test_tls_voltage_curve_recovers_battery_sag(sag: scenarios.Scenario, sag_tls
         assert abs(_z(r, name, truth[name])) < 3, name
     drop = 100.0 * (1.0 - (model["v_min"] / model["v_max"]) ** 2)  # k_t (u V / V_ref)², α = 1
     assert abs(_z(r, "thrust_v_drop", drop)) < 3 and 10.0 < drop < 25.0
+    e = r.params["thrust_v_drop"]
+    assert any(f"the thrust at any command falls by {e.value:.2f} ± {e.std:.2g} %" in n for n in r.notes)
 
 
 def test_alpha_doubt_widens_the_other_sigmas(
