@@ -91,7 +91,7 @@ def test_alpha_doubt_is_the_refit_at_alpha_plus_sigma() -> None:
 def test_tls_without_sag_keeps_the_plain_rotor_terms_unchanged() -> None:
     """A voltage logged that the thrust does not follow (a drain with noise, no sag in the
     simulator): the plain rotor terms are kept and every value and σ is --voltage off's."""
-    sc = scenarios.run("six-config-a", seed=1, **SIX)
+    sc = scenarios.run("six-config-a", seed=1, **{**SIX, "duration": 12.0})
     f = sc.flights["train"]
     assert f.vbat is None
     rng = np.random.default_rng(0)
