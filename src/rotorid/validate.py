@@ -409,7 +409,25 @@ def _motion_settings(result: Result, v: Vehicle, flights: list[Flight], source: 
         speed=rs.get("speed", "cmd"),  # replay the logged commands unless TLS was fed rotor speeds
         order=int(rs.get("order", 4)),
         mocap_delay=float(rs.get("mocap_delay", 0.0)),
+        voltage_model=_voltage_model(result, flights),
     )
+
+
+def _voltage_model(result: Result, flights: list[Flight]) -> tuple[float, float] | None:
+    """(α, V_ref) of the result's voltage-aware thrust curve (`rotorid.methods.voltage`), None
+    without one: the commands are replayed times (V / V_ref)^α at each held-out flight's logged
+    voltage, where the curve holds (at V_ref alone it would hold only at the median voltage)."""
+    vm = result.settings.get("voltage_model")
+    if not vm:
+        return None
+    missing = [f.source for f in flights if f.vbat is None]
+    if missing:
+        raise RotoridError(
+            f"{missing[0]}: no battery voltage (vbat) logged, but the result's thrust curve takes it "
+            f"(α {vm['alpha']:.3g} at V_ref {vm['v_ref']:.3f} V); validate on flights that log it, "
+            "or identify with --voltage off"
+        )
+    return float(vm["alpha"]), float(vm["v_ref"])
 
 
 def validate(
@@ -422,7 +440,8 @@ def validate(
 ) -> Validation:
     """Cross-validate `result` on held-out `flights` (Sec. IV-B4, Table III, Figs. 3-4).
 
-    The rotor terms are the logged commands through the identified motor lag, or, for a TLS
+    The rotor terms are the logged commands through the identified motor lag (times the logged
+    battery voltage's factor where the thrust curve takes it, `_voltage_model`), or, for a TLS
     result, whatever channel its identification used (`MotionSettings.speed`).
 
     `base` defaults to `result.vehicle`; `config` picks `NAME@config` parameters of a

@@ -16,6 +16,7 @@ an ESC with speed control) do not scale with the voltage.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -81,6 +82,16 @@ def fit_alpha(nlp: Callable[[float], float]) -> tuple[float, float]:
     h = ALPHA_STEP
     curv = (nlp(a + h) - 2.0 * nlp(a) + nlp(a - h)) / h**2
     return a, (1.0 / math.sqrt(curv) if curv > 0 else math.inf)
+
+
+def alpha_doubt(model: VoltageModel, refit: Callable[[VoltageModel], np.ndarray], theta: np.ndarray) -> np.ndarray:
+    """Δθ the doubt about α moves the other estimates `theta` by: `refit` (the method's estimates
+    with α held at the given model's) at α + σ(α) minus `theta`, the sensitivity ∂θ/∂α times σ(α)
+    to first order; its outer product Δθ Δθᵀ is the covariance α's doubt adds (α is held at its
+    estimate when the other parameters are fitted). Zeros where σ(α) is not finite."""
+    if not math.isfinite(model.std):
+        return np.zeros_like(theta)
+    return refit(dataclasses.replace(model, alpha=model.alpha + model.std)) - theta
 
 
 def hover_drop(model: VoltageModel, thrust_at: Callable[[float], float], hover: float) -> tuple[float, float]:

@@ -46,7 +46,9 @@ sc.flights["thrust"], sc.truth.params["tm"], sc.vehicle, sc.true_vehicle
   and the inertia of Table II; configuration B adds 0.125 kg on the +x arm and 0.042 kg on
   the -y arm (point masses at the arm tips, 28 mm below the arms; total 1.452 kg as
   measured in the paper). Pilot-like flights "train" and "test" at 200 Hz with IMU (at the
-  body origin O_d) and motion capture (5 ms delay), motor input rad/s, motor lag `tm`. The
+  body origin O_d) and motion capture (5 ms delay), motor input rad/s, motor lag `tm`
+  (`motor_input="normalized"`: duty cycles u = ω / 1500 rad/s that a battery sag scales, no
+  rotor speeds logged, k_t and k_d per command², i.e. times 1500²). The
   pilot: band-limited noise (from 0.05 Hz up to 1.5 Hz) on roll (8 deg RMS) and pitch
   (5 deg), on the collective thrust (15 %, to 2.5 Hz) and the yaw rate (25 deg/s, to 1 Hz),
   faded in/out over 2 s, over a loose position hold
@@ -169,8 +171,8 @@ _SIX = {"tm": 0.01, "mocap_delay": 0.005, "thrust_noise": 0.01, "gyro_dot": Fals
 OVERRIDES: dict[str, dict[str, Any]] = {
     "eschmann-crazyflie": {"tm": 0.07, "tm_rise": None, "tm_fall": None, "k_tau": 0.0055, "izz_ratio": 1.832},
     "kwon-payload": {"tm": None, "imu_rate": 1000.0, "attitude": True},
-    "six-config-a": {**_SIX, "imu_offset": (0.0, 0.0, 0.0)},
-    "six-config-b": {**_SIX, "imu_offset": (0.0, 0.0, 0.0)},
+    "six-config-a": {**_SIX, "imu_offset": (0.0, 0.0, 0.0), "motor_input": "rad_s"},
+    "six-config-b": {**_SIX, "imu_offset": (0.0, 0.0, 0.0), "motor_input": "rad_s"},
 }
 OVERRIDES |= {name: {**OVERRIDES[base], **extra} for name, (base, extra) in MISMATCH.items()}
 #: SID_MAGNITUDE per axis: deg/s added to the rate target (SID_AXIS 7-9), or the collective
@@ -601,6 +603,8 @@ def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
 SIX_ARM = 0.225
 SIX_MASS_A = 1.285
 SIX_K_T, SIX_K_D = 3.63e-6, 5.11e-8  # Six et al. Table II (IMU, combined)
+#: The rotor speed (rad/s) at full command (the rad/s commands' cmd_max; a duty cycle's 1).
+SIX_W_MAX = 1500.0
 #: Configuration A about O_d: first moments (Table II/I) and inertia (Table II; small products assumed).
 SIX_MS_A = np.array([-4.54e-3, -1.95e-3, -8.31e-3])
 SIX_I_A = np.array([[1.82e-2, 2.0e-5, -1.2e-4], [2.0e-5, 1.86e-2, 4.0e-5], [-1.2e-4, 4.0e-5, 2.88e-2]])
@@ -636,6 +640,22 @@ def _six_pilot(t: np.ndarray, rng: np.random.Generator) -> Callable[[np.ndarray]
     return _hold_refs((0.0, 0.0, 1.5), off, yaw)
 
 
+def _six_known(name: str, geom: Vehicle, o: dict[str, Any]) -> tuple[Vehicle, float]:
+    """The vehicle a user of the Six scenario knows (`geom` with its motor input and command
+    range) and the factor from k_t per (rad/s)² to k_t per command²: 1 for rad/s commands,
+    `SIX_W_MAX`² for duty cycles (ω = u `SIX_W_MAX`)."""
+    if o["motor_input"] not in ("rad_s", "normalized"):
+        raise RotoridError(f"scenario '{name}': motor_input must be rad_s or normalized, got {o['motor_input']!r}")
+    duty = o["motor_input"] == "normalized"
+    known = geom.replace(
+        motor_input=o["motor_input"],
+        thrust_exponents=(2,),
+        cmd_min=100.0 / SIX_W_MAX if duty else 100.0,
+        cmd_max=1.0 if duty else SIX_W_MAX,
+    )
+    return known, SIX_W_MAX**2 if duty else 1.0
+
+
 def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     config = "A" if _base(name).endswith("-a") else "B"
     rise, fall = _tm(o)
@@ -643,10 +663,9 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
     com = ms / m
     i_com = i_o - m * (com @ com * np.eye(3) - np.outer(com, com))
     k_tau = SIX_K_D / SIX_K_T
-    geom = quad_plus(arm=SIX_ARM, mass=m, name=f"six-config-{config.lower()}")
-    known = geom.replace(motor_input="rad_s", thrust_exponents=(2,), cmd_min=100.0, cmd_max=1500.0)
+    known, unit = _six_known(name, quad_plus(arm=SIX_ARM, mass=m, name=f"six-config-{config.lower()}"), o)
     true = known.replace(
-        thrust_coeffs=np.array([SIX_K_T]),
+        thrust_coeffs=np.array([SIX_K_T * unit]),
         k_tau=k_tau,
         tm_rise=rise,
         tm_fall=fall,
@@ -688,18 +707,18 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
             drag=tuple(o["drag"]),
             **fx.spec,
             thrust_noise=float(o["thrust_noise"]) if noise else 0.0,
-            log_rotor_speed=True,
+            log_rotor_speed=unit == 1.0,  # a duty-cycle ESC reports no speed
             meta={"scenario": name, "flight": fname, "seed": seed, "config": config},
         )
     flights, states = _fly_all(name, seed, true, specs, progress)
     names = ("I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
     idx = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
-    truth = {"mass": m, "k_t": SIX_K_T, "k_d": SIX_K_D, "k_tau": k_tau}
+    truth = {"mass": m, "k_t": SIX_K_T * unit, "k_d": SIX_K_D * unit, "k_tau": k_tau}
     truth |= {f"ms_{a}": float(v) for a, v in zip("xyz", ms, strict=True)}
     truth |= {n: float(i_o[i, j]) for n, (i, j) in zip(names, idx, strict=True)}
     truth |= {f"com_{a}": float(v) for a, v in zip("xyz", com, strict=True)}
     truth |= _tm_truth(rise, fall)
-    true, truth = _spread_truth(true, truth, fx, np.array([SIX_K_T]), rise, fall, names=("k_t",))
+    true, truth = _spread_truth(true, truth, fx, np.array([SIX_K_T * unit]), rise, fall, names=("k_t",))
     if fx.record:
         fx.record["mocap_delay"] = float(o["mocap_delay"])
     tv = _truth_vehicle(

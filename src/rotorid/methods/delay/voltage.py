@@ -72,10 +72,13 @@ def candidate(
 
 
 def alpha_term(prob: ThrustProblem, sym: TmSearch, model: voltage.VoltageModel, st: DelaySettings) -> np.ndarray:
-    """Δθ (T_m, coefficients) of α moved by its σ, for the covariance (`structure.widened`):
-    T_m searched again at α + σ (α and T_m are correlated) and the coefficients refitted there."""
-    if not np.isfinite(model.std):
-        return np.zeros(1 + len(sym.unc.fit.x))
-    up = dataclasses.replace(prob, voltage=dataclasses.replace(model, alpha=model.alpha + model.std))
-    tm, _ = _tm_at(up, sym, st, sym.n / sym.tau_int)
-    return np.concatenate([[tm - sym.tm], up.fit((tm, tm))[0].x - sym.unc.fit.x])
+    """Δθ (T_m, coefficients) of α moved by its σ (`voltage.alpha_doubt`), for the covariance
+    (`structure.widened`): T_m searched again there (α and T_m are correlated) and the
+    coefficients refitted."""
+
+    def refit(moved: voltage.VoltageModel) -> np.ndarray:
+        up = dataclasses.replace(prob, voltage=moved)
+        tm, _ = _tm_at(up, sym, st, sym.n / sym.tau_int)
+        return np.concatenate([[tm], up.fit((tm, tm))[0].x])
+
+    return voltage.alpha_doubt(model, refit, np.concatenate([[sym.tm], sym.unc.fit.x]))

@@ -25,6 +25,8 @@ from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
 from rotorid.methods.tls.selection import fixed_fit
 from rotorid.methods.tls.settings import BODY_DRAG, CHI, K_RD
 from rotorid.methods.tls.terms import TermChoice
+from rotorid.methods.tls.voltage import VoltageChoice
+from rotorid.methods.voltage import VoltageModel, alpha_doubt
 from rotorid.motion import airborne_pieces
 from rotorid.result import Observability
 
@@ -68,10 +70,15 @@ class Checked(NamedTuple):
 
 
 def checked(
-    problem: TlsProblem, sol: Solution, choice: LagChoice | None, terms: tuple[TermChoice, ...] = ()
+    problem: TlsProblem,
+    sol: Solution,
+    choice: LagChoice | None,
+    terms: tuple[TermChoice, ...] = (),
+    volt: VoltageChoice | None = None,
 ) -> Checked:
-    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the optional terms' (`_term_doubt`),
-    the leave-one-piece-out scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`)."""
+    """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the battery voltage exponent's
+    where its curve is kept (`_alpha_doubt`), the optional terms' (`_term_doubt`), the
+    leave-one-piece-out scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`)."""
     cov, notes = sol.fit.cov.copy(), []
     if choice is not None and choice.alternative is not None:
         cov += _lag_doubt(problem, sol, choice.alternative)
@@ -79,6 +86,8 @@ def checked(
             f"σ includes the IMU lag's doubt: the held-out segments tell neither {1e3 * choice.alternative:.1f} ms "
             "nor 0 apart, and the estimates differ between them"
         )
+    if volt is not None and volt.kept:
+        cov += _alpha_doubt(problem, sol, volt.model)
     for term in terms:
         if term.alternative is not None:
             cov += _term_doubt(sol, term.alternative)
@@ -93,15 +102,25 @@ def checked(
     return Checked(cov, dependent, notes + said)
 
 
+def _refit(problem: TlsProblem, sol: Solution) -> np.ndarray:
+    """The estimates of `problem`'s system (`fixed_fit` of the final essential set, block factors
+    and noise moment of `sol`, with its first pass's accelerometer bias)."""
+    system = build_system(problem, sol.bias0 if problem.model.nuisance else None)
+    return fixed_fit(system.w, system.blocks, sol.kept, sol.active, sol.scale, sol.noise).x
+
+
 def _lag_doubt(problem: TlsProblem, sol: Solution, alternative: float) -> np.ndarray:
     """The squared difference of the estimates at the `alternative` IMU lag and at the one used
-    (`fixed_fit` of the final essential set, block factors and noise moment on both systems)."""
-    xs = []
-    for tau in (problem.model.imu_delay, alternative):
-        system = build_system(problem.derive(imu_delay=tau), sol.bias0 if problem.model.nuisance else None)
-        xs.append(fixed_fit(system.w, system.blocks, sol.kept, sol.active, sol.scale, sol.noise).x)
-        del system
-    d = xs[1] - xs[0]
+    (`_refit` on both systems)."""
+    d = _refit(problem.derive(imu_delay=alternative), sol) - _refit(problem, sol)
+    return np.outer(d, d)
+
+
+def _alpha_doubt(problem: TlsProblem, sol: Solution, model: VoltageModel) -> np.ndarray:
+    """The covariance the voltage exponent's σ adds (`voltage.alpha_doubt`: the estimates at α + σ
+    against those at α, both by `_refit`); α is held at its estimate in the final fit."""
+    moved = lambda m: _refit(problem.derive(voltage_model=(m.alpha, m.v_ref)), sol)
+    d = alpha_doubt(model, moved, _refit(problem, sol))
     return np.outer(d, d)
 
 

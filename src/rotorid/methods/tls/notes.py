@@ -401,13 +401,19 @@ def voltage_notes(
 ) -> list[str]:
     """The battery voltage's notes; where its curve was kept, its exponent `thrust_v_exp` and the
     thrust lost at a command from the flights' highest voltage to the lowest, `thrust_v_drop`
-    (k_t u² (V/V_ref)^2α: the same at every command), go into `est` and `observability`."""
+    (k_t u² (V/V_ref)^2α: the same at every command), go into `est` and `observability`, the
+    loss also into a note in words (as delay's)."""
     if volt is None:
         return [f"Battery voltage not in the rotor terms: {why}."] if why and logged else []
-    if volt.kept:
-        m = volt.model
-        est["thrust_v_exp"] = (m.alpha, m.std)
-        est["thrust_v_drop"] = hover_drop(m, lambda u: u * u, 1.0)
-        for k in ("thrust_v_exp", "thrust_v_drop"):
-            observability[k] = Observability(True, rel_std_pct=Estimate(*est[k]).rel_std_pct)
-    return [volt.note]
+    if not volt.kept:
+        return [volt.note]
+    m = volt.model
+    est["thrust_v_exp"] = (m.alpha, m.std)
+    est["thrust_v_drop"] = drop, std = hover_drop(m, lambda u: u * u, 1.0)
+    for k in ("thrust_v_exp", "thrust_v_drop"):
+        observability[k] = Observability(True, rel_std_pct=Estimate(*est[k]).rel_std_pct)
+    return [
+        volt.note,
+        f"k_t holds at V_ref = {m.v_ref:.3f} V (the flights' median); over the flights' {m.v_min:.3f}–{m.v_max:.3f} V "
+        f"the thrust at any command falls by {drop:.2f} ± {std:.2g} % from the highest voltage to the lowest",
+    ]

@@ -55,7 +55,7 @@ def identify(
     defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
     problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
     sol, problem, unseparated, pose_lagged, imu_why, lag_choice, volt, volt_why, terms = solve_separated(problem)
-    check = checked(problem, sol, lag_choice, terms)
+    check = checked(problem, sol, lag_choice, terms, volt)
     sol = replace(sol, fit=replace(sol.fit, cov=check.cov))
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
