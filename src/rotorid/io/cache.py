@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 #: Bump when the entry layout changes (older entries are then misses, evicted in time).
 LAYOUT = 1
 _KEY = b"rotorid.cache"
+#: The entries' own format (Parquet's magic bytes): a log already stored in it reads as fast as its
+#: entry would (a 1 h, 1 kHz log: 1.07 s CPU read, 0.96 s from the entry), so it is not copied.
+ENTRY_MAGIC = b"PAR1"
 #: Warning classes a reader may raise, by name, to say them again from an entry.
 _WARNINGS: dict[str, type[Warning]] = {w.__name__: w for w in (UserWarning, RuntimeWarning, DeprecationWarning)}
 
@@ -78,9 +81,10 @@ def reader_version(module: str) -> str | None:
 
 def cached_read(path: Path, module: str, options: dict[str, Any], decode: Callable[[], list[Flight]]) -> list[Flight]:
     """The flights of `path` from the cache when an entry for its content, reader version and
-    `options` is there and reads back whole, else `decode()`d and stored."""
+    `options` is there and reads back whole, else `decode()`d and stored; a Parquet log
+    (`ENTRY_MAGIC`) is decoded directly."""
     version = reader_version(module) if enabled() else None
-    if version is None:
+    if version is None or _head(path) == ENTRY_MAGIC:
         return decode()
     key = json.dumps(
         {"sha256": sha256(path), "reader": module, "version": version, "options": _tagged(options)}, sort_keys=True
@@ -98,6 +102,15 @@ def cached_read(path: Path, module: str, options: dict[str, Any], decode: Callab
     for kind, text in said:  # what the reader warned, said again on every read of the log
         warnings.warn(text, _WARNINGS.get(kind, UserWarning), stacklevel=3)
     return flights
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of `path` (as many as `ENTRY_MAGIC`), b"" when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(ENTRY_MAGIC))
+    except OSError:
+        return b""
 
 
 def _load(entry: Path, key: str) -> tuple[list[Flight], list[list[str]]] | None:
