@@ -1,19 +1,20 @@
 """The README tutorial, run as written: every `rotorid` command of its code blocks, in order,
 from a folder beside `../shared/data`, each exiting 0; every line of an output block the
-README shows after a command is found in what that command printed (same numbers)."""
+README shows after a command is found in what that command printed (same numbers). The
+commands run in this process through the `app` that `python -m rotorid` runs (a process each
+paid ~1 s of imports ten times; tests/test_registry.py runs `python -m rotorid` itself)."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from conftest import DATA, REPO
+from rotorid.cli import app
 
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 
@@ -44,25 +45,18 @@ def test_the_tutorial_has_commands_and_outputs() -> None:
     assert sum(bool(out) for _, out in steps) >= 3
 
 
-def test_readme_tutorial_runs_as_written(tmp_path: Path) -> None:
+def test_readme_tutorial_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if not (DATA / "crazyflie").is_dir():
         pytest.fail(f"real flight data not found at {DATA} (set ROTORID_DATA to ../shared/data)")
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "data").symlink_to(DATA.resolve())
     cwd = tmp_path / "work"
     cwd.mkdir()
-    env = {**os.environ, "COLUMNS": "250", "PYTHONPATH": str(REPO / "src")}
+    monkeypatch.chdir(cwd)
+    runner = CliRunner(env={"COLUMNS": "250"})
     for command, shown in tutorial():
-        args = shlex.split(command)
-        res = subprocess.run(
-            [sys.executable, "-m", "rotorid", *args[1:]],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert res.returncode == 0, (command, res.stderr)
+        res = runner.invoke(app, shlex.split(command)[1:], prog_name="rotorid")
+        assert res.exit_code == 0, (command, res.output, res.exception)
         printed = _normal(res.stdout)
         for line in shown:
             assert _normal(line) in printed, (command, line, res.stdout)
