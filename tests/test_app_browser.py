@@ -43,7 +43,7 @@ def server(folder: Path) -> Iterator[object]:
     assert not srv.sessions.root.exists()  # temporary files removed
 
 
-def _wait(driver, cond, timeout: float = 30.0):
+def _wait(driver, cond, timeout: float = 60.0):
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -163,7 +163,7 @@ def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path
     refused = _text(d, "run-status")
     d.find_element("id", "identify").click()
     _wait(d, lambda: _text(d, "run-status") != refused)  # "run 1 started"
-    _wait(d, lambda: d.find_elements("id", "param-tm") or "error" in _text(d, "run-status"), timeout=60)
+    _wait(d, lambda: d.find_elements("id", "param-tm") or "error" in _text(d, "run-status"), timeout=180)
     assert _text(d, "run-status").startswith("run 1 done"), _text(d, "run-status")
     shown = float(d.find_element("css selector", "#param-tm .value").get_attribute("title"))
     verdicts = [e.text for e in d.find_elements("css selector", "#params td.verdict")]
@@ -174,7 +174,7 @@ def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path
     assert not (green and unusable & set(verdicts)), (_text(d, "run-status"), verdicts)  # never green over a poor σ
     assert all(f"{v}: " in _text(d, "run-status") for v in unusable & set(verdicts))
     assert shlex.split(_text(d, "cli"))[1:-2] == args  # the command line shown is the one the CLI ran
-    output, _ = proc.communicate(timeout=60)
+    output, _ = proc.communicate(timeout=180)
     assert proc.returncode == 0, output
     expected = json.loads((tmp_path / "params.json").read_text())["params"]["tm"]["value"]
     assert shown == expected and 0.06 < shown < 0.085
