@@ -41,7 +41,7 @@ def test_rotor_inflow_is_a_rate_damping_kept_on_held_out_data():
     assert abs(e.value - thrust.truth.params["tm"]) < 3 * e.std
 
 
-def _lag_data(tm: float, lead: float, seed: int) -> list[model.AxisData]:
+def _lag_data(tm: float, lead: float, seed: int, axis: str = "thrust") -> list[model.AxisData]:
     """A first-order lag's response on 0.5-20 Hz bins with 1 % complex noise, its phase led by
     `lead` rad below 2 Hz (physics the model does not have, at one end of the band)."""
     f = np.linspace(0.5, 20.0, 120)
@@ -49,7 +49,7 @@ def _lag_data(tm: float, lead: float, seed: int) -> list[model.AxisData]:
     sd = 0.01 * np.abs(h)
     rng = np.random.default_rng(seed)
     noisy = h + sd * (rng.standard_normal(len(f)) + 1j * rng.standard_normal(len(f))) / np.sqrt(2)
-    return [model.AxisData("thrust", "acc", f, noisy, np.diag(sd**2).astype(complex))]
+    return [model.AxisData(axis, "acc", f, noisy, np.diag(sd**2).astype(complex))]
 
 
 def test_bands_that_disagree_widen_sigma_and_bands_that_agree_do_not():
@@ -67,3 +67,21 @@ def test_bands_that_disagree_widen_sigma_and_bands_that_agree_do_not():
     err = abs(fit.get("tm") - 0.07)
     assert err > 3 * np.sqrt(fit.cov[0, 0])
     assert np.sqrt(wide.cov[0, 0]) > 2 * np.sqrt(fit.cov[0, 0]) and err < 3 * np.sqrt(wide.cov[0, 0])
+
+
+def test_axes_that_disagree_on_the_lag_widen_sigma():
+    """T_m is shared by every axis: two axes whose lags differ by 3 % (physics one of them sees)
+    widen σ until it covers both; two that agree leave it alone."""
+    bounds = (0.002, 0.5)
+    agree = _lag_data(0.07, 0.0, 1) + _lag_data(0.07, 0.0, 2, "roll")
+    fit = model.fit(agree, bounds, False)
+    same, rec = model.axis_scatter(agree, bounds, fit)
+    assert rec.factor == 1.0 and rec.p > 0.01 and np.array_equal(same.cov, fit.cov)
+    differ = _lag_data(0.07, 0.0, 1) + _lag_data(0.072, 0.0, 2, "roll")
+    fit = model.fit(differ, bounds, False)
+    wide, rec = model.axis_scatter(differ, bounds, fit)
+    assert rec.p < 1e-6 and rec.factor > 4
+    assert sorted(np.round(rec.tm, 3)) == [0.07, 0.072]  # without each axis, the other's lag
+    assert abs(fit.get("tm") - 0.07) < 3 * np.sqrt(wide.cov[0, 0]) and abs(fit.get("tm") - 0.072) < 3 * np.sqrt(
+        wide.cov[0, 0]
+    )

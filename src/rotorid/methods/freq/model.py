@@ -38,8 +38,9 @@ its covariance is the sandwich `A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = R
 `C` the estimates' covariance across neighbouring bins (`rotorid.methods.freq.frf`), widened by
 the reduced χ² when the residuals exceed their variance beyond the scatter the bins' own noise
 gives it (`CHI2_SIGMAS` standard deviations: what the model leaves out, measured from the data),
-and by the scatter of the fits leaving out one frequency band at a time where it exceeds what the
-bins' noise allows (`band_scatter`: the model's structure judged on data it was not fitted to).
+and by the scatter of the fits leaving out one frequency band (`band_scatter`) or one axis
+(`axis_scatter`) at a time where it exceeds what the bins' noise allows: the model's structure
+judged on data it was not fitted to.
 """
 
 from __future__ import annotations
@@ -423,6 +424,51 @@ def band_scatter(data: list[AxisData], tm_bounds: tuple[float, float], full: Fit
     if share <= 0.0:
         return full, record
     return replace(full, cov=full.cov + share * jack), record
+
+
+@dataclass(frozen=True)
+class AxisScatter:
+    """The axes' check (`axis_scatter`): the axes left out in turn, T_m without each, the
+    test's p-value and the factor σ² was multiplied by (1: the axes agree)."""
+
+    axes: list[str]
+    tm: np.ndarray
+    p: float
+    factor: float
+
+
+def axis_scatter(data: list[AxisData], tm_bounds: tuple[float, float], full: Fit) -> tuple[Fit, AxisScatter | None]:
+    """The model shares T_m between every axis; each axis' flights see different physics the
+    model leaves out (the thrust's ground effect and battery sag, the roll's saturation at the
+    sweep's peaks). The fit is repeated leaving out each axis; T_m's shifts are tested as
+    `band_scatter` tests the bands' (Hausman differences, χ² with n degrees of freedom, level
+    `JACK_LEVEL`). Where the axes disagree, the whole covariance is scaled by the factor that
+    adds to σ(T_m)² the axes' jackknife variance beyond the noise's own (a scale keeps the
+    gains' correlation with T_m, so the inertia's σ follows). Returns `full`, so widened, and the
+    check's record (None with fewer than two axes)."""
+    axes = list(dict.fromkeys(d.axis for d in data))
+    if len(axes) < 2:
+        return full, None
+    rows = []
+    for ax in axes:
+        try:
+            fk = fit(
+                [d for d in data if d.axis != ax],
+                tm_bounds,
+                "tau" in full.names,
+                "kappa" in full.names,
+                any(n.startswith("d_") for n in full.names),
+            )
+        except ExcitationError:
+            return full, None
+        rows.append((fk.theta[0], fk.cov[0, 0]))
+    tm, var = (np.array(a) for a in zip(*rows, strict=True))
+    n, c = len(tm), full.cov[0, 0]
+    noise = np.maximum(var - c, 1e-3 * c)
+    p = float(special.chdtrc(n, np.sum((tm - full.theta[0]) ** 2 / noise)))
+    excess = (n - 1) / n * (np.sum((tm - tm.mean()) ** 2) - np.sum(noise))
+    factor = 1.0 + excess / c if p < JACK_LEVEL and excess > 0 else 1.0
+    return replace(full, cov=full.cov * factor), AxisScatter(axes, tm, p, factor)
 
 
 def model_band(

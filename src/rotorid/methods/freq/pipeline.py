@@ -11,8 +11,8 @@ thrust curve's curvature term's response beside them (`model.curvature_input`); 
 the curvature and the rate dampings are chosen on those by held-out frequency blocks and
 fitted, and the responses estimated and fitted once more at the model chosen (the bias changes
 with the parameters only at second order). The fit is repeated leaving out each frequency band
-(`model.band_scatter`): where the bands disagree beyond the noise, σ grows to cover their
-scatter and a note names the band. Then the physics:
+(`model.band_scatter`) and each axis (`model.axis_scatter`): where they disagree beyond the
+noise, σ grows to cover their scatter and a note names the band or axis. Then the physics:
 
     k = m g_thrust                     (thrust slope per rotor at the mean command, N per unit command)
     I_xx = k / g_roll,  I_yy = k / g_pitch,  I_zz = k K_τ / g_yaw  (K_τ from the vehicle)
@@ -212,6 +212,16 @@ def _disagreement(scatter: model.BandScatter, fit: model.Fit) -> str:
     )
 
 
+def _axes_disagree(by_axis: model.AxisScatter) -> str:
+    """The note of an axes' check that widened σ (`model.axis_scatter`)."""
+    k = int(np.argmax(np.abs(by_axis.tm - by_axis.tm.mean())))
+    return (
+        "the axes disagree on T_m beyond σ (each sees physics the model leaves out): leaving each out gives "
+        + ", ".join(f"{1e3 * v:.1f} ms without {a}" for a, v in zip(by_axis.axes, by_axis.tm, strict=True))
+        + f" (p = {by_axis.p:.2g}); leaving out {by_axis.axes[k]} moves it most. σ grows by {np.sqrt(by_axis.factor):.2f}"
+    )
+
+
 def _physics(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> dict[str, tuple[float, np.ndarray]]:
     """(name -> (value, gradient over fit.theta)) of the physical parameters."""
     n = len(fit.names)
@@ -318,6 +328,9 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
     fit, scatter = model.band_scatter(data, s.tm_bounds, fit)
     if scatter is not None and scatter.share > 0:
         notes.append(_disagreement(scatter, fit))
+    fit, by_axis = model.axis_scatter(data, s.tm_bounds, fit)
+    if by_axis is not None and by_axis.factor > 1:
+        notes.append(_axes_disagree(by_axis))
     est, obs = _estimates(fit, vehicle, notes)
     u0 = _mean_command(axes)
     for p, (_, g, sw) in zip(panels, axes, strict=True):
