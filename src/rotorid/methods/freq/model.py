@@ -286,6 +286,13 @@ def fit(
     x0 = np.clip(x0, lo, hi)
     sol = optimize.least_squares(_residuals, x0, bounds=(lo, hi), args=(names, data), x_scale="jac", xtol=1e-12)
     theta = sol.x
+    with np.errstate(divide="ignore", invalid="ignore"):  # a model response a vanishing share of the measured one
+        ratio = {
+            ax: np.median(np.abs(np.concatenate([d.h / _model(theta, names, d) for d in data if d.axis == ax])))
+            for ax in axes
+        }
+    if not all(r < COLLAPSED for r in ratio.values()):
+        raise CollapsedGain([ax for ax, r in ratio.items() if not r < COLLAPSED])
     a = np.zeros((len(names), len(names)))
     b = np.zeros_like(a)
     chi2, n, mean, var = 0.0, 0, 0.0, 0.0
@@ -304,13 +311,6 @@ def fit(
             "freq: the transfer-function fit diverged on these flights (no finite gain fits their response); "
             "fly a chirp on the axis (ArduPilot SID_AXIS, Betaflight debug_mode CHIRP) or use --method delay"
         )
-    with np.errstate(divide="ignore", invalid="ignore"):  # a model response a vanishing share of the measured one
-        ratio = {
-            ax: np.median(np.abs(np.concatenate([d.h / _model(theta, names, d) for d in data if d.axis == ax])))
-            for ax in axes
-        }
-    if not all(r < COLLAPSED for r in ratio.values()):
-        raise CollapsedGain([ax for ax, r in ratio.items() if not r < COLLAPSED])
     ainv = np.linalg.pinv(a)
     dof = max(n - 0.5 * len(names), 1.0)
     chi2_red, limit = chi2 / dof, (mean + CHI2_SIGMAS * np.sqrt(var)) / dof
