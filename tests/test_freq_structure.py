@@ -5,6 +5,7 @@ disagree (seeded)."""
 import numpy as np
 import pytest
 
+from rotorid.errors import ExcitationError
 from rotorid.methods.freq import identify, model
 from rotorid.sim import effects, scenarios
 
@@ -85,3 +86,13 @@ def test_axes_that_disagree_on_the_lag_widen_sigma():
     assert abs(fit.get("tm") - 0.07) < 3 * np.sqrt(wide.cov[0, 0]) and abs(fit.get("tm") - 0.072) < 3 * np.sqrt(
         wide.cov[0, 0]
     )
+
+
+def test_no_axis_with_a_gain_is_refused():
+    """Responses no non-zero gain fits (the measured response opposite to the model's at every
+    bin): every axis collapses and the fit is refused in one line."""
+    f = np.linspace(0.5, 20.0, 60)
+    h = -model.response(f, 5.0, 0.07, 0.0, "acc")
+    data = [model.AxisData("thrust", "acc", f, h, np.diag(np.full(len(f), 1e-4)).astype(complex))]
+    with pytest.raises(ExcitationError, match="fits no non-zero gain"):
+        model.fit(data, (0.002, 0.5), False)
