@@ -44,8 +44,8 @@ def test_a_fit_that_diverges_is_refused_in_one_line_not_a_traceback(bf_flights):
 
     res = identify([bf_flights["btfl_002.bbl"]], quad_x(arm=0.1, mass=0.3))
     assert set(res.params) == {"tm"} and 0 < res.params["tm"].std < res.params["tm"].value
-    for axis in ("roll", "pitch", "yaw"):
-        assert f"{axis}: its response fits no non-zero gain (left out of the fit)" in res.notes
+    assert "pitch: its response fits no non-zero gain (left out of the fit)" in res.notes  # 63 coherent bins
+    assert not any(n.startswith(("roll: its", "yaw: its")) for n in res.notes)  # none coherent: never fitted
     res = identify([bf_flights["better_tune.BBL"]], quad_x(arm=0.1, mass=0.3))
     assert np.isfinite(res.params["tm"].std) and res.params["tm"].std > 0
     assert "I_xx" not in res.params

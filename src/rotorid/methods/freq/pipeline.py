@@ -3,11 +3,11 @@
 Per flight, the axes it sweeps (`sweep.find`); per axis, the frequency response from the
 command wrench to the output (`frf.estimate`, instrumented by the injected chirp where the
 log has it), the bins inside the band with coherence ≥ `min_coherence`; one joint fit of
-T_m, the optional dead time, a gain per axis and, optionally, a rate damping per axis (`model.fit`). The spectral estimate of a
-sweep carries a leakage bias that the model's own prediction shows (`frf`): the responses are
-estimated again with the first fit's prediction (`model.predict`), each bin corrected by the
-estimator's bias at that model and its noise taken without the segments' leakage, with the
-thrust curve's curvature term's response beside them (`model.curvature_input`); the dead time,
+T_m, the optional dead time, a gain per axis and the optional rate dampings (`model.fit`).
+The spectral estimate of a sweep carries a leakage bias that the model's own prediction shows
+(`frf`): the responses are estimated again with the first fit's prediction (`model.predict`),
+each bin corrected by the estimator's bias at that model and its noise taken without the
+segments' leakage, with the thrust curve's curvature term's response beside them (`model.curvature_input`); the dead time,
 the curvature and the rate dampings are chosen on those by held-out frequency blocks and
 fitted, and the responses estimated and fitted once more at the model chosen (the bias changes
 with the parameters only at second order). The fit is repeated leaving out each frequency band
@@ -314,11 +314,12 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
     dead, curved, damped, why = _choose(data, s)
     fit, data = _fit(data, s, dead, curved, damped)
     data, panels, notes = _responses(axes, vehicle, s, fit)  # corrected at the model chosen
+    fitted = {d.axis for d in data}
     fit, data = _fit(data, s, dead, curved, damped)
     notes += why
     notes += [
         f"{a}: its response fits no non-zero gain (left out of the fit)"
-        for a in {p["axis"] for p in panels} - {d.axis for d in data}
+        for a in sorted(fitted - {d.axis for d in data})
     ]
     if fit.widened:
         notes.append(
