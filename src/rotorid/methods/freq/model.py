@@ -13,6 +13,16 @@ gyro's central difference at the sample period Δ: an output with the motor lag'
 whose spectral segments hold little of the transients a rate output, an integrator's, carries
 over their edges). `T_m` and `τ` are shared by every axis and flight, each axis has its gain.
 
+A rotor whose thrust falls with its climb rate (inflow, blade-element theory; vertical drag)
+damps each axis: the body's climb rate and roll, pitch and yaw rates feed back on the thrusts,
+`ω̇ = g w̃ - d ω`, so the response gains the high-pass `s / (s + d)` of the rate damping `d`
+(the stability derivatives -Z_w, -L_p, -M_q, -N_r of rotorcraft frequency-domain
+identification: Tischler & Remple, *Aircraft and Rotorcraft System Identification*, 2nd ed.,
+ch. 11). Unmodelled, it leads the low-frequency phase and T_m shrinks to match (-41 % on the
+chirp scenarios' Crazyflie whose thrust falls 25 % per m/s). One `d` per axis, kept only
+where it predicts held-out frequency blocks better; the gain is the response's high-frequency
+asymptote, so the inertia reads as without it.
+
 The slope moves while the vehicle tilts (the altitude loop raises the collective by
 1/cos φ - 1) and while it climbs: with a curved thrust curve `f(u) = f(u₀) + k (u - u₀) +
 k κ (u - u₀)² / 2` the wrench of the lagged commands `ũ_i` is `k (w̃ + κ q)` with
@@ -27,20 +37,28 @@ The fit minimizes Σ |ĥ - H(θ)|² / var(ĥ) over the bins kept (complex weight
 its covariance is the sandwich `A⁻¹ B A⁻¹ / 2`, `A = Re(Jᴴ W J)`, `B = Re(Jᴴ W C W J)`, with
 `C` the estimates' covariance across neighbouring bins (`rotorid.methods.freq.frf`), widened by
 the reduced χ² when the residuals exceed their variance beyond the scatter the bins' own noise
-gives it (`CHI2_SIGMAS` standard deviations: what the model leaves out, measured from the data).
+gives it (`CHI2_SIGMAS` standard deviations: what the model leaves out, measured from the data),
+and by the scatter of the fits leaving out one frequency band (`band_scatter`) or one axis
+(`axis_scatter`) at a time where it exceeds what the bins' noise allows: the model's structure
+judged on data it was not fitted to.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, special
+from scipy import signal as sps
 
 from rotorid.errors import ExcitationError
 
 #: Upper bound of the dead time (s).
 TAU_MAX = 0.1
+#: Upper bound of the rate dampings (1/s: a corner at 3 Hz, a few times the inflow damping of a
+#: small quadrotor's roll) and the values the search starts from.
+DAMP_MAX = 20.0
+DAMP_START = (0.0, 1.0, 3.0)
 #: The reduced χ² widens σ only this many of its own standard deviations above its mean (bins
 #: correlated through the window scatter it far more than independent ones would).
 CHI2_SIGMAS = 2.0
@@ -48,6 +66,26 @@ CHI2_SIGMAS = 2.0
 CV_BLOCKS = 5
 #: Bins per chunk of a held-out block (twice the bins the spectral window correlates).
 CHUNK_BINS = 12
+#: Contiguous frequency bands (equal in log-frequency) the structure check leaves out in turn.
+JACK_BANDS = 6
+#: Level of the structure check's test, shared by the parameters it tests (Bonferroni).
+JACK_LEVEL = 0.01
+
+
+#: A fitted response this many times smaller than the measured one is a gain collapsed to nothing.
+COLLAPSED = 1e9
+
+
+class CollapsedGain(ExcitationError):
+    """The fit drove the gain of `axes` to nothing (their response fits no non-zero gain: the
+    rate damping's high-pass, say, taking all of it); the inertia through it would be infinite."""
+
+    def __init__(self, axes: list[str]) -> None:
+        super().__init__(
+            f"freq: the {', '.join(axes)} response fits no non-zero gain; fly a chirp on the axis "
+            "(ArduPilot SID_AXIS, Betaflight debug_mode CHIRP) or use --method delay"
+        )
+        self.axes = axes
 
 
 @dataclass(frozen=True)
@@ -93,25 +131,39 @@ class Fit:
         return float(self.theta[self.names.index(name)])
 
 
-def response(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0) -> np.ndarray:
-    """The model's frequency response at `f` (Hz)."""
+def response(
+    f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0, damp: float = 0.0
+) -> np.ndarray:
+    """The model's frequency response at `f` (Hz), with the rate damping `damp` (1/s; module
+    docstring)."""
     f = np.asarray(f, dtype=float)
     s = 2j * np.pi * f
     h = gain * np.exp(-s * tau) / (1.0 + s * tm)
+    if damp > 0:
+        h = h * s / (s + damp)
     return h * np.sinc(2.0 * f / fs) if kind == "angacc" else h
 
 
-def predict(x: np.ndarray, fs: float, gain: float, tm: float, tau: float, kind: str) -> np.ndarray:
+def predict(x: np.ndarray, fs: float, gain: float, tm: float, tau: float, kind: str, damp: float = 0.0) -> np.ndarray:
     """The model's output to the input samples `x` (uniform at `fs` Hz along the first axis):
     `response` applied by FFT to the record held at its first and last values for ten lags
     before and after it (a vehicle in steady hover before and after the log), so the result is
-    the linear convolution up to the model's memory beyond that hold (e^-10)."""
+    the linear convolution up to the model's memory beyond that hold (e^-10). The rate damping's
+    memory (1/d, up to seconds) is longer than any such hold: its high-pass 1 - d/(s + d) is
+    applied after, as the exact recursion of the first-order lag d/(s + d) on the samples,
+    started in the steady state of the first."""
     x = np.asarray(x, dtype=float)
     pad = int(np.ceil(10.0 * (tm + tau) * fs)) + 2
     n = len(x) + 2 * pad
     held = np.pad(x, [(pad, pad)] + [(0, 0)] * (x.ndim - 1), mode="edge")
     h = response(np.fft.rfftfreq(n, 1.0 / fs), gain, tm, tau, kind, fs)
-    return np.fft.irfft(h.reshape(-1, *[1] * (x.ndim - 1)) * np.fft.rfft(held, axis=0), n, axis=0)[pad : pad + len(x)]
+    y = np.fft.irfft(h.reshape(-1, *[1] * (x.ndim - 1)) * np.fft.rfft(held, axis=0), n, axis=0)[pad : pad + len(x)]
+    if damp <= 0:
+        return y
+    a = np.exp(-damp / fs)
+    c = 0.5 * (1.0 - a)  # trapezoidal input (no half-sample shift); state (a + c) y₀ is the steady one
+    slow, _ = sps.lfilter([c, c], [1.0, -a], y, axis=0, zi=(a + c) * y[:1])
+    return y - slow
 
 
 def curvature_input(cmd: np.ndarray, gains: np.ndarray, u0: float, fs: float, tm: float) -> np.ndarray:
@@ -121,21 +173,24 @@ def curvature_input(cmd: np.ndarray, gains: np.ndarray, u0: float, fs: float, tm
     return 0.5 * ((lagged - u0) ** 2) @ gains
 
 
-def axis_lags(fit: Fit, axis: str) -> tuple[float, float, float]:
-    """(gain, T_m, dead time) of `fit` for `axis`."""
+def axis_lags(fit: Fit, axis: str) -> tuple[float, float, float, float]:
+    """(gain, T_m, dead time, rate damping) of `fit` for `axis`."""
     return _unpack(fit.theta, fit.names, axis)
 
 
-def jacobian(f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0) -> np.ndarray:
-    """∂H/∂(gain, tm, tau), shape (len(f), 3)."""
+def jacobian(
+    f: np.ndarray, gain: float, tm: float, tau: float, kind: str, fs: float = 0.0, damp: float = 0.0
+) -> np.ndarray:
+    """∂H/∂(gain, tm, tau, damp), shape (len(f), 4)."""
     s = 2j * np.pi * np.asarray(f, dtype=float)
-    h = response(f, gain, tm, tau, kind, fs)
-    return np.column_stack([h / gain, -s * h / (1.0 + s * tm), -s * h])
+    h = response(f, gain, tm, tau, kind, fs, damp)
+    return np.column_stack([h / gain, -s * h / (1.0 + s * tm), -s * h, -h / (s + damp)])
 
 
-def _unpack(theta: np.ndarray, names: list[str], axis: str) -> tuple[float, float, float]:
+def _unpack(theta: np.ndarray, names: list[str], axis: str) -> tuple[float, float, float, float]:
     tau = theta[names.index("tau")] if "tau" in names else 0.0
-    return float(theta[names.index(f"g_{axis}")]), float(theta[0]), float(tau)
+    damp = theta[names.index(f"d_{axis}")] if f"d_{axis}" in names else 0.0
+    return float(theta[names.index(f"g_{axis}")]), float(theta[0]), float(tau), float(damp)
 
 
 def curve_coefficient(theta: np.ndarray, names: list[str], axis: str) -> float:
@@ -147,14 +202,15 @@ def curve_coefficient(theta: np.ndarray, names: list[str], axis: str) -> float:
 
 def _model(theta: np.ndarray, names: list[str], d: AxisData) -> np.ndarray:
     """The model at `d`'s bins: the transfer function plus the curvature's term if fitted."""
-    h = response(d.f, *_unpack(theta, names, d.axis), d.kind, d.fs)
+    g, tm, tau, damp = _unpack(theta, names, d.axis)
+    h = response(d.f, g, tm, tau, d.kind, d.fs, damp)
     return h + curve_coefficient(theta, names, d.axis) * d.b if "kappa" in names else h
 
 
 def _design(theta: np.ndarray, names: list[str], d: AxisData) -> tuple[np.ndarray, np.ndarray]:
     """The model at `d`'s bins and its derivatives by every parameter, (len(f), len(names))."""
-    g, tm, tau = _unpack(theta, names, d.axis)
-    jl = jacobian(d.f, g, tm, tau, d.kind, d.fs)
+    g, tm, tau, damp = _unpack(theta, names, d.axis)
+    jl = jacobian(d.f, g, tm, tau, d.kind, d.fs, damp)
     j = np.zeros((len(d.f), len(names)), dtype=complex)
     j[:, names.index(f"g_{d.axis}")] = jl[:, 0]
     j[:, 0] = jl[:, 1]
@@ -163,6 +219,8 @@ def _design(theta: np.ndarray, names: list[str], d: AxisData) -> tuple[np.ndarra
     if "kappa" in names:
         j[:, names.index(f"g_{d.axis}")] += theta[names.index("kappa")] * d.b
         j[:, names.index("kappa")] = g * d.b
+    if f"d_{d.axis}" in names:
+        j[:, names.index(f"d_{d.axis}")] = jl[:, 3]
     return _model(theta, names, d), j
 
 
@@ -174,47 +232,67 @@ def _residuals(theta: np.ndarray, names: list[str], data: list[AxisData]) -> np.
     return np.concatenate(out)
 
 
-def _gains(tm: float, tau: float, data: list[AxisData], axes: list[str]) -> np.ndarray:
+def _gains(tm: float, damp: float, data: list[AxisData], axes: list[str]) -> np.ndarray:
     """The weighted least-squares gains for fixed lags (the model is linear in them)."""
     num, den = dict.fromkeys(axes, 0.0), dict.fromkeys(axes, 0.0)
     for d in data:
-        m = response(d.f, 1.0, tm, tau, d.kind, d.fs)
+        m = response(d.f, 1.0, tm, 0.0, d.kind, d.fs, damp)
         num[d.axis] += float(np.sum(np.real(np.conj(m) * d.h) / d.var))
         den[d.axis] += float(np.sum(np.abs(m) ** 2 / d.var))
     return np.array([max(num[a] / den[a], 1e-300) for a in axes])
 
 
-def _names(axes: list[str], dead: bool, curved: bool) -> list[str]:
-    return ["tm", *(["tau"] if dead else []), *(f"g_{a}" for a in axes), *(["kappa"] if curved else [])]
+def _names(axes: list[str], dead: bool, curved: bool, damped: bool = False) -> list[str]:
+    """The parameters' names: T_m, the dead time, the gains, the curvature and the axes' rate dampings."""
+    terms = ["tm", *(["tau"] if dead else []), *(f"g_{a}" for a in axes), *(["kappa"] if curved else [])]
+    return terms + [f"d_{a}" for a in axes if damped]
 
 
-def _start(
-    data: list[AxisData], axes: list[str], tm_bounds: tuple[float, float], dead: bool, curved: bool
-) -> np.ndarray:
-    """The best of a log-spaced grid of T_m (gains solved for each, no curvature), as the
-    local search's start."""
+def _start(data: list[AxisData], axes: list[str], tm_bounds: tuple[float, float], names: list[str]) -> np.ndarray:
+    """The best of a log-spaced grid of T_m (and of one rate damping for every axis, if fitted;
+    gains solved for each, no dead time nor curvature), as the local search's start."""
     best = None
-    names = _names(axes, dead, curved)
+    damped = any(n.startswith("d_") for n in names)
     for tm in np.geomspace(*tm_bounds, 25)[1:-1]:
-        th = np.concatenate([[tm], [0.0] if dead else [], _gains(tm, 0.0, data, axes), [0.0] if curved else []])
-        cost = float(np.sum(_residuals(th, names, data) ** 2))
-        if best is None or cost < best[0]:
-            best = (cost, th)
+        for damp in DAMP_START if damped else (0.0,):
+            th = np.concatenate(
+                [
+                    [tm],
+                    [0.0] if "tau" in names else [],
+                    _gains(tm, damp, data, axes),
+                    [0.0] if "kappa" in names else [],
+                    [damp] * len(axes) if damped else [],
+                ]
+            )
+            cost = float(np.sum(_residuals(th, names, data) ** 2))
+            if best is None or cost < best[0]:
+                best = (cost, th)
     return best[1]
 
 
-def fit(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved: bool = False) -> Fit:
-    """Fit T_m, the dead time (if `dead`), one gain per axis and (if `curved`: every data set
-    has its `b`) the thrust curve's relative curvature to every data set."""
+def fit(
+    data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved: bool = False, damped: bool = False
+) -> Fit:
+    """Fit T_m, the dead time (if `dead`), one gain per axis, (if `curved`: every data set has
+    its `b`) the thrust curve's relative curvature and (if `damped`)
+    a rate damping per axis to every data set."""
     axes = list(dict.fromkeys(d.axis for d in data))
-    names = _names(axes, dead, curved)
-    x0 = _start(data, axes, tm_bounds, dead, curved)
+    names = _names(axes, dead, curved, damped)
+    x0 = _start(data, axes, tm_bounds, names)
     free = [np.inf] if curved else []
-    lo = np.array([tm_bounds[0], *([0.0] if dead else []), *([0.0] * len(axes)), *np.negative(free)])
-    hi = np.array([tm_bounds[1], *([TAU_MAX] if dead else []), *([np.inf] * len(axes)), *free])
+    nd = len(axes) if damped else 0
+    lo = np.array([tm_bounds[0], *([0.0] if dead else []), *([0.0] * len(axes)), *np.negative(free), *([0.0] * nd)])
+    hi = np.array([tm_bounds[1], *([TAU_MAX] if dead else []), *([np.inf] * len(axes)), *free, *([DAMP_MAX] * nd)])
     x0 = np.clip(x0, lo, hi)
     sol = optimize.least_squares(_residuals, x0, bounds=(lo, hi), args=(names, data), x_scale="jac", xtol=1e-12)
     theta = sol.x
+    with np.errstate(divide="ignore", invalid="ignore"):  # a model response a vanishing share of the measured one
+        ratio = {
+            ax: np.median(np.abs(np.concatenate([d.h / _model(theta, names, d) for d in data if d.axis == ax])))
+            for ax in axes
+        }
+    if not all(r < COLLAPSED for r in ratio.values()):
+        raise CollapsedGain([ax for ax, r in ratio.items() if not r < COLLAPSED])
     a = np.zeros((len(names), len(names)))
     b = np.zeros_like(a)
     chi2, n, mean, var = 0.0, 0, 0.0, 0.0
@@ -259,9 +337,11 @@ def _take(d: AxisData, keep: np.ndarray) -> AxisData:
     return AxisData(d.axis, d.kind, d.f[keep], d.h[keep], d.cov[np.ix_(keep, keep)], d.fs, b)
 
 
-def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved: bool = False) -> float:
+def held_out_error(
+    data: list[AxisData], tm_bounds: tuple[float, float], dead: bool, curved: bool = False, damped: bool = False
+) -> float:
     """Σ over held-out frequency blocks of the weighted squared prediction error of the model
-    fitted to the other blocks (with or without dead time, with or without curvature)."""
+    fitted to the other blocks (with or without dead time, curvature, rate dampings)."""
     blocks = _blocks(data)
     total = 0.0
     for k in range(CV_BLOCKS):
@@ -270,7 +350,7 @@ def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: b
         if {d.axis for d in train} != {d.axis for d in data}:
             continue
         try:
-            fk = fit(train, tm_bounds, dead, curved)
+            fk = fit(train, tm_bounds, dead, curved, damped)
         except ExcitationError:  # this model diverges without block k: it predicts nothing
             return float("inf")
         for d, b in zip(data, blocks, strict=True):
@@ -279,6 +359,117 @@ def held_out_error(data: list[AxisData], tm_bounds: tuple[float, float], dead: b
                 r = d.h[test] - _model(fk.theta, fk.names, _take(d, test))
                 total += float(np.sum(np.abs(r) ** 2 / d.var[test]))
     return total
+
+
+@dataclass(frozen=True)
+class BandScatter:
+    """The structure check (`band_scatter`): the band edges (Hz), the bands left out (`left`,
+    indices) and the estimates without each (rows, names as the fit's), the jackknife
+    covariance, each parameter's p-value and the share of the jackknife added to the fit's
+    covariance (0: the bands agree)."""
+
+    edges: np.ndarray
+    left: np.ndarray
+    theta: np.ndarray
+    cov: np.ndarray
+    p: np.ndarray
+    share: float
+
+
+def band_scatter(data: list[AxisData], tm_bounds: tuple[float, float], full: Fit) -> tuple[Fit, BandScatter | None]:
+    """Model-structure doubt from the data: the fit repeated leaving out each of `JACK_BANDS`
+    contiguous frequency bands (log-spaced over the bins fitted, the same edges for every axis).
+    A model that is right predicts every band alike; one that misses physics (a term whose
+    effect lives at some frequencies: a lag it does not model, a velocity feedback at the low
+    end) moves T_m and the gains as a band leaves. Each shift θ_k - θ has, from noise alone, the
+    variance C_k - C (the fit without band k against the fit with it: Hausman 1978, the full fit
+    being the efficient one), so Σ_k (θ_k,i - θ_i)² / (C_k - C)_ii is about χ² with n degrees of
+    freedom for T_m and each gain when the bands agree. Where one's p-value falls below
+    `JACK_LEVEL` (shared among them, Bonferroni), the covariance gains the share of the bands'
+    delete-one jackknife covariance J = (n-1)/n Σ (θ_k - θ̄)(θ_k - θ̄)ᵀ (Efron & Stein 1981;
+    Shao & Tu 1995, ch. 2, for groups) that adds the worst such parameter's scatter beyond what
+    the noise gives it, J_ii - (n-1)/n Σ_k (C_k - C)_ii, as delay's `structure.window_scatter`
+    does for windows. Returns `full`, widened when the bands disagree, and the check's record
+    (None when fewer than three bands can be left out)."""
+    lo = min(float(d.f.min()) for d in data)
+    hi = max(float(d.f.max()) for d in data)
+    edges = np.geomspace(lo, hi * (1 + 1e-9), JACK_BANDS + 1)
+    dead, curved = "tau" in full.names, "kappa" in full.names
+    damped = any(n.startswith("d_") for n in full.names)
+    rows, left = [], []
+    for k in range(JACK_BANDS):
+        keep = [_take(d, ~((d.f >= edges[k]) & (d.f < edges[k + 1]))) for d in data]
+        keep = [d for d in keep if len(d.f)]
+        if {d.axis for d in keep} != {d.axis for d in data}:
+            continue
+        try:
+            fk = fit(keep, tm_bounds, dead, curved, damped)
+        except ExcitationError:  # diverges without this band: it says nothing about the others
+            continue
+        if fk.names == full.names:
+            rows.append((fk.theta, np.diag(fk.cov)))
+            left.append(k)
+    if len(rows) < 3:
+        return full, None
+    th, var = (np.array(a) for a in zip(*rows, strict=True))
+    n, c = len(th), np.diag(full.cov)
+    noise = np.maximum(var - c, 1e-3 * c)  # Var(θ_k - θ) of an efficient θ (Hausman 1978); a band holds ≥ 0.1 %
+    z2 = np.sum((th - full.theta) ** 2 / noise, axis=0)
+    tested = np.array([name == "tm" or name.startswith("g_") for name in full.names])
+    p = np.where(tested, special.chdtrc(n, z2), 1.0)
+    jack = (n - 1) / n * (th - th.mean(axis=0)).T @ (th - th.mean(axis=0))
+    excess = np.diag(jack) - (n - 1) / n * np.sum(noise, axis=0)  # the scatter beyond the noise's own
+    flagged = (p < JACK_LEVEL / tested.sum()) & (excess > 0)
+    share = float(np.max(excess[flagged] / np.diag(jack)[flagged])) if flagged.any() else 0.0
+    record = BandScatter(edges, np.array(left), th, jack, p, share)
+    if share <= 0.0:
+        return full, record
+    return replace(full, cov=full.cov + share * jack), record
+
+
+@dataclass(frozen=True)
+class AxisScatter:
+    """The axes' check (`axis_scatter`): the axes left out in turn, T_m without each, the
+    test's p-value and the factor σ² was multiplied by (1: the axes agree)."""
+
+    axes: list[str]
+    tm: np.ndarray
+    p: float
+    factor: float
+
+
+def axis_scatter(data: list[AxisData], tm_bounds: tuple[float, float], full: Fit) -> tuple[Fit, AxisScatter | None]:
+    """The model shares T_m between every axis; each axis' flights see different physics the
+    model leaves out (the thrust's ground effect and battery sag, the roll's saturation at the
+    sweep's peaks). The fit is repeated leaving out each axis; T_m's shifts are tested as
+    `band_scatter` tests the bands' (Hausman differences, χ² with n degrees of freedom, level
+    `JACK_LEVEL`). Where the axes disagree, the whole covariance is scaled by the factor that
+    adds to σ(T_m)² the axes' jackknife variance beyond the noise's own (a scale keeps the
+    gains' correlation with T_m, so the inertia's σ follows). Returns `full`, so widened, and the
+    check's record (None with fewer than two axes)."""
+    axes = list(dict.fromkeys(d.axis for d in data))
+    if len(axes) < 2:
+        return full, None
+    rows = []
+    for ax in axes:
+        try:
+            fk = fit(
+                [d for d in data if d.axis != ax],
+                tm_bounds,
+                "tau" in full.names,
+                "kappa" in full.names,
+                any(n.startswith("d_") for n in full.names),
+            )
+        except ExcitationError:
+            return full, None
+        rows.append((fk.theta[0], fk.cov[0, 0]))
+    tm, var = (np.array(a) for a in zip(*rows, strict=True))
+    n, c = len(tm), full.cov[0, 0]
+    noise = np.maximum(var - c, 1e-3 * c)
+    p = float(special.chdtrc(n, np.sum((tm - full.theta[0]) ** 2 / noise)))
+    excess = (n - 1) / n * (np.sum((tm - tm.mean()) ** 2) - np.sum(noise))
+    factor = 1.0 + excess / c if p < JACK_LEVEL and excess > 0 else 1.0
+    return replace(full, cov=full.cov * factor), AxisScatter(axes, tm, p, factor)
 
 
 def model_band(

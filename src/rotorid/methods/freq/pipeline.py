@@ -3,14 +3,16 @@
 Per flight, the axes it sweeps (`sweep.find`); per axis, the frequency response from the
 command wrench to the output (`frf.estimate`, instrumented by the injected chirp where the
 log has it), the bins inside the band with coherence ≥ `min_coherence`; one joint fit of
-T_m, the optional dead time and a gain per axis (`model.fit`). The spectral estimate of a
-sweep carries a leakage bias that the model's own prediction shows (`frf`): the responses are
-estimated again with the first fit's prediction (`model.predict`), each bin corrected by the
-estimator's bias at that model and its noise taken without the segments' leakage, with the
-thrust curve's curvature term's response beside them (`model.curvature_input`); the dead time
-and the curvature are chosen on those by held-out frequency blocks and fitted, and the
-responses estimated and fitted once more at the model chosen (the bias changes with the
-parameters only at second order). Then the physics:
+T_m, the optional dead time, a gain per axis and the optional rate dampings (`model.fit`).
+The spectral estimate of a sweep carries a leakage bias that the model's own prediction shows
+(`frf`): the responses are estimated again with the first fit's prediction (`model.predict`),
+each bin corrected by the estimator's bias at that model and its noise taken without the
+segments' leakage, with the thrust curve's curvature term's response beside them (`model.curvature_input`); the dead time,
+the curvature and the rate dampings are chosen on those by held-out frequency blocks and
+fitted, and the responses estimated and fitted once more at the model chosen (the bias changes
+with the parameters only at second order). The fit is repeated leaving out each frequency band
+(`model.band_scatter`) and each axis (`model.axis_scatter`): where they disagree beyond the
+noise, σ grows to cover their scatter and a note names the band or axis. Then the physics:
 
     k = m g_thrust                     (thrust slope per rotor at the mean command, N per unit command)
     I_xx = k / g_roll,  I_yy = k / g_pitch,  I_zz = k K_τ / g_yaw  (K_τ from the vehicle)
@@ -48,11 +50,11 @@ def _prediction(
     with the thrust curve's curvature term about the command `u0`), and the curvature's own
     response to its input (`model.curvature_input`)."""
     kind = "acc" if axis == "thrust" else "angacc"
-    g, tm, tau = model.axis_lags(fit, axis)
+    g, tm, tau, damp = model.axis_lags(fit, axis)
     q = model.curvature_input(f.cmd, sweep.axis_gains(vehicle)[axis], u0, f.rate, tm)
-    bent = model.predict(q, f.rate, 1.0, 0.0, tau, kind)
+    bent = model.predict(q, f.rate, 1.0, 0.0, tau, kind, damp)
     c = model.curve_coefficient(fit.theta, fit.names, axis)
-    return model.predict(x, f.rate, g, tm, tau, kind) + c * bent, bent
+    return model.predict(x, f.rate, g, tm, tau, kind, damp) + c * bent, bent
 
 
 def _over_time(
@@ -86,12 +88,12 @@ def _response(
     if first is None or f"g_{sw.axis}" not in first.names:
         e = frf.estimate(x, y, fs, nper, sw.reference)
     else:  # the first fit's prediction: its estimate's bias corrected, its curvature's response
-        g, tm, tau = model.axis_lags(first, sw.axis)
+        g, tm, tau, damp = model.axis_lags(first, sw.axis)
         c = model.curve_coefficient(first.theta, first.names, sw.axis)
         pred, bent = _prediction(f, vehicle, sw.axis, first, u0, x)
         b = frf.estimate(x, bent, fs, nper, sw.reference).h
         e = frf.estimate(x, y, fs, nper, sw.reference, pred)
-        e = dataclasses.replace(e, h=e.h - (e.h_model - c * b - model.response(e.f, g, tm, tau, kind, fs)))
+        e = dataclasses.replace(e, h=e.h - (e.h_model - c * b - model.response(e.f, g, tm, tau, kind, fs, damp)))
     inside = (e.f >= band[0]) & (e.f <= band[1])
     use = inside & (e.coherence >= s.min_coherence) & (e.var > 0) & np.isfinite(e.var)
     show = (e.f >= band[0] / SHOW) & (e.f <= band[1] * SHOW) & (e.f > 0)
@@ -142,31 +144,82 @@ def _responses(
     return data, panels, notes
 
 
-def _choose(data: list[model.AxisData], s: FreqSettings) -> tuple[bool, bool, list[str]]:
-    """Whether to fit a dead time and the thrust curve's curvature (once the data carry its
-    response), each kept only where it predicts held-out frequency blocks better, and why."""
-    notes = []
-    if s.dead_time != "auto":
-        dead = s.dead_time == "on"
-        notes.append(f"dead time {s.dead_time} (--dead-time)")
-    else:
-        without = model.held_out_error(data, s.tm_bounds, False)
-        with_tau = model.held_out_error(data, s.tm_bounds, True)
-        dead = with_tau < without
-        word = "kept" if dead else "not kept"
+#: The model's optional terms, as the notes name them.
+_TERMS = {
+    "dead": "dead time",
+    "curved": "thrust-curve curvature (gain moving with the collective)",
+    "damped": "rate damping (each axis' response falling with its rate)",
+}
+
+
+def _choose(data: list[model.AxisData], s: FreqSettings) -> tuple[bool, bool, bool, list[str]]:
+    """Whether to fit a dead time (unless --dead-time says), the thrust curve's curvature (once
+    the data carry its response) and the axes' rate dampings, and why: forward selection on
+    held-out frequency blocks, each round keeping the term whose addition lowers the held-out
+    error most, until none lowers it (a term judged without one it interacts with, as the dead
+    time without the damping that leads the same phase, would be judged wrong)."""
+    kept = {"dead": s.dead_time == "on", "curved": False, "damped": False}
+    left = [
+        "damped",
+        *(["dead"] if s.dead_time == "auto" else []),
+        *(["curved"] if all(d.b is not None for d in data) else []),
+    ]
+    notes = [] if s.dead_time == "auto" else [f"dead time {s.dead_time} (--dead-time)"]
+
+    def error(terms: dict[str, bool]) -> float:
+        return model.held_out_error(data, s.tm_bounds, terms["dead"], terms["curved"], terms["damped"])
+
+    best, trial = error(kept), {}
+    while left:
+        trial = {t: error({**kept, t: True}) for t in left}
+        t = min(trial, key=trial.__getitem__)
+        if not trial[t] < best:
+            break
         notes.append(
-            f"dead time {word}: held-out frequency blocks' weighted error {with_tau:.4g} with it, {without:.4g} without"
+            f"{_TERMS[t]} kept: held-out frequency blocks' weighted error {trial[t]:.4g} with it, {best:.4g} without"
         )
-    curved = False
-    if all(d.b is not None for d in data):
-        flat = model.held_out_error(data, s.tm_bounds, dead)
-        bent = model.held_out_error(data, s.tm_bounds, dead, True)
-        curved = bent < flat
-        word = "kept" if curved else "not kept"
-        notes.append(
-            f"thrust-curve curvature (gain moving with the collective) {word}: held-out error {bent:.4g} with it, {flat:.4g} without"
-        )
-    return dead, curved, notes
+        kept[t], best = True, trial[t]
+        left.remove(t)
+    notes += [f"{_TERMS[t]} not kept: held-out error {trial[t]:.4g} with it, {best:.4g} without" for t in left]
+    return kept["dead"], kept["curved"], kept["damped"], notes
+
+
+def _fit(
+    data: list[model.AxisData], s: FreqSettings, dead: bool, curved: bool, damped: bool
+) -> tuple[model.Fit, list[model.AxisData]]:
+    """`model.fit` of the terms chosen, leaving out the axes whose gain collapses to nothing
+    (`model.CollapsedGain`), and the data fitted; refused when no axis is left."""
+    while True:
+        try:
+            return model.fit(data, s.tm_bounds, dead, curved, damped), data
+        except model.CollapsedGain as e:
+            data = [d for d in data if d.axis not in e.axes]
+            if not data:
+                raise
+
+
+def _disagreement(scatter: model.BandScatter, fit: model.Fit) -> str:
+    """The note of a structure check that widened σ (`model.band_scatter`): T_m leaving each
+    band out, and the band whose absence moves it furthest."""
+    tm = scatter.theta[:, 0]
+    i = int(np.argmax(np.abs(tm - tm.mean())))
+    k, e = scatter.left[i], scatter.edges
+    return (
+        f"the frequency bands disagree beyond σ (the model misses physics at some frequencies): leaving each of "
+        f"{len(tm)} bands out gives T_m {', '.join(f'{1e3 * v:.1f}' for v in tm)} ms; without "
+        f"{e[k]:.2g}-{e[k + 1]:.2g} Hz T_m would be {1e3 * tm[i]:.1f} ms. σ grows to cover the bands' scatter "
+        f"(σ(T_m) {1e3 * np.sqrt(fit.cov[0, 0]):.2g} ms)"
+    )
+
+
+def _axes_disagree(by_axis: model.AxisScatter) -> str:
+    """The note of an axes' check that widened σ (`model.axis_scatter`)."""
+    k = int(np.argmax(np.abs(by_axis.tm - by_axis.tm.mean())))
+    return (
+        "the axes disagree on T_m beyond σ (each sees physics the model leaves out): leaving each out gives "
+        + ", ".join(f"{1e3 * v:.1f} ms without {a}" for a, v in zip(by_axis.axes, by_axis.tm, strict=True))
+        + f" (p = {by_axis.p:.2g}); leaving out {by_axis.axes[k]} moves it most. σ grows by {np.sqrt(by_axis.factor):.2f}"
+    )
 
 
 def _physics(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> dict[str, tuple[float, np.ndarray]]:
@@ -224,6 +277,13 @@ def _estimates(fit: model.Fit, vehicle: Vehicle, notes: list[str]) -> tuple[dict
     if "dead_time" in phys:
         v, g = phys["dead_time"]
         notes.append(f"dead time {1e3 * v:.2f} ± {1e3 * np.sqrt(max(g @ fit.cov @ g, 0.0)):.2f} ms (commands to IMU)")
+    damps = [(n[2:], i) for i, n in enumerate(fit.names) if n.startswith("d_")]
+    if damps:
+        notes.append(
+            "rate damping (the rotors' thrust falling with their climb rate: inflow, drag; Z_w, L_p, M_q, N_r) "
+            + ", ".join(f"{a} {fit.theta[i]:.3g} ± {np.sqrt(max(fit.cov[i, i], 0.0)):.2g} 1/s" for a, i in damps)
+            + ": a high-pass s/(s + d) on each response, the gains its high-frequency asymptote"
+        )
     if "kappa" in fit.names:
         i = fit.names.index("kappa")
         notes.append(
@@ -248,19 +308,30 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
         g = f if is_uniform(f.t) else f.resample()
         axes += [(f, g, sw) for sw in sweep.find(g, vehicle)]
     data, _, _ = _responses(axes, vehicle, s, None)
-    dead, _, _ = _choose(data, s)
-    fit = model.fit(data, s.tm_bounds, dead)
+    dead, _, damped, _ = _choose(data, s)
+    fit, data = _fit(data, s, dead, False, damped)
     data, _, _ = _responses(axes, vehicle, s, fit)  # corrected at the first fit, with the curvature's response
-    dead, curved, why = _choose(data, s)
-    fit = model.fit(data, s.tm_bounds, dead, curved)
+    dead, curved, damped, why = _choose(data, s)
+    fit, data = _fit(data, s, dead, curved, damped)
     data, panels, notes = _responses(axes, vehicle, s, fit)  # corrected at the model chosen
-    fit = model.fit(data, s.tm_bounds, dead, curved)
+    fitted = {d.axis for d in data}
+    fit, data = _fit(data, s, dead, curved, damped)
     notes += why
+    notes += [
+        f"{a}: its response fits no non-zero gain (left out of the fit)"
+        for a in sorted(fitted - {d.axis for d in data})
+    ]
     if fit.widened:
         notes.append(
             f"residuals exceed their spectral variance (reduced χ² {fit.chi2_red:.2f}, beyond the {fit.chi2_limit:.2f} "
             f"the bins' noise reaches): σ widened by {np.sqrt(fit.chi2_red):.2f}"
         )
+    fit, scatter = model.band_scatter(data, s.tm_bounds, fit)
+    if scatter is not None and scatter.share > 0:
+        notes.append(_disagreement(scatter, fit))
+    fit, by_axis = model.axis_scatter(data, s.tm_bounds, fit)
+    if by_axis is not None and by_axis.factor > 1:
+        notes.append(_axes_disagree(by_axis))
     est, obs = _estimates(fit, vehicle, notes)
     u0 = _mean_command(axes)
     for p, (_, g, sw) in zip(panels, axes, strict=True):
@@ -273,10 +344,13 @@ def identify(flights: list[Flight], vehicle: Vehicle, settings: FreqSettings | N
         **dataclasses.asdict(s),
         "dead_time_fitted": dead,
         "curvature_fitted": curved,
+        "rate_damping_fitted": any(n.startswith("d_") for n in fit.names),
         "chi2_red": fit.chi2_red,
         "chi2_limit": fit.chi2_limit,
     }
     diag = {"freq_panels": {f"{i}_{p['axis']}": p for i, p in enumerate(panels)}}
     diag["freq_fit"] = {"names": np.array(fit.names), "theta": fit.theta, "cov": fit.cov}
+    if scatter is not None:
+        diag["freq_fit"] |= {"band_edges": scatter.edges, "band_theta": scatter.theta, "band_p": scatter.p}
     result = build_result("freq", est, settings, diag, obs, notes)
     return with_vehicle(result, vehicle)
