@@ -286,7 +286,7 @@ def fit(
     x0 = np.clip(x0, lo, hi)
     sol = optimize.least_squares(_residuals, x0, bounds=(lo, hi), args=(names, data), x_scale="jac", xtol=1e-12)
     theta = sol.x
-    with np.errstate(divide="ignore", invalid="ignore"):  # a model response a vanishing share of the measured one
+    with np.errstate(all="ignore"):  # a model response a vanishing share of the measured one
         ratio = {
             ax: np.median(np.abs(np.concatenate([d.h / _model(theta, names, d) for d in data if d.axis == ax])))
             for ax in axes

@@ -33,7 +33,7 @@ from rotorid.identified import with_vehicle
 from rotorid.methods.freq import frf, model, sweep
 from rotorid.methods.freq.settings import MIN_RATE_HZ, FreqSettings
 from rotorid.result import Observability, Result, build_result
-from rotorid.signal import butter_filtfilt, is_uniform
+from rotorid.signal import SensorLowpass, butter_filtfilt, is_uniform
 from rotorid.util import MAX_PLOT_POINTS, subsample
 from rotorid.vehicle import Vehicle
 
@@ -43,15 +43,26 @@ MIN_BINS = 5
 SHOW = 1.5
 
 
+def _sensed(f: Flight, axis: str, z: np.ndarray) -> np.ndarray:
+    """`z`, an input of `axis`'s model, through the low-pass the firmware ran on the accelerometer
+    before logging it (`meta["acc_lowpass"]`, `signal.SensorLowpass`) where the axis' output is
+    the specific force: the model and the filter are linear and time-invariant, so the logged
+    output is the model's response to the filtered input, and the response estimated from it is
+    the model's alone (Betaflight's 10 Hz biquad has ~22 ms of phase lag at low frequency, which
+    the lag model would otherwise take for motor lag)."""
+    spec = f.meta.get("acc_lowpass") if axis == "thrust" else None
+    return SensorLowpass(spec, f.rate)(z) if spec else z
+
+
 def _prediction(
     f: Flight, vehicle: Vehicle, axis: str, fit: model.Fit, u0: float, x: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The `fit`'s model output to the record's command wrench `x` of `axis` (`model.predict`,
-    with the thrust curve's curvature term about the command `u0`), and the curvature's own
-    response to its input (`model.curvature_input`)."""
+    with the thrust curve's curvature term about the command `u0`; both inputs as sensed,
+    `_sensed`), and the curvature's own response to its input (`model.curvature_input`)."""
     kind = "acc" if axis == "thrust" else "angacc"
     g, tm, tau, damp = model.axis_lags(fit, axis)
-    q = model.curvature_input(f.cmd, sweep.axis_gains(vehicle)[axis], u0, f.rate, tm)
+    q = _sensed(f, axis, model.curvature_input(f.cmd, sweep.axis_gains(vehicle)[axis], u0, f.rate, tm))
     bent = model.predict(q, f.rate, 1.0, 0.0, tau, kind, damp)
     c = model.curve_coefficient(fit.theta, fit.names, axis)
     return model.predict(x, f.rate, g, tm, tau, kind, damp) + c * bent, bent
@@ -65,7 +76,7 @@ def _over_time(
     sees the response, not the trim) and low-passed at `SHOW` x the `band`'s top edge (it sees no
     bin above), at most 4 x `MAX_PLOT_POINTS` samples (`util.subsample`: a chirp needs more points
     than a scatter to be drawn without aliasing)."""
-    x, y = sweep.axis_input(f, vehicle, sw.axis), sweep.axis_output(f, sw.axis)
+    x, y = _sensed(f, sw.axis, sweep.axis_input(f, vehicle, sw.axis)), sweep.axis_output(f, sw.axis)
     pred, _ = _prediction(f, vehicle, sw.axis, fit, u0, x)
     both = np.column_stack([y, pred])
     both = butter_filtfilt(both - both.mean(axis=0), f.rate, min(SHOW * band[1], 0.45 * f.rate))
@@ -80,7 +91,7 @@ def _response(
     what the report draws; corrected by the estimator's bias at the `first` fit's model when
     that fit holds the axis, with the curvature's response about the command `u0`."""
     band = s.band or sw.band
-    x, y = sweep.axis_input(f, vehicle, sw.axis), sweep.axis_output(f, sw.axis)
+    x, y = _sensed(f, sw.axis, sweep.axis_input(f, vehicle, sw.axis)), sweep.axis_output(f, sw.axis)
     fs = f.rate
     kind = "acc" if sw.axis == "thrust" else "angacc"
     nper = frf.segment_length(fs, len(x), band[0], s.cycles)
