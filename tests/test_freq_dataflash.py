@@ -23,6 +23,8 @@ def sid_logs(tmp_path_factory):
     for name, flight in (("chirp-thrust", "thrust"), ("chirp-pitch", "pitch")):
         sc = scenarios.run(name, seed=2)
         out[flight] = (write(sc.flights[flight], d / f"{flight}.bin"), sc)
+    sc.vehicle.save(d / "vehicle.toml")  # a Crazyflie-sized quad on ArduPilot: its own file, not the preset
+    out["vehicle"] = d / "vehicle.toml"
     return out
 
 
@@ -64,7 +66,8 @@ def test_a_targ_that_is_not_the_sids_chirp_is_said(sid_logs, tmp_path):
 def test_identify_freq_on_dataflash_chirps(sid_logs, tmp_path):
     out = tmp_path / "run"
     logs = [str(sid_logs[k][0]) for k in ("thrust", "pitch")]
-    res = CliRunner().invoke(app, ["identify", "--method", "freq", "--vehicle", "crazyflie", *logs, "--out", str(out)])
+    vehicle = str(sid_logs["vehicle"])
+    res = CliRunner().invoke(app, ["identify", "--method", "freq", "--vehicle", vehicle, *logs, "--out", str(out)])
     assert res.exit_code == 0, res.output
     params = json.loads((out / "params.json").read_text())
     truth = sid_logs["pitch"][1].truth.params
@@ -83,7 +86,7 @@ def test_identify_freq_on_dataflash_chirps(sid_logs, tmp_path):
 def test_freq_options_reach_the_settings_and_others_are_refused(sid_logs, tmp_path):
     logs = [str(sid_logs[k][0]) for k in ("thrust", "pitch")]
     opts = {"min_coherence": "0.8", "dead_time": "off", "band": "1,15"}
-    s = runs.identify("freq", logs, Vehicle.preset("crazyflie"), opts).settings
+    s = runs.identify("freq", logs, Vehicle.load(sid_logs["vehicle"]), opts).settings
     assert (s["min_coherence"], s["dead_time"], s["band"], s["dead_time_fitted"]) == (0.8, "off", (1.0, 15.0), False)
     args = ["identify", "--method", "freq", "--vehicle", "crazyflie", *logs, "--out", str(tmp_path / "run")]
     bad = CliRunner().invoke(app, [*args, "--variant", "rls"])

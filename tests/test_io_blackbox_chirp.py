@@ -63,6 +63,7 @@ def logs(tmp_path_factory):
     flight = sc.flights["roll"]
     chirp, t_start, span = _chirp_log(d / "chirp.bbl", flight, flight.meta["sid"])
     plain = write_flight(d / "plain.bbl", flight.window(0.0, 4.0))
+    sc.vehicle.save(d / "vehicle.toml")  # a Crazyflie-sized quad on Betaflight: its own file, not the preset
     return {"sc": sc, "plain": plain, "chirp": chirp, "t_start": t_start, "span": span, "dir": d}
 
 
@@ -149,7 +150,8 @@ def test_info_names_the_swept_axis_and_band(logs):
 
 def test_identify_freq_on_a_betaflight_chirp(logs, tmp_path):
     out = tmp_path / "run"
-    args = ["identify", "--method", "freq", "--vehicle", "crazyflie", str(logs["chirp"]), "--out", str(out)]
+    vehicle = str(logs["dir"] / "vehicle.toml")
+    args = ["identify", "--method", "freq", "--vehicle", vehicle, str(logs["chirp"]), "--out", str(out)]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     params = json.loads((out / "params.json").read_text())
