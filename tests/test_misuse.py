@@ -53,7 +53,14 @@ def test_tls_on_normalized_commands_is_refused_unless_asked(cf_logs, tmp_path: P
     assert "warning: --speed cmd on normalized commands: thrust taken as k_t u² of the normalized command" in err
     params = json.loads((tmp_path / "o" / "params.json").read_text())["params"]
     assert all("not a rotor speed" in p["assumption"] for p in params.values())
+    assert all("the motors' lag is not modelled" in p["assumption"] for p in params.values())
     assert "well" not in [ln.split()[-1] for ln in out.splitlines() if ln.startswith(("k_t", "I_xx"))]
+    # with the motors' lag given, the rotor states lag the commands: only the quadratic law is assumed
+    code, _, err = _identify(*args[1:], "--speed", "cmd", "--tm", "0.07", "--out", str(tmp_path / "t"))
+    assert code == 0, err
+    params = json.loads((tmp_path / "t" / "params.json").read_text())["params"]
+    assert all("not a rotor speed" in p["assumption"] for p in params.values())
+    assert not any("lag is not modelled" in p["assumption"] for p in params.values())
 
 
 def test_pwm_vehicle_without_command_range(cf_logs, tmp_path: Path) -> None:

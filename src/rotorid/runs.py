@@ -503,18 +503,26 @@ def run_tls(req: Request) -> Result:
     settings = req.settings(tls.TlsSettings)
     flights = {k: req.flights(v) for k, v in cfg.items()}
     result = tls.identify(flights, req.vehicle, masses=masses, weights=weights, settings=settings)
-    return on_commands(result, req.vehicle, settings.speed)
+    return on_commands(result, req.vehicle, settings.speed, settings.tm)
 
 
 #: What a TLS fit on commands that are not rotor speeds rests on.
 QUADRATIC_IN_COMMAND = "thrust taken as k_t u² of the {kind} command u, which is not a rotor speed"
 
+#: What it rests on besides when the motors' lag was not given (`TlsSettings.tm`).
+NO_MOTOR_LAG = (
+    "the rotors taken to follow the command at once (no --tm: the motors' lag is not modelled; on six-config "
+    "flights on duty-cycle commands with T_m = 10 ms it left k_d, k_tau and I_zz 14-78 % low; give --tm from "
+    "--method delay)"
+)
 
-def on_commands(result: Result, vehicle: Vehicle, speed: str) -> Result:
+
+def on_commands(result: Result, vehicle: Vehicle, speed: str, tm: float | None = None) -> Result:
     """A TLS fit whose rotor terms were a non-rad/s vehicle's commands (no measured rotor
     speed): refused when the command was chosen automatically; with `--speed cmd` asked for,
-    every estimate is marked as resting on thrust quadratic in the command (so never "well
-    determined") and a warning says so."""
+    every estimate is marked as resting on thrust quadratic in the command (and, without the
+    motors' lag `tm`, on rotors that follow the command at once), so never "well determined",
+    and a warning says so."""
     import warnings
     from dataclasses import replace
 
@@ -530,6 +538,8 @@ def on_commands(result: Result, vehicle: Vehicle, speed: str) -> Result:
             "(it fits a thrust curve in the command), or give --speed cmd to run it anyway (results marked assumed)"
         )
     why = QUADRATIC_IN_COMMAND.format(kind=vehicle.motor_input)
+    if tm is None:
+        why += f"; {NO_MOTOR_LAG}"
     warnings.warn(
         f"--speed cmd on {vehicle.motor_input} commands: {why}; every estimate is marked assumed", stacklevel=2
     )
