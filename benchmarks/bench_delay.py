@@ -78,7 +78,8 @@ def run() -> list[dict]:
     ]
     rows += _per_figure(res)
     command = _command()
-    rows += command + _floors() + _against_floor(command[1]["value"])
+    spent = {"identify (decode + windows included)": med(2), "figures + report files": statistics.median(cpus)}
+    rows += command + _floors() + _against_floor(command[1]["value"], spent) + _identify_shares()
     rows += [
         {"name": "T_m on log10", "value": res.value("tm"), "unit": "s", "target": "0.068-0.077", "note": "paper 0.072"},
         {
@@ -234,11 +235,15 @@ def _floors(runs: int = 7) -> list[dict]:
 FLOOR = "import numpy, scipy.signal, scipy.optimize, matplotlib.figure, matplotlib.backends.backend_agg"
 
 
-def _against_floor(command_cpu: float, runs: int = 5) -> list[dict]:
+def _against_floor(command_cpu: float, spent: dict[str, float], runs: int = 5) -> list[dict]:
     """The import floor (`FLOOR`, CPU, median of `runs` fresh processes) measured in this run and
-    the whole command's CPU as a multiple of it."""
+    the whole command's CPU as a multiple of it, with what the command spends beyond the floor
+    (`spent`: CPU s of its steps measured in this process; the rest is the CLI's other imports,
+    typer, jinja2, rich, and the process's start)."""
     floor = timed([sys.executable, "-c", FLOOR], runs)[1]
     note = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    rest = command_cpu - floor - sum(spent.values())
+    parts = ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
     return [
         {
             "name": "import floor: numpy, scipy.signal/optimize, matplotlib Agg (CPU)",
@@ -251,8 +256,41 @@ def _against_floor(command_cpu: float, runs: int = 5) -> list[dict]:
             "value": command_cpu / floor,
             "unit": "x",
             "target": "<= 1.5",
-            "note": f"{command_cpu:.2f} s against {floor:.2f} s, measured in this run",
+            "note": f"{command_cpu:.2f} s against {floor:.2f} s, measured in this run; beyond the floor: {parts}, "
+            f"other imports and start {rest:.2f} s",
         },
+    ]
+
+
+#: The steps of delay's identify that `_identify_shares` times (module, function).
+STEPS = {
+    "T_m search": ("search", "search_tm"),
+    "dead-time check": ("structure", "dead_time_check"),
+    "rise/fall check": ("structure", "asymmetry_check"),
+    "thrust-curve choice": ("structure", "choose_curve"),
+    "roll/pitch inertia": ("angular_steps", "roll_pitch_step"),
+}
+
+
+def _identify_shares() -> list[dict]:
+    """Each step's share of delay's identify on the real logs, from one run under cProfile (its
+    cumulative time over the whole identify's; the profiler's overhead is spread over all)."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.runcall(_pipeline)
+    stats = pstats.Stats(prof).stats
+    cum = {(Path(k[0]).stem, k[2]): v[3] for k, v in stats.items() if "rotorid" in k[0]}
+    whole = cum[("pipeline", "identify")]
+    return [
+        {
+            "name": f"identify's share: {step}",
+            "value": 100.0 * cum[key] / whole,
+            "unit": "%",
+            "note": "cumulative time under cProfile over identify's; the steps nest (the checks call the T_m search)",
+        }
+        for step, key in STEPS.items()
     ]
 
 
