@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -382,6 +383,16 @@ def on_grid(series: dict[str, Series], t: np.ndarray) -> dict[str, np.ndarray]:
     if "landed" in kw:
         kw["landed"] = kw["landed"].reshape(-1).astype(bool)
     return kw
+
+
+def join(pieces: Iterable[Flight]) -> Flight:
+    """One flight of consecutive `pieces` (each with the flight's channels and meta, in time
+    order): their rows end to end, the first piece's meta."""
+    pieces = list(pieces)
+    if not pieces:
+        raise RotoridError("no pieces of a flight to join")
+    kw = {c: np.concatenate([getattr(p, c) for p in pieces]) for c in pieces[0].channels}
+    return Flight(t=np.concatenate([p.t for p in pieces]), meta=pieces[0].meta, **kw)
 
 
 def grid_size(span: float, rate: float, n_logged: float, source: str, tol: float = 0.0) -> int:

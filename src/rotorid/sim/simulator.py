@@ -269,7 +269,7 @@ class Streamed:
     source: str
     progress: Callable[[int], None] | None
     meta: dict[str, Any]
-    rows: int = 1 << 16
+    rows: int = 1 << 14
 
     def replace(self, meta: dict[str, Any]) -> Streamed:
         return dataclasses.replace(self, meta=meta)
