@@ -248,8 +248,9 @@ class Plant:
 
     def _rest(self) -> None:
         """The wrench and rotor-drag map of the motor states now (at the step's start)."""
-        self.w0 = self.wrench(self.u)
-        self.k0 = self.drag_matrix([self.thrust(ui, cs) for ui, cs in zip(self.u, self.coeffs, strict=True)])
+        f = [self.thrust(ui, cs) for ui, cs in zip(self.u, self.coeffs, strict=True)]
+        self.w0 = self.wrench(f)
+        self.k0 = None if self.rd is None else self.drag_matrix(f)
 
     def thrust(self, ui: float, cs: tuple[float, ...]) -> float:
         if self.quadratic:
@@ -266,10 +267,10 @@ class Plant:
             return None
         return (np.sqrt(np.maximum(f, 0.0)) @ self.rd).tolist()
 
-    def wrench(self, u: list[float]) -> tuple[float, float, float, float, float, float]:
+    def wrench(self, f: list[float]) -> tuple[float, float, float, float, float, float]:
+        """The body wrench of rotor thrusts `f` (M,)."""
         fx = fy = fz = tx = ty = tz = 0.0
-        for ui, cs, (a, b, c, d, e, g) in zip(u, self.coeffs, self.cols, strict=True):
-            fi = self.thrust(ui, cs)
+        for fi, (a, b, c, d, e, g) in zip(f, self.cols, strict=True):
             fx += fi * a
             fy += fi * b
             fz += fi * c
@@ -394,7 +395,7 @@ class Plant:
             for i, nz in enumerate(map(tuple, (noise[a:b] @ self.body.B.T).tolist()), start=self.k + a):
                 new = i % control_every == 0
                 if new:
-                    self.cmd = [min(max(float(c), lo), hi) for c in controller(i, self.x)]
+                    self.cmd = [lo if c < lo else (hi if c > hi else c) for c in map(float, controller(i, self.x))]
                 target = self.cmd if command_hook is None else command_hook(i, self.u, self.cmd)
                 if self.instant and (new or command_hook is not None):
                     self.u = target
