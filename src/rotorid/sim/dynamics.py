@@ -447,12 +447,13 @@ def _rigid_body(
                 fx -= dx * bx
                 fy -= dy * by
                 fz -= dz * bz
-            if kd is not None:  # rotor drag: wrench -= K [v_b, w]
-                d0, d1, d2, d3, d4, d5 = (
-                    kd[j] * bx + kd[j + 1] * by + kd[j + 2] * bz + kd[j + 3] * wx + kd[j + 4] * wy + kd[j + 5] * wz
-                    for j in (0, 6, 12, 18, 24, 30)
-                )
-                fx, fy, fz, tx, ty, tz = fx - d0, fy - d1, fz - d2, tx - d3, ty - d4, tz - d5
+            if kd is not None:  # rotor drag: wrench -= K [v_b, w] (K's rows written out: no generator)
+                fx -= kd[0] * bx + kd[1] * by + kd[2] * bz + kd[3] * wx + kd[4] * wy + kd[5] * wz
+                fy -= kd[6] * bx + kd[7] * by + kd[8] * bz + kd[9] * wx + kd[10] * wy + kd[11] * wz
+                fz -= kd[12] * bx + kd[13] * by + kd[14] * bz + kd[15] * wx + kd[16] * wy + kd[17] * wz
+                tx -= kd[18] * bx + kd[19] * by + kd[20] * bz + kd[21] * wx + kd[22] * wy + kd[23] * wz
+                ty -= kd[24] * bx + kd[25] * by + kd[26] * bz + kd[27] * wx + kd[28] * wy + kd[29] * wz
+                tz -= kd[30] * bx + kd[31] * by + kd[32] * bz + kd[33] * wx + kd[34] * wy + kd[35] * wz
         # R F_b = F + qw t + q x t with t = 2 q x F
         ax = 2 * (qy * fz - qz * fy)
         ay = 2 * (qz * fx - qx * fz)
