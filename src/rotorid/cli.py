@@ -384,7 +384,8 @@ def simulate(
 ) -> None:
     """Simulate a named paper scenario with ground truth.
 
-    Writes each flight, truth.json, vehicle.toml (what a user knows) and true_vehicle.toml, each atomically."""
+    Writes each flight, truth.json, vehicle.toml (what a user knows) and true_vehicle.toml, each atomically. A
+    flight is simulated while its Parquet or CSV file is written, a piece at a time, not held whole in memory."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from rotorid.io import write, write_pieces

@@ -286,8 +286,10 @@ def stream(
     source: str = "sim",
     progress: Callable[[int], None] | None = None,
 ) -> Streamed | tuple[Flight, dict[str, np.ndarray]]:
-    """`fly`, lazily where `streamable(spec)`: a `Streamed` flight whose memory is bounded by a
-    piece's rows, not the flight's length; otherwise `fly`'s flight and states."""
+    """`fly`, lazily where `streamable(spec)`: a `Streamed` flight, whose log rows and integration
+    rows are held a piece at a time (what stays whole: the controller's references, 128 B per
+    control instant, and with body effects their per-step records); otherwise `fly`'s flight
+    and states."""
     if not streamable(spec):
         return fly(vehicle, spec, rng, source, progress)
     if spec.duration <= 0:
