@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import difflib
+import itertools
 import json
 import re
 import warnings
@@ -287,10 +288,16 @@ def write_pieces(pieces: Iterable[Flight], path: str | Path) -> Path:
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise RotoridError(f"{path}: unknown table format '{suffix}'; use .csv or .parquet")
+    it = iter(pieces)
+    first = next(it, None)
+    if first is None:
+        raise RotoridError(f"{path}: no rows to write")
+    if suffix == ".csv":
+        _warn_rates(first, path)
     import pyarrow as pa
 
     def tables() -> Iterator[tuple[Flight, Any]]:
-        for flight in pieces:
+        for flight in itertools.chain([first], it):
             yield flight, pa.table(to_arrays(flight))
 
     if suffix == ".parquet":
@@ -315,9 +322,8 @@ def write_pieces(pieces: Iterable[Flight], path: str | Path) -> Path:
 
     def write_csv(p: Path) -> None:
         with open(p, "wb") as f:
-            for i, (flight, table) in enumerate(tables()):
+            for i, (_, table) in enumerate(tables()):
                 if i == 0:
-                    _warn_rates(flight, path)
                     f.write((",".join(table.column_names) + "\n").encode())  # a plain, unquoted header
                 pc.write_csv(table, f, options)
 
@@ -333,5 +339,5 @@ def _warn_rates(flight: Flight, path: Path) -> None:
         warnings.warn(
             f"{path}: CSV keeps no metadata, so the original rates ({listed}; rows at {flight.rate:.1f} Hz) "
             "are lost and rate checks will see the row rate — use .parquet to keep them",
-            stacklevel=4,
+            stacklevel=4,  # the caller of `write` (from `write_pieces` itself: its caller's caller)
         )
