@@ -106,12 +106,9 @@ def fly(
     t_all = traj.t
     q = traj.x[:, 6:10]
     pos_o = origin_position(traj.x[:, :3], q, body.com)
-
-    def grid(rate: float, what: str) -> tuple[np.ndarray, slice]:
-        k = _every(rate, dt, what)
-        return np.arange(len(range(0, len(t_all), k))) / rate, slice(0, len(t_all), k)
-
-    t_imu, i_imu = grid(spec.imu.rate, "IMU")
+    grids = _grids(spec, len(t_all))
+    (t_imu, k_imu), (t_log, k_log) = grids["imu"], grids["log"]
+    i_imu, i_log = slice(0, len(t_all), k_imu), slice(0, len(t_all), k_log)
     r_imu = np.asarray(vehicle.imu_offset) - body.com
     f_hover = body.mass * GRAVITY / body.n_rotors
     thrust_rel = (body.thrust(traj.u) + fx.get("df", 0.0)) / f_hover
@@ -123,7 +120,6 @@ def fly(
         truth_imu = tuple(x[i_imu] for x in truth_imu)
     meas = imu(spec.imu, *truth_imu, r_imu, rng)
     series = {name: Series(t_imu, v) for name, v in meas.items()}
-    t_log, i_log = grid(spec.log_rate, "log")
     if spec.log_cmd:
         series["cmd"] = Series(t_log, traj.cmd[i_log])
     if spec.log_rotor_speed:  # a saturated rotor (thrust ~ speed^2) runs below its command
@@ -132,13 +128,11 @@ def fly(
     if "vbat" in fx:
         series["vbat"] = Series(t_log, fx["vbat"][i_log])
     if spec.mocap is not None:
-        t_mc, _ = grid(spec.mocap.rate, "mocap")
+        t_mc = grids["mocap"][0]
         mc = mocap(spec.mocap, t_all, pos_o, q, t_mc, rng)
         series["pos"] = Series(t_mc, mc["pos"])
         series["quat"] = Series(t_mc, mc["quat"])
-    hold = _command_hold(every, _every(spec.log_rate, dt, "log"), dt)
-    meta = _meta(spec, source, vehicle.motor_input, None if body.tm_rise is not None else hold, hold)
-    flight, _ = align(series, rate=spec.log_rate, meta=meta)
+    flight, _ = align(series, rate=spec.log_rate, meta=_meta(vehicle, spec, source))
     n = len(flight.t)
     idx = slice(0, n * i_log.step, i_log.step)
     states = {"t": t_log[:n], **_states(vehicle, body, traj, acc, pos_o, idx)}
@@ -196,16 +190,18 @@ def _command_hold(ctrl_every: int, log_every: int, dt: float) -> float | None:
     return ctrl_every * dt
 
 
-def _meta(
-    spec: FlightSpec, source: str, motor_input: str, hold: float | None, cmd_hold: float | None
-) -> dict[str, Any]:
+def _meta(vehicle: Vehicle, spec: FlightSpec, source: str) -> dict[str, Any]:
     """The logged flight's metadata: source, format, the commands' unit (the vehicle's motor
     input, so writers record it and readers check against it), how long its motor samples and its
-    commands hold (`_command_hold`; left out where no one value is true) and the simulation settings."""
+    commands hold (`_command_hold`; left out where no one value is true; the motor samples only
+    without a motor lag) and the simulation settings."""
+    every = _every(spec.control_rate, spec.dt, "control")
+    cmd_hold = _command_hold(every, _every(spec.log_rate, spec.dt, "log"), spec.dt)
+    hold = None if vehicle.tm_rise is not None else cmd_hold
     return {
         "source": source,
         "format": "rotorid-sim",
-        "units": {"cmd": motor_input},
+        "units": {"cmd": vehicle.motor_input},
         **({} if hold is None else {"motor_hold": hold}),
         **({} if cmd_hold is None else {"cmd_hold": cmd_hold}),
         "sim": {
@@ -294,36 +290,39 @@ def stream(
         return fly(vehicle, spec, rng, source, progress)
     if spec.duration <= 0:
         raise RotoridError(f"{source}: duration must be positive, got {spec.duration:g} s")
-    n = round(spec.duration / spec.dt) + 1
-    times = {name: Series(t, t) for name, (t, _) in _grids(spec, n).items()}  # the stamps (values unused)
-    every = _every(spec.control_rate, spec.dt, "control")
-    hold = _command_hold(every, _every(spec.log_rate, spec.dt, "log"), spec.dt)
-    motor_hold = None if vehicle.tm_rise is not None else hold
-    _, meta, _ = align_grid(times, rate=spec.log_rate, meta=_meta(spec, source, vehicle.motor_input, motor_hold, hold))
+    _, meta, _ = align_grid(
+        _stamps(spec, round(spec.duration / spec.dt) + 1), spec.log_rate, _meta(vehicle, spec, source)
+    )
     return Streamed(vehicle, spec, rng, source, progress, meta)
 
 
 def _grids(spec: FlightSpec, n: int) -> dict[str, tuple[np.ndarray, int]]:
-    """Each logged channel's time stamps and step interval on a flight of n integration
-    instants, as `fly` logs them."""
-    dt = spec.dt
+    """Each sensor group's time stamps and step interval on a flight of n integration instants,
+    as `fly` logs them: "imu", "log" and with motion capture "mocap"."""
 
     def grid(rate: float, what: str) -> tuple[np.ndarray, int]:
-        k = _every(rate, dt, what)
+        k = _every(rate, spec.dt, what)
         return np.arange(len(range(0, n, k))) / rate, k
 
-    imu_grid = grid(spec.imu.rate, "IMU")
-    out = {"gyro": imu_grid, "acc": imu_grid}
-    log = grid(spec.log_rate, "log")
-    if spec.log_cmd:
-        out["cmd"] = log
-    if spec.log_rotor_speed:
-        out["rotor_speed"] = log
-    if spec.plant.battery:
-        out["vbat"] = log
+    out = {"imu": grid(spec.imu.rate, "IMU"), "log": grid(spec.log_rate, "log")}
     if spec.mocap is not None:
-        out["pos"] = out["quat"] = grid(spec.mocap.rate, "mocap")
+        out["mocap"] = grid(spec.mocap.rate, "mocap")
     return out
+
+
+def _channels(spec: FlightSpec) -> dict[str, str]:
+    """The channels `fly` logs for `spec` (a streamable one: no gyro_dot), in its order, and
+    the sensor group of each."""
+    out = {"gyro": "imu", "acc": "imu"}
+    out |= {c: "log" for c, on in (("cmd", spec.log_cmd), ("rotor_speed", spec.log_rotor_speed)) if on}
+    out |= {"vbat": "log"} if spec.plant.battery else {}
+    return out | ({"pos": "mocap", "quat": "mocap"} if spec.mocap is not None else {})
+
+
+def _stamps(spec: FlightSpec, n: int) -> dict[str, Series]:
+    """The logged channels' time stamps as `Series` (their values unused) for `align_grid`."""
+    grids = _grids(spec, n)
+    return {c: Series(grids[g][0], grids[g][0]) for c, g in _channels(spec).items()}
 
 
 class _Draws:
@@ -369,16 +368,17 @@ class _Pieces:
         self.plant = (
             Plant.build(spec.plant, self.body, hubs, x0, self.n_steps, spec.dt, rng) if spec.plant.active else None
         )
-        self.grids = _grids(spec, self.n)
-        draws = {"gyro": [_fork(rng, (len(self.grids["gyro"][0]), 3)) for _ in range(2)]}
-        if spec.mocap is not None:
-            draws["pos"] = [_fork(rng, (len(self.grids["pos"][0]), 3)) for _ in range(1 + (spec.mocap.att_noise > 0))]
+        self.grids, self.channels = _grids(spec, self.n), _channels(spec)
+        draws = {"imu": [_fork(rng, (len(self.grids["imu"][0]), 3)) for _ in range(2)]}  # gyro, acc noise
+        if spec.mocap is not None:  # attitude (if any), position noise
+            draws["mocap"] = [
+                _fork(rng, (len(self.grids["mocap"][0]), 3)) for _ in range(1 + (spec.mocap.att_noise > 0))
+            ]
         self.draws = draws
         self.dyn = dynamics.Plant(self.body, spec.dt, x0, u0)
-        #: per group (its first channel): its step interval, look-back in steps and next sample
-        delay = {"gyro": spec.imu.delay, "pos": spec.mocap.delay if spec.mocap else 0.0}
-        self.groups = {c: [k, math.ceil(delay.get(c, 0.0) / spec.dt) + 2, 0] for c, (_, k) in self.grids.items()}
-        self.groups = {c: g for c, g in self.groups.items() if c in ("gyro", "pos") or c == _first_log(self.grids)}
+        #: per sensor group: its step interval, look-back in steps and next sample
+        delay = {"imu": spec.imu.delay, "mocap": spec.mocap.delay if spec.mocap else 0.0}
+        self.groups = {g: [k, math.ceil(delay.get(g, 0.0) / spec.dt) + 2, 0] for g, (_, k) in self.grids.items()}
         self.rows: dict[str, np.ndarray] = {}
         self.w0 = 0  # the first row kept
         self.samples: dict[str, list[np.ndarray]] = {}
@@ -387,7 +387,7 @@ class _Pieces:
         spec, hooks = self.s.spec, (None, None)
         if self.plant is not None:
             hooks = (self.plant.step, self.plant.command if spec.plant.battery else None)
-        t_grid, _, _ = align_grid({c: Series(t, t) for c, (t, _) in self.grids.items()}, rate=spec.log_rate)
+        t_grid, _, _ = align_grid(_stamps(spec, self.n), rate=spec.log_rate)
         block = max(1, self.s.rows * _every(spec.log_rate, spec.dt, "log"))
         done, j = 0, 0
         while done < self.n_steps:
@@ -445,12 +445,12 @@ class _Pieces:
             g[2] = i1
 
     def _group(self, c: str, i: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Samples `i` of the group whose first channel is `c`, as `fly` computes them."""
+        """Samples `i` of the sensor group `c`, as `fly` computes them."""
         spec, r, every = self.s.spec, self.rows, self.groups[c][0]
         t = self.grids[c][0][i]
         k = i * every - self.w0  # rows in the window
         t_rows = np.arange(self.w0, self.w0 + len(r["q"])) * spec.dt
-        if c == "gyro":
+        if c == "imu":
             truth = (r["omega"], r["omega_dot"], r["spec_com"])
             if spec.imu.delay:
                 tq = np.clip(t - spec.imu.delay, 0.0, (self.n - 1) * spec.dt)
@@ -458,10 +458,10 @@ class _Pieces:
             else:
                 truth = tuple(x[k] for x in truth)
             lever = np.asarray(self.s.vehicle.imu_offset) - self.body.com
-            meas = imu(spec.imu, *truth, lever, _Draws(self.draws["gyro"]))
+            meas = imu(spec.imu, *truth, lever, _Draws(self.draws["imu"]))
             return {name: (t, v) for name, v in meas.items()}
-        if c == "pos":
-            mc = mocap(spec.mocap, t_rows, r["pos_o"], r["q"], t, _Draws(self.draws["pos"]))
+        if c == "mocap":
+            mc = mocap(spec.mocap, t_rows, r["pos_o"], r["q"], t, _Draws(self.draws["mocap"]))
             return {"pos": (t, mc["pos"]), "quat": (t, mc["quat"])}
         out = {}
         if spec.log_cmd:
@@ -474,21 +474,19 @@ class _Pieces:
 
     def _reach(self, t_grid: np.ndarray) -> int:
         """Grid points every channel's samples bracket with two samples to spare on the right."""
-        ends = [v[0][-1] - 2.0 * self.grids[c][1] * self.s.spec.dt for c, v in self.samples.items()]
-        return int(np.searchsorted(t_grid, min(ends))) if len(ends) == len(self.grids) else 0
+        ends = [v[0][-1] - 2.0 * self._period(c) for c, v in self.samples.items()]
+        return int(np.searchsorted(t_grid, min(ends))) if len(ends) == len(self.channels) else 0
+
+    def _period(self, channel: str) -> float:
+        return self.grids[self.channels[channel]][1] * self.s.spec.dt
 
     def _forget(self, t_next: float) -> None:
         """Drop the samples and rows the grid points from `t_next` on and the next samples no
         longer need."""
         for c, (t, v) in self.samples.items():
-            keep = int(np.searchsorted(t, t_next - 3.0 * self.grids[c][1] * self.s.spec.dt))
+            keep = int(np.searchsorted(t, t_next - 3.0 * self._period(c)))
             self.samples[c] = [t[keep:], v[keep:]]
         first = min(max(0, g[2] * g[0] - g[1]) for g in self.groups.values())
         if first > self.w0:
             self.rows = {c: v[first - self.w0 :] for c, v in self.rows.items()}
             self.w0 = first
-
-
-def _first_log(grids: dict[str, tuple[np.ndarray, int]]) -> str | None:
-    """The first channel logged at the log grid (cmd, rotor_speed, vbat), None without one."""
-    return next((c for c in ("cmd", "rotor_speed", "vbat") if c in grids), None)
