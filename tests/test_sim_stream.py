@@ -16,14 +16,14 @@ from rotorid.sim import scenarios
 from rotorid.sim.simulator import Streamed
 
 #: (scenario, seconds, rows per piece, overrides): no lag and 1 kHz mocap; lag, 200 Hz with a
-#: 5 ms mocap delay, an IMU delay and the body effects that carry state (battery, gusts).
+#: 5 ms mocap delay, an IMU delay, bias walks and the body effects that carry state (battery, gusts).
 CASES = [
     ("kwon-payload", 10.0, 700, {}),
     (
         "six-config-a",
         2.0,
         97,
-        {"imu_delay": 0.003, "battery_sag": 0.06, "saturation": 0.8, "gust": 0.5, "rotor_drag": 0.3},
+        {"imu_delay": 0.003, "gyro_rw": 2e-4, "acc_rw": 1e-3, "battery_sag": 0.06, "gust": 0.5, "rotor_drag": 0.3},
     ),
 ]
 

@@ -247,10 +247,10 @@ def _states(
 
 
 def streamable(spec: FlightSpec) -> bool:
-    """Whether `stream` flies `spec` in pieces: not with IMU effects whose state runs over the
-    whole flight (frame vibration, the anti-alias low-pass, gyro_dot's filter, bias walks)."""
+    """Whether `stream` flies `spec` in pieces: not with IMU effects whose filters run over the
+    whole flight (frame vibration, the anti-alias low-pass, gyro_dot's filter)."""
     i = spec.imu
-    return i.vibration <= 0 and i.aa_cutoff is None and i.gyro_dot_cutoff is None and i.gyro_rw <= 0 and i.acc_rw <= 0
+    return i.vibration <= 0 and i.aa_cutoff is None and i.gyro_dot_cutoff is None
 
 
 @dataclass(frozen=True)
@@ -369,7 +369,8 @@ class _Pieces:
             Plant.build(spec.plant, self.body, hubs, x0, self.n_steps, spec.dt, rng) if spec.plant.active else None
         )
         self.grids, self.channels = _grids(spec, self.n), _channels(spec)
-        draws = {"imu": [_fork(rng, (len(self.grids["imu"][0]), 3)) for _ in range(2)]}  # gyro, acc noise
+        walks = (spec.imu.gyro_rw > 0) + (spec.imu.acc_rw > 0)  # gyro, acc noise, then their bias walks
+        draws = {"imu": [_fork(rng, (len(self.grids["imu"][0]), 3)) for _ in range(2 + walks)]}
         if spec.mocap is not None:  # attitude (if any), position noise
             draws["mocap"] = [
                 _fork(rng, (len(self.grids["mocap"][0]), 3)) for _ in range(1 + (spec.mocap.att_noise > 0))
@@ -382,6 +383,7 @@ class _Pieces:
         self.rows: dict[str, np.ndarray] = {}
         self.w0 = 0  # the first row kept
         self.samples: dict[str, list[np.ndarray]] = {}
+        self.walks: dict[str, np.ndarray] = {}  # the IMU's bias walks where the last piece left them
 
     def run(self) -> Iterator[Flight]:
         spec, hooks = self.s.spec, (None, None)
@@ -458,7 +460,7 @@ class _Pieces:
             else:
                 truth = tuple(x[k] for x in truth)
             lever = np.asarray(self.s.vehicle.imu_offset) - self.body.com
-            meas = imu(spec.imu, *truth, lever, _Draws(self.draws["imu"]))
+            meas = imu(spec.imu, *truth, lever, _Draws(self.draws["imu"]), self.walks)
             return {name: (t, v) for name, v in meas.items()}
         if c == "mocap":
             mc = mocap(spec.mocap, t_rows, r["pos_o"], r["q"], t, _Draws(self.draws["mocap"]))
