@@ -6,7 +6,10 @@ peak RSS of the process; `python benchmarks/bench_sim.py hour` runs that case al
 The per-step core is pure Python floats (numpy per-call overhead on 3-vectors would dominate):
 4 rigid-body derivative evaluations (RK4), the exact motor lag and rotor wrench at t+h/2 and
 t+h, and the cascade controller every 2nd step (500 Hz). Sensors, noise and the Flight are
-built vectorized after the loop.
+built vectorized after the loop (in memory: `scenarios.run`); `rotorid simulate` streams them, a
+piece of the flight at a time, into the file it writes (`rotorid.sim.simulator.stream`), so its
+peak RSS is the process's imports, the controller's references and a piece, not the flight.
+The hour's wall time is the machine's: its note gives the load average (CPU is the process's).
 """
 
 from __future__ import annotations

@@ -384,12 +384,14 @@ def simulate(
 ) -> None:
     """Simulate a named paper scenario with ground truth.
 
-    Writes each flight, truth.json, vehicle.toml (what a user knows) and true_vehicle.toml, each atomically."""
+    Writes each flight, truth.json, vehicle.toml (what a user knows) and true_vehicle.toml, each atomically. A
+    flight is simulated while its Parquet or CSV file is written, a piece at a time, not held whole in memory."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from rotorid.io import write
+    from rotorid.io import write, write_pieces
     from rotorid.runs import split_kv
     from rotorid.sim import scenarios
+    from rotorid.sim.simulator import Streamed
 
     suffix = {"parquet": ".parquet", "csv": ".csv", "ulog": ".ulg", "dataflash": ".bin"}.get(fmt)
     if suffix is None:
@@ -408,11 +410,13 @@ def simulate(
                 tasks[flight] = bar.add_task(f"{scenario}/{flight}", total=1.0)
             bar.update(tasks[flight], completed=fraction)
 
-        sc = scenarios.run(scenario, seed=seed, progress=progress, duration=duration, **overrides)
+        # lazy: a flight that can be is simulated while its file is written, a piece at a time
+        sc = scenarios.run(scenario, seed=seed, progress=progress, duration=duration, lazy=True, **overrides)
         writing = bar.add_task(f"writing {len(sc.flights)} {fmt} file(s)", total=len(sc.flights))
         written = []
-        for name, f in sc.flights.items():  # an hour-long log takes a while to write: the bar says so
-            written.append(write(f, out / f"{name}{suffix}"))
+        for name, f in sc.flights.items():
+            path = out / f"{name}{suffix}"
+            written.append(write_pieces(f.pieces(), path) if isinstance(f, Streamed) else write(f, path))
             bar.advance(writing)
     sc.vehicle.save(out / "vehicle.toml")
     sc.true_vehicle.save(out / "true_vehicle.toml")

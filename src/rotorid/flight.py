@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -337,6 +338,18 @@ def align(
     5 sample periods of the slowest channel) in any channel are reported; the caller may
     split the flight there. Returns the flight and a report of the cut.
     """
+    t, meta, report = align_grid(series, rate, meta, max_gap)
+    return Flight(t=t, meta=meta, **on_grid(series, t)), report
+
+
+def align_grid(
+    series: dict[str, Series],
+    rate: float | None = None,
+    meta: dict[str, Any] | None = None,
+    max_gap: float | None = None,
+) -> tuple[np.ndarray, dict[str, Any], AlignReport]:
+    """`align`'s grid, meta and report, from the series' time stamps alone (their values are
+    not read: a flight produced in pieces puts each piece on the grid with `on_grid`)."""
     meta = dict(meta or {})
     if not series:
         raise RotoridError(f"{meta.get('source', 'log')}: no channels to align")
@@ -358,13 +371,28 @@ def align(
         d = np.diff(s.t)
         gaps += [(float(s.t[i]), float(s.t[i + 1])) for i in np.flatnonzero(d > limit)]
         dropped[name] = float(np.mean((s.t < start) | (s.t > end)))
-    kw = {name: _interp(s, t, CHANNELS[name][2]) for name, s in series.items()}
-    if "landed" in kw:
-        kw["landed"] = kw["landed"].reshape(-1).astype(bool)
     meta.setdefault("rates", {name: s.rate for name, s in series.items()})
     report = AlignReport(start, end, float(rate), sorted(set(gaps)), dropped)
     meta["align"] = dataclasses.asdict(report)
-    return Flight(t=t, meta=meta, **kw), report
+    return t, meta, report
+
+
+def on_grid(series: dict[str, Series], t: np.ndarray) -> dict[str, np.ndarray]:
+    """The channels of `series` at the grid times `t` (inside their spans), as `Flight` takes them."""
+    kw = {name: _interp(s, t, CHANNELS[name][2]) for name, s in series.items()}
+    if "landed" in kw:
+        kw["landed"] = kw["landed"].reshape(-1).astype(bool)
+    return kw
+
+
+def join(pieces: Iterable[Flight]) -> Flight:
+    """One flight of consecutive `pieces` (each with the flight's channels and meta, in time
+    order): their rows end to end, the first piece's meta."""
+    pieces = list(pieces)
+    if not pieces:
+        raise RotoridError("no pieces of a flight to join")
+    kw = {c: np.concatenate([getattr(p, c) for p in pieces]) for c in pieces[0].channels}
+    return Flight(t=np.concatenate([p.t for p in pieces]), meta=pieces[0].meta, **kw)
 
 
 def grid_size(span: float, rate: float, n_logged: float, source: str, tol: float = 0.0) -> int:

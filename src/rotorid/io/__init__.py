@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -287,6 +287,20 @@ def write(flight: Flight, path: str | Path) -> Path:
             f"{p}: rotorid writes {', '.join(sorted(writable()))} files, not '{p.suffix or 'no suffix'}'"
         )
     return fmt.write(flight, p)
+
+
+def write_pieces(pieces: Iterable[Flight], path: str | Path) -> Path:
+    """`write` for a flight given as consecutive pieces (`rotorid.sim.simulator.Streamed`):
+    appended as they come where the format's module can (`write_pieces`: CSV, Parquet), else
+    joined and written whole."""
+    from rotorid.flight import join
+
+    p = Path(path)
+    fmt = writable().get(p.suffix.lower())
+    if fmt is None:
+        return write(join(pieces), p)  # refused there, with the formats rotorid writes
+    append = getattr(importlib.import_module(fmt.module), "write_pieces", None)
+    return append(pieces, p) if append is not None else fmt.write(join(pieces), p)
 
 
 def writable() -> dict[str, Format]:

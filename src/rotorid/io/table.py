@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import collections
 import difflib
+import itertools
 import json
 import re
 import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -275,36 +277,67 @@ def write(flight: Flight, path: str | Path) -> Path:
     whose channels were logged slower than its rows warns that those rates are lost.
     Parquet also stores the flight's `meta` as JSON in the schema metadata.
     """
+    return write_pieces([flight], path)
+
+
+def write_pieces(pieces: Iterable[Flight], path: str | Path) -> Path:
+    """`write` for a flight given as consecutive pieces (each with the flight's meta), each
+    appended as it comes (a Parquet row group, CSV rows), so a long flight need not be held
+    whole: the file reads back as `write` of the joined flight would."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise RotoridError(f"{path}: unknown table format '{suffix}'; use .csv or .parquet")
-    arrays = to_arrays(flight)
+    it = iter(pieces)
+    first = next(it, None)
+    if first is None:
+        raise RotoridError(f"{path}: no rows to write")
+    if suffix == ".csv":
+        _warn_rates(first, path)
+    import pyarrow as pa
+
+    def tables() -> Iterator[tuple[Flight, Any]]:
+        for flight in itertools.chain([first], it):
+            yield flight, pa.table(to_arrays(flight))
+
     if suffix == ".parquet":
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.table(arrays).replace_schema_metadata({_META_KEY: _jsonable(flight.meta)})
-        atomic_write(path, lambda p: pq.write_table(table, p))
-    else:
-        slow = {c: r for c, r in flight.meta.get("rates", {}).items() if c in flight.channels and r < 0.9 * flight.rate}
-        if slow:
-            listed = ", ".join(f"{c} {r:.1f} Hz" for c, r in slow.items())
-            warnings.warn(
-                f"{path}: CSV keeps no metadata, so the original rates ({listed}; rows at {flight.rate:.1f} Hz) "
-                "are lost and rate checks will see the row rate — use .parquet to keep them",
-                stacklevel=2,
-            )
-        import pyarrow as pa
-        import pyarrow.csv as pc
+        def write_parquet(p: Path) -> None:
+            writer = None
+            try:
+                for flight, table in tables():
+                    table = table.replace_schema_metadata({_META_KEY: _jsonable(flight.meta)})
+                    writer = writer or pq.ParquetWriter(p, table.schema)
+                    writer.write_table(table)
+            finally:
+                if writer is not None:
+                    writer.close()
 
-        table = pa.table(arrays)
-        options = pc.WriteOptions(include_header=False, quoting_style="needed")
+        atomic_write(path, write_parquet)
+        return path
+    import pyarrow.csv as pc
 
-        def write_csv(p: Path) -> None:
-            with open(p, "wb") as f:
-                f.write((",".join(arrays) + "\n").encode())  # a plain, unquoted header
+    options = pc.WriteOptions(include_header=False, quoting_style="needed")
+
+    def write_csv(p: Path) -> None:
+        with open(p, "wb") as f:
+            for i, (_, table) in enumerate(tables()):
+                if i == 0:
+                    f.write((",".join(table.column_names) + "\n").encode())  # a plain, unquoted header
                 pc.write_csv(table, f, options)
 
-        atomic_write(path, write_csv)
+    atomic_write(path, write_csv)
     return path
+
+
+def _warn_rates(flight: Flight, path: Path) -> None:
+    """Warn that a CSV loses the rates of channels logged slower than the rows."""
+    slow = {c: r for c, r in flight.meta.get("rates", {}).items() if c in flight.channels and r < 0.9 * flight.rate}
+    if slow:
+        listed = ", ".join(f"{c} {r:.1f} Hz" for c, r in slow.items())
+        warnings.warn(
+            f"{path}: CSV keeps no metadata, so the original rates ({listed}; rows at {flight.rate:.1f} Hz) "
+            "are lost and rate checks will see the row rate — use .parquet to keep them",
+            stacklevel=4,  # the caller of `write` (from `write_pieces` itself: its caller's caller)
+        )

@@ -218,10 +218,13 @@ class Plant:
     def __init__(self, body: Body, dt: float, x0: Sequence[float], u0: Sequence[float]) -> None:
         self.body, self.dt, self.k = body, dt, 0
         m_rot = body.n_rotors
-        self.inv_m = 1.0 / body.mass
-        self.jm = tuple(body.inertia.ravel().tolist())
-        self.ji = tuple(np.linalg.inv(body.inertia).ravel().tolist())
-        self.lin_drag = tuple(body.drag.tolist()) if np.any(body.drag) else None
+        self.deriv = _rigid_body(
+            1.0 / body.mass,
+            body.inertia.ravel().tolist(),
+            np.linalg.inv(body.inertia).ravel().tolist(),
+            tuple(body.drag.tolist()) if np.any(body.drag) else None,
+        )
+        self.h = (dt, 0.5 * dt, dt / 6.0)
         self.cols = [tuple(body.B[:, i].tolist()) for i in range(m_rot)]
         self.quadratic = body.coeffs.shape[1] <= 3
         self.coeffs = [
@@ -236,6 +239,8 @@ class Plant:
                 for r, f in zip(body.tm_rise.tolist(), body.tm_fall.tolist(), strict=True)
             ]
         self.rd = None if body.rotor_drag is None else body.rotor_drag.reshape(m_rot, 36)
+        #: per rotor: its wrench column, thrust coefficients and lag factors, as one tuple
+        self.rotors = [(*col, cs, *dec) for col, cs, dec in zip(self.cols, self.coeffs, self.decay, strict=True)]
         self.x = tuple(float(v) for v in x0)
         self.u = [float(v) for v in u0]
         self.cmd = list(self.u)
@@ -243,8 +248,9 @@ class Plant:
 
     def _rest(self) -> None:
         """The wrench and rotor-drag map of the motor states now (at the step's start)."""
-        self.w0 = self.wrench(self.u)
-        self.k0 = self.drag_matrix([self.thrust(ui, cs) for ui, cs in zip(self.u, self.coeffs, strict=True)])
+        f = [self.thrust(ui, cs) for ui, cs in zip(self.u, self.coeffs, strict=True)]
+        self.w0 = self.wrench(f)
+        self.k0 = None if self.rd is None else self.drag_matrix(f)
 
     def thrust(self, ui: float, cs: tuple[float, ...]) -> float:
         if self.quadratic:
@@ -261,10 +267,10 @@ class Plant:
             return None
         return (np.sqrt(np.maximum(f, 0.0)) @ self.rd).tolist()
 
-    def wrench(self, u: list[float]) -> tuple[float, float, float, float, float, float]:
+    def wrench(self, f: list[float]) -> tuple[float, float, float, float, float, float]:
+        """The body wrench of rotor thrusts `f` (M,)."""
         fx = fy = fz = tx = ty = tz = 0.0
-        for ui, cs, (a, b, c, d, e, g) in zip(u, self.coeffs, self.cols, strict=True):
-            fi = self.thrust(ui, cs)
+        for fi, (a, b, c, d, e, g) in zip(f, self.cols, strict=True):
             fx += fi * a
             fy += fi * b
             fz += fi * c
@@ -275,32 +281,32 @@ class Plant:
 
     def motors(self, u: list[float], cmd: list[float], nz: tuple[float, ...]) -> tuple:
         """Motor states at t+h (exact lag, command held), the wrenches at t+h/2 and t+h and
-        the rotor-drag maps there (None without rotor drag)."""
+        the rotor-drag maps there (None without rotor drag). Motors without lag are at their
+        command at both instants (the same numbers: computed once)."""
         xh = yh = zh = lh = mh = nh = 0.0
         xf = yf = zf = lf = mf = nf = 0.0
         uf, fh, ff = [], [], []
-        quadratic, drag = self.quadratic, self.rd is not None
-        for ui, ci, (a, b, c, d, e, g), cs, (rh, rf, fh_, ff_) in zip(
-            u, cmd, self.cols, self.coeffs, self.decay, strict=True
-        ):
+        quadratic, drag, instant = self.quadratic, self.rd is not None, self.instant
+        for ui, ci, (a, b, c, d, e, g, cs, rh, rf, fh_, ff_) in zip(u, cmd, self.rotors, strict=True):
             dh, df = (rh, rf) if ci > ui else (fh_, ff_)
             v = ci + (ui - ci) * dh
-            w = ci + (ui - ci) * df
-            uf.append(w)
-            if quadratic:
-                f1 = (cs[2] * v + cs[1]) * v + cs[0]
-                f2 = (cs[2] * w + cs[1]) * w + cs[0]
-            else:
-                f1, f2 = self.thrust(v, cs), self.thrust(w, cs)
-            if drag:
-                fh.append(f1)
-                ff.append(f2)
+            f1 = (cs[2] * v + cs[1]) * v + cs[0] if quadratic else self.thrust(v, cs)
             xh += f1 * a
             yh += f1 * b
             zh += f1 * c
             lh += f1 * d
             mh += f1 * e
             nh += f1 * g
+            if instant:
+                uf.append(v)
+                fh.append(f1)
+                continue
+            w = ci + (ui - ci) * df
+            uf.append(w)
+            f2 = (cs[2] * w + cs[1]) * w + cs[0] if quadratic else self.thrust(w, cs)
+            if drag:
+                fh.append(f1)
+                ff.append(f2)
             xf += f2 * a
             yf += f2 * b
             zf += f2 * c
@@ -308,86 +314,58 @@ class Plant:
             mf += f2 * e
             nf += f2 * g
         n0, n1, n2, n3, n4, n5 = nz
+        half = (xh + n0, yh + n1, zh + n2, lh + n3, mh + n4, nh + n5)
+        if instant:  # the maps as a pair, as with lag (one matrix product's rounding)
+            return uf, half, half, *(self.drag_matrix([fh, fh]) if drag else (None, None))
         return (
             uf,
-            (xh + n0, yh + n1, zh + n2, lh + n3, mh + n4, nh + n5),
+            half,
             (xf + n0, yf + n1, zf + n2, lf + n3, mf + n4, nf + n5),
             *(self.drag_matrix([fh, ff]) if drag else (None, None)),
         )
 
-    def deriv(self, s: tuple[float, ...], f: tuple[float, ...], kd: list[float] | None) -> tuple[float, ...]:
-        """Derivatives of (v, q, w) (10 floats) at rigid-body state `s` under body wrench `f`,
-        less the linear drag and the rotor drag of map `kd` (Kwon eq. 6-9 about the CoM)."""
-        vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = s
-        fx, fy, fz, tx, ty, tz = f
-        if self.lin_drag is not None or kd is not None:
-            # body-frame velocity R^T v = v - qw t' + q x t' with t' = 2 q x v
-            ax = 2 * (qy * vz - qz * vy)
-            ay = 2 * (qz * vx - qx * vz)
-            az = 2 * (qx * vy - qy * vx)
-            bx = vx - qw * ax + qy * az - qz * ay
-            by = vy - qw * ay + qz * ax - qx * az
-            bz = vz - qw * az + qx * ay - qy * ax
-            if self.lin_drag is not None:  # linear drag on the body-frame velocity: F_b -= D R^T v
-                dx, dy, dz = self.lin_drag
-                fx -= dx * bx
-                fy -= dy * by
-                fz -= dz * bz
-            if kd is not None:  # rotor drag: wrench -= K [v_b, w]
-                d0, d1, d2, d3, d4, d5 = (
-                    kd[j] * bx + kd[j + 1] * by + kd[j + 2] * bz + kd[j + 3] * wx + kd[j + 4] * wy + kd[j + 5] * wz
-                    for j in (0, 6, 12, 18, 24, 30)
-                )
-                fx, fy, fz, tx, ty, tz = fx - d0, fy - d1, fz - d2, tx - d3, ty - d4, tz - d5
-        # R F_b = F + qw t + q x t with t = 2 q x F
-        ax = 2 * (qy * fz - qz * fy)
-        ay = 2 * (qz * fx - qx * fz)
-        az = 2 * (qx * fy - qy * fx)
-        inv_m = self.inv_m
-        jxx, jxy, jxz, _, jyy, jyz, _, _, jzz = self.jm
-        ixx, ixy, ixz, iyx, iyy, iyz, izx, izy, izz = self.ji
-        hx = jxx * wx + jxy * wy + jxz * wz
-        hy = jxy * wx + jyy * wy + jyz * wz
-        hz = jxz * wx + jyz * wy + jzz * wz
-        mx = tx - (wy * hz - wz * hy)
-        my = ty - (wz * hx - wx * hz)
-        mz = tz - (wx * hy - wy * hx)
-        return (
-            (fx + qw * ax + qy * az - qz * ay) * inv_m,
-            (fy + qw * ay + qz * ax - qx * az) * inv_m,
-            (fz + qw * az + qx * ay - qy * ax) * inv_m + -GRAVITY,
-            -0.5 * (qx * wx + qy * wy + qz * wz),
-            0.5 * (qw * wx + qy * wz - qz * wy),
-            0.5 * (qw * wy + qz * wx - qx * wz),
-            0.5 * (qw * wz + qx * wy - qy * wx),
-            ixx * mx + ixy * my + ixz * mz,
-            iyx * mx + iyy * my + iyz * mz,
-            izx * mx + izy * my + izz * mz,
-        )
-
     def step(self, nz: tuple[float, ...], target: list[float]) -> None:
         """One RK4 step of the rigid body, the motors lagging towards the held setpoints `target`;
-        `nz` the thrust noise's wrench."""
+        `nz` the thrust noise's wrench. The stages are written out on floats (no per-stage lists)."""
         uf, b, c, kb, kc = self.motors(self.u, target, nz)
+        d, (h, h2, h6) = self.deriv, self.h
+        n0, n1, n2, n3, n4, n5 = nz
+        bx, by, bz, bl, bm, bn = b
+        cx, cy, cz, cl, cm, cn = c
         w0 = self.w0
-        a = (w0[0] + nz[0], w0[1] + nz[1], w0[2] + nz[2], w0[3] + nz[3], w0[4] + nz[4], w0[5] + nz[5])
-        h, h2, h6 = self.dt, 0.5 * self.dt, self.dt / 6.0
-        px, py, pz, *s = self.x
-        k1 = self.deriv(s, a, self.k0)
-        k2 = self.deriv([x + h2 * d for x, d in zip(s, k1, strict=True)], b, kb)
-        k3 = self.deriv([x + h2 * d for x, d in zip(s, k2, strict=True)], b, kb)
-        k4 = self.deriv([x + h * d for x, d in zip(s, k3, strict=True)], c, kc)
+        px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = self.x
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9 = d(
+            vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, w0[0] + n0, w0[1] + n1, w0[2] + n2, w0[3] + n3, w0[4] + n4,
+            w0[5] + n5, self.k0,
+        )  # fmt: skip
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9 = d(
+            vx + h2 * a0, vy + h2 * a1, vz + h2 * a2, qw + h2 * a3, qx + h2 * a4, qy + h2 * a5, qz + h2 * a6,
+            wx + h2 * a7, wy + h2 * a8, wz + h2 * a9, bx, by, bz, bl, bm, bn, kb,
+        )  # fmt: skip
+        c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 = d(
+            vx + h2 * b0, vy + h2 * b1, vz + h2 * b2, qw + h2 * b3, qx + h2 * b4, qy + h2 * b5, qz + h2 * b6,
+            wx + h2 * b7, wy + h2 * b8, wz + h2 * b9, bx, by, bz, bl, bm, bn, kb,
+        )  # fmt: skip
+        e0, e1, e2, e3, e4, e5, e6, e7, e8, e9 = d(
+            vx + h * c0, vy + h * c1, vz + h * c2, qw + h * c3, qx + h * c4, qy + h * c5, qz + h * c6,
+            wx + h * c7, wy + h * c8, wz + h * c9, cx, cy, cz, cl, cm, cn, kc,
+        )  # fmt: skip
         # position: its derivative is the velocity, whose stages are v + (h/2) k1 etc.
-        px += h6 * (6 * s[0] + h * (k1[0] + k2[0] + k3[0]))
-        py += h6 * (6 * s[1] + h * (k1[1] + k2[1] + k3[1]))
-        pz += h6 * (6 * s[2] + h * (k1[2] + k2[2] + k3[2]))
-        vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = (
-            x + h6 * (d1 + 2 * (d2 + d3) + d4) for x, d1, d2, d3, d4 in zip(s, k1, k2, k3, k4, strict=True)
-        )
+        px += h6 * (6 * vx + h * (a0 + b0 + c0))
+        py += h6 * (6 * vy + h * (a1 + b1 + c1))
+        pz += h6 * (6 * vz + h * (a2 + b2 + c2))
+        qw += h6 * (a3 + 2 * (b3 + c3) + e3)
+        qx += h6 * (a4 + 2 * (b4 + c4) + e4)
+        qy += h6 * (a5 + 2 * (b5 + c5) + e5)
+        qz += h6 * (a6 + 2 * (b6 + c6) + e6)
         n = 1.0 / math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-        self.x = (px, py, pz, vx, vy, vz, qw * n, qx * n, qy * n, qz * n, wx, wy, wz)
+        self.x = (
+            px, py, pz, vx + h6 * (a0 + 2 * (b0 + c0) + e0), vy + h6 * (a1 + 2 * (b1 + c1) + e1),
+            vz + h6 * (a2 + 2 * (b2 + c2) + e2), qw * n, qx * n, qy * n, qz * n, wx + h6 * (a7 + 2 * (b7 + c7) + e7),
+            wy + h6 * (a8 + 2 * (b8 + c8) + e8), wz + h6 * (a9 + 2 * (b9 + c9) + e9),
+        )  # fmt: skip
         self.u = uf
-        self.w0 = (c[0] - nz[0], c[1] - nz[1], c[2] - nz[2], c[3] - nz[3], c[4] - nz[4], c[5] - nz[5])
+        self.w0 = (cx - n0, cy - n1, cz - n2, cl - n3, cm - n4, cn - n5)
         self.k0 = kc
 
     def run(
@@ -417,7 +395,7 @@ class Plant:
             for i, nz in enumerate(map(tuple, (noise[a:b] @ self.body.B.T).tolist()), start=self.k + a):
                 new = i % control_every == 0
                 if new:
-                    self.cmd = [min(max(float(c), lo), hi) for c in controller(i, self.x)]
+                    self.cmd = [lo if c < lo else (hi if c > hi else c) for c in map(float, controller(i, self.x))]
                 target = self.cmd if command_hook is None else command_hook(i, self.u, self.cmd)
                 if self.instant and (new or command_hook is not None):
                     self.u = target
@@ -442,6 +420,64 @@ class Plant:
         return Trajectory(
             dt=self.dt, **{k: np.concatenate([getattr(p, k) for p in parts]) for k in ("x", "u", "cmd", "noise")}
         )
+
+
+def _rigid_body(
+    inv_m: float, jm: Sequence[float], ji: Sequence[float], lin_drag: Sequence[float] | None
+) -> Callable[..., tuple[float, ...]]:
+    """deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, fx, fy, fz, tx, ty, tz, kd): the derivatives
+    of (v, q, w) (10 floats) under the body wrench f, less the linear drag `lin_drag` and the
+    rotor drag of map `kd` (None: none) (Kwon eq. 6-9 about the CoM). The body's constants are
+    bound here, once, not looked up per call."""
+    jxx, jxy, jxz, _, jyy, jyz, _, _, jzz = jm
+    ixx, ixy, ixz, iyx, iyy, iyz, izx, izy, izz = ji
+    g = -GRAVITY
+
+    def deriv(vx, vy, vz, qw, qx, qy, qz, wx, wy, wz, fx, fy, fz, tx, ty, tz, kd):
+        if lin_drag is not None or kd is not None:
+            # body-frame velocity R^T v = v - qw t' + q x t' with t' = 2 q x v
+            ax = 2 * (qy * vz - qz * vy)
+            ay = 2 * (qz * vx - qx * vz)
+            az = 2 * (qx * vy - qy * vx)
+            bx = vx - qw * ax + qy * az - qz * ay
+            by = vy - qw * ay + qz * ax - qx * az
+            bz = vz - qw * az + qx * ay - qy * ax
+            if lin_drag is not None:  # linear drag on the body-frame velocity: F_b -= D R^T v
+                dx, dy, dz = lin_drag
+                fx -= dx * bx
+                fy -= dy * by
+                fz -= dz * bz
+            if kd is not None:  # rotor drag: wrench -= K [v_b, w] (K's rows written out: no generator)
+                fx -= kd[0] * bx + kd[1] * by + kd[2] * bz + kd[3] * wx + kd[4] * wy + kd[5] * wz
+                fy -= kd[6] * bx + kd[7] * by + kd[8] * bz + kd[9] * wx + kd[10] * wy + kd[11] * wz
+                fz -= kd[12] * bx + kd[13] * by + kd[14] * bz + kd[15] * wx + kd[16] * wy + kd[17] * wz
+                tx -= kd[18] * bx + kd[19] * by + kd[20] * bz + kd[21] * wx + kd[22] * wy + kd[23] * wz
+                ty -= kd[24] * bx + kd[25] * by + kd[26] * bz + kd[27] * wx + kd[28] * wy + kd[29] * wz
+                tz -= kd[30] * bx + kd[31] * by + kd[32] * bz + kd[33] * wx + kd[34] * wy + kd[35] * wz
+        # R F_b = F + qw t + q x t with t = 2 q x F
+        ax = 2 * (qy * fz - qz * fy)
+        ay = 2 * (qz * fx - qx * fz)
+        az = 2 * (qx * fy - qy * fx)
+        hx = jxx * wx + jxy * wy + jxz * wz
+        hy = jxy * wx + jyy * wy + jyz * wz
+        hz = jxz * wx + jyz * wy + jzz * wz
+        mx = tx - (wy * hz - wz * hy)
+        my = ty - (wz * hx - wx * hz)
+        mz = tz - (wx * hy - wy * hx)
+        return (
+            (fx + qw * ax + qy * az - qz * ay) * inv_m,
+            (fy + qw * ay + qz * ax - qx * az) * inv_m,
+            (fz + qw * az + qx * ay - qy * ax) * inv_m + g,
+            -0.5 * (qx * wx + qy * wy + qz * wz),
+            0.5 * (qw * wx + qy * wz - qz * wy),
+            0.5 * (qw * wy + qz * wx - qx * wz),
+            0.5 * (qw * wz + qx * wy - qy * wx),
+            ixx * mx + ixy * my + ixz * mz,
+            iyx * mx + iyy * my + iyz * mz,
+            izx * mx + izy * my + izz * mz,
+        )
+
+    return deriv
 
 
 #: Steps whose rows `Plant.run` gathers as Python tuples before storing them in its arrays.

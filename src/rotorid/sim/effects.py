@@ -178,23 +178,26 @@ class Plant:
         self.vbat[k] = v
         return (np.asarray(cmd) * (v / self.v_ref)).tolist() if self.spec.cmd_scales_with_voltage else cmd
 
-    def rotor_thrust(self, k: int, x: tuple[float, ...], u: np.ndarray) -> np.ndarray:
+    def rotor_thrust(
+        self, k: int, x: tuple[float, ...], u: np.ndarray, f: np.ndarray | None = None, rot: np.ndarray | None = None
+    ) -> np.ndarray:
         """True thrusts (M,) of motor states `u` at step k: saturation (at the step's voltage),
-        ground effect."""
-        s, f = self.spec, self.body.thrust(u)
+        ground effect. `f` (their nominal thrusts) and `rot` (the attitude matrix): when known."""
+        s, f = self.spec, self.body.thrust(u) if f is None else f
         if s.saturation > 0:
             top = s.saturation * self.f_full * (self.vbat[k] / self.v_ref) ** 2
             self.sat[k] = np.minimum(1.0, top / np.maximum(f, 1e-12))
             f = f * self.sat[k]
         if s.ground_radius > 0:
-            z = x[2] + self.hubs @ _rotation(x)[2] - self.ground_z
+            z = x[2] + self.hubs @ (_rotation(x) if rot is None else rot)[2] - self.ground_z
             f = f * ground_factor(z, s.ground_radius)
         return f
 
-    def air_wrench(self, k: int, x: tuple[float, ...], f: np.ndarray) -> np.ndarray:
+    def air_wrench(self, k: int, x: tuple[float, ...], f: np.ndarray, rot: np.ndarray | None = None) -> np.ndarray:
         """The wrench (6,) the air adds to the integrator's still-air drag terms: the wind's part
-        of the linear body drag and the rotor drag, and the quadratic body drag."""
-        rot = _rotation(x)
+        of the linear body drag and the rotor drag, and the quadratic body drag (`rot`: the
+        attitude matrix, when known)."""
+        rot = _rotation(x) if rot is None else rot
         w_b = self.wind[k] @ rot
         out = np.zeros(6)
         out[:3] = self.body.drag * w_b
@@ -209,8 +212,9 @@ class Plant:
         """`integrate`'s hook: the step's perturbation wrench `nz` plus the effects' (recorded)."""
         ua = np.asarray(u, dtype=float)
         f0 = self.body.thrust(ua)
-        self.df[k] = self.rotor_thrust(k, x, ua) - f0
-        self.extra[k] = self.air_wrench(k, x, f0)
+        rot = _rotation(x)  # once for both (the same numbers)
+        self.df[k] = self.rotor_thrust(k, x, ua, f0, rot) - f0
+        self.extra[k] = self.air_wrench(k, x, f0, rot)
         w = self.body.B @ self.df[k] + self.extra[k]
         return tuple(a + b for a, b in zip(nz, w.tolist(), strict=True))
 

@@ -100,6 +100,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -112,7 +113,7 @@ from rotorid.signal import sid_chirp
 from rotorid.sim.control import Gains
 from rotorid.sim.effects import BODY_EFFECTS, apply_effects, random_effects
 from rotorid.sim.sensors import DEG, Imu, Mocap
-from rotorid.sim.simulator import FlightSpec, References, fly
+from rotorid.sim.simulator import FlightSpec, References, Streamed, fly, stream
 from rotorid.sim.trajectory import band_limited_noise, chirp, doublets, evaluate, move
 from rotorid.vehicle import Vehicle, crazyflie, quad_plus, quad_x
 
@@ -161,6 +162,8 @@ CHIRP: dict[str, tuple[int, str]] = {
 RANDOM_SUITE = {f"{base}-random": base for base in PAPER}
 NAMES = PAPER + tuple(MISMATCH) + tuple(RANDOM_SUITE) + tuple(CHIRP)
 
+#: progress(flight, fraction done)
+_Progress = Callable[[str, float], None] | None
 #: Most integration steps per simulated flight (~1 GB of channels; an hour at 1 kHz).
 MAX_STEPS = 4e6
 _COMMON = {"duration": None, "dt": 1e-3, "noise": True, "control_rate": 500.0, "drag": (0.0, 0.0, 0.0), **_EFFECTS}
@@ -197,11 +200,11 @@ OVERRIDES |= {name: OVERRIDES[base] for name, base in RANDOM_SUITE.items()}
 class Scenario:
     """Simulated flights with their ground truth. `vehicle` holds only what a user knows before
     identifying; `true_vehicle` everything. `states[flight]` are the true states at the log
-    instants (see `rotorid.sim.simulator.fly`)."""
+    instants (`rotorid.sim.simulator.fly`; none for a `Streamed` flight of a `lazy` run)."""
 
     name: str
     seed: int
-    flights: dict[str, Flight]
+    flights: dict[str, Flight | Streamed]
     truth: Truth
     vehicle: Vehicle
     true_vehicle: Vehicle
@@ -232,14 +235,14 @@ def options(name: str, **overrides: Any) -> dict[str, Any]:
     return opts
 
 
-def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None = None, **overrides: Any) -> Scenario:
-    """Simulate the named scenario with the given seed. `progress(flight, fraction)` is called
-    during integration. Unknown overrides raise a `RotoridError` listing the allowed ones."""
+def run(name: str, seed: int = 0, progress: _Progress = None, lazy: bool = False, **overrides: Any) -> Scenario:
+    """Simulate the named scenario with the given seed, `progress(flight, fraction)` during integration;
+    `lazy`: `simulator.Streamed` flights where they allow it. Unknown overrides raise a `RotoridError`."""
     opts = options(name, **overrides)
     if int(seed) < 0:
         raise RotoridError(f"scenario '{name}': the seed must be a non-negative integer, got {seed}")
     if name in CHIRP:
-        return _chirp(name, int(seed), opts, progress)
+        return _chirp(name, int(seed), opts, partial(_fly_all, progress=progress, lazy=lazy))
     drawn = {}
     if name in RANDOM_SUITE:  # the vehicle's own draw: configuration B is A's vehicle with a payload
         family = "six-config-a" if _base(name).startswith("six") else _base(name)
@@ -248,7 +251,7 @@ def run(name: str, seed: int = 0, progress: Callable[[str, float], None] | None 
             OVERRIDES[name].get("tm") if "tm_rise" in OVERRIDES[name] else None,
         )
         opts = options(name, **{**drawn, **{k: v for k, v in overrides.items() if v is not None}})
-    sc = _BUILDERS[_base(name)](name, int(seed), opts, progress)
+    sc = _BUILDERS[_base(name)](name, int(seed), opts, partial(_fly_all, progress=progress, lazy=lazy))
     if drawn:
         sc.truth.vehicle["random"] = drawn
     return sc
@@ -318,17 +321,16 @@ def _truth_vehicle(true: Vehicle, fx: _Effects, **extra: Any) -> dict[str, Any]:
 
 
 def _fly_all(
-    name: str,
-    seed: int,
-    vehicle: Vehicle,
-    specs: dict[str, FlightSpec],
-    progress: Callable[[str, float], None] | None,
-) -> tuple[dict[str, Flight], dict[str, dict[str, np.ndarray]]]:
+    name: str, seed: int, vehicle: Vehicle, specs: dict[str, FlightSpec], progress: _Progress, lazy: bool
+) -> tuple[dict[str, Flight | Streamed], dict[str, dict[str, np.ndarray]]]:
+    """Each flight of `specs` (`fly`, or `stream` when `lazy`); a streamed flight has no states."""
     flights, states = {}, {}
     for fname, spec in specs.items():
         n = spec.duration / spec.dt
         cb = (lambda k, f=fname, n=n: progress(f, k / n)) if progress else None
-        flights[fname], states[fname] = fly(vehicle, spec, _rng(name, seed, fname), f"sim:{name}/{fname}", cb)
+        args = (vehicle, spec, _rng(name, seed, fname), f"sim:{name}/{fname}", cb)
+        out = stream(*args) if lazy else fly(*args)
+        flights[fname], states[fname] = (out, {}) if isinstance(out, Streamed) else out
     return flights, states
 
 
@@ -417,7 +419,7 @@ def _crazyflie_gains(true: Vehicle) -> Gains:
     return Gains.from_bandwidth(true.inertia, (12.0, 12.0, 10.0), 0.8, pos_wn=(0.8, 0.8, 1.2))
 
 
-def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+def _eschmann(name: str, seed: int, o: dict[str, Any], fly_all: Callable[..., Any]) -> Scenario:
     rise, fall = _tm(o)
     base = crazyflie()
     true = _crazyflie_true(o, "sim:eschmann-crazyflie")
@@ -461,7 +463,7 @@ def _eschmann(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenari
             **fx.spec,
             meta={"scenario": name, "flight": fname, "seed": seed},
         )
-    flights, states = _fly_all(name, seed, true, specs, progress)
+    flights, states = fly_all(name, seed, true, specs)
     true, truth = _spread_truth(true, _crazyflie_truth(true), fx, np.array(_CF_CURVE), rise, fall)
     user = base.replace(source="sim:eschmann-crazyflie (user knowledge)")
     return Scenario(name, seed, flights, Truth(truth, _truth_vehicle(true, fx)), user, true, states, o)
@@ -525,7 +527,7 @@ def _kwon_references(dur: float) -> Callable[[np.ndarray], References]:
     return refs
 
 
-def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+def _kwon(name: str, seed: int, o: dict[str, Any], fly_all: Callable[..., Any]) -> Scenario:
     rise, fall = _tm(o)
     com = np.array([0.008, -0.021, 0.0])  # Table 3 (CoM relative to the geometric centre)
     imu_rel_com = np.array([-0.018, 0.021, -0.011])  # Table 4
@@ -582,7 +584,7 @@ def _kwon(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
             "intervals": {"1": [0.0, t2], "2": [t2, t3], "3": [t3, dur]},
         },
     )
-    flights, states = _fly_all(name, seed, true, {"trajectory": spec}, progress)
+    flights, states = fly_all(name, seed, true, {"trajectory": spec})
     truth = {"mass": true.mass, "I_xx": 0.050, "I_yy": 0.050, "I_zz": 0.060}
     truth |= {f"com_{a}": float(v) for a, v in zip("xyz", com, strict=True)}
     truth |= {f"imu_{a}": float(v) for a, v in zip("xyz", true.imu_offset, strict=True)}
@@ -656,7 +658,7 @@ def _six_known(name: str, geom: Vehicle, o: dict[str, Any]) -> tuple[Vehicle, fl
     return known, SIX_W_MAX**2 if duty else 1.0
 
 
-def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+def _six(name: str, seed: int, o: dict[str, Any], fly_all: Callable[..., Any]) -> Scenario:
     config = "A" if _base(name).endswith("-a") else "B"
     rise, fall = _tm(o)
     m, ms, i_o = six_mass_properties(config)
@@ -710,7 +712,7 @@ def _six(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
             log_rotor_speed=unit == 1.0,  # a duty-cycle ESC reports no speed
             meta={"scenario": name, "flight": fname, "seed": seed, "config": config},
         )
-    flights, states = _fly_all(name, seed, true, specs, progress)
+    flights, states = fly_all(name, seed, true, specs)
     names = ("I_xx", "I_yy", "I_zz", "I_xy", "I_xz", "I_yz")
     idx = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
     truth = {"mass": m, "k_t": SIX_K_T * unit, "k_d": SIX_K_D * unit, "k_tau": k_tau}
@@ -735,7 +737,7 @@ _BUILDERS = {"eschmann-crazyflie": _eschmann, "kwon-payload": _kwon, "six-config
 
 
 # -- chirp-roll, chirp-pitch, chirp-yaw, chirp-thrust ------------------------------------------
-def _chirp(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
+def _chirp(name: str, seed: int, o: dict[str, Any], fly_all: Callable[..., Any]) -> Scenario:
     """The eschmann-crazyflie vehicle, IMU and controller hovering 1-2 s (drawn per seed), then
     flying ArduPilot's System ID chirp (`rotorid.signal.sid_chirp`, two cycles at the start
     frequency first) on one axis, then 1-4 s of hover; logged at `log_rate` (default 500 Hz on a 2 ms step, a fast
@@ -788,7 +790,7 @@ def _chirp(name: str, seed: int, o: dict[str, Any], progress: Any) -> Scenario:
         **fx.spec,
         meta={"scenario": name, "flight": axis, "seed": seed},
     )
-    flights, states = _fly_all(name, seed, true, {axis: spec}, progress)
+    flights, states = fly_all(name, seed, true, {axis: spec})
     flights[axis] = flights[axis].replace(meta={**flights[axis].meta, "sid": sid})
     true, truth = _spread_truth(true, _crazyflie_truth(true), fx, np.array(_CF_CURVE), *_tm(o))
     user = crazyflie().replace(source=f"sim:{name} (user knowledge)")

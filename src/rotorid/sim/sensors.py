@@ -98,11 +98,17 @@ def _quantize(x: np.ndarray, res: float) -> np.ndarray:
     return np.round(x / res) * res if res > 0 else x
 
 
-def bias_walk(density: float, n: int, rate: float, rng: np.random.Generator) -> np.ndarray:
-    """A bias random walk (n, 3) starting at zero: increments of sigma = density / sqrt(rate)."""
+def bias_walk(
+    density: float, n: int, rate: float, rng: np.random.Generator, start: np.ndarray | None = None
+) -> np.ndarray:
+    """A bias random walk (n, 3) starting at zero: increments of sigma = density / sqrt(rate);
+    with `start` (3,), the walk's value before these samples, going on from there (the next
+    piece of a walk: summed in the same order, the whole walk's numbers)."""
     steps = density / np.sqrt(rate) * rng.standard_normal((n, 3))
-    steps[0] = 0.0
-    return np.cumsum(steps, axis=0)
+    if start is None:
+        steps[0] = 0.0
+        return np.cumsum(steps, axis=0)
+    return np.cumsum(np.concatenate([start[None], steps]), axis=0)[1:]
 
 
 def imu(
@@ -112,11 +118,14 @@ def imu(
     spec_com: np.ndarray,
     r: np.ndarray,
     rng: np.random.Generator,
+    walks: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Gyro, accelerometer (and gyro_dot) samples from true states at the IMU sample instants.
 
     `spec_com` is the specific force at the CoM (body), `r` the IMU position relative to the
-    CoM (body). Returns arrays (N, 3) keyed gyro, acc[, gyro_dot].
+    CoM (body). Returns arrays (N, 3) keyed gyro, acc[, gyro_dot]. `walks` carries the bias
+    walks from piece to piece of a flight sampled in pieces (their last values, keyed gyro
+    and acc, updated here; empty before the first piece).
     """
     r = np.broadcast_to(np.asarray(r, dtype=float), omega.shape)
     lever = np.cross(omega_dot, r) + np.cross(omega, np.cross(omega, r))
@@ -127,10 +136,13 @@ def imu(
     s = np.sqrt(spec.rate)
     gyro = omega + np.asarray(spec.gyro_bias) + spec.gyro_nd * s * rng.standard_normal(omega.shape)
     acc = true_acc + np.asarray(spec.acc_bias) + spec.acc_nd * s * rng.standard_normal(omega.shape)
-    if spec.gyro_rw > 0:  # drawn only when asked, so scenarios without a walk keep their streams
-        gyro = gyro + bias_walk(spec.gyro_rw, len(gyro), spec.rate, rng)
-    if spec.acc_rw > 0:
-        acc = acc + bias_walk(spec.acc_rw, len(acc), spec.rate, rng)
+    walks, walk = {} if walks is None else walks, {}
+    for key, density in (("gyro", spec.gyro_rw), ("acc", spec.acc_rw)):
+        if density > 0:  # drawn only when asked, so scenarios without a walk keep their streams
+            walk[key] = bias_walk(density, len(omega), spec.rate, rng, walks.get(key))
+            walks[key] = walk[key][-1]
+    gyro = gyro + walk["gyro"] if "gyro" in walk else gyro
+    acc = acc + walk["acc"] if "acc" in walk else acc
     out = {"gyro": _quantize(gyro, spec.gyro_res), "acc": _quantize(acc, spec.acc_res)}
     if spec.gyro_dot_cutoff is not None:
         b, a = sps.butter(2, spec.gyro_dot_cutoff, fs=spec.rate)
