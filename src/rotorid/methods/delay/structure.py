@@ -131,6 +131,30 @@ def inflow_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Col
     return widened(sym, delta)
 
 
+def curve_doubt(
+    prob: ThrustProblem, tm: tuple[float, float], x: np.ndarray, rich: tuple[int, ...], out: Collected
+) -> np.ndarray:
+    """The thrust curve's choice in its coefficients' σ (issue 32: the choice's doubt enters σ).
+    A simpler curve than the richest (eq. 19-21 with fewer terms) predicts the thrust as well,
+    but each coefficient `x` it keeps absorbs the terms it drops: over a hover-centred command
+    range u and u² are nearly collinear, so K_2 of u^0+u^2 is not the paper's K_2 of the full
+    quadratic. The richest curve fitted at the same motor constants `tm` gives each kept term's
+    coefficient there; the differences are returned (in `prob.names()` order) for the reported
+    coefficients' σ, a note says so. They leave the covariance of the curve alone: the curves
+    agree as functions, so the hover command and the torques that rest on the curve keep theirs."""
+    full = dataclasses.replace(prob, exponents=rich)
+    x_rich = dict(zip(full.names(), full.fit(tm)[0].x, strict=True))
+    delta = x - np.array([x_rich[k] for k in prob.names()])
+    out.diag["curve_rich_delta"] = delta
+    moved = ", ".join(f"{k} {-d:+.3g}" for k, d in zip(prob.names(), delta, strict=True))
+    out.notes.append(
+        f"The thrust curve's choice: the richest curve, exponents {rich}, at the same T_m moves the chosen "
+        f"coefficients by {moved}; their σ include that difference (the curve as a function, and the hover "
+        "command, hardly move)."
+    )
+    return delta
+
+
 #: `asymmetry_check`'s screen: the largest relative split of its two evaluations, and the
 #: p-value above which the full two-constant fit is skipped.
 ASYM_SCREEN_STEP = 0.1
@@ -295,8 +319,10 @@ def choose_curve(
     curves and drop out. The simplest curve (plain before voltage, fewer
     terms first) whose held-out error is not larger than the best's by more than twice the
     difference's standard error (across the blocks) is chosen: a richer curve must predict
-    better, not only fit better. Its doubt, the T_m of the best-predicting curve when that one
-    is another, `out.diag["curve_tm"]`, enters σ(T_m) in the motor-lag step. Returns the
+    better, not only fit better. Its doubt enters σ in the motor-lag step: the T_m of the
+    best-predicting curve when that one is another (`out.diag["curve_tm"]`), and the
+    coefficients of the richest curve when a simpler one is chosen (`out.diag["curve_rich"]`,
+    `curve_doubt`). Returns the
     exponents and the voltage model (None: the plain curve). Raises `ExcitationError` when no
     candidate is a thrust curve."""
     curves = CURVE_CANDIDATES if st.exponents is None else (tuple(st.exponents),)
@@ -337,6 +363,8 @@ def choose_curve(
     if chosen != best:
         b = probs[best]
         out.diag["curve_tm"] = search_tm(b, dataclasses.replace(st, exponents=best[0])).tm
+    if chosen[0] != rich:
+        out.diag["curve_rich"] = rich
     out.notes.append(_curve_note(rel, [k for k in probs if k not in err], chosen, model))
     return chosen[0], model if chosen[1] else None
 

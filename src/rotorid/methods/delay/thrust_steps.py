@@ -17,6 +17,7 @@ from rotorid.methods.delay.search import AsymSearch, TmSearch, search_tm, search
 from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, tm_support
 from rotorid.methods.delay.structure import (
     asymmetry_check,
+    curve_doubt,
     dead_time_check,
     inflow_check,
     sample_hold_term,
@@ -240,7 +241,10 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     prob, st, sym, tm_pair, unc = problem.thrust, problem.settings, lag.search, lag.pair, lag.unc
     fit, states = unc.fit, unc.states
     ccov = unc.coeff_cov
-    std = np.sqrt(np.clip(np.diag(ccov), 0.0, None))
+    var = np.clip(np.diag(ccov), 0.0, None)
+    if "curve_rich" in out.diag:  # the coefficients' meaning, not the curve's shape: not in ccov
+        var = var + curve_doubt(prob, tm_pair, fit.x, out.diag["curve_rich"], out) ** 2
+    std = np.sqrt(var)
     gb = unc.bias_grad[len(unc.dirs) :]
     beta, beta_sd = st.acc_bias_z
     bias_words = (

@@ -1,0 +1,57 @@
+"""Issue 32 for delay's thrust curve: when the held-out choice keeps a simpler curve than the
+paper's full quadratic (eq. 19-21), the coefficients it reports absorb the terms it dropped, and
+their σ say so (the richest curve's coefficients at the same T_m, `structure.curve_doubt`); the
+curve as a function, and the hover command, keep their own σ."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rotorid.methods import delay
+from rotorid.result import Result
+from rotorid.sim import scenarios
+
+
+def _run(sc: scenarios.Scenario) -> Result:
+    f = sc.flights
+    return delay.identify([f["thrust"]], sc.vehicle, roll_pitch=[f["roll_pitch"]], yaw=[f["yaw"]])
+
+
+@pytest.fixture(scope="module")
+def saturated() -> tuple[scenarios.Scenario, Result]:
+    """Rotors that saturate at 80 % of the nominal full thrust (8 s): the top of the thrust
+    doublets is flattened, and u^0 + u^2 predicts as well as the full quadratic."""
+    sc = scenarios.run("eschmann-crazyflie", seed=1, duration=8.0, saturation=0.8)
+    return sc, _run(sc)
+
+
+def test_a_simpler_curve_carries_the_richest_curves_coefficients_in_its_sigma(saturated) -> None:
+    """Seed 1: K_0 + K_2 u² is chosen; its K_2 0.1115 lies 0.017 (8 of its fit's own σ) below the
+    truth 0.1283, the full quadratic's K_2 at the same T_m 0.042 further; with that difference in
+    σ both coefficients cover the truth, and the hover command's σ is the curve's own (1.5 %)."""
+    sc, r = saturated
+    truth = sc.truth.params
+    assert r.settings["exponents"] == (0, 2)
+    delta = r.diagnostics["curve_rich_delta"]
+    assert delta[1] == pytest.approx(0.042, abs=0.004)
+    c2 = r.params["thrust_c2"]
+    own = math.sqrt(c2.std**2 - delta[1] ** 2)  # σ without the choice's doubt
+    assert abs(c2.value - truth["thrust_c2"]) > 5 * own
+    for k in ("thrust_c0", "thrust_c2", "hover_cmd"):
+        assert abs(r.params[k].value - truth[k]) < 2 * r.params[k].std, k
+    assert r.params["hover_cmd"].std / r.params["hover_cmd"].value < 0.02
+    assert any(n.startswith("The thrust curve's choice: the richest curve, exponents (0, 1, 2)") for n in r.notes)
+
+
+def test_the_full_quadratic_carries_no_choice_term() -> None:
+    """Without saturation (seed 0, 8 s) the full quadratic is chosen: no term, no note, and
+    K_1, K_2 keep their fit's σ (0.3 %, 3 %)."""
+    sc = scenarios.run("eschmann-crazyflie", seed=0, duration=8.0)
+    r = _run(sc)
+    assert r.settings["exponents"] == (0, 1, 2)
+    assert "curve_rich_delta" not in r.diagnostics
+    assert not any(n.startswith("The thrust curve's choice") for n in r.notes)
+    assert r.params["thrust_c2"].std / r.params["thrust_c2"].value < 0.005
+    assert r.params["thrust_c1"].std / abs(r.params["thrust_c1"].value) < 0.05
