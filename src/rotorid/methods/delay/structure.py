@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from scipy import optimize, special
@@ -84,16 +84,30 @@ def climb_speed(flights: list[Flight]) -> np.ndarray:
     return np.concatenate(out)
 
 
-def _inflow_blocks(prob: ThrustProblem, tm: float, v: np.ndarray) -> Iterator[np.ndarray]:
+def _extra_blocks(
+    prob: ThrustProblem, tm: float, column: Callable[[np.ndarray, slice], np.ndarray]
+) -> Iterator[np.ndarray]:
     """The thrust design (`ThrustProblem.design_states`) `CHUNK` rows at a time with one more
-    column, the rotors' u² thrust direction times the climb speed `v` (the inflow's thrust loss)."""
+    column, `column(rotor states, their sample slice)` (N, M) along the rotor axes: a thrust
+    force like the others, so through the flight's accelerometer low-pass."""
     r, at, lp, cur = prob.vehicle.axes[:, prob.rows], 0, None, -1
     for k, w in prob.state_blocks((tm, tm)):
-        if k != cur:  # a thrust force like the others: through the flight's accelerometer low-pass
+        if k != cur:
             lp, cur = prob.lowpass(k), k
-        col = ((w * w) @ r) * v[at : at + len(w), None]
+        col = column(w, slice(at, at + len(w))) @ r
         at += len(w)
         yield prob.lowpassed(lp, np.column_stack([prob.design_states([w]), col.reshape(-1)]))
+
+
+def _inflow_blocks(prob: ThrustProblem, tm: float, v: np.ndarray) -> Iterator[np.ndarray]:
+    """`_extra_blocks` with the rotors' u² times the climb speed `v` (the inflow's thrust loss)."""
+    return _extra_blocks(prob, tm, lambda w, at: (w * w) * v[at, None])
+
+
+def _knee_blocks(prob: ThrustProblem, tm: float, knee: float) -> Iterator[np.ndarray]:
+    """`_extra_blocks` with each rotor's u² above `knee`², max(u² - knee², 0) (the thrust a
+    saturating rotor does not add above its knee)."""
+    return _extra_blocks(prob, tm, lambda w, at: np.maximum(w * w - knee * knee, 0.0))
 
 
 def inflow_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
@@ -153,6 +167,55 @@ def curve_doubt(
         "command, hardly move)."
     )
     return delta
+
+
+#: Quantiles of the rotor states `saturation_check` tries as the knee above which thrust saturates.
+KNEE_QUANTILES = (0.7, 0.8, 0.9, 0.95)
+
+
+def saturation_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
+    """Model-structure check of the thrust curve (eq. 19) against saturation: a rotor near its
+    limit (the ESC's full duty cycle at a sagging battery, the motor's current limit) adds less
+    thrust than the quadratic above some state, a knee; a lag fit then bends the whole curve
+    (K_2 low, K_1 high) and takes the flattened thrust peaks partly for lag. The term
+    k max(u² - u_k², 0) (`_knee_blocks`, k < 0: less thrust above the knee) is fitted with T_m,
+    the knee u_k the best of `KNEE_QUANTILES` of the rotor states at the lag-only optimum. When
+    the data support it (likelihood ratio at the residual's effective sample count, 1 % level,
+    χ² with two degrees of freedom: the knee and k) with k < 0, the lag-only values stay (the
+    paper's model) and the difference Δθ between the two models' T_m and thrust coefficients
+    enters their covariance, as `inflow_check` does; a note gives the knee and the loss.
+    Returns the search with σ so widened (`widened`), None when the data do not support it."""
+    lo, hi = tm_support(st)
+    n_eff = sym.n / sym.tau_int
+    w = np.concatenate(prob.states((sym.tm, sym.tm)))
+    knees = np.quantile(w, KNEE_QUANTILES)
+    sse = lambda tm, knee: reduce_rows(_knee_blocks(prob, tm, knee), prob.b).sse
+    knee = float(min(knees, key=lambda q: sse(sym.tm, q)))
+    res = optimize.minimize_scalar(
+        lambda tm: sse(tm, knee), bounds=(lo, hi), method="bounded", options={"xatol": st.tm_xtol}
+    )
+    tm_s, sse_s = float(res.x), float(res.fun)
+    lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / sse_s), 0.0)
+    p = float(special.chdtrc(2, 2 * lr))
+    x_s = ols_blocks(lambda: _knee_blocks(prob, tm_s, knee), prob.b, what="thrust curve with a knee").x
+    out.diag.update(saturation_tm=tm_s, saturation_p=p, saturation_knee=knee, saturation_k=float(x_s[-1]))
+    if not (p < 0.01 and x_s[-1] < 0):
+        return None
+    delta = np.concatenate([[sym.tm - tm_s], sym.unc.fit.x - x_s[:-1]])
+    names = prob.names()
+    per = (
+        f"; above it each rotor adds {100 * (1 + x_s[-1] / x_s[names.index('thrust_c2')]):.0f} % of the u² thrust"
+        if "thrust_c2" in names
+        else ""
+    )
+    out.notes.append(
+        f"Residuals are structured: the thrust rises less than the curve above the motor state {knee:.3g}{per} "
+        f"(saturation; likelihood ratio {lr:.3g}, p = {p:.2g}); with that knee T_m would be {tm_s:.4g} s instead of "
+        f"{sym.tm:.4g} s and the curve below it {', '.join(f'{k} {v:.4g}' for k, v in zip(names, x_s[:-1], strict=False))}. "
+        "T_m and the thrust curve are reported for the paper's model, and σ of them and of what rests on them "
+        "includes the difference between the two models."
+    )
+    return widened(sym, delta)
 
 
 #: `asymmetry_check`'s screen: the largest relative split of its two evaluations, and the

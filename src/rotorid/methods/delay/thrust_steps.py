@@ -21,6 +21,7 @@ from rotorid.methods.delay.structure import (
     dead_time_check,
     inflow_check,
     sample_hold_term,
+    saturation_check,
     widened,
     window_scatter,
 )
@@ -148,7 +149,7 @@ def _structure_terms(
     prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected, model: VoltageModel | None
 ) -> tuple[TmSearch, list[str]]:
     """What the symmetric T_m's σ holds beyond the fit's own: the model-structure checks (dead
-    time, rising/falling), the thrust curve's choice, the voltage exponent's σ, the windows'
+    time, rising/falling, inflow, saturation), the thrust curve's choice, the voltage exponent's σ, the windows'
     disagreement, and the log's time resolution (which also moves T_m, `sample_hold_term`); the
     reasons in words."""
     why = []
@@ -169,6 +170,9 @@ def _structure_terms(
         why.append(
             f"a thrust falling with the climb speed (rotor inflow) with T_m {out.diag['inflow_tm']:.4g} s fits better"
         )
+    if st.saturation_check and (wide := saturation_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(f"a thrust that saturates above the state {out.diag['saturation_knee']:.3g} fits better")
     if "curve_tm" in out.diag:
         sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
         why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
