@@ -11,6 +11,7 @@ from scipy import optimize, special
 
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
+from rotorid.methods import voltage as vm
 from rotorid.methods.delay import voltage as volt
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import ThrustProblem
@@ -167,6 +168,36 @@ def curve_doubt(
         "command, hardly move)."
     )
     return delta
+
+
+def motor_model_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
+    """Model-structure check of a plain curve on flights that log a varying battery voltage: the
+    motor model (`rotorid.methods.voltage`, α = 1: the motor follows the duty cycle times the
+    voltage through its lag) with the same terms, its T_m searched again. Sag under load falls
+    with the thrust the lag delays, a feedback that makes the plain curve's response faster:
+    the plain T_m comes out low (9 % sag at hover: ~18 % on a thrust flight), and a free α can be pulled anywhere
+    by other effects the flight has. When the motor model fits better (same number of
+    parameters: a lower residual at its own T_m), its T_m and coefficients are as plausible as
+    the plain ones, and their difference Δθ enters the covariance as the other checks' does, with a
+    note. Returns the search with σ so widened (`widened`); None otherwise (or when the curve
+    already holds the voltage, or the log has none)."""
+    if prob.voltage is not None or st.voltage != "auto" or vm.unusable(prob.flights, prob.vehicle) is not None:
+        return None
+    motor = dataclasses.replace(prob, voltage=vm.VoltageModel(1.0, 0.0, *vm.model_span(prob.flights)))
+    n_eff = sym.n / sym.tau_int
+    tm, _ = volt.tm_at(motor, sym, st, n_eff)
+    fit = motor.fit((tm, tm))[0]
+    lr = 0.5 * n_eff * math.log(sym.unc.fit.sse / fit.sse)
+    out.diag.update(motor_model_tm=tm, motor_model_lr=lr)
+    if not lr > 0:
+        return None
+    out.notes.append(
+        f"Battery voltage: the motor model (rotor state the lag of command x V/V_ref, α = 1) fits the thrust flight "
+        f"better than the plain curve chosen (log-likelihood +{lr:.3g} with as many parameters); with it T_m would "
+        f"be {tm:.4g} s instead of {sym.tm:.4g} s (sag under load acts through the lag). σ of T_m, the thrust curve "
+        "and what rests on them includes the difference; --voltage on fits the voltage curve."
+    )
+    return widened(sym, np.concatenate([[sym.tm - tm], sym.unc.fit.x - fit.x]))
 
 
 #: Quantiles of the rotor states `saturation_check` tries as the knee above which thrust saturates.

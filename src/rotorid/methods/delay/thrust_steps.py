@@ -20,6 +20,7 @@ from rotorid.methods.delay.structure import (
     curve_doubt,
     dead_time_check,
     inflow_check,
+    motor_model_check,
     sample_hold_term,
     saturation_check,
     widened,
@@ -149,7 +150,7 @@ def _structure_terms(
     prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected, model: VoltageModel | None
 ) -> tuple[TmSearch, list[str]]:
     """What the symmetric T_m's σ holds beyond the fit's own: the model-structure checks (dead
-    time, rising/falling, inflow, saturation), the thrust curve's choice, the voltage exponent's σ, the windows'
+    time, rising/falling, inflow, saturation, the battery's motor model), the thrust curve's choice, the voltage exponent's σ, the windows'
     disagreement, and the log's time resolution (which also moves T_m, `sample_hold_term`); the
     reasons in words."""
     why = []
@@ -178,6 +179,9 @@ def _structure_terms(
         why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
     if model is not None:
         sym = widened(sym, alpha_term(prob, sym, model, st))
+    elif (wide := motor_model_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(f"the battery's motor model (α = 1) gives T_m {out.diag['motor_model_tm']:.4g} s and fits better")
     if (wide := window_scatter(prob, sym, st, out)) is not sym:
         sym = wide
         why.append("the thrust flights disagree beyond σ (leave-one-out)")
