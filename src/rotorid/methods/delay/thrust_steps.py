@@ -249,10 +249,10 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     prob, st, sym, tm_pair, unc = problem.thrust, problem.settings, lag.search, lag.pair, lag.unc
     fit, states = unc.fit, unc.states
     ccov = unc.coeff_cov
-    var = np.clip(np.diag(ccov), 0.0, None)
+    own = np.sqrt(np.clip(np.diag(ccov), 0.0, None))  # the curve's: what the acc bias is weighed against
+    std = own
     if "curve_rich" in out.diag:  # the coefficients' meaning, not the curve's shape: not in ccov
-        var = var + curve_doubt(prob, tm_pair, fit.x, out.diag["curve_rich"], out) ** 2
-    std = np.sqrt(var)
+        std = np.hypot(own, curve_doubt(prob, tm_pair, fit.x, out.diag["curve_rich"], out))
     gb = unc.bias_grad[len(unc.dirs) :]
     beta, beta_sd = st.acc_bias_z
     bias_words = (
@@ -264,7 +264,7 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
         return abs(g) * max(beta_sd, abs(beta)) > 0.1 * math.sqrt(max(sd**2 - (g * beta_sd) ** 2, 0.0))
 
     for k, nm in enumerate(prob.names()):
-        if rests_on_bias(gb[k], std[k]):
+        if rests_on_bias(gb[k], own[k]):
             for name in (
                 [f"thrust_c0_m{i + 1}" for i in range(prob.vehicle.n_rotors)]
                 if prob.shared_c0 and nm == "thrust_c0"
