@@ -1,4 +1,6 @@
-"""Model-structure checks of the lag model: a dead time, separate rising/falling constants."""
+"""Model-structure checks of the lag model (a dead time, separate rising/falling constants, rotor
+inflow, saturation, the battery's motor model), the thrust curve's choice and its doubt, the
+thrust flights' disagreement and the log's time resolution: each a term in σ."""
 
 from __future__ import annotations
 
@@ -173,14 +175,15 @@ def curve_doubt(
 def motor_model_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
     """Model-structure check of a plain curve on flights that log a varying battery voltage: the
     motor model (`rotorid.methods.voltage`, α = 1: the motor follows the duty cycle times the
-    voltage through its lag) with the same terms, its T_m searched again. Sag under load falls
-    with the thrust the lag delays, a feedback that makes the plain curve's response faster:
-    the plain T_m comes out low (9 % sag at hover: ~18 % on a thrust flight), and a free α can be pulled anywhere
-    by other effects the flight has. When the motor model fits better (same number of
-    parameters: a lower residual at its own T_m), its T_m and coefficients are as plausible as
-    the plain ones, and their difference Δθ enters the covariance as the other checks' does, with a
-    note. Returns the search with σ so widened (`widened`); None otherwise (or when the curve
-    already holds the voltage, or the log has none)."""
+    voltage through its lag, eq. 45-48 on the command times V/V_ref) with the same terms, its
+    T_m searched again. Sag under load falls with the thrust the lag delays, a feedback that
+    makes the plain curve's response faster: the plain T_m comes out low (9 % sag at hover: ~18 %
+    on a thrust flight), and a free α can be pulled anywhere by other effects the flight has.
+    When the motor model fits better (same number of parameters: a lower residual at its own
+    T_m), its T_m and coefficients are as plausible as the plain ones, and their difference Δθ
+    enters the covariance as the other checks' does, with a note. Returns the search with σ so
+    widened (`widened`); None otherwise (or when the curve already holds the voltage, or the log
+    has none)."""
     if prob.voltage is not None or st.voltage != "auto" or vm.unusable(prob.flights, prob.vehicle) is not None:
         return None
     motor = dataclasses.replace(prob, voltage=vm.VoltageModel(1.0, 0.0, *vm.model_span(prob.flights)))
@@ -242,7 +245,7 @@ def saturation_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     out.notes.append(
         f"Residuals are structured: the thrust rises less than the curve above the motor state {knee:.3g}{per} "
         f"(saturation; likelihood ratio {lr:.3g}, p = {p:.2g}); with that knee T_m would be {tm_s:.4g} s instead of "
-        f"{sym.tm:.4g} s and the curve below it {', '.join(f'{k} {v:.4g}' for k, v in zip(names, x_s[:-1], strict=False))}. "
+        f"{sym.tm:.4g} s and the curve below it {', '.join(f'{k} {v:.4g}' for k, v in zip(names, x_s[:-1], strict=True))}. "
         "T_m and the thrust curve are reported for the paper's model, and σ of them and of what rests on them "
         "includes the difference between the two models."
     )

@@ -150,9 +150,9 @@ def _structure_terms(
     prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected, model: VoltageModel | None
 ) -> tuple[TmSearch, list[str]]:
     """What the symmetric T_m's σ holds beyond the fit's own: the model-structure checks (dead
-    time, rising/falling, inflow, saturation, the battery's motor model), the thrust curve's choice, the voltage exponent's σ, the windows'
-    disagreement, and the log's time resolution (which also moves T_m, `sample_hold_term`); the
-    reasons in words."""
+    time, rising/falling, inflow, saturation, the battery's motor model), the thrust curve's
+    choice, the voltage exponent's σ, the windows' disagreement, and the log's time resolution
+    (which also moves T_m, `sample_hold_term`); the reasons in words."""
     why = []
     if st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
         sym = wide
