@@ -284,6 +284,29 @@ def _with_rotor_gains(sc: Any, truth: dict[str, float]) -> dict[str, float]:
     return {**{f"k_t_m{i}{s}": truth[f"k_t{s}"] for s in sufs for i in range(1, n + 1)}, **truth}
 
 
+def _at_voltage(sc: Any, result: Any, truth: dict[str, float]) -> dict[str, float]:
+    """`truth` of delay's thrust curve and hover command at the voltage its result's curve holds
+    at, where the scenario flies a battery: the simulator's nominal curve holds at
+    `battery_v_ref` (hover on a full battery), the method's at its V_ref (the thrust flights'
+    median, `rotorid.methods.voltage`; a plain curve fitted over the flights' voltages holds
+    about there too). With the command scaled by V / V_ref before the lag, thrust =
+    Σ K_j (u V / V_sim)^j = Σ K_j (V_m / V_sim)^j (u V / V_m)^j: K_j scales by (V_m / V_sim)^j
+    and the hover command by V_sim / V_m."""
+    v_sim = sc.truth.vehicle.get("mismatch", {}).get("battery_v_ref")
+    if v_sim is None:
+        return truth
+    model = result.settings.get("voltage_model")
+    v_m = model["v_ref"] if model else float(np.median(sc.flights["thrust"].vbat))
+    r = v_m / v_sim
+    out = dict(truth)
+    for k in truth:
+        if k.startswith("thrust_c"):
+            out[k] = truth[k] * r ** int(k[len("thrust_c")])
+    if "hover_cmd" in out:
+        out["hover_cmd"] = truth["hover_cmd"] / r
+    return out
+
+
 def truth_settings(method: str, family: str, sc: Any) -> dict[str, Any]:
     """Settings fields that set a method's stated assumptions to the truth of the simulated
     scenario `sc` of `family`, with σ 0 (the `TRUTH` cases)."""
@@ -323,20 +346,18 @@ def _run_group(group: str, seed: int, wanted: set[str], duration: float | None =
     if group.startswith("eschmann"):
         sc = scenarios.run(f"eschmann-crazyflie{sfx}", seed=seed, duration=duration, **ov)
         f = sc.flights
-        attempt(
-            f"delay/eschmann-crazyflie{tag}",
-            sc,
-            lambda st: (
-                delay.identify(
-                    [f["thrust"]],
-                    sc.vehicle,
-                    roll_pitch=[f["roll_pitch"]],
-                    yaw=[f["yaw"]],
-                    settings=delay.DelaySettings(**st),
-                ),
-                sc.truth.params,
-            ),
-        )
+
+        def run_delay(st: dict[str, Any]) -> tuple[Any, dict[str, float]]:
+            res = delay.identify(
+                [f["thrust"]],
+                sc.vehicle,
+                roll_pitch=[f["roll_pitch"]],
+                yaw=[f["yaw"]],
+                settings=delay.DelaySettings(**st),
+            )
+            return res, _at_voltage(sc, res, sc.truth.params)
+
+        attempt(f"delay/eschmann-crazyflie{tag}", sc, run_delay)
     elif group.startswith("six"):
         a = _simulate(f"six-config-a{sfx}", seed, duration, flights=("train",), **ov)
         b = _simulate(f"six-config-b{sfx}", seed, duration, flights=("train",), **ov)

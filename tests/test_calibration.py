@@ -268,3 +268,24 @@ def test_the_randomized_suite_needs_95_percent_within_3_sigma():
     s = {"n": 100, "n_sigma_le_0": 0, "n_no_sigma": 0, "cover2": 0.8, "cover3": 0.93}
     assert cal.outside_bar(s, True, 100, random[0].cover3_bar) == ["3σ coverage < 95 %"]
     assert cal.outside_bar(s, True, 100) == []
+
+
+def test_delays_curve_is_judged_at_the_voltage_it_holds_at():
+    """With a battery the simulator's nominal curve holds at battery_v_ref, delay's at its V_ref
+    (the voltage model's, else the thrust flight's median voltage): K_j scales by (V_m/V_sim)^j,
+    the hover command by V_sim/V_m; without a battery the truth is unchanged."""
+    from types import SimpleNamespace
+
+    truth = {"thrust_c0": 0.02, "thrust_c1": -0.01, "thrust_c2_m3": 0.12, "hover_cmd": 0.6, "tm": 0.07}
+    flight = SimpleNamespace(vbat=np.array([3.7, 3.8, 3.9]))
+    sc = SimpleNamespace(
+        truth=SimpleNamespace(vehicle={"mismatch": {"battery_v_ref": 4.0}}), flights={"thrust": flight}
+    )
+    modelled = cal._at_voltage(sc, SimpleNamespace(settings={"voltage_model": {"v_ref": 3.6}}), truth)
+    assert modelled == pytest.approx(
+        {"thrust_c0": 0.02, "thrust_c1": -0.009, "thrust_c2_m3": 0.12 * 0.81, "hover_cmd": 0.6 / 0.9, "tm": 0.07}
+    )
+    plain = cal._at_voltage(sc, SimpleNamespace(settings={"voltage_model": None}), truth)
+    assert plain["thrust_c2_m3"] == pytest.approx(0.12 * 0.95**2) and plain["tm"] == 0.07
+    sc.truth.vehicle = {}
+    assert cal._at_voltage(sc, SimpleNamespace(settings={}), truth) == truth

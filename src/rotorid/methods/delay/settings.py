@@ -73,6 +73,8 @@ class DelaySettings:
       widen σ by their difference when the data support them (`asymmetry_check`).
     - `inflow_check`: test the lag model against one with rotor inflow (thrust falling with the
       climb speed) and widen σ by their difference when the data support it (`inflow_check`).
+    - `saturation_check`: test the thrust curve against one whose rotors add less thrust above a
+      knee (saturation) and widen σ by their difference when the data support it (`saturation_check`).
     """
 
     tm_prior: tuple[float, float] | None = option(
@@ -117,6 +119,7 @@ class DelaySettings:
     dead_time_max: float = internal(0.03)
     asymmetry_check: bool = internal(True)
     inflow_check: bool = internal(True)
+    saturation_check: bool = internal(True)
 
     def __post_init__(self) -> None:
         if self.tm_prior is not None:

@@ -1,16 +1,19 @@
-"""Model-structure checks of the lag model: a dead time, separate rising/falling constants."""
+"""Model-structure checks of the lag model (a dead time, separate rising/falling constants, rotor
+inflow, saturation, the battery's motor model), the thrust curve's choice and its doubt, the
+thrust flights' disagreement and the log's time resolution: each a term in σ."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from scipy import optimize, special
 
 from rotorid.errors import ExcitationError, RotoridError
 from rotorid.flight import Flight
+from rotorid.methods import voltage as vm
 from rotorid.methods.delay import voltage as volt
 from rotorid.methods.delay.collected import Collected
 from rotorid.methods.delay.problem import ThrustProblem
@@ -84,16 +87,30 @@ def climb_speed(flights: list[Flight]) -> np.ndarray:
     return np.concatenate(out)
 
 
-def _inflow_blocks(prob: ThrustProblem, tm: float, v: np.ndarray) -> Iterator[np.ndarray]:
+def _extra_blocks(
+    prob: ThrustProblem, tm: float, column: Callable[[np.ndarray, slice], np.ndarray]
+) -> Iterator[np.ndarray]:
     """The thrust design (`ThrustProblem.design_states`) `CHUNK` rows at a time with one more
-    column, the rotors' u² thrust direction times the climb speed `v` (the inflow's thrust loss)."""
+    column, `column(rotor states, their sample slice)` (N, M) along the rotor axes: a thrust
+    force like the others, so through the flight's accelerometer low-pass."""
     r, at, lp, cur = prob.vehicle.axes[:, prob.rows], 0, None, -1
     for k, w in prob.state_blocks((tm, tm)):
-        if k != cur:  # a thrust force like the others: through the flight's accelerometer low-pass
+        if k != cur:
             lp, cur = prob.lowpass(k), k
-        col = ((w * w) @ r) * v[at : at + len(w), None]
+        col = column(w, slice(at, at + len(w))) @ r
         at += len(w)
         yield prob.lowpassed(lp, np.column_stack([prob.design_states([w]), col.reshape(-1)]))
+
+
+def _inflow_blocks(prob: ThrustProblem, tm: float, v: np.ndarray) -> Iterator[np.ndarray]:
+    """`_extra_blocks` with the rotors' u² times the climb speed `v` (the inflow's thrust loss)."""
+    return _extra_blocks(prob, tm, lambda w, at: (w * w) * v[at, None])
+
+
+def _knee_blocks(prob: ThrustProblem, tm: float, knee: float) -> Iterator[np.ndarray]:
+    """`_extra_blocks` with each rotor's u² above `knee`², max(u² - knee², 0) (the thrust a
+    saturating rotor does not add above its knee)."""
+    return _extra_blocks(prob, tm, lambda w, at: np.maximum(w * w - knee * knee, 0.0))
 
 
 def inflow_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
@@ -127,6 +144,110 @@ def inflow_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Col
         f"flight better (likelihood ratio {lr:.3g}, p = {p:.2g}); with it T_m would be {tm_i:.4g} s instead of "
         f"{sym.tm:.4g} s. T_m and the thrust curve are reported for the lag alone (the paper's model), and σ of them "
         "and of what rests on them includes the difference between the two models."
+    )
+    return widened(sym, delta)
+
+
+def curve_doubt(
+    prob: ThrustProblem, tm: tuple[float, float], x: np.ndarray, rich: tuple[int, ...], out: Collected
+) -> np.ndarray:
+    """The thrust curve's choice in its coefficients' σ (issue 32: the choice's doubt enters σ).
+    A simpler curve than the richest (eq. 19-21 with fewer terms) predicts the thrust as well,
+    but each coefficient `x` it keeps absorbs the terms it drops: over a hover-centred command
+    range u and u² are nearly collinear, so K_2 of u^0+u^2 is not the paper's K_2 of the full
+    quadratic. The richest curve fitted at the same motor constants `tm` gives each kept term's
+    coefficient there; the differences are returned (in `prob.names()` order) for the reported
+    coefficients' σ, a note says so. They leave the covariance of the curve alone: the curves
+    agree as functions, so the hover command and the torques that rest on the curve keep theirs."""
+    full = dataclasses.replace(prob, exponents=rich)
+    x_rich = dict(zip(full.names(), full.fit(tm)[0].x, strict=True))
+    delta = x - np.array([x_rich[k] for k in prob.names()])
+    out.diag["curve_rich_delta"] = delta
+    moved = ", ".join(f"{k} {-d:+.3g}" for k, d in zip(prob.names(), delta, strict=True))
+    out.notes.append(
+        f"The thrust curve's choice: the richest curve, exponents {rich}, at the same T_m moves the chosen "
+        f"coefficients by {moved}; their σ include that difference (the curve as a function, and the hover "
+        "command, hardly move)."
+    )
+    return delta
+
+
+def motor_model_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
+    """Model-structure check of a plain curve on flights that log a varying battery voltage: the
+    motor model (`rotorid.methods.voltage`, α = 1: the motor follows the duty cycle times the
+    voltage through its lag, eq. 45-48 on the command times V/V_ref) with the same terms, its
+    T_m searched again. Sag under load falls with the thrust the lag delays, a feedback that
+    makes the plain curve's response faster: the plain T_m comes out low (9 % sag at hover: ~18 %
+    on a thrust flight), and a free α can be pulled anywhere by other effects the flight has.
+    When the motor model fits better (same number of parameters: a lower residual at its own
+    T_m), its T_m and coefficients are as plausible as the plain ones, and their difference Δθ
+    enters the covariance as the other checks' does, with a note. Returns the search with σ so
+    widened (`widened`); None otherwise (or when the curve already holds the voltage, or the log
+    has none)."""
+    if prob.voltage is not None or st.voltage != "auto" or vm.unusable(prob.flights, prob.vehicle) is not None:
+        return None
+    motor = dataclasses.replace(prob, voltage=vm.VoltageModel(1.0, 0.0, *vm.model_span(prob.flights)))
+    n_eff = sym.n / sym.tau_int
+    tm, _ = volt.tm_at(motor, sym, st, n_eff)
+    fit = motor.fit((tm, tm))[0]
+    lr = 0.5 * n_eff * math.log(sym.unc.fit.sse / fit.sse)
+    out.diag.update(motor_model_tm=tm, motor_model_lr=lr)
+    if not lr > 0:
+        return None
+    out.notes.append(
+        f"Battery voltage: the motor model (rotor state the lag of command x V/V_ref, α = 1) fits the thrust flight "
+        f"better than the plain curve chosen (log-likelihood +{lr:.3g} with as many parameters); with it T_m would "
+        f"be {tm:.4g} s instead of {sym.tm:.4g} s (sag under load acts through the lag). σ of T_m, the thrust curve "
+        "and what rests on them includes the difference; --voltage on fits the voltage curve."
+    )
+    return widened(sym, np.concatenate([[sym.tm - tm], sym.unc.fit.x - fit.x]))
+
+
+#: Quantiles of the rotor states `saturation_check` tries as the knee above which thrust saturates.
+KNEE_QUANTILES = (0.7, 0.8, 0.9, 0.95)
+
+
+def saturation_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
+    """Model-structure check of the thrust curve (eq. 19) against saturation: a rotor near its
+    limit (the ESC's full duty cycle at a sagging battery, the motor's current limit) adds less
+    thrust than the quadratic above some state, a knee; a lag fit then bends the whole curve
+    (K_2 low, K_1 high) and takes the flattened thrust peaks partly for lag. The term
+    k max(u² - u_k², 0) (`_knee_blocks`, k < 0: less thrust above the knee) is fitted with T_m,
+    the knee u_k the best of `KNEE_QUANTILES` of the rotor states at the lag-only optimum. When
+    the data support it (likelihood ratio at the residual's effective sample count, 1 % level,
+    χ² with two degrees of freedom: the knee and k) with k < 0, the lag-only values stay (the
+    paper's model) and the difference Δθ between the two models' T_m and thrust coefficients
+    enters their covariance, as `inflow_check` does; a note gives the knee and the loss.
+    Returns the search with σ so widened (`widened`), None when the data do not support it."""
+    lo, hi = tm_support(st)
+    n_eff = sym.n / sym.tau_int
+    w = np.concatenate(prob.states((sym.tm, sym.tm)))
+    knees = np.quantile(w, KNEE_QUANTILES)
+    sse = lambda tm, knee: reduce_rows(_knee_blocks(prob, tm, knee), prob.b).sse
+    knee = float(min(knees, key=lambda q: sse(sym.tm, q)))
+    res = optimize.minimize_scalar(
+        lambda tm: sse(tm, knee), bounds=(lo, hi), method="bounded", options={"xatol": st.tm_xtol}
+    )
+    tm_s, sse_s = float(res.x), float(res.fun)
+    lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / sse_s), 0.0)
+    p = float(special.chdtrc(2, 2 * lr))
+    x_s = ols_blocks(lambda: _knee_blocks(prob, tm_s, knee), prob.b, what="thrust curve with a knee").x
+    out.diag.update(saturation_tm=tm_s, saturation_p=p, saturation_knee=knee, saturation_k=float(x_s[-1]))
+    if not (p < 0.01 and x_s[-1] < 0):
+        return None
+    delta = np.concatenate([[sym.tm - tm_s], sym.unc.fit.x - x_s[:-1]])
+    names = prob.names()
+    per = (
+        f"; above it each rotor adds {100 * (1 + x_s[-1] / x_s[names.index('thrust_c2')]):.0f} % of the u² thrust"
+        if "thrust_c2" in names
+        else ""
+    )
+    out.notes.append(
+        f"Residuals are structured: the thrust rises less than the curve above the motor state {knee:.3g}{per} "
+        f"(saturation; likelihood ratio {lr:.3g}, p = {p:.2g}); with that knee T_m would be {tm_s:.4g} s instead of "
+        f"{sym.tm:.4g} s and the curve below it {', '.join(f'{k} {v:.4g}' for k, v in zip(names, x_s[:-1], strict=True))}. "
+        "T_m and the thrust curve are reported for the paper's model, and σ of them and of what rests on them "
+        "includes the difference between the two models."
     )
     return widened(sym, delta)
 
@@ -295,8 +416,10 @@ def choose_curve(
     curves and drop out. The simplest curve (plain before voltage, fewer
     terms first) whose held-out error is not larger than the best's by more than twice the
     difference's standard error (across the blocks) is chosen: a richer curve must predict
-    better, not only fit better. Its doubt, the T_m of the best-predicting curve when that one
-    is another, `out.diag["curve_tm"]`, enters σ(T_m) in the motor-lag step. Returns the
+    better, not only fit better. Its doubt enters σ in the motor-lag step: the T_m of the
+    best-predicting curve when that one is another (`out.diag["curve_tm"]`), and the
+    coefficients of the richest curve when a simpler one is chosen (`out.diag["curve_rich"]`,
+    `curve_doubt`). Returns the
     exponents and the voltage model (None: the plain curve). Raises `ExcitationError` when no
     candidate is a thrust curve."""
     curves = CURVE_CANDIDATES if st.exponents is None else (tuple(st.exponents),)
@@ -337,6 +460,8 @@ def choose_curve(
     if chosen != best:
         b = probs[best]
         out.diag["curve_tm"] = search_tm(b, dataclasses.replace(st, exponents=best[0])).tm
+    if chosen[0] != rich:
+        out.diag["curve_rich"] = rich
     out.notes.append(_curve_note(rel, [k for k in probs if k not in err], chosen, model))
     return chosen[0], model if chosen[1] else None
 

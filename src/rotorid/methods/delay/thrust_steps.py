@@ -17,9 +17,12 @@ from rotorid.methods.delay.search import AsymSearch, TmSearch, search_tm, search
 from rotorid.methods.delay.settings import STRUCTURED_TAU, DelaySettings, tm_support
 from rotorid.methods.delay.structure import (
     asymmetry_check,
+    curve_doubt,
     dead_time_check,
     inflow_check,
+    motor_model_check,
     sample_hold_term,
+    saturation_check,
     widened,
     window_scatter,
 )
@@ -147,9 +150,9 @@ def _structure_terms(
     prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected, model: VoltageModel | None
 ) -> tuple[TmSearch, list[str]]:
     """What the symmetric T_m's σ holds beyond the fit's own: the model-structure checks (dead
-    time, rising/falling), the thrust curve's choice, the voltage exponent's σ, the windows'
-    disagreement, and the log's time resolution (which also moves T_m, `sample_hold_term`); the
-    reasons in words."""
+    time, rising/falling, inflow, saturation, the battery's motor model), the thrust curve's
+    choice, the voltage exponent's σ, the windows' disagreement, and the log's time resolution
+    (which also moves T_m, `sample_hold_term`); the reasons in words."""
     why = []
     if st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
         sym = wide
@@ -168,11 +171,17 @@ def _structure_terms(
         why.append(
             f"a thrust falling with the climb speed (rotor inflow) with T_m {out.diag['inflow_tm']:.4g} s fits better"
         )
+    if st.saturation_check and (wide := saturation_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(f"a thrust that saturates above the state {out.diag['saturation_knee']:.3g} fits better")
     if "curve_tm" in out.diag:
         sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
         why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
     if model is not None:
         sym = widened(sym, alpha_term(prob, sym, model, st))
+    elif (wide := motor_model_check(prob, sym, st, out)) is not None:
+        sym = wide
+        why.append(f"the battery's motor model (α = 1) gives T_m {out.diag['motor_model_tm']:.4g} s and fits better")
     if (wide := window_scatter(prob, sym, st, out)) is not sym:
         sym = wide
         why.append("the thrust flights disagree beyond σ (leave-one-out)")
@@ -240,7 +249,10 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
     prob, st, sym, tm_pair, unc = problem.thrust, problem.settings, lag.search, lag.pair, lag.unc
     fit, states = unc.fit, unc.states
     ccov = unc.coeff_cov
-    std = np.sqrt(np.clip(np.diag(ccov), 0.0, None))
+    own = np.sqrt(np.clip(np.diag(ccov), 0.0, None))  # the curve's: what the acc bias is weighed against
+    std = own
+    if "curve_rich" in out.diag:  # the coefficients' meaning, not the curve's shape: not in ccov
+        std = np.hypot(own, curve_doubt(prob, tm_pair, fit.x, out.diag["curve_rich"], out))
     gb = unc.bias_grad[len(unc.dirs) :]
     beta, beta_sd = st.acc_bias_z
     bias_words = (
@@ -252,7 +264,7 @@ def thrust_step(problem: DelayProblem, lag: MotorLag, out: Collected) -> Vehicle
         return abs(g) * max(beta_sd, abs(beta)) > 0.1 * math.sqrt(max(sd**2 - (g * beta_sd) ** 2, 0.0))
 
     for k, nm in enumerate(prob.names()):
-        if rests_on_bias(gb[k], std[k]):
+        if rests_on_bias(gb[k], own[k]):
             for name in (
                 [f"thrust_c0_m{i + 1}" for i in range(prob.vehicle.n_rotors)]
                 if prob.shared_c0 and nm == "thrust_c0"

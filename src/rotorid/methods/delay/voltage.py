@@ -35,7 +35,7 @@ def usable(flights: list[Flight], others: list[Flight], vehicle: Vehicle, st: De
     return False
 
 
-def _tm_at(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, n_eff: float) -> tuple[float, float]:
+def tm_at(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, n_eff: float) -> tuple[float, float]:
     """(T_m, negative log-posterior) of `prob` at its best T_m: the T_m search's objective (eq.
     55-61, weight `n_eff`) minimised (bounded Brent, to `tm_xtol`) within a factor 2 of the
     plain curve's `sym.tm` inside the search range."""
@@ -62,9 +62,9 @@ def candidate(
         return ThrustProblem(flights, vehicle, rich, st.per_motor, st.acc_bias_z[0], model)
 
     n_eff = sym.n / sym.tau_int
-    alpha, std = voltage.fit_alpha(lambda a: _tm_at(prob(a), sym, st, n_eff)[1])
+    alpha, std = voltage.fit_alpha(lambda a: tm_at(prob(a), sym, st, n_eff)[1])
     p = prob(alpha)
-    tm, _ = _tm_at(p, sym, st, n_eff)
+    tm, _ = tm_at(p, sym, st, n_eff)
     if st.autocorr_correction:  # n_eff from the voltage curve's own residual: the plain one holds its misfit
         tau = residual_tau(p.fit((tm, tm))[0].residual, p, [len(f.t) for f in flights])
         std *= math.sqrt(tau / sym.tau_int)  # σ ∝ 1/sqrt(n_eff); α itself does not depend on n_eff
@@ -78,7 +78,7 @@ def alpha_term(prob: ThrustProblem, sym: TmSearch, model: voltage.VoltageModel, 
 
     def refit(moved: voltage.VoltageModel) -> np.ndarray:
         up = dataclasses.replace(prob, voltage=moved)
-        tm, _ = _tm_at(up, sym, st, sym.n / sym.tau_int)
+        tm, _ = tm_at(up, sym, st, sym.n / sym.tau_int)
         return np.concatenate([[tm], up.fit((tm, tm))[0].x])
 
     return voltage.alpha_doubt(model, refit, np.concatenate([[sym.tm], sym.unc.fit.x]))
