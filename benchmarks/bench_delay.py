@@ -268,6 +268,8 @@ STEPS = {
     "dead-time check": ("structure", "dead_time_check"),
     "rise/fall check": ("structure", "asymmetry_check"),
     "thrust-curve choice": ("structure", "choose_curve"),
+    "saturation check": ("structure", "saturation_check"),
+    "battery (motor model) check": ("structure", "motor_model_check"),
     "roll/pitch inertia": ("angular_steps", "roll_pitch_step"),
 }
 
