@@ -71,6 +71,19 @@ def test_ground_effect_raises_thrust_by_cheeseman_bennett() -> None:
     assert ground_factor(np.array([0.0]), r)[0] == pytest.approx(4.0 / 3.0)  # held at z = R/2
 
 
+def test_ground_is_below_the_lowest_planned_height_not_the_start() -> None:
+    """The clearance holds at the plan's lowest point: a plan descending 0.5 m from a 1 m start
+    passes one radius over the ground there (16/15), not through it (the 4/3 cap below R/2)."""
+    body, hubs = _cf_body()
+    r, u = 0.023, np.full(4, 0.63)
+    spec = PlantSpec(ground_radius=r, ground_clearance=1.0)
+    p = Plant.build(spec, body, hubs, hover_state((0, 0, 1.0)), 10, 1e-3, np.random.default_rng(0), lowest=0.5)
+    low = p.rotor_thrust(0, hover_state((0, 0, 0.5)), u)
+    np.testing.assert_allclose(low / body.thrust(u), 16.0 / 15.0, rtol=1e-12)
+    start = p.rotor_thrust(0, hover_state((0, 0, 1.0)), u) / body.thrust(u)
+    assert np.all(start < 1.001)  # 0.5 m + R above the ground at the start: next to no effect
+
+
 def test_battery_sag_scales_the_duty_cycle_before_the_motor_lag() -> None:
     """The motor sees duty x V, so its setpoint is the command times V / V_ref (V from the load
     at the step's start) and its state reaches that through the lag, not at once; the thrust at

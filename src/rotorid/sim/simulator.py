@@ -98,7 +98,7 @@ def fly(
     noise = spec.thrust_noise * rng.standard_normal((n_steps, body.n_rotors)) if spec.thrust_noise > 0 else None
     plant = None
     if spec.plant.active:
-        plant = Plant.build(spec.plant, body, vehicle.positions - body.com, x0, n_steps, dt, rng)
+        plant = Plant.build(spec.plant, body, vehicle.positions - body.com, x0, n_steps, dt, rng, _lowest(ctrl))
     hooks = (None, None) if plant is None else (plant.step, plant.command if spec.plant.battery else None)
     traj = integrate(body, x0, u0, dt, n_steps, ctrl, every, noise, progress, *hooks)
     fx = _plant_record(body, plant)
@@ -156,6 +156,11 @@ def _setup(vehicle: Vehicle, spec: FlightSpec, source: str) -> tuple[Body, Casca
     ctrl = CascadeController(model, vehicle.mixer(), spec.gains, every, ref.pos, ref.vel, ref.acc, ref.yaw, ref.offsets)
     x0 = hover_state(ref.pos[0], float(ref.yaw[0]))
     return body, ctrl, x0, ctrl(0, x0)
+
+
+def _lowest(ctrl: CascadeController) -> float:
+    """The lowest height of the CoM the controller's references plan (`effects.Plant.build`)."""
+    return float(ctrl.ref[:, 2].min())
 
 
 def _plant_record(body: Body, plant: Plant | None) -> dict[str, np.ndarray]:
@@ -366,7 +371,9 @@ class _Pieces:
         self.noise = _fork(rng, (self.n_steps, self.body.n_rotors)) if spec.thrust_noise > 0 else None
         hubs = s.vehicle.positions - self.body.com
         self.plant = (
-            Plant.build(spec.plant, self.body, hubs, x0, self.n_steps, spec.dt, rng) if spec.plant.active else None
+            Plant.build(spec.plant, self.body, hubs, x0, self.n_steps, spec.dt, rng, _lowest(self.ctrl))
+            if spec.plant.active
+            else None
         )
         self.grids, self.channels = _grids(spec, self.n), _channels(spec)
         walks = (spec.imu.gyro_rw > 0) + (spec.imu.acc_rw > 0)  # gyro, acc noise, then their bias walks
