@@ -49,7 +49,9 @@ def floor_note(sol: Solution, kept: list[str], settings: TlsSettings, resolved: 
         notes.append(
             f"σ includes the doubt about the sensor noise floors the errors-in-variables compensation reads above "
             f"{edge:g} Hz: the spectrum just below is {ratio} of them (a sensor or logger low-pass, or vibration or "
-            f"motion there), and with that level as the band's noise the estimates move; share of the variance: "
+            f"motion there; where vibration fills the spectrum above {edge:g} Hz, the floor is half its quietest level "
+            f"above the band and this ratio is the band edge's), and with that level as the band's noise the estimates "
+            f"move; share of the variance: "
             f"{sensors_who} (log the sensors before their low-pass, or give --band 0,F with {NOISE_FROM:g} F below it)"
         )
     if dist_who:
