@@ -99,7 +99,8 @@ def test_a_floor_under_swept_vibration_is_half_the_quietest_level_above_the_band
     """A rotor line swept over 45-90 Hz (where the floor is read, a 200 Hz log) 3x and 30x the
     white noise: the band's median read it as 4x and 224x the floor (the compensation then
     exceeded the signal); now the floor is half the white level of 15-26 Hz, the quietest part
-    above the band, with a doubt of at least 1/sqrt(3); white noise alone reads as before."""
+    above the band, with a doubt of at least 1/sqrt(3); white noise alone, or low-passed, reads as
+    before."""
     fs, n = 200.0, 12000
     t = np.arange(n) / fs
     line = np.cos(2 * np.pi * np.cumsum(67.5 + 22.5 * np.sin(2 * np.pi * 0.3 * t)) / fs)
@@ -109,6 +110,10 @@ def test_a_floor_under_swept_vibration_is_half_the_quietest_level_above_the_band
         floor = tls_noise.noise_floor(white + amp * line[:, None], fs, 45.0)
         np.testing.assert_allclose(floor, 0.5, atol=0.05)
         assert np.all(tls_noise.floor_doubt(white + amp * line[:, None], fs, 45.0) >= 1.0 / np.sqrt(3.0))
+    # a spectrum falling into the floor's band (a logger's low-pass, the real logs') is read as before: the median
+    low = _low_passed(0.1 * white, fs, 1.0)
+    median = tls_noise._band_level(tls_noise._spectrum(low, fs), 45.0, 90.0)[0] * fs / 2
+    np.testing.assert_array_equal(tls_noise.noise_floor(low, fs, 45.0), median)
 
 
 def test_a_vibrating_imu_gives_an_answer_within_its_sigma() -> None:

@@ -53,10 +53,10 @@ def noise_floor(
 
 
 #: `_quiet_level` cuts the spectrum above the identification band into parts of a quarter of the
-#: floor's band's width (`SUB_BANDS`) and calls the floor's median white when no part lies below it
-#: by more than `FLAT_RATIO` (white noise: the parts agree within ~20 %, their medians' sampling
-#: error, and a floor off by less is `floor_doubt`'s; vibration swept over the floor's band by the
-#: rotors' speeds puts it 10-1000x above the quiet parts).
+#: floor's band's width (`SUB_BANDS`) and takes the floor's median as white unless it lies above
+#: the quietest part below the floor's band by more than `FLAT_RATIO` (white noise: the parts agree
+#: within ~20 %, their medians' sampling error, and a floor off by less is `floor_doubt`'s;
+#: vibration swept over the floor's band by the rotors' speeds puts it 10-1000x above).
 SUB_BANDS = 4
 FLAT_RATIO = 2.0
 
@@ -65,19 +65,24 @@ def _quiet_level(
     spectrum: tuple[np.ndarray, np.ndarray], lo: float, hi: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The white-noise level of each column read in [lo, hi] Hz, its relative standard error
-    and whether that band's median is the white floor: no part of the spectrum above the
-    identification band (from lo / NOISE_FROM to hi) lies below it by more than `FLAT_RATIO`.
-    Where it is, the median and its error (`_band_level`). Where it is not (vibration fills
-    [lo, hi]), the white noise lies somewhere under the quietest part, U: the level is taken
-    uniform between zero and U, its mean U / 2 with the relative standard error 1 / sqrt(3)
-    (`floor_doubt`). None where no bin lies in [lo, hi]."""
+    and whether that band's median is the white floor: the spectrum does not rise into it from
+    the identification band's edge (lo / NOISE_FROM; white noise is flat, the motion's spectrum
+    and a logger's low-pass fall with frequency, so a rise by more than `FLAT_RATIO` over the
+    quietest part below lo is something else: vibration). Where it is white, the median and its
+    error (`_band_level`). Where it is not, the white noise lies somewhere under the quietest part
+    above the band, U: the level is taken uniform between zero and U, its mean U / 2 with the
+    relative standard error 1 / sqrt(3) (`floor_doubt`). None where no bin lies in [lo, hi]."""
     whole = _band_level(spectrum, lo, hi)
     if whole is None:
         return None
     width = (hi - lo) / SUB_BANDS
-    parts = [_band_level(spectrum, a, a + width) for a in np.arange(lo / NOISE_FROM, hi - 0.5 * width, width)]
-    quiet = np.min([p[0] for p in parts if p is not None], axis=0)
-    flat = quiet * FLAT_RATIO >= whole[0]
+    starts = np.arange(lo / NOISE_FROM, hi - 0.5 * width, width)
+    parts = [(a < lo, _band_level(spectrum, a, min(a + width, lo) if a < lo else a + width)) for a in starts]
+    below = [p[0] for below, p in parts if below and p is not None]
+    if not below:
+        return (*whole, np.ones_like(whole[0], dtype=bool))
+    flat = FLAT_RATIO * np.min(below, axis=0) >= whole[0]
+    quiet = np.min([p[0] for _, p in parts if p is not None], axis=0)
     return np.where(flat, whole[0], 0.5 * quiet), np.where(flat, whole[1], 1.0 / np.sqrt(3.0)), flat
 
 
