@@ -43,11 +43,47 @@ def noise_floor(
     """Variance per sample of the white noise in each column of `x` (N, C): the median over
     [f_lo, 0.9 fs/2] of its Welch power spectral density (segments median-averaged, so rotor
     vibration lines and transients do not count as noise), times fs/2 (white noise of variance
-    σ² per sample has the one-sided density 2σ²/fs). Zero where that band holds no bin. A
+    σ² per sample has the one-sided density 2σ²/fs); where that band is not flat (frame
+    vibration swept over it by the rotors' speeds, aliased by a slow logger), half the level of
+    the quietest part above the band (`_quiet_level`). Zero where that band holds no bin. A
     logger that low-passes its signals below f_lo leaves a lower floor: the compensation is
     then partial, never excessive. `spectrum`: `x`'s (`_spectrum`), when already taken."""
-    level = _band_level(spectrum or _spectrum(x, fs), f_lo, 0.45 * fs)
+    level = _quiet_level(spectrum or _spectrum(x, fs), f_lo, 0.45 * fs)
     return np.zeros(x.shape[1]) if level is None else level[0] * fs / 2.0
+
+
+#: `_quiet_level` cuts the spectrum above the identification band into parts of a quarter of the
+#: floor's band's width (`SUB_BANDS`) and takes the floor's median as white unless it lies above
+#: the quietest part below the floor's band by more than `FLAT_RATIO` (white noise: the parts agree
+#: within ~20 %, their medians' sampling error, and a floor off by less is `floor_doubt`'s;
+#: vibration swept over the floor's band by the rotors' speeds puts it 10-1000x above).
+SUB_BANDS = 4
+FLAT_RATIO = 2.0
+
+
+def _quiet_level(
+    spectrum: tuple[np.ndarray, np.ndarray], lo: float, hi: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The white-noise level of each column read in [lo, hi] Hz, its relative standard error
+    and whether that band's median is the white floor: the spectrum does not rise into it from
+    the identification band's edge (lo / NOISE_FROM; white noise is flat, the motion's spectrum
+    and a logger's low-pass fall with frequency, so a rise by more than `FLAT_RATIO` over the
+    quietest part below lo is something else: vibration). Where it is white, the median and its
+    error (`_band_level`). Where it is not, the white noise lies somewhere under the quietest part
+    above the band, U: the level is taken uniform between zero and U, its mean U / 2 with the
+    relative standard error 1 / sqrt(3) (`floor_doubt`). None where no bin lies in [lo, hi]."""
+    whole = _band_level(spectrum, lo, hi)
+    if whole is None:
+        return None
+    width = (hi - lo) / SUB_BANDS
+    starts = np.arange(lo / NOISE_FROM, hi - 0.5 * width, width)
+    parts = [(a < lo, _band_level(spectrum, a, min(a + width, lo) if a < lo else a + width)) for a in starts]
+    below = [p[0] for below, p in parts if below and p is not None]
+    if not below:
+        return (*whole, np.ones_like(whole[0], dtype=bool))
+    flat = FLAT_RATIO * np.min(below, axis=0) >= whole[0]
+    quiet = np.min([p[0] for _, p in parts if p is not None], axis=0)
+    return np.where(flat, whole[0], 0.5 * quiet), np.where(flat, whole[1], 1.0 / np.sqrt(3.0)), flat
 
 
 def _band_level(spectrum: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> tuple[np.ndarray, np.ndarray] | None:
@@ -73,16 +109,23 @@ def floor_doubt(
     times their combined standard error (`_band_level`), the floor's standard error. The
     compensation extrapolates the floor into the band as white: a sensor's or logger's
     low-pass at a few tens of Hz puts the floor in its stop band, and vibration or motion
-    there moves it the other way. 0 where there is no floor.
+    there moves it the other way. Where the floor's band is not flat (`_quiet_level`: the floor
+    is half a bound), the level compared is the band edge's, from lo / NOISE_FROM to 1.5 times
+    that, and δ is at least the bound's 1 / sqrt(3). 0 where there is no floor.
     `spectrum` as in `noise_floor`."""
     spectrum = spectrum or _spectrum(x, fs)
-    far, near = _band_level(spectrum, f_lo, 0.45 * fs), _band_level(spectrum, 0.5 * f_lo, f_lo)
+    far = _quiet_level(spectrum, f_lo, 0.45 * fs)
+    near = _band_level(spectrum, 0.5 * f_lo, f_lo)
+    edge = _band_level(spectrum, f_lo / NOISE_FROM, 1.5 * f_lo / NOISE_FROM)
     if far is None or near is None:
         return np.zeros(x.shape[1])
-    (floor, se), (level, se_near) = far, near
+    (floor, se, flat_far), (level, se_near) = far, near
     d = level / np.where(floor > 0, floor, 1.0) - 1.0
     flat = np.abs(d) <= 3.0 * np.hypot(se, se_near)  # the two levels agree within their sampling error
-    return np.where(floor > 0, np.where(flat, se, d), 0.0)
+    d = np.where(flat, se, d)
+    if edge is not None:
+        d = np.where(flat_far, d, np.maximum(edge[0] / np.where(floor > 0, floor, 1.0) - 1.0, se))
+    return np.where(floor > 0, d, 0.0)
 
 
 #: `floor_note` speaks when the doubt about the noise floors (`floor_var`) is this share of a

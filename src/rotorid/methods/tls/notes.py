@@ -49,7 +49,9 @@ def floor_note(sol: Solution, kept: list[str], settings: TlsSettings, resolved: 
         notes.append(
             f"σ includes the doubt about the sensor noise floors the errors-in-variables compensation reads above "
             f"{edge:g} Hz: the spectrum just below is {ratio} of them (a sensor or logger low-pass, or vibration or "
-            f"motion there), and with that level as the band's noise the estimates move; share of the variance: "
+            f"motion there; where vibration fills the spectrum above {edge:g} Hz, the floor is half its quietest level "
+            f"above the band and this ratio is the band edge's), and with that level as the band's noise the estimates "
+            f"move; share of the variance: "
             f"{sensors_who} (log the sensors before their low-pass, or give --band 0,F with {NOISE_FROM:g} F below it)"
         )
     if dist_who:
@@ -70,6 +72,41 @@ def floor_note(sol: Solution, kept: list[str], settings: TlsSettings, resolved: 
             f"the fit's error); share of the variance: {dist_who}"
         )
     return notes
+
+
+#: The misalignment `imu_note` quantifies, degrees (a board mounted by hand; an uncalibrated IMU's
+#: axes are typically within 0.5-1 deg of the frame's).
+MISALIGN_DEG = 1.0
+
+
+def imu_note(est: dict[str, tuple[float, float]], settings: TlsSettings) -> list[str]:
+    """With the IMU as source, the assumption no flight tests: its axes and scale are the body's.
+    A rotation of the frame by a small θ about y moves I_xz by about (I_zz - I_xx) θ (I' = R I Rᵀ),
+    about x I_yz by (I_zz - I_yy) θ, which the products of inertia cannot tell from their own
+    value (the rows are written in the IMU's axes, Six et al. eq. 4-7); a gyro or accelerometer
+    scale error scales ω̇ or s, so the inertias and k_t, alike. The note gives the product of
+    inertia moved most by `MISALIGN_DEG`, in its own σ."""
+    if settings.source != "imu":
+        return []
+    moved = []
+    for name, (_, std) in est.items():
+        base, at, cfg = name.partition("@")
+        pair = {"I_xz": ("I_zz", "I_xx"), "I_yz": ("I_zz", "I_yy")}.get(base)
+        if pair is None or not std > 0 or any(p + at + cfg not in est for p in pair):
+            continue
+        move = abs(est[pair[0] + at + cfg][0] - est[pair[1] + at + cfg][0]) * np.radians(MISALIGN_DEG)
+        moved.append((move / std, name, move))
+    text = (
+        "the IMU's axes and scale are taken as the body's (σ leaves them out: no flight tells them apart); a scale "
+        "error of the gyro or accelerometer moves the inertias or k_t by about as much"
+    )
+    if moved:
+        z, name, move = max(moved)
+        text += (
+            f", and a {MISALIGN_DEG:g}° misalignment of its axes moves the products of inertia by about (I_zz - I_xx) "
+            f"× {MISALIGN_DEG:g}° ({name} by {move:.2g} kg m², {z:.1f}σ)"
+        )
+    return [text + ": calibrate the IMU, or identify from motion capture, where that matters"]
 
 
 def nuisance_notes(

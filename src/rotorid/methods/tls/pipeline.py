@@ -23,6 +23,7 @@ from rotorid.methods.tls.notes import (
     estimates,
     floor_note,
     gain_report,
+    imu_note,
     mocap_yaw_pair,
     nuisance_notes,
     observability_of,
@@ -88,6 +89,7 @@ def identify(
     diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | disturbance_diagnostics(sol.disturbance)
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_report(sol, est)]
     notes += check.notes + inertia_notes + [c.note for c in (lag_choice, *terms) if c]
+    notes += imu_note(est, settings)
     logged = any(f.vbat is not None for fs in problem.configs.values() for f in fs)
     notes += voltage_notes(est, observability, volt, volt_why, logged)
     if unseparated:

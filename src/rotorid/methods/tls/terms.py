@@ -165,6 +165,16 @@ def _near_zero(sol: Solution, problem: TlsProblem, z: float = 2.0) -> bool:
     return bool(np.all(np.abs(_body_z(sol, problem)) <= z))
 
 
+def _on_common_rows(sol: Solution, simple: Solution, rich: Solution) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """`sol`'s kept unknowns with a column on the row blocks both `simple` and `rich` fit, those
+    blocks and `simple`'s block factors: the held-out comparison's terms (`_fit_body_drag`). Where
+    one model cancelled k_d and so dropped the yaw rows (`selection.essential`), the other's k_d
+    has no row left there to predict from and is not compared."""
+    both = simple.active & rich.active
+    rows = both[sol.blocks]
+    return [j for j in sol.kept if np.any(sol.w[rows, j])], both, simple.scale
+
+
 def _fit_body_drag(
     problem: TlsProblem, simple: Solution, simple_problem: TlsProblem
 ) -> tuple[Solution, TlsProblem, TermChoice | None]:
@@ -173,8 +183,8 @@ def _fit_body_drag(
     predicts held-out segments of the flights (`heldout.segments`) best, kept only when it predicts them better than the model
     without it, `simple` (`heldout.prefers`), else that with a note; a form whose fit is
     degenerate, or with a coefficient below zero by more than `NEGATIVE_Z` σ (a force along the
-    airspeed is no drag: the columns would stand for another effect), is not a candidate. Both are compared on the
-    simpler model's block factors. Without a velocity in every flight (`rows.posed`), "off"."""
+    airspeed is no drag: the columns would stand for another effect), is not a candidate. Both are
+    compared on the row blocks both fit, with the simpler model's block factors (`_on_common_rows`). Without a velocity in every flight (`rows.posed`), "off"."""
     asked = problem.settings.body_drag
     flown = all(posed(f) for fs in problem.configs.values() for f in fs)
     if asked == "off" or not flown:
@@ -184,8 +194,6 @@ def _fit_body_drag(
         sol, fitted = _body_fit(*_body_first(problem, asked, scale))
         return sol, fitted, None
     folds = segments(simple.rows)
-    base = (simple.active, simple.scale)
-    sse0 = held_out_sse(simple.w, simple.blocks, folds, simple.kept, *base, simple.noise)
     best = None
     for form in ("linear", "quadratic"):
         try:
@@ -194,9 +202,11 @@ def _fit_body_drag(
             continue
         if np.any(_body_z(sol, fitted) < -NEGATIVE_Z):  # pushes along the airspeed: no drag, another effect
             continue
-        sse = held_out_sse(sol.w, sol.blocks, folds, sol.kept, *base, sol.noise)
+        sse0, sse = (
+            held_out_sse(s.w, s.blocks, folds, *_on_common_rows(s, simple, sol), s.noise) for s in (simple, sol)
+        )
         if best is None or sse.sum() < best[2].sum():
-            best = (sol, fitted, sse, form)
+            best = (sol, fitted, sse, form, sse0)
         del sol
     if best is None:
         note = (
@@ -204,7 +214,7 @@ def _fit_body_drag(
             f"below zero by more than {NEGATIVE_Z:g}σ, which no drag has)"
         )
         return simple, simple_problem, TermChoice("the body drag", "off", float("nan"), note, None)
-    sol, fitted, sse, form = best
+    sol, fitted, sse, form, sse0 = best
     pref = prefers(sse0, sse)
     if pref.richer:
         note = (
