@@ -14,7 +14,7 @@ from rotorid.methods.tls.heldout import Preference, held_out_sse, prefers, segme
 from rotorid.methods.tls.problem import Solution, TlsProblem
 from rotorid.methods.tls.rows import posed
 from rotorid.methods.tls.settings import BODY_DRAG, K_RD
-from rotorid.methods.tls.solve import solve
+from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
 from rotorid.motion import airborne_pieces, rotor_terms
 
 #: A body-drag coefficient this many σ below zero rules its form out (`_fit_body_drag`).
@@ -165,6 +165,17 @@ def _near_zero(sol: Solution, problem: TlsProblem, z: float = 2.0) -> bool:
     return bool(np.all(np.abs(_body_z(sol, problem)) <= z))
 
 
+def _bias_off(sol: Solution, problem: TlsProblem) -> bool:
+    """Whether `sol` puts the accelerometer bias beyond any sensor offset (`ACC_BIAS_PLAUSIBLE`;
+    False where the bias is not estimated). A body-drag candidate that does while the model without
+    it does not has a degenerate first fit, whose bias its final fit keeps (six-config-a with rotor
+    inflow: the linear form's first fit left k_t at ~1 % of its value and a z bias of 9.86 m/s², g,
+    and the moment rows' -[s]x ms, with s - b, lost gravity's lever: every first moment cancelled)."""
+    return problem.model.centred and max(float(np.abs(b).max()) for b in bias_of(sol, problem.masses).values()) > (
+        ACC_BIAS_PLAUSIBLE
+    )
+
+
 def _on_common_rows(sol: Solution, simple: Solution, rich: Solution) -> tuple[list[int], np.ndarray, np.ndarray]:
     """`sol`'s kept unknowns with a column on the row blocks both `simple` and `rich` fit, those
     blocks and `simple`'s block factors: the held-out comparison's terms (`_fit_body_drag`). Where
@@ -202,6 +213,8 @@ def _fit_body_drag(
             continue
         if np.any(_body_z(sol, fitted) < -NEGATIVE_Z):  # pushes along the airspeed: no drag, another effect
             continue
+        if _bias_off(sol, fitted) and not _bias_off(simple, simple_problem):  # its columns took the thrust's place
+            continue
         sse0, sse = (
             held_out_sse(s.w, s.blocks, folds, *_on_common_rows(s, simple, sol), s.noise) for s in (simple, sol)
         )
@@ -210,8 +223,9 @@ def _fit_body_drag(
         del sol
     if best is None:
         note = (
-            "no body (fuselage) drag modelled: the flights do not determine one (a degenerate fit, or a coefficient "
-            f"below zero by more than {NEGATIVE_Z:g}σ, which no drag has)"
+            "no body (fuselage) drag modelled: the flights do not determine one (a degenerate fit, a coefficient "
+            f"below zero by more than {NEGATIVE_Z:g}σ, which no drag has, or an accelerometer bias beyond any sensor "
+            "offset with it)"
         )
         return simple, simple_problem, TermChoice("the body drag", "off", float("nan"), note, None)
     sol, fitted, sse, form, sse0 = best
