@@ -52,7 +52,7 @@ def gain_columns(problem: TlsProblem, bias: dict[str, np.ndarray] | None, gains:
     own = np.eye(n)
     kt, means = [], []
     for i in range(n):  # one rotor's system at a time: only its k_t column is kept
-        rows, _, w, blocks, _ = build_system(problem, bias, {c: g * own[i] for c, g in gains.items()})
+        rows, _, w, blocks, _ = build_system(problem, bias, {c: g * own[i] for c, g in gains.items()}, kt_only=True)
         kt.append(w[:, 0].copy())
         means.append({c: -r.force_mean[:, :, 0] for c, r in rows.items() if r.force_mean is not None})
         del w, rows

@@ -218,6 +218,7 @@ def idim_rows(
     gain: np.ndarray | None = None,
     memo: dict | None = None,
     body: np.ndarray | None = None,
+    kt_only: bool = False,
 ) -> tuple[Rows, dict[str, Any]]:
     """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
     D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
@@ -245,7 +246,11 @@ def idim_rows(
     between calls (`_piece_columns`): the motion's, which the IMU-lag search and the rotor gains
     of `motor_spread` do not change (those the specific force enters apart, which an
     accelerometer bias and a body drag removed do), and the rotor side's of the latest lags and
-    gains: the same numbers, a fraction of the cost."""
+    gains: the same numbers, a fraction of the cost.
+
+    With `kt_only` the rotor side gives its k_t column alone, D_k[:, :, 0], the rotor drag's and
+    the others left zero: the rotors' own k_t columns of `gains.gain_columns`, which keep no
+    other (each column is filtered on its own, so it is the same number either way)."""
     flown = all(posed(f) for f in flights)
     settings = replace(settings, rotor_drag=settings.rotor_drag and flown, body_drag=body_form(settings, flown))
     pieces = [p for f in flights for p in airborne_pieces(f)]
@@ -264,7 +269,7 @@ def idim_rows(
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
-        rotor_side = (gain, lag, settings.rotor_drag, settings.body_drag, settings.body_scale or 1.0)
+        rotor_side = (gain, lag, settings.rotor_drag, settings.body_drag, settings.body_scale or 1.0, kt_only)
         cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, (flights, k, acc_bias, body))
         if cols is None:
             continue
@@ -310,7 +315,7 @@ def _piece_columns(
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    rotor_side: tuple[np.ndarray | None, float, bool, str, float],
+    rotor_side: tuple[np.ndarray | None, float, bool, str, float, bool],
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None, np.ndarray | None],
 ) -> np.ndarray | None:
@@ -319,8 +324,8 @@ def _piece_columns(
     less the accelerometer bias and the body drag's specific force of `piece` (flights, index,
     biases or None, the drag's specific force per unit `body_columns` or None; `idim_rows`), and
     the rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled, the
-    body drag's form and scale; `Rotor`), of which only the live columns are filtered
-    (`_live_rotor_columns`). `memo` keeps the parts apart (`idim_rows`): the motion columns,
+    body drag's form and scale; `Rotor`; whether its k_t column alone is asked, `idim_rows`), of
+    which only the live columns are filtered (`_live_rotor_columns`). `memo` keeps the parts apart (`idim_rows`): the motion columns,
     which depend on neither gains nor lag, keyed by what they depend on (the flights, alive for
     the whole identification, the motion settings with the pose's lag only where the motion is
     the pose's, the rows kept); those the specific force enters (`_FORCE_COLUMNS`) by the bias
@@ -328,7 +333,7 @@ def _piece_columns(
     rotor columns, which depend on neither, by the gains, lag and body drag's form too, the
     latest few of both (`_kept_columns`)."""
     flights, k, biases, body = piece
-    gain, lag, drag, form, scale = rotor_side
+    gain, lag, drag, form, scale, kt_only = rotor_side
     bias = None if biases is None else biases[k]
     removed = body is not None and form != "off"
     pose_lag = ms.mocap_delay if ms.source == "mocap" else None
@@ -355,14 +360,17 @@ def _piece_columns(
             mo.s[:] += body * body_columns(at_imu, form)
         return _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
 
-    live = _live_rotor_columns(vehicle, drag, form != "off")
+    side_drag, side_form = (False, "off") if kt_only else (drag, form)  # the rotor side's own columns
+    live = _live_rotor_columns(vehicle, side_drag, side_form != "off")
+    if kt_only:  # D_k[:, :, 0]: the even columns of its 12
+        live = live[live % 2 == 0]
     gains = None if gain is None or np.all(gain == 1.0) else gain.tobytes()
 
     def rotor() -> np.ndarray:
         u = rotor_terms(p, vehicle, ms.speed, ms.tm, ms.voltage_model) if mo is None else mo.u
-        vel = body_velocity(p, ms) if drag or form != "off" else None
-        omega = None if not drag else (body_rate(p, ms) if mo is None else mo.omega)
-        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, drag, form, scale)
+        vel = body_velocity(p, ms) if side_drag or side_form != "off" else None
+        omega = None if not side_drag else (body_rate(p, ms) if mo is None else mo.omega)
+        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, side_drag, side_form, scale)
         return _low_passed(
             ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live), True
         )
@@ -370,7 +378,7 @@ def _piece_columns(
     out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
     out[:, 12 + _RATE_COLUMNS] = rate
     out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
-    rotor_id = ("rotor", *key, ms, lag, drag, gains, form, scale)
+    rotor_id = ("rotor", *key, ms, lag, side_drag, gains, side_form, scale, kt_only)
     out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, rotor_id, rotor)
     return out
 
