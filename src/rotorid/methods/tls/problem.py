@@ -134,7 +134,6 @@ def build_system(
     problem: TlsProblem,
     bias: dict[str, np.ndarray] | None,
     gain: dict[str, np.ndarray] | None = None,
-    kt_only: bool = False,
 ) -> System:
     """Rows of every configuration of `problem` and the assembled W_t (`assemble`): the paper's
     model when `bias` is None, else the rows centred for the nuisance constants of the problem's
@@ -142,7 +141,19 @@ def build_system(
     none) removed from the specific force first; `gain` (per configuration, (n_rotors,); missing:
     1) scales each rotor's wrench; the body drag of the model's `body_coef` is removed from the
     specific force too (its mass's share in each configuration); the problem's memo keeps the
-    motion columns (`idim_rows`); with `kt_only` the rotor side's k_t column alone (`idim_rows`)."""
+    motion columns (`idim_rows`)."""
+    rows, resolved = build_rows(problem, bias, gain)
+    return System(rows, resolved, *assemble(rows, problem.masses))
+
+
+def build_rows(
+    problem: TlsProblem,
+    bias: dict[str, np.ndarray] | None,
+    gain: dict[str, np.ndarray] | None = None,
+    kt_only: bool = False,
+) -> tuple[dict[str, Rows], dict[str, dict]]:
+    """The rows of every configuration of `build_system` and their resolved settings, without W_t;
+    with `kt_only` the k_t column's alone (`idim_rows`)."""
     rows, resolved = {}, {}
     settings = problem.model
     nuisance = bias is not None  # the paper's model (None) has neither nuisance
@@ -152,7 +163,7 @@ def build_system(
         b, g = (bias or {}).get(c), (gain or {}).get(c)
         body = None if coef is None else coef / problem.masses[c]
         rows[c], resolved[c] = idim_rows(flights, problem.vehicle, st, b, g, problem.memo, body, kt_only)
-    return System(rows, resolved, *assemble(rows, problem.masses))
+    return rows, resolved
 
 
 @dataclass(frozen=True)

@@ -248,9 +248,10 @@ def idim_rows(
     accelerometer bias and a body drag removed do), and the rotor side's of the latest lags and
     gains: the same numbers, a fraction of the cost.
 
-    With `kt_only` the rotor side gives its k_t column alone, D_k[:, :, 0], the rotor drag's and
-    the others left zero: the rotors' own k_t columns of `gains.gain_columns`, which keep no
-    other (each column is filtered on its own, so it is the same number either way)."""
+    With `kt_only` the rows carry the k_t column alone, D_k[:, :, 0], every other column left zero
+    (the motion's not even read): the rotors' own k_t columns of `gains.gain_columns`, which keep
+    no other, after a whole build of the same rows (each column is filtered on its own, so it is
+    the same number either way)."""
     flown = all(posed(f) for f in flights)
     settings = replace(settings, rotor_drag=settings.rotor_drag and flown, body_drag=body_form(settings, flown))
     pieces = [p for f in flights for p in airborne_pieces(f)]
@@ -343,10 +344,11 @@ def _piece_columns(
     force_id += (form, body.tobytes(), lag, ms.mocap_delay) if removed else ()
     rate = None if memo is None else memo.get(key)
     held = memo is not None and force_id in memo.get(_KEPT, {})
-    mo = motion(p, vehicle, ms) if rate is None or not held else None  # checks the piece as every call did
+    # checks the piece as every call did (a k_t column alone follows a whole build of the same rows)
+    mo = motion(p, vehicle, ms) if not kt_only and (rate is None or not held) else None
     if len(sel) < 2:
         return None
-    if rate is None:
+    if rate is None and not kt_only:
         rate = _low_passed(ms, sel, len(p.t), lambda a, b: _motion_columns(mo, a, b)[:, _RATE_COLUMNS], 48)
         if memo is not None:
             memo[key] = rate
@@ -376,8 +378,9 @@ def _piece_columns(
         )
 
     out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
-    out[:, 12 + _RATE_COLUMNS] = rate
-    out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
+    if not kt_only:
+        out[:, 12 + _RATE_COLUMNS] = rate
+        out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
     rotor_id = ("rotor", *key, ms, lag, side_drag, gains, side_form, scale, kt_only)
     out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, rotor_id, rotor)
     return out
@@ -468,6 +471,14 @@ def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarra
         mats.append(w.reshape(6 * n, nc + 1))
         blocks.append(np.repeat(6 * ci + np.arange(6), n))
     return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag, body)
+
+
+def kt_column(rows: dict[str, Rows]) -> tuple[np.ndarray, np.ndarray]:
+    """Column 0 of `assemble`'s W_t, -D_k[:, :, 0] (the k_t column), and its row-block index, without
+    the rest of W_t (`gains.gain_columns` keeps only this of each rotor's rows)."""
+    cols = [-np.moveaxis(r.dk[:, :, 0], 1, 0).reshape(-1) for r in rows.values()]
+    blocks = [np.repeat(6 * ci + np.arange(6), len(r.t)) for ci, r in enumerate(rows.values())]
+    return np.concatenate(cols), np.concatenate(blocks)
 
 
 def force_means(
