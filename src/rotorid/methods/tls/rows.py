@@ -391,8 +391,9 @@ def _piece_columns(
 #: (`_kept_columns`): the IMU-lag search visits each lag once or twice, the solves after it build
 #: the chosen lag's rows with equal rotors tens of times and each rotor's own gain a few times.
 #: Bounded, so that a long flight's memo stays a fixed size (a 1200 s, 200 Hz piece's rotor
-#: columns are ~2 MB a lag).
-KEPT_BYTES = 8 << 20
+#: columns are ~2 MB a lag). 16 MB: the lag search's ~22 candidates on three 51 s, 500 Hz pieces
+#: (~8.6 MB) overflowed 8 MB, and the zero lag's columns were built again after it (27 builds).
+KEPT_BYTES = 16 << 20
 _KEPT = "columns kept"
 
 
