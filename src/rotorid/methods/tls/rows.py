@@ -3,6 +3,7 @@ decimation, the nuisance centring, and the stacked W_t chi_t = rho (eq. 13)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -58,12 +59,22 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
 def _rotor_matrix(u: np.ndarray, vehicle: Vehicle) -> np.ndarray:
     """D_k (N, 6, 2) of `observation`: the rotor wrench per unit k_t, k_d."""
     u2 = u**2
-    a, r, sd = vehicle.axes, vehicle.positions, vehicle.torque_dirs
+    geometry = (vehicle.axes, vehicle.positions, vehicle.torque_dirs)
+    a, moment, torque = _rotor_maps(*(np.asarray(g, dtype=np.float64).tobytes() for g in geometry))
     dk = np.zeros((len(u), 6, 2))
     dk[:, :3, 0] = u2 @ a
-    dk[:, 3:, 0] = u2 @ np.cross(r, a)
-    dk[:, 3:, 1] = u2 @ (sd[:, None] * a)
+    dk[:, 3:, 0] = u2 @ moment
+    dk[:, 3:, 1] = u2 @ torque
     return dk
+
+
+@functools.lru_cache(maxsize=16)
+def _rotor_maps(axes: bytes, positions: bytes, dirs: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rotor (M, 3) each, the thrust axis a_i, its moment r_i x a_i and its drag torque
+    torque_dir_i a_i (`_rotor_matrix`) of rotors with `axes`, at `positions`, turning `dirs`
+    (float64 bytes): made once per geometry, not per block of rows (`motion._drag_maps` alike)."""
+    a, r = np.frombuffer(axes).reshape(-1, 3), np.frombuffer(positions).reshape(-1, 3)
+    return a.copy(), np.cross(r, a), np.frombuffer(dirs)[:, None] * a
 
 
 def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
