@@ -189,3 +189,22 @@ def test_memo_gives_the_numbers_of_a_fresh_build(six):
                 assert kept.drag is not None
                 for name in ("dk", "d", "dm", "drag", "force_mean", "yaw_mean"):
                     assert np.array_equal(getattr(kept, name), getattr(fresh, name)), (bound, lag, name)
+
+
+def test_k_t_rows_alone_give_the_k_t_column_of_a_whole_build(six):
+    """`gains.gain_columns`' shortcut: rows with the k_t column alone (`idim_rows`' `kt_only`: no
+    motion, no rotor drag, no other D_k column filtered) give `assemble`'s column 0, its row
+    blocks and the force rows' removed k_t means of the whole build, bit for bit, for one rotor's
+    gain, a lag and an accelerometer bias; every other column is zero."""
+    flights, vehicle = [six.flights["train"]], six.vehicle
+    bias, gain = np.array([[0.05, -0.02, 0.3]]), np.array([0.0, 1.03, 0.0, 0.0])
+    for lag in (0.0, -0.004):
+        st_ = tls.TlsSettings(imu_delay=lag)
+        whole, _ = tls.idim_rows(flights, vehicle, st_, bias, gain, {})
+        alone, _ = tls.idim_rows(flights, vehicle, st_, bias, gain, {}, kt_only=True)
+        w, blocks, _ = tls_rows.assemble({"A": whole}, {"A": vehicle.mass})
+        column, kt_blocks = tls_rows.kt_column({"A": alone})
+        assert np.any(column != 0.0)
+        assert np.array_equal(column, w[:, 0]) and np.array_equal(kt_blocks, blocks), lag
+        assert np.array_equal(alone.force_mean[:, :, 0], whole.force_mean[:, :, 0]), lag
+        assert not np.any(alone.dk[:, :, 1]) and not np.any(alone.d) and not np.any(alone.drag), lag

@@ -206,10 +206,12 @@ def _mocap_motion(flight: Flight, st: MotionSettings) -> tuple[np.ndarray, np.nd
 def body_rate(flight: Flight, settings: MotionSettings) -> np.ndarray:
     """The body rate omega of `motion` (N, 3) alone: for the IMU source the low-passed gyro, the
     other signals not computed; for motion capture the pose's (`_mocap_motion`). Kept per flight
-    and settings (`_kept`; read-only): the lag searches ask for it again and again."""
+    and what it depends on (`_kept`; read-only): the lag searches ask for it again and again,
+    with a pose lag that moves and the gyro's rate unchanged."""
     st = settings if settings.fs is not None else settings.at(flight.rate)
     if st.source == "imu":
-        return _kept(flight, ("rate", st), lambda: _filt(flight.gyro, st.fs, 0.0, st.band[1], st.order))
+        key = ("rate", "imu", st.fs, st.band[1], st.order)
+        return _kept(flight, key, lambda: _filt(flight.gyro, st.fs, 0.0, st.band[1], st.order))
     return _kept(flight, ("rate", st), lambda: _mocap_motion(flight, st)[0])
 
 

@@ -14,8 +14,8 @@ from rotorid.methods.regression import (
 )
 from rotorid.methods.tls.covariance import cancellation_var, fit_covariance, floor_var, widened
 from rotorid.methods.tls.noise import NoiseMoment
-from rotorid.methods.tls.problem import Gains, Solution, TlsProblem, build_system
-from rotorid.methods.tls.rows import Rows, acc_bias_estimate
+from rotorid.methods.tls.problem import Gains, Solution, TlsProblem, build_rows, build_system
+from rotorid.methods.tls.rows import Rows, acc_bias_estimate, kt_column
 from rotorid.methods.tls.selection import YAW_PAIR, expanded, fixed_fit
 from rotorid.methods.tls.settings import TlsSettings
 
@@ -51,11 +51,12 @@ def gain_columns(problem: TlsProblem, bias: dict[str, np.ndarray] | None, gains:
     n, configs = problem.vehicle.n_rotors, problem.configs
     own = np.eye(n)
     kt, means = [], []
-    for i in range(n):  # one rotor's system at a time: only its k_t column is kept
-        rows, _, w, blocks, _ = build_system(problem, bias, {c: g * own[i] for c, g in gains.items()})
-        kt.append(w[:, 0].copy())
+    for i in range(n):  # one rotor's rows at a time: only its k_t column is kept
+        rows, _ = build_rows(problem, bias, {c: g * own[i] for c, g in gains.items()}, kt_only=True)
+        column, blocks = kt_column(rows)
+        kt.append(column)
         means.append({c: -r.force_mean[:, :, 0] for c, r in rows.items() if r.force_mean is not None})
-        del w, rows
+        del rows
     cfg = blocks // 6
     one = np.column_stack(kt)
     first = (one[:, :-1] - one[:, -1:]) * (cfg == 0)[:, None]

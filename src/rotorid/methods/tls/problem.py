@@ -142,6 +142,18 @@ def build_system(
     1) scales each rotor's wrench; the body drag of the model's `body_coef` is removed from the
     specific force too (its mass's share in each configuration); the problem's memo keeps the
     motion columns (`idim_rows`)."""
+    rows, resolved = build_rows(problem, bias, gain)
+    return System(rows, resolved, *assemble(rows, problem.masses))
+
+
+def build_rows(
+    problem: TlsProblem,
+    bias: dict[str, np.ndarray] | None,
+    gain: dict[str, np.ndarray] | None = None,
+    kt_only: bool = False,
+) -> tuple[dict[str, Rows], dict[str, dict]]:
+    """The rows of every configuration of `build_system` and their resolved settings, without W_t;
+    with `kt_only` the k_t column's alone (`idim_rows`)."""
     rows, resolved = {}, {}
     settings = problem.model
     nuisance = bias is not None  # the paper's model (None) has neither nuisance
@@ -150,8 +162,8 @@ def build_system(
     for c, flights in problem.configs.items():
         b, g = (bias or {}).get(c), (gain or {}).get(c)
         body = None if coef is None else coef / problem.masses[c]
-        rows[c], resolved[c] = idim_rows(flights, problem.vehicle, st, b, g, problem.memo, body)
-    return System(rows, resolved, *assemble(rows, problem.masses))
+        rows[c], resolved[c] = idim_rows(flights, problem.vehicle, st, b, g, problem.memo, body, kt_only)
+    return rows, resolved
 
 
 @dataclass(frozen=True)

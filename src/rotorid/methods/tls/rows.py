@@ -3,6 +3,7 @@ decimation, the nuisance centring, and the stacked W_t chi_t = rho (eq. 13)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -58,12 +59,22 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
 def _rotor_matrix(u: np.ndarray, vehicle: Vehicle) -> np.ndarray:
     """D_k (N, 6, 2) of `observation`: the rotor wrench per unit k_t, k_d."""
     u2 = u**2
-    a, r, sd = vehicle.axes, vehicle.positions, vehicle.torque_dirs
+    geometry = (vehicle.axes, vehicle.positions, vehicle.torque_dirs)
+    a, moment, torque = _rotor_maps(*(np.asarray(g, dtype=np.float64).tobytes() for g in geometry))
     dk = np.zeros((len(u), 6, 2))
     dk[:, :3, 0] = u2 @ a
-    dk[:, 3:, 0] = u2 @ np.cross(r, a)
-    dk[:, 3:, 1] = u2 @ (sd[:, None] * a)
+    dk[:, 3:, 0] = u2 @ moment
+    dk[:, 3:, 1] = u2 @ torque
     return dk
+
+
+@functools.lru_cache(maxsize=16)
+def _rotor_maps(axes: bytes, positions: bytes, dirs: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rotor (M, 3) each, the thrust axis a_i, its moment r_i x a_i and its drag torque
+    torque_dir_i a_i (`_rotor_matrix`) of rotors with `axes`, at `positions`, turning `dirs`
+    (float64 bytes): made once per geometry, not per block of rows (`motion._drag_maps` alike)."""
+    a, r = np.frombuffer(axes).reshape(-1, 3), np.frombuffer(positions).reshape(-1, 3)
+    return a.copy(), np.cross(r, a), np.frombuffer(dirs)[:, None] * a
 
 
 def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
@@ -218,6 +229,7 @@ def idim_rows(
     gain: np.ndarray | None = None,
     memo: dict | None = None,
     body: np.ndarray | None = None,
+    kt_only: bool = False,
 ) -> tuple[Rows, dict[str, Any]]:
     """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
     D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
@@ -245,7 +257,12 @@ def idim_rows(
     between calls (`_piece_columns`): the motion's, which the IMU-lag search and the rotor gains
     of `motor_spread` do not change (those the specific force enters apart, which an
     accelerometer bias and a body drag removed do), and the rotor side's of the latest lags and
-    gains: the same numbers, a fraction of the cost."""
+    gains: the same numbers, a fraction of the cost.
+
+    With `kt_only` the rows carry the k_t column alone, D_k[:, :, 0], every other column left zero
+    (the motion's not even read): the rotors' own k_t columns of `gains.gain_columns`, which keep
+    no other, after a whole build of the same rows (each column is filtered on its own, so it is
+    the same number either way)."""
     flown = all(posed(f) for f in flights)
     settings = replace(settings, rotor_drag=settings.rotor_drag and flown, body_drag=body_form(settings, flown))
     pieces = [p for f in flights for p in airborne_pieces(f)]
@@ -264,7 +281,7 @@ def idim_rows(
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
-        rotor_side = (gain, lag, settings.rotor_drag, settings.body_drag, settings.body_scale or 1.0)
+        rotor_side = (gain, lag, settings.rotor_drag, settings.body_drag, settings.body_scale or 1.0, kt_only)
         cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, (flights, k, acc_bias, body))
         if cols is None:
             continue
@@ -310,7 +327,7 @@ def _piece_columns(
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    rotor_side: tuple[np.ndarray | None, float, bool, str, float],
+    rotor_side: tuple[np.ndarray | None, float, bool, str, float, bool],
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None, np.ndarray | None],
 ) -> np.ndarray | None:
@@ -319,8 +336,8 @@ def _piece_columns(
     less the accelerometer bias and the body drag's specific force of `piece` (flights, index,
     biases or None, the drag's specific force per unit `body_columns` or None; `idim_rows`), and
     the rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled, the
-    body drag's form and scale; `Rotor`), of which only the live columns are filtered
-    (`_live_rotor_columns`). `memo` keeps the parts apart (`idim_rows`): the motion columns,
+    body drag's form and scale; `Rotor`; whether its k_t column alone is asked, `idim_rows`), of
+    which only the live columns are filtered (`_live_rotor_columns`). `memo` keeps the parts apart (`idim_rows`): the motion columns,
     which depend on neither gains nor lag, keyed by what they depend on (the flights, alive for
     the whole identification, the motion settings with the pose's lag only where the motion is
     the pose's, the rows kept); those the specific force enters (`_FORCE_COLUMNS`) by the bias
@@ -328,7 +345,7 @@ def _piece_columns(
     rotor columns, which depend on neither, by the gains, lag and body drag's form too, the
     latest few of both (`_kept_columns`)."""
     flights, k, biases, body = piece
-    gain, lag, drag, form, scale = rotor_side
+    gain, lag, drag, form, scale, kt_only = rotor_side
     bias = None if biases is None else biases[k]
     removed = body is not None and form != "off"
     pose_lag = ms.mocap_delay if ms.source == "mocap" else None
@@ -338,10 +355,11 @@ def _piece_columns(
     force_id += (form, body.tobytes(), lag, ms.mocap_delay) if removed else ()
     rate = None if memo is None else memo.get(key)
     held = memo is not None and force_id in memo.get(_KEPT, {})
-    mo = motion(p, vehicle, ms) if rate is None or not held else None  # checks the piece as every call did
+    # checks the piece as every call did (a k_t column alone follows a whole build of the same rows)
+    mo = motion(p, vehicle, ms) if not kt_only and (rate is None or not held) else None
     if len(sel) < 2:
         return None
-    if rate is None:
+    if rate is None and not kt_only:
         rate = _low_passed(ms, sel, len(p.t), lambda a, b: _motion_columns(mo, a, b)[:, _RATE_COLUMNS], 48)
         if memo is not None:
             memo[key] = rate
@@ -355,22 +373,26 @@ def _piece_columns(
             mo.s[:] += body * body_columns(at_imu, form)
         return _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
 
-    live = _live_rotor_columns(vehicle, drag, form != "off")
+    side_drag, side_form = (False, "off") if kt_only else (drag, form)  # the rotor side's own columns
+    live = _live_rotor_columns(vehicle, side_drag, side_form != "off")
+    if kt_only:  # D_k[:, :, 0]: the even columns of its 12
+        live = live[live % 2 == 0]
     gains = None if gain is None or np.all(gain == 1.0) else gain.tobytes()
 
     def rotor() -> np.ndarray:
         u = rotor_terms(p, vehicle, ms.speed, ms.tm, ms.voltage_model) if mo is None else mo.u
-        vel = body_velocity(p, ms) if drag or form != "off" else None
-        omega = None if not drag else (body_rate(p, ms) if mo is None else mo.omega)
-        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, drag, form, scale)
+        vel = body_velocity(p, ms) if side_drag or side_form != "off" else None
+        omega = None if not side_drag else (body_rate(p, ms) if mo is None else mo.omega)
+        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, side_drag, side_form, scale)
         return _low_passed(
             ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live), True
         )
 
     out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
-    out[:, 12 + _RATE_COLUMNS] = rate
-    out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
-    rotor_id = ("rotor", *key, ms, lag, drag, gains, form, scale)
+    if not kt_only:
+        out[:, 12 + _RATE_COLUMNS] = rate
+        out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
+    rotor_id = ("rotor", *key, ms, lag, side_drag, gains, side_form, scale, kt_only)
     out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, rotor_id, rotor)
     return out
 
@@ -380,8 +402,9 @@ def _piece_columns(
 #: (`_kept_columns`): the IMU-lag search visits each lag once or twice, the solves after it build
 #: the chosen lag's rows with equal rotors tens of times and each rotor's own gain a few times.
 #: Bounded, so that a long flight's memo stays a fixed size (a 1200 s, 200 Hz piece's rotor
-#: columns are ~2 MB a lag).
-KEPT_BYTES = 8 << 20
+#: columns are ~2 MB a lag). 16 MB: the lag search's ~22 candidates on three 51 s, 500 Hz pieces
+#: (~8.6 MB) overflowed 8 MB, and the zero lag's columns were built again after it (27 builds).
+KEPT_BYTES = 16 << 20
 _KEPT = "columns kept"
 
 
@@ -460,6 +483,14 @@ def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarra
         mats.append(w.reshape(6 * n, nc + 1))
         blocks.append(np.repeat(6 * ci + np.arange(6), n))
     return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag, body)
+
+
+def kt_column(rows: dict[str, Rows]) -> tuple[np.ndarray, np.ndarray]:
+    """Column 0 of `assemble`'s W_t, -D_k[:, :, 0] (the k_t column), and its row-block index, without
+    the rest of W_t (`gains.gain_columns` keeps only this of each rotor's rows)."""
+    cols = [-np.moveaxis(r.dk[:, :, 0], 1, 0).reshape(-1) for r in rows.values()]
+    blocks = [np.repeat(6 * ci + np.arange(6), len(r.t)) for ci, r in enumerate(rows.values())]
+    return np.concatenate(cols), np.concatenate(blocks)
 
 
 def force_means(
