@@ -93,6 +93,7 @@ def test_a_term_that_does_not_predict_held_out_segments_better_is_dropped(
     res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=st)
     assert "k_rd" not in res.params and res.settings["rotor_drag"] is False
     assert any(n.startswith("no rotor drag modelled: k_rd does not predict held-out") for n in res.notes), res.notes
+    assert not any("a flight logs no attitude" in n for n in res.notes)  # it does: the held-out test dropped it
 
 
 def test_a_spurious_imu_lag_is_not_adopted(dragged: tuple) -> None:
