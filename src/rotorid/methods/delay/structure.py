@@ -151,7 +151,7 @@ def inflow_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Col
 def curve_doubt(
     prob: ThrustProblem, tm: tuple[float, float], x: np.ndarray, rich: tuple[int, ...], out: Collected
 ) -> np.ndarray:
-    """The thrust curve's choice in its coefficients' σ (issue 32: the choice's doubt enters σ).
+    """The thrust curve's choice in its coefficients' σ (the choice's doubt enters σ).
     A simpler curve than the richest (eq. 19-21 with fewer terms) predicts the thrust as well,
     but each coefficient `x` it keeps absorbs the terms it drops: over a hover-centred command
     range u and u² are nearly collinear, so K_2 of u^0+u^2 is not the paper's K_2 of the full

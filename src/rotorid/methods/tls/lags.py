@@ -12,7 +12,6 @@ from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
 from rotorid.methods.tls.heldout import LEVEL, STRONG, held_out_sse, prefers, segments
 from rotorid.methods.tls.likelihood import LagModel, lag_model
 from rotorid.methods.tls.problem import Solution, TlsProblem
-from rotorid.methods.tls.rows import posed
 from rotorid.methods.tls.settings import MAX_IMU_DELAY, PLAUSIBLE_IMU_DELAY
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
 from rotorid.methods.tls.terms import TermChoice, fit_terms
@@ -56,7 +55,7 @@ def solve_separated(problem: TlsProblem) -> Separated:
     flight has no attitude or no position or velocity. What is found goes into the problem's
     `derived` record, the settings asked stay as they are."""
     asked = problem.settings
-    if asked.rotor_drag and not all(posed(f) for fs in problem.configs.values() for f in fs):
+    if asked.rotor_drag and not problem.posed:
         problem = problem.derive(rotor_drag=False)
     lag = _pose_lag(problem) if asked.mocap_delay is None else None
     if asked.mocap_delay is None:

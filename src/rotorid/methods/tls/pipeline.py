@@ -35,7 +35,7 @@ from rotorid.methods.tls.notes import (
     withhold_yaw_pair,
 )
 from rotorid.methods.tls.problem import TlsProblem
-from rotorid.methods.tls.rows import posed, yaw_moments
+from rotorid.methods.tls.rows import yaw_moments
 from rotorid.methods.tls.settings import BODY_DRAG, TlsSettings
 from rotorid.methods.tls.solve import bias_of
 from rotorid.result import ACC_BIAS_KEY, Estimate, Observability, Result, build_result
@@ -96,8 +96,7 @@ def identify(
         notes.append(unseparated)
         assumed["k_t"] = "; ".join(filter(None, (assumed.get("k_t"), unseparated)))
     mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
-    unposed = not all(posed(f) for fs in problem.configs.values() for f in fs)  # not a held-out drop: its own note
-    notes += nuisance_notes(rows, mean_bias, yaw_moments(rows, x), asked.rotor_drag and unposed)
+    notes += nuisance_notes(rows, mean_bias, yaw_moments(rows, x), asked.rotor_drag and not problem.posed)
     notes += floor_note(sol, [names[j] for j in kept], settings, resolved) + restored_note(sol.restored, settings)
     if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag):
         notes.append(pose_note(pose_lagged, settings, imu_why))

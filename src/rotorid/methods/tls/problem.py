@@ -13,7 +13,7 @@ from rotorid.flight import Flight
 from rotorid.methods.regression import (
     Fit,
 )
-from rotorid.methods.tls.rows import Rows, assemble, idim_rows
+from rotorid.methods.tls.rows import Rows, assemble, idim_rows, posed
 from rotorid.methods.tls.settings import TlsSettings
 from rotorid.vehicle import Vehicle
 
@@ -101,6 +101,11 @@ class TlsProblem:
     def weights(self) -> dict[str, float]:
         """Each configuration's row weight k_w (`base`)."""
         return {c: float(k) for c, k in zip(self.configs, self.base[::6], strict=True)}
+
+    @property
+    def posed(self) -> bool:
+        """Whether every flight gives the airspeed the drags need (`rows.posed`)."""
+        return all(posed(f) for fs in self.configs.values() for f in fs)
 
     @property
     def model(self) -> TlsSettings:

@@ -12,7 +12,6 @@ import numpy as np
 from rotorid.errors import ExcitationError
 from rotorid.methods.tls.heldout import Preference, held_out_sse, prefers, segments
 from rotorid.methods.tls.problem import Solution, TlsProblem
-from rotorid.methods.tls.rows import posed
 from rotorid.methods.tls.settings import BODY_DRAG, K_RD
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
 from rotorid.motion import airborne_pieces, rotor_terms
@@ -197,7 +196,7 @@ def _fit_body_drag(
     airspeed is no drag: the columns would stand for another effect), is not a candidate. Both are
     compared on the row blocks both fit, with the simpler model's block factors (`_on_common_rows`). Without a velocity in every flight (`rows.posed`), "off"."""
     asked = problem.settings.body_drag
-    flown = all(posed(f) for fs in problem.configs.values() for f in fs)
+    flown = problem.posed
     if asked == "off" or not flown:
         return simple, simple_problem, None
     scale = body_scale(problem)
