@@ -127,6 +127,25 @@ def test_voltage_on_needs_a_logged_voltage(sag: scenarios.Scenario) -> None:
     assert "speed command" in voltage.unusable([f["thrust"]], rad_s)
 
 
+def test_an_exponent_at_its_search_bound_is_not_identified(
+    sag: scenarios.Scenario, sag_delay: tuple[Result, Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An α that runs to a bound of its search (the likelihood still falling toward it: ground
+    effect or saturation moving the thrust with the voltage's trend on randomized flights) is not
+    a voltage curve: delay keeps the plain curve with a note naming the bound, every value that of
+    --voltage off; --voltage on refuses. Inside the range nothing changes."""
+    hi = voltage.ALPHA_BOUNDS[1]
+    assert voltage.at_bound(1.0) == voltage.at_bound(hi - 2e-3) == "" and "bound 3 (" in voltage.at_bound(hi - 5e-4)
+    monkeypatch.setattr(voltage, "fit_alpha", lambda nlp: (voltage.ALPHA_BOUNDS[0], 0.05))
+    r = _run(sag, "auto")
+    assert r.settings["voltage_model"] is None and "thrust_v_exp" not in r.params
+    assert any("ran to the search bound -1 (not identified" in n for n in r.notes)
+    off = sag_delay[0]  # the plain curve's values; σ may be wider (the motor-model check on a varying voltage)
+    assert {k: e.value for k, e in r.params.items()} == {k: e.value for k, e in off.params.items()}
+    with pytest.raises(RotoridError, match=r"--voltage on, but its exponent α ran to the search bound -1"):
+        _run(sag, "on")
+
+
 def _tls(flights: list[Flight], vehicle: Vehicle, which: str) -> Result:
     return tls.identify({"A": flights}, vehicle, settings=tls.TlsSettings(speed="cmd", tm=0.07, voltage=which))
 
@@ -141,6 +160,17 @@ def test_tls_keeps_the_voltage_term_on_battery_sag(sag: scenarios.Scenario) -> N
     assert r.settings["voltage_model"] is not None
     assert 0.5 < r.params["thrust_v_exp"].value < 1.5
     assert any("kept: it predicts held-out segments better" in n for n in r.notes)
+
+
+def test_tls_drops_an_exponent_at_its_search_bound(sag: scenarios.Scenario, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As delay: an α at a bound of its search is not identified, the commands alone stand (with
+    the bound in the note) and --voltage on refuses."""
+    monkeypatch.setattr(voltage, "fit_alpha", lambda nlp: (voltage.ALPHA_BOUNDS[1], 0.05))
+    r = _tls([sag.flights["roll_pitch"]], sag.vehicle, "auto")
+    assert r.settings["voltage_model"] is None and "thrust_v_exp" not in r.params
+    assert any("Battery voltage not in the rotor terms: its exponent α ran to the search bound 3" in n for n in r.notes)
+    with pytest.raises(RotoridError, match="tls: --voltage on, but its exponent α ran to the search bound 3"):
+        _tls([sag.flights["roll_pitch"]], sag.vehicle, "on")
 
 
 def test_tls_without_sag_keeps_the_commands_alone(no_sag: scenarios.Scenario) -> None:

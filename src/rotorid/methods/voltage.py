@@ -84,6 +84,23 @@ def fit_alpha(nlp: Callable[[float], float]) -> tuple[float, float]:
     return a, (1.0 / math.sqrt(curv) if curv > 0 else math.inf)
 
 
+#: How close to a bound of `ALPHA_BOUNDS` an α counts as at it (ten times the search's tolerance).
+BOUND_TOL = 1e-3
+
+
+def at_bound(alpha: float) -> str:
+    """Why α is not identified where it ran to a bound of `ALPHA_BOUNDS` (the profile likelihood still
+    falls toward it: the thrust follows something else with the voltage's trend, ground effect or
+    saturation near the end of a flight, a sag the model does not have); "" inside the range."""
+    bound = next((b for b in ALPHA_BOUNDS if abs(alpha - b) <= BOUND_TOL), None)
+    if bound is None:
+        return ""
+    return (
+        f"its exponent α ran to the search bound {bound:g} (not identified: the thrust follows something else "
+        "with the voltage's trend, such as ground effect or saturation)"
+    )
+
+
 def alpha_doubt(model: VoltageModel, refit: Callable[[VoltageModel], np.ndarray], theta: np.ndarray) -> np.ndarray:
     """Δθ the doubt about α moves the other estimates `theta` by: `refit` (the method's estimates
     with α held at the given model's) at α + σ(α) minus `theta`, the sensitivity ∂θ/∂α times σ(α)

@@ -434,6 +434,8 @@ def choose_curve(
     model = None
     if with_v:
         model, tm_v = volt.candidate(flights, vehicle, st, rich, sym)
+        model = volt.identified(model, st, out.notes)
+    if model is not None:
         probs |= {(c, True): ThrustProblem(flights, vehicle, c, st.per_motor, st.acc_bias_z[0], model) for c in curves}
         states[True] = probs[(rich, True)].states((tm_v, tm_v))
     failed = {k: _hover_failure(p, states[k[1]]) for k, p in probs.items()}

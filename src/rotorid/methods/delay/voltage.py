@@ -71,6 +71,18 @@ def candidate(
     return voltage.VoltageModel(alpha, std, v_ref, v_min, v_max), tm
 
 
+def identified(model: voltage.VoltageModel, st: DelaySettings, notes: list[str]) -> voltage.VoltageModel | None:
+    """`model` where its α is identified; None with a note where it ran to a search bound
+    (`voltage.at_bound`): no curve competes with it. `--voltage on` then refuses."""
+    why = voltage.at_bound(model.alpha)
+    if not why:
+        return model
+    if st.voltage == "on":
+        raise RotoridError(f"delay: --voltage on, but {why}; use --voltage auto or off")
+    notes.append(f"Battery voltage not in the thrust curve: {why}.")
+    return None
+
+
 def alpha_term(prob: ThrustProblem, sym: TmSearch, model: voltage.VoltageModel, st: DelaySettings) -> np.ndarray:
     """Δθ (T_m, coefficients) of α moved by its σ (`voltage.alpha_doubt`), for the covariance
     (`structure.widened`): T_m searched again there (α and T_m are correlated) and the

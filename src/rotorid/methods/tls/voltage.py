@@ -57,6 +57,10 @@ def choose_voltage(problem: TlsProblem) -> tuple[TlsProblem, VoltageChoice | Non
     alpha, _ = voltage.fit_alpha(lambda a: model.cost(tau, voltage_model=(a, v_ref)))
     rich = model._replace(bias0=lag_model(problem.derive(voltage_model=(alpha, v_ref)), False).bias0)
     alpha, std = voltage.fit_alpha(lambda a: rich.cost(tau, voltage_model=(a, v_ref)))
+    if why := voltage.at_bound(alpha):
+        if st.voltage == "on":
+            raise RotoridError(f"tls: --voltage on, but {why}; use --voltage auto or off")
+        return problem, None, why
     w0, blocks, rows = model.system(tau)
     folds, args = segments(rows), (model.kept, model.active, model.scale)
     plain = held_out_sse(w0, blocks, folds, *args)
