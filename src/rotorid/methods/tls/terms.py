@@ -204,7 +204,7 @@ def _fit_body_drag(
         sol, fitted = _body_fit(*_body_first(problem, asked, scale))
         return sol, fitted, None
     folds = segments(simple.rows)
-    best = None
+    best, simple_off = None, _bias_off(simple, simple_problem)
     for form in ("linear", "quadratic"):
         try:
             sol, fitted = _body_first(problem, form, scale)
@@ -212,7 +212,7 @@ def _fit_body_drag(
             continue
         if np.any(_body_z(sol, fitted) < -NEGATIVE_Z):  # pushes along the airspeed: no drag, another effect
             continue
-        if _bias_off(sol, fitted) and not _bias_off(simple, simple_problem):  # its columns took the thrust's place
+        if _bias_off(sol, fitted) and not simple_off:  # its columns took the thrust's place
             continue
         sse0, sse = (
             held_out_sse(s.w, s.blocks, folds, *_on_common_rows(s, simple, sol), s.noise) for s in (simple, sol)
