@@ -98,7 +98,7 @@ def test_battery_sag_scales_the_duty_cycle_before_the_motor_lag() -> None:
     assert p.vbat[0] == pytest.approx(v) and v / (4.2 * 0.92) < 0.985
     np.testing.assert_array_equal(p.rotor_thrust(0, hover_state(), np.array(u)), body.thrust(np.array(u)))
     p = Plant.build(PlantSpec(sag=0.08), body, hubs, hover_state((0, 0, 1.0)), 400, 1e-3, np.random.default_rng(0))
-    traj = integrate(body, hover_state((0, 0, 1.0)), u, 1e-3, 400, lambda k, x: u, 1, None, None, p.step, p.command)
+    traj = integrate(body, hover_state((0, 0, 1.0)), u, 1e-3, 400, lambda k, x: u, 1, None, None, p)
     one = 0.9 + (0.9 * p.vbat[0] / p.v_ref - 0.9) * (1 - math.exp(-1e-3 / 0.05))  # one step of the lag
     np.testing.assert_allclose(traj.u[1], one, rtol=1e-12)
     np.testing.assert_allclose(traj.u[-1], 0.9 * p.vbat[-1] / p.v_ref, rtol=2e-3)  # 8 T_m: on the setpoint
