@@ -68,6 +68,14 @@ def np_sum(a: np.ndarray) -> float:
 
 
 @njit(cache=True)
+def _copy(src: np.ndarray, dst: np.ndarray) -> None:
+    """dst[:] = src for vectors, written out (a slice assignment compiles numba's error-message
+    string code: seconds of compile time)."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(cache=True)
 def _maximum(a: float, b: float) -> float:
     """numpy's `maximum` of two floats (a NaN a wins)."""
     return a if (a >= b or a != a) else b
@@ -238,13 +246,14 @@ def rest(body: tuple, u: np.ndarray, w0: np.ndarray, k0: np.ndarray) -> None:
     """The wrench `w0` and rotor-drag map `k0` of the motor states `u` (at a step's start)."""
     coeffs, rd, has_rd, b = body[5], body[8], body[9], body[10]
     f = np.empty(u.shape[0])
-    w0[:] = 0.0
+    for r in range(6):
+        w0[r] = 0.0
     for i in range(u.shape[0]):
         f[i] = horner(coeffs[i], u[i])
         for r in range(6):
             w0[r] += f[i] * b[r, i]
     if has_rd:
-        k0[:] = np.dot(_speeds(f), rd)
+        _copy(np.dot(_speeds(f), rd), k0)
 
 
 @njit(cache=True)
@@ -280,7 +289,9 @@ def motors(
     for r in range(6):
         half[r] = wh[r] + nz[r]
     if has_rd:  # as a pair: one matrix product's rounding
-        maps[:, :] = np.dot(_speeds(fs), rd)
+        both = np.dot(_speeds(fs), rd)
+        _copy(both[0], maps[0])
+        _copy(both[1], maps[1])
     return half.copy() if instant else wf + nz
 
 
@@ -329,10 +340,10 @@ def step(
     x[10] = wx + h6 * (a7 + 2 * (b7 + c7) + e7)
     x[11] = wy + h6 * (a8 + 2 * (b8 + c8) + e8)
     x[12] = wz + h6 * (a9 + 2 * (b9 + c9) + e9)
-    u[:] = uf
+    _copy(uf, u)
     for r in range(6):
         w0[r] = full[r] - nz[r]
-    k0[:] = kc
+    _copy(kc, k0)
 
 
 @njit(cache=True)
@@ -379,7 +390,7 @@ def air_wrench(k: int, x: np.ndarray, f: np.ndarray, rot: np.ndarray, fx: tuple,
     if has_rd:  # -K [v_b - w_b, w] = -K [v_b, w] + K [w_b, 0]
         per = np.empty((rd3.shape[0], 6))
         for i in range(rd3.shape[0]):
-            per[i] = np.dot(rd3[i], w_b)
+            _copy(np.dot(rd3[i], w_b), per[i])
         add = np.dot(per.T, _speeds(f))
         for j in range(6):
             out[j] = out[j] + add[j]
@@ -466,11 +477,13 @@ def run(
         if bat:
             battery(i, u, cmd, fx, target)
         else:
-            target[:] = cmd
+            _copy(cmd, target)
         if instant and (new or bat):
-            u[:] = target
+            _copy(target, u)
             rest(body, u, w0, k0)
-        xs[j0 + j], us[j0 + j], cmds[j0 + j] = x, u, cmd
+        _copy(x, xs[j0 + j])
+        _copy(u, us[j0 + j])
+        _copy(cmd, cmds[j0 + j])
         if has_fx:
             effects_step(i, x, u, nz[j], fx, hooked)
             step(body, x, u, target, hooked, w0, k0)
