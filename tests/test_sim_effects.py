@@ -19,7 +19,6 @@ from rotorid.sim.effects import (
     PlantSpec,
     apply_effects,
     dryden_wind,
-    ground_factor,
     random_effects,
 )
 from rotorid.sim.sensors import Imu, imu, shake
@@ -68,7 +67,8 @@ def test_ground_effect_raises_thrust_by_cheeseman_bennett() -> None:
     np.testing.assert_allclose(f / body.thrust(u), 16.0 / 15.0, rtol=1e-12)  # 1 / (1 - (1/4)^2)
     far = p.rotor_thrust(0, hover_state((0, 0, 1.0 + 40 * r)), u)
     np.testing.assert_allclose(far / body.thrust(u), 1.0 / (1.0 - (1.0 / 164.0) ** 2), rtol=1e-12)
-    assert ground_factor(np.array([0.0]), r)[0] == pytest.approx(4.0 / 3.0)  # held at z = R/2
+    under = p.rotor_thrust(0, hover_state((0, 0, 1.0 - 2 * r)), u)  # hubs a radius under the ground plane
+    np.testing.assert_allclose(under / body.thrust(u), 4.0 / 3.0, rtol=1e-12)  # held at z = R/2
 
 
 def test_ground_is_below_the_lowest_planned_height_not_the_start() -> None:

@@ -93,15 +93,6 @@ def dryden_wind(spec: PlantSpec, n: int, dt: float, rng: np.random.Generator) ->
     return wind
 
 
-def ground_factor(height: np.ndarray, radius: float) -> np.ndarray:
-    """Cheeseman-Bennett thrust ratio in ground effect at hub heights `height` (m) for rotor
-    radius `radius` (m): 1 / (1 - (R / 4z)^2), z held >= R/2; 1 without ground effect."""
-    if radius <= 0:
-        return np.ones_like(height)
-    z = np.maximum(height, 0.5 * radius)
-    return 1.0 / (1.0 - (radius / (4.0 * z)) ** 2)
-
-
 @dataclass
 class Plant:
     """The per-step hook of `rotorid.sim.dynamics.integrate` for a `PlantSpec` on a `Body`
