@@ -10,7 +10,7 @@ the CoM):
     q_dot = q * (0, w) / 2
 
 with f_i = sum_j K_j u_i^j + w_i (thrust noise, Kwon eq. 51, held over a step) and the motor
-state u_i a first-order lag of its setpoint (the command, or what a `CommandHook` makes of it:
+state u_i a first-order lag of its setpoint (the command, or what the body effects make of it:
 the battery voltage's duty-cycle scaling) with rise/fall constants (optionally per motor).
 
 Optional rotor drag (blade flapping and induced drag, the linear rotor-drag model of Martin &
@@ -322,7 +322,7 @@ def accelerations(body: Body, traj: Trajectory, extra: np.ndarray | None = None)
     """True loads and accelerations at every logged step, vectorized (same equations as the
     integrator): body force `force` (N, 3), moment about the CoM `moment`, CoM acceleration
     `acc_com` (world), specific force at the CoM `spec_com` (body) and `omega_dot` (body).
-    `extra` (N, 6): the wrench a `StepHook` added at each step (force, moment; body)."""
+    `extra` (N, 6): the wrench the body effects added at each step (force, moment; body)."""
     x = traj.x
     f = body.thrust(traj.u) + traj.noise
     wr = f @ body.B.T if extra is None else f @ body.B.T + extra
