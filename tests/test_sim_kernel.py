@@ -1,5 +1,5 @@
 """The simulator's compiled per-step kernel (`rotorid.sim.kernel`): one machine-code version of
-it flies every kind of flight (each further version is another compile, ~20 s CPU per process),
+it flies every kind of flight (each further version is another compile, 13-20 s CPU per process),
 and numba loads with the first flight, not with the simulator's modules."""
 
 from __future__ import annotations

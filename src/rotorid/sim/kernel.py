@@ -6,7 +6,7 @@ Every operation is written in the order of the float arithmetic it replaced, so 
 bit-identical to it: products of small matrices go through BLAS (`np.dot`, the same kernels
 numpy's `@` calls), sums of rotor thrusts follow numpy's pairwise `np.sum`, no fast-math.
 Only imported when a flight is flown (numba's import and the cached machine code load then:
-~0.5 s; a compile without a cache, ~20 s CPU). The machine code is cached in `__pycache__`
+~0.5 s; a compile without a cache, 13-20 s CPU). The machine code is cached in `__pycache__`
 beside this file or, where that is not writable (an installed package), in numba's user cache
 (~/.cache/numba; `NUMBA_CACHE_DIR` overrides both). `NUMBA_DISABLE_JIT=1` runs the same
 functions as Python.
