@@ -3,9 +3,11 @@
 papers' flight lengths, and `rotorid simulate --duration 3600` as a user runs it (wall, CPU and
 peak RSS of the process; `python benchmarks/bench_sim.py hour` runs that case alone).
 
-The per-step core is pure Python floats (numpy per-call overhead on 3-vectors would dominate):
-4 rigid-body derivative evaluations (RK4), the exact motor lag and rotor wrench at t+h/2 and
-t+h, and the cascade controller every 2nd step (500 Hz). Sensors, noise and the Flight are
+The per-step core is compiled by numba (`rotorid.sim.kernel`): 4 rigid-body derivative
+evaluations (RK4), the exact motor lag and rotor wrench at t+h/2 and t+h, the body effects and
+the cascade controller every 2nd step (500 Hz); its machine code is cached on disk, and
+`python benchmarks/bench_sim.py kernel` times a cold compile (a fresh cache) and a warm load
+(also in `run`). Sensors, noise and the Flight are
 built vectorized after the loop (in memory: `scenarios.run`); `rotorid simulate` streams them, a
 piece of the flight at a time, into the file it writes (`rotorid.sim.simulator.stream`), so its
 peak RSS is the process's imports, the controller's references and a piece, not the flight.
@@ -49,6 +51,36 @@ def hour_rows() -> list[dict]:
         {"name": "an hour at 1 kHz: wall", "value": m["wall"], "unit": "s", "target": "<= 60", "note": note},
         {"name": "an hour at 1 kHz: CPU", "value": m["cpu"], "unit": "s", "target": "", "note": ""},
         {"name": "an hour at 1 kHz: peak RSS", "value": m["rss_mb"], "unit": "MB", "target": "<= 1024", "note": ""},
+    ]
+
+
+#: A fresh process's first flight, CPU seconds (imports before it not counted).
+_FIRST_FLIGHT = """
+import time
+from rotorid.sim import scenarios
+c = time.process_time()
+scenarios.run("eschmann-crazyflie", seed=0, duration=0.5)
+print(time.process_time() - c)
+"""
+
+
+def kernel_rows() -> list[dict]:
+    """The kernel's compile on a fresh cache (what a clean clone pays once per process until
+    the cache is written) and its load from that cache, each as a fresh process's first flight."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        cold, warm = (
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", _FIRST_FLIGHT], env=env, capture_output=True, text=True, check=True
+                ).stdout
+            )
+            for _ in range(2)
+        )
+    note = "CPU of a fresh process's first 0.5 s flight (eschmann-crazyflie)"
+    return [
+        {"name": "simulator kernel: cold compile", "value": cold, "unit": "s", "target": "", "note": note},
+        {"name": "simulator kernel: cached load", "value": warm, "unit": "s", "target": "", "note": note},
     ]
 
 
@@ -129,9 +161,10 @@ def run() -> list[dict]:
                 "note": f"wall {wall:.1f} s, CPU {cpu:.1f} s, {len(sc.flights)} flight(s)",
             }
         )
-    return rows + hour_rows()
+    return rows + kernel_rows() + hour_rows()
 
 
 if __name__ == "__main__":
-    for r in hour_rows() if sys.argv[1:] == ["hour"] else run():
+    only = {"hour": hour_rows, "kernel": kernel_rows}.get(sys.argv[1] if len(sys.argv) > 1 else "", run)
+    for r in only():
         print(f"{r['name']:<58} {r['value']:>10.3g} {r['unit']:<12} {r['note']}")

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from rotorid.sim import dynamics
+from rotorid.sim import dynamics, effects
 from rotorid.sim.dynamics import Body, Plant, hover_state, integrate
 from rotorid.vehicle import Vehicle
 
@@ -34,14 +34,15 @@ def test_chunks_equal_one_run(lag: bool, monkeypatch: pytest.MonkeyPatch) -> Non
     noise = 0.002 * np.random.default_rng(4).standard_normal((n, 4))
     x0, u0 = hover_state((0.0, 0.0, 1.0), 0.3), [0.6] * 4
 
-    def sag(k: int, u: list[float], cmd: list[float]) -> list[float]:  # a pre-lag setpoint hook of the step count
-        return [c * (1.0 - 2e-5 * k) for c in cmd]
+    def battery() -> effects.Plant:  # pre-lag setpoints that follow the load and the charge drawn
+        spec = effects.PlantSpec(sag=0.05, drain=0.02)
+        return effects.Plant.build(spec, body, v.positions - body.com, x0, n, 1e-3, np.random.default_rng(0))
 
-    whole = integrate(body, x0, u0, 1e-3, n, _controller(body), every, noise, command_hook=sag)
-    monkeypatch.setattr(dynamics, "_ROWS", 97)  # rows gathered in odd blocks too
-    plant, chunks, a = Plant(body, 1e-3, x0, u0), [], 0
+    whole = integrate(body, x0, u0, 1e-3, n, _controller(body), every, noise, effects=battery())
+    monkeypatch.setattr(dynamics, "_ROWS", 97)  # the noise wrench in odd blocks too
+    plant, chunks, a, fx = Plant(body, 1e-3, x0, u0), [], 0, battery()
     for size in (1, 776, 1201, 3, n - 1981):
-        chunks.append(plant.run(size, _controller(body), every, noise[a : a + size], command_hook=sag))
+        chunks.append(plant.run(size, _controller(body), every, noise[a : a + size], effects=fx))
         a += size
     got = plant.close(*chunks)
     for name in ("x", "u", "cmd", "noise"):

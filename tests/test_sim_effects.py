@@ -19,7 +19,6 @@ from rotorid.sim.effects import (
     PlantSpec,
     apply_effects,
     dryden_wind,
-    ground_factor,
     random_effects,
 )
 from rotorid.sim.sensors import Imu, imu, shake
@@ -68,7 +67,8 @@ def test_ground_effect_raises_thrust_by_cheeseman_bennett() -> None:
     np.testing.assert_allclose(f / body.thrust(u), 16.0 / 15.0, rtol=1e-12)  # 1 / (1 - (1/4)^2)
     far = p.rotor_thrust(0, hover_state((0, 0, 1.0 + 40 * r)), u)
     np.testing.assert_allclose(far / body.thrust(u), 1.0 / (1.0 - (1.0 / 164.0) ** 2), rtol=1e-12)
-    assert ground_factor(np.array([0.0]), r)[0] == pytest.approx(4.0 / 3.0)  # held at z = R/2
+    under = p.rotor_thrust(0, hover_state((0, 0, 1.0 - 2 * r)), u)  # hubs a radius under the ground plane
+    np.testing.assert_allclose(under / body.thrust(u), 4.0 / 3.0, rtol=1e-12)  # held at z = R/2
 
 
 def test_ground_is_below_the_lowest_planned_height_not_the_start() -> None:
@@ -98,7 +98,7 @@ def test_battery_sag_scales_the_duty_cycle_before_the_motor_lag() -> None:
     assert p.vbat[0] == pytest.approx(v) and v / (4.2 * 0.92) < 0.985
     np.testing.assert_array_equal(p.rotor_thrust(0, hover_state(), np.array(u)), body.thrust(np.array(u)))
     p = Plant.build(PlantSpec(sag=0.08), body, hubs, hover_state((0, 0, 1.0)), 400, 1e-3, np.random.default_rng(0))
-    traj = integrate(body, hover_state((0, 0, 1.0)), u, 1e-3, 400, lambda k, x: u, 1, None, None, p.step, p.command)
+    traj = integrate(body, hover_state((0, 0, 1.0)), u, 1e-3, 400, lambda k, x: u, 1, None, None, p)
     one = 0.9 + (0.9 * p.vbat[0] / p.v_ref - 0.9) * (1 - math.exp(-1e-3 / 0.05))  # one step of the lag
     np.testing.assert_allclose(traj.u[1], one, rtol=1e-12)
     np.testing.assert_allclose(traj.u[-1], 0.9 * p.vbat[-1] / p.v_ref, rtol=2e-3)  # 8 T_m: on the setpoint

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-HEAVY = ("matplotlib", "scipy", "pandas", "pyarrow", "pydantic", "jinja2", "pyulog")
+HEAVY = ("matplotlib", "scipy", "pandas", "pyarrow", "pydantic", "jinja2", "pyulog", "numba", "llvmlite")
 
 PROBE = """
 import sys

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rotorid.frames import GRAVITY
 from rotorid.sim.dynamics import Body
 
 
@@ -64,79 +63,37 @@ class Gains:
 
 def euler_zxy(qw: float, qx: float, qy: float, qz: float) -> tuple[float, float, float]:
     """Roll, pitch, yaw of R = Rz(psi) Rx(phi) Ry(theta) (Kwon eq. 44-46) from a quaternion."""
-    r21 = 2 * (qy * qz + qw * qx)
-    r20 = 2 * (qx * qz - qw * qy)
-    r22 = 1 - 2 * (qx * qx + qy * qy)
-    r01 = 2 * (qx * qy - qw * qz)
-    r11 = 1 - 2 * (qx * qx + qz * qz)
-    return math.asin(max(-1.0, min(1.0, r21))), math.atan2(-r20, r22), math.atan2(-r01, r11)
+    from rotorid.sim import kernel
+
+    return kernel.euler_zxy(float(qw), float(qx), float(qy), float(qz))
 
 
 class ThrustInverse:
     """Motor command giving a rotor thrust, per motor: the largest root of the thrust polynomial
     (closed form up to quadratic, Newton's method from cmd_max beyond), with the thrust first
-    clamped to what commands in [cmd_min, cmd_max] can produce (Kwon eq. 48)."""
+    clamped to what commands in [cmd_min, cmd_max] can produce (Kwon eq. 48). `kernel_data` is
+    its tuple for the compiled kernel (`rotorid.sim.kernel.thrust_inverse`), which computes it."""
 
     def __init__(self, body: Body) -> None:
-        self.coeffs = body.coeffs.tolist()
-        self.lo, self.hi = body.cmd_min, body.cmd_max
-        grid = np.linspace(self.lo, self.hi, 1025)
+        coeffs = np.ascontiguousarray(body.coeffs, dtype=float)
+        lo, hi = float(body.cmd_min), float(body.cmd_max)
+        grid = np.linspace(lo, hi, 1025)
         f = body.thrust(np.repeat(grid[:, None], body.n_rotors, axis=1))
-        self.f_lo = f.min(axis=0).tolist()
-        self.f_hi = f[-1].tolist()
-        quadratic = all(len(c) == 3 and c[2] > 0.0 for c in self.coeffs)
+        f_lo, f_hi = f.min(axis=0), f[-1].copy()
+        quadratic = coeffs.shape[1] == 3 and bool(np.all(coeffs[:, 2] > 0.0))
         #: per motor (c1, c1^2, 4 c2, c0, 1 / (2 c2), f_lo, f_hi) for the common quadratic case
-        self.quad = (
-            [
-                (c1, c1 * c1, 4 * c2, c0, 0.5 / c2, fl, fh)
-                for (c0, c1, c2), fl, fh in zip(self.coeffs, self.f_lo, self.f_hi, strict=True)
-            ]
-            if quadratic
-            else None
-        )
+        quad = np.zeros((body.n_rotors, 7))
+        if quadratic:
+            for i, ((c0, c1, c2), fl, fh) in enumerate(zip(coeffs.tolist(), f_lo.tolist(), f_hi.tolist(), strict=True)):
+                quad[i] = c1, c1 * c1, 4 * c2, c0, 0.5 / c2, fl, fh
+        self.kernel_data = (quad, quadratic, coeffs, f_lo, f_hi, lo, hi)
 
-    def __call__(self, thrusts: list[float]) -> list[float]:
-        lo, hi = self.lo, self.hi
-        if self.quad is not None:  # fast path (the per-step core runs this every control step)
-            out = []
-            for f, (c1, c1s, c2x4, c0, inv2c2, f_lo, f_hi) in zip(thrusts, self.quad, strict=True):
-                f = f_lo if f < f_lo else (f_hi if f > f_hi else f)
-                d = c1s - c2x4 * (c0 - f)
-                u = (math.sqrt(d) - c1) * inv2c2 if d > 0.0 else -c1 * inv2c2
-                out.append(lo if u < lo else (hi if u > hi else u))
-            return out
-        out = []
-        for f, c, f_lo, f_hi in zip(thrusts, self.coeffs, self.f_lo, self.f_hi, strict=True):
-            f = min(max(f, f_lo), f_hi)
-            if len(c) == 2:
-                u = (f - c[0]) / c[1]
-            elif len(c) == 3 and c[2] != 0.0:
-                c0, c1, c2 = c
-                u = (-c1 + math.sqrt(max(c1 * c1 - 4 * c2 * (c0 - f), 0.0))) / (2 * c2)
-            else:
-                u = self._newton(c, f)
-            out.append(min(max(u, lo), hi))
-        return out
+    def __call__(self, thrusts: Sequence[float]) -> list[float]:
+        from rotorid.sim import kernel
 
-    def _newton(self, c: list[float], f: float) -> float:
-        """Largest root of sum_j c_j u^j = f by Newton's method from cmd_max."""
-        u = self.hi
-        for _ in range(50):
-            val, der = 0.0, 0.0
-            for cj in reversed(c):
-                der = der * u + val
-                val = val * u + cj
-            if der <= 0.0:
-                break
-            step = (val - f) / der
-            u -= step
-            if abs(step) < 1e-12 * max(1.0, abs(u)):
-                break
-        return u
-
-
-#: Reference rows `CascadeController` holds as Python tuples at a time.
-_REF_ROWS = 1 << 14
+        out = np.empty(len(self.kernel_data[3]))
+        kernel.thrust_inverse(np.asarray(thrusts, dtype=float), self.kernel_data, out)
+        return out.tolist()
 
 
 class CascadeController:
@@ -164,52 +121,30 @@ class CascadeController:
         max_tilt: float = math.radians(35.0),
     ) -> None:
         a = np.asarray(mixer)[2:6]  # thrust along body z and moments about the body origin
-        self.alloc = [tuple(r) for r in np.linalg.pinv(a).tolist()]
-        self.inverse = ThrustInverse(model)
-        self.m = model.mass
-        self.cx, self.cy, _ = model.com.tolist()
-        self.gains = (*gains.kpp, *gains.kpd, *gains.kop, *gains.kod)
-        self.tan_tilt = math.tan(max_tilt)
         self.every = control_every
         n = len(yaw)
         off = np.zeros((n, 6))
         if offsets is not None:
             given = np.asarray(offsets, dtype=float)
             off[:, : given.shape[1]] = given
-        self.ref = np.column_stack([pos, vel, acc, yaw, off])
-        self._rows: tuple[int, list[tuple[float, ...]]] = (-1, [])
-
-    def _reference(self, i: int) -> tuple[float, ...]:
-        """Row i of the references as Python floats, turned into tuples `_REF_ROWS` rows at a
-        time (an hour's references as tuples would take ~1 GB)."""
-        block, rows = self._rows
-        if i // _REF_ROWS != block:
-            block = i // _REF_ROWS
-            rows = [tuple(r) for r in self.ref[block * _REF_ROWS : (block + 1) * _REF_ROWS].tolist()]
-            self._rows = (block, rows)
-        return rows[i - block * _REF_ROWS]
-
-    def __call__(self, k: int, s: tuple[float, ...]) -> list[float]:
-        px, py, pz, vx, vy, vz, qw, qx, qy, qz, wx, wy, wz = s
-        rpx, rpy, rpz, rvx, rvy, rvz, rax, ray, raz, psi, d_roll, d_pitch, d_thrust, d_p, d_q, d_r = self._reference(
-            min(k // self.every, len(self.ref) - 1)
+        self.ref = np.ascontiguousarray(np.column_stack([pos, vel, acc, yaw, off]), dtype=float)
+        cx, cy, _ = model.com.tolist()
+        self.kernel_data = (
+            self.ref,
+            np.array([*gains.kpp, *gains.kpd, *gains.kop, *gains.kod], dtype=float),
+            float(model.mass),
+            cx,
+            cy,
+            math.tan(max_tilt),
+            int(control_every),
+            np.ascontiguousarray(np.linalg.pinv(a), dtype=float),
+            ThrustInverse(model).kernel_data,
         )
-        kpx, kpy, kpz, kdx, kdy, kdz, kox, koy, koz, kwx, kwy, kwz = self.gains
-        m = self.m
-        fx = m * (rax + kpx * (rpx - px) + kdx * (rvx - vx))
-        fy = m * (ray + kpy * (rpy - py) + kdy * (rvy - vy))
-        fz = max(m * (raz + kpz * (rpz - pz) + kdz * (rvz - vz) + GRAVITY), 0.1 * m * GRAVITY)
-        fh = math.sqrt(fx * fx + fy * fy)
-        if fh > self.tan_tilt * fz:  # tilt limit of the position loop (as autopilots have)
-            fx, fy = fx * self.tan_tilt * fz / fh, fy * self.tan_tilt * fz / fh
-        thrust = math.sqrt(fx * fx + fy * fy + fz * fz)
-        sp, cp = math.sin(psi), math.cos(psi)
-        roll_ref = math.atan2(fx * sp - fy * cp, fz) + d_roll  # Kwon eq. 42, exact for z-x'-y''
-        pitch_ref = math.asin((fx * cp + fy * sp) / thrust) + d_pitch  # eq. 43
-        thrust *= 1.0 + d_thrust
-        roll, pitch, yaw = euler_zxy(qw, qx, qy, qz)
-        e_yaw = (psi - yaw + math.pi) % (2 * math.pi) - math.pi
-        mx = kox * (roll_ref - roll) + kwx * (d_p - wx) + self.cy * thrust  # eq. 41
-        my = koy * (pitch_ref - pitch) + kwy * (d_q - wy) - self.cx * thrust
-        mz = koz * e_yaw + kwz * (d_r - wz)
-        return self.inverse([r0 * thrust + r1 * mx + r2 * my + r3 * mz for r0, r1, r2, r3 in self.alloc])
+
+    def __call__(self, k: int, s: Sequence[float]) -> list[float]:
+        """The motor commands at step k for the 13-state `s` (`rotorid.sim.kernel.control`)."""
+        from rotorid.sim import kernel
+
+        out = np.empty(self.kernel_data[7].shape[0])
+        kernel.control(int(k), np.asarray(s, dtype=float), self.kernel_data, out)
+        return out.tolist()

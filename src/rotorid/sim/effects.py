@@ -1,9 +1,10 @@
 """Body effects the paper models leave out, for realistic simulated flights
 (what other simulators and real vehicles have). Each is off at its default (`PlantSpec()`), and the integrator then runs
-exactly as without it. All but the battery act through one per-step hook (`Plant.step`): an
+exactly as without it. All but the battery act through one per-step hook (`rotorid.sim.kernel.effects_step`, compiled, on a `Plant`'s `kernel_data`): an
 extra thrust per rotor and an extra body wrench, evaluated at the start of each RK4 step (1 ms)
 and held over it, and recorded so the true accelerations (`rotorid.sim.dynamics.accelerations`)
-match; the battery voltage scales the motors' setpoints before their lag (`Plant.command`).
+match; the battery voltage scales the motors' setpoints before their lag (`Plant.command`,
+`rotorid.sim.kernel.battery`).
 
 - Ground effect (Cheeseman & Bennett, ARC R&M 3021, 1955): a rotor of radius R whose hub is a
   height z above the ground makes T_IGE / T_OGE = 1 / (1 - (R / 4z)^2); applied at a fixed
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,27 +93,6 @@ def dryden_wind(spec: PlantSpec, n: int, dt: float, rng: np.random.Generator) ->
     return wind
 
 
-def ground_factor(height: np.ndarray, radius: float) -> np.ndarray:
-    """Cheeseman-Bennett thrust ratio in ground effect at hub heights `height` (m) for rotor
-    radius `radius` (m): 1 / (1 - (R / 4z)^2), z held >= R/2; 1 without ground effect."""
-    if radius <= 0:
-        return np.ones_like(height)
-    z = np.maximum(height, 0.5 * radius)
-    return 1.0 / (1.0 - (radius / (4.0 * z)) ** 2)
-
-
-def _rotation(x: tuple[float, ...]) -> np.ndarray:
-    """The body -> world rotation matrix of the 13-state `x` (unit quaternion w, x, y, z)."""
-    w, a, b, c = x[6:10]
-    return np.array(
-        [
-            [1 - 2 * (b * b + c * c), 2 * (a * b - w * c), 2 * (a * c + w * b)],
-            [2 * (a * b + w * c), 1 - 2 * (a * a + c * c), 2 * (b * c - w * a)],
-            [2 * (a * c - w * b), 2 * (b * c + w * a), 1 - 2 * (a * a + b * b)],
-        ]
-    )
-
-
 @dataclass
 class Plant:
     """The per-step hook of `rotorid.sim.dynamics.integrate` for a `PlantSpec` on a `Body`
@@ -131,13 +112,36 @@ class Plant:
     extra: np.ndarray = field(init=False)
     vbat: np.ndarray = field(init=False)
     sat: np.ndarray = field(init=False)
-    _charge: float = field(init=False, default=0.0)
-    _load: float = field(init=False, default=1.0)
+    kernel_data: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         n, m = len(self.wind), self.body.n_rotors
         self.df, self.extra, self.sat = np.zeros((n, m)), np.zeros((n, 6)), np.ones((n, m))
         self.vbat = np.full(n, self.v_ref)
+        s, b = self.spec, self.body
+        rd3 = np.zeros((m, 6, 3)) if b.rotor_drag is None else np.ascontiguousarray(b.rotor_drag[:, :, :3])
+        self.kernel_data = (
+            np.ascontiguousarray(self.wind, dtype=float),
+            np.ascontiguousarray(self.hubs, dtype=float),
+            np.array(b.drag, dtype=float),
+            rd3,
+            b.rotor_drag is not None,
+            np.array(s.drag_quad, dtype=float),
+            any(s.drag_quad),
+            self.df,
+            self.extra,
+            self.sat,
+            self.vbat,
+            np.array([0.0, 1.0]),  # the charge drawn (hover-load seconds) and the last step's load
+            *map(float, (s.saturation, self.f_full, self.v_ref, s.ground_radius, self.ground_z, s.v0, s.drain, s.sag)),
+            float(self.dt),
+            b.mass * GRAVITY,
+            s.cmd_scales_with_voltage,
+            s.battery,
+            2.0,  # the saturation limit goes as V^2
+            np.ascontiguousarray(b.coeffs[:, ::-1], dtype=float),
+            np.asfortranarray(b.B, dtype=float),  # the mixer's layout (`Vehicle.mixer`): BLAS rounds by it
+        )
 
     @staticmethod
     def build(
@@ -166,63 +170,35 @@ class Plant:
         """The voltage at hover on a full battery, where the nominal thrust curve holds."""
         return self.spec.v0 * (1.0 - self.spec.sag)
 
-    def voltage(self, f: np.ndarray) -> float:
-        """Battery voltage for this step (load from the previous step's thrusts `f`), V."""
-        s = self.spec
-        self._load = max(float(np.sum(f)), 0.0) / (self.body.mass * GRAVITY)
-        self._load **= 1.5
-        v = s.v0 * (1.0 - s.drain * self._charge - s.sag * self._load)
-        self._charge += self._load * self.dt
-        return v
+    def command(self, k: int, u: Sequence[float], cmd: Sequence[float]) -> list[float]:
+        """The battery at step k (`rotorid.sim.kernel.battery`; load from the motor states `u` at
+        its start), recorded in `vbat`: the setpoints the motors follow, the duty cycles `cmd`
+        times V / V_ref (`cmd` itself for speed commands)."""
+        from rotorid.sim import kernel
 
-    def command(self, k: int, u: list[float], cmd: list[float]) -> list[float]:
-        """`integrate`'s pre-lag hook: the step's battery voltage (load from the motor states `u`
-        at its start) and the setpoints the motors follow, the duty cycles `cmd` times V / V_ref
-        (`cmd` itself for speed commands)."""
-        ua = np.asarray(u, dtype=float)
-        v = self.voltage(self.body.thrust(ua) + (self.df[k - 1] if k else 0.0))
-        self.vbat[k] = v
-        return (np.asarray(cmd) * (v / self.v_ref)).tolist() if self.spec.cmd_scales_with_voltage else cmd
+        out = np.empty(len(cmd))
+        kernel.battery(int(k), np.asarray(u, dtype=float), np.asarray(cmd, dtype=float), self.kernel_data, out)
+        return out.tolist()
 
-    def rotor_thrust(
-        self, k: int, x: tuple[float, ...], u: np.ndarray, f: np.ndarray | None = None, rot: np.ndarray | None = None
-    ) -> np.ndarray:
-        """True thrusts (M,) of motor states `u` at step k: saturation (at the step's voltage),
-        ground effect. `f` (their nominal thrusts) and `rot` (the attitude matrix): when known."""
-        s, f = self.spec, self.body.thrust(u) if f is None else f
-        if s.saturation > 0:
-            top = s.saturation * self.f_full * (self.vbat[k] / self.v_ref) ** 2
-            self.sat[k] = np.minimum(1.0, top / np.maximum(f, 1e-12))
-            f = f * self.sat[k]
-        if s.ground_radius > 0:
-            z = x[2] + self.hubs @ (_rotation(x) if rot is None else rot)[2] - self.ground_z
-            f = f * ground_factor(z, s.ground_radius)
+    def rotor_thrust(self, k: int, x: Sequence[float], u: np.ndarray) -> np.ndarray:
+        """True thrusts (M,) of motor states `u` at step k and 13-state `x`: saturation (at the
+        step's voltage, recorded in `sat`), ground effect (`rotorid.sim.kernel.rotor_thrust`)."""
+        from rotorid.sim import kernel
+
+        x = np.asarray(x, dtype=float)
+        f = self.body.thrust(np.asarray(u, dtype=float))
+        kernel.rotor_thrust(int(k), x, f, kernel.rotation(x), self.kernel_data)
         return f
 
-    def air_wrench(self, k: int, x: tuple[float, ...], f: np.ndarray, rot: np.ndarray | None = None) -> np.ndarray:
-        """The wrench (6,) the air adds to the integrator's still-air drag terms: the wind's part
-        of the linear body drag and the rotor drag, and the quadratic body drag (`rot`: the
-        attitude matrix, when known)."""
-        rot = _rotation(x) if rot is None else rot
-        w_b = self.wind[k] @ rot
-        out = np.zeros(6)
-        out[:3] = self.body.drag * w_b
-        if self.body.rotor_drag is not None:  # -K [v_b - w_b, w] = -K [v_b, w] + K [w_b, 0]
-            out += (self.body.rotor_drag[:, :, :3] @ w_b).T @ np.sqrt(np.maximum(f, 0.0))
-        if any(self.spec.drag_quad):
-            v_a = np.asarray(x[3:6]) @ rot - w_b
-            out[:3] -= np.asarray(self.spec.drag_quad) * math.sqrt(v_a @ v_a) * v_a
-        return out
+    def air_wrench(self, k: int, x: Sequence[float], f: np.ndarray) -> np.ndarray:
+        """The wrench (6,) the air adds to the integrator's still-air drag terms at step k and
+        13-state `x` for rotor thrusts `f`: the wind's part of the linear body drag and the rotor
+        drag, and the quadratic body drag (`rotorid.sim.kernel.air_wrench`)."""
+        from rotorid.sim import kernel
 
-    def step(self, k: int, x: tuple[float, ...], u: list[float], nz: tuple[float, ...]) -> tuple[float, ...]:
-        """`integrate`'s hook: the step's perturbation wrench `nz` plus the effects' (recorded)."""
-        ua = np.asarray(u, dtype=float)
-        f0 = self.body.thrust(ua)
-        rot = _rotation(x)  # once for both (the same numbers)
-        self.df[k] = self.rotor_thrust(k, x, ua, f0, rot) - f0
-        self.extra[k] = self.air_wrench(k, x, f0, rot)
-        w = self.body.B @ self.df[k] + self.extra[k]
-        return tuple(a + b for a, b in zip(nz, w.tolist(), strict=True))
+        x, out = np.asarray(x, dtype=float), np.zeros(6)
+        kernel.air_wrench(int(k), x, np.asarray(f, dtype=float), kernel.rotation(x), self.kernel_data, out)
+        return out
 
 
 #: Scenario overrides of the effects above and of the IMU's (`rotorid.sim.sensors`), all off by

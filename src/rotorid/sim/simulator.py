@@ -99,8 +99,7 @@ def fly(
     plant = None
     if spec.plant.active:
         plant = Plant.build(spec.plant, body, vehicle.positions - body.com, x0, n_steps, dt, rng, _lowest(ctrl))
-    hooks = (None, None) if plant is None else (plant.step, plant.command if spec.plant.battery else None)
-    traj = integrate(body, x0, u0, dt, n_steps, ctrl, every, noise, progress, *hooks)
+    traj = integrate(body, x0, u0, dt, n_steps, ctrl, every, noise, progress, plant)
     fx = _plant_record(body, plant)
     acc = accelerations(body, traj, fx.get("wrench"))
     t_all = traj.t
@@ -393,9 +392,7 @@ class _Pieces:
         self.walks: dict[str, np.ndarray] = {}  # the IMU's bias walks where the last piece left them
 
     def run(self) -> Iterator[Flight]:
-        spec, hooks = self.s.spec, (None, None)
-        if self.plant is not None:
-            hooks = (self.plant.step, self.plant.command if spec.plant.battery else None)
+        spec = self.s.spec
         t_grid, _, _ = align_grid(_stamps(spec, self.n), rate=spec.log_rate)
         block = max(1, self.s.rows * _every(spec.log_rate, spec.dt, "log"))
         done, j = 0, 0
@@ -403,7 +400,7 @@ class _Pieces:
             k = min(block, self.n_steps - done)
             nz = None if self.noise is None else spec.thrust_noise * self.noise.standard_normal((k, self.body.n_rotors))
             last = done + k == self.n_steps
-            part = self.dyn.run(k, self.ctrl, self.ctrl.every, nz, self.s.progress, last, *hooks)
+            part = self.dyn.run(k, self.ctrl, self.ctrl.every, nz, self.s.progress, last, self.plant)
             self._add_rows(part, done)
             done += k
             self._sample(last)
