@@ -52,7 +52,8 @@ from rotorid.vehicle import Vehicle
 class PlantSpec:
     """Body-effect settings (all off by default): `ground_radius` rotor radius R (m, 0 = no
     ground effect) over a ground `ground_clearance` radii below the rotor hubs at the flight's
-    lowest planned height (a low pass over the ground, `Plant.build`); battery `v0` (V, open circuit when
+    lowest height (a low pass over the ground, `Plant.build`; `rotorid.sim.simulator` finds it
+    flying the flight once without the ground); battery `v0` (V, open circuit when
     full), `sag` (relative voltage drop at hover current) and `drain` (relative open-circuit drop
     per second at hover current), `cmd_scales_with_voltage` (duty-cycle motor commands);
     `saturation` (maximum rotor thrust / nominal thrust at full command, 0 = none); `drag_quad`
@@ -156,10 +157,10 @@ class Plant:
     ) -> Plant:
         """The hook for `body` whose rotor hubs are at `hubs` (M, 3, body, about the CoM),
         starting level at the 13-state `x0`. The ground sits `ground_clearance` radii below the
-        hubs at the flight's lowest planned height of the CoM, `lowest` (None: the start's), so
-        the clearance is the closest the plan comes to the ground: a ground below the start would
-        be flown into by a plan that descends more than the clearance (hubs under the ground plane
-        on 8-12 % of some randomized flights)."""
+        hubs at the lowest height of the CoM, `lowest` (None: the start's; the simulator passes
+        the lowest a first pass without the ground flew), so the clearance is the closest the
+        flight comes to the ground: a ground below the start, or below the plan's lowest point,
+        was flown into (hubs under the ground plane on up to 12 % of some randomized flights)."""
         wind = dryden_wind(spec, n_steps, dt, rng)
         low = x0[2] if lowest is None else min(x0[2], lowest)
         ground = low + float(np.mean(hubs[:, 2])) - spec.ground_clearance * spec.ground_radius
@@ -205,7 +206,7 @@ class Plant:
 #: default: `rotor_inflow` (relative thrust lost per m/s of axial climb at hover, s/m),
 #: `drag_quad` (quadratic body drag over mass, 1/m, each body axis), `ground_effect` (rotor
 #: radius over arm length; 0 = none) with `ground_clearance` (rotor radii above the ground at
-#: the flight's lowest planned height), `battery_sag` (relative voltage drop at hover current), `battery_drain` (relative
+#: the flight's lowest height), `battery_sag` (relative voltage drop at hover current), `battery_drain` (relative
 #: open-circuit drop per s at hover current), `battery_v0` (V when full; None = 4.2 V per cell,
 #: 1 cell under 100 g, else 3), `saturation` (maximum rotor thrust over the nominal thrust at full
 #: command), `imu_scale` / `imu_misalign` (bounds of the per-axis scale errors and misalignment
