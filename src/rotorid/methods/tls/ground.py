@@ -124,7 +124,7 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
             if pref.richer
             else ("asked (--ground on); held-out segments do not prefer it")
         )
-        fitted = problem.derive(ground_model=(low - depth, c))
+        fitted = problem.derive(ground_model=(float(low - depth), float(c)))
         note = f"ground effect modelled, {where}: {why} (t = {pref.t:.1f})"
         return solve(fitted), fitted, TermChoice("the ground effect", "on", pref.t, note, None)
     decisive = prefers(sse, simple).richer or abs(kc) <= NEAR_ZERO_Z * np.sqrt(fit.cov[-1, -1])
