@@ -90,16 +90,14 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     folds, nw, kept = segments(sol.rows), sol.w.shape[1] - 1, sol.kept
     rich, noise, fixed = [*kept, nw], _padded(sol.noise, nw), (sol.active, sol.scale)
     simple = held_out_sse(sol.w, sol.blocks, folds, kept, *fixed, sol.noise)
-    best = None
+    best, plausible = None, (PLAUSIBLE_RADIUS * arm) ** 2 / 16
     for depth in arm * DEPTHS:
         c0 = depth**2  # the factor 2 at the lowest hub: the difference well above rounding
         g = (_kt(problem, sol, (low - depth, c0)) - kt0) / c0
         w = np.column_stack([sol.w[:, :-1], g, sol.w[:, -1]])
         fit = fixed_fit(w, sol.blocks, rich, *fixed, noise)
-        c = fit.x[-1] / fit.x[kept.index(0)]
-        if (
-            not 0 < c <= (PLAUSIBLE_RADIUS * arm) ** 2 / 16
-        ):  # thrust falling near the ground, or rotors wider than the frame
+        # a thrust falling near the ground, or rising as rotors wider than the frame would make it: another effect
+        if not 0 < fit.x[-1] / fit.x[kept.index(0)] <= plausible:
             continue
         sse = held_out_sse(w, sol.blocks, folds, rich, *fixed, noise)
         if best is None or sse.sum() < best[2].sum():
@@ -119,11 +117,8 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
         f"c = {c:.3g} m² (Cheeseman-Bennett with a rotor radius of {4 * np.sqrt(c):.3g} m)"
     )
     if pref.richer or asked == "on":
-        why = (
-            "it predicts held-out segments of the flights better than the model without it"
-            if pref.richer
-            else ("asked (--ground on); held-out segments do not prefer it")
-        )
+        why = "it predicts held-out segments of the flights better than the model without it"
+        why = why if pref.richer else "asked (--ground on); held-out segments do not prefer it"
         fitted = problem.derive(ground_model=(float(low - depth), float(c)))
         note = f"ground effect modelled, {where}: {why} (t = {pref.t:.1f})"
         return solve(fitted), fitted, TermChoice("the ground effect", "on", pref.t, note, None)

@@ -11,6 +11,7 @@ import numpy as np
 
 from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
+from rotorid.frames import quat_to_rot
 from rotorid.methods.tls.settings import BODY_DRAG, CHI, CHI_K, K_RD, TlsSettings
 from rotorid.motion import (
     MIN_PIECE,
@@ -100,8 +101,6 @@ def body_columns(vel: np.ndarray, form: str) -> np.ndarray:
 def hub_heights(flight: Flight, vehicle: Vehicle) -> np.ndarray:
     """Each rotor hub's world height (N, M), m: the logged position's z plus the hub's lever arm
     turned by the attitude (world ENU, z up)."""
-    from rotorid.frames import quat_to_rot
-
     up = quat_to_rot(flight.quat).as_matrix()[:, 2, :]  # the world z row of body-to-world
     return flight.pos[:, 2:3] + up @ np.asarray(vehicle.positions, dtype=np.float64).T
 
