@@ -14,18 +14,13 @@ from rotorid.methods.tls.rows import hub_heights, kt_column
 from rotorid.methods.tls.selection import fixed_fit
 from rotorid.methods.tls.solve import solve
 from rotorid.motion import airborne_pieces
+from rotorid.vehicle import Vehicle
 
 #: The ground's depths below the lowest logged hub that `choose_ground` tries, in arm lengths (the
 #: largest hub distance from the body origin in the rotor plane), a factor √2 apart: rotor radii of
 #: 0.4-0.6 arm at 0.3-4 radii above the ground put the lowest hub 0.12-2.4 arms up; deeper than 4
 #: arms the factor is nearly constant over a flight, a share of k_t no fit tells apart.
 DEPTHS = 2.0 ** (np.arange(-6, 5) / 2.0)
-
-#: The largest rotor radius a ground-effect coefficient may stand for, in arm lengths: c = R² / 16
-#: with R beyond the arm would be rotors wider than the frame (they overlap from R = arm sin(π/M));
-#: a larger c is another effect that grows with height's inverse square (a flight whose hubs went
-#: below the simulator's ground plane, where its factor is held at 4/3, gave R = 4.4 arms).
-PLAUSIBLE_RADIUS = 1.0
 
 #: The term's coefficient within this many σ of zero: the models with and without it barely differ
 #: and their difference does not enter σ (as `terms._near_zero` for the body drag).
@@ -59,6 +54,16 @@ def _kt(problem: TlsProblem, sol: Solution, model: tuple[float, float] | None) -
     return kt_column(rows)[0]
 
 
+def max_radius(vehicle: Vehicle) -> float:
+    """The largest rotor radius (m) of rotors that do not overlap: half the smallest distance in the
+    rotor plane between two hubs apart (a coaxial pair, at one place, sets none). A ground-effect
+    c = R² / 16 beyond it is another effect that grows as the height's inverse square (a flight
+    whose hubs went below the simulator's ground plane, its factor held at 4/3, gave R = 4.4 arms)."""
+    xy = np.asarray(vehicle.positions, dtype=np.float64)[:, :2]
+    apart = np.linalg.norm(xy[:, None] - xy[None], axis=2)
+    return float(apart[apart > 1e-9 * apart.max()].min() / 2)
+
+
 def _padded(noise: np.ndarray | None, nw: int) -> np.ndarray | None:
     """The noise moment of W_t (blocks, nw + 1, nw + 1) with a column of no noise (the ground
     term's, built from the rotor terms) put before the known one."""
@@ -76,8 +81,8 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     below the lowest hub, the column G = (k_t column at c₀ - at 0) / c₀ (the thrust columns of
     u² / h², exact: the rows are linear in u²) added to `sol`'s kept columns on its rows, block
     factors and noise moment; the level whose model predicts held-out segments best (with
-    0 < c ≤ (`PLAUSIBLE_RADIUS` arm)² / 16: a thrust falling near the ground is no ground effect,
-    nor one of rotors wider than the frame) is kept where it predicts them better
+    0 < c ≤ `max_radius`² / 16: a thrust falling near the ground is no ground effect, nor one of
+    overlapping rotors) is kept where it predicts them better
     than `sol` (`heldout.prefers`; always with "on") and the problem solved again with it. Not
     kept, the richer model's estimates are the alternative whose difference enters σ unless the
     test is decisive or k_t c is within `NEAR_ZERO_Z` σ of zero. None: not asked, or a flight logs
@@ -90,13 +95,13 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     folds, nw, kept = segments(sol.rows), sol.w.shape[1] - 1, sol.kept
     rich, noise, fixed = [*kept, nw], _padded(sol.noise, nw), (sol.active, sol.scale)
     simple = held_out_sse(sol.w, sol.blocks, folds, kept, *fixed, sol.noise)
-    best, plausible = None, (PLAUSIBLE_RADIUS * arm) ** 2 / 16
+    best, plausible = None, max_radius(problem.vehicle) ** 2 / 16
     for depth in arm * DEPTHS:
         c0 = depth**2  # the factor 2 at the lowest hub: the difference well above rounding
         g = (_kt(problem, sol, (low - depth, c0)) - kt0) / c0
         w = np.column_stack([sol.w[:, :-1], g, sol.w[:, -1]])
         fit = fixed_fit(w, sol.blocks, rich, *fixed, noise)
-        # a thrust falling near the ground, or rising as rotors wider than the frame would make it: another effect
+        # a thrust falling near the ground, or rising as overlapping rotors would make it: another effect
         if not 0 < fit.x[-1] / fit.x[kept.index(0)] <= plausible:
             continue
         sse = held_out_sse(w, sol.blocks, folds, rich, *fixed, noise)
@@ -106,7 +111,7 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     if best is None:
         note = (
             "no ground effect modelled: at no ground level below the flights does the thrust rise near the ground "
-            f"as rotors of at most {PLAUSIBLE_RADIUS:g} arm length in radius would make it"
+            f"as rotors of at most {max_radius(problem.vehicle):.3g} m radius (not overlapping) would make it"
         )
         return sol, problem, TermChoice("the ground effect", "off", float("nan"), note, None)
     depth, fit, sse = best
