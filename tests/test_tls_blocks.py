@@ -124,8 +124,8 @@ def test_identify_runs_blas_on_one_thread(six, monkeypatch):
 @pytest.mark.parametrize("lag", [0.0, 0.0037, -0.0121, 0.025])
 @pytest.mark.parametrize("uniform", [True, False])
 def test_rotor_side_by_blocks_equals_the_whole_piece(lag, uniform):
-    """`_Rotor.rows` (rotor gains and the IMU lag's interpolation, a block of rows at a time)
-    gives exactly the numbers of scaling and interpolating the whole piece, at the piece's
+    """`_Rotor.rows` (rotor gains and the IMU lag's interpolation, a block of rows at a time, with
+    the ground-effect factor read alike) gives exactly the numbers of scaling and interpolating the whole piece, at the piece's
     ends (clamped) and anywhere between, for lags either way and jittered time stamps."""
     rng = np.random.default_rng(11)
     n = 3000
@@ -134,10 +134,13 @@ def test_rotor_side_by_blocks_equals_the_whole_piece(lag, uniform):
     scaled, tq = u * np.sqrt(gain), t - lag
     whole_u = np.column_stack([np.interp(tq, t, c) for c in scaled.T]) if lag else scaled
     whole_v = np.column_stack([np.interp(tq, t, c) for c in vel.T]) if lag else vel
-    rotor = tls_rows.Rotor(t, u, vel, None, gain, lag)
+    ground = 1.0 + rng.uniform(0.0, 0.1, (n, 4))
+    whole_g = np.column_stack([np.interp(tq, t, c) for c in ground.T]) if lag else ground
+    rotor = tls_rows.Rotor(t, u, vel, None, gain, lag, ground=ground)
     for a, b in [(0, 1), (0, 7), (1, 2), (5, 400), (399, 1201), (2990, n), (n - 1, n), (0, n)]:
-        got_u, got_v = rotor.rows(a, b)
+        got_u, got_v, got_g = rotor.rows(a, b)
         assert np.array_equal(got_u, whole_u[a:b]) and np.array_equal(got_v, whole_v[a:b]), (a, b)
+        assert np.array_equal(got_g, whole_g[a:b]), (a, b)
 
 
 @pytest.mark.parametrize("source", ["imu", "mocap"])

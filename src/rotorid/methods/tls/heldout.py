@@ -111,6 +111,20 @@ def prefers(simple: np.ndarray, rich: np.ndarray, level: float = LEVEL) -> Prefe
     return Preference(t, bool(t > student.ppf(1 - level, len(d) - 1)))
 
 
+class TermChoice(NamedTuple):
+    """How an optional term was chosen (`terms.fit_terms`, `ground.choose_ground`): the term in words, what was kept ("off" where the simpler model
+    stands), the held-out t statistic of the richer model against the simpler, the note in words,
+    and, where the test tells neither apart and the richer model's extra unknowns are not within
+    2σ of zero, the other model's estimates by unknown name (their difference enters σ,
+    `checks.checked`; None otherwise)."""
+
+    term: str
+    kept: str
+    t: float
+    note: str
+    alternative: dict[str, float] | None
+
+
 def secondary_shift(
     w: np.ndarray,
     blocks: np.ndarray,

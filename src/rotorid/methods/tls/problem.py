@@ -54,7 +54,8 @@ class Derived:
     the data (`TlsSettings.mocap_delay`, `TlsSettings.imu_delay`), the accelerometer bias left
     out where the flights do not separate it from the thrust (`TlsSettings.acc_bias`), the battery
     voltage's exponent and reference kept (`TlsSettings.voltage_model`), the body drag's form held-out segments chose and the first pass's coefficients removed from the
-    specific force (`TlsSettings.body_drag`, `TlsSettings.body_coef`)."""
+    specific force (`TlsSettings.body_drag`, `TlsSettings.body_coef`), the ground level and
+    coefficient held-out segments kept (`TlsSettings.ground_model`)."""
 
     rotor_drag: bool | None = None
     mocap_delay: float | None = None
@@ -64,6 +65,7 @@ class Derived:
     body_drag: str | None = None
     body_coef: tuple[float, float, float] | None = None
     body_scale: float | None = None
+    ground_model: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import numpy as np
 
 from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
+from rotorid.frames import quat_to_rot
 from rotorid.methods.tls.settings import BODY_DRAG, CHI, CHI_K, K_RD, TlsSettings
 from rotorid.motion import (
     MIN_PIECE,
@@ -56,14 +57,16 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
     return _rotor_matrix(mo.u, vehicle), *_motion_matrices(mo)
 
 
-def _rotor_matrix(u: np.ndarray, vehicle: Vehicle) -> np.ndarray:
-    """D_k (N, 6, 2) of `observation`: the rotor wrench per unit k_t, k_d."""
+def _rotor_matrix(u: np.ndarray, vehicle: Vehicle, thrust: np.ndarray | None = None) -> np.ndarray:
+    """D_k (N, 6, 2) of `observation`: the rotor wrench per unit k_t, k_d; `thrust` (N, M), when
+    given, each rotor's thrust factor (ground effect, `ground_gain`), which the drag torque lacks."""
     u2 = u**2
+    t2 = u2 if thrust is None else u2 * thrust
     geometry = (vehicle.axes, vehicle.positions, vehicle.torque_dirs)
     a, moment, torque = _rotor_maps(*(np.asarray(g, dtype=np.float64).tobytes() for g in geometry))
     dk = np.zeros((len(u), 6, 2))
-    dk[:, :3, 0] = u2 @ a
-    dk[:, 3:, 0] = u2 @ moment
+    dk[:, :3, 0] = t2 @ a
+    dk[:, 3:, 0] = t2 @ moment
     dk[:, 3:, 1] = u2 @ torque
     return dk
 
@@ -95,6 +98,21 @@ def body_columns(vel: np.ndarray, form: str) -> np.ndarray:
     return vel if form == "linear" else np.linalg.norm(vel, axis=1, keepdims=True) * vel
 
 
+def hub_heights(flight: Flight, vehicle: Vehicle) -> np.ndarray:
+    """Each rotor hub's world height (N, M), m: the logged position's z plus the hub's lever arm
+    turned by the attitude (world ENU, z up)."""
+    up = quat_to_rot(flight.quat).as_matrix()[:, 2, :]  # the world z row of body-to-world
+    return flight.pos[:, 2:3] + up @ np.asarray(vehicle.positions, dtype=np.float64).T
+
+
+def ground_gain(flight: Flight, vehicle: Vehicle, model: tuple[float, float]) -> np.ndarray:
+    """Each rotor's thrust factor in ground effect (N, M), 1 + c / h² at its hub's height h above
+    the ground level z_g, `model` = (z_g, c): Cheeseman & Bennett's T_IGE / T_OGE = 1 / (1 - (R / 4h)²)
+    (ARC R&M 3021, 1955) to first order in (R / 4h)², c = R² / 16 (`TlsSettings.ground`)."""
+    level, c = model
+    return 1.0 + c / (hub_heights(flight, vehicle) - level) ** 2
+
+
 @dataclass(frozen=True)
 class Rotor:
     """The rotor side of a piece's IDIM, read a block of rows at a time (`rows`) so that nothing
@@ -104,7 +122,8 @@ class Rotor:
     `omega` the body rate the rotor drag's hub velocities need (the motion's, at the IMU's
     instant); `drag` whether the rotor drag is modelled, `body` the body drag's form ("off",
     "linear", "quadratic"; `body_columns`) and `body_scale` its columns' factor
-    (`TlsSettings.body_scale`)."""
+    (`TlsSettings.body_scale`); `ground` (N, M) each rotor's thrust factor in ground effect
+    (`ground_gain`; None: 1), read at the rotor terms' instant alike."""
 
     t: np.ndarray
     u: np.ndarray
@@ -115,10 +134,11 @@ class Rotor:
     drag: bool = True
     body: str = "off"
     body_scale: float = 1.0
+    ground: np.ndarray | None = None
 
-    def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """u and vel of rows a..b-1: the numbers of scaling and interpolating the whole piece (the
-        interpolation reads the samples around t[a:b] - lag, two more either side)."""
+    def rows(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """u, vel and the ground factor of rows a..b-1: the numbers of scaling and interpolating the
+        whole piece (the interpolation reads the samples around t[a:b] - lag, two more either side)."""
         lo, hi = a, b
         if self.lag:
             tq = self.t[a:b] - self.lag
@@ -126,11 +146,14 @@ class Rotor:
             hi = min(int(np.searchsorted(self.t, tq[-1])) + 2, len(self.t))
         u = self.u[lo:hi] if self.gain is None else self.u[lo:hi] * np.sqrt(self.gain)
         vel = None if self.vel is None else self.vel[lo:hi]
+        ground = None if self.ground is None else self.ground[lo:hi]
         if not self.lag:
-            return u, vel
+            return u, vel, ground
         t, m = self.t[lo:hi], u.shape[1]
-        both = np.column_stack([np.interp(tq, t, c) for c in (u.T if vel is None else np.hstack([u, vel]).T)])
-        return both[:, :m], (None if vel is None else both[:, m:])
+        more = [x for x in (vel, ground) if x is not None]
+        every = np.column_stack([np.interp(tq, t, c) for c in np.hstack([u, *more]).T])
+        at = m + (0 if vel is None else vel.shape[1])
+        return every[:, :m], (None if vel is None else every[:, m:at]), (None if ground is None else every[:, at:])
 
 
 def _motion_columns(mo: Motion, a: int, b: int) -> np.ndarray:
@@ -157,8 +180,8 @@ def _rotor_columns(rotor: Rotor, vehicle: Vehicle, a: int, b: int) -> np.ndarray
     rows of the rotor-drag column `motion.drag_regressor` and the body drag's three force-row
     columns `body_columns` when `rotor` models them), (b - a, 12 + 6 + 3 at most): columns 0..11
     of the rows, then 72 on."""
-    u, vel = rotor.rows(a, b)
-    cols = [_rotor_matrix(u, vehicle).reshape(b - a, -1)]
+    u, vel, ground = rotor.rows(a, b)
+    cols = [_rotor_matrix(u, vehicle, ground).reshape(b - a, -1)]
     if rotor.drag:
         cols.append(drag_regressor(u, vel, rotor.omega[a:b], vehicle))
     if rotor.body != "off":
@@ -251,7 +274,8 @@ def idim_rows(
     flight logs no attitude or no position or velocity); with `settings.body_drag` "linear" or
     "quadratic" the body drag's columns alike (`body_columns`), `body` (3,), when given, the
     drag's specific force per unit column (d / m of a first pass) added to s first (s less the
-    drag's specific force: `TlsSettings.body_drag`).
+    drag's specific force: `TlsSettings.body_drag`); with `settings.ground_model` the thrust of
+    each rotor times its ground-effect factor (`ground_gain`).
 
     `memo`, a dict that lives for one identification, keeps each piece's filtered columns
     between calls (`_piece_columns`): the motion's, which the IMU-lag search and the rotor gains
@@ -281,7 +305,15 @@ def idim_rows(
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
-        rotor_side = (gain, lag, settings.rotor_drag, settings.body_drag, settings.body_scale or 1.0, kt_only)
+        rotor_side = (
+            gain,
+            lag,
+            settings.rotor_drag,
+            settings.body_drag,
+            settings.body_scale or 1.0,
+            kt_only,
+            settings.ground_model,
+        )
         cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, (flights, k, acc_bias, body))
         if cols is None:
             continue
@@ -327,7 +359,7 @@ def _piece_columns(
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    rotor_side: tuple[np.ndarray | None, float, bool, str, float, bool],
+    rotor_side: tuple[np.ndarray | None, float, bool, str, float, bool, tuple[float, float] | None],
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None, np.ndarray | None],
 ) -> np.ndarray | None:
@@ -336,7 +368,8 @@ def _piece_columns(
     less the accelerometer bias and the body drag's specific force of `piece` (flights, index,
     biases or None, the drag's specific force per unit `body_columns` or None; `idim_rows`), and
     the rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled, the
-    body drag's form and scale; `Rotor`; whether its k_t column alone is asked, `idim_rows`), of
+    body drag's form and scale; `Rotor`; whether its k_t column alone is asked, `idim_rows`; the
+    ground model, `ground_gain`), of
     which only the live columns are filtered (`_live_rotor_columns`). `memo` keeps the parts apart (`idim_rows`): the motion columns,
     which depend on neither gains nor lag, keyed by what they depend on (the flights, alive for
     the whole identification, the motion settings with the pose's lag only where the motion is
@@ -345,7 +378,7 @@ def _piece_columns(
     rotor columns, which depend on neither, by the gains, lag and body drag's form too, the
     latest few of both (`_kept_columns`)."""
     flights, k, biases, body = piece
-    gain, lag, drag, form, scale, kt_only = rotor_side
+    gain, lag, drag, form, scale, kt_only, ground = rotor_side
     bias = None if biases is None else biases[k]
     removed = body is not None and form != "off"
     pose_lag = ms.mocap_delay if ms.source == "mocap" else None
@@ -383,7 +416,8 @@ def _piece_columns(
         u = rotor_terms(p, vehicle, ms.speed, ms.tm, ms.voltage_model) if mo is None else mo.u
         vel = body_velocity(p, ms) if side_drag or side_form != "off" else None
         omega = None if not side_drag else (body_rate(p, ms) if mo is None else mo.omega)
-        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, side_drag, side_form, scale)
+        thrust = None if ground is None else ground_gain(p, vehicle, ground)
+        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, side_drag, side_form, scale, thrust)
         return _low_passed(
             ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live), True
         )
@@ -392,7 +426,7 @@ def _piece_columns(
     if not kt_only:
         out[:, 12 + _RATE_COLUMNS] = rate
         out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
-    rotor_id = ("rotor", *key, ms, lag, side_drag, gains, side_form, scale, kt_only)
+    rotor_id = ("rotor", *key, ms, lag, side_drag, gains, side_form, scale, kt_only, ground)
     out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, rotor_id, rotor)
     return out
 

@@ -1,5 +1,5 @@
 """The optional terms of the model kept only where they predict held-out segments of the flights
-better (`heldout.prefers`): the rotor drag k_rd, the body (fuselage) drag's form
+better (`heldout.prefers`): the rotor drag k_rd, the ground effect (`ground`), the body (fuselage) drag's form
 (`TlsSettings.body_drag`) and the cancelled unknowns brought back (`solve._restored`)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import NamedTuple
 import numpy as np
 
 from rotorid.errors import ExcitationError
-from rotorid.methods.tls.heldout import Preference, held_out_sse, prefers, segments
+from rotorid.methods.tls.ground import choose_ground
+from rotorid.methods.tls.heldout import Preference, TermChoice, held_out_sse, prefers, segments
 from rotorid.methods.tls.problem import Solution, TlsProblem
 from rotorid.methods.tls.settings import BODY_DRAG, K_RD
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
@@ -18,20 +19,6 @@ from rotorid.motion import airborne_pieces, rotor_terms
 
 #: A body-drag coefficient this many σ below zero rules its form out (`_fit_body_drag`).
 NEGATIVE_Z = 2.0
-
-
-class TermChoice(NamedTuple):
-    """How an optional term was chosen (`fit_terms`): the term in words, what was kept ("off" where the simpler model
-    stands), the held-out t statistic of the richer model against the simpler, the note in words,
-    and, where the test tells neither apart and the richer model's extra unknowns are not within
-    2σ of zero, the other model's estimates by unknown name (their difference enters σ,
-    `checks.checked`; None otherwise)."""
-
-    term: str
-    kept: str
-    t: float
-    note: str
-    alternative: dict[str, float] | None
 
 
 class Fitted(NamedTuple):
@@ -45,7 +32,7 @@ class Fitted(NamedTuple):
 
 def fit_terms(problem: TlsProblem) -> Fitted:
     """`solve` with the optional terms held-out segments of the flights support, in turn: the rotor
-    drag (`_keep_rotor_drag`), the body drag (`_fit_body_drag`) and the cancelled unknowns the
+    drag (`_keep_rotor_drag`), the ground effect (`ground.choose_ground`), the body drag (`_fit_body_drag`) and the cancelled unknowns the
     final fit would bring back (`_keep_restored`)."""
     simple_problem = problem.derive(body_drag="off")
     simple = solve(simple_problem)
@@ -53,7 +40,10 @@ def fit_terms(problem: TlsProblem) -> Fitted:
     if K_RD in simple.names and simple.names.index(K_RD) in simple.kept:
         simple, simple_problem, rotor = _keep_rotor_drag(simple_problem, simple)
         choices += [rotor] if rotor else []
-    problem = problem.derive(rotor_drag=simple_problem.model.rotor_drag)
+    simple, simple_problem, ground = choose_ground(simple_problem, simple)
+    choices += [ground] if ground else []
+    found = simple_problem.model
+    problem = problem.derive(rotor_drag=found.rotor_drag, ground_model=found.ground_model)
     sol, problem, body = _fit_body_drag(problem, simple, simple_problem)
     choices += [body] if body else []
     sol, restored = _keep_restored(problem, sol)

@@ -1,0 +1,137 @@
+"""Ground effect in IDIM-TLS (`TlsSettings.ground`), an optional term kept only where held-out
+segments of the flights prefer it: each rotor's thrust times 1 + c / h² at its hub's height h
+above a ground level z_g (`rows.ground_gain`). For a fixed z_g the term is linear in the fit, one
+column (the thrust columns built from u² / h²) with the unknown k_t c; z_g is searched on a short
+geometric grid below the lowest hub by held-out prediction, and no rotor radius is needed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rotorid.methods.tls.heldout import TermChoice, held_out_sse, prefers, segments
+from rotorid.methods.tls.problem import Solution, TlsProblem, build_rows
+from rotorid.methods.tls.rows import hub_heights, kt_column
+from rotorid.methods.tls.selection import fixed_fit
+from rotorid.methods.tls.solve import solve
+from rotorid.motion import airborne_pieces
+from rotorid.vehicle import Vehicle
+
+#: The ground's depths below the lowest logged hub that `choose_ground` tries, in arm lengths (the
+#: largest hub distance from the body origin in the rotor plane), a factor √2 apart: rotor radii of
+#: 0.4-0.6 arm at 0.3-4 radii above the ground put the lowest hub 0.12-2.4 arms up; deeper than 4
+#: arms the factor is nearly constant over a flight, a share of k_t no fit tells apart.
+DEPTHS = 2.0 ** (np.arange(-6, 5) / 2.0)
+
+#: The term's coefficient within this many σ of zero: the models with and without it barely differ
+#: and their difference does not enter σ (as `terms._near_zero` for the body drag).
+NEAR_ZERO_Z = 2.0
+
+
+def _logs_height(problem: TlsProblem) -> bool:
+    """Whether every flight logs a position and an attitude (the hubs' heights, `rows.hub_heights`)."""
+    return all(f.pos is not None and f.quat is not None for fs in problem.configs.values() for f in fs)
+
+
+def _lowest_hub(problem: TlsProblem) -> float:
+    """The lowest hub height (m, world z) over every airborne piece of the flights."""
+    return min(
+        float(hub_heights(p, problem.vehicle).min())
+        for fs in problem.configs.values()
+        for f in fs
+        for p in airborne_pieces(f)
+    )
+
+
+def _kt(problem: TlsProblem, sol: Solution, model: tuple[float, float] | None) -> np.ndarray:
+    """The k_t column of `sol`'s W_t (its nuisance centring, its rotors' gains where estimated) with
+    the ground model `model` (`TlsSettings.ground_model`; None: none), built alone (`kt_column`)."""
+    bias = sol.bias0 if problem.model.nuisance else None
+    gain = None
+    if sol.gains is not None:  # the gains' values are k_t g_i: relative to the fit's k_t, as built
+        rel = sol.gains.value / sol.fit.x[sol.kept.index(0)]
+        gain = dict(zip(problem.configs, rel.reshape(len(problem.configs), -1), strict=True))
+    rows, _ = build_rows(problem.derive(ground_model=model), bias, gain, kt_only=True)
+    return kt_column(rows)[0]
+
+
+def max_radius(vehicle: Vehicle) -> float:
+    """The largest rotor radius (m) of rotors that do not overlap: half the smallest distance in the
+    rotor plane between two hubs apart (a coaxial pair, at one place, sets none). A ground-effect
+    c = R² / 16 beyond it is another effect that grows as the height's inverse square (a flight
+    whose hubs went below the simulator's ground plane, its factor held at 4/3, gave R = 4.4 arms)."""
+    xy = np.asarray(vehicle.positions, dtype=np.float64)[:, :2]
+    apart = np.linalg.norm(xy[:, None] - xy[None], axis=2)
+    return float(apart[apart > 1e-9 * apart.max()].min() / 2)
+
+
+def _padded(noise: np.ndarray | None, nw: int) -> np.ndarray | None:
+    """The noise moment of W_t (blocks, nw + 1, nw + 1) with a column of no noise (the ground
+    term's, built from the rotor terms) put before the known one."""
+    if noise is None:
+        return None
+    at = np.r_[0:nw, nw + 1]
+    out = np.zeros((len(noise), nw + 2, nw + 2))
+    out[:, at[:, None], at] = noise
+    return out
+
+
+def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProblem, TermChoice | None]:
+    """`sol` (of `problem`, the model without ground effect) or, where the settings ask it
+    (`TlsSettings.ground`), the solution with the ground effect: per ground level z_g `DEPTHS` arms
+    below the lowest hub, the column G = (k_t column at c₀ - at 0) / c₀ (the thrust columns of
+    u² / h², exact: the rows are linear in u²) added to `sol`'s kept columns on its rows, block
+    factors and noise moment; the level whose model predicts held-out segments best (with
+    0 < c ≤ `max_radius`² / 16: a thrust falling near the ground is no ground effect, nor one of
+    overlapping rotors) is kept where it predicts them better
+    than `sol` (`heldout.prefers`; always with "on") and the problem solved again with it. Not
+    kept, the richer model's estimates are the alternative whose difference enters σ unless the
+    test is decisive or k_t c is within `NEAR_ZERO_Z` σ of zero. None: not asked, or a flight logs
+    no position or attitude."""
+    asked = problem.settings.ground
+    if asked == "off" or not _logs_height(problem):
+        return sol, problem, None
+    arm = float(np.max(np.linalg.norm(np.asarray(problem.vehicle.positions, dtype=np.float64)[:, :2], axis=1)))
+    low, kt0 = _lowest_hub(problem), _kt(problem, sol, None)
+    folds, nw, kept = segments(sol.rows), sol.w.shape[1] - 1, sol.kept
+    rich, noise, fixed = [*kept, nw], _padded(sol.noise, nw), (sol.active, sol.scale)
+    simple = held_out_sse(sol.w, sol.blocks, folds, kept, *fixed, sol.noise)
+    best, plausible = None, max_radius(problem.vehicle) ** 2 / 16
+    for depth in arm * DEPTHS:
+        c0 = depth**2  # the factor 2 at the lowest hub: the difference well above rounding
+        g = (_kt(problem, sol, (low - depth, c0)) - kt0) / c0
+        w = np.column_stack([sol.w[:, :-1], g, sol.w[:, -1]])
+        fit = fixed_fit(w, sol.blocks, rich, *fixed, noise)
+        # a thrust falling near the ground, or rising as overlapping rotors would make it: another effect
+        if not 0 < fit.x[-1] / fit.x[kept.index(0)] <= plausible:
+            continue
+        sse = held_out_sse(w, sol.blocks, folds, rich, *fixed, noise)
+        if best is None or sse.sum() < best[2].sum():
+            best = (depth, fit, sse)
+        del w
+    if best is None:
+        note = (
+            "no ground effect modelled: at no ground level below the flights does the thrust rise near the ground "
+            f"as rotors of at most {max_radius(problem.vehicle):.3g} m radius (not overlapping) would make it"
+        )
+        return sol, problem, TermChoice("the ground effect", "off", float("nan"), note, None)
+    depth, fit, sse = best
+    kc, kt = float(fit.x[-1]), float(fit.x[kept.index(0)])
+    pref, c = prefers(simple, sse), kc / kt
+    where = (
+        f"thrust × (1 + c/h²) at hub height h above a ground {depth:.3g} m below the lowest hub, "
+        f"c = {c:.3g} m² (Cheeseman-Bennett with a rotor radius of {4 * np.sqrt(c):.3g} m)"
+    )
+    if pref.richer or asked == "on":
+        why = "it predicts held-out segments of the flights better than the model without it"
+        why = why if pref.richer else "asked (--ground on); held-out segments do not prefer it"
+        fitted = problem.derive(ground_model=(float(low - depth), float(c)))
+        note = f"ground effect modelled, {where}: {why} (t = {pref.t:.1f})"
+        return solve(fitted), fitted, TermChoice("the ground effect", "on", pref.t, note, None)
+    decisive = prefers(sse, simple).richer or abs(kc) <= NEAR_ZERO_Z * np.sqrt(fit.cov[-1, -1])
+    moved = fit.x[:-1] - fixed_fit(sol.w, sol.blocks, kept, *fixed, sol.noise).x
+    other = None if decisive else {sol.names[j]: float(v) for j, v in zip(kept, sol.fit.x + moved, strict=True)}
+    note = (
+        f"no ground effect modelled: the best ground level ({where}) does not predict held-out segments of the "
+        f"flights better than the model without it (t = {pref.t:.1f}); --ground on forces it"
+    )
+    return sol, problem, TermChoice("the ground effect", "off", pref.t, note, other)

@@ -1,0 +1,64 @@
+"""Ground effect in tls (`TlsSettings.ground`, `methods.tls.ground`): kept where held-out segments
+prefer it, and then k_t and the rotor radius it stands for right; absent, the model stands as it was."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+from rotorid.errors import RotoridError
+from rotorid.methods import tls
+from rotorid.result import Result
+from rotorid.sim import scenarios
+
+#: The seed-2 flight's lowest hub is 0.85 m below the plan's start (the thrust steps), so a ground
+#: 7.6 rotor radii below the hubs there leaves the lowest hub ~1 R above it (Cheeseman-Bennett
+#: +6 % there) and never under the ground plane.
+CLEARANCE = 7.6
+
+
+def _z(result: Result, truth: dict[str, float], name: str) -> float:
+    e = result.params[name]
+    return (e.value - truth[name]) / e.std
+
+
+def _identify(flight, vehicle, ground: str) -> Result:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tls.identify({"A": [flight]}, vehicle, settings=tls.TlsSettings(source="mocap", ground=ground))
+
+
+def test_ground_effect_kept_on_held_out_segments_puts_kt_back_within_3_sigma():
+    sc = scenarios.run("six-config-a", seed=2, flights=("train",), ground_effect=0.5, ground_clearance=CLEARANCE)
+    flight, truth = sc.flights["train"], sc.truth.params
+    off, auto = _identify(flight, sc.vehicle, "off"), _identify(flight, sc.vehicle, "auto")
+    assert _z(off, truth, "k_t") > 5.0  # the thrust's rise near the ground taken up by k_t (+7.5σ)
+    note = next(n for n in auto.notes if n.startswith("ground effect modelled"))
+    assert "predicts held-out segments" in note
+    assert abs(_z(auto, truth, "k_t")) < 3.0
+    assert abs(_z(auto, truth, "I_xx")) < abs(_z(off, truth, "I_xx"))
+    radius = float(re.search(r"rotor radius of ([0-9.]+) m", note).group(1))
+    assert radius == pytest.approx(0.5 * 0.225, rel=0.1)  # the simulator's R: 0.5 arm
+    level, c = auto.settings["ground_model"]
+    assert c == pytest.approx(radius**2 / 16, rel=0.05)
+    # the simulator's ground: CLEARANCE radii below the hubs (6.5 mm above the CoM) at the 1.5 m start
+    assert level == pytest.approx(1.5065 - CLEARANCE * 0.5 * 0.225, abs=0.02)
+
+
+def test_no_ground_effect_leaves_the_model_as_it_was():
+    sc = scenarios.run("six-config-a", seed=2, duration=30.0, flights=("train",))
+    flight = sc.flights["train"]
+    off, auto = _identify(flight, sc.vehicle, "off"), _identify(flight, sc.vehicle, "auto")
+    assert auto.settings["ground_model"] is None
+    assert any(n.startswith("no ground effect modelled") for n in auto.notes)
+    assert not any("doubt about the ground effect" in n for n in auto.notes)
+    for name, e in off.params.items():
+        assert np.array_equal([e.value, e.std], [auto.params[name].value, auto.params[name].std]), name
+
+
+def test_ground_setting_is_checked():
+    with pytest.raises(RotoridError, match="--ground must be auto, on or off"):
+        tls.TlsSettings(ground="yes").resolve(200.0)
