@@ -1,8 +1,9 @@
 """Ground effect in IDIM-TLS (`TlsSettings.ground`), an optional term kept only where held-out
-segments of the flights prefer it: each rotor's thrust times 1 + c / h² at its hub's height h
-above a ground level z_g (`rows.ground_gain`). For a fixed z_g the term is linear in the fit, one
-column (the thrust columns built from u² / h²) with the unknown k_t c; z_g is searched on a short
-geometric grid below the lowest hub by held-out prediction, and no rotor radius is needed."""
+segments of the flights prefer it: each rotor's thrust times Cheeseman-Bennett's 1 / (1 - c / h²) at
+its hub's height h above a ground level z_g (`rows.ground_gain`). To first order in c and for a
+fixed z_g the term is linear in the fit, one column (the thrust columns built from u² / h²) with
+the unknown k_t c; z_g is searched on a short geometric grid below the lowest hub by held-out
+prediction, and the kept (z_g, c) refined on the exact factor (`_refined`); no rotor radius is needed."""
 
 from __future__ import annotations
 
@@ -54,6 +55,37 @@ def _kt(problem: TlsProblem, sol: Solution, model: tuple[float, float] | None) -
     return kt_column(rows)[0]
 
 
+def _slope(problem: TlsProblem, sol: Solution, level: float, c: float, base: np.ndarray) -> np.ndarray:
+    """The derivative of the k_t column (`base`, built at c) in c, k_t ∂(u² g) / ∂c at the ground
+    `level` (at c = 0 the thrust columns of u² / h²), by a step of 10⁻⁴ of the factor at a hub a
+    ground depth up: its curvature and the rounding both ~10⁻¹² of it."""
+    step = 1e-4 * (float(_lowest_hub(problem)) - level) ** 2
+    return (_kt(problem, sol, (level, c + step)) - base) / step
+
+
+#: Gauss-Newton steps `_refined` takes on (z_g, c) from the search's level and first-order c.
+REFINE_STEPS = 4
+
+
+def _refined(problem: TlsProblem, sol: Solution, level: float, c: float) -> tuple[float, float]:
+    """(z_g, c) of the exact factor 1 / (1 - c/h²) (`rows.ground_gain`) from the search's level on
+    its grid and first-order c (1 + c/h², which falls short of the factor under ~2 R, where the
+    thrust rises as (R/4h)⁴ too, and which a deeper ground with a larger c imitates): Gauss-Newton
+    on the k_t column rebuilt at (z_g, c), with its derivatives in c and z_g as two more columns,
+    on `sol`'s kept columns and rows."""
+    nw, kept = sol.w.shape[1] - 1, sol.kept
+    noise = None if sol.noise is None else _padded(_padded(sol.noise, nw), nw + 1)
+    for _ in range(REFINE_STEPS):
+        base = _kt(problem, sol, (level, c))
+        dz = 1e-3 * (_lowest_hub(problem) - level)
+        down = (_kt(problem, sol, (level + dz, c)) - base) / dz
+        w = np.column_stack([base, sol.w[:, 1:-1], _slope(problem, sol, level, c, base), down, sol.w[:, -1]])
+        fit = fixed_fit(w, sol.blocks, [*kept, nw, nw + 1], sol.active, sol.scale, noise)
+        kt = float(fit.x[kept.index(0)])
+        c, level = c + float(fit.x[-2] / kt), level + float(fit.x[-1] / kt)
+    return level, c
+
+
 def max_radius(vehicle: Vehicle) -> float:
     """The largest rotor radius (m) of rotors that do not overlap: half the smallest distance in the
     rotor plane between two hubs apart (a coaxial pair, at one place, sets none). A ground-effect
@@ -97,8 +129,7 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     simple = held_out_sse(sol.w, sol.blocks, folds, kept, *fixed, sol.noise)
     best, plausible = None, max_radius(problem.vehicle) ** 2 / 16
     for depth in arm * DEPTHS:
-        c0 = depth**2  # the factor 2 at the lowest hub: the difference well above rounding
-        g = (_kt(problem, sol, (low - depth, c0)) - kt0) / c0
+        g = _slope(problem, sol, low - depth, 0.0, kt0)
         w = np.column_stack([sol.w[:, :-1], g, sol.w[:, -1]])
         fit = fixed_fit(w, sol.blocks, rich, *fixed, noise)
         # a thrust falling near the ground, or rising as overlapping rotors would make it: another effect
@@ -117,21 +148,26 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     depth, fit, sse = best
     kc, kt = float(fit.x[-1]), float(fit.x[kept.index(0)])
     pref, c = prefers(simple, sse), kc / kt
-    where = (
-        f"thrust × (1 + c/h²) at hub height h above a ground {depth:.3g} m below the lowest hub, "
-        f"c = {c:.3g} m² (Cheeseman-Bennett with a rotor radius of {4 * np.sqrt(c):.3g} m)"
-    )
+
+    def where(depth: float, c: float) -> str:
+        return (
+            f"thrust × 1/(1 - c/h²) at hub height h above a ground {depth:.3g} m below the lowest hub, c = {c:.3g} m² "
+            f"(Cheeseman-Bennett with a rotor radius of {4 * np.sqrt(c):.3g} m)"
+        )
+
     if pref.richer or asked == "on":
         why = "it predicts held-out segments of the flights better than the model without it"
         why = why if pref.richer else "asked (--ground on); held-out segments do not prefer it"
-        fitted = problem.derive(ground_model=(float(low - depth), float(c)))
-        note = f"ground effect modelled, {where}: {why} (t = {pref.t:.1f})"
+        level, c = _refined(problem, sol, low - depth, c)
+        fitted = problem.derive(ground_model=(float(level), float(c)))
+        note = f"ground effect modelled, {where(low - level, c)}: {why} (t = {pref.t:.1f})"
         return solve(fitted), fitted, TermChoice("the ground effect", "on", pref.t, note, None)
     decisive = prefers(sse, simple).richer or abs(kc) <= NEAR_ZERO_Z * np.sqrt(fit.cov[-1, -1])
     moved = fit.x[:-1] - fixed_fit(sol.w, sol.blocks, kept, *fixed, sol.noise).x
     other = None if decisive else {sol.names[j]: float(v) for j, v in zip(kept, sol.fit.x + moved, strict=True)}
     note = (
-        f"no ground effect modelled: the best ground level ({where}) does not predict held-out segments of the "
-        f"flights better than the model without it (t = {pref.t:.1f}); --ground on forces it"
+        f"no ground effect modelled: the best ground level ({where(depth, c)}, to first order in c) does not "
+        f"predict held-out segments of the flights better than the model without it (t = {pref.t:.1f}); "
+        "--ground on forces it"
     )
     return sol, problem, TermChoice("the ground effect", "off", pref.t, note, other)

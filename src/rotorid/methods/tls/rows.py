@@ -106,11 +106,12 @@ def hub_heights(flight: Flight, vehicle: Vehicle) -> np.ndarray:
 
 
 def ground_gain(flight: Flight, vehicle: Vehicle, model: tuple[float, float]) -> np.ndarray:
-    """Each rotor's thrust factor in ground effect (N, M), 1 + c / h² at its hub's height h above
-    the ground level z_g, `model` = (z_g, c): Cheeseman & Bennett's T_IGE / T_OGE = 1 / (1 - (R / 4h)²)
-    (ARC R&M 3021, 1955) to first order in (R / 4h)², c = R² / 16 (`TlsSettings.ground`)."""
+    """Each rotor's thrust factor in ground effect (N, M), 1 / (1 - c / h²) at its hub's height h
+    above the ground level z_g, `model` = (z_g, c): Cheeseman & Bennett's T_IGE / T_OGE =
+    1 / (1 - (R / 4h)²) (ARC R&M 3021, 1955), c = R² / 16 (`TlsSettings.ground`); h is held at
+    R / 2 or more, where the formula's factor is 4/3 (a hub at or under the ground level)."""
     level, c = model
-    return 1.0 + c / (hub_heights(flight, vehicle) - level) ** 2
+    return 1.0 / (1.0 - c / np.maximum(hub_heights(flight, vehicle) - level, 2.0 * np.sqrt(c)) ** 2)
 
 
 @dataclass(frozen=True)

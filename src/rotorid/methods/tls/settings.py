@@ -141,13 +141,14 @@ class TlsSettings:
       rotor drag's scale: TLS weighs every column's error alike, and a column far smaller than
       the rotor drag's, nearly collinear with it, takes the smallest singular direction (the
       fit collapses).
-    - `ground`: "auto", "on" or "off": ground effect, each rotor's thrust times 1 + c / h² at its
-      hub's height h above a ground level z_g below the flights (Cheeseman & Bennett 1955 to first
-      order, c = R² / 16 for rotor radius R; `rows.ground_gain`), where every flight logs a
-      position and attitude. For a ground level on a short grid the term is one column of W_t,
-      the thrust columns of u² / h², with the unknown k_t c; "auto" (default) keeps the level whose
-      model predicts held-out segments best, and only when it predicts them better than the
-      model without it (`ground.choose_ground`), else the model without it stands. Near the
+    - `ground`: "auto", "on" or "off": ground effect, each rotor's thrust times 1 / (1 - c / h²) at
+      its hub's height h above a ground level z_g below the flights (Cheeseman & Bennett 1955,
+      c = R² / 16 for rotor radius R; `rows.ground_gain`), where every flight logs a position and
+      attitude. To first order in c and for a ground level on a short grid the term is one column
+      of W_t, the thrust columns of u² / h², with the unknown k_t c; "auto" (default) keeps the
+      level whose model predicts held-out segments best, and only when it predicts them better
+      than the model without it (`ground.choose_ground`; the kept (z_g, c) then refined on the
+      exact factor), else the model without it stands. Near the
       ground the position controller asks more thrust, so an unmodelled factor correlates with
       u² and k_t takes up more than its mean (six-config-a at 2 R: k_t +3 %, 6σ).
       `ground_model` (z_g, c) is what the identification found (None: no ground effect).
