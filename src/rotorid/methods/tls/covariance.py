@@ -251,3 +251,24 @@ def spread_cov(solve: Callable[[np.ndarray], np.ndarray], n_rotors: int, spread:
     jac = np.column_stack([(solve(1.0 + h * np.eye(n_rotors)[i]) - x0) / h for i in range(n_rotors)])
     proj = np.eye(n_rotors) - 1.0 / n_rotors
     return spread**2 * jac @ proj @ jac.T
+
+
+def imu_cov(solve: Callable[[np.ndarray, np.ndarray], np.ndarray], scale: float, misalign: float) -> np.ndarray:
+    """Covariance the IMU's assumed scale errors and misalignment add to the fitted parameters
+    (`TlsSettings.imu_scale`, `imu_misalign`): Σ_k σ_k² J_k J_kᵀ over nine independent directions,
+    each axis's gyro scale and accelerometer scale (σ `scale`, a fraction) and a rotation of both
+    sensors' axes about each body axis (σ `misalign`, rad), J_k = ∂x/∂ε_k by a forward difference
+    of `solve(G, A)`, the final fit re-solved for the gyro data read as G ω and the
+    accelerometer's as A s (measured = (I + S) R true, the sensors' model; to first order
+    I + diag(ε) and I + [θ]x)."""
+    h, eye = 0.01, np.eye(3)
+    x0 = solve(eye, eye)
+    cov = np.zeros((len(x0), len(x0)))
+    for k in range(3):
+        turn = eye + h * np.cross(eye[k], eye).T  # I + h [e_k]x
+        stretch = eye + h * np.diag(eye[k])
+        for sigma, g, a in ((scale, stretch, eye), (scale, eye, stretch), (misalign, turn, turn)):
+            if sigma > 0:
+                jac = (solve(g, a) - x0) / h
+                cov += sigma**2 * np.outer(jac, jac)
+    return cov

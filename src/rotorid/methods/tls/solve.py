@@ -10,7 +10,7 @@ import numpy as np
 
 from rotorid.errors import ExcitationError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
-from rotorid.methods.tls.covariance import spread_cov
+from rotorid.methods.tls.covariance import imu_cov, spread_cov
 from rotorid.methods.tls.gains import estimate_rotor_gains, final_fit, gain_columns, unseparated_reason
 from rotorid.methods.tls.noise import NoiseMoment, disturbance_moment, noise_moment
 from rotorid.methods.tls.problem import Gains, Solution, System, TlsProblem, build_system
@@ -180,3 +180,44 @@ def _spread(problem: TlsProblem, sol: Solution, noise: np.ndarray | None) -> np.
         return fixed_fit(w, blocks, sol.kept, sol.active, sol.scale, noise).x
 
     return spread_cov(solve_gain, problem.vehicle.n_rotors, settings.motor_spread)
+
+
+def imu_part(problem: TlsProblem, sol: Solution) -> np.ndarray:
+    """The covariance the IMU's assumed scale and misalignment (`TlsSettings.imu_scale`,
+    `imu_misalign`) add to the final fit of `sol` (`imu_cov`): its W_t moved by the derivative
+    of its rows along each move of the gyro and accelerometer data (`build_system`'s `move`),
+    re-solved with the essential set, row blocks, block factors, lags, accelerometer bias, body
+    drag and noise moment held (and with the rotors' gains, their columns, which no IMU datum
+    enters). Zeros with motion capture as source (the rows are the pose's; the IMU only timed
+    it) or both assumptions 0."""
+    settings = problem.model
+    k = len(sol.kept)
+    if settings.source != "imu" or not (settings.imu_scale > 0 or settings.imu_misalign > 0):
+        return np.zeros((k, k))
+    bias = sol.bias0 if settings.nuisance else None
+    gains = sol.gains.used if sol.gains is not None else None
+    cols, noise, nw = sol.kept, sol.noise, len(sol.names)
+    w0 = sol.w
+    if gains is not None:  # the system's columns, the gains', the known one (`estimate_rotor_gains`)
+        extra = gain_columns(problem, bias, gains).columns
+        ne = extra.shape[1]
+        w0 = np.column_stack([w0[:, :-1], extra, w0[:, -1]])
+        cols = [*sol.kept, *range(nw, nw + ne)]
+        if noise is not None:  # no noise in the rotor-only gain columns (`NoiseMoment.padded`)
+            at = [*range(nw), nw + ne]
+            padded = np.zeros((len(noise), nw + ne + 1, nw + ne + 1))
+            padded[np.ix_(range(len(noise)), at, at)] = noise
+            noise = padded
+    fresh = replace(problem, memo={})  # keeps the rows' basis for the nine moves (`idim_rows`)
+    eye = np.eye(3)
+
+    def solve_imu(gyro: np.ndarray, acc: np.ndarray) -> np.ndarray:
+        w = w0
+        if np.any(gyro != eye) or np.any(acc != eye):
+            dw = build_system(fresh, bias, gains, move=(gyro - eye, acc - eye)).w
+            w = w0.copy()
+            w[:, :nw] += dw[:, :-1]  # the gains' columns, if any, do not move
+            w[:, -1] += dw[:, -1]
+        return fixed_fit(w, sol.blocks, cols, sol.active, sol.scale, noise).x[:k]
+
+    return imu_cov(solve_imu, settings.imu_scale, np.radians(settings.imu_misalign))
