@@ -253,22 +253,20 @@ def spread_cov(solve: Callable[[np.ndarray], np.ndarray], n_rotors: int, spread:
     return spread**2 * jac @ proj @ jac.T
 
 
-def imu_cov(solve: Callable[[np.ndarray, np.ndarray], np.ndarray], scale: float, misalign: float) -> np.ndarray:
-    """Covariance the IMU's assumed scale errors and misalignment add to the fitted parameters
-    (`TlsSettings.imu_scale`, `imu_misalign`): Σ_k σ_k² J_k J_kᵀ over nine independent directions,
-    each axis's gyro scale and accelerometer scale (σ `scale`, a fraction) and a rotation of both
-    sensors' axes about each body axis (σ `misalign`, rad), J_k = ∂x/∂ε_k by a forward difference
-    of `solve(G, A)`, the final fit re-solved for the gyro data read as G ω and the
-    accelerometer's as A s (measured = (I + S) R true, the sensors' model; to first order
-    I + diag(ε) and I + [θ]x)."""
-    h, eye = 0.01, np.eye(3)
-    x0 = solve(eye, eye)
-    cov = np.zeros((len(x0), len(x0)))
-    for k in range(3):
-        turn = eye + h * np.cross(eye[k], eye).T  # I + h [e_k]x
-        stretch = eye + h * np.diag(eye[k])
-        for sigma, g, a in ((scale, stretch, eye), (scale, eye, stretch), (misalign, turn, turn)):
-            if sigma > 0:
-                jac = (solve(g, a) - x0) / h
-                cov += sigma**2 * np.outer(jac, jac)
-    return cov
+def imu_moves(h: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The nine independent moves of the IMU's data by `h` as (G, A), gyro ω -> G ω and
+    accelerometer s -> A s (measured = (I + S) R true, the sensors' model; to first order
+    I + diag(ε) and I + [θ]x): each axis's gyro scale, each axis's accelerometer scale, a turn
+    of both sensors' axes about each body axis."""
+    eye = np.eye(3)
+    stretch = [eye + h * np.diag(e) for e in eye]
+    turn = [eye + h * np.cross(e, eye).T for e in eye]  # I + h [e]x
+    return [(g, eye) for g in stretch] + [(eye, a) for a in stretch] + [(r, r) for r in turn]
+
+
+def imu_cov(jac: np.ndarray, scale: float, misalign: float) -> np.ndarray:
+    """Covariance the IMU's assumed scale errors (1σ `scale`, a fraction) and misalignment (1σ
+    `misalign`, rad) add to the fitted parameters (`TlsSettings.imu_scale`, `imu_misalign`):
+    J diag(σ²) Jᵀ, J (n, 9) the parameters' derivative along each of `imu_moves` (independent)."""
+    var = np.repeat([scale, scale, misalign], 3) ** 2
+    return (jac * var) @ jac.T
