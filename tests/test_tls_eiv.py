@@ -12,7 +12,6 @@ import pytest
 from rotorid.methods import tls
 from rotorid.methods.tls import lags as tls_lags
 from rotorid.methods.tls import noise as tls_noise
-from rotorid.methods.tls import notes as tls_notes
 from rotorid.methods.tls import problem as tls_problem
 from rotorid.methods.tls import rows as tls_rows
 from rotorid.methods.tls import solve as tls_solve
@@ -128,17 +127,6 @@ def test_a_vibrating_imu_gives_an_answer_within_its_sigma() -> None:
     z = {k: (e.value - truth[k]) / e.std for k, e in res.params.items() if k in truth}
     assert len(z) == 15 and max(map(abs, z.values())) < 3.0, z
     assert res.params["k_t"].std < 2e-3 * truth["k_t"]
-
-
-def test_the_imus_calibration_is_stated_as_an_assumption_with_what_a_misalignment_moves() -> None:
-    """A misaligned or mis-scaled IMU biases the inertias beyond σ and no flight shows it (ablation
-    `imu_axes`, 1 % scale and 0.01 rad: I_xz -117 %, bias -116σ̄): the IMU source says so, with the
-    product of inertia a 1° misalignment moves most in its own σ ((I_zz - I_xx) x 1°)."""
-    est = {"I_xx@A": (0.018, 1e-5), "I_zz@A": (0.029, 1e-4), "I_xz@A": (-1.2e-4, 2e-6), "I_yz@A": (4e-5, 5e-6)}
-    (note,) = tls_notes.imu_note(est, tls.TlsSettings())
-    assert "I_xz@A by 0.00019 kg m², 96.0σ" in note, note  # (0.029 - 0.018) x 1° = 1.92e-4, / 2e-6
-    assert "I_yz" not in note  # I_yy not reported: nothing to say about the yaw-roll product
-    assert tls_notes.imu_note(est, tls.TlsSettings(source="mocap")) == []
 
 
 def test_a_floor_below_the_bands_noise_widens_sigma_and_is_said() -> None:
