@@ -75,13 +75,17 @@ def test_the_imu_options_are_shared_flags_with_datasheet_defaults_and_are_checke
 
 
 def test_the_note_states_the_assumption_with_its_share_and_labels_what_rests_on_it() -> None:
+    """A parameter is labelled assumed where the two assumptions together are most of its variance
+    (each named that is a tenth of it or more), as the gain spread alone was before."""
     est = {"I_xz": (-1.2e-4, 2e-4), "I_xx": (0.018, 1e-4), "k_t": (3.6e-6, 4e-8)}
     part = {"I_xz": (-1.2e-4, 1.99e-4), "I_xx": (0.018, 6e-5), "k_t": (3.6e-6, 1e-8)}
     (note,) = tls_notes.imu_note(est, part, tls.TlsSettings())
     assert "within ±1 % per axis and ±0.5° (1σ, --imu-scale, --imu-misalign)" in note, note
     assert "share of the variance: I_xz 99%, I_xx 36%" in note and "k_t" not in note, note  # k_t 6 %
-    assumed = tls_notes.imu_assumed(est, part, tls.TlsSettings())
-    assert list(assumed) == ["I_xz"] and "that assumption is 99 % of its variance" in assumed["I_xz"]
+    gain = {"I_xz": (-1.2e-4, 0.0), "I_xx": (0.018, 6e-5), "k_t": (3.6e-6, 0.0)}  # I_xx: 36 % + 36 %
+    assumed = tls_notes.assumed_of(est, gain, part, tls.TlsSettings())
+    assert list(assumed) == ["I_xz", "I_xx"] and "that assumption is 99 % of its variance" in assumed["I_xz"]
+    assert "--motor-spread" not in assumed["I_xz"] and assumed["I_xx"].count("that assumption is 36 %") == 2
     assert tls_notes.imu_note(est, part, tls.TlsSettings(source="mocap")) == []
     (zero,) = tls_notes.imu_note(est, part, tls.TlsSettings(**CALIBRATED))
     assert "σ leaves them out" in zero

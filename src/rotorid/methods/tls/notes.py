@@ -106,22 +106,6 @@ def _shares(est: dict[str, tuple[float, float]], part: dict[str, tuple[float, fl
     return [(part[name][1] ** 2 / std**2, name) for name, (_, std) in est.items() if std > 0 and name in part]
 
 
-def imu_assumed(
-    est: dict[str, tuple[float, float]], part: dict[str, tuple[float, float]], settings: TlsSettings
-) -> dict[str, str]:
-    """The parameters whose variance is mostly the IMU's assumed scale and misalignment (`part`,
-    `imu_note`), with the assumption in words (`Estimate.assumption`)."""
-    return {
-        name: (
-            f"IMU assumed calibrated within ±{100 * settings.imu_scale:g} % scale and ±{settings.imu_misalign:g}° "
-            f"axes (1σ, --imu-scale, --imu-misalign), which no flight tests; that assumption is {100 * f:.0f} % of its "
-            "variance"
-        )
-        for f, name in _shares(est, part)
-        if f > 0.5
-    }
-
-
 def nuisance_notes(
     rows: dict[str, Rows], mean_bias: dict[str, np.ndarray], yaw: dict[str, np.ndarray], no_drag: bool
 ) -> list[str]:
@@ -372,20 +356,37 @@ def recorded_settings(
     }
 
 
-def spread_assumed(
-    est: dict[str, tuple[float, float]], part: dict[str, tuple[float, float]], spread: float
+def assumed_of(
+    est: dict[str, tuple[float, float]],
+    gain: dict[str, tuple[float, float]],
+    imu: dict[str, tuple[float, float]],
+    settings: TlsSettings,
 ) -> dict[str, str]:
-    """The parameters whose variance is mostly the rotors' gain spread (`part`: their σ from
-    that term alone), with the assumption in words (`Estimate.assumption`)."""
-    return {
-        name: (
-            f"rotors assumed equal within ±{100 * spread:g} % (1σ, --motor-spread): a rotor's own gain adds a "
-            f"wrench the flights cannot tell from this parameter (in hover, a CoM shift Σ ε_i r_i / n); "
-            f"that assumption is {100 * f:.0f} % of its variance"
-        )
-        for f, name in _shares(est, part)
-        if f > 0.5
-    }
+    """The parameters whose variance is mostly what tls assumes and no flight tests, the rotors'
+    gain spread (`gain`) and the IMU's scale and axes (`imu`; their σ from each term alone, which
+    are independent), with each of the two that makes up a tenth of it or more in words
+    (`Estimate.assumption`)."""
+    shares = {key: {n: f for f, n in _shares(est, part)} for key, part in (("gain", gain), ("imu", imu))}
+    out = {}
+    for name in est:
+        g, i = shares["gain"].get(name, 0.0), shares["imu"].get(name, 0.0)
+        if g + i <= 0.5:
+            continue
+        words = []
+        if g >= 0.1:
+            words.append(
+                f"rotors assumed equal within ±{100 * settings.motor_spread:g} % (1σ, --motor-spread): a rotor's own "
+                f"gain adds a wrench the flights cannot tell from this parameter (in hover, a CoM shift Σ ε_i r_i / "
+                f"n); that assumption is {100 * g:.0f} % of its variance"
+            )
+        if i >= 0.1:
+            words.append(
+                f"IMU assumed calibrated within ±{100 * settings.imu_scale:g} % scale and ±{settings.imu_misalign:g}° "
+                f"axes (1σ, --imu-scale, --imu-misalign), which no flight tests; that assumption is {100 * i:.0f} % of "
+                "its variance"
+            )
+        out[name] = "; ".join(words)
+    return out
 
 
 def gain_report(sol: Solution, est: dict[str, tuple[float, float]]) -> list[str]:

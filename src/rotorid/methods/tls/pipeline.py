@@ -18,12 +18,12 @@ from rotorid.methods.tls.checks import checked, inertia_checked, with_labels
 from rotorid.methods.tls.lags import solve_separated
 from rotorid.methods.tls.notes import (
     MOCAP_YAW,
+    assumed_of,
     diagnostics,
     disturbance_diagnostics,
     estimates,
     floor_note,
     gain_report,
-    imu_assumed,
     imu_note,
     mocap_yaw_pair,
     nuisance_notes,
@@ -31,7 +31,6 @@ from rotorid.methods.tls.notes import (
     pose_note,
     recorded_settings,
     restored_note,
-    spread_assumed,
     voltage_notes,
     withhold_yaw_pair,
 )
@@ -78,9 +77,7 @@ def identify(
         return estimates(x, term_cov, names, kept_names, masses, settings)
 
     imu_own = own(imu)
-    assumed = spread_assumed(est, own(spread), settings.motor_spread)
-    for name, why in imu_assumed(est, imu_own, settings).items():
-        assumed[name] = "; ".join(filter(None, (assumed.get(name), why)))
+    assumed = assumed_of(est, own(spread), imu_own, settings)
     observability = observability_of(names, fit, kept, history, cfgs, settings)
     for name in (*BODY_DRAG, *(("k_t",) if unseparated else ())):
         if name in est:  # its σ widened (k_t) or its column a remainder (the body drag): the reported %σ
