@@ -119,7 +119,8 @@ def test_truth_assumptions_are_the_simulators_truth_with_zero_sigma():
     d = cal.truth_settings("delay", "eschmann", Sc)
     assert d == {"izz_ratio": (1.832, 0.0), "acc_bias_z": (0.05, 0.0)}
     assert DelaySettings(**d).izz_ratio == (1.832, 0.0)
-    assert TlsSettings(**cal.truth_settings("tls", "six", Sc)).motor_spread == 0.0
+    t = TlsSettings(**cal.truth_settings("tls", "six", Sc))
+    assert t.motor_spread == 0.0 and t.imu_scale == 0.0 and t.imu_misalign == 0.0  # the paper scenarios' ideal IMU
     o = OnlineSettings(**cal.truth_settings("online", "kwon", Sc))
     assert o.motor_spread == 0.0 and o.acc_bias_z_sigma == 0.0
 
