@@ -42,22 +42,22 @@ IMU_MISALIGN_DEG = 0.5
 
 
 def imu_scale_option() -> Any:
-    """The `imu_scale` settings field of the methods that assume the IMU's scale: one `--imu-scale`."""
+    """The `imu_scale` settings field of the methods that assume the IMU's scale (tls; shared once
+    another method takes it)."""
     return option(
         IMU_SCALE,
         "Assumed 1σ scale error of the IMU's gyro and accelerometer per axis (fraction; 0: a calibrated IMU); "
         "enters σ (tls).",
-        shared=True,
     )
 
 
 def imu_misalign_option() -> Any:
-    """The `imu_misalign` settings field of the methods that assume the IMU's axes: one `--imu-misalign`."""
+    """The `imu_misalign` settings field of the methods that assume the IMU's axes (tls; shared once
+    another method takes it)."""
     return option(
         IMU_MISALIGN_DEG,
         "Assumed 1σ misalignment of the IMU's axes from the body's, degrees about each axis (0: a calibrated IMU); "
         "enters σ (tls).",
-        shared=True,
     )
 
 
