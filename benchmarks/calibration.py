@@ -82,8 +82,8 @@ class Case:
 
 
 #: Suffix of the cases whose stated assumptions are the simulator's truth with σ 0
-#: (`truth_settings`): identical rotors (motor_spread 0), delay's true C_xy->z and accelerometer z
-#: bias. Their σ is then the flight's own (statistical) σ, which SD/σ̄ and ±2σ judge; the default
+#: (`truth_settings`): identical rotors (motor_spread 0), tls's ideal IMU (imu_scale and
+#: imu_misalign 0), delay's true C_xy->z and accelerometer z bias. Their σ is then the flight's own (statistical) σ, which SD/σ̄ and ±2σ judge; the default
 #: case of the same flights judges the assumptions' σ by coverage only (it is a spread over vehicles).
 TRUTH = "@truth-assumptions"
 #: z bias (m/s²) of the paper scenarios' simulated accelerometers (`rotorid.sim.scenarios`, the
@@ -310,8 +310,8 @@ def _at_voltage(sc: Any, result: Any, truth: dict[str, float]) -> dict[str, floa
 def truth_settings(method: str, family: str, sc: Any) -> dict[str, Any]:
     """Settings fields that set a method's stated assumptions to the truth of the simulated
     scenario `sc` of `family`, with σ 0 (the `TRUTH` cases)."""
-    if method == "tls":  # the accelerometer bias is estimated, not assumed
-        return {"motor_spread": 0.0}
+    if method == "tls":  # the accelerometer bias is estimated, not assumed; the paper scenarios' IMU is ideal
+        return {"motor_spread": 0.0, "imu_scale": 0.0, "imu_misalign": 0.0}
     if method == "delay":
         return {"izz_ratio": (float(sc.settings["izz_ratio"]), 0.0), "acc_bias_z": (_ACC_BIAS_Z_TRUTH[family], 0.0)}
     return {"motor_spread": 0.0, "acc_bias_z_sigma": 0.0}
@@ -528,11 +528,11 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
             for w in [honest_ranges(stage["first_seed"] + stage["seeds"] - first)]
         ],
         f"Two cases run on the same flights of each paper scenario. The default one keeps the method's "
-        f"stated assumptions (rotor-gain spread, C_xy->z, accelerometer z bias): their σ is a spread over "
+        f"stated assumptions (rotor-gain spread, IMU scale and axes, C_xy->z, accelerometer z bias): their σ is a spread over "
         f"vehicles, wider than the scatter over seeds of one simulated vehicle, so it proves coverage only "
         f"(SD/σ̄ < 0.7 is flagged 'assumed'). The '{TRUTH}' twin sets those assumptions to the simulator's "
-        f"truth with σ 0 (identical rotors: motor_spread 0; delay: the true C_xy->z and z bias; online: z "
-        f"bias 0): its σ is the flight's own, statistical σ, which SD/σ̄ and ±2σ coverage judge.",
+        f"truth with σ 0 (identical rotors: motor_spread 0; tls: an ideal IMU, imu_scale and imu_misalign 0; "
+        f"delay: the true C_xy->z and z bias; online: z bias 0): its σ is the flight's own, statistical σ, which SD/σ̄ and ±2σ coverage judge.",
         "",
     ]
     for m in ("tls", "online"):

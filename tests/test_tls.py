@@ -18,6 +18,10 @@ DUR = 20.0
 PRODUCTS = ("I_xy", "I_xz", "I_yz")
 
 
+#: The simulator's IMU is ideal (no scale error or misalignment): tests of the flight's own σ say so.
+IDEAL_IMU = {"imu_scale": 0.0, "imu_misalign": 0.0}
+
+
 @pytest.fixture(scope="session")
 def six_ab():
     return scenarios.run("six-config-a", seed=0, duration=DUR), scenarios.run("six-config-b", seed=0, duration=DUR)
@@ -32,7 +36,7 @@ def _combined_truth(a, b) -> Truth:
 def res_ab(six_ab):
     a, b = six_ab
     cfg = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
-    return tls.identify(cfg, a.vehicle, masses={"B": b.vehicle.mass})
+    return tls.identify(cfg, a.vehicle, masses={"B": b.vehicle.mass}, settings=tls.TlsSettings(**IDEAL_IMU))
 
 
 def test_config_a_alone(six_ab) -> None:
@@ -44,7 +48,7 @@ def test_config_a_alone(six_ab) -> None:
     the simulated pilot is strong and its sensors clean enough that k_d and I_zz survive;
     `test_config_a_paper_quality` reproduces the paper's cancellation.)"""
     a, _ = six_ab
-    r = tls.identify({"A": [a.flights["train"]]}, a.vehicle)
+    r = tls.identify({"A": [a.flights["train"]]}, a.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
     err = compare(r, a.truth)
     assert abs(err["k_t"]) < 1.0
     assert abs(err["I_xx"]) < 5.0 and abs(err["I_yy"]) < 5.0
@@ -201,8 +205,8 @@ def test_accelerometer_bias_is_estimated_instead_of_biasing_k_t(six_ab) -> None:
     bias: the same flight without the bias gives the same parameters."""
     a, _ = six_ab
     fl = [a.flights["train"]]
-    plain = tls.identify({"A": fl}, a.vehicle, settings=tls.TlsSettings(acc_bias=False))
-    cen = tls.identify({"A": fl}, a.vehicle)
+    plain = tls.identify({"A": fl}, a.vehicle, settings=tls.TlsSettings(acc_bias=False, **IDEAL_IMU))
+    cen = tls.identify({"A": fl}, a.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
     b = cen.diagnostics["acc_bias"]["A"][0]
     assert b == pytest.approx([0.02, -0.015, 0.03], abs=0.012)
     e_plain, e_cen = compare(plain, a.truth)["k_t"], compare(cen, a.truth)["k_t"]
@@ -213,7 +217,7 @@ def test_accelerometer_bias_is_estimated_instead_of_biasing_k_t(six_ab) -> None:
     assert cen.settings["acc_bias"] is True and any("accelerometer bias" in n for n in cen.notes)
     assert "acc_bias" not in plain.diagnostics
     clean = scenarios.run("six-config-a", seed=0, duration=DUR, acc_bias=(0.0, 0.0, 0.0), flights=("train",))
-    same = tls.identify({"A": [clean.flights["train"]]}, a.vehicle)
+    same = tls.identify({"A": [clean.flights["train"]]}, a.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
     assert set(same.params) == set(cen.params)
     for k, e in cen.params.items():  # equal to a hundredth of σ (filter edges)
         assert abs(same.params[k].value - e.value) < 0.01 * e.std, k

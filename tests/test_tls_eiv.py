@@ -12,7 +12,6 @@ import pytest
 from rotorid.methods import tls
 from rotorid.methods.tls import lags as tls_lags
 from rotorid.methods.tls import noise as tls_noise
-from rotorid.methods.tls import notes as tls_notes
 from rotorid.methods.tls import problem as tls_problem
 from rotorid.methods.tls import rows as tls_rows
 from rotorid.methods.tls import solve as tls_solve
@@ -21,6 +20,11 @@ from rotorid.sim import scenarios
 from test_tls_unit import _true_params, hexa_tilted, kinematic_flight
 
 ACC, GYRO, POS, ANG = 0.05, 0.002, 3e-4, 1e-3
+
+#: The simulator's IMU is ideal (no scale error or misalignment), and with identical rotors the
+#: σ is the flight's own: the tests of that σ assume neither.
+IDEAL_IMU = {"imu_scale": 0.0, "imu_misalign": 0.0}
+OWN_SIGMA = {"motor_spread": 0.0, **IDEAL_IMU}
 
 
 def test_noise_floor_reads_the_white_noise_level() -> None:
@@ -72,7 +76,7 @@ def test_bias_compensated_fit_removes_the_errors_in_variables_bias() -> None:
     f = kinematic_flight(v, seed=1, dur=60.0, noise=(ACC, 0.01, 0, 0))
     z = {}
     for eiv in (False, True):
-        res = tls.identify({"A": [f]}, v, settings=tls.TlsSettings(motor_spread=0.0, eiv=eiv, essential=False))
+        res = tls.identify({"A": [f]}, v, settings=tls.TlsSettings(**OWN_SIGMA, eiv=eiv, essential=False))
         z[eiv] = {k: (e.value - truth[k]) / e.std for k, e in res.params.items() if k in truth}
     assert max(abs(x) for x in z[False].values()) > 20  # TLS: k_d, I_zz ~140σ off
     assert max(abs(x) for x in z[True].values()) < 3, z[True]
@@ -123,22 +127,11 @@ def test_a_vibrating_imu_gives_an_answer_within_its_sigma() -> None:
     ~300x the gyro's noise and tls refused ('the noise moment exceeds the signal'; seven of 30
     randomized-suite seeds). Now every parameter is within 3σ, k_t's σ 0.1 %."""
     sc = scenarios.run("six-config-a", seed=0, duration=20.0, vibration=4.0, aa_cutoff=65.0, flights=("train",))
-    res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings())
+    res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
     truth = sc.truth.params
     z = {k: (e.value - truth[k]) / e.std for k, e in res.params.items() if k in truth}
     assert len(z) == 15 and max(map(abs, z.values())) < 3.0, z
     assert res.params["k_t"].std < 2e-3 * truth["k_t"]
-
-
-def test_the_imus_calibration_is_stated_as_an_assumption_with_what_a_misalignment_moves() -> None:
-    """A misaligned or mis-scaled IMU biases the inertias beyond σ and no flight shows it (ablation
-    `imu_axes`, 1 % scale and 0.01 rad: I_xz -117 %, bias -116σ̄): the IMU source says so, with the
-    product of inertia a 1° misalignment moves most in its own σ ((I_zz - I_xx) x 1°)."""
-    est = {"I_xx@A": (0.018, 1e-5), "I_zz@A": (0.029, 1e-4), "I_xz@A": (-1.2e-4, 2e-6), "I_yz@A": (4e-5, 5e-6)}
-    (note,) = tls_notes.imu_note(est, tls.TlsSettings())
-    assert "I_xz@A by 0.00019 kg m², 96.0σ" in note, note  # (0.029 - 0.018) x 1° = 1.92e-4, / 2e-6
-    assert "I_yz" not in note  # I_yy not reported: nothing to say about the yaw-roll product
-    assert tls_notes.imu_note(est, tls.TlsSettings(source="mocap")) == []
 
 
 def test_a_floor_below_the_bands_noise_widens_sigma_and_is_said() -> None:
@@ -149,7 +142,7 @@ def test_a_floor_below_the_bands_noise_widens_sigma_and_is_said() -> None:
     v = hexa_tilted()
     truth = _true_params(v)
     f = kinematic_flight(v, seed=1, dur=60.0, noise=(ACC, GYRO, 0, 0))
-    st = tls.TlsSettings(motor_spread=0.0, essential=False)
+    st = tls.TlsSettings(**OWN_SIGMA, essential=False)
     white = tls.identify({"A": [f]}, v, settings=st)
     assert not [n for n in white.notes if "noise floors" in n]
     low = tls.identify({"A": [f.replace(gyro=_low_passed(f.gyro, f.rate, 0.004))]}, v, settings=st)
@@ -177,7 +170,7 @@ def test_the_moment_rows_use_the_bias_the_compensated_fit_finds(ab) -> None:
     first moments by 1 + Δb_z / g (com_x, com_y of configuration B 1.2-1.4 σ̄ off in every
     simulated flight)."""
     configs, vehicle, masses = ab
-    problem = tls_problem.TlsProblem.of(configs, vehicle, masses, settings=tls.TlsSettings(motor_spread=0.0))
+    problem = tls_problem.TlsProblem.of(configs, vehicle, masses, settings=tls.TlsSettings(**OWN_SIGMA))
     sol = tls_lags.solve_separated(problem).solution
     x = np.zeros(len(sol.names))
     x[sol.kept] = sol.fit.x
@@ -193,7 +186,7 @@ def test_the_first_moments_sigma_carries_the_accelerometer_bias_as_estimated(ab)
     scatter over 30 simulated flights; with the bias known (the paper's model, no bias column)
     their σ is the same as now, and k_t's, which the bias does widen, stays several times wider."""
     configs, vehicle, masses = ab
-    st = tls.TlsSettings(motor_spread=0.0)
+    st = tls.TlsSettings(**OWN_SIGMA)
     r = tls.identify(configs, vehicle, masses={"B": masses["B"]}, settings=st)
     known = tls.identify(configs, vehicle, masses={"B": masses["B"]}, settings=replace(st, acc_bias=False))
     names, cov = r.diagnostics["names"], np.asarray(r.diagnostics["cov"])
@@ -219,7 +212,7 @@ def test_the_first_moments_sigma_counts_the_accelerometer_noise_the_bias_estimat
             for c in "ab"
         )
         fl = {"A": [a.flights["train"]], "B": [b.flights["train"]]}
-        r = tls.identify(fl, a.vehicle, masses={"B": b.vehicle.mass}, settings=tls.TlsSettings(motor_spread=0.0))
+        r = tls.identify(fl, a.vehicle, masses={"B": b.vehicle.mass}, settings=tls.TlsSettings(**OWN_SIGMA))
         z += [(r.params[f"{k}@B"].value - b.truth.params[k]) / r.params[f"{k}@B"].std for k in ("com_x", "com_y")]
     assert 0.35 < np.sqrt(np.mean(np.square(z))) < 2.0, z
 
@@ -233,7 +226,7 @@ def test_the_thrust_noise_is_read_from_the_residuals_and_its_errors_in_variables
     from rotorid.sim.dynamics import Body
 
     tn, sc = 0.05, scenarios.run("six-config-a", seed=2, duration=40.0, thrust_noise=0.05, flights=("train",))
-    fl, st = {"A": [sc.flights["train"]]}, tls.TlsSettings(motor_spread=0.0)
+    fl, st = {"A": [sc.flights["train"]]}, tls.TlsSettings(**OWN_SIGMA)
     r = tls.identify(fl, sc.vehicle, settings=st)
     ms = replace(st.motion.at(200.0), band=tuple(r.settings["band"]), parallel_cutoff=r.settings["parallel_cutoff"])
     gain = np.sum(tls_noise.chain_responses(ms)[:, 3] ** 2)  # white ω̇ of unit variance per 200 Hz sample
@@ -258,7 +251,7 @@ def test_a_thrust_noise_read_near_zero_keeps_its_doubt_finite() -> None:
         {"A": [a.flights["train"]], "B": [b.flights["train"]]},
         a.vehicle,
         masses={"B": b.vehicle.mass},
-        settings=tls.TlsSettings(motor_spread=0.0),
+        settings=tls.TlsSettings(**OWN_SIGMA),
     )
     truth = {**{f"{k}@A": v for k, v in a.truth.params.items()}, **{f"{k}@B": v for k, v in b.truth.params.items()}}
     for k in ("I_xx@A", "I_yy@B", "com_x@B"):
@@ -284,7 +277,7 @@ def test_the_thrust_noise_doubt_is_the_levels_sampling_error_not_twice_it(monkey
     last = []  # each flight's last read (the final selection's)
     for seed in range(6):
         sc = scenarios.run("six-config-a", seed=seed, duration=30.0, thrust_noise=0.0, flights=("train",))
-        tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(motor_spread=0.0))
+        tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(**OWN_SIGMA))
         last.append(reads[-1])
     level, doubt = np.array(last).T
     ratio = doubt.mean() / np.sqrt(np.mean(level**2))

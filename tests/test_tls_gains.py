@@ -13,6 +13,9 @@ from rotorid.methods.tls import problem as tls_problem
 from rotorid.sim import scenarios
 from rotorid.vehicle import Vehicle
 
+#: The simulated IMU's axes and scale are the body's: these tests judge the rotors' gains alone.
+IDEAL_IMU = {"imu_scale": 0.0, "imu_misalign": 0.0}
+
 
 @pytest.fixture(scope="module")
 def spread() -> scenarios.Scenario:
@@ -35,7 +38,7 @@ def test_unequal_rotors_gains_are_recovered_and_the_parameters_no_longer_assumed
     parameter rests on the assumed spread, and the rigid-body ones lie within 3σ; the identified
     vehicle carries them as its per-rotor thrust curve."""
     sc = spread
-    r = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle)
+    r = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
     tr = sc.truth.params
     rotors = [f"k_t_m{i}" for i in range(1, 5)]
     for k in rotors:
@@ -60,9 +63,9 @@ def test_identical_rotors_give_gains_of_one_and_sigma_far_below_the_assumed_spre
     assumed spread's, within 3σ of the truth (the benchmark has the 20-seed figures)."""
     sc = equal
     fl = {"A": [sc.flights["train"]]}
-    r = tls.identify(fl, sc.vehicle)
-    assumed = tls.identify(fl, sc.vehicle, settings=tls.TlsSettings(rotor_gains=False))
-    r0 = tls.identify(fl, sc.vehicle, settings=tls.TlsSettings(motor_spread=0.0))
+    r = tls.identify(fl, sc.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
+    assumed = tls.identify(fl, sc.vehicle, settings=tls.TlsSettings(rotor_gains=False, **IDEAL_IMU))
+    r0 = tls.identify(fl, sc.vehicle, settings=tls.TlsSettings(motor_spread=0.0, **IDEAL_IMU))
     tr = sc.truth.params
     for i in range(1, 5):
         e = r.params[f"k_t_m{i}"]
@@ -79,11 +82,15 @@ def test_gains_not_known_better_than_the_assumed_spread_fall_back_to_it(spread) 
     """A spread assumed smaller than the flight can tell the gains (0.05 %): the gains are not
     reported, the spread is assumed as before (com labelled assumed), and a note says why."""
     sc = spread
-    r = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(motor_spread=0.0005))
+    r = tls.identify(
+        {"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(motor_spread=0.0005, **IDEAL_IMU)
+    )
     assert "k_t_m1" not in r.params and r.settings["rotor_gains"] is False
     assert any("not separated by these flights" in n and "0.05 %" in n for n in r.notes)
     off = tls.identify(
-        {"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(motor_spread=0.0005, rotor_gains=False)
+        {"A": [sc.flights["train"]]},
+        sc.vehicle,
+        settings=tls.TlsSettings(motor_spread=0.0005, rotor_gains=False, **IDEAL_IMU),
     )
     for k, e in off.params.items():
         assert r.params[k].value == e.value and r.params[k].std == e.std, k

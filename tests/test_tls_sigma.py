@@ -158,8 +158,9 @@ def test_motor_spread_enters_sigma_as_the_com_shift_it_implies_and_is_labelled_a
 
     v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285)
     fl = kinematic_flight(v, seed=3, dur=20.0, noise=(0.02, 0.002, 0, 0))
-    r0 = tls_method.identify({"A": [fl]}, v, settings=TlsSettings(motor_spread=0.0, essential=False))
-    r = tls_method.identify({"A": [fl]}, v, settings=TlsSettings(essential=False, rotor_gains=False))
+    ideal = {"imu_scale": 0.0, "imu_misalign": 0.0}  # the kinematic flight's IMU is the body's
+    r0 = tls_method.identify({"A": [fl]}, v, settings=TlsSettings(motor_spread=0.0, essential=False, **ideal))
+    r = tls_method.identify({"A": [fl]}, v, settings=TlsSettings(essential=False, rotor_gains=False, **ideal))
     assert r.settings["motor_spread"] == tls_method.MOTOR_SPREAD == 0.03
     for k in ("com_x", "com_y"):
         added = np.sqrt(r.params[k].std ** 2 - r0.params[k].std ** 2)

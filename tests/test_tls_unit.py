@@ -194,7 +194,9 @@ def test_symmetric_vehicle_cancels_k_d_with_reason() -> None:
         fl = kinematic_flight(v, seed=5, dur=20.0, noise=(0.05, 0.003, 0, 0), split=True)
     finally:
         TRUE.update(saved)
-    r = tls.identify({"A": [fl]}, v, settings=tls.TlsSettings(band=(0, 5), motor_spread=0.0))  # equal rotors
+    r = tls.identify(
+        {"A": [fl]}, v, settings=tls.TlsSettings(band=(0, 5), motor_spread=0.0, imu_scale=0.0, imu_misalign=0.0)
+    )  # equal rotors, ideal IMU
     o = r.observability["k_d"]
     assert o["identifiable"] is False and "eq. 23" in o["reason"] and "--config-b" in o["advice"]
     assert "k_d" not in r.params and "k_tau" not in r.params and r.settings["rows_fitted"]["A"][-1] == "M_y"

@@ -29,7 +29,8 @@ def sag() -> scenarios.Scenario:
 
 
 def _tls(f: Flight, sc: scenarios.Scenario, which: str) -> Result:
-    return tls.identify({"A": [f]}, sc.vehicle, settings=tls.TlsSettings(tm=0.01, voltage=which))
+    ideal = {"imu_scale": 0.0, "imu_misalign": 0.0}  # the simulated IMU is the body's: the voltage's σ alone
+    return tls.identify({"A": [f]}, sc.vehicle, settings=tls.TlsSettings(tm=0.01, voltage=which, **ideal))
 
 
 @pytest.fixture(scope="module")

@@ -251,3 +251,22 @@ def spread_cov(solve: Callable[[np.ndarray], np.ndarray], n_rotors: int, spread:
     jac = np.column_stack([(solve(1.0 + h * np.eye(n_rotors)[i]) - x0) / h for i in range(n_rotors)])
     proj = np.eye(n_rotors) - 1.0 / n_rotors
     return spread**2 * jac @ proj @ jac.T
+
+
+def imu_moves(h: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The nine independent moves of the IMU's data by `h` as (G, A), gyro ω -> G ω and
+    accelerometer s -> A s (measured = (I + S) R true, the sensors' model; to first order
+    I + diag(ε) and I + [θ]x): each axis's gyro scale, each axis's accelerometer scale, a turn
+    of both sensors' axes about each body axis."""
+    eye = np.eye(3)
+    stretch = [eye + h * np.diag(e) for e in eye]
+    turn = [eye + h * np.cross(e, eye).T for e in eye]  # I + h [e]x
+    return [(g, eye) for g in stretch] + [(eye, a) for a in stretch] + [(r, r) for r in turn]
+
+
+def imu_cov(jac: np.ndarray, scale: float, misalign: float) -> np.ndarray:
+    """Covariance the IMU's assumed scale errors (1σ `scale`, a fraction) and misalignment (1σ
+    `misalign`, rad) add to the fitted parameters (`TlsSettings.imu_scale`, `imu_misalign`):
+    J diag(σ²) Jᵀ, J (n, 9) the parameters' derivative along each of `imu_moves` (independent)."""
+    var = np.repeat([scale, scale, misalign], 3) ** 2
+    return (jac * var) @ jac.T

@@ -141,7 +141,7 @@ def estimate_rotor_gains(problem: TlsProblem, sol: Solution, noise: NoiseMoment 
     system = rows = w = wa = None
     for npass in range(1, GAIN_PASSES + 1):
         system = rows = w = wa = None  # the last pass's system is let go before the next is built
-        system = build_system(problem, bias, gains)
+        system, used = build_system(problem, bias, gains), gains
         rows, w, blocks = system.rows, system.w, system.blocks
         extra, removed = gain_columns(problem, bias, gains)
         ne, nw = extra.shape[1], w.shape[1] - 1
@@ -182,7 +182,7 @@ def estimate_rotor_gains(problem: TlsProblem, sol: Solution, noise: NoiseMoment 
     cov = widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
     value = m @ np.concatenate([[kt], fit.x[k:]])
     kf = replace(fit, x=fit.x[:k], cov=widened(fit.cov, extra[: len(cols)])[:k, :k])
-    return Gains(value, cov, np.sqrt(np.diag(cov)) / kt, system, kf, floor[:, :k], bias or {}, back)
+    return Gains(value, cov, np.sqrt(np.diag(cov)) / kt, system, kf, floor[:, :k], bias or {}, back, used)
 
 
 #: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the

@@ -74,39 +74,36 @@ def floor_note(sol: Solution, kept: list[str], settings: TlsSettings, resolved: 
     return notes
 
 
-#: The misalignment `imu_note` quantifies, degrees (a board mounted by hand; an uncalibrated IMU's
-#: axes are typically within 0.5-1 deg of the frame's).
-MISALIGN_DEG = 1.0
-
-
-def imu_note(est: dict[str, tuple[float, float]], settings: TlsSettings) -> list[str]:
-    """With the IMU as source, the assumption no flight tests: its axes and scale are the body's.
-    A rotation of the frame by a small θ about y moves I_xz by about (I_zz - I_xx) θ (I' = R I Rᵀ),
-    about x I_yz by (I_zz - I_yy) θ, which the products of inertia cannot tell from their own
-    value (the rows are written in the IMU's axes, Six et al. eq. 4-7); a gyro or accelerometer
-    scale error scales ω̇ or s, so the inertias and k_t, alike. The note gives the product of
-    inertia moved most by `MISALIGN_DEG`, in its own σ."""
+def imu_note(
+    est: dict[str, tuple[float, float]], part: dict[str, tuple[float, float]], settings: TlsSettings
+) -> list[str]:
+    """With the IMU as source, the assumption no flight tests, in words: its axes and scale are
+    the body's within `TlsSettings.imu_scale` and `imu_misalign` (1σ), and the parameters whose
+    variance that term (`part`: their σ from it alone, `solve.imu_part`) makes up most of. The
+    rows are written in the IMU's axes (Six et al. eq. 4-7): a turn of them by θ about y moves
+    I_xz by about (I_zz - I_xx) θ (I' = R I Rᵀ), a gyro or accelerometer scale error scales ω̇
+    or s, so the inertias or k_t, and nothing in the flights tells them apart."""
     if settings.source != "imu":
         return []
-    moved = []
-    for name, (_, std) in est.items():
-        base, at, cfg = name.partition("@")
-        pair = {"I_xz": ("I_zz", "I_xx"), "I_yz": ("I_zz", "I_yy")}.get(base)
-        if pair is None or not std > 0 or any(p + at + cfg not in est for p in pair):
-            continue
-        move = abs(est[pair[0] + at + cfg][0] - est[pair[1] + at + cfg][0]) * np.radians(MISALIGN_DEG)
-        moved.append((move / std, name, move))
-    text = (
-        "the IMU's axes and scale are taken as the body's (σ leaves them out: no flight tells them apart); a scale "
-        "error of the gyro or accelerometer moves the inertias or k_t by about as much"
-    )
-    if moved:
-        z, name, move = max(moved)
-        text += (
-            f", and a {MISALIGN_DEG:g}° misalignment of its axes moves the products of inertia by about (I_zz - I_xx) "
-            f"× {MISALIGN_DEG:g}° ({name} by {move:.2g} kg m², {z:.1f}σ)"
-        )
-    return [text + ": calibrate the IMU, or identify from motion capture, where that matters"]
+    if not (settings.imu_scale > 0 or settings.imu_misalign > 0):
+        return [
+            "the IMU's axes and scale are taken as the body's exactly (--imu-scale 0 --imu-misalign 0: a calibrated "
+            "IMU); σ leaves them out"
+        ]
+    share = ", ".join(f"{name} {f:.0%}" for f, name in sorted(_shares(est, part), reverse=True)[:4] if f >= FLOOR_SHARE)
+    return [
+        f"σ includes the IMU's scale and axes, assumed the body's within ±{100 * settings.imu_scale:g} % per axis and "
+        f"±{settings.imu_misalign:g}° (1σ, --imu-scale, --imu-misalign): no flight tells them apart (the rows are "
+        f"written in the IMU's axes; a 1° turn about y moves I_xz by (I_zz - I_xx) × 1°)"
+        + (f"; share of the variance: {share}" if share else "")
+        + " (calibrate the IMU and give --imu-scale 0 --imu-misalign 0 where that matters)"
+    ]
+
+
+def _shares(est: dict[str, tuple[float, float]], part: dict[str, tuple[float, float]]) -> list[tuple[float, str]]:
+    """(share of the variance, name) of each reported parameter that an assumption's term
+    (`part`: their σ from it alone) makes up."""
+    return [(part[name][1] ** 2 / std**2, name) for name, (_, std) in est.items() if std > 0 and name in part]
 
 
 def nuisance_notes(
@@ -359,20 +356,37 @@ def recorded_settings(
     }
 
 
-def spread_assumed(
-    est: dict[str, tuple[float, float]], part: dict[str, tuple[float, float]], spread: float
+def assumed_of(
+    est: dict[str, tuple[float, float]],
+    gain: dict[str, tuple[float, float]],
+    imu: dict[str, tuple[float, float]],
+    settings: TlsSettings,
 ) -> dict[str, str]:
-    """The parameters whose variance is mostly the rotors' gain spread (`part`: their σ from
-    that term alone), with the assumption in words (`Estimate.assumption`)."""
-    return {
-        name: (
-            f"rotors assumed equal within ±{100 * spread:g} % (1σ, --motor-spread): a rotor's own gain adds a "
-            f"wrench the flights cannot tell from this parameter (in hover, a CoM shift Σ ε_i r_i / n); "
-            f"that assumption is {100 * part[name][1] ** 2 / std**2:.0f} % of its variance"
-        )
-        for name, (_, std) in est.items()
-        if std > 0 and part[name][1] ** 2 > 0.5 * std**2
-    }
+    """The parameters whose variance is mostly what tls assumes and no flight tests, the rotors'
+    gain spread (`gain`) and the IMU's scale and axes (`imu`; their σ from each term alone, which
+    are independent), with each of the two that makes up a tenth of it or more in words
+    (`Estimate.assumption`)."""
+    shares = {key: {n: f for f, n in _shares(est, part)} for key, part in (("gain", gain), ("imu", imu))}
+    out = {}
+    for name in est:
+        g, i = shares["gain"].get(name, 0.0), shares["imu"].get(name, 0.0)
+        if g + i <= 0.5:
+            continue
+        words = []
+        if g >= 0.1:
+            words.append(
+                f"rotors assumed equal within ±{100 * settings.motor_spread:g} % (1σ, --motor-spread): a rotor's own "
+                f"gain adds a wrench the flights cannot tell from this parameter (in hover, a CoM shift Σ ε_i r_i / "
+                f"n); that assumption is {100 * g:.0f} % of its variance"
+            )
+        if i >= 0.1:
+            words.append(
+                f"IMU assumed calibrated within ±{100 * settings.imu_scale:g} % scale and ±{settings.imu_misalign:g}° "
+                f"axes (1σ, --imu-scale, --imu-misalign), which no flight tests; that assumption is {100 * i:.0f} % of "
+                "its variance"
+            )
+        out[name] = "; ".join(words)
+    return out
 
 
 def gain_report(sol: Solution, est: dict[str, tuple[float, float]]) -> list[str]:

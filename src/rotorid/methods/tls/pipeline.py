@@ -18,6 +18,7 @@ from rotorid.methods.tls.checks import checked, inertia_checked, with_labels
 from rotorid.methods.tls.lags import solve_separated
 from rotorid.methods.tls.notes import (
     MOCAP_YAW,
+    assumed_of,
     diagnostics,
     disturbance_diagnostics,
     estimates,
@@ -30,14 +31,13 @@ from rotorid.methods.tls.notes import (
     pose_note,
     recorded_settings,
     restored_note,
-    spread_assumed,
     voltage_notes,
     withhold_yaw_pair,
 )
 from rotorid.methods.tls.problem import TlsProblem
 from rotorid.methods.tls.rows import yaw_moments
 from rotorid.methods.tls.settings import BODY_DRAG, TlsSettings
-from rotorid.methods.tls.solve import bias_of
+from rotorid.methods.tls.solve import bias_of, imu_part
 from rotorid.result import ACC_BIAS_KEY, Estimate, Observability, Result, build_result
 from rotorid.vehicle import Vehicle
 
@@ -57,7 +57,8 @@ def identify(
     problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
     sol, problem, unseparated, pose_lagged, imu_why, lag_choice, volt, volt_why, terms = solve_separated(problem)
     check = checked(problem, sol, lag_choice, terms, volt)
-    sol = replace(sol, fit=replace(sol.fit, cov=check.cov))
+    imu = imu_part(problem, sol)  # the IMU's assumed scale and axes (zeros when none is assumed)
+    sol = replace(sol, fit=replace(sol.fit, cov=check.cov + imu))
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
@@ -69,10 +70,14 @@ def identify(
     if unseparated and "k_t" in est:  # a z bias b moves k_t by b/g of itself (hover: k_t sum u^2 = m (g + b))
         kt, std = est["k_t"]
         est["k_t"] = (kt, float(np.hypot(std, kt * ACC_BIAS_Z_SIGMA / GRAVITY)))
-    spread_cov = np.zeros_like(cov)  # `cov` stays the parameters' own, for the diagnostics
-    spread_cov[np.ix_(kept, kept)] = spread
-    part = estimates(x, spread_cov, names, kept_names, masses, settings)
-    assumed = spread_assumed(est, part, settings.motor_spread)
+
+    def own(term: np.ndarray) -> dict[str, tuple[float, float]]:  # an assumption's σ alone (`cov` stays the fit's)
+        term_cov = np.zeros_like(cov)
+        term_cov[np.ix_(kept, kept)] = term
+        return estimates(x, term_cov, names, kept_names, masses, settings)
+
+    imu_own = own(imu)
+    assumed = assumed_of(est, own(spread), imu_own, settings)
     observability = observability_of(names, fit, kept, history, cfgs, settings)
     for name in (*BODY_DRAG, *(("k_t",) if unseparated else ())):
         if name in est:  # its σ widened (k_t) or its column a remainder (the body drag): the reported %σ
@@ -81,6 +86,8 @@ def identify(
         value, std = est["k_tau"]
         observability["k_tau"] = Observability(True, essential=False, rel_std_pct=Estimate(value, std).rel_std_pct)
     with_labels(observability, check.model_dependent)
+    # a value that moves with any unmodelled effect says so before what σ assumes (its σ keeps the assumptions)
+    assumed = {n: why for n, why in assumed.items() if n not in observability or not observability[n].model_dependent}
     if not mocap_yaw_pair(settings):
         withhold_yaw_pair(est, observability, [names[j] for j in kept], cfgs)
     acc_bias = bias_of(sol, masses)
@@ -89,7 +96,7 @@ def identify(
     diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | disturbance_diagnostics(sol.disturbance)
     notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_report(sol, est)]
     notes += check.notes + inertia_notes + [c.note for c in (lag_choice, *terms) if c]
-    notes += imu_note(est, settings)
+    notes += imu_note(est, imu_own, settings)
     logged = any(f.vbat is not None for fs in problem.configs.values() for f in fs)
     notes += voltage_notes(est, observability, volt, volt_why, logged)
     if unseparated:

@@ -141,6 +141,7 @@ def build_system(
     problem: TlsProblem,
     bias: dict[str, np.ndarray] | None,
     gain: dict[str, np.ndarray] | None = None,
+    move: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> System:
     """Rows of every configuration of `problem` and the assembled W_t (`assemble`): the paper's
     model when `bias` is None, else the rows centred for the nuisance constants of the problem's
@@ -148,8 +149,9 @@ def build_system(
     none) removed from the specific force first; `gain` (per configuration, (n_rotors,); missing:
     1) scales each rotor's wrench; the body drag of the model's `body_coef` is removed from the
     specific force too (its mass's share in each configuration); the problem's memo keeps the
-    motion columns (`idim_rows`)."""
-    rows, resolved = build_rows(problem, bias, gain)
+    motion columns (`idim_rows`); with `move`, the derivative of all this along a move of the IMU's
+    data (`idim_rows`)."""
+    rows, resolved = build_rows(problem, bias, gain, move=move)
     return System(rows, resolved, *assemble(rows, problem.masses))
 
 
@@ -158,9 +160,10 @@ def build_rows(
     bias: dict[str, np.ndarray] | None,
     gain: dict[str, np.ndarray] | None = None,
     kt_only: bool = False,
+    move: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[dict[str, Rows], dict[str, dict]]:
     """The rows of every configuration of `build_system` and their resolved settings, without W_t;
-    with `kt_only` the k_t column's alone (`idim_rows`)."""
+    with `kt_only` the k_t column's alone, with `move` their derivative (`idim_rows`)."""
     rows, resolved = {}, {}
     settings = problem.model
     nuisance = bias is not None  # the paper's model (None) has neither nuisance
@@ -169,7 +172,7 @@ def build_rows(
     for c, flights in problem.configs.items():
         b, g = (bias or {}).get(c), (gain or {}).get(c)
         body = None if coef is None else coef / problem.masses[c]
-        rows[c], resolved[c] = idim_rows(flights, problem.vehicle, st, b, g, problem.memo, body, kt_only)
+        rows[c], resolved[c] = idim_rows(flights, problem.vehicle, st, b, g, problem.memo, body, kt_only, move)
     return rows, resolved
 
 
@@ -180,7 +183,7 @@ class Gains:
     system built with the gains and the final fit of the parameters (their covariance marginal
     over the gains), the variance in it that the doubt about the noise floors added
     (`floor_var`), the accelerometer bias the rows were built with and the cancelled unknowns
-    the fit should keep (`_restored`)."""
+    the fit should keep (`_restored`); `used`, the gains per configuration the system was built with."""
 
     value: np.ndarray
     cov: np.ndarray
@@ -190,6 +193,7 @@ class Gains:
     floor: np.ndarray
     bias: dict[str, np.ndarray]
     restore: tuple[str, ...] = ()
+    used: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -254,6 +254,7 @@ def idim_rows(
     memo: dict | None = None,
     body: np.ndarray | None = None,
     kt_only: bool = False,
+    move: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[Rows, dict[str, Any]]:
     """Filtered, decimated IDIM of a configuration's flights (Sec. III-A): every column of
     D_k, D, D_m is low-passed in parallel (same zero-phase filter), decimated and trimmed at
@@ -287,7 +288,11 @@ def idim_rows(
     With `kt_only` the rows carry the k_t column alone, D_k[:, :, 0], every other column left zero
     (the motion's not even read): the rotors' own k_t columns of `gains.gain_columns`, which keep
     no other, after a whole build of the same rows (each column is filtered on its own, so it is
-    the same number either way)."""
+    the same number either way).
+
+    With `move` (G, A), 3 x 3 each, the rows are instead the derivative of these along a move of
+    the IMU's data, gyro ω -> ω + G ω and specific force s -> s + A s (`_moved_columns`; the
+    assembled W_t is then dW_t, linear in the move: `solve.imu_part`)."""
     flown = all(posed(f) for f in flights)
     settings = replace(settings, rotor_drag=settings.rotor_drag and flown, body_drag=body_form(settings, flown))
     pieces = [p for f in flights for p in airborne_pieces(f)]
@@ -315,7 +320,11 @@ def idim_rows(
             kt_only,
             settings.ground_model,
         )
-        cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, (flights, k, acc_bias, body))
+        piece = (flights, k, acc_bias, body)
+        if move is None:
+            cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, piece)
+        else:
+            cols = _moved_columns(p, vehicle, ms, sel, rotor_side, memo, piece, move)
         if cols is None:
             continue
         means[k, centre] = cols[:, centre].mean(axis=0)
@@ -399,12 +408,7 @@ def _piece_columns(
             memo[key] = rate
 
     def force() -> np.ndarray:
-        if bias is not None:
-            mo.s[:] -= bias  # in place: this call's own array
-        if removed:  # s less the drag's specific force -d g(v) / m, at the IMU's instant
-            vel = body_velocity(p, ms)
-            at_imu = vel if not lag else np.column_stack([np.interp(p.t - lag, p.t, c) for c in vel.T])
-            mo.s[:] += body * body_columns(at_imu, form)
+        _rows_force(mo, p, ms, bias, body if removed else None, form, lag)
         return _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
 
     side_drag, side_form = (False, "off") if kt_only else (drag, form)  # the rotor side's own columns
@@ -429,6 +433,88 @@ def _piece_columns(
         out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
     rotor_id = ("rotor", *key, ms, lag, side_drag, gains, side_form, scale, kt_only, ground)
     out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, rotor_id, rotor)
+    return out
+
+
+def _rows_force(
+    mo: Motion, p: Flight, ms: MotionSettings, bias: np.ndarray | None, body: np.ndarray | None, form: str, lag: float
+) -> None:
+    """The specific force the rows use, in place in `mo.s`: less the accelerometer bias `bias`
+    (3,) and the body drag's specific force -d g(v) / m (`body`, per unit `body_columns` of the
+    form `form`; None: not removed), at the IMU's instant (`lag`)."""
+    if bias is not None:
+        mo.s[:] -= bias  # in place: the caller's own array
+    if body is not None:
+        vel = body_velocity(p, ms)
+        at_imu = vel if not lag else np.column_stack([np.interp(p.t - lag, p.t, c) for c in vel.T])
+        mo.s[:] += body * body_columns(at_imu, form)
+
+
+def _imu_basis(omega: np.ndarray, omega_dot: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The signals every motion column (`_motion_columns`) is a fixed linear combination of,
+    (n, 12): ω̇, the six products ω_i ω_j (i <= j), s (the columns are linear in ω̇ and s and
+    quadratic in ω)."""
+    i, j = np.triu_indices(3)
+    return np.concatenate([omega_dot, omega[:, i] * omega[:, j], s], axis=1)
+
+
+@functools.lru_cache(maxsize=32)
+def _moved_map(g: bytes, a: bytes) -> np.ndarray:
+    """(12, 60) B with dC = m B: the derivative of the motion columns C (`_motion_columns`) along
+    ω -> ω + G ω, ω̇ -> ω̇ + G ω̇, s -> s + A s (G, A: float64 bytes of 3 x 3) as a linear map of
+    the basis m (`_imu_basis`). C is quadratic in ω, so the central difference at a unit step is
+    its exact derivative, and linear in m; B is solved from random samples (exact to rounding)."""
+    gm, am = np.frombuffer(g).reshape(3, 3), np.frombuffer(a).reshape(3, 3)
+    om, od, s = np.random.default_rng(0).standard_normal((3, 40, 3))
+    t, u = np.zeros(40), np.zeros((40, 1))
+
+    def cols(sign: float) -> np.ndarray:
+        moved = Motion(t, om + sign * om @ gm.T, od + sign * od @ gm.T, s + sign * s @ am.T, u)
+        return _motion_columns(moved, 0, 40)
+
+    return np.linalg.lstsq(_imu_basis(om, od, s), (cols(1.0) - cols(-1.0)) / 2.0, rcond=None)[0]
+
+
+def _moved_columns(
+    p: Flight,
+    vehicle: Vehicle,
+    ms: MotionSettings,
+    sel: np.ndarray,
+    rotor_side: tuple[np.ndarray | None, float, bool, str, float, bool, tuple[float, float] | None],
+    memo: dict | None,
+    piece: tuple[list[Flight], int, np.ndarray | None, np.ndarray | None],
+    move: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray | None:
+    """The derivative of `_piece_columns` (same arguments, IMU source) along the IMU data's move
+    `move` (G, A; `idim_rows`): the motion columns' as their basis (`_imu_basis`, low-passed
+    once per piece and kept in `memo`) times `_moved_map`, the rotor drag's from the body rate's
+    move G ω (its regressor is linear in the rate), zero in the columns no IMU datum enters
+    (the rotors', the body drag's). The move acts on the specific force the rows use, s less the
+    lever arm, bias and body drag removed, whose own small share (the move times those) it leaves out."""
+    flights, k, biases, body = piece
+    gain, lag, drag, form, scale = rotor_side[:5]  # no IMU datum enters the thrust's ground factor
+    if len(sel) < 2:
+        return None
+    key = ("imu basis", tuple(map(id, flights)), k, ms, sel.tobytes())
+    held = None if memo is None else memo.get(key)
+    if held is None:
+        mo = motion(p, vehicle, ms)
+        _rows_force(mo, p, ms, None if biases is None else biases[k], body if form != "off" else None, form, lag)
+        basis = _low_passed(ms, sel, len(p.t), lambda a, b: _imu_basis(mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b]), 12)
+        held = (basis, mo.omega, mo.u)
+        if memo is not None:
+            memo[key] = held
+    basis, omega, u = held
+    g, a = (np.ascontiguousarray(m, dtype=np.float64) for m in move)
+    out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
+    out[:, 12:72] = basis @ _moved_map(g.tobytes(), a.tobytes())
+    if drag and np.any(g):
+        live = _live_rotor_columns(vehicle, True, False)
+        live = live[live >= 12]
+        side = Rotor(p.t, u, np.zeros_like(omega), omega @ g.T, gain, lag, True, "off", scale)
+        out[:, live + 60] = _low_passed(
+            ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live)
+        )
     return out
 
 

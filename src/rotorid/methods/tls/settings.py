@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
-from rotorid.methods.assumptions import motor_spread_option
+from rotorid.methods.assumptions import check_imu, imu_misalign_option, imu_scale_option, motor_spread_option
 from rotorid.options import band_option, internal, option, seconds_or_auto, voltage_option
 
 if TYPE_CHECKING:  # the command line reads these settings at start-up: no numpy here
@@ -90,6 +90,13 @@ class TlsSettings:
       a parameter whose variance is mostly this term is labelled assumed. 0 declares the
       rotors equal (nothing assumed, no gain estimated). Default `MOTOR_SPREAD` (measured on
       a real Crazyflie).
+    - `imu_scale`, `imu_misalign`: assumed 1σ scale error of the gyro and accelerometer per
+      axis (fraction) and misalignment of the IMU's axes from the body's (degrees about each
+      axis, one rotation for both sensors), IMU source only: the rows are written in the IMU's
+      axes (eq. 4-7), so no flight tells them apart. They enter σ as Σ_k σ_k² J_k J_kᵀ, J_k the
+      final fit re-solved for the gyro and accelerometer data scaled or turned along direction k
+      (`solve.imu_part`); a parameter whose variance is mostly this term is labelled assumed.
+      0 and 0: a calibrated IMU (nothing assumed). Defaults `IMU_SCALE`, `IMU_MISALIGN_DEG`.
     - `rotor_gains`: estimate each rotor's own thrust coefficient k_t g_i (on by default;
       `estimate_rotor_gains`). The hover moment of the gains equals a CoM shift, but the force rows
       see every rotor's thrust through the accelerometer (m s_z = k_t Σ g_i u_i²) and attitude
@@ -194,6 +201,8 @@ class TlsSettings:
     covariance: str = internal("hac")
     acc_bias: bool = option(True, "Estimate an accelerometer bias per airborne piece (IMU source).")
     motor_spread: float = motor_spread_option()
+    imu_scale: float = imu_scale_option()
+    imu_misalign: float = imu_misalign_option()
     rotor_gains: bool = option(
         True,
         "Estimate each rotor's own thrust coefficient (k_t_mI); where the flights do not separate them, "
@@ -276,6 +285,7 @@ class TlsSettings:
             raise RotoridError(f"--cancel-z must be positive, got {self.cancel_z}")
         if not 0 <= self.motor_spread < 1:
             raise RotoridError(f"--motor-spread must be a fraction in [0, 1), got {self.motor_spread}")
+        check_imu(self.imu_scale, self.imu_misalign)
         if self.covariance not in COV_TYPES:
             raise RotoridError(f"TLS covariance must be {' or '.join(map(repr, COV_TYPES))}, got '{self.covariance}'")
         if self.voltage not in ("auto", "on", "off"):

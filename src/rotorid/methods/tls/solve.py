@@ -10,11 +10,11 @@ import numpy as np
 
 from rotorid.errors import ExcitationError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
-from rotorid.methods.tls.covariance import spread_cov
+from rotorid.methods.tls.covariance import imu_cov, imu_moves, spread_cov
 from rotorid.methods.tls.gains import estimate_rotor_gains, final_fit, gain_columns, unseparated_reason
 from rotorid.methods.tls.noise import NoiseMoment, disturbance_moment, noise_moment
 from rotorid.methods.tls.problem import Gains, Solution, System, TlsProblem, build_system
-from rotorid.methods.tls.rows import acc_bias_estimate
+from rotorid.methods.tls.rows import Rows, acc_bias_estimate, skew
 from rotorid.methods.tls.selection import essential, expanded, fit_set, fixed_fit
 from rotorid.methods.tls.settings import TlsSettings
 
@@ -180,3 +180,85 @@ def _spread(problem: TlsProblem, sol: Solution, noise: np.ndarray | None) -> np.
         return fixed_fit(w, blocks, sol.kept, sol.active, sol.scale, noise).x
 
     return spread_cov(solve_gain, problem.vehicle.n_rotors, settings.motor_spread)
+
+
+def imu_part(problem: TlsProblem, sol: Solution) -> np.ndarray:
+    """The covariance the IMU's assumed scale and misalignment (`TlsSettings.imu_scale`,
+    `imu_misalign`) add to the final fit of `sol` (`imu_cov` of `imu_jacobian`). Zeros with
+    motion capture as source (the rows are the pose's; the IMU only timed it) or both 0."""
+    settings = problem.model
+    if settings.source != "imu" or not (settings.imu_scale > 0 or settings.imu_misalign > 0):
+        return np.zeros((len(sol.kept), len(sol.kept)))
+    return imu_cov(imu_jacobian(problem, sol), settings.imu_scale, np.radians(settings.imu_misalign))
+
+
+def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
+    """(kept, 9) derivative of the final fit of `sol` along each move of the IMU's data
+    (`imu_moves`), by a forward difference of 0.01: its W_t moved by the derivative of its rows
+    (`build_system`'s `move`, exact: W_t is linear in the move), re-solved with the essential
+    set, row blocks, block factors, lags, body drag and noise moment held (and with the rotors'
+    gains, their columns, which no IMU datum enters). The accelerometer bias is not held: it is
+    estimated per piece from the force rows' mean residual (`acc_bias_estimate`), so a turn of
+    gravity in the IMU's axes goes into it, not into the first moments; its first-order move
+    (from the moved rows and the re-solved fit) re-enters the moment rows' -[s - b]x ms, a few
+    times over to its fixed point (`BIAS_PASSES`)."""
+    k, nw, masses = len(sol.kept), len(sol.names), problem.masses
+    bias = sol.bias0 if problem.model.nuisance else None
+    gains = sol.gains.used if sol.gains is not None else None
+    cols, noise, w0, removed = sol.kept, sol.noise, sol.w, None
+    if gains is not None:  # the system's columns, the gains', the known one (`estimate_rotor_gains`)
+        extra, removed = gain_columns(problem, bias, gains)
+        ne = extra.shape[1]
+        w0 = np.column_stack([w0[:, :-1], extra, w0[:, -1]])
+        cols = [*sol.kept, *range(nw, nw + ne)]
+        if noise is not None:  # no noise in the rotor-only gain columns (`NoiseMoment.padded`)
+            at = [*range(nw), nw + ne]
+            padded = np.zeros((len(noise), nw + ne + 1, nw + ne + 1))
+            padded[np.ix_(range(len(noise)), at, at)] = noise
+            noise = padded
+    fresh = replace(problem, memo={})  # keeps the rows' basis for the nine moves (`idim_rows`)
+    centred, yaw = problem.model.centred, problem.model.yaw_moment
+
+    def fit(w: np.ndarray) -> np.ndarray:
+        return fixed_fit(w, sol.blocks, cols, sol.active, sol.scale, noise).x
+
+    def unknowns(x: np.ndarray) -> np.ndarray:  # every column's unknown (`acc_bias_estimate`)
+        return np.concatenate([expanded(x[:k], sol.kept, nw), x[k:]])
+
+    h, eye, x0 = 0.01, np.eye(3), fit(w0)
+    b0 = acc_bias_estimate(sol.rows, unknowns(x0), masses, removed) if centred else {}
+    jac = np.zeros((k, 9))
+    for i, (g, a) in enumerate(imu_moves(h)):
+        moved = build_system(fresh, bias, gains, move=(g - eye, a - eye))
+        w = w0.copy()
+        w[:, :nw] += moved.w[:, :-1]  # the gains' columns, if any, do not move
+        w[:, -1] += moved.w[:, -1]
+        x = fit(w)
+        for _ in range(BIAS_PASSES if centred else 0):
+            b = acc_bias_estimate(sol.rows, unknowns(x), masses, removed)
+            db = {c: b[c] - b0[c] + d for c, d in acc_bias_estimate(moved.rows, unknowns(x), masses).items()}
+            x = fit(w + _rebiased_rows(sol.rows, db, w.shape, yaw))
+        jac[:, i] = (x[:k] - x0[:k]) / h
+    return jac
+
+
+#: Passes of the accelerometer bias's first-order move in `imu_jacobian`, each one re-solve (on
+#: six-config-a the Jacobian is within 3e-5 of its fixed point after two, 2 % after one).
+BIAS_PASSES = 2
+
+
+def _rebiased_rows(rows: dict[str, Rows], db: dict[str, np.ndarray], shape: tuple[int, int], yaw: bool) -> np.ndarray:
+    """The change of W_t (`shape`, `assemble`'s layout) when the specific force's removed bias moves
+    by `db` (per configuration, (pieces, 3)): the moment rows' -[s - b]x ms gain [db]x in the first
+    moments' columns, constant over a piece (the force rows, centred, and the yaw row, centred
+    with `yaw`, lose it)."""
+    out = np.zeros(shape)
+    start = 0
+    for ci, (c, r) in enumerate(rows.items()):
+        n = len(r.t)
+        if c in db:
+            turned = skew(db[c][r.piece])
+            for j in range(3, 5 + (not yaw)):
+                out[start + j * n : start + (j + 1) * n, 2 + 9 * ci : 5 + 9 * ci] = turned[:, j - 3, :]
+        start += 6 * n
+    return out
