@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rotorid.errors import ExcitationError
 from rotorid.methods.tls.heldout import TermChoice, held_out_sse, prefers, segments
 from rotorid.methods.tls.problem import Solution, TlsProblem, build_rows
 from rotorid.methods.tls.rows import hub_heights, kt_column
@@ -72,17 +73,26 @@ def _refined(problem: TlsProblem, sol: Solution, level: float, c: float) -> tupl
     its grid and first-order c (1 + c/h², which falls short of the factor under ~2 R, where the
     thrust rises as (R/4h)⁴ too, and which a deeper ground with a larger c imitates): Gauss-Newton
     on the k_t column rebuilt at (z_g, c), with its derivatives in c and z_g as two more columns,
-    on `sol`'s kept columns and rows."""
-    nw, kept = sol.w.shape[1] - 1, sol.kept
+    on `sol`'s kept columns and rows. A step that leaves what a ground effect can be (0 < c up to
+    rotors that do not overlap, `max_radius`; the ground below the lowest hub) ends it where it was:
+    on a flight with little or no ground effect the two derivatives are nearly collinear."""
+    nw, kept, low = sol.w.shape[1] - 1, sol.kept, _lowest_hub(problem)
+    top = max_radius(problem.vehicle) ** 2 / 16
     noise = None if sol.noise is None else _padded(_padded(sol.noise, nw), nw + 1)
     for _ in range(REFINE_STEPS):
         base = _kt(problem, sol, (level, c))
-        dz = 1e-3 * (_lowest_hub(problem) - level)
+        dz = 1e-3 * (low - level)
         down = (_kt(problem, sol, (level + dz, c)) - base) / dz
         w = np.column_stack([base, sol.w[:, 1:-1], _slope(problem, sol, level, c, base), down, sol.w[:, -1]])
-        fit = fixed_fit(w, sol.blocks, [*kept, nw, nw + 1], sol.active, sol.scale, noise)
+        try:
+            fit = fixed_fit(w, sol.blocks, [*kept, nw, nw + 1], sol.active, sol.scale, noise)
+        except ExcitationError:
+            break
         kt = float(fit.x[kept.index(0)])
-        c, level = c + float(fit.x[-2] / kt), level + float(fit.x[-1] / kt)
+        step = (c + float(fit.x[-2] / kt), level + float(fit.x[-1] / kt))
+        if not (0 < step[0] <= top and step[1] < low):
+            break
+        c, level = step
     return level, c
 
 
@@ -131,11 +141,14 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     for depth in arm * DEPTHS:
         g = _slope(problem, sol, low - depth, 0.0, kt0)
         w = np.column_stack([sol.w[:, :-1], g, sol.w[:, -1]])
-        fit = fixed_fit(w, sol.blocks, rich, *fixed, noise)
-        # a thrust falling near the ground, or rising as overlapping rotors would make it: another effect
-        if not 0 < fit.x[-1] / fit.x[kept.index(0)] <= plausible:
+        try:  # a level whose column the rows cannot tell from the others' (noise moment above it) is none
+            fit = fixed_fit(w, sol.blocks, rich, *fixed, noise)
+            # a thrust falling near the ground, or rising as overlapping rotors would make it: another effect
+            if not 0 < fit.x[-1] / fit.x[kept.index(0)] <= plausible:
+                continue
+            sse = held_out_sse(w, sol.blocks, folds, rich, *fixed, noise)
+        except ExcitationError:
             continue
-        sse = held_out_sse(w, sol.blocks, folds, rich, *fixed, noise)
         if best is None or sse.sum() < best[2].sum():
             best = (depth, fit, sse)
         del w

@@ -43,6 +43,26 @@ from rotorid.vehicle import Vehicle
 
 
 @one_blas_thread
+def _yaw_notes(
+    settings: TlsSettings, kept_names: set[str], cfgs: list[str], active: np.ndarray, observability: dict[str, Any]
+) -> list[str]:
+    """The notes on what the yaw rows could not give: k_d from motion capture or from one
+    configuration, and each configuration's yaw rows left out once k_d was cancelled (whose I_zz
+    then rests on the roll/pitch rows' gyroscopic terms, said in `observability`)."""
+    notes, single = [], len(cfgs) == 1
+    if not mocap_yaw_pair(settings) and "k_d" in kept_names:
+        notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
+    if "k_d" not in kept_names and single:
+        notes.append("k_d is not identifiable from one symmetric configuration (eq. 23): fly configuration B")
+    for ci, c in enumerate(cfgs):
+        if not active[6 * ci + 5]:
+            suf = "" if single else f"@{c}"
+            notes.append(f"yaw-moment rows{' of ' + c if suf else ''} left out once k_d was cancelled (no input left)")
+            if f"I_zz{suf}" in kept_names:
+                observability[f"I_zz{suf}"].source = "gyroscopic terms of the roll/pitch rows only"
+    return notes
+
+
 def identify(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,
@@ -108,16 +128,7 @@ def identify(
     if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag):
         notes.append(pose_note(pose_lagged, settings, imu_why))
     single = len(cfgs) == 1
-    if not mocap_yaw_pair(settings) and "k_d" in kept_names:
-        notes.append("k_d, k_tau and I_zz are not reported from motion capture: " + MOCAP_YAW)
-    if "k_d" not in kept_names and single:
-        notes.append("k_d is not identifiable from one symmetric configuration (eq. 23): fly configuration B")
-    for ci, c in enumerate(cfgs):
-        if not active[6 * ci + 5]:
-            suf = "" if single else f"@{c}"
-            notes.append(f"yaw-moment rows{' of ' + c if suf else ''} left out once k_d was cancelled (no input left)")
-            if f"I_zz{suf}" in kept_names:
-                observability[f"I_zz{suf}"].source = "gyroscopic terms of the roll/pitch rows only"
+    notes += _yaw_notes(settings, kept_names, cfgs, active, observability)
     settings_out = recorded_settings(resolved, rows, masses, problem.weights, [names[j] for j in kept], active)
     settings_out["rotor_gains"] = sol.gains is not None  # estimated, or not separated (notes)
     settings_out["voltage_model"] = asdict(volt.model) if volt and volt.kept else None

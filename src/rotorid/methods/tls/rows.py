@@ -285,10 +285,9 @@ def idim_rows(
     accelerometer bias and a body drag removed do), and the rotor side's of the latest lags and
     gains: the same numbers, a fraction of the cost.
 
-    With `kt_only` the rows carry the k_t column alone, D_k[:, :, 0], every other column left zero
-    (the motion's not even read): the rotors' own k_t columns of `gains.gain_columns`, which keep
-    no other, after a whole build of the same rows (each column is filtered on its own, so it is
-    the same number either way).
+    With `kt_only` the rows carry the k_t column D_k[:, :, 0] alone (the others zero, the motion's
+    not read): the rotors' own k_t columns of `gains.gain_columns` and the ground effect's, the
+    same numbers as a whole build's (each column is filtered on its own).
 
     With `move` (G, A), 3 x 3 each, the rows are instead the derivative of these along a move of
     the IMU's data, gyro ω -> ω + G ω and specific force s -> s + A s (`_moved_columns`; the
@@ -310,17 +309,7 @@ def idim_rows(
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
         sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
-        lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
-        rotor_side = (
-            gain,
-            lag,
-            settings.rotor_drag,
-            settings.body_drag,
-            settings.body_scale or 1.0,
-            kt_only,
-            settings.ground_model,
-        )
-        piece = (flights, k, acc_bias, body)
+        rotor_side, piece = _rotor_side(settings, gain, kt_only), (flights, k, acc_bias, body)
         if move is None:
             cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, piece)
         else:
@@ -336,6 +325,24 @@ def idim_rows(
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
     return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
+
+
+def _rotor_side(
+    settings: TlsSettings, gain: np.ndarray | None, kt_only: bool
+) -> tuple[np.ndarray | None, float, bool, str, float, bool, tuple[float, float] | None]:
+    """What `_piece_columns` builds the rotor side from: the rotors' gains, the IMU's lag (s; the
+    IMU source's), whether the rotor drag is modelled, the body drag's form and its columns'
+    factor, `kt_only`, the ground model (`idim_rows`)."""
+    lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
+    return (
+        gain,
+        lag,
+        settings.rotor_drag,
+        settings.body_drag,
+        settings.body_scale or 1.0,
+        kt_only,
+        settings.ground_model,
+    )
 
 
 def _stacked(t: np.ndarray, cols: np.ndarray, piece: np.ndarray, means: np.ndarray, settings: TlsSettings) -> Rows:
