@@ -42,7 +42,6 @@ from rotorid.result import ACC_BIAS_KEY, Estimate, Observability, Result, build_
 from rotorid.vehicle import Vehicle
 
 
-@one_blas_thread
 def _yaw_notes(
     settings: TlsSettings, kept_names: set[str], cfgs: list[str], active: np.ndarray, observability: dict[str, Any]
 ) -> list[str]:
@@ -63,6 +62,7 @@ def _yaw_notes(
     return notes
 
 
+@one_blas_thread
 def identify(
     configs: dict[str, list[Flight]],
     vehicle: Vehicle,
