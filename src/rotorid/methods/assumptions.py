@@ -41,26 +41,6 @@ IMU_SCALE = 0.01
 IMU_MISALIGN_DEG = 0.5
 
 
-def imu_scale_option() -> Any:
-    """The `imu_scale` settings field of the methods that assume the IMU's scale (tls; shared once
-    another method takes it)."""
-    return option(
-        IMU_SCALE,
-        "Assumed 1σ scale error of the IMU's gyro and accelerometer per axis (fraction; 0: a calibrated IMU); "
-        "enters σ (tls).",
-    )
-
-
-def imu_misalign_option() -> Any:
-    """The `imu_misalign` settings field of the methods that assume the IMU's axes (tls; shared once
-    another method takes it)."""
-    return option(
-        IMU_MISALIGN_DEG,
-        "Assumed 1σ misalignment of the IMU's axes from the body's, degrees about each axis (0: a calibrated IMU); "
-        "enters σ (tls).",
-    )
-
-
 def check_imu(scale: float, misalign: float) -> None:
     """Raise `RotoridError` unless the IMU assumptions are a scale fraction in [0, 0.5) and a
     misalignment in [0, 10] degrees (a first-order spread; beyond, calibrate the IMU)."""
