@@ -56,11 +56,11 @@ def _kt(problem: TlsProblem, sol: Solution, model: tuple[float, float] | None) -
     return kt_column(rows)[0]
 
 
-def _slope(problem: TlsProblem, sol: Solution, level: float, c: float, base: np.ndarray) -> np.ndarray:
+def _slope(problem: TlsProblem, sol: Solution, level: float, c: float, base: np.ndarray, low: float) -> np.ndarray:
     """The derivative of the k_t column (`base`, built at c) in c, k_t ∂(u² g) / ∂c at the ground
-    `level` (at c = 0 the thrust columns of u² / h²), by a step of 10⁻⁴ of the factor at a hub a
-    ground depth up: its curvature and the rounding both ~10⁻¹² of it."""
-    step = 1e-4 * (float(_lowest_hub(problem)) - level) ** 2
+    `level` (at c = 0 the thrust columns of u² / h²), by a step of 10⁻⁴ of the factor at the lowest
+    hub (`low`, `_lowest_hub`), a ground depth up: its curvature and the rounding both ~10⁻¹² of it."""
+    step = 1e-4 * (low - level) ** 2
     return (_kt(problem, sol, (level, c + step)) - base) / step
 
 
@@ -83,7 +83,7 @@ def _refined(problem: TlsProblem, sol: Solution, level: float, c: float) -> tupl
         base = _kt(problem, sol, (level, c))
         dz = 1e-3 * (low - level)
         down = (_kt(problem, sol, (level + dz, c)) - base) / dz
-        w = np.column_stack([base, sol.w[:, 1:-1], _slope(problem, sol, level, c, base), down, sol.w[:, -1]])
+        w = np.column_stack([base, sol.w[:, 1:-1], _slope(problem, sol, level, c, base, low), down, sol.w[:, -1]])
         try:
             fit = fixed_fit(w, sol.blocks, [*kept, nw, nw + 1], sol.active, sol.scale, noise)
         except ExcitationError:
@@ -139,7 +139,7 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     simple = held_out_sse(sol.w, sol.blocks, folds, kept, *fixed, sol.noise)
     best, plausible = None, max_radius(problem.vehicle) ** 2 / 16
     for depth in arm * DEPTHS:
-        g = _slope(problem, sol, low - depth, 0.0, kt0)
+        g = _slope(problem, sol, low - depth, 0.0, kt0, low)
         w = np.column_stack([sol.w[:, :-1], g, sol.w[:, -1]])
         try:  # a level whose column the rows cannot tell from the others' (noise moment above it) is none
             fit = fixed_fit(w, sol.blocks, rich, *fixed, noise)
