@@ -327,12 +327,15 @@ def idim_rows(
     return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
 
 
-def _rotor_side(
-    settings: TlsSettings, gain: np.ndarray | None, kt_only: bool
-) -> tuple[np.ndarray | None, float, bool, str, float, bool, tuple[float, float] | None]:
-    """What `_piece_columns` builds the rotor side from: the rotors' gains, the IMU's lag (s; the
-    IMU source's), whether the rotor drag is modelled, the body drag's form and its columns'
-    factor, `kt_only`, the ground model (`idim_rows`)."""
+#: What a piece's rotor side is built from (`_rotor_side`): the rotors' gains, the IMU's lag (s),
+#: whether the rotor drag is modelled, the body drag's form and its columns' factor, `kt_only`,
+#: the ground model (z_g, c).
+RotorSide = tuple[np.ndarray | None, float, bool, str, float, bool, tuple[float, float] | None]
+
+
+def _rotor_side(settings: TlsSettings, gain: np.ndarray | None, kt_only: bool) -> RotorSide:
+    """The `RotorSide` of `settings` with the gains `gain` (`idim_rows`): the IMU's lag is the IMU
+    source's alone."""
     lag = (settings.imu_delay or 0.0) if settings.source == "imu" else 0.0
     return (
         gain,
@@ -376,7 +379,7 @@ def _piece_columns(
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    rotor_side: tuple[np.ndarray | None, float, bool, str, float, bool, tuple[float, float] | None],
+    rotor_side: RotorSide,
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None, np.ndarray | None],
 ) -> np.ndarray | None:
@@ -487,7 +490,7 @@ def _moved_columns(
     vehicle: Vehicle,
     ms: MotionSettings,
     sel: np.ndarray,
-    rotor_side: tuple[np.ndarray | None, float, bool, str, float, bool, tuple[float, float] | None],
+    rotor_side: RotorSide,
     memo: dict | None,
     piece: tuple[list[Flight], int, np.ndarray | None, np.ndarray | None],
     move: tuple[np.ndarray, np.ndarray],
