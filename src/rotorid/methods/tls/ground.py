@@ -11,6 +11,7 @@ import numpy as np
 
 from rotorid.errors import ExcitationError
 from rotorid.methods.tls.heldout import TermChoice, held_out_sse, prefers, segments
+from rotorid.methods.tls.noise import pad_noise
 from rotorid.methods.tls.problem import Solution, TlsProblem, build_rows
 from rotorid.methods.tls.rows import hub_heights, kt_column
 from rotorid.methods.tls.selection import fixed_fit
@@ -78,7 +79,7 @@ def _refined(problem: TlsProblem, sol: Solution, level: float, c: float) -> tupl
     on a flight with little or no ground effect the two derivatives are nearly collinear."""
     nw, kept, low = sol.w.shape[1] - 1, sol.kept, _lowest_hub(problem)
     top = max_radius(problem.vehicle) ** 2 / 16
-    noise = None if sol.noise is None else _padded(_padded(sol.noise, nw), nw + 1)
+    noise = None if sol.noise is None else pad_noise(sol.noise, nw, 2)
     for _ in range(REFINE_STEPS):
         base = _kt(problem, sol, (level, c))
         dz = 1e-3 * (low - level)
@@ -106,17 +107,6 @@ def max_radius(vehicle: Vehicle) -> float:
     return float(apart[apart > 1e-9 * apart.max()].min() / 2)
 
 
-def _padded(noise: np.ndarray | None, nw: int) -> np.ndarray | None:
-    """The noise moment of W_t (blocks, nw + 1, nw + 1) with a column of no noise (the ground
-    term's, built from the rotor terms) put before the known one."""
-    if noise is None:
-        return None
-    at = np.r_[0:nw, nw + 1]
-    out = np.zeros((len(noise), nw + 2, nw + 2))
-    out[:, at[:, None], at] = noise
-    return out
-
-
 def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProblem, TermChoice | None]:
     """`sol` (of `problem`, the model without ground effect) or, where the settings ask it
     (`TlsSettings.ground`), the solution with the ground effect: per ground level z_g `DEPTHS` arms
@@ -135,7 +125,8 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
     arm = float(np.max(np.linalg.norm(np.asarray(problem.vehicle.positions, dtype=np.float64)[:, :2], axis=1)))
     low, kt0 = _lowest_hub(problem), _kt(problem, sol, None)
     folds, nw, kept = segments(sol.rows), sol.w.shape[1] - 1, sol.kept
-    rich, noise, fixed = [*kept, nw], _padded(sol.noise, nw), (sol.active, sol.scale)
+    rich, fixed = [*kept, nw], (sol.active, sol.scale)
+    noise = None if sol.noise is None else pad_noise(sol.noise, nw, 1)
     simple = held_out_sse(sol.w, sol.blocks, folds, kept, *fixed, sol.noise)
     best, plausible = None, max_radius(problem.vehicle) ** 2 / 16
     for depth in arm * DEPTHS:

@@ -262,6 +262,16 @@ def _noise_direction(mo: Motion, axis: int, coef: np.ndarray) -> np.ndarray:
     return e
 
 
+def pad_noise(a: np.ndarray, nw: int, ne: int) -> np.ndarray:
+    """A noise moment `a` (..., nw + 1, nw + 1) of W_t with `ne` columns of no noise put between
+    its `nw` unknowns' columns and the known one (columns built from the rotor terms alone: the
+    rotors' gains, the ground effect)."""
+    rows, cols = np.ix_([*range(nw), nw + ne], [*range(nw), nw + ne])
+    out = np.zeros((*a.shape[:-2], nw + ne + 1, nw + ne + 1))
+    out[..., rows, cols] = a
+    return out
+
+
 @dataclass(frozen=True)
 class NoiseMoment:
     """The noise moment of `noise_moment`: `total` (B, n_t, n_t), the sum of `parts` (P, B, n_t,
@@ -286,13 +296,10 @@ class NoiseMoment:
 
     def padded(self, nw: int, ne: int) -> NoiseMoment:
         """The moment of W_t with `ne` columns of no noise (the rotors' gains, `gain_columns`)
-        put between its `nw` unknowns' columns and the known one."""
-        rows, cols = np.ix_([*range(nw), nw + ne], [*range(nw), nw + ne])
+        put between its `nw` unknowns' columns and the known one (`pad_noise`)."""
 
         def pad(a: np.ndarray) -> np.ndarray:
-            out = np.zeros((*a.shape[:-2], nw + ne + 1, nw + ne + 1))
-            out[..., rows, cols] = a
-            return out
+            return pad_noise(a, nw, ne)
 
         return NoiseMoment(pad(self.total), pad(self.parts), self.doubt, self.disturbance, pad(self.moves))
 

@@ -12,7 +12,7 @@ from rotorid.errors import ExcitationError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
 from rotorid.methods.tls.covariance import imu_cov, imu_moves, spread_cov
 from rotorid.methods.tls.gains import estimate_rotor_gains, final_fit, gain_columns, unseparated_reason
-from rotorid.methods.tls.noise import NoiseMoment, disturbance_moment, noise_moment
+from rotorid.methods.tls.noise import NoiseMoment, disturbance_moment, noise_moment, pad_noise
 from rotorid.methods.tls.problem import Gains, Solution, System, TlsProblem, build_system
 from rotorid.methods.tls.rows import Rows, acc_bias_estimate, skew
 from rotorid.methods.tls.selection import essential, expanded, fit_set, fixed_fit
@@ -211,11 +211,8 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
         ne = extra.shape[1]
         w0 = np.column_stack([w0[:, :-1], extra, w0[:, -1]])
         cols = [*sol.kept, *range(nw, nw + ne)]
-        if noise is not None:  # no noise in the rotor-only gain columns (`NoiseMoment.padded`)
-            at = [*range(nw), nw + ne]
-            padded = np.zeros((len(noise), nw + ne + 1, nw + ne + 1))
-            padded[np.ix_(range(len(noise)), at, at)] = noise
-            noise = padded
+        if noise is not None:  # no noise in the rotor-only gain columns
+            noise = pad_noise(noise, nw, ne)
     fresh = replace(problem, memo={})  # keeps the rows' basis for the nine moves (`idim_rows`)
     centred, yaw = problem.model.centred, problem.model.yaw_moment
 
