@@ -52,11 +52,13 @@ def test_body_drag_is_modelled_and_the_rotor_drag_stops_absorbing_it(dragged: tu
 def test_one_configuration_yaw_pair_is_model_dependent(dragged: tuple) -> None:
     """One configuration: k_d, I_zz (and k_tau) rest on secondary terms (eq. 23): none reads "well";
     the roll and pitch rows fix I_xx, I_yy without one. (k_d's σ is mostly the IMU's assumed
-    calibration here: "model-dependent" is said before "assumed".)"""
+    calibration here: "model-dependent" is said first, the assumption after it, and the parameter
+    keeps its assumption so a judge of σ knows σ is mostly that spread.)"""
     _, res = dragged
     for name in ("k_d", "I_zz", "k_tau"):
         v = verdict(res.params[name], res.observability.get(name))
         assert v.word == "model-dependent", (name, v)
+    assert res.params["k_d"].assumed and "--imu-scale" in verdict(res.params["k_d"], res.observability["k_d"]).text
     for name in ("I_xx", "I_yy"):
         assert verdict(res.params[name], res.observability.get(name)).word != "model-dependent", name
 

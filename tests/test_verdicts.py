@@ -4,6 +4,8 @@ references in a collapsed Details section, units exact for the vehicle's motor i
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rotorid.identified import with_vehicle
@@ -148,6 +150,8 @@ def test_model_dependent_and_at_bound_verdicts() -> None:
     v = verdict(e, {"identifiable": True, "model_dependent": "through the rotor-drag yaw moment only"})
     assert (v.cls, v.word) == ("warn", "model-dependent")
     assert "rotor-drag yaw moment" in v.text
+    a = verdict(replace(e, assumption="IMU assumed calibrated"), {"model_dependent": "through the yaw moment only"})
+    assert (a.word, "yaw moment only" in a.text, "IMU assumed calibrated" in a.text) == ("model-dependent", True, True)
     b = verdict(Estimate(0.002, 1e-4, "s"), {"identifiable": True, "at_bound": "the lower bound 0.002 s"})
     assert (b.cls, b.word) == ("bad", "not identified")
     assert "lower bound 0.002 s" in b.text

@@ -186,7 +186,8 @@ class Verdict:
 def verdict(e: Estimate, obs: dict[str, Any] | None) -> Verdict:
     """The verdict on one parameter, from the method's observability entry when it has one,
     else from the relative standard deviation (Six et al. eq. 22); an assumed parameter is
-    "assumed" however small its σ."""
+    "assumed" however small its σ, unless it is also model-dependent (that says more: the value
+    moves with any effect the model leaves out), whose text then names the assumption too."""
     obs = obs or {}
     advice = f" — {obs['advice']}" if obs.get("advice") else ""
     if obs.get("identifiable") is False:
@@ -196,7 +197,7 @@ def verdict(e: Estimate, obs: dict[str, Any] | None) -> Verdict:
     if obs.get("at_bound"):
         return Verdict("bad", "not identified", f"not identified: the estimate sits at {obs['at_bound']}" + advice)
     pct = obs.get("rel_std_pct", e.rel_std_pct)
-    if e.assumed:
+    if e.assumed and not obs.get("model_dependent"):
         return Verdict(
             "assumed", "assumed", f"assumed (%σ {pct:.2g}, the assumption's spread included): {e.assumption}"
         )
@@ -211,7 +212,9 @@ def verdict(e: Estimate, obs: dict[str, Any] | None) -> Verdict:
         )
     elif obs.get("model_dependent"):
         cls, word = "warn", "model-dependent"
-        base = f"model-dependent (%σ {pct:.2g}, the model's own terms only): {plain(str(obs['model_dependent']))}"
+        terms = "the model's terms and an assumption's spread" if e.assumed else "the model's own terms only"
+        base = f"model-dependent (%σ {pct:.2g}, {terms}): {plain(str(obs['model_dependent']))}"
+        base += f"; σ includes what is assumed: {e.assumption}" if e.assumed else ""
     elif pct <= WELL_PCT:
         cls, word, base = "ok", "well", f"well determined (%σ {pct:.2g})"
     elif pct <= LOOSE_PCT:

@@ -105,9 +105,7 @@ def identify(
     if "k_tau" in est:
         value, std = est["k_tau"]
         observability["k_tau"] = Observability(True, essential=False, rel_std_pct=Estimate(value, std).rel_std_pct)
-    with_labels(observability, check.model_dependent)
-    # a value that moves with any unmodelled effect says so before what σ assumes (its σ keeps the assumptions)
-    assumed = {n: why for n, why in assumed.items() if n not in observability or not observability[n].model_dependent}
+    with_labels(observability, check.model_dependent)  # the verdict says model-dependent first, then what σ assumes
     if not mocap_yaw_pair(settings):
         withhold_yaw_pair(est, observability, [names[j] for j in kept], cfgs)
     acc_bias = bias_of(sol, masses)
