@@ -313,7 +313,11 @@ def truth_settings(method: str, family: str, sc: Any) -> dict[str, Any]:
     if method == "tls":  # the accelerometer bias is estimated, not assumed; the paper scenarios' IMU is ideal
         return {"motor_spread": 0.0, "imu_scale": 0.0, "imu_misalign": 0.0}
     if method == "delay":
-        return {"izz_ratio": (float(sc.settings["izz_ratio"]), 0.0), "acc_bias_z": (_ACC_BIAS_Z_TRUTH[family], 0.0)}
+        return {
+            "izz_ratio": (float(sc.settings["izz_ratio"]), 0.0),
+            "acc_bias_z": (_ACC_BIAS_Z_TRUTH[family], 0.0),
+            "imu_scale": 0.0,  # the paper scenarios' IMU is ideal
+        }
     return {"motor_spread": 0.0, "acc_bias_z_sigma": 0.0}
 
 
@@ -532,7 +536,7 @@ def markdown(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         f"vehicles, wider than the scatter over seeds of one simulated vehicle, so it proves coverage only "
         f"(SD/σ̄ < 0.7 is flagged 'assumed'). The '{TRUTH}' twin sets those assumptions to the simulator's "
         f"truth with σ 0 (identical rotors: motor_spread 0; tls: an ideal IMU, imu_scale and imu_misalign 0; "
-        f"delay: the true C_xy->z and z bias; online: z bias 0): its σ is the flight's own, statistical σ, which SD/σ̄ and ±2σ coverage judge.",
+        f"delay: the true C_xy->z and z bias, an ideal IMU (imu_scale 0); online: z bias 0): its σ is the flight's own, statistical σ, which SD/σ̄ and ±2σ coverage judge.",
         "",
     ]
     for m in ("tls", "online"):

@@ -35,6 +35,18 @@ ACC_BIAS_Z_SIGMA = 0.2
 #: taken here as 3σ; newer parts (Bosch BMI088, TDK ICM-42688-P) state tighter. 0: a calibrated IMU.
 IMU_SCALE = 0.01
 
+
+def imu_scale_option() -> Any:
+    """The `imu_scale` settings field of the methods whose σ carry the IMU's scale (tls, delay):
+    one `--imu-scale` for both."""
+    return option(
+        IMU_SCALE,
+        "Assumed 1σ scale error of the IMU's gyro and accelerometer per axis (fraction; 0: a calibrated IMU); "
+        "enters σ (tls, delay).",
+        shared=True,
+    )
+
+
 #: 1σ misalignment of the IMU's axes from the body's, degrees, about each axis: a cross-axis
 #: sensitivity of ±2 % typ. (MPU-6000, as above; ≈ 1.1° as a 2σ) and a board mounted by hand, a
 #: fraction of a degree. One rotation shared by the gyro and the accelerometer (one package).

@@ -10,6 +10,7 @@ from rotorid.flight import Flight
 from rotorid.identified import with_vehicle
 from rotorid.methods.delay.angular_steps import roll_pitch_step, yaw_step
 from rotorid.methods.delay.collected import Collected
+from rotorid.methods.delay.imu import imu_scale_term
 from rotorid.methods.delay.problem import DelayProblem, check_commands, prepare
 from rotorid.methods.delay.settings import DelaySettings, tm_support
 from rotorid.methods.delay.structure import choose_curve
@@ -64,6 +65,7 @@ def _identify(
     else:
         rp = roll_pitch_step(problem, ident, lag.unc, out)
         yaw_step(problem, ident, lag.unc, rp, out)
+    imu_scale_term(out, ident, st.imu_scale)
     result = build_result("delay", out.est, out.settings, out.diag, out.obs, out.notes)
     for name, why in out.assumed.items():
         result.params[name] = dataclasses.replace(result.params[name], assumption=why)

@@ -7,7 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 from rotorid.errors import RotoridError
-from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
+from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA, check_imu, imu_scale_option
 from rotorid.options import internal, option, pair, tm_bounds_option, value_sigma, voltage_option, words
 
 #: Largest accelerometer bias (m/s²) `acc_bias_z` may give: half of gravity is a broken sensor.
@@ -51,6 +51,10 @@ class DelaySettings:
       in eq. 17-21; the hover check of Fig. 6 selects its samples by the biased |acc| too), so
       SIGMA enters the σ of K_0 and the hover command, which are marked assumed. Default
       0 ± `ACC_BIAS_Z_SIGMA`; give a calibrated bias (e.g. from a rest log) to tighten them.
+    - `imu_scale`: assumed 1σ scale error of the gyro and accelerometer per axis (fraction; 0: a
+      calibrated IMU). No flight tells it apart: the thrust curve scales with the accelerometer,
+      the inertias with it over the gyro (`imu.imu_scale_term`); it enters σ, and a parameter
+      whose variance is mostly this term is labelled assumed. Default `IMU_SCALE`.
     - `inertia_param`: "auto", "direct", "reciprocal" or "tls".
     - `tm_bounds`, `tm_grid`, `tm_xtol`: search range (s), coarse log-spaced points, Brent tolerance.
     - `cutoff_hz`, `filter_order`: zero-phase Butterworth low-pass applied identically to torque
@@ -101,6 +105,7 @@ class DelaySettings:
         "Accelerometer z bias VALUE or VALUE,SIGMA in m/s²: subtracted; K_0 and the hover command carry SIGMA.",
         parse=lambda v, what: value_sigma(v, what, ACC_BIAS_MAX),
     )
+    imu_scale: float = imu_scale_option()
     inertia_param: str = option("auto", "auto, direct, reciprocal or tls.")
     tm_bounds: tuple[float, float] = tm_bounds_option()
     tm_grid: int = internal(24)
@@ -134,6 +139,7 @@ class DelaySettings:
             self._check_exponents()
         if self.voltage not in ("auto", "on", "off"):
             raise RotoridError(f"voltage '{self.voltage}' must be auto, on or off")
+        check_imu(self.imu_scale, 0.0)
         if self.inertia_param not in ("auto", *INERTIA_PARAMS):
             raise RotoridError(f"inertia_param '{self.inertia_param}' must be auto, direct, reciprocal or tls")
         lo, hi = (float(v) for v in self.tm_bounds)

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from rotorid.errors import RotoridError
-from rotorid.methods.assumptions import IMU_MISALIGN_DEG, IMU_SCALE, check_imu, motor_spread_option
+from rotorid.methods.assumptions import IMU_MISALIGN_DEG, check_imu, imu_scale_option, motor_spread_option
 from rotorid.options import band_option, internal, option, seconds_or_auto, voltage_option
 
 if TYPE_CHECKING:  # the command line reads these settings at start-up: no numpy here
@@ -201,10 +201,7 @@ class TlsSettings:
     covariance: str = internal("hac")
     acc_bias: bool = option(True, "Estimate an accelerometer bias per airborne piece (IMU source).")
     motor_spread: float = motor_spread_option()
-    imu_scale: float = option(
-        IMU_SCALE,
-        "Assumed 1σ scale error of the IMU's gyro and accelerometer per axis (fraction; 0: a calibrated IMU); enters σ.",
-    )
+    imu_scale: float = imu_scale_option()
     imu_misalign: float = option(
         IMU_MISALIGN_DEG,
         "Assumed 1σ misalignment of the IMU's axes from the body's, degrees about each axis (0: a calibrated IMU); enters σ.",
