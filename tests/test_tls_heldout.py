@@ -211,3 +211,44 @@ def test_randomized_seed_0_keeps_a_sensor_bias_and_every_parameter_within_3_sigm
     for name in ("k_t", "ms_x", "ms_y", "ms_z", "I_xx", "I_yy"):
         e = r.params[name]
         assert abs(e.value - sc.truth.params[name]) < 3 * e.std, name
+
+
+def test_a_body_drag_candidate_with_the_bias_at_gravity_is_no_candidate(monkeypatch) -> None:
+    """The rejection `_fit_body_drag` makes of a degenerate first fit (the linear form on a flight
+    with rotor inflow put the z bias at g, 9.86 m/s², and every first moment cancelled): a candidate
+    whose accelerometer bias is beyond any sensor offset (`_bias_off`) while the model without it
+    is not, is not a candidate; with both forms so, the model without the drag stands, with a note
+    naming the bias. Where the simpler model's bias is off as well, the candidate is compared."""
+    from types import SimpleNamespace
+
+    def bias(value: float):
+        return lambda sol, masses: {"A": np.array([[0.0, 0.0, value]])}
+
+    centred = SimpleNamespace(model=SimpleNamespace(centred=True), masses={"A": 1.0})
+    monkeypatch.setattr(tls_terms, "bias_of", bias(9.86))
+    assert tls_terms._bias_off(None, centred)
+    assert not tls_terms._bias_off(None, SimpleNamespace(model=SimpleNamespace(centred=False), masses={}))
+    monkeypatch.setattr(tls_terms, "bias_of", bias(0.3))
+    assert not tls_terms._bias_off(None, centred)
+
+    fields = {"w": None, "blocks": None, "noise": None}
+    simple, candidate = SimpleNamespace(rows={"A": None}, **fields), SimpleNamespace(**fields)
+    problem = SimpleNamespace(settings=SimpleNamespace(body_drag="auto"), posed=True)
+    monkeypatch.setattr(tls_terms, "body_scale", lambda p: 1.0)
+    monkeypatch.setattr(tls_terms, "segments", lambda rows: [])
+    monkeypatch.setattr(tls_terms, "_body_first", lambda p, form, scale: (candidate, "fitted"))
+    monkeypatch.setattr(tls_terms, "_body_z", lambda sol, fitted: np.ones(3))
+    compared = []
+    monkeypatch.setattr(
+        tls_terms,
+        "held_out_sse",
+        lambda *a: compared.append(a) or np.random.default_rng(len(compared)).uniform(1, 2, 6),
+    )
+    monkeypatch.setattr(tls_terms, "_bias_off", lambda sol, p: sol is candidate)
+    sol, fitted, choice = tls_terms._fit_body_drag(problem, simple, "simple problem")
+    assert (sol, fitted, choice.kept) == (simple, "simple problem", "off") and not compared
+    assert "accelerometer bias beyond any sensor offset" in choice.note
+    monkeypatch.setattr(tls_terms, "_bias_off", lambda sol, p: True)  # the simpler model's is off too
+    monkeypatch.setattr(tls_terms, "_on_common_rows", lambda *a: ([], None, None))
+    sol, _, choice = tls_terms._fit_body_drag(problem, simple, "simple problem")
+    assert len(compared) == 4 and sol is simple and "does not predict held-out segments" in choice.note
