@@ -160,8 +160,10 @@ def test_a_real_delay_run_reports_finite_positive_sigma_near_the_truth():
         assert not p["tm"]["assumed"] and p["I_xx"]["assumed"]  # 1.4 % of the IMU's assumed scale: most of its σ
         # 0.06 % from seed 0's 10 s flights (the commands hold over each 1 kHz log interval, no
         # time-resolution term); seed 1 chooses K_0 + K_2 u², and the full curve's T_m in σ makes it
-        # 0.38 %: still far below the coarse-grid tau_int's ten times too much
-        assert own["tm"]["std"] / own["tm"]["truth"] < 0.005
+        # 0.38 %, 0.77 % with the rise/fall and inflow checks its 10 s flight happens to half-support
+        # (p 0.026, 0.040) at their evidence's weight (0.48, 0.40): still far below the coarse-grid
+        # tau_int's ten times too much
+        assert own["tm"]["std"] / own["tm"]["truth"] < 0.01
         assert own["I_xx"]["std"] / own["I_xx"]["truth"] < 0.005  # 0.03 %; 0.36 % on seed 1's chosen curve
         assert all(p[k]["assumed"] for k in ("I_zz", "k_tau", "thrust_c0", "hover_cmd"))
         assert p["I_zz"]["std"] / p["I_zz"]["truth"] > 0.2  # C = 1.832 ± 0.40

@@ -191,7 +191,8 @@ def test_cli_takes_the_ratio_and_the_bias_with_their_sigma(cf_logs, tmp_path):
 def test_a_dead_time_the_lag_model_absorbs_widens_sigma_to_cover_it(cf):
     """Accelerometer samples 10 ms late (a sensor or logging offset): the lag-only T_m absorbs
     it (biased far beyond its statistical σ); the dead-time check finds the offset and widens σ
-    by the two models' difference, so the truth is covered. Without an offset nothing changes."""
+    by the two models' difference, so the truth is covered. Without an offset the check is not
+    supported and its difference enters σ only at its evidence's weight: σ nearly as it was."""
     f = thrust_flight(seed=21, duration=8.0, noise=0.3, jitter=False)
     k = 5  # 10 ms at 500 Hz
     late = f.replace(t=f.t[k:], acc=f.acc[:-k], gyro=f.gyro[k:], cmd=f.cmd[k:])
@@ -204,22 +205,21 @@ def test_a_dead_time_the_lag_model_absorbs_widens_sigma_to_cover_it(cf):
     assert abs(e.value - 0.05) < 2 * e.std
     assert any(n.startswith("Residuals are structured: a dead time of") for n in r.notes)
     clean = delay.identify([f], cf)
-    assert clean.diagnostics["dead_time_p"] >= 0.01
-    assert (
-        clean.params["tm"].std
-        == delay.identify([f], cf, settings=delay.DelaySettings(dead_time_check=False)).params["tm"].std
-    )
+    assert clean.diagnostics["dead_time_p"] >= 0.01 and not any("a dead time of" in n for n in clean.notes)
+    unchecked = delay.identify([f], cf, settings=delay.DelaySettings(dead_time_check=False)).params["tm"].std
+    assert unchecked <= clean.params["tm"].std < 1.1 * unchecked
 
 
 def test_motors_rising_faster_than_they_fall_widen_sigma_to_cover_them(cf):
     """Motors rising in 30 ms and falling in 70 ms: one lag leaves the thrust curve beyond 2σ
     of the truth; the asymmetry check finds the two constants and widens σ of T_m and the curve
     by the two models' difference, so the curve and the mean lag are covered. With one lag the
-    check does not fire and σ stays as it was."""
+    check does not fire and σ stays nearly as it was (its evidence's weight)."""
     f = thrust_flight(seed=31, tm=(0.03, 0.07), duration=8.0, noise=0.1)
     paper = delay.DelaySettings(exponents=(0, 1, 2))  # the curve whose coefficients are checked
     r = delay.identify([f], cf, settings=paper)
-    plain = delay.identify([f], cf, settings=delay.DelaySettings(asymmetry_check=False, exponents=(0, 1, 2)))
+    unchecked = {f"{c}_check": False for c in ("asymmetry", "dead_time", "inflow", "saturation")}
+    plain = delay.identify([f], cf, settings=delay.DelaySettings(**unchecked, exponents=(0, 1, 2)))  # the lag alone
     assert r.params["tm"].value == plain.params["tm"].value
     d = r.diagnostics
     assert d["asym_p"] < 0.01
@@ -235,4 +235,4 @@ def test_motors_rising_faster_than_they_fall_widen_sigma_to_cover_them(cf):
     one = delay.identify([clean], cf, settings=paper)
     assert one.diagnostics["asym_p"] >= 0.01
     off = delay.identify([clean], cf, settings=delay.DelaySettings(asymmetry_check=False, exponents=(0, 1, 2)))
-    assert one.params["tm"].std == off.params["tm"].std
+    assert off.params["tm"].std <= one.params["tm"].std < 1.1 * off.params["tm"].std

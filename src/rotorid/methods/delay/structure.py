@@ -26,11 +26,25 @@ from rotorid.signal import butter_filtfilt
 from rotorid.vehicle import Vehicle
 
 
-def widened(sym: TmSearch, delta: np.ndarray) -> TmSearch:
-    """`sym` with the model-structure term Δθ Δθᵀ added to the covariance of its uncertainty
+def widened(sym: TmSearch, delta: np.ndarray, weight: float = 1.0) -> TmSearch:
+    """`sym` with the model-structure term w Δθ Δθᵀ added to the covariance of its uncertainty
     (T_m and the thrust coefficients) and T_m's σ read from it."""
-    unc = dataclasses.replace(sym.unc, cov=sym.unc.cov + np.outer(delta, delta))
+    unc = dataclasses.replace(sym.unc, cov=sym.unc.cov + weight * np.outer(delta, delta))
     return dataclasses.replace(sym, unc=unc, std=float(unc.std[0]))
+
+
+def evidence_weight(lr: float, extra: int, n_eff: float) -> float:
+    """The posterior probability of the richer of two nested models at equal prior odds, its
+    log-likelihood higher by `lr` for `extra` more parameters, from BIC (k ln n - 2 ln L, n the
+    residual's effective sample count `n_eff`): w = 1 / (1 + exp(extra ln(n_eff) / 2 - lr))
+    (Raftery 1995; Burnham & Anderson 2002, Sec. 6.4). Where a check's test does not support its
+    richer model (1 % level), the two models' difference Δθ enters the covariance as w Δθ Δθᵀ, the
+    spread model averaging gives the simpler model's estimate: next to nothing on a long clean
+    flight (many effective samples, no evidence), a good part of Δθ Δθᵀ where a residual correlated
+    by what neither model has (gusts, a slow disturbance: a few effective samples) leaves the test
+    without power though the richer model fits better. Where the test supports it, Δθ Δθᵀ enters
+    whole, as before."""
+    return float(special.expit(lr - 0.5 * extra * math.log(max(n_eff, 1.0))))
 
 
 def dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
@@ -56,11 +70,11 @@ def dead_time_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: 
     tm_d, dead = float(res.x[0]), float(res.x[1])
     lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / sse(res.x)), 0.0)
     p = 0.5 * float(special.chdtrc(1, 2 * lr))
-    out.diag.update(dead_time=dead, dead_time_tm=tm_d, dead_time_p=p)
-    if not p < 0.01:
-        return None
+    out.diag.update(dead_time=dead, dead_time_tm=tm_d, dead_time_p=p, dead_time_supported=p < 0.01)
     x_d = prob.fit((tm_d, tm_d), dead)[0].x
     delta = np.concatenate([[sym.tm - tm_d], sym.unc.fit.x - x_d])
+    if not p < 0.01:
+        return widened(sym, delta, evidence_weight(lr, 1, n_eff))
     out.notes.append(
         f"Residuals are structured: a dead time of {1e3 * dead:.1f} ms between the motor commands and the accelerometer "
         f"fits the thrust flight better (likelihood ratio {lr:.3g}, p = {p:.2g}); with it T_m would be {tm_d:.4g} s "
@@ -132,11 +146,11 @@ def inflow_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Col
     tm_i, sse_i = float(res.x), float(res.fun)
     lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / sse_i), 0.0)
     p = float(special.chdtrc(1, 2 * lr))
-    out.diag.update(inflow_tm=tm_i, inflow_p=p)
-    if not p < 0.01:
-        return None
+    out.diag.update(inflow_tm=tm_i, inflow_p=p, inflow_supported=p < 0.01)
     x_i = ols_blocks(lambda: _inflow_blocks(prob, tm_i, v), prob.b, what="thrust curve with inflow").x
     delta = np.concatenate([[sym.tm - tm_i], sym.unc.fit.x - x_i[:-1]])
+    if not p < 0.01:
+        return widened(sym, delta, evidence_weight(lr, 1, n_eff))
     names = prob.names()
     per = f", {-x_i[-1] / x_i[names.index('thrust_c2')]:.2g} of the u² thrust per m/s" if "thrust_c2" in names else ""
     out.notes.append(
@@ -232,10 +246,14 @@ def saturation_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out:
     lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / sse_s), 0.0)
     p = float(special.chdtrc(2, 2 * lr))
     x_s = ols_blocks(lambda: _knee_blocks(prob, tm_s, knee), prob.b, what="thrust curve with a knee").x
+    supported = p < 0.01 and x_s[-1] < 0
     out.diag.update(saturation_tm=tm_s, saturation_p=p, saturation_knee=knee, saturation_k=float(x_s[-1]))
-    if not (p < 0.01 and x_s[-1] < 0):
+    out.diag["saturation_supported"] = supported
+    if not x_s[-1] < 0:  # more thrust above the knee: not a saturation
         return None
     delta = np.concatenate([[sym.tm - tm_s], sym.unc.fit.x - x_s[:-1]])
+    if not supported:
+        return widened(sym, delta, evidence_weight(lr, 2, n_eff))
     names = prob.names()
     per = (
         f"; above it each rotor adds {100 * (1 + x_s[-1] / x_s[names.index('thrust_c2')]):.0f} % of the u² thrust"
@@ -287,9 +305,9 @@ def asymmetry_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: 
     lr = max(0.5 * n_eff * math.log(sym.unc.fit.sse / fit.sse), 0.0)
     p = float(special.chdtrc(1, 2 * lr))
     out.diag.update(tm_rise=tr, tm_fall=tf, asym_p=p, asym_supported=p < 0.01)
-    if not p < 0.01:
-        return None
     delta = np.concatenate([[sym.tm - 0.5 * (tr + tf)], sym.unc.fit.x - fit.x])
+    if not p < 0.01:
+        return widened(sym, delta, evidence_weight(lr, 1, n_eff))
     out.notes.append(
         f"Residuals are structured: the motors rise in {tr:.4g} s and fall in {tf:.4g} s (likelihood ratio {lr:.3g}, "
         f"p = {p:.2g}) rather than following one lag of {sym.tm:.4g} s. T_m and the thrust curve are reported for the "

@@ -154,26 +154,25 @@ def _structure_terms(
     choice, the voltage exponent's σ, the windows' disagreement, and the log's time resolution
     (which also moves T_m, `sample_hold_term`); the reasons in words."""
     why = []
-    if st.dead_time_check and (wide := dead_time_check(prob, sym, st, out)) is not None:
-        sym = wide
-        why.append(
-            f"a {1e3 * out.diag['dead_time']:.1f} ms dead time with T_m {out.diag['dead_time_tm']:.4g} s fits "
-            "better than the pure lag"
-        )
-    if st.asymmetry_check and (wide := asymmetry_check(prob, sym, st, out)) is not None:
-        sym = wide
-        why.append(
-            f"separate rising/falling constants {out.diag['tm_rise']:.4g} s / {out.diag['tm_fall']:.4g} s fit "
-            "better than one"
-        )
-    if st.inflow_check and (wide := inflow_check(prob, sym, st, out)) is not None:
-        sym = wide
-        why.append(
-            f"a thrust falling with the climb speed (rotor inflow) with T_m {out.diag['inflow_tm']:.4g} s fits better"
-        )
-    if st.saturation_check and (wide := saturation_check(prob, sym, st, out)) is not None:
-        sym = wide
-        why.append(f"a thrust that saturates above the state {out.diag['saturation_knee']:.3g} fits better")
+    checks = (
+        (st.dead_time_check, dead_time_check, "dead_time_supported", lambda d: (
+            f"a {1e3 * d['dead_time']:.1f} ms dead time with T_m {d['dead_time_tm']:.4g} s fits better than the pure lag"
+        )),
+        (st.asymmetry_check, asymmetry_check, "asym_supported", lambda d: (
+            f"separate rising/falling constants {d['tm_rise']:.4g} s / {d['tm_fall']:.4g} s fit better than one"
+        )),
+        (st.inflow_check, inflow_check, "inflow_supported", lambda d: (
+            f"a thrust falling with the climb speed (rotor inflow) with T_m {d['inflow_tm']:.4g} s fits better"
+        )),
+        (st.saturation_check, saturation_check, "saturation_supported", lambda d: (
+            f"a thrust that saturates above the state {d['saturation_knee']:.3g} fits better"
+        )),
+    )  # fmt: skip
+    for asked, check, supported, words in checks:  # each widens σ by its evidence (`evidence_weight`)
+        if asked and (wide := check(prob, sym, st, out)) is not None:
+            sym = wide
+        if asked and out.diag.get(supported):
+            why.append(words(out.diag))
     if "curve_tm" in out.diag:
         sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
         why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
