@@ -11,6 +11,7 @@ import fcntl
 import hashlib
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,6 +28,16 @@ os.environ["ROTORID_NO_CACHE"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ROTORID_DATA", REPO.parent / "shared" / "data"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding tests marked slow first (those with the most such tests before the others),
+    then the rest by their number of tests, as xdist orders them itself (`make test` turns its own
+    reordering off). `--dist loadscope` hands the files out in this order: the last ones, which
+    set how long one worker waits for the other at the end, are short."""
+    count = Counter(item.path for item in items)
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: (-slow[item.path], -count[item.path]))
 
 
 def _need(path: Path) -> Path:

@@ -105,6 +105,7 @@ def betaflight(data_dir: Path, decoded, tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_betaflight_pitch_is_not_identifiable(betaflight):
     """The CS110 hover (35-70 s) barely excites pitch: torque and angular acceleration correlate
     at r = 0.38 (0.39 before), the direct and reciprocal fits lie 6.8x apart (6.4x before the firmware's 10 Hz

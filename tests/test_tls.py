@@ -157,6 +157,7 @@ def _lag1(x):
     return np.sum(x[1:] * x[:-1], axis=0) / np.sum(x * x, axis=0)
 
 
+@pytest.mark.slow
 def test_default_decimation_leaves_the_rows_nearly_uncorrelated(six_ab) -> None:
     """Rows one Nyquist interval of the 15 Hz filter apart (decimate 6 at 200 Hz): the
     moment residuals' lag-1 autocorrelation falls from ~0.9 (the former decimate 2) to below
