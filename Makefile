@@ -17,7 +17,9 @@ demo: $(STAMP)
 
 # The report tests drive real headless Chromium; install it once (Debian packages) if missing.
 # --dist loadscope keeps each test file on one worker, so a module's fixtures (a simulated flight
-# and its identification, a browser) are built once, not once per worker.
+# and its identification, a browser) are built once, not once per worker; --no-loadscope-reorder
+# keeps tests/conftest.py's order (files with slow tests first), not xdist's by test count, which put
+# the few-test heavy files last and left one worker waiting on them.
 test: $(STAMP)
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
 	elif command -v apt-get >/dev/null 2>&1; then \
@@ -27,7 +29,7 @@ test: $(STAMP)
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver \
 	    || { echo "could not install chromium; the browser tests need /usr/bin/chromium and /usr/bin/chromedriver"; exit 1; }; \
 	else echo "no apt-get: install chromium and chromedriver yourself, else the browser tests are skipped"; fi
-	@$(BIN)/python -m pytest -n 2 --dist loadscope -q; rc=$$?; \
+	@$(BIN)/python -m pytest -n 2 --dist loadscope --no-loadscope-reorder -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: treat as a failure"; fi; exit $$rc
 
 lint: $(STAMP)

@@ -7,9 +7,12 @@ Fixtures several test files share live in tests/support/fixtures.py, imported he
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import matplotlib
@@ -19,11 +22,22 @@ from support.fixtures import worker  # noqa: F401  (a fixture: importing it here
 
 matplotlib.use("Agg")
 # The suite decodes every log afresh (a test that counts or breaks decoding must see it) and never
-# writes the user's cache folder; tests/test_cache.py turns the cache on in a folder of its own.
+# writes the user's cache folder; tests/test_cache.py turns the cache on in a folder of its own, and
+# the `decoded` fixture in one the run shares, for the slow real logs tests take as input.
 os.environ["ROTORID_NO_CACHE"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("ROTORID_DATA", REPO.parent / "shared" / "data"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding tests marked slow first (those with the most such tests before the others),
+    then the rest by their number of tests, as xdist orders them itself (`make test` turns its own
+    reordering off). `--dist loadscope` hands the files out in this order: the last ones, which
+    set how long one worker waits for the other at the end, are short."""
+    count = Counter(item.path for item in items)
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    items.sort(key=lambda item: (-slow[item.path], -count[item.path]))
 
 
 def _need(path: Path) -> Path:
@@ -46,6 +60,35 @@ def cf_logs(data_dir: Path) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def px4_logs(data_dir: Path) -> dict[str, Path]:
     return {n: _need(data_dir / "px4" / f"{n}.ulg") for n in ("sample", "sample_px4_events")}
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A decoded-log cache folder the whole run shares (every xdist worker's: their base
+    temporary folders' parent)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "decoded-logs"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def decoded(shared_cache: Path) -> Callable[..., list]:
+    """`io.read` through the decoded-log cache in `shared_cache`, each log under a lock: the first
+    test to want a real log (on any worker) decodes it, every other reads its Parquet entry, which
+    holds the same flights (tests/test_cache.py) and says the reader's warnings again. For the slow
+    real logs (Betaflight decodes at ~2 s/MB in pure Python); the suite leaves the cache off elsewhere."""
+    from rotorid import io
+
+    def read(path: Path, **options: object) -> list:
+        name = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+        with open(shared_cache / f"{name}.lock", "w") as fh, pytest.MonkeyPatch.context() as mp:
+            fcntl.flock(fh, fcntl.LOCK_EX)  # another worker decoding this log: wait for its entry
+            mp.setenv("ROTORID_NO_CACHE", "0")
+            mp.setenv("ROTORID_CACHE_DIR", str(shared_cache))
+            return io.read(path, **options)
+
+    return read
 
 
 @pytest.fixture
@@ -101,16 +144,14 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def bf_flights(data_dir: Path) -> dict[str, object]:
-    """The freestyle Betaflight logs btfl_002.bbl and better_tune.BBL decoded once per session
-    (~2 s/MB): name -> their one Flight."""
+def bf_flights(data_dir: Path, decoded) -> dict[str, object]:
+    """The freestyle Betaflight logs btfl_002.bbl and better_tune.BBL (~2 s/MB to decode: once per
+    run, see `decoded`): name -> their one Flight."""
     import warnings
-
-    from rotorid import io
 
     out = {}
     for name in ("btfl_002.bbl", "better_tune.BBL"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # better_tune's gyro saturation warning
-            (out[name],) = io.read(_need(data_dir / "betaflight" / name))
+            (out[name],) = decoded(_need(data_dir / "betaflight" / name))
     return out

@@ -114,6 +114,7 @@ def test_blocked_filter_equals_the_whole() -> None:
         ("btfl_002.bbl", 0.16, 0.75, [(19.41, 151.27)]),
     ],
 )
+@pytest.mark.slow
 def test_freestyle_logs_refuse_tm_behind_the_filter(bf_flights, name, arm, mass, windows) -> None:
     """The thrust windows `info` finds on each log (CS110 / 5-inch vehicles as stated): the
     header's 10 Hz filter is modelled, and T_m, then below what the filtered accelerometer

@@ -127,6 +127,7 @@ def _drag(driver, role: str, t0: float, t1: float) -> None:
     actions.reset_actions()
 
 
+@pytest.mark.slow
 def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path) -> None:
     d = browser
     _page(d, server)
@@ -222,6 +223,7 @@ def test_path_outside_folder_is_refused(server, browser) -> None:
         assert e.value.code == 404
 
 
+@pytest.mark.slow
 def test_two_tabs_do_not_mix(server, browser) -> None:
     d = browser
     _page(d, server)

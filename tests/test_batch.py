@@ -63,6 +63,7 @@ def fleet_out(fleet: Path, cluster, tmp_path_factory: pytest.TempPathFactory) ->
     return out, res.output
 
 
+@pytest.mark.slow
 def test_fleet_finds_the_injected_drift_and_nothing_else(fleet_out: tuple[Path, str]) -> None:
     out, text = fleet_out
     table = pd.read_parquet(out / "params.parquet")

@@ -17,6 +17,7 @@ from support.cluster import DASK, dask_processes
 
 
 @pytest.mark.skipif(not DASK.exists(), reason="no dask command beside this interpreter")
+@pytest.mark.slow
 def test_batch_on_separate_scheduler_and_worker_processes_equals_single_runs(tmp_path: Path) -> None:
     vehicles = {"cf-a": {"tm": 0.06}, "cf-b": {"tm": 0.07}}
     manifest = batch.simulate_fleet(tmp_path / "fleet", vehicles, ["2026-01-10"], duration=3.0, seed=3)

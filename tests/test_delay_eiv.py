@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rotorid.io import read
 from rotorid.methods import delay
 from rotorid.methods.regression import bracket_std, frisch_bounds
 from rotorid.signal import butter_filtfilt
@@ -93,11 +92,11 @@ def test_a_disturbance_torque_widens_sigma_to_the_bracket_and_hides_an_unexcited
 
 
 @pytest.fixture(scope="module")
-def betaflight(data_dir: Path, tmp_path_factory):
+def betaflight(data_dir: Path, decoded, tmp_path_factory):
     path = data_dir / "betaflight" / "example_smooth_tune.BBL"
     if not path.exists():
         pytest.fail(f"Betaflight fixture not found: {path}")
-    (f,) = read(path)
+    (f,) = decoded(path)
     toml = tmp_path_factory.mktemp("cs110") / "cs110.toml"
     toml.write_text(CS110)
     w = f.window(35.0, 70.0)
@@ -106,6 +105,7 @@ def betaflight(data_dir: Path, tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_betaflight_pitch_is_not_identifiable(betaflight):
     """The CS110 hover (35-70 s) barely excites pitch: torque and angular acceleration correlate
     at r = 0.38 (0.39 before), the direct and reciprocal fits lie 6.8x apart (6.4x before the firmware's 10 Hz

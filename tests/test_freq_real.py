@@ -22,6 +22,7 @@ def result(cf_logs):
     return identify(flights, Vehicle.preset("crazyflie"))
 
 
+@pytest.mark.slow
 def test_agrees_with_delay_within_three_combined_sigma(result):
     for name, (value, std) in DELAY.items():
         e = result.params[name]

@@ -26,6 +26,7 @@ def _drive(out: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(_PATH), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_short_run_counts_every_input_and_grows_the_corpus(tmp_path: Path) -> None:
     proc = _drive(tmp_path, "--reader", "crazyflie", "--runs", "400", "--seconds", "60")
     assert proc.returncode == 0, proc.stdout + proc.stderr

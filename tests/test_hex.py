@@ -114,6 +114,7 @@ def test_tls_on_a_hexarotor() -> None:
     assert r.value("I_yy") == pytest.approx(i_o[1, 1], rel=0.05)
 
 
+@pytest.mark.slow
 def test_online_on_a_hexarotor() -> None:
     """Kwon et al.'s payload set-up (Tables 3-5: take-off, x/y translation, 45 deg yaw) on a
     hex-x: I within 3 %, CoM within 0.3 mm, mass within 0.5 % (the quad test's tolerances)."""

@@ -59,8 +59,8 @@ def bbl(data_dir: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def smooth(bbl: dict[str, Path]) -> Flight:
-    (f,) = read(bbl["example_smooth_tune"])
+def smooth(bbl: dict[str, Path], decoded) -> Flight:
+    (f,) = decoded(bbl["example_smooth_tune"])
     return f
 
 
@@ -110,9 +110,9 @@ def test_axes_are_flu_by_the_motor_differentials(smooth: Flight) -> None:
     assert r[0] > 0.5 and r[1] > 0.3 and r[2] > 0.2, r
 
 
-def test_every_fixture_reads_and_exports(bbl: dict[str, Path], tmp_path: Path) -> None:
+def test_every_fixture_reads_and_exports(bbl: dict[str, Path], decoded, tmp_path: Path) -> None:
     with pytest.warns(UserWarning, match=r"channel 'gyro' is held at its extreme in 2 span\(s\)"):
-        (f,) = read(bbl["better_tune"])
+        (f,) = decoded(bbl["better_tune"])
     # a flip drives the gyro into its ±2000 deg/s range: the deg/s scale is right
     assert np.abs(f.gyro).max() == pytest.approx(np.radians(2000.0), rel=0.005)
     assert f.meta["header"]["P interval"] == "1/8"
@@ -162,9 +162,9 @@ def test_erpm_to_rotor_speed_with_motor_poles() -> None:
     assert "rotor_speed" not in series
 
 
-def test_battery_voltage_of_the_betaflight_4_fixture(data_dir: Path) -> None:
+def test_battery_voltage_of_the_betaflight_4_fixture(bf_flights) -> None:
     """Betaflight 4.2.8 logs vbatLatest in 0.01 V: a 4S pack from 16.58 V (vbatref 1653) sagging to 13.15 V."""
-    (f,) = read(data_dir / "betaflight" / "btfl_002.bbl")
+    f = bf_flights["btfl_002.bbl"]
     assert f.meta["units"]["vbat"] == "V (vbatLatest, 0.01 V (Betaflight >= 4.0))"
     assert (f.vbat.min(), f.vbat.max()) == pytest.approx((13.15, 16.58))
 

@@ -39,6 +39,7 @@ def test_swapped_roll_pitch_and_yaw_flights_are_refused(cf_logs, tmp_path: Path)
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_tls_on_normalized_commands_is_refused_unless_asked(cf_logs, tmp_path: Path) -> None:
     args = ["identify", "--method", "tls", "--vehicle", "crazyflie", f"{cf_logs['log10']}@35:65"]
     fails(

@@ -12,6 +12,7 @@ from rotorid.methods.online.solve import final_theta1_eiv
 from rotorid.sim import scenarios
 
 
+@pytest.mark.slow
 def test_the_fixed_point_forgets_the_initial_guess() -> None:
     """Noise-free kwon-payload: with the KF predicting from the running RLS estimate, the
     initial guess (1 g m² against 50) stays in I_xx and I_yy (+0.6 % against < 0.01 % from the

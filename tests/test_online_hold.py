@@ -27,6 +27,7 @@ def _alpha(fl, veh, hold: float | None) -> np.ndarray:
     return online.OnlineEstimator(veh, online.OnlineSettings(rate_hz=None, motor_hold=hold)).run(fl)["alpha"]
 
 
+@pytest.mark.slow
 def test_the_hold_comes_from_the_flight_else_point_samples_and_a_setting_wins() -> None:
     """kwon-payload's 1 kHz log of its 500 Hz controller records 2 ms: by default the estimator
     reads the samples as held (as 2 ms given); without the key as point samples (as 0 given);

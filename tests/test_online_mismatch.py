@@ -41,6 +41,7 @@ def _errors(settings: online.OnlineSettings) -> tuple[dict[str, float], dict[str
     return pct, z
 
 
+@pytest.mark.slow
 def test_the_diverging_seed_stays_within_its_sigma() -> None:
     pct, z = _errors(online.OnlineSettings())
     for k in INERTIA:

@@ -44,6 +44,7 @@ def _results(seed: int = 3) -> dict[float, tuple]:
 
 
 @pytest.mark.parametrize("pair", [(1000.0, 250.0), (1000.0, 100.0), (250.0, 100.0)])
+@pytest.mark.slow
 def test_logging_rates_agree_within_sigma(pair: tuple[float, float]) -> None:
     """Every reported parameter of the two logs differs by at most 2σ of the difference."""
     (ra, _), (rb, _) = (_results()[r] for r in pair)

@@ -314,6 +314,7 @@ def _identify(cls, fl, veh, settings, monkeypatch):
 
 
 @pytest.mark.parametrize("case", CASES)
+@pytest.mark.slow
 def test_step_equals_the_plain_reference(case: str, monkeypatch) -> None:
     variant, rate, log, *hold = CASES[case]
     fl, veh = _lag_case() if log == "lag" else _scenario(log)

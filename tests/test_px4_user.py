@@ -62,6 +62,7 @@ def test_default_logging_profile_is_too_slow_and_info_says_the_fix(sim: Path) ->
     assert "no identify command to suggest: every method needs faster logs (see fix)" in said
 
 
+@pytest.mark.slow
 def test_fast_logs_get_windows_and_identify_uses_them_without_being_told(sim: Path) -> None:
     logs = [sim / "sim" / f"{n}.ulg" for n in ("thrust", "roll_pitch", "yaw")]
     veh = sim / "cf.toml"

@@ -45,6 +45,7 @@ def test_the_tutorial_has_commands_and_outputs() -> None:
     assert sum(bool(out) for _, out in steps) >= 3
 
 
+@pytest.mark.slow
 def test_readme_tutorial_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if not (DATA / "crazyflie").is_dir():
         pytest.fail(f"real flight data not found at {DATA} (set ROTORID_DATA to ../shared/data)")

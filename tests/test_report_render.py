@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
@@ -63,6 +64,7 @@ def test_tls_and_validation_figures_fit_their_canvas() -> None:
     _check(val_report.figures(validate(r, [sc.flights["test"]])))
 
 
+@pytest.mark.slow
 def test_online_figures_fit_their_canvas() -> None:
     from rotorid.report import online as online_report
 

@@ -39,7 +39,14 @@ def res_ab(six_ab):
     return tls.identify(cfg, a.vehicle, masses={"B": b.vehicle.mass}, settings=tls.TlsSettings(**IDEAL_IMU))
 
 
-def test_config_a_alone(six_ab) -> None:
+@pytest.fixture(scope="session")
+def res_a(six_ab):
+    """Configuration A alone, the simulator's ideal IMU said (two tests read it)."""
+    a, _ = six_ab
+    return tls.identify({"A": [a.flights["train"]]}, a.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
+
+
+def test_config_a_alone(six_ab, res_a) -> None:
     """Table I (left) on the clean simulated flight: k_t within 1 %, I_xx and I_yy within
     5 %. The simulated vehicle's products of inertia are not zero (2e-5, -1.2e-4, 4e-5 kg m²)
     and this flight measures each to 2-10 %σ (|value| > `cancel_z` σ), so the essential step
@@ -48,7 +55,7 @@ def test_config_a_alone(six_ab) -> None:
     the simulated pilot is strong and its sensors clean enough that k_d and I_zz survive;
     `test_config_a_paper_quality` reproduces the paper's cancellation.)"""
     a, _ = six_ab
-    r = tls.identify({"A": [a.flights["train"]]}, a.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
+    r = res_a
     err = compare(r, a.truth)
     assert abs(err["k_t"]) < 1.0
     assert abs(err["I_xx"]) < 5.0 and abs(err["I_yy"]) < 5.0
@@ -157,6 +164,7 @@ def _lag1(x):
     return np.sum(x[1:] * x[:-1], axis=0) / np.sum(x * x, axis=0)
 
 
+@pytest.mark.slow
 def test_default_decimation_leaves_the_rows_nearly_uncorrelated(six_ab) -> None:
     """Rows one Nyquist interval of the 15 Hz filter apart (decimate 6 at 200 Hz): the
     moment residuals' lag-1 autocorrelation falls from ~0.9 (the former decimate 2) to below
@@ -197,7 +205,7 @@ def test_mocap_withholds_the_yaw_pair_with_the_reason(six_ab) -> None:
     assert not any("not reported from motion capture" in n for n in eiv.notes)
 
 
-def test_accelerometer_bias_is_estimated_instead_of_biasing_k_t(six_ab) -> None:
+def test_accelerometer_bias_is_estimated_instead_of_biasing_k_t(six_ab, res_a) -> None:
     """The simulated IMU has an accelerometer bias (0.02, -0.015, 0.03) m/s²: in the paper's
     model (`acc_bias=False`) k_t absorbs it (+b_z/g ≈ +0.3 %, many times its σ); by default
     the centred force rows estimate it per piece, k_t's error shrinks several-fold and its σ
@@ -206,7 +214,7 @@ def test_accelerometer_bias_is_estimated_instead_of_biasing_k_t(six_ab) -> None:
     a, _ = six_ab
     fl = [a.flights["train"]]
     plain = tls.identify({"A": fl}, a.vehicle, settings=tls.TlsSettings(acc_bias=False, **IDEAL_IMU))
-    cen = tls.identify({"A": fl}, a.vehicle, settings=tls.TlsSettings(**IDEAL_IMU))
+    cen = res_a
     b = cen.diagnostics["acc_bias"]["A"][0]
     assert b == pytest.approx([0.02, -0.015, 0.03], abs=0.012)
     e_plain, e_cen = compare(plain, a.truth)["k_t"], compare(cen, a.truth)["k_t"]

@@ -199,6 +199,7 @@ def test_the_first_moments_sigma_carries_the_accelerometer_bias_as_estimated(ab)
     assert r.params["k_t"].std > 3 * known.params["k_t"].std
 
 
+@pytest.mark.slow
 def test_the_first_moments_sigma_counts_the_accelerometer_noise_the_bias_estimate_removes() -> None:
     """The moment rows use s - b, b the force rows' mean residual per piece: the accelerometer's
     noise there is centred over the piece and sums to nothing, so it moves no first moment.
@@ -260,6 +261,7 @@ def test_a_thrust_noise_read_near_zero_keeps_its_doubt_finite() -> None:
         assert abs(e.value - truth[k]) < 3 * e.std, k
 
 
+@pytest.mark.slow
 def test_the_thrust_noise_doubt_is_the_levels_sampling_error_not_twice_it(monkeypatch) -> None:
     """Without thrust noise (another simulator may have none) the level `noise.thrust_noise` reads
     scatters about zero, half the flights at the bound; its doubt should be that scatter's size

@@ -56,6 +56,7 @@ def test_unequal_rotors_gains_are_recovered_and_the_parameters_no_longer_assumed
     assert v.thrust_exponents == (2,) and v.thrust_coeffs.ravel() == pytest.approx([r.params[k].value for k in rotors])
 
 
+@pytest.mark.slow
 def test_identical_rotors_give_gains_of_one_and_sigma_far_below_the_assumed_spreads(equal) -> None:
     """Identical rotors: every k_t_mI within 3σ of k_t (σ < 0.2 %), and the parameters the
     assumed spread dominated (com_x, com_y, I_xx, I_yy, k_t: σ 3-40x the flight's own) keep a

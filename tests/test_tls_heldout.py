@@ -195,6 +195,7 @@ def test_the_body_drag_is_compared_on_the_rows_both_models_fit() -> None:
     assert tls_terms._on_common_rows(simple, simple, rich)[0] == [0, 2]
 
 
+@pytest.mark.slow
 def test_randomized_seed_0_keeps_a_sensor_bias_and_every_parameter_within_3_sigma() -> None:
     """The randomized draw of seed 0 (rotor inflow, ground effect, saturation, rotor spreads, IMU
     bias, delay, scale and misalignment): the linear body drag's first fit put the z bias at ~g

@@ -25,6 +25,7 @@ def ideal() -> scenarios.Scenario:
 
 
 @pytest.mark.parametrize("spread", [0.0, MOTOR_SPREAD], ids=["equal-rotors", "rotor-gains"])
+@pytest.mark.slow
 def test_the_propagated_sigma_is_the_shift_a_mis_scaled_and_misaligned_imu_makes(
     ideal: scenarios.Scenario, spread: float
 ) -> None:

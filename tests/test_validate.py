@@ -110,6 +110,7 @@ def test_yaw_not_predicted_without_torque_coefficient(six_a, res_a) -> None:
         validate(res_a, [six_a.flights["test"]], config="B")
 
 
+@pytest.mark.slow
 def test_cli_identify_then_validate(six_a, tmp_path) -> None:
     """`rotorid identify --method tls` on the training log, then `rotorid validate` on the
     held-out log: a Rich table, validation.json, the two figures and report.html, the folder
