@@ -275,9 +275,10 @@ def _lag_varying(u: np.ndarray, s: np.ndarray, y0: np.ndarray) -> np.ndarray:
         k = max(k, 1)  # at least one step per block, even a step longer than 500 T_m
         stop = start + k
         big_s, seg = big_s[:k], seg[:k]
-        acc = np.expm1(-seg) * u[start - 1 : stop - 1]  # -(1 - e^{-s_j}) u[j-1]
+        # (1 - e^{-s_j}) u[j-1] e^{S_j}: the sign taken on the (k, 1) factor where the step is
+        # shared (a negation is exact, so the same numbers with one pass less over (k, M))
+        acc = np.negative(np.expm1(-seg)) * u[start - 1 : stop - 1]
         acc *= np.exp(big_s)
-        np.negative(acc, out=acc)
         np.cumsum(acc, axis=0, out=acc)
         acc += y[start - 1]
         np.negative(big_s, out=big_s)
