@@ -6,9 +6,16 @@ not of layout."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from rotorid.methods import delay
+from rotorid.methods.delay.collected import Collected
+from rotorid.methods.delay.problem import DelayProblem
+from rotorid.methods.delay.search import search_tm
+from rotorid.methods.delay.structure import choose_curve
 from rotorid.sim import scenarios
 
 #: name -> (value, σ) from `rotorid/methods/delay.py` before the split (commit 71ab243); the
@@ -46,3 +53,23 @@ def test_stages_give_the_single_modules_numbers(result):
         "Residuals are structured: a dead t",
         "Residuals are structured: the moto",
     ]
+
+
+def test_the_curve_choices_search_is_the_motor_lag_steps():
+    """Where the richest plain curve is chosen, `choose_curve` hands its T_m search to the
+    motor-lag step instead of that step searching the same problem again: the same search as
+    a fresh one on the step's own problem, bit for bit."""
+    sc = scenarios.run("eschmann-crazyflie", seed=0, duration=5.0, tm_rise=0.055, tm_fall=0.085, imu_delay=0.004)
+    thrust, st = [sc.flights["thrust"]], delay.DelaySettings()
+    exponents, model, searched = choose_curve(thrust, [], sc.vehicle, st, Collected())
+    assert exponents == (0, 1, 2) and model is None and searched is not None
+    problem = DelayProblem.checked(thrust, [], [], sc.vehicle, dataclasses.replace(st, exponents=exponents), model)
+    fresh = search_tm(problem.thrust, problem.settings)
+    assert (searched.tm, searched.std, searched.tau_int, searched.evaluations) == (
+        fresh.tm,
+        fresh.std,
+        fresh.tau_int,
+        fresh.evaluations,
+    )
+    np.testing.assert_array_equal(searched.sse, fresh.sse)
+    np.testing.assert_array_equal(searched.unc.cov, fresh.unc.cov)

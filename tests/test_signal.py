@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rotorid.signal import CHUNK, butter_filtfilt, derivative, derivative_blocks, motor_lag, motor_lag_asymmetric
+from rotorid.signal import (
+    CHUNK,
+    _row_max,
+    butter_filtfilt,
+    derivative,
+    derivative_blocks,
+    motor_lag,
+    motor_lag_asymmetric,
+)
 
 
 def _lag_reference(u, t, tm_rise, tm_fall):
@@ -81,6 +89,14 @@ def test_asymmetric_lag_matches_recursion():
     t = np.cumsum(rng.uniform(5e-4, 1.5e-3, 4000))
     u = rng.random((len(t), 4))
     np.testing.assert_allclose(motor_lag_asymmetric(u, t, 0.02, 0.09), _lag_reference(u, t, 0.02, 0.09), atol=1e-11)
+
+
+def test_row_max_is_numpys_row_max():
+    """The time-varying lag's block length comes from `_row_max`: bit for bit numpy's, NaN and inf included."""
+    a = np.random.default_rng(4).standard_normal((500, 4))
+    a[3, 2], a[7, 0], a[9, 3] = np.nan, np.inf, -np.inf
+    assert np.array_equal(_row_max(a), a.max(axis=1), equal_nan=True)
+    assert np.array_equal(_row_max(a[:, :1]), a[:, 0], equal_nan=True)
 
 
 def test_filtfilt_zero_phase_and_derivative():

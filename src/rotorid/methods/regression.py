@@ -147,7 +147,11 @@ def reduce_rows(blocks: Iterable[np.ndarray], b: np.ndarray) -> Reduced:
             r, excited, colsq = np.zeros((0, a.shape[1] + 1)), np.zeros(a.shape[1], bool), np.zeros(a.shape[1])
         excited |= np.any(a != 0, axis=0)
         colsq += np.einsum("ij,ij->j", a, a)
-        r = np.linalg.qr(np.vstack([r, np.column_stack([a, b[n : n + len(a)]])]), mode="r")
+        stack = np.empty((len(r) + len(a), a.shape[1] + 1))  # [R; A_k b_k], written once
+        stack[: len(r)] = r
+        stack[len(r) :, :-1] = a
+        stack[len(r) :, -1] = b[n : n + len(a)]
+        r = np.linalg.qr(stack, mode="r")
         n += len(a)
     if r is None or n != len(b):
         raise ValueError(f"reduce_rows: the blocks hold {n} rows, b {len(b)}")

@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.ticker import LogLocator, NullFormatter
 
-from rotorid.report.style import MODEL, figure
+from rotorid.report.style import MODEL, figure, log_axis
 from rotorid.report.validate import over_time, rms
 
 if TYPE_CHECKING:
@@ -44,9 +43,7 @@ def tm_search(d: dict[str, Any]) -> Figure:
         ax.set_xlabel("tm [s]")
         ax.set_ylabel("thrust RMSE [N]")
         ax.grid(alpha=0.3)
-    a.set_xscale("log")
-    a.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))  # 2 and 5 of each decade: enough to read, few ticks
-    a.xaxis.set_minor_formatter(NullFormatter())
+    log_axis(a)
     a.set_title("search range (coarse bracket + Brent)")
     std = float(d.get("tm_std", np.nan))
     near = (grid > tm * 0.8) & (grid < tm * 1.25)

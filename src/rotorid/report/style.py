@@ -8,7 +8,7 @@ from typing import Any
 
 import matplotlib as mpl
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter, StrMethodFormatter
 
 #: rcParams every figure is drawn with (read when the figure and its axes are made).
 STYLE: dict[str, Any] = {
@@ -47,3 +47,14 @@ def figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **subplo
         ax.xaxis.set_major_locator(MaxNLocator(TICK_BINS, steps=[1, 2, 2.5, 5, 10]))
         ax.yaxis.set_major_locator(MaxNLocator(TICK_BINS, steps=[1, 2, 2.5, 5, 10]))
     return fig, axes
+
+
+def log_axis(ax: Any, which: str = "x") -> None:
+    """Put the axes' `which` ("x" or "y") axis on a log scale labelled in plain numbers (0.01,
+    0.1, 1), minor ticks at 2 and 5 of each decade, unlabelled. Matplotlib's default labels,
+    10⁻², are mathtext, whose parser costs a fresh process ~0.2 s CPU to build."""
+    getattr(ax, f"set_{which}scale")("log")
+    axis = getattr(ax, f"{which}axis")
+    axis.set_major_formatter(StrMethodFormatter("{x:g}"))
+    axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+    axis.set_minor_formatter(NullFormatter())

@@ -48,10 +48,10 @@ def _identify(
     checked = prepare(thrust_flights, vehicle, "thrust", "cmd", "acc")
     check_commands(checked, vehicle)
     # the thrust curve's terms and the battery voltage in it from the data, on the checked thrust flights
-    exponents, model = choose_curve(checked, roll_pitch + yaw, vehicle, st, out)
+    exponents, model, searched = choose_curve(checked, roll_pitch + yaw, vehicle, st, out)
     st = dataclasses.replace(st, exponents=exponents)
     problem = DelayProblem.checked(thrust_flights, roll_pitch, yaw, vehicle, st, model)
-    lag = motor_lag_step(problem, out)
+    lag = motor_lag_step(problem, out, searched)
     ident = thrust_step(problem, lag, out)
     out.settings = {
         **dataclasses.asdict(st),

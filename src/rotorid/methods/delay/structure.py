@@ -423,7 +423,7 @@ def _hover_failure(prob: ThrustProblem, states: list[np.ndarray]) -> str | None:
 
 def choose_curve(
     flights: list[Flight], others: list[Flight], vehicle: Vehicle, st: DelaySettings, out: Collected
-) -> tuple[tuple[int, ...], VoltageModel | None]:
+) -> tuple[tuple[int, ...], VoltageModel | None, TmSearch | None]:
     """The thrust curve from the data (held-out prediction): its terms (`CURVE_CANDIDATES`, or
     the user's `exponents`) and whether the battery voltage enters it (the command times
     (V / V_ref)^α through the motor lag, `rotorid.methods.voltage`, against the command alone, where the thrust
@@ -438,12 +438,13 @@ def choose_curve(
     best-predicting curve when that one is another (`out.diag["curve_tm"]`), and the
     coefficients of the richest curve when a simpler one is chosen (`out.diag["curve_rich"]`,
     `curve_doubt`). Returns the
-    exponents and the voltage model (None: the plain curve). Raises `ExcitationError` when no
-    candidate is a thrust curve."""
+    exponents, the voltage model (None: the plain curve) and, when the richest plain curve is
+    chosen, its T_m search (the motor-lag step's own search of the same problem, so not run
+    again: None otherwise). Raises `ExcitationError` when no candidate is a thrust curve."""
     curves = CURVE_CANDIDATES if st.exponents is None else (tuple(st.exponents),)
     with_v = volt.usable(flights, others, vehicle, st, out.notes)
     if len(curves) == 1 and not with_v:
-        return curves[0], None
+        return curves[0], None, None
     rich = curves[-1]
     plain = {c: ThrustProblem(flights, vehicle, c, st.per_motor, st.acc_bias_z[0]) for c in curves}
     sym = search_tm(plain[rich], dataclasses.replace(st, exponents=rich))
@@ -477,13 +478,13 @@ def choose_curve(
     out.diag.update(curve_held_out={c: r for (c, v), r in rel.items() if not v}, curve_best=best[0])
     if model is not None:
         out.diag.update(curve_held_out_voltage={c: r for (c, v), r in rel.items() if v}, curve_best_voltage=best[1])
-    if chosen != best:
-        b = probs[best]
-        out.diag["curve_tm"] = search_tm(b, dataclasses.replace(st, exponents=best[0])).tm
+    if chosen != best:  # the richest plain curve's search is `sym`, done already
+        found = sym if best == (rich, False) else search_tm(probs[best], dataclasses.replace(st, exponents=best[0]))
+        out.diag["curve_tm"] = found.tm
     if chosen[0] != rich:
         out.diag["curve_rich"] = rich
     out.notes.append(_curve_note(rel, [k for k in probs if k not in err], chosen, model))
-    return chosen[0], model if chosen[1] else None
+    return chosen[0], model if chosen[1] else None, sym if chosen == (rich, False) else None
 
 
 def _curve_note(

@@ -46,12 +46,14 @@ class MotorLag:
     unc: ThrustUncertainty
 
 
-def motor_lag_step(problem: DelayProblem, out: Collected) -> MotorLag:
+def motor_lag_step(problem: DelayProblem, out: Collected, searched: TmSearch | None = None) -> MotorLag:
     """Step 1: T_m (or rising/falling constants) from the thrust flight; the joint uncertainty
-    (with the thrust fit and motor states) at the chosen constants. Raises `ExcitationError` when the thrust does not
-    follow the commands or fits equally well for every T_m."""
+    (with the thrust fit and motor states) at the chosen constants. `searched`: the T_m search
+    of this thrust problem already done (`structure.choose_curve`'s of the curve it chose), not
+    run again. Raises `ExcitationError` when the thrust does not follow the commands or fits
+    equally well for every T_m."""
     prob, st = problem.thrust, problem.settings
-    sym = search_tm(prob, st)
+    sym = searched or search_tm(prob, st)
     tm_pair = (sym.tm, sym.tm)
     src = ", ".join(sorted({f.source for f in prob.flights}))
     fit = sym.unc.fit if sym.unc is not None else prob.fit(tm_pair)[0]
