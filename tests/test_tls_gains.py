@@ -131,3 +131,36 @@ def test_gains_far_from_their_mean_or_too_uncertain_are_not_taken_as_measured() 
         gains([-0.998, 1.0, -0.998, 0.996], 5e-4), 4, 0.03
     )
     assert "their fit is degenerate" in tls_gains.unseparated_reason(None, 4, 0.03)
+
+
+def test_a_move_of_k_t_moves_every_rotors_coefficient_by_its_gain_times_it() -> None:
+    """`pipeline._with_terms` on a fit of (k_t, I_xx) and one configuration's four rotors (gains
+    1.02, 0.98, 1.01, 0.99; three gain unknowns): a term that moves k_t alone (variance s²)
+    adds g gᵀ s² to the coefficients, one on a gain's unknown η_1 k_t adds it to rotor 1 with the
+    opposite to rotor 4 (the first configuration keeps its mean), the checks' covariance of the
+    coefficients is kept, and where the accelerometer bias is not separated a z offset's
+    (ACC_BIAS_Z_SIGMA / g)² v vᵀ comes on top; the kept unknowns get the IMU's kept block."""
+    from rotorid.frames import GRAVITY
+    from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
+    from rotorid.methods.regression import Fit
+    from rotorid.methods.tls.checks import Checked
+    from rotorid.methods.tls.pipeline import _with_terms
+
+    kt, g = 2e-6, np.array([1.02, 0.98, 1.01, 0.99])
+    system = tls_problem.System({}, {}, np.zeros((0, 3)), np.zeros(0, dtype=int), ["k_t", "I_xx"])
+    fit = Fit(np.array([kt, 0.02]), np.diag([1e-18, 1e-8]), np.zeros(0), 1.0, 1.0)
+    gains = tls_problem.Gains(kt * g, np.eye(4) * 1e-20, np.zeros(4), system, fit, np.zeros(0), {}, (), {"A": g})
+    sol = tls_problem.Solution(system, fit, [0, 1], np.ones(6), [], np.ones(6, bool), {}, np.zeros((2, 2)), gains)
+    check = Checked(np.diag([2e-18, 1e-8]), {}, [], np.eye(4) * 3e-20)
+    imu = np.zeros((5, 5))
+    imu[0, 0], imu[2, 2], imu[1, 1] = 4e-18, 1e-18, 5e-9  # k_t, η_1 k_t, I_xx
+    out, kept, coef = _with_terms(sol, check, imu, unseparated=False)
+    e14 = np.array([1.0, 0.0, 0.0, -1.0])
+    expected = 4e-18 * np.outer(g, g) + 1e-18 * np.outer(g * e14, g * e14)
+    np.testing.assert_allclose(coef, expected, rtol=1e-12)
+    np.testing.assert_allclose(out.gains.cov, np.eye(4) * 3e-20 + expected, rtol=1e-12)
+    np.testing.assert_allclose(out.fit.cov, np.diag([6e-18, 1.5e-8]), rtol=1e-12)
+    np.testing.assert_allclose(kept, imu[:2, :2])
+    widened, *_ = _with_terms(sol, check, imu, unseparated=True)
+    offset = (ACC_BIAS_Z_SIGMA / GRAVITY) ** 2 * np.outer(kt * g, kt * g)
+    np.testing.assert_allclose(widened.gains.cov, out.gains.cov + offset, rtol=1e-12)

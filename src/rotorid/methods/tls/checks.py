@@ -11,11 +11,14 @@ import numpy as np
 
 from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
+from rotorid.methods.tls.gains import augmented, coefficient_map, coefficient_names
 from rotorid.methods.tls.heldout import (
     SECONDARY_Z,
+    Jackknife,
     consistent_inertia,
     is_consistent,
     jackknife,
+    jackknife_of,
     jackknife_widen,
     pieces,
     secondary_shift,
@@ -62,11 +65,13 @@ DRAG_HEIGHT = (
 
 class Checked(NamedTuple):
     """The final fit's covariance after the checks (kept order), the model-dependent parameters
-    (unknown's name -> why) and the notes."""
+    (unknown's name -> why), the notes and, with the rotors' gains (`Solution.gains`), their
+    coefficients' covariance after the same checks (None without)."""
 
     cov: np.ndarray
     model_dependent: dict[str, str]
     notes: list[str]
+    gains: np.ndarray | None = None
 
 
 def checked(
@@ -78,57 +83,87 @@ def checked(
 ) -> Checked:
     """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the battery voltage exponent's
     where its curve is kept (`_alpha_doubt`), the optional terms' (`_term_doubt`), the
-    leave-one-piece-out scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`)."""
+    leave-one-piece-out scatter (`_disagreement`) and what rests on the rotor drag (`_on_drag`).
+    With the rotors' gains each doubt is a move of the kept unknowns and the gains' together, so
+    the rotors' coefficients (`coefficient_map`) carry every term k_t carries."""
+    k, gains = len(sol.kept), sol.gains
     cov, notes = sol.fit.cov.copy(), []
+    coef = None if gains is None else gains.cov.copy()
+    to_coef = None if gains is None else coefficient_map(gains.used, k)
+
+    def add(d: np.ndarray, dc: np.ndarray | None = None) -> None:  # a doubt's move: its outer product
+        nonlocal cov, coef
+        cov += np.outer(d[:k], d[:k])
+        if coef is not None and to_coef is not None:
+            dc = to_coef @ d if dc is None else dc
+            coef += np.outer(dc, dc)
+
     if choice is not None and choice.alternative is not None:
-        cov += _lag_doubt(problem, sol, choice.alternative)
+        add(_lag_doubt(problem, sol, choice.alternative))
         notes.append(
             f"σ includes the IMU lag's doubt: the held-out segments tell neither {1e3 * choice.alternative:.1f} ms "
             "nor 0 apart, and the estimates differ between them"
         )
     if volt is not None and volt.kept:
-        cov += _alpha_doubt(problem, sol, volt.model)
+        add(_alpha_doubt(problem, sol, volt.model))
     for term in terms:
         if term.alternative is not None:
-            cov += _term_doubt(sol, term.alternative)
+            add(*_term_doubt(sol, term.alternative))
             notes.append(
                 f"σ includes the doubt about {term.term}: held-out segments tell the models with and without it "
                 "not apart, and the estimates differ between them"
             )
-    cov, said = _disagreement(problem, sol, cov)
+    cov, coef, said = _disagreement(problem, sol, cov, coef)
     dependent = _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)), problem.model.body_drag != "off")
     if len(problem.configs) == 1:
         dependent |= {n: ONE_CONFIG_YAW for n in ("k_d", "I_zz") if sol.names.index(n) in sol.kept}
-    return Checked(cov, dependent, notes + said)
+    return Checked(cov, dependent, notes + said, coef)
+
+
+def _bias(problem: TlsProblem, sol: Solution) -> dict[str, np.ndarray] | None:
+    """The accelerometer bias the system of `sol` was built with (None: the paper's model)."""
+    return sol.bias0 if problem.model.nuisance else None
 
 
 def _refit(problem: TlsProblem, sol: Solution) -> np.ndarray:
     """The estimates of `problem`'s system (`fixed_fit` of the final essential set, block factors
-    and noise moment of `sol`, with its first pass's accelerometer bias)."""
-    system = build_system(problem, sol.bias0 if problem.model.nuisance else None)
-    return fixed_fit(system.w, system.blocks, sol.kept, sol.active, sol.scale, sol.noise).x
+    and noise moment of `sol`, with its first pass's accelerometer bias); with the rotors' gains,
+    the system built with the gains `sol` used and their columns (`augmented`): the kept
+    unknowns, then the gains'."""
+    bias = _bias(problem, sol)
+    if sol.gains is None:
+        system = build_system(problem, bias)
+        return fixed_fit(system.w, system.blocks, sol.kept, sol.active, sol.scale, sol.noise).x
+    system = build_system(problem, bias, sol.gains.used)
+    aug = augmented(problem, bias, sol.gains.used, system.w, sol.kept, sol.noise)
+    return fixed_fit(aug.w, system.blocks, aug.cols, sol.active, sol.scale, aug.noise).x
 
 
 def _lag_doubt(problem: TlsProblem, sol: Solution, alternative: float) -> np.ndarray:
-    """The squared difference of the estimates at the `alternative` IMU lag and at the one used
-    (`_refit` on both systems)."""
-    d = _refit(problem.derive(imu_delay=alternative), sol) - _refit(problem, sol)
-    return np.outer(d, d)
+    """The difference of the estimates at the `alternative` IMU lag and at the one used (`_refit`
+    on both systems)."""
+    return _refit(problem.derive(imu_delay=alternative), sol) - _refit(problem, sol)
 
 
 def _alpha_doubt(problem: TlsProblem, sol: Solution, model: VoltageModel) -> np.ndarray:
-    """The covariance the voltage exponent's σ adds (`voltage.alpha_doubt`: the estimates at α + σ
+    """The move the voltage exponent's σ makes (`voltage.alpha_doubt`: the estimates at α + σ
     against those at α, both by `_refit`); α is held at its estimate in the final fit."""
     moved = lambda m: _refit(problem.derive(voltage_model=(m.alpha, m.v_ref)), sol)
-    d = alpha_doubt(model, moved, _refit(problem, sol))
-    return np.outer(d, d)
+    return alpha_doubt(model, moved, _refit(problem, sol))
 
 
-def _term_doubt(sol: Solution, other: dict[str, float]) -> np.ndarray:
-    """The squared difference of the other model's estimates (by name; an unknown it lacks is 0
-    there) and the kept ones of `sol`."""
+def _term_doubt(sol: Solution, other: dict[str, float]) -> tuple[np.ndarray, np.ndarray | None]:
+    """The other model's estimates (by name; an unknown it lacks is 0 there) less the kept ones of
+    `sol`; with the rotors' gains, also its rotors' coefficients (`coefficient_names`; where it
+    has none, its k_t times the gains' ratios to k_t, the first kept unknown) less those of `sol`
+    (None without the gains)."""
     d = np.array([other.get(sol.names[j], 0.0) - v for j, v in zip(sol.kept, sol.fit.x, strict=True)])
-    return np.outer(d, d)
+    if sol.gains is None:
+        return d, None
+    value = sol.gains.value
+    ratio = other.get(sol.names[sol.kept[0]], sol.fit.x[0]) / sol.fit.x[0]
+    names = coefficient_names(list(sol.rows), len(value) // len(sol.rows))
+    return d, np.array([other.get(n, v * ratio) - v for n, v in zip(names, value, strict=True)])
 
 
 def _flight_names(problem: TlsProblem) -> list[str]:
@@ -148,31 +183,51 @@ def _name(f: Flight, i: int) -> str:
     return str(meta.get("source") or meta.get("path") or meta.get("flight") or f"flight {i + 1}")
 
 
-def _disagreement(problem: TlsProblem, sol: Solution, cov: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """With ≥ 2 airborne pieces, leave-one-out estimates (`heldout.jackknife`); where their scatter
-    exceeds what σ allows (`heldout.jackknife_widen`), σ grows to the jackknife's and a note names
-    the pieces whose leaving out moves the estimate most."""
+def _disagreement(
+    problem: TlsProblem, sol: Solution, cov: np.ndarray, coef: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+    """With ≥ 2 airborne pieces, leave-one-out estimates (`heldout.jackknife`; with the rotors'
+    gains, of the kept unknowns and the gains' together, `augmented`); where their scatter exceeds
+    what σ allows (`heldout.jackknife_widen`), σ grows to the jackknife's (the kept unknowns' in
+    `cov`, the rotors' coefficients' in `coef`) and a note names the pieces whose leaving out
+    moves the estimate most."""
     groups = pieces(sol.rows)
     if len(np.unique(groups)) < 2:
-        return cov, []
+        return cov, coef, []
+    k, w, cols, noise = len(sol.kept), sol.w, sol.kept, sol.noise
+    if sol.gains is not None:
+        w, cols, noise, _ = augmented(problem, _bias(problem, sol), sol.gains.used, w, sol.kept, noise)
     try:
-        jack = jackknife(sol.w, sol.blocks, groups, sol.kept, sol.active, sol.scale, sol.noise)
+        jack = jackknife(w, sol.blocks, groups, cols, sol.active, sol.scale, noise)
     except ExcitationError:  # a piece carries a column alone: nothing to compare without it
-        return cov, []
-    factor = jackknife_widen(np.diag(cov), jack)
-    if not np.any(factor > 1):
-        return cov, []
+        return cov, coef, []
+    own = Jackknife(jack.loo[:, :k], jack.var[:k])
+    factor = jackknife_widen(np.diag(cov), own)
+    widened = [sol.names[j] for j, f in zip(sol.kept, factor, strict=True) if f > 1]
+    dev = np.abs(own.loo - own.loo.mean(axis=0))[:, factor > 1]
+    if coef is not None and sol.gains is not None:
+        theirs = jackknife_of(jack.loo @ coefficient_map(sol.gains.used, k).T)
+        more = jackknife_widen(np.diag(coef), theirs)
+        coef = coef * np.outer(np.sqrt(more), np.sqrt(more))
+        names = coefficient_names(list(sol.rows), len(sol.gains.value) // len(sol.rows))
+        widened += [n for n, f in zip(names, more, strict=True) if f > 1]
+        dev = np.hstack([dev, np.abs(theirs.loo - theirs.loo.mean(axis=0))[:, more > 1]])
+    if not widened:
+        return cov, coef, []
     root = np.sqrt(factor)
     cov = cov * np.outer(root, root)
-    dev = np.abs(jack.loo - jack.loo.mean(axis=0))[:, factor > 1]
-    names = _flight_names(problem)
+    flights = _flight_names(problem)
     most = np.flatnonzero(np.any(dev >= 0.5 * dev.max(axis=0), axis=1))  # within half the largest move
-    worst = sorted({names[g] for g in most}) if len(names) == len(jack.loo) else []
-    widened = ", ".join(sol.names[j] for j, f in zip(sol.kept, factor, strict=True) if f > 1)
+    worst = sorted({flights[g] for g in most}) if len(flights) == len(jack.loo) else []
     by = "; leaving out " + " or ".join(worst) + " moves them most" if worst else ""
-    return cov, [
-        f"the flights disagree beyond σ on {widened} (leave-one-out scatter, χ² test): σ widened to the jackknife's{by}"
-    ]
+    return (
+        cov,
+        coef,
+        [
+            f"the flights disagree beyond σ on {', '.join(widened)} (leave-one-out scatter, χ² test): σ widened to "
+            f"the jackknife's{by}"
+        ],
+    )
 
 
 def _on_drag(sol: Solution, std: np.ndarray, body: bool = False) -> dict[str, str]:

@@ -13,7 +13,7 @@ from rotorid.methods.regression import (
     Fit,
 )
 from rotorid.methods.tls.covariance import cancellation_var, fit_covariance, floor_var, widened
-from rotorid.methods.tls.noise import NoiseMoment
+from rotorid.methods.tls.noise import NoiseMoment, pad_noise
 from rotorid.methods.tls.problem import Gains, Solution, TlsProblem, build_rows, build_system
 from rotorid.methods.tls.rows import Rows, acc_bias_estimate, kt_column
 from rotorid.methods.tls.selection import YAW_PAIR, expanded, fixed_fit
@@ -86,6 +86,50 @@ def gain_map(gains: dict[str, np.ndarray]) -> np.ndarray:
     return m
 
 
+def coefficient_map(gains: dict[str, np.ndarray], k: int) -> np.ndarray:
+    """The rotors' thrust coefficients (`gain_map`) as a linear map of every unknown of a fit with
+    the gains' columns (`augmented`): its `k` kept unknowns (k_t first), then the gains'."""
+    m = gain_map(gains)
+    out = np.zeros((len(m), k + m.shape[1] - 1))
+    out[:, [0, *range(k, out.shape[1])]] = m
+    return out
+
+
+def coefficient_names(configs: list[str], n: int) -> list[str]:
+    """The rotors' thrust coefficients' names, `k_t_mI` (`k_t_mI@C` per configuration when several),
+    in `gain_map`'s order."""
+    sufs = [""] if len(configs) == 1 else [f"@{c}" for c in configs]
+    return [f"k_t_m{i + 1}{s}" for s in sufs for i in range(n)]
+
+
+class Augmented(NamedTuple):
+    """W_t with the rotors' gain columns (`gain_columns`) before the known one, the fit's columns
+    in it (the kept unknowns, then the gains'), its noise moment padded (the rotor-only gain
+    columns carry none; None without one) and what each gain column removed from the centred
+    force rows (`GainColumns.removed`)."""
+
+    w: np.ndarray
+    cols: list[int]
+    noise: np.ndarray | None
+    removed: dict[str, np.ndarray]
+
+
+def augmented(
+    problem: TlsProblem,
+    bias: dict[str, np.ndarray] | None,
+    gains: dict[str, np.ndarray],
+    w: np.ndarray,
+    kept: list[int],
+    noise: np.ndarray | None,
+) -> Augmented:
+    """`w` (W_t of `problem` built with `bias` and the rotors' `gains`) with the gains' columns
+    there (`gain_columns`), for the fit of the kept unknowns and the gains together."""
+    extra, removed = gain_columns(problem, bias, gains)
+    nw, ne = w.shape[1] - 1, extra.shape[1]
+    wa = np.column_stack([w[:, :-1], extra, w[:, -1]])
+    return Augmented(wa, [*kept, *range(nw, nw + ne)], None if noise is None else pad_noise(noise, nw, ne), removed)
+
+
 class FinalFit(NamedTuple):
     """The final fit with its widened covariance (`final_fit`), the variance the doubt about each
     noise floor adds to it (`floor_var`) and the cancelled unknowns it should keep (`_restored`)."""
@@ -143,11 +187,9 @@ def estimate_rotor_gains(problem: TlsProblem, sol: Solution, noise: NoiseMoment 
         system = rows = w = wa = None  # the last pass's system is let go before the next is built
         system, used = build_system(problem, bias, gains), gains
         rows, w, blocks = system.rows, system.w, system.blocks
-        extra, removed = gain_columns(problem, bias, gains)
-        ne, nw = extra.shape[1], w.shape[1] - 1
-        wa = np.column_stack([w[:, :-1], extra, w[:, -1]])
-        cols = [*sol.kept, *range(nw, nw + ne)]
-        padded = None if noise is None else noise.padded(nw, ne)
+        wa, cols, _, removed = augmented(problem, bias, gains, w, sol.kept, None)
+        nw = w.shape[1] - 1
+        padded = None if noise is None else noise.padded(nw, len(cols) - len(sol.kept))
         na = None if padded is None else padded.total
         fit = fixed_fit(wa, blocks, cols, sol.active, sol.scale, na)
         k = len(sol.kept)
@@ -172,8 +214,7 @@ def estimate_rotor_gains(problem: TlsProblem, sol: Solution, noise: NoiseMoment 
             fit, cov=fit_covariance(wa, blocks, rows, cols, sol.active, sol.scale, fit.x, na, settings, profile)
         )
     back = _restored(sol.names, sol.history, wa, blocks, cols, fit, sol.active, sol.scale, na)
-    mm = np.zeros((len(m), len(cols)))  # the rotors' coefficients from every unknown of the fit
-    mm[:, [0, *range(k, len(cols))]] = m
+    mm = coefficient_map(used, k)  # the rotors' coefficients from every unknown of the fit
     combos = np.vstack([np.eye(len(cols)), mm])
     floor = np.zeros((0, len(combos)))
     if padded is not None:

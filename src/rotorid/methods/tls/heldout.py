@@ -164,8 +164,13 @@ def jackknife(
     """Leave-one-group-out fits (`fixed_fit`, the final essential set and block factors) and the
     jackknife variance (G - 1) / G Σ (x_(-g) - x̄)² (Efron & Tibshirani 1993, eq. 11.5)."""
     ids = np.unique(groups)
-    loo = np.array([_fit(w[groups != g], blocks[groups != g], kept, active, scale, noise) for g in ids])
-    g = len(ids)
+    return jackknife_of(np.array([_fit(w[groups != g], blocks[groups != g], kept, active, scale, noise) for g in ids]))
+
+
+def jackknife_of(loo: np.ndarray) -> Jackknife:
+    """The jackknife of leave-one-group-out estimates `loo` (groups, parameters): their variance
+    (G - 1) / G Σ (x_(-g) - x̄)² (Efron & Tibshirani 1993, eq. 11.5)."""
+    g = len(loo)
     return Jackknife(loo, (g - 1) / g * np.sum((loo - loo.mean(axis=0)) ** 2, axis=0))
 
 

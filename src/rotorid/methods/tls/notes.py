@@ -10,7 +10,7 @@ import numpy as np
 from rotorid.methods.regression import (
     Fit,
 )
-from rotorid.methods.tls.gains import RESTORE_Z
+from rotorid.methods.tls.gains import RESTORE_Z, coefficient_names
 from rotorid.methods.tls.noise import FLOOR_SHARE, NOISE_FROM
 from rotorid.methods.tls.problem import Solution
 from rotorid.methods.tls.rows import Rows
@@ -389,29 +389,38 @@ def assumed_of(
     return out
 
 
+def coefficients(sol: Solution, cov: np.ndarray) -> dict[str, tuple[float, float]]:
+    """The rotors' coefficients of `sol` (`TlsSettings.rotor_gains`) by name (`coefficient_names`)
+    with the σ of the covariance `cov` (of them, in order); empty without the gains."""
+    if sol.gains is None:
+        return {}
+    cfgs, value = list(sol.rows), sol.gains.value
+    names = coefficient_names(cfgs, len(value) // len(cfgs))
+    return {n: (float(v), float(e)) for n, v, e in zip(names, value, np.sqrt(np.diag(cov)), strict=True)}
+
+
 def gain_report(sol: Solution, est: dict[str, tuple[float, float]]) -> list[str]:
     """Adds the rotors' thrust coefficients of `sol` (`TlsSettings.rotor_gains`) to `est` as
-    `k_t_mI` (`k_t_mI@C` per configuration when several); returns the notes: the gains in % of
-    the first configuration's mean rotor (k_t), or why they were not estimated."""
+    `k_t_mI` (`k_t_mI@C` per configuration when several), σ from every term k_t carries; returns
+    the notes: the gains in % of the first configuration's mean rotor (k_t), or why they were not
+    estimated, with the σ of that ratio, which a scale common to every rotor (k_t's) does not move."""
     gains, cfgs = sol.gains, list(sol.rows)
     if gains is None:
         return [sol.gains_unseparated] if sol.gains_unseparated else []
     n = len(gains.value) // len(cfgs)
+    est |= coefficients(sol, gains.cov)
     kt = float(np.mean(gains.value[:n]))
-    sd = np.sqrt(np.diag(gains.cov))
+    ratio = (np.eye(len(gains.value)) - np.outer(gains.value, np.arange(len(gains.value)) < n) / (n * kt)) / kt
+    rel = np.sqrt(np.diag(ratio @ gains.cov @ ratio.T))  # of v_i / mean(v_1..n), first order
     notes = []
     for ci, c in enumerate(cfgs):
-        suf = "" if len(cfgs) == 1 else f"@{c}"
         at = slice(n * ci, n * (ci + 1))
-        est |= {
-            f"k_t_m{i + 1}{suf}": (float(v), float(e))
-            for i, (v, e) in enumerate(zip(gains.value[at], sd[at], strict=True))
-        }
         pct = ", ".join(
-            f"{100 * (v / kt - 1):+.2f} ± {100 * r:.2f}"
-            for v, r in zip(gains.value[at], gains.rel_std[at], strict=True)
+            f"{100 * (v / kt - 1):+.2f} ± {100 * r:.2f}" for v, r in zip(gains.value[at], rel[at], strict=True)
         )
-        notes.append(f"rotor gains estimated{' of ' + c if suf else ''} (k_t_m1..{n}{suf}), % of k_t: [{pct}]")
+        of = f" of {c}" if len(cfgs) > 1 else ""
+        suf = f"@{c}" if len(cfgs) > 1 else ""
+        notes.append(f"rotor gains estimated{of} (k_t_m1..{n}{suf}), % of k_t: [{pct}]")
     return notes
 
 

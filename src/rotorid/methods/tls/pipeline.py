@@ -14,11 +14,13 @@ from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
 from rotorid.methods.regression import (
     one_blas_thread,
 )
-from rotorid.methods.tls.checks import checked, inertia_checked, with_labels
+from rotorid.methods.tls.checks import Checked, checked, inertia_checked, with_labels
+from rotorid.methods.tls.gains import coefficient_map
 from rotorid.methods.tls.lags import solve_separated
 from rotorid.methods.tls.notes import (
     MOCAP_YAW,
     assumed_of,
+    coefficients,
     diagnostics,
     disturbance_diagnostics,
     estimates,
@@ -34,7 +36,7 @@ from rotorid.methods.tls.notes import (
     voltage_notes,
     withhold_yaw_pair,
 )
-from rotorid.methods.tls.problem import TlsProblem
+from rotorid.methods.tls.problem import Solution, TlsProblem
 from rotorid.methods.tls.rows import yaw_moments
 from rotorid.methods.tls.settings import BODY_DRAG, TlsSettings
 from rotorid.methods.tls.solve import bias_of, imu_part
@@ -62,6 +64,28 @@ def _yaw_notes(
     return notes
 
 
+def _with_terms(
+    sol: Solution, check: Checked, imu: np.ndarray, unseparated: bool
+) -> tuple[Solution, np.ndarray, np.ndarray]:
+    """`sol` with the checks' covariance (`check`) and the IMU's (`imu`, `solve.imu_part`: of the
+    kept unknowns, then the gains') in its fit's and, with the rotors' gains, their coefficients'
+    too (`Solution.gains`, through `coefficient_map`), so that these carry every term k_t carries;
+    where the accelerometer bias is not separated from the thrust (`unseparated`), also its z
+    offset's (a z bias b moves every rotor's coefficient by b/g of itself, as k_t's below).
+    Returns also the IMU's covariance of the kept unknowns and of the coefficients (empty without
+    the gains), for the assumed labels."""
+    k = len(sol.kept)
+    sol = replace(sol, fit=replace(sol.fit, cov=check.cov + imu[:k, :k]))
+    if sol.gains is None or check.gains is None:
+        return sol, imu[:k, :k], np.zeros((0, 0))
+    to_coef = coefficient_map(sol.gains.used, k)
+    coef_imu = to_coef @ imu @ to_coef.T
+    cov = check.gains + coef_imu
+    if unseparated:
+        cov = cov + np.outer(sol.gains.value, sol.gains.value) * (ACC_BIAS_Z_SIGMA / GRAVITY) ** 2
+    return replace(sol, gains=replace(sol.gains, cov=cov)), imu[:k, :k], coef_imu
+
+
 @one_blas_thread
 def identify(
     configs: dict[str, list[Flight]],
@@ -77,8 +101,8 @@ def identify(
     problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
     sol, problem, unseparated, pose_lagged, imu_why, lag_choice, volt, volt_why, terms = solve_separated(problem)
     check = checked(problem, sol, lag_choice, terms, volt)
-    imu = imu_part(problem, sol)  # the IMU's assumed scale and axes (zeros when none is assumed)
-    sol = replace(sol, fit=replace(sol.fit, cov=check.cov + imu))
+    # the IMU's assumed scale and axes (zeros when none is assumed)
+    sol, imu, coef_imu = _with_terms(sol, check, imu_part(problem, sol), bool(unseparated))
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
@@ -87,6 +111,7 @@ def identify(
     cov[np.ix_(kept, kept)] = fit.cov
     kept_names = {names[j] for j in kept}
     est, inertia_notes = inertia_checked(estimates(x, cov, names, kept_names, masses, settings), masses)
+    gain_notes = gain_report(sol, est)
     if unseparated and "k_t" in est:  # a z bias b moves k_t by b/g of itself (hover: k_t sum u^2 = m (g + b))
         kt, std = est["k_t"]
         est["k_t"] = (kt, float(np.hypot(std, kt * ACC_BIAS_Z_SIGMA / GRAVITY)))
@@ -96,7 +121,7 @@ def identify(
         term_cov[np.ix_(kept, kept)] = term
         return estimates(x, term_cov, names, kept_names, masses, settings)
 
-    imu_own = own(imu)
+    imu_own = own(imu) | coefficients(sol, coef_imu)
     assumed = assumed_of(est, own(spread), imu_own, settings)
     observability = observability_of(names, fit, kept, history, cfgs, settings)
     for name in (*BODY_DRAG, *(("k_t",) if unseparated else ())):
@@ -112,7 +137,7 @@ def identify(
     diag: dict[str, Any] = {"configs": diagnostics(w, blocks, x, rows, scale), "history": history}
     diag |= {"names": names, "chi": x, "cov": cov, "cond": fit.cond, "sigma_w": float(np.sqrt(fit.sigma2))}
     diag |= ({"acc_bias": acc_bias} if acc_bias else {}) | disturbance_diagnostics(sol.disturbance)
-    notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_report(sol, est)]
+    notes = ["I_* and ms_* are about the body origin O_d (Six et al. eq. 1-2); com_* = ms/m", *gain_notes]
     notes += check.notes + inertia_notes + [c.note for c in (lag_choice, *terms) if c]
     notes += imu_note(est, imu_own, settings)
     logged = any(f.vbat is not None for fs in problem.configs.values() for f in fs)

@@ -11,8 +11,8 @@ import numpy as np
 from rotorid.errors import ExcitationError
 from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
 from rotorid.methods.tls.covariance import imu_cov, imu_moves, spread_cov
-from rotorid.methods.tls.gains import estimate_rotor_gains, final_fit, gain_columns, unseparated_reason
-from rotorid.methods.tls.noise import NoiseMoment, disturbance_moment, noise_moment, pad_noise
+from rotorid.methods.tls.gains import augmented, estimate_rotor_gains, final_fit, gain_columns, unseparated_reason
+from rotorid.methods.tls.noise import NoiseMoment, disturbance_moment, noise_moment
 from rotorid.methods.tls.problem import Gains, Solution, System, TlsProblem, build_system
 from rotorid.methods.tls.rows import Rows, acc_bias_estimate, skew
 from rotorid.methods.tls.selection import essential, expanded, fit_set, fixed_fit
@@ -184,11 +184,14 @@ def _spread(problem: TlsProblem, sol: Solution, noise: np.ndarray | None) -> np.
 
 def imu_part(problem: TlsProblem, sol: Solution) -> np.ndarray:
     """The covariance the IMU's assumed scale and misalignment (`TlsSettings.imu_scale`,
-    `imu_misalign`) add to the final fit of `sol` (`imu_cov` of `imu_jacobian`). Zeros with
-    motion capture as source (the rows are the pose's; the IMU only timed it) or both 0."""
+    `imu_misalign`) add to the final fit of `sol` (`imu_cov` of `imu_jacobian`): of its kept
+    unknowns, then, with the rotors' gains, of the gains' unknowns (`coefficient_map` takes them
+    to the rotors' coefficients). Zeros with motion capture as source (the rows are the pose's;
+    the IMU only timed it) or both 0."""
     settings = problem.model
     if settings.source != "imu" or not (settings.imu_scale > 0 or settings.imu_misalign > 0):
-        return np.zeros((len(sol.kept), len(sol.kept)))
+        n = len(sol.kept) + (0 if sol.gains is None else len(sol.gains.value) - 1)
+        return np.zeros((n, n))
     return imu_cov(imu_jacobian(problem, sol), settings.imu_scale, np.radians(settings.imu_misalign))
 
 
@@ -197,7 +200,8 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
     (`imu_moves`), by a forward difference of 0.01: its W_t moved by the derivative of its rows
     (`build_system`'s `move`, exact: W_t is linear in the move), re-solved with the essential
     set, row blocks, block factors, lags, body drag and noise moment held (and with the rotors'
-    gains, their columns, which no IMU datum enters). The accelerometer bias is not held: it is
+    gains, their columns, which no IMU datum enters: then the gains' unknowns follow the kept
+    ones, for the rotors' coefficients). The accelerometer bias is not held: it is
     estimated per piece from the force rows' mean residual (`acc_bias_estimate`), so a turn of
     gravity in the IMU's axes goes into it, not into the first moments; its first-order move
     (from the moved rows and the re-solved fit) re-enters the moment rows' -[s - b]x ms, a few
@@ -207,12 +211,7 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
     gains = sol.gains.used if sol.gains is not None else None
     cols, noise, w0, removed = sol.kept, sol.noise, sol.w, None
     if gains is not None:  # the system's columns, the gains', the known one (`estimate_rotor_gains`)
-        extra, removed = gain_columns(problem, bias, gains)
-        ne = extra.shape[1]
-        w0 = np.column_stack([w0[:, :-1], extra, w0[:, -1]])
-        cols = [*sol.kept, *range(nw, nw + ne)]
-        if noise is not None:  # no noise in the rotor-only gain columns
-            noise = pad_noise(noise, nw, ne)
+        w0, cols, noise, removed = augmented(problem, bias, gains, w0, sol.kept, noise)
     fresh = replace(problem, memo={})  # keeps the rows' basis for the nine moves (`idim_rows`)
     centred, yaw = problem.model.centred, problem.model.yaw_moment
 
@@ -224,7 +223,7 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
 
     h, eye, x0 = 0.01, np.eye(3), fit(w0)
     b0 = acc_bias_estimate(sol.rows, unknowns(x0), masses, removed) if centred else {}
-    jac = np.zeros((k, 9))
+    jac = np.zeros((len(cols), 9))
     for i, (g, a) in enumerate(imu_moves(h)):
         moved = build_system(fresh, bias, gains, move=(g - eye, a - eye))
         w = w0.copy()
@@ -235,7 +234,7 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
             b = acc_bias_estimate(sol.rows, unknowns(x), masses, removed)
             db = {c: b[c] - b0[c] + d for c, d in acc_bias_estimate(moved.rows, unknowns(x), masses).items()}
             x = fit(w + _rebiased_rows(sol.rows, db, w.shape, yaw))
-        jac[:, i] = (x[:k] - x0[:k]) / h
+        jac[:, i] = (x - x0) / h
     return jac
 
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rotorid.errors import ExcitationError
+from rotorid.methods.tls.gains import coefficient_names
 from rotorid.methods.tls.ground import choose_ground
 from rotorid.methods.tls.heldout import Preference, TermChoice, held_out_sse, prefers, segments
 from rotorid.methods.tls.problem import Solution, TlsProblem
@@ -72,8 +73,13 @@ def _beyond_noise(sol: Solution, names: tuple[str, ...], z: float = 2.0) -> bool
 
 
 def _by_name(sol: Solution) -> dict[str, float]:
-    """The kept unknowns of `sol` by name (the rows' own units)."""
-    return {sol.names[j]: float(v) for j, v in zip(sol.kept, sol.fit.x, strict=True)}
+    """The kept unknowns of `sol` by name (the rows' own units), and the rotors' coefficients where
+    it estimated the gains (`coefficient_names`)."""
+    out = {sol.names[j]: float(v) for j, v in zip(sol.kept, sol.fit.x, strict=True)}
+    if sol.gains is not None:
+        names = coefficient_names(list(sol.rows), len(sol.gains.value) // len(sol.rows))
+        out |= dict(zip(names, map(float, sol.gains.value), strict=True))
+    return out
 
 
 def _keep_rotor_drag(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProblem, TermChoice | None]:
