@@ -8,6 +8,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -248,7 +249,12 @@ def compress(w: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     w = np.asarray(w, dtype=float)
     blocks = np.asarray(blocks, dtype=int)
     nb = int(blocks.max()) + 1
-    rs = [np.linalg.qr(w[blocks == b], mode="r") for b in range(nb)]
+    if np.all(blocks[1:] >= blocks[:-1]):  # `assemble`'s layout: each block a slice, no gathered copy
+        edges = np.searchsorted(blocks, np.arange(nb + 1))
+        parts = (w[a:b] for a, b in pairwise(edges))
+    else:
+        parts = (w[blocks == b] for b in range(nb))
+    rs = [np.linalg.qr(part, mode="r") for part in parts]
     idx = np.concatenate([np.full(len(r), b) for b, r in enumerate(rs)])
     return np.vstack(rs), idx, np.bincount(blocks, minlength=nb)
 
