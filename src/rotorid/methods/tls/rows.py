@@ -303,17 +303,16 @@ def idim_rows(
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
         raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
-    cfg = settings.resolve(min(p.rate for p in pieces))
+    rates = [p.rate for p in pieces]
+    cfg = settings.resolve(min(rates))
     ts, parts, idx = [], [], []
     ncol = 72 + 6 * settings.rotor_drag + 3 * (settings.body_drag != "off")
     centre = _centred_columns(settings)
     means = np.zeros((len(pieces), ncol))  # pieces left out keep zero means
-    for k, p in enumerate(pieces):
-        own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
+    for k, (p, rate) in enumerate(zip(pieces, rates, strict=True)):
+        own = settings.motion.at(rate)  # the slowest piece's band, cut-off and trim for all
         ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
-        keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
-        # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
-        sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
+        sel = _kept_rows(p, ms.trim, own.fs, settings.decimation(own), memo, (tuple(map(id, flights)), k))
         rotor_side, piece = _rotor_side(settings, gain, kt_only), (flights, k, acc_bias, body)
         if move is None:
             cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, piece)
@@ -330,6 +329,20 @@ def idim_rows(
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
     return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
+
+
+def _kept_rows(p: Flight, trim: float, fs: float, step: int, memo: dict | None, piece: tuple) -> np.ndarray:
+    """The rows of the piece `p` (`piece`: the flights' ids and its index) the IDIM keeps
+    (`idim_rows`): those `trim` s or more inside its ends, every `step`-th sample of the log's own
+    time grid at `fs` Hz (so the rows do not depend on where a window starts); kept in `memo`."""
+    key = ("rows kept", *piece, trim, fs, step)
+    if memo is not None and key in memo:
+        return memo[key]
+    keep = np.flatnonzero((p.t >= p.t[0] + trim) & (p.t <= p.t[-1] - trim))
+    sel = keep[np.round(p.t[keep] * fs).astype(np.int64) % step == 0]
+    if memo is not None:
+        memo[key] = sel
+    return sel
 
 
 #: What a piece's rotor side is built from (`_rotor_side`): the rotors' gains, the IMU's lag (s),
