@@ -167,6 +167,10 @@ app(prog_name="rotorid", args=sys.argv[1:])
 """
 
 
+#: Resample the log ARGV[1] (one flight) to ARGV[2] Hz in place (`cli_rows` at another rate).
+RESAMPLE = "import sys; from rotorid import io; (f,) = io.read(sys.argv[1]); io.write(f.resample(float(sys.argv[2])), sys.argv[1])"
+
+
 def _cli(args: list[str], env: dict[str, str]) -> int:
     """Peak RSS (bytes) of the rotorid command `args` in a fresh process (`CLI_CHILD`)."""
     out = subprocess.run(
@@ -179,8 +183,8 @@ def _cli(args: list[str], env: dict[str, str]) -> int:
 
 def cli_rows(rate: float = 200.0) -> list[dict]:
     """tls memory as the process sees it (issue 36): the peak RSS of `rotorid identify --method
-    tls` on `rotorid simulate six-config-a` flights logged at `rate` Hz, of `CLI_SECONDS` at
-    200 Hz (the same rows at any rate: shorter flights at 1 kHz), the longer minus the shorter
+    tls` on `rotorid simulate six-config-a` flights (200 Hz, resampled to `rate` Hz), of
+    `CLI_SECONDS` at 200 Hz (the same rows at any rate: shorter flights at 1 kHz), the longer minus the shorter
     per added row of the training flight, each log decoded afresh (an empty decoded-log cache).
     Linux only (VmHWM); the simulations are not timed."""
     import pyarrow.parquet as pq
@@ -192,8 +196,10 @@ def cli_rows(rate: float = 200.0) -> list[dict]:
         for s in secs:
             d = Path(tmp) / f"a{s:g}"
             sim = [sys.executable, "-m", "rotorid", "simulate", "six-config-a", "--duration", f"{s:g}", "--out", str(d)]
-            sim += [] if rate == 200.0 else ["--set", f"imu_rate={rate:g}"]
             subprocess.run(sim, check=True, capture_output=True, env=env)
+            if rate != 200.0:  # the scenario logs at 200 Hz: resampled, as `measure` does
+                log = str(d / "train.parquet")
+                subprocess.run([sys.executable, "-c", RESAMPLE, log, f"{rate:g}"], check=True, env=env)
             rows[s] = pq.ParquetFile(d / "train.parquet").metadata.num_rows
             args = ["identify", "--method", "tls", "--vehicle", str(d / "vehicle.toml"), str(d / "train.parquet")]
             peak[s] = _cli([*args, "--out", str(d / "run")], env)
