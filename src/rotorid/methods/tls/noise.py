@@ -10,6 +10,7 @@ import numpy as np
 from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
 from rotorid.frames import quat_to_bryant
+from rotorid.methods.regression import block_parts
 from rotorid.methods.tls.problem import Solution, TlsProblem
 from rotorid.methods.tls.rows import Rows, assemble, observation
 from rotorid.methods.tls.selection import expanded, fixed_fit
@@ -371,8 +372,7 @@ def noise_moment(problem: TlsProblem, rows: dict[str, Rows], resolved: dict[str,
             )
         dw, blocks, _ = assemble(part, masses)
         out = np.zeros((6, nb, dw.shape[1], dw.shape[1])) if out is None else out
-        for b in range(nb):
-            sel = dw[blocks == b]
+        for b, sel in enumerate(block_parts(dw, blocks, nb)):
             out[sig, b] += sel.T @ sel
     parts = out / np.maximum(np.bincount(blocks, minlength=nb), 1)[:, None, None]
     return NoiseMoment(parts.sum(axis=0), parts, doubt / max(n_rows, 1))
