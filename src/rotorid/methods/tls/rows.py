@@ -320,8 +320,10 @@ def idim_rows(
             cols = _moved_columns(p, vehicle, ms, sel, rotor_side, memo, piece, move)
         if cols is None:
             continue
-        means[k, centre] = cols[:, centre].mean(axis=0)
-        cols[:, centre] -= means[k, centre]
+        centred = cols[:, centre]  # gathered once for its mean and the centring
+        means[k, centre] = centred.mean(axis=0)
+        centred -= means[k, centre]
+        cols[:, centre] = centred
         ts.append(p.t[sel])
         parts.append(cols)
         idx.append(np.full(len(sel), k))
