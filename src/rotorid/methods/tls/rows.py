@@ -54,7 +54,7 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
     s = a_d - R^-1 g). Rotor wrench for any layout: f = k_t sum u_i^2 a_i, tau = k_t sum
     u_i^2 r_i x a_i + k_d sum torque_dir_i u_i^2 a_i (eq. 8-9 generalised).
     """
-    return _rotor_matrix(mo.u, vehicle), *_motion_matrices(mo)
+    return _rotor_matrix(mo.u, vehicle), *motion_matrices(mo)
 
 
 def _rotor_matrix(u: np.ndarray, vehicle: Vehicle, thrust: np.ndarray | None = None) -> np.ndarray:
@@ -80,7 +80,7 @@ def _rotor_maps(axes: bytes, positions: bytes, dirs: bytes) -> tuple[np.ndarray,
     return a.copy(), np.cross(r, a), np.frombuffer(dirs)[:, None] * a
 
 
-def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
+def motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
     """D (N, 6, 9) and D_m (N, 6) of `observation`: the rigid body's side."""
     n = len(mo.t)
     w = skew(mo.omega)
@@ -160,7 +160,7 @@ class Rotor:
 def _motion_columns(mo: Motion, a: int, b: int) -> np.ndarray:
     """Samples a..b-1 of the motion's IDIM columns [D, D_m] (`observation`), (b - a, 60): columns
     12..71 of the rows (D_k before, the rotor drag after)."""
-    d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
+    d, dm = motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
     return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
 
 
