@@ -312,7 +312,9 @@ def idim_rows(
     for k, (p, rate) in enumerate(zip(pieces, rates, strict=True)):
         own = settings.motion.at(rate)  # the slowest piece's band, cut-off and trim for all
         ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
-        sel = _kept_rows(p, ms.trim, own.fs, settings.decimation(own), memo, (tuple(map(id, flights)), k))
+        keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
+        # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
+        sel = keep[np.round(p.t[keep] * own.fs).astype(np.int64) % settings.decimation(own) == 0]
         rotor_side, piece = _rotor_side(settings, gain, kt_only), (flights, k, acc_bias, body)
         if move is None:
             cols = _piece_columns(p, vehicle, ms, sel, rotor_side, memo, piece)
@@ -331,20 +333,6 @@ def idim_rows(
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
     return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
-
-
-def _kept_rows(p: Flight, trim: float, fs: float, step: int, memo: dict | None, piece: tuple) -> np.ndarray:
-    """The rows of the piece `p` (`piece`: the flights' ids and its index) the IDIM keeps
-    (`idim_rows`): those `trim` s or more inside its ends, every `step`-th sample of the log's own
-    time grid at `fs` Hz (so the rows do not depend on where a window starts); kept in `memo`."""
-    key = ("rows kept", *piece, trim, fs, step)
-    if memo is not None and key in memo:
-        return memo[key]
-    keep = np.flatnonzero((p.t >= p.t[0] + trim) & (p.t <= p.t[-1] - trim))
-    sel = keep[np.round(p.t[keep] * fs).astype(np.int64) % step == 0]
-    if memo is not None:
-        memo[key] = sel
-    return sel
 
 
 #: What a piece's rotor side is built from (`_rotor_side`): the rotors' gains, the IMU's lag (s),
