@@ -322,10 +322,7 @@ def idim_rows(
             cols = _moved_columns(p, vehicle, ms, sel, rotor_side, memo, piece, move)
         if cols is None:
             continue
-        centred = cols[:, centre]  # gathered once for its mean and the centring
-        means[k, centre] = centred.mean(axis=0)
-        centred -= means[k, centre]
-        cols[:, centre] = centred
+        means[k, centre] = _centre(cols, centre)
         ts.append(p.t[sel])
         parts.append(cols)
         idx.append(np.full(len(sel), k))
@@ -333,6 +330,16 @@ def idim_rows(
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
     return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
+
+
+def _centre(cols: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """The columns `centre` of a piece's `cols` centred on their means, in place (`idim_rows`):
+    gathered once for the means and the centring. Returns the means."""
+    part = cols[:, centre]
+    mean = part.mean(axis=0)
+    part -= mean
+    cols[:, centre] = part
+    return mean
 
 
 #: What a piece's rotor side is built from (`_rotor_side`): the rotors' gains, the IMU's lag (s),
