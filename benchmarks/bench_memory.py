@@ -27,10 +27,11 @@ the kernel, against 14 000 and 4 %.
   the joins are as rough as real manoeuvres for the filters).
 
 `cli_rows` measures tls as a user's process sees it (issue 36): the peak RSS of `rotorid
-identify --method tls` on simulated 1200 s and 300 s flights, per added row.
+identify --method tls` on simulated 1200 s and 300 s flights at 200 Hz (240 s and 60 s at 1 kHz),
+per added row.
 
 `run.py memory` runs it all (the 3600 s runs take minutes each); `bench_memory.py METHOD
-SECONDS...` runs those sizes, e.g. `bench_memory.py tls 10 60`; `bench_memory.py cli` the
+SECONDS...` runs those sizes, e.g. `bench_memory.py tls 10 60`; `bench_memory.py cli [RATE_HZ]` the
 command's RSS alone."""
 
 from __future__ import annotations
@@ -166,6 +167,10 @@ app(prog_name="rotorid", args=sys.argv[1:])
 """
 
 
+#: Resample the log ARGV[1] (one flight) to ARGV[2] Hz in place (`cli_rows` at another rate).
+RESAMPLE = "import sys; from rotorid import io; (f,) = io.read(sys.argv[1]); io.write(f.resample(float(sys.argv[2])), sys.argv[1])"
+
+
 def _cli(args: list[str], env: dict[str, str]) -> int:
     """Peak RSS (bytes) of the rotorid command `args` in a fresh process (`CLI_CHILD`)."""
     out = subprocess.run(
@@ -176,49 +181,54 @@ def _cli(args: list[str], env: dict[str, str]) -> int:
     return 1024 * int(out.stderr.rsplit("VmHWM_kB", 1)[1].split()[0])
 
 
-def cli_rows() -> list[dict]:
+def cli_rows(rate: float = 200.0) -> list[dict]:
     """tls memory as the process sees it (issue 36): the peak RSS of `rotorid identify --method
-    tls` on `rotorid simulate six-config-a --duration 1200` minus that on `--duration 300`, per
-    added row of the training flight (200 Hz), each log decoded afresh (an empty decoded-log
-    cache). Linux only (VmHWM); the simulations are not timed."""
+    tls` on `rotorid simulate six-config-a` flights (200 Hz, resampled to `rate` Hz), of
+    `CLI_SECONDS` at 200 Hz (the same rows at any rate: shorter flights at 1 kHz), the longer minus the shorter
+    per added row of the training flight, each log decoded afresh (an empty decoded-log cache).
+    Linux only (VmHWM); the simulations are not timed."""
     import pyarrow.parquet as pq
 
+    hz = f"{rate:g} Hz"
     with tempfile.TemporaryDirectory(prefix="rotorid-bench-rss-") as tmp:
         env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ} | {"ROTORID_CACHE_DIR": f"{tmp}/cache"}
-        peak, rows = {}, {}
-        for s in CLI_SECONDS:
-            d = Path(tmp) / f"a{s}"
-            sim = [sys.executable, "-m", "rotorid", "simulate", "six-config-a", "--duration", str(s), "--out", str(d)]
+        peak, rows, secs = {}, {}, [s * 200.0 / rate for s in CLI_SECONDS]
+        for s in secs:
+            d = Path(tmp) / f"a{s:g}"
+            sim = [sys.executable, "-m", "rotorid", "simulate", "six-config-a", "--duration", f"{s:g}", "--out", str(d)]
             subprocess.run(sim, check=True, capture_output=True, env=env)
+            if rate != 200.0:  # the scenario logs at 200 Hz: resampled, as `measure` does
+                log = str(d / "train.parquet")
+                subprocess.run([sys.executable, "-c", RESAMPLE, log, f"{rate:g}"], check=True, env=env)
             rows[s] = pq.ParquetFile(d / "train.parquet").metadata.num_rows
             args = ["identify", "--method", "tls", "--vehicle", str(d / "vehicle.toml"), str(d / "train.parquet")]
             peak[s] = _cli([*args, "--out", str(d / "run")], env)
-    lo, hi = CLI_SECONDS
+    lo, hi = secs
     note = f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; VmHWM of each process"
     out = [
         {
-            "name": f"tls CLI, six-config-a {s} s: peak RSS",
+            "name": f"tls CLI, six-config-a {s:g} s @ {hz}: peak RSS",
             "value": peak[s] / 1e6,
             "unit": "MB",
             "target": "",
-            "note": f"{rows[s]:,} rows at 200 Hz; rotorid identify --method tls, report written",
+            "note": f"{rows[s]:,} rows at {hz}; rotorid identify --method tls, report written",
         }
-        for s in CLI_SECONDS
+        for s in secs
     ]
     marginal = (peak[hi] - peak[lo]) / (rows[hi] - rows[lo])
-    name = f"tls CLI: peak RSS per added row ({hi} s - {lo} s)"
+    name = f"tls CLI @ {hz}: peak RSS per added row ({hi:g} s - {lo:g} s)"
     return [*out, {"name": name, "value": marginal, "unit": "B", "target": "<= 300", "note": note}]
 
 
 def run(sizes: dict[str, tuple[float, ...]] | None = None) -> list[dict]:
-    rows = cli_rows() if sizes is None else []
+    rows = [*cli_rows(200.0), *cli_rows(1000.0)] if sizes is None else []
     sizes = sizes or {"delay": SECONDS, "tls": SECONDS}
     return rows + [r for method, secs in sizes.items() for s in secs for r in _rows(method, s, measure(method, s))]
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["cli"]:
-        for r in cli_rows():
+    if sys.argv[1:2] == ["cli"]:  # `cli [RATE_HZ]`, 200 by default
+        for r in cli_rows(float(sys.argv[2]) if sys.argv[2:] else 200.0):
             print(f"{r['name']:<52} {r['value']:>10.4g} {r['unit']:<3} {r['target']:<7} {r['note']}", flush=True)
         sys.exit(0)
     method, *secs = sys.argv[1:] or ["delay"]

@@ -11,7 +11,7 @@ import pytest
 
 from rotorid.errors import ExcitationError
 from rotorid.methods.covariance import bc_hac_cov
-from rotorid.methods.regression import bias_compensated, ols, ols_blocks, reduce_rows, tls
+from rotorid.methods.regression import bias_compensated, compress, ols, ols_blocks, reduce_rows, tls
 
 RUNS = 400
 
@@ -173,3 +173,22 @@ def test_bias_compensated_without_noise_is_least_squares() -> None:
     np.testing.assert_allclose(fit.cov, ols(w[:, :2], -w[:, 2]).cov, rtol=1e-8)
     with pytest.raises(ExcitationError, match="noise moment exceeds"):
         bias_compensated(w, 1e6 * np.eye(3))
+
+
+def test_compress_takes_sorted_blocks_as_slices_with_the_same_numbers() -> None:
+    """Row blocks in `assemble`'s layout (sorted: each a slice) give bit for bit the R factors of
+    the same rows interleaved with another block's (gathered), and the QR of each block alone."""
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(700, 6))
+    blocks = np.repeat([0, 1, 2], [300, 0, 400])  # block 1 empty
+    labels = rng.permutation(blocks)  # the blocks' rows interleaved, each block's in its order
+    mixed = np.empty_like(w)
+    for b in (0, 2):
+        mixed[labels == b] = w[blocks == b]
+    r, idx, counts = compress(w, blocks)
+    r2, idx2, counts2 = compress(mixed, labels)
+    np.testing.assert_array_equal(r, r2)
+    np.testing.assert_array_equal(idx, idx2)
+    np.testing.assert_array_equal(counts, [300, 0, 400])
+    np.testing.assert_array_equal(counts2, counts)
+    np.testing.assert_array_equal(r[idx == 2], np.linalg.qr(w[300:], mode="r"))

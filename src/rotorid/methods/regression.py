@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -242,6 +243,16 @@ def bias_compensated(w: np.ndarray, noise: np.ndarray, what: str = "BCLS", rows:
     return Fit(x, 0.5 * (cov + cov.T), res, s2, _cond(w[:, :-1]))
 
 
+def block_parts(w: np.ndarray, blocks: np.ndarray, nb: int) -> Iterator[np.ndarray]:
+    """The rows of each row block 0..nb-1 of `w` (`blocks`, each row's block index) in turn: a
+    slice where the blocks are sorted (`assemble`'s layout; no gathered copy of W_t), else the
+    rows gathered."""
+    if np.all(blocks[1:] >= blocks[:-1]):
+        edges = np.searchsorted(blocks, np.arange(nb + 1))
+        return (w[a:b] for a, b in pairwise(edges))
+    return (w[blocks == b] for b in range(nb))
+
+
 def compress(w: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Replace each row block W_j (n_j x n_t) by the R of its QR (n_t x n_t at most).
 
@@ -252,7 +263,7 @@ def compress(w: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     w = np.asarray(w, dtype=float)
     blocks = np.asarray(blocks, dtype=int)
     nb = int(blocks.max()) + 1
-    rs = [np.linalg.qr(w[blocks == b], mode="r") for b in range(nb)]
+    rs = [np.linalg.qr(part, mode="r") for part in block_parts(w, blocks, nb)]
     idx = np.concatenate([np.full(len(r), b) for b, r in enumerate(rs)])
     return np.vstack(rs), idx, np.bincount(blocks, minlength=nb)
 

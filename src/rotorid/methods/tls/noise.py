@@ -10,8 +10,9 @@ import numpy as np
 from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
 from rotorid.frames import quat_to_bryant
+from rotorid.methods.regression import block_parts
 from rotorid.methods.tls.problem import Solution, TlsProblem
-from rotorid.methods.tls.rows import Rows, assemble, observation
+from rotorid.methods.tls.rows import Rows, assemble, motion_matrices
 from rotorid.methods.tls.selection import expanded, fixed_fit
 from rotorid.methods.tls.settings import TlsSettings
 from rotorid.motion import (
@@ -209,9 +210,7 @@ def _channel_signals(source: str) -> np.ndarray:
     return np.r_[0, 1, 2, 0, 1, 2, 3, 4, 5] if source == "imu" else np.r_[0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 4, 5]
 
 
-def _noise_jacobian(
-    mo: Motion, e: np.ndarray, vehicle: Vehicle, lever_arm: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _noise_jacobian(mo: Motion, e: np.ndarray, lever_arm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """∂(D_k, D, D_m)/∂z at the samples of `mo` along the noise direction `e` (n, 9) of
     z = (ω, ω̇, s) (`observation`); ω and ω̇ noise also reaches s through the IMU's lever-arm
     removal (`lever_arm` r; zero for motion capture). The rows are at most quadratic in z, so
@@ -223,19 +222,19 @@ def _noise_jacobian(
 
     base = lever(om, od)
     plus, minus = (
-        observation(
+        motion_matrices(
             Motion(
                 t,
                 om + h * e[:, :3],
                 od + h * e[:, 3:6],
                 s + h * e[:, 6:] + base - lever(om + h * e[:, :3], od + h * e[:, 3:6]),
                 u,
-            ),
-            vehicle,
+            )
         )
         for h in (1.0, -1.0)
     )
-    return tuple((p - m) / 2.0 for p, m in zip(plus, minus, strict=True))
+    dk = np.zeros((len(t), 6, 2))  # D_k reads the rotor terms alone: no noise of z reaches it
+    return dk, *((p - m) / 2.0 for p, m in zip(plus, minus, strict=True))
 
 
 def _noise_at_rows(
@@ -360,7 +359,7 @@ def noise_moment(problem: TlsProblem, rows: dict[str, Rows], resolved: dict[str,
                     j = slice(i, i + BLOCK)
                     seg = Motion(mo.t[j], mo.omega[j], mo.omega_dot[j], mo.s[j], mo.u[j])
                     e = _noise_direction(seg, sig % 3, coef[ch])
-                    for full, dj in zip(jac, _noise_jacobian(seg, e, vehicle, arm), strict=True):
+                    for full, dj in zip(jac, _noise_jacobian(seg, e, arm), strict=True):
                         full[at[j]] = dj
             # the rotor-drag column carries no sensor noise of these channels here (its airspeed comes
             # from the pose, its ω x r_i term is small): zero
@@ -371,8 +370,7 @@ def noise_moment(problem: TlsProblem, rows: dict[str, Rows], resolved: dict[str,
             )
         dw, blocks, _ = assemble(part, masses)
         out = np.zeros((6, nb, dw.shape[1], dw.shape[1])) if out is None else out
-        for b in range(nb):
-            sel = dw[blocks == b]
+        for b, sel in enumerate(block_parts(dw, blocks, nb)):
             out[sig, b] += sel.T @ sel
     parts = out / np.maximum(np.bincount(blocks, minlength=nb), 1)[:, None, None]
     return NoiseMoment(parts.sum(axis=0), parts, doubt / max(n_rows, 1))
@@ -420,7 +418,7 @@ def _omega_dot_rows(rows: dict[str, Rows], vehicle: Vehicle, masses: dict[str, f
     one = Motion(np.zeros(1), np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, 3)), np.zeros((1, vehicle.n_rotors)))
     out = []
     for a in range(3):
-        dk, d, dm = _noise_jacobian(one, np.eye(9)[3 + a][None], vehicle, arm)
+        dk, d, dm = _noise_jacobian(one, np.eye(9)[3 + a][None], arm)
         part = {
             c: Rows(
                 np.zeros(1),

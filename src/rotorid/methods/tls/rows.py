@@ -54,7 +54,7 @@ def observation(mo: Motion, vehicle: Vehicle) -> tuple[np.ndarray, np.ndarray, n
     s = a_d - R^-1 g). Rotor wrench for any layout: f = k_t sum u_i^2 a_i, tau = k_t sum
     u_i^2 r_i x a_i + k_d sum torque_dir_i u_i^2 a_i (eq. 8-9 generalised).
     """
-    return _rotor_matrix(mo.u, vehicle), *_motion_matrices(mo)
+    return _rotor_matrix(mo.u, vehicle), *motion_matrices(mo)
 
 
 def _rotor_matrix(u: np.ndarray, vehicle: Vehicle, thrust: np.ndarray | None = None) -> np.ndarray:
@@ -80,7 +80,7 @@ def _rotor_maps(axes: bytes, positions: bytes, dirs: bytes) -> tuple[np.ndarray,
     return a.copy(), np.cross(r, a), np.frombuffer(dirs)[:, None] * a
 
 
-def _motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
+def motion_matrices(mo: Motion) -> tuple[np.ndarray, np.ndarray]:
     """D (N, 6, 9) and D_m (N, 6) of `observation`: the rigid body's side."""
     n = len(mo.t)
     w = skew(mo.omega)
@@ -160,7 +160,7 @@ class Rotor:
 def _motion_columns(mo: Motion, a: int, b: int) -> np.ndarray:
     """Samples a..b-1 of the motion's IDIM columns [D, D_m] (`observation`), (b - a, 60): columns
     12..71 of the rows (D_k before, the rotor drag after)."""
-    d, dm = _motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
+    d, dm = motion_matrices(Motion(mo.t[a:b], mo.omega[a:b], mo.omega_dot[a:b], mo.s[a:b], mo.u[a:b]))
     return np.concatenate([d.reshape(b - a, -1), dm], axis=1)
 
 
@@ -177,27 +177,32 @@ def _force_columns(s: np.ndarray) -> np.ndarray:
 
 
 def _rotor_columns(rotor: Rotor, vehicle: Vehicle, a: int, b: int) -> np.ndarray:
-    """Samples a..b-1 of the rotor side's IDIM columns [D_k, drags] (`observation`, with the six
-    rows of the rotor-drag column `motion.drag_regressor` and the body drag's three force-row
-    columns `body_columns` when `rotor` models them), (b - a, 12 + 6 + 3 at most): columns 0..11
-    of the rows, then 72 on."""
+    """Samples a..b-1 of the rotor side's IDIM columns [D_k, rotor drag] (`observation`, with the
+    six rows of the rotor-drag column `motion.drag_regressor` when `rotor` models it), (b - a,
+    12 + 6 at most): columns 0..11 of the rows, then 72 on (the body drag's after them,
+    `_body_drag_columns`)."""
     u, vel, ground = rotor.rows(a, b)
     cols = [_rotor_matrix(u, vehicle, ground).reshape(b - a, -1)]
     if rotor.drag:
         cols.append(drag_regressor(u, vel, rotor.omega[a:b], vehicle))
-    if rotor.body != "off":
-        cols.append(rotor.body_scale * body_columns(vel, rotor.body))
     return np.concatenate(cols, axis=1)
 
 
-def _live_rotor_columns(vehicle: Vehicle, drag: bool, body: bool) -> np.ndarray:
-    """Indices of the columns of `_rotor_columns` (with the rotor drag's, with the body drag's)
-    that the rotor geometry can make non-zero: the others are exactly zero in every row
-    (coplanar rotors with parallel axes leave 4 of D_k's 12 and 3 of the rotor drag's 6), so
-    they need no filtering. The body drag's three are always live."""
+def _body_drag_columns(rotor: Rotor, a: int, b: int) -> np.ndarray:
+    """Samples a..b-1 of the body drag's three force-row columns (`body_columns` of `rotor.body`,
+    times `rotor.body_scale`) at the velocity of `rotor` (its rotor terms not read: none, (N, 0)),
+    built apart from the rotor side's (`_rotor_columns`), which do not depend on its form."""
+    _, vel, _ = rotor.rows(a, b)
+    return rotor.body_scale * body_columns(vel, rotor.body)
+
+
+def _live_rotor_columns(vehicle: Vehicle, drag: bool) -> np.ndarray:
+    """Indices of the columns of `_rotor_columns` (with the rotor drag's) that the rotor geometry
+    can make non-zero: the others are exactly zero in every row (coplanar rotors with parallel
+    axes leave 4 of D_k's 12 and 3 of the rotor drag's 6), so they need no filtering."""
     m = len(vehicle.axes)
     live = [np.any(_rotor_matrix(np.eye(m), vehicle).reshape(m, 12) != 0.0, axis=0)]
-    live += ([drag_reach(vehicle)] if drag else []) + ([np.ones(3, dtype=bool)] if body else [])
+    live += [drag_reach(vehicle)] if drag else []
     return np.flatnonzero(np.concatenate(live))
 
 
@@ -298,13 +303,14 @@ def idim_rows(
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
         raise ExcitationError(f"{srcs}: no airborne piece of at least {MIN_PIECE:g} s; give longer windows of flight")
-    cfg = settings.resolve(min(p.rate for p in pieces))
+    rates = [p.rate for p in pieces]
+    cfg = settings.resolve(min(rates))
     ts, parts, idx = [], [], []
     ncol = 72 + 6 * settings.rotor_drag + 3 * (settings.body_drag != "off")
     centre = _centred_columns(settings)
     means = np.zeros((len(pieces), ncol))  # pieces left out keep zero means
-    for k, p in enumerate(pieces):
-        own = settings.motion.at(p.rate)  # the slowest piece's band, cut-off and trim for all
+    for k, (p, rate) in enumerate(zip(pieces, rates, strict=True)):
+        own = settings.motion.at(rate)  # the slowest piece's band, cut-off and trim for all
         ms = replace(own, band=tuple(cfg["band"]), parallel_cutoff=cfg["parallel_cutoff"], trim=cfg["trim"])
         keep = np.flatnonzero((p.t >= p.t[0] + ms.trim) & (p.t <= p.t[-1] - ms.trim))
         # every d-th sample of the log's own time grid, so the rows do not depend on where a window starts
@@ -316,8 +322,7 @@ def idim_rows(
             cols = _moved_columns(p, vehicle, ms, sel, rotor_side, memo, piece, move)
         if cols is None:
             continue
-        means[k, centre] = cols[:, centre].mean(axis=0)
-        cols[:, centre] -= means[k, centre]
+        means[k, centre] = _centre(cols, centre)
         ts.append(p.t[sel])
         parts.append(cols)
         idx.append(np.full(len(sel), k))
@@ -325,6 +330,16 @@ def idim_rows(
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
     return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
+
+
+def _centre(cols: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """The columns `centre` of a piece's `cols` centred on their means, in place (`idim_rows`):
+    gathered once for the means and the centring. Returns the means."""
+    part = cols[:, centre]
+    mean = part.mean(axis=0)
+    part -= mean
+    cols[:, centre] = part
+    return mean
 
 
 #: What a piece's rotor side is built from (`_rotor_side`): the rotors' gains, the IMU's lag (s),
@@ -389,14 +404,15 @@ def _piece_columns(
     biases or None, the drag's specific force per unit `body_columns` or None; `idim_rows`), and
     the rotor side `rotor_side` (gains, the IMU's lag, whether the rotor drag is modelled, the
     body drag's form and scale; `Rotor`; whether its k_t column alone is asked, `idim_rows`; the
-    ground model, `ground_gain`), of
-    which only the live columns are filtered (`_live_rotor_columns`). `memo` keeps the parts apart (`idim_rows`): the motion columns,
-    which depend on neither gains nor lag, keyed by what they depend on (the flights, alive for
-    the whole identification, the motion settings with the pose's lag only where the motion is
-    the pose's, the rows kept); those the specific force enters (`_FORCE_COLUMNS`) by the bias
-    and the body drag removed too (with the pose's lag and the IMU's, which time it), and the
-    rotor columns, which depend on neither, by the gains, lag and body drag's form too, the
-    latest few of both (`_kept_columns`)."""
+    ground model, `ground_gain`), of which only the live columns are filtered
+    (`_live_rotor_columns`), and the body drag's (`_body_drag_columns`). `memo` keeps the parts
+    apart (`idim_rows`): the motion columns, which depend on neither gains nor lag, keyed by what
+    they depend on (the flights, alive for the whole identification, the motion settings with the
+    pose's lag only where the motion is the pose's, the rows kept); those the specific force
+    enters (`_FORCE_COLUMNS`) by the bias and the body drag removed too (with the pose's lag and
+    the IMU's, which time it); the rotor columns, which depend on neither, by the gains, lag and
+    ground model too, and the body drag's by its form, scale and lag (the body-drag candidates
+    share the rotor columns), the latest few of each (`_kept_columns`)."""
     flights, k, biases, body = piece
     gain, lag, drag, form, scale, kt_only, ground = rotor_side
     bias = None if biases is None else biases[k]
@@ -421,27 +437,35 @@ def _piece_columns(
         _rows_force(mo, p, ms, bias, body if removed else None, form, lag)
         return _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
 
-    side_drag, side_form = (False, "off") if kt_only else (drag, form)  # the rotor side's own columns
-    live = _live_rotor_columns(vehicle, side_drag, side_form != "off")
+    side_drag = drag and not kt_only  # the rotor side's own columns
+    live = _live_rotor_columns(vehicle, side_drag)
     if kt_only:  # D_k[:, :, 0]: the even columns of its 12
         live = live[live % 2 == 0]
     gains = None if gain is None or np.all(gain == 1.0) else gain.tobytes()
 
     def rotor() -> np.ndarray:
         u = rotor_terms(p, vehicle, ms.speed, ms.tm, ms.voltage_model) if mo is None else mo.u
-        vel = body_velocity(p, ms) if side_drag or side_form != "off" else None
+        vel = body_velocity(p, ms) if side_drag else None
         omega = None if not side_drag else (body_rate(p, ms) if mo is None else mo.omega)
         thrust = None if ground is None else ground_gain(p, vehicle, ground)
-        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, side_drag, side_form, scale, thrust)
+        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, side_drag, "off", scale, thrust)
         return _low_passed(
             ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live), True
         )
+
+    def body_drag() -> np.ndarray:
+        side = Rotor(p.t, np.empty((len(p.t), 0)), body_velocity(p, ms), None, None, lag, False, form, scale)
+        return _low_passed(ms, sel, len(p.t), lambda a, b: _body_drag_columns(side, a, b), 3, True)
 
     out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
     if not kt_only:
         out[:, 12 + _RATE_COLUMNS] = rate
         out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
-    rotor_id = ("rotor", *key, ms, lag, side_drag, gains, side_form, scale, kt_only, ground)
+        if form != "off":
+            body_id = ("body", *key, ms, lag, form, scale)
+            out[:, 72 + 6 * drag :] = _kept_columns(memo, body_id, body_drag)
+    # the rotor side's columns apart from the body drag's: the same whatever the body drag's form
+    rotor_id = ("rotor", *key, ms, lag, side_drag, gains, kt_only, ground)
     out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, rotor_id, rotor)
     return out
 
@@ -519,7 +543,7 @@ def _moved_columns(
     out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
     out[:, 12:72] = basis @ _moved_map(g.tobytes(), a.tobytes())
     if drag and np.any(g):
-        live = _live_rotor_columns(vehicle, True, False)
+        live = _live_rotor_columns(vehicle, True)
         live = live[live >= 12]
         side = Rotor(p.t, u, np.zeros_like(omega), omega @ g.T, gain, lag, True, "off", scale)
         out[:, live + 60] = _low_passed(

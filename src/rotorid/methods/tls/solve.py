@@ -229,11 +229,16 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
         w = w0.copy()
         w[:, :nw] += moved.w[:, :-1]  # the gains' columns, if any, do not move
         w[:, -1] += moved.w[:, -1]
+        moved_rows = moved.rows
+        del moved  # its W_t is in w (a W_t fewer at this stage's peak): only its rows' means are read
         x = fit(w)
         for _ in range(BIAS_PASSES if centred else 0):
             b = acc_bias_estimate(sol.rows, unknowns(x), masses, removed)
-            db = {c: b[c] - b0[c] + d for c, d in acc_bias_estimate(moved.rows, unknowns(x), masses).items()}
-            x = fit(w + _rebiased_rows(sol.rows, db, w.shape, yaw))
+            db = {c: b[c] - b0[c] + d for c, d in acc_bias_estimate(moved_rows, unknowns(x), masses).items()}
+            shifted = _rebiased_rows(sol.rows, db, w.shape, yaw)
+            shifted += w  # w + the shift, in place (the same sums: addition commutes exactly)
+            x = fit(shifted)
+            del shifted
         jac[:, i] = (x - x0) / h
     return jac
 
