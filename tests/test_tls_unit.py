@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.integrate import cumulative_trapezoid
 
-from rotorid.errors import MissingChannelError, RotoridError
+from rotorid.errors import ExcitationError, MissingChannelError, RotoridError
 from rotorid.flight import Flight
 from rotorid.frames import GRAVITY, body_to_world, bryant_rates, bryant_to_quat
 from rotorid.methods import tls
@@ -296,3 +296,25 @@ def test_memo_keys_the_body_drag() -> None:
             assert (a is None) == (b is None), f.name
             if a is not None:
                 np.testing.assert_array_equal(a, b, err_msg=f"{f.name} after {form, lag, pose, scale}")
+
+
+def test_no_jackknife_where_leaving_a_piece_out_empties_a_configuration(monkeypatch) -> None:
+    """Two configurations of one airborne piece each (a calibration flight pair): leaving either
+    out leaves its configuration's unknowns without a row (with the rotors' gains estimated the
+    fold's fit crashed on it), so the flights' disagreement is not measured and σ stays; with two
+    pieces in each it is."""
+    from types import SimpleNamespace
+
+    from rotorid.methods.tls import checks
+
+    def rows(n_pieces: int) -> SimpleNamespace:
+        return SimpleNamespace(piece=np.repeat(np.arange(n_pieces), 3), t=np.zeros(3 * n_pieces))
+
+    called = []
+    monkeypatch.setattr(checks, "jackknife", lambda *a: called.append(a) or (_ for _ in ()).throw(ExcitationError("x")))
+    cov = np.eye(2)
+    sol = SimpleNamespace(rows={"A": rows(1), "B": rows(1)}, gains=None, kept=[0, 1], w=None, noise=None)
+    assert checks._disagreement(None, sol, cov, None) == (cov, None, []) and not called
+    sol.rows = {"A": rows(2), "B": rows(2)}
+    sol.blocks = sol.active = sol.scale = None
+    assert checks._disagreement(None, sol, cov, None) == (cov, None, []) and called

@@ -192,7 +192,8 @@ def _disagreement(
     `cov`, the rotors' coefficients' in `coef`) and a note names the pieces whose leaving out
     moves the estimate most."""
     groups = pieces(sol.rows)
-    if len(np.unique(groups)) < 2:
+    alone = len(sol.rows) > 1 and any(len(np.unique(r.piece)) < 2 for r in sol.rows.values())
+    if len(np.unique(groups)) < 2 or alone:  # a configuration's only piece left out leaves its unknowns no row
         return cov, coef, []
     k, w, cols, noise = len(sol.kept), sol.w, sol.kept, sol.noise
     if sol.gains is not None:
