@@ -141,9 +141,15 @@ def test_drag_identify_matches_cli(server, browser, folder: Path, tmp_path: Path
     assert shown == {"arm": "0.039598", "mass": "0.027", "range": "0,1"}  # the preset's, not a generic quad's
     assert not d.find_element("id", "veh-mass").is_enabled()  # a preset's values are shown, not edited
     _wait(d, lambda: _text(d, "status").startswith("opened log10: proposed windows thrust 1"))  # read again
-    _wait(d, lambda: "excitation thrust" in _text(d, "facts"))  # the facts come from a thread after the paint
-    facts = _text(d, "facts")
-    assert "crazyflie-v2" in facts and "excitation thrust" in facts and "1011 Hz" in facts
+
+    # the facts come from a thread after the paint, and the first open's facts (no vehicle) are on the page
+    # until the re-read clears them: wait for the vehicle's, read in the same look
+    def vehicle_facts() -> str | None:
+        facts = _text(d, "facts")
+        return facts if "crazyflie-v2" in facts and "excitation thrust" in facts else None
+
+    facts = _wait(d, vehicle_facts)
+    assert "1011 Hz" in facts
     # the proposals are preloaded, as shaded windows: log10 pumps the throttle, so thrust only
     assert d.find_element("id", "windows-thrust").get_attribute("value") != ""
     for role in ("roll_pitch", "yaw"):
