@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+import profiling
 from bench_startup import timed
 from rotorid.io import load
 from rotorid.methods import delay
@@ -277,22 +278,14 @@ STEPS = {
 def _identify_shares() -> list[dict]:
     """Each step's share of delay's identify on the real logs, from one run under cProfile (its
     cumulative time over the whole identify's; the profiler's overhead is spread over all)."""
-    import cProfile
-    import pstats
-
-    prof = cProfile.Profile()
-    prof.runcall(_pipeline)
-    stats = pstats.Stats(prof).stats
-    cum = {(Path(k[0]).stem, k[2]): v[3] for k, v in stats.items() if "rotorid" in k[0]}
-    whole = cum[("pipeline", "identify")]
     return [
         {
             "name": f"identify's share: {step}",
-            "value": 100.0 * cum[key] / whole,
+            "value": share,
             "unit": "%",
             "note": "cumulative time under cProfile over identify's; the steps nest (the checks call the T_m search)",
         }
-        for step, key in STEPS.items()
+        for step, share in profiling.shares(_pipeline, STEPS, ("pipeline", "identify")).items()
     ]
 
 

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+import profiling
 from rotorid.methods import tls
 from rotorid.result import Truth, compare
 from rotorid.sim import scenarios
@@ -48,15 +49,37 @@ def real_shaped_flights() -> tuple[list, object]:
     return flights, sc.vehicle
 
 
+#: The stages of tls's identify whose shares of the real-log-shaped case `real_rows` reports
+#: (module stem, function): what limits its CPU target.
+STAGES = {
+    "IMU lag search": ("lags", "choose_imu_delay"),
+    "optional terms' held-out choice": ("terms", "fit_terms"),
+    "body drag's candidates (within the optional terms)": ("terms", "_fit_body_drag"),
+    "rotor gains": ("gains", "estimate_rotor_gains"),
+    "noise moments": ("noise", "noise_moment"),
+    "zero-phase filtering (all stages)": ("signal", "filtfilt_blocks"),
+}
+
+
 def real_rows() -> list[dict]:
-    """CPU of the real-log-shaped case (issue 36 target: <= 5 s CPU)."""
+    """CPU of the real-log-shaped case (issue 36 target: <= 5 s CPU), and its stages' shares."""
     flights, vehicle = real_shaped_flights()
     settings = tls.TlsSettings()  # the CLI's defaults: rotor drag on, the IMU's and the pose's lags searched
-    wall, cpu, _ = _timed(lambda: tls.identify({"A": flights}, vehicle, settings=settings))
+    call = lambda: tls.identify({"A": flights}, vehicle, settings=settings)
+    wall, cpu, _ = _timed(call)
     note = f"3 x 51 s at 500 Hz, attitude + rotor drag, lags searched; load avg {os.getloadavg()[0]:.1f}"
+    shares = profiling.shares(call, STAGES, ("pipeline", "identify"))
     return [
         {"name": "real-log-shaped, 3 x 51 s @ 500 Hz: CPU", "value": cpu, "unit": "s", "target": "<= 5", "note": note},
         {"name": "real-log-shaped, 3 x 51 s @ 500 Hz: wall", "value": wall, "unit": "s", "target": "", "note": ""},
+    ] + [
+        {
+            "name": f"real-log-shaped share: {stage}",
+            "value": share,
+            "unit": "%",
+            "note": "cumulative time under cProfile over identify's; stages nest (filtering is inside the others)",
+        }
+        for stage, share in shares.items()
     ]
 
 
