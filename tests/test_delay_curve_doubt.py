@@ -7,8 +7,10 @@ motor-model check (`structure.motor_model_check`); each model difference enters 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from rotorid.methods import delay
@@ -118,3 +120,23 @@ def test_no_motor_model_term_without_a_logged_voltage() -> None:
     sc = scenarios.run("eschmann-crazyflie", seed=0, duration=4.0)
     _, wide, out = _plain(sc)
     assert wide is None and "motor_model_lr" not in out.diag
+
+
+def test_a_motor_model_that_fits_worse_still_enters_sigma_at_its_posterior_weight(sag) -> None:
+    """The sagging flight with its voltage logged by a mis-scaled sensor (the swing about the
+    mean 1.57 times the true one): the motor model (α = 1) now over-applies the sag and fits a
+    little worse than the plain curve with as many parameters (lr ≈ -2), so its difference enters
+    the covariance at its posterior weight expit(lr) (`structure.evidence_weight`, no extra
+    parameter), as the other checks' unsupported models do: a part of Δθ Δθᵀ, no note."""
+    f = sag.flights["thrust"]
+    vbat = f.vbat.mean() + 1.57 * (f.vbat - f.vbat.mean())
+    fake = dataclasses.replace(sag, flights={**sag.flights, "thrust": f.replace(vbat=vbat)})
+    sym, wide, out = _plain(fake)
+    lr, w = out.diag["motor_model_lr"], structure.evidence_weight(out.diag["motor_model_lr"], 0, sym.n / sym.tau_int)
+    assert -4 < lr < 0 and 0.02 < w < 0.5 and wide is not None
+    added = wide.unc.cov - sym.unc.cov
+    d0 = sym.tm - out.diag["motor_model_tm"]  # Δθ's T_m part; the rest from the added column
+    delta = added[:, 0] / (w * d0)
+    assert delta[0] == pytest.approx(d0, rel=1e-9)
+    np.testing.assert_allclose(added, w * np.outer(delta, delta), rtol=1e-9, atol=1e-15 * np.abs(added).max())
+    assert not any(n.startswith("Battery voltage: the motor model") for n in out.notes)

@@ -195,9 +195,10 @@ def motor_model_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out
     on a thrust flight), and a free α can be pulled anywhere by other effects the flight has.
     When the motor model fits better (same number of parameters: a lower residual at its own
     T_m), its T_m and coefficients are as plausible as the plain ones, and their difference Δθ
-    enters the covariance as the other checks' does, with a note. Returns the search with σ so
-    widened (`widened`); None otherwise (or when the curve already holds the voltage, or the log
-    has none)."""
+    enters the covariance as the other checks' does, with a note; when it fits worse, Δθ enters
+    at the motor model's posterior weight expit(lr) (`evidence_weight` with no extra parameter),
+    as an unsupported check's does. Returns the search with σ so widened (`widened`); None when
+    the curve already holds the voltage, or the log has none."""
     if prob.voltage is not None or st.voltage != "auto" or vm.unusable(prob.flights, prob.vehicle) is not None:
         return None
     motor = dataclasses.replace(prob, voltage=vm.VoltageModel(1.0, 0.0, *vm.model_span(prob.flights)))
@@ -206,15 +207,16 @@ def motor_model_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out
     fit = motor.fit((tm, tm))[0]
     lr = 0.5 * n_eff * math.log(sym.unc.fit.sse / fit.sse)
     out.diag.update(motor_model_tm=tm, motor_model_lr=lr)
-    if not lr > 0:
-        return None
+    delta = np.concatenate([[sym.tm - tm], sym.unc.fit.x - fit.x])
+    if not lr > 0:  # as many parameters: the posterior weight of the motor model is expit(lr)
+        return widened(sym, delta, evidence_weight(lr, 0, n_eff))
     out.notes.append(
         f"Battery voltage: the motor model (rotor state the lag of command x V/V_ref, α = 1) fits the thrust flight "
         f"better than the plain curve chosen (log-likelihood +{lr:.3g} with as many parameters); with it T_m would "
         f"be {tm:.4g} s instead of {sym.tm:.4g} s (sag under load acts through the lag). σ of T_m, the thrust curve "
         "and what rests on them includes the difference; --voltage on fits the voltage curve."
     )
-    return widened(sym, np.concatenate([[sym.tm - tm], sym.unc.fit.x - fit.x]))
+    return widened(sym, delta)
 
 
 #: Quantiles of the rotor states `saturation_check` tries as the knee above which thrust saturates.
