@@ -403,7 +403,8 @@ class OnlineEstimator:
             flight.rotor_speed.tolist() if flight.rotor_speed is not None else none,
             flight.quat.tolist() if flight.quat is not None else none,
         )
-        self._trace, self._rows_out = np.empty((n, ix.TRACE)), np.empty((n, ix.ROW_SIZE))
+        self._trace, self._rows_out = np.empty((n, ix.TRACE)), np.empty((n, ix.ROW_SIZE))  # at most a step a sample
+        self._st[ix.ST_NROWS] = 0.0  # the rows of this run
         try:
             for i, (t, g, a, c, rs, q) in enumerate(zip(*cols, strict=True)):
                 self._push(t, g, a, q, self._thrusts(self._motor_state(t, c, rs)), i)
@@ -411,10 +412,14 @@ class OnlineEstimator:
             self._rows = self._rows_out[: int(self._st[ix.ST_NROWS])]
             tr, self._trace, self._rows_out = self._trace, self._no_trace, self._no_rows
         # the trace's columns (`kernel.TRACE`), each block copied as the per-sample lists it replaced
-        cols_at = {"omega": 0, "p": 3, "alpha": 6, "alpha_raw": 9, "active": 12, "theta1": 16, "s1diag": 22}
-        out = {key: tr[:, i : i + (6 if i >= 16 else 3)].copy() for key, i in cols_at.items()}
+        at = {"omega": ix.ST_W, "p": ix.ST_P, "alpha": ix.ST_AL, "alpha_raw": ix.ST_ALR, "active": ix.ST_ACT}
+        out = {key: tr[:, i : i + 3].copy() for key, i in at.items()}
+        out["theta1"], out["s1diag"] = (
+            tr[:, ix.TR_TH1 : ix.TR_TH1 + N1].copy(),
+            tr[:, ix.TR_S1D : ix.TR_S1D + N1].copy(),
+        )
         out["active"], out["enabled"] = out["active"] != 0.0, tr[:, ix.ST_EN] != 0.0
-        th2 = tr[:, 28:35].copy()  # θ2, Σ_θ2 (3), the scales of Σ_θ1 and Σ_θ2
+        th2 = tr[:, ix.TR_TH2 : ix.TRACE].copy()  # θ2, Σ_θ2 (3), the scales of Σ_θ1 and Σ_θ2
         out["t"] = flight.t.copy()
         out["omega_std"] = np.sqrt(out.pop("p"))
         out["theta1_std"] = np.sqrt(np.clip(out.pop("s1diag"), 0.0, None) * th2[:, 5:6])

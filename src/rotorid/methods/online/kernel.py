@@ -100,6 +100,9 @@ from rotorid.methods.online.layout import (
     ST_TRAW,
     ST_W,
     ST_WL,
+    TR_S1D,
+    TR_TH1,
+    TR_TH2,
 )
 
 
@@ -183,12 +186,12 @@ def push(
         for k in range(16):
             tr[k] = st[k]
         for k in range(6):
-            tr[16 + k] = st[ST_TH1 + k]
-            tr[22 + k] = st[ST_S1 + 7 * k]
-        for k in range(5):
-            tr[28 + k] = st[ST_TH2 + k]
-        tr[33] = _scale(st[ST_CHI1], st[ST_CHI1 + 1])
-        tr[34] = _scale(st[ST_CHI2], st[ST_CHI2 + 1])
+            tr[TR_TH1 + k] = st[ST_TH1 + k]
+            tr[TR_S1D + k] = st[ST_S1 + 7 * k]
+        for k in range(5):  # θ2 and Σ_θ2
+            tr[TR_TH2 + k] = st[ST_TH2 + k]
+        tr[TR_TH2 + 5] = _scale(st[ST_CHI1], st[ST_CHI1 + 1])
+        tr[TR_TH2 + 6] = _scale(st[ST_CHI2], st[ST_CHI2 + 1])
 
 
 @njit(cache=True)

@@ -26,7 +26,7 @@ CFG_HOLD, CFG_PER, CFG_MODEL, CFG_MTH, CFG_MS, CFG_MSC, CFG_TWO, CFG_NZ, CFG_SIZ
 # out: t, enabled, ω̂ (3), its std (3), α̂ (3), θ1 (5), its std (5), mass, its std, imu_z, its std
 OUT_T, OUT_EN, OUT_W, OUT_WSTD, OUT_AL, OUT_TH1, OUT_SD, OUT_M, OUT_IMUZ, OUT_SIZE = 0, 1, 2, 5, 8, 11, 16, 21, 23, 25
 # trace (per sample in `run`): st[:16], θ1 (6), diag Σ_θ1 (6), θ2 (2), Σ_θ2 (3), the two a-posteriori scales
-TRACE = 35
+TR_TH1, TR_S1D, TR_TH2, TRACE = 16, 22, 28, 35
 # a row: H1 (3x6), y1, r1, H2 (3x2), y2, r2, moved (3 rows x 3 MOI columns), Ĵ, KF gain and model (6), t
 ROW_H1, ROW_Y1, ROW_R1, ROW_H2, ROW_Y2, ROW_R2, ROW_MOVED, ROW_J, ROW_KF, ROW_T = 0, 18, 21, 24, 30, 33, 34, 43, 46, 52
 ROW_SIZE = 53
