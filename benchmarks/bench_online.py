@@ -3,7 +3,7 @@ scenario for the three variants (plus Alg. 1–5 read literally), the Cramér-Ra
 height for that trajectory with the oracle least-squares estimate (only the accelerometer noise),
 Table 7 (angular-acceleration RMSE of the KF vs the differentiated gyro, IMU at 1 kHz and
 100 Hz) and the cost of one `update` on a 60 s flight at 1 kHz (CPU time, median of 3), with the
-step's Python bytecode count and profile.
+Python bytecodes around its compiled step and the profile.
 
 Run: `.venv/bin/python benchmarks/run.py online` (prints the markdown table too).
 """
@@ -169,8 +169,9 @@ def _bytecodes(est: online.OnlineEstimator, samples: list) -> collections.Counte
 
 def timing(runs: int = 3) -> list[dict]:
     """CPU time of `update` per sample on a 60 s flight at 1 kHz (median of `runs`), by default
-    (100 Hz blocks) and with every sample a full KF/RLS step; the full step's Python bytecode
-    count (what bounds a pure-Python step: count x time per bytecode) and its profile. `update`
+    (100 Hz blocks) and with every sample a full KF/RLS step; the Python bytecodes a full step
+    still runs around its compiled kernel (the sample's checks, the motor model, the state) and
+    its profile. `update`
     has no flight to read `meta["motor_hold"]` from: it reads point samples, which weigh the two
     samples' wrenches each step (`OnlineSettings.motor_hold`)."""
     sc = scenarios.run("kwon-payload", seed=0, duration=60.0)
@@ -214,7 +215,7 @@ def timing(runs: int = 3) -> list[dict]:
             "value": n,
             "unit": "",
             "target": "",
-            "note": f"{1e3 * us / n:.1f} ns per bytecode at the CPU time above; "
+            "note": "around the compiled step (one call of kernel.push, not counted): "
             + ", ".join(f"{fn} {v / 1000:.0f}" for fn, v in by.most_common(6)),
         }
     )

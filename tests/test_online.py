@@ -192,7 +192,7 @@ def test_rotor_model_and_motor_lag_match_the_core() -> None:
     est = online.OnlineEstimator(veh, online.OnlineSettings(rate_hz=None))
     force, moment = [], []
     for ti, ci in zip(t.tolist(), cmd.tolist(), strict=True):
-        w = est._wrench(est._thrusts(est._motor_state(ti, ci, None)))
+        w = (est.mixer @ est._thrusts(est._motor_state(ti, ci, None))).tolist()
         f, m = w[:3], w[3:]
         est._t_raw = ti
         force.append(f)

@@ -214,20 +214,8 @@ class Reference(online.OnlineEstimator):
         for h, y in zip(H2, y2, strict=True):
             self.t2, self.P2 = _rls_row(self.t2, self.P2, h, y, r2, self.ch2)
         gain = self.gain if self._kf else (0.0,) * 6
-        self._rows.append(
-            # the step's middle last: the time the report plots the row at
-            (
-                H1.tolist(),
-                y1.tolist(),
-                r1.tolist(),
-                H2.tolist(),
-                y2.tolist(),
-                r2,
-                moved.tolist(),
-                th_moi,
-                gain,
-                t - 0.5 * dt,
-            )
+        self._rows.append(  # flat, in `RlsRows`'s order; the step's middle last: the time the report plots the row at
+            np.concatenate([H1.ravel(), y1, r1, H2.ravel(), y2, [r2], moved.ravel(), th_moi, gain, [t - 0.5 * dt]])
         )
 
 
@@ -333,9 +321,10 @@ def test_step_equals_the_plain_reference(case: str, monkeypatch) -> None:
         _close(key, tr[key], tr_ref[key])
     for key in ("theta1", "theta1_std", "mass", "mass_std", "imu_z", "imu_z_std"):
         _close(key, tr[key], tr_ref[key])
-    assert len(est._rows) == len(ref_est._rows) > 100
-    for i, name in enumerate(("H1", "y1", "R1", "H2", "y2", "R2", "moved", "J", "KF gain and model", "t")):
-        _close(name, [r[i] for r in est._rows], [r[i] for r in ref_est._rows])
+    rows, ref_rows = est.recorded_rows(), ref_est.recorded_rows()
+    assert len(rows.t) == len(ref_rows.t) > 100
+    for name, value in rows._asdict().items():
+        _close(name, value, getattr(ref_rows, name))
     assert res.params.keys() == ref.params.keys()
     for name, p in ref.params.items():
         _close(name, res.params[name].value, p.value)

@@ -54,7 +54,9 @@ the samples of both blocks weighted by a triangle, each centred where its motor 
 means of the two steps (the midpoint the forward difference belongs to).
 
 The stages, each a module of this package, import only those below them (import-linter contract
-`online-stages`): `settings` < `estimator` < `noise`, `bias` < `solve` < `passes` < `pipeline` (`identify`).
+`online-stages`): `settings`, `layout` < `kernel` < `estimator` < `noise`, `bias` < `solve` < `passes` <
+`pipeline` (`identify`). `kernel` is the estimator's per-sample step compiled by numba (bit-identical to
+the pure-Python step it replaced); numba loads when an estimator is made.
 The public names below load their stage on first use (PEP 562), so the registry's
 `rotorid.methods.online:OnlineSettings` does not import numpy.
 """
