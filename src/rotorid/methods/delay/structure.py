@@ -219,6 +219,37 @@ def motor_model_check(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out
     return widened(sym, delta)
 
 
+def voltage_alternative(prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected) -> TmSearch | None:
+    """The voltage curve `choose_curve` did not keep, in the plain curve's σ. Where the flights
+    log a varying battery voltage and the curve of the command times (V / V_ref)^α (its α
+    identified) competes, the held-out choice may keep the plain curve (α = 0) although α is
+    not known to be 0: sag under load bends the plain curve in u (K_2 low, K_1 or K_0 high) as
+    much as it moves the held-out error. The voltage curve enters at its weight w from the two
+    curves' held-out errors (pseudo-BMA, Yao et al. 2018: `evidence_weight` of the held-out
+    log-likelihood ratio at the residual's effective sample count): w (Δθ Δθᵀ + a aᵀ), Δθ its
+    difference in T_m and coefficients (same terms, its own T_m) and a α's doubt there
+    (`volt.alpha_term`). Returns the search so widened, None without such a curve."""
+    spec = out.diag.get("curve_voltage")
+    if spec is None or prob.voltage is not None:
+        return None
+    alt, w = VoltageModel(**spec), float(out.diag["curve_voltage_weight"])
+    p = dataclasses.replace(prob, voltage=alt)
+    tm, _ = volt.tm_at(p, sym, st, sym.n / sym.tau_int)
+    theta = np.concatenate([[tm], p.fit((tm, tm))[0].x])
+    wide = widened(sym, np.concatenate([[sym.tm], sym.unc.fit.x]) - theta, w)
+    wide = widened(wide, volt.alpha_term(p, sym, alt, st, theta), w)
+    out.diag["curve_voltage_tm"] = tm
+    if w >= 0.05:
+        coeffs = ", ".join(f"{k} {v:.4g}" for k, v in zip(prob.names(), theta[1:], strict=True))
+        out.notes.append(
+            f"Battery voltage: the thrust curve in the command times (V/V_ref)^α (α = {alt.alpha:.3g} ± {alt.std:.2g}) "
+            f"predicts the held-out thrust nearly as well as the plain curve chosen (weight {w:.2g} from their held-out "
+            f"errors); with it T_m would be {tm:.4g} s and {coeffs}. σ of T_m, the thrust curve and what rests on them "
+            "include that curve's difference and α's doubt at that weight."
+        )
+    return wide
+
+
 #: Quantiles of the rotor states `saturation_check` tries as the knee above which thrust saturates.
 KNEE_QUANTILES = (0.7, 0.8, 0.9, 0.95)
 
@@ -476,6 +507,10 @@ def choose_curve(
         return float(d.sum()) <= 2.0 * math.sqrt(len(d)) * float(np.std(d, ddof=1))
 
     chosen = next(k for k in err if within(k))  # plain before voltage, simplest first
+    if model is not None and not chosen[1] and (chosen[0], True) in err:  # its doubt: `voltage_alternative`
+        n_eff = sym.n / sym.tau_int
+        lr = -0.5 * n_eff * math.log(float(err[(chosen[0], True)].sum() / err[chosen].sum()))
+        out.diag.update(curve_voltage=dataclasses.asdict(model), curve_voltage_weight=evidence_weight(lr, 0, n_eff))
     rel = {k: float(e.sum() / err[best].sum()) for k, e in err.items()}
     out.diag.update(curve_held_out={c: r for (c, v), r in rel.items() if not v}, curve_best=best[0])
     if model is not None:

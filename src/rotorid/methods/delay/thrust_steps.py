@@ -23,6 +23,7 @@ from rotorid.methods.delay.structure import (
     motor_model_check,
     sample_hold_term,
     saturation_check,
+    voltage_alternative,
     widened,
     window_scatter,
 )
@@ -178,17 +179,37 @@ def _structure_terms(
     if "curve_tm" in out.diag:
         sym = widened(sym, np.eye(len(sym.unc.theta))[0] * (sym.tm - out.diag["curve_tm"]))
         why.append(f"the best-predicting thrust curve {out.diag['curve_best']} gives T_m {out.diag['curve_tm']:.4g} s")
-    if model is not None:
-        sym = widened(sym, alpha_term(prob, sym, model, st))
-    elif (wide := motor_model_check(prob, sym, st, out)) is not None:
-        sym = wide
-        why.append(f"the battery's motor model (α = 1) gives T_m {out.diag['motor_model_tm']:.4g} s and fits better")
+    sym = _battery_terms(prob, sym, st, out, model, why)
     if (wide := window_scatter(prob, sym, st, out)) is not sym:
         sym = wide
         why.append("the thrust flights disagree beyond σ (leave-one-out)")
     held = sample_hold_term(prob, sym, st, out)
     out.diag["tm_hold_shift"] = held.tm - sym.tm
     return held, why
+
+
+def _battery_terms(
+    prob: ThrustProblem, sym: TmSearch, st: DelaySettings, out: Collected, model: VoltageModel | None, why: list[str]
+) -> TmSearch:
+    """The battery voltage in the symmetric T_m's σ: α's doubt where the curve holds the voltage;
+    else the plain curve's two alternatives, each at its weight: the voltage curve with α as the
+    data put it (`voltage_alternative`) and the motor model's α = 1 (`motor_model_check`). Reasons
+    into `why`."""
+    if model is not None:
+        return widened(sym, alpha_term(prob, sym, model, st))
+    if (wide := voltage_alternative(prob, sym, st, out)) is not None:
+        sym = wide
+        if out.diag["curve_voltage_weight"] >= 0.05:
+            why.append(
+                f"the battery-voltage curve gives T_m {out.diag['curve_voltage_tm']:.4g} s and predicts nearly as well"
+            )
+    if (wide := motor_model_check(prob, sym, st, out)) is not None:
+        sym = wide
+        if out.diag["motor_model_lr"] > 0:
+            why.append(
+                f"the battery's motor model (α = 1) gives T_m {out.diag['motor_model_tm']:.4g} s and fits better"
+            )
+    return sym
 
 
 def _edge_std(sym: TmSearch, lo: float, hi: float) -> float:

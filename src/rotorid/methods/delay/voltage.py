@@ -83,14 +83,16 @@ def identified(model: voltage.VoltageModel, st: DelaySettings, notes: list[str])
     return None
 
 
-def alpha_term(prob: ThrustProblem, sym: TmSearch, model: voltage.VoltageModel, st: DelaySettings) -> np.ndarray:
+def alpha_term(
+    prob: ThrustProblem, sym: TmSearch, model: voltage.VoltageModel, st: DelaySettings, theta: np.ndarray | None = None
+) -> np.ndarray:
     """Δθ (T_m, coefficients) of α moved by its σ (`voltage.alpha_doubt`), for the covariance
     (`structure.widened`): T_m searched again there (α and T_m are correlated) and the
-    coefficients refitted."""
+    coefficients refitted; from `theta` (T_m, coefficients at α), by default `sym`'s."""
 
     def refit(moved: voltage.VoltageModel) -> np.ndarray:
         up = dataclasses.replace(prob, voltage=moved)
         tm, _ = tm_at(up, sym, st, sym.n / sym.tau_int)
         return np.concatenate([[tm], up.fit((tm, tm))[0].x])
 
-    return voltage.alpha_doubt(model, refit, np.concatenate([[sym.tm], sym.unc.fit.x]))
+    return voltage.alpha_doubt(model, refit, np.concatenate([[sym.tm], sym.unc.fit.x]) if theta is None else theta)
