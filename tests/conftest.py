@@ -17,10 +17,18 @@ from pathlib import Path
 
 import matplotlib
 import pytest
+from threadpoolctl import threadpool_limits
 
 from support.fixtures import worker  # noqa: F401  (a fixture: importing it here shares it)
 
 matplotlib.use("Agg")
+# BLAS on one thread, in this process and the CLI processes tests start: `make test` runs two
+# workers on two cores, where a second BLAS thread per worker only spin-waits on the methods'
+# tall, skinny matrices. tls.identify limits itself so (`regression.one_blas_thread`); its
+# parts called directly, delay and freq do not: tls's solve of an A + B problem took 16-28 s
+# CPU against 2.4-2.6 s on one thread on the loaded machine, tests/test_freq_sim.py 13.3 -> 5.8 s.
+threadpool_limits(limits=1, user_api="blas")
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
 # The suite decodes every log afresh (a test that counts or breaks decoding must see it) and never
 # writes the user's cache folder; tests/test_cache.py turns the cache on in a folder of its own, and
 # the `decoded` fixture in one the run shares, for the slow real logs tests take as input.

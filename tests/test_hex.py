@@ -117,7 +117,10 @@ def test_tls_on_a_hexarotor() -> None:
 @pytest.mark.slow
 def test_online_on_a_hexarotor() -> None:
     """Kwon et al.'s payload set-up (Tables 3-5: take-off, x/y translation, 45 deg yaw) on a
-    hex-x: I within 3 %, CoM within 0.3 mm, mass within 0.5 % (the quad test's tolerances)."""
+    hex-x: I within 3 %, CoM within 0.3 mm, mass within 0.5 % (the quad test's tolerances).
+    20 s, as the quad's other tests fly it (the paper's 50 s cost 2.5x the CPU): I -0.8 % at
+    most (50 s: +0.5 %), CoM and mass 0.001 mm and 0.01 %; the rls-lpf baseline on this
+    flight misses I by more than 3 %."""
     com = np.array([0.008, -0.021, 0.0])
     user = build_vehicle("hex-x", 0.2, 0.5, "rad_s", (0.0, 1300.0), name="kwon-hex").replace(
         thrust_coeffs=np.array([1.3e-6]), k_tau=1.0 / 0.7
@@ -125,7 +128,7 @@ def test_online_on_a_hexarotor() -> None:
     true = user.replace(
         inertia=np.diag([0.05, 0.05, 0.06]), com=com, imu_offset=com + np.array([-0.018, 0.021, -0.011])
     )
-    dur = 50.0
+    dur = 20.0
     lim = {"v_max": 0.2, "a_max": 0.2, "j_max": 0.5}
     mz, mxy = [move(1.0, start=0.1 * dur, **lim)], [move(1.0, start=0.3 * dur, **lim)]
     myaw = [move(math.radians(45.0), math.radians(20.0), math.radians(15.0), start=0.6 * dur)]

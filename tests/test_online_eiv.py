@@ -64,6 +64,26 @@ def test_acc_noise_density_of_white_noise() -> None:
     assert online.acc_row_noise(np.full(3, 1.6e-5), np.array([0.01]))[0] == pytest.approx(np.full(3, 8e-4))
 
 
+def _quat_products(q: np.ndarray) -> np.ndarray:
+    """The running Hamilton products q_0 q_1 ... q_k of unit quaternions (w, x, y, z), k = 0..n-1,
+    in log2(n) vectorized steps (each prefix joined with the one 2^j before it, Hillis-Steele),
+    normalized. A loop of scipy compositions gave the same to 1e-13 in 60x the time (3 s of the
+    tests below)."""
+    q, span = q.copy(), 1
+    while span < len(q):
+        (w1, x1, y1, z1), (w2, x2, y2, z2) = q[:-span].T, q[span:].T
+        q[span:] = np.column_stack(
+            [
+                w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+                w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+            ]
+        )
+        span *= 2
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
 def _gyro_flight(rng: np.random.Generator, white: float, walk: float, n: int = 60000, rate: float = 1000.0):
     """A gyro on a vehicle turning about all axes (attitude logged exactly) with a constant bias,
     a random-walk bias of density `walk` and white noise of density `white`."""
@@ -71,10 +91,9 @@ def _gyro_flight(rng: np.random.Generator, white: float, walk: float, n: int = 6
 
     t = np.arange(n) / rate
     omega = np.column_stack([0.5 * np.sin(1.3 * t), 0.4 * np.cos(0.7 * t), 0.3 * np.sin(0.4 * t + 1)])
-    rot = [Rotation.identity()]
-    for k in range(n - 1):  # the exact rotation of the mean rate over each interval
-        rot.append(rot[-1] * Rotation.from_rotvec(0.5 * (omega[k] + omega[k + 1]) / rate))
-    q = Rotation.concatenate(rot).as_quat()[:, [3, 0, 1, 2]]
+    # the exact rotation of the mean rate over each interval, after the identity at the start
+    step = Rotation.from_rotvec(np.vstack([np.zeros(3), 0.5 * (omega[:-1] + omega[1:]) / rate]))
+    q = _quat_products(step.as_quat()[:, [3, 0, 1, 2]])
     bias = np.array([0.01, -0.005, 0.003]) + np.cumsum(walk / np.sqrt(rate) * rng.standard_normal((n, 3)), axis=0)
     gyro = omega + bias + white * np.sqrt(rate) * rng.standard_normal((n, 3))
     return Flight(t=t, gyro=gyro, acc=np.zeros((n, 3)), quat=q), bias

@@ -9,24 +9,39 @@ import pytest
 
 from rotorid.methods import online
 from rotorid.methods.online.solve import final_theta1_eiv
+from rotorid.result import Result
 from rotorid.sim import scenarios
+
+INERTIA = ("I_xx", "I_yy", "I_zz")
+
+
+@pytest.fixture(scope="module")
+def noise_free() -> tuple[scenarios.Scenario, Result]:
+    """Noise-free kwon-payload (20 s) and its identification with the default settings, which
+    both the fixed point's tests below check (one identification, ~3 s, instead of two)."""
+    sc = scenarios.run("kwon-payload", seed=0, noise=False, duration=20.0)
+    return sc, online.identify(sc.flights["trajectory"], sc.vehicle)
+
+
+def _errors(r: Result, truth: dict[str, float]) -> np.ndarray:
+    """The inertias' errors in % of the truth."""
+    return np.array([100.0 * (r.params[k].value / truth[k] - 1.0) for k in INERTIA])
 
 
 @pytest.mark.slow
-def test_the_fixed_point_forgets_the_initial_guess() -> None:
+def test_the_fixed_point_forgets_the_initial_guess(noise_free) -> None:
     """Noise-free kwon-payload: with the KF predicting from the running RLS estimate, the
     initial guess (1 g m² against 50) stays in I_xx and I_yy (+0.6 % against < 0.01 % from the
     truth as the guess); the fixed point is the same from both (< 0.01 %) and within 0.2 %."""
-    sc = scenarios.run("kwon-payload", seed=0, noise=False, duration=20.0)
+    sc, default = noise_free
     fl, truth = sc.flights["trajectory"], sc.truth.params
-    at_truth = (truth["I_xx"], truth["I_yy"], truth["I_zz"])
+    at_truth = tuple(truth[k] for k in INERTIA)
 
     def errors(**kw) -> np.ndarray:
-        r = online.identify(fl, sc.vehicle, online.OnlineSettings(**kw))
-        return np.array([100.0 * (r.params[k].value / truth[k] - 1.0) for k in ("I_xx", "I_yy", "I_zz")])
+        return _errors(online.identify(fl, sc.vehicle, online.OnlineSettings(**kw)), truth)
 
     once, once_truth = errors(fixed_point=False), errors(fixed_point=False, j0=at_truth)
-    fixed, fixed_truth = errors(), errors(j0=at_truth)
+    fixed, fixed_truth = _errors(default, truth), errors(j0=at_truth)
     assert np.max(np.abs(once - once_truth)[:2]) > 0.4
     assert np.max(np.abs(fixed - fixed_truth)) < 0.01
     assert np.max(np.abs(fixed)) < 0.2
@@ -85,13 +100,12 @@ def test_the_gyro_noise_in_alpha_is_corrected() -> None:
     assert eiv.std(axis=0, ddof=1) / sd == pytest.approx(np.ones(3), abs=0.35)
 
 
-def test_a_noise_free_flight_gives_the_true_inertia() -> None:
+def test_a_noise_free_flight_gives_the_true_inertia(noise_free) -> None:
     """Noise-free kwon-payload (1 kHz log of a 500 Hz controller, each rotor speed held until
     the next sample): the step's moment is the held wrench's exact integral over the blocks'
     gyro means (`OnlineEstimator._push`), so the fixed point is the truth (< 0.01 %). The mean
     of the two blocks' moments read as point values (the rule before) left I_xx, I_yy +0.12 %
     high: the moment half a log sample late, which the KF turns into a gain error of α̂."""
-    sc = scenarios.run("kwon-payload", seed=0, noise=False, duration=20.0)
-    r = online.identify(sc.flights["trajectory"], sc.vehicle)
-    err = [100.0 * (r.params[k].value / sc.truth.params[k] - 1.0) for k in ("I_xx", "I_yy", "I_zz")]
+    sc, r = noise_free
+    err = _errors(r, sc.truth.params)
     assert np.max(np.abs(err)) < 0.01, err

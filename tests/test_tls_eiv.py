@@ -12,6 +12,7 @@ import pytest
 from rotorid.methods import tls
 from rotorid.methods.tls import lags as tls_lags
 from rotorid.methods.tls import noise as tls_noise
+from rotorid.methods.tls import pipeline as tls_pipeline
 from rotorid.methods.tls import problem as tls_problem
 from rotorid.methods.tls import rows as tls_rows
 from rotorid.methods.tls import solve as tls_solve
@@ -163,31 +164,47 @@ def ab() -> tuple[dict, object, dict]:
     return configs, a.vehicle, {"A": a.vehicle.mass, "B": b.vehicle.mass}
 
 
-def test_the_moment_rows_use_the_bias_the_compensated_fit_finds(ab) -> None:
+@pytest.fixture(scope="module")
+def ab_identified(ab) -> tuple[tls_lags.Separated, object]:
+    """`ab` identified with the flights' own σ, and what `solve_separated` found on the way: the
+    fit inside for the first test below, the result for the second (one identification for
+    both; the first solved the same problem again, ~7 s)."""
+    configs, vehicle, masses = ab
+    found = []
+
+    def spy(problem):
+        found.append(tls_lags.solve_separated(problem))
+        return found[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tls_pipeline, "solve_separated", spy)
+        r = tls.identify(configs, vehicle, masses={"B": masses["B"]}, settings=tls.TlsSettings(**OWN_SIGMA))
+    (separated,) = found
+    return separated, r
+
+
+def test_the_moment_rows_use_the_bias_the_compensated_fit_finds(ab, ab_identified) -> None:
     """The accelerometer bias s - b of the moment rows' -[s]x ms is the bias-compensated fit's:
     what the final fit leaves in the force rows' means is nil. With the first pass's b (the
     paper's TLS, k_t biased by the sensor noise) it was -3.3e-3 m/s² in z, which scaled the
     first moments by 1 + Δb_z / g (com_x, com_y of configuration B 1.2-1.4 σ̄ off in every
     simulated flight)."""
-    configs, vehicle, masses = ab
-    problem = tls_problem.TlsProblem.of(configs, vehicle, masses, settings=tls.TlsSettings(**OWN_SIGMA))
-    sol = tls_lags.solve_separated(problem).solution
+    masses, sol = ab[2], ab_identified[0].solution
     x = np.zeros(len(sol.names))
     x[sol.kept] = sol.fit.x
     left = tls_rows.acc_bias_estimate(sol.rows, x, masses)
     assert max(float(np.abs(v).max()) for v in left.values()) < 1e-4, left
 
 
-def test_the_first_moments_sigma_carries_the_accelerometer_bias_as_estimated(ab) -> None:
+def test_the_first_moments_sigma_carries_the_accelerometer_bias_as_estimated(ab, ab_identified) -> None:
     """The moment rows' s - b holds the bias b the force rows give at the estimate, so the
     covariance has b's path in them (`_bias_profiled`): an error of k_t moves b_z and s - b
     alike, and the hover balance k_t Δu r = ms g no longer ties the first moments to k_t.
     Held at b's value, corr(k_t, ms_x@B) was 0.94 and σ of com_x, com_y of B 3-5x their
     scatter over 30 simulated flights; with the bias known (the paper's model, no bias column)
     their σ is the same as now, and k_t's, which the bias does widen, stays several times wider."""
-    configs, vehicle, masses = ab
+    (configs, vehicle, masses), r = ab, ab_identified[1]
     st = tls.TlsSettings(**OWN_SIGMA)
-    r = tls.identify(configs, vehicle, masses={"B": masses["B"]}, settings=st)
     known = tls.identify(configs, vehicle, masses={"B": masses["B"]}, settings=replace(st, acc_bias=False))
     names, cov = r.diagnostics["names"], np.asarray(r.diagnostics["cov"])
     sd = np.sqrt(np.diag(cov))
