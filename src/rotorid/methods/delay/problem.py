@@ -13,7 +13,7 @@ from rotorid.flight import Flight
 from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings
 from rotorid.methods.regression import Fit, ols_blocks, reduce_rows
 from rotorid.methods.voltage import VoltageModel, gain
-from rotorid.signal import CHUNK, SensorLowpass, motor_lag, motor_lag_asymmetric
+from rotorid.signal import CHUNK, SensorLowpass, asymmetric_lag, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
 
@@ -67,6 +67,8 @@ class ThrustProblem:
     b: np.ndarray = field(init=False)
     shared_c0: bool = field(init=False)
     lowpass_rates: list[float] = field(init=False)  # each flight's rate where its acc was filtered, else 0
+    # each flight's rising/falling branches of its last asymmetric lag, where the next one starts (`_lag`)
+    branches: dict[int, np.ndarray] = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         ax = self.vehicle.axes  # (M, 3)
@@ -135,9 +137,21 @@ class ThrustProblem:
         """A for every flight's whole rotor states, through the accelerometer low-passes."""
         return np.vstack(list(self.design_blocks(enumerate(states))))
 
+    def _lag(self, k: int, cmd: np.ndarray, tm: tuple[float, float]) -> np.ndarray:
+        """Flight `k`'s rotor states from its (delayed) commands `cmd`: `lag_states`, except that a
+        rising/falling lag starts its fixed point from the branches of the flight's previous one
+        (`asymmetric_lag`: the same states; a search's nearby constants mostly share every
+        branch, so one pass instead of several)."""
+        f = self.flights[k]
+        g = gain(f, self.voltage)
+        if tm[0] == tm[1]:
+            return lag_states(cmd, f.t, tm, g)
+        y, self.branches[k] = asymmetric_lag(cmd if g is None else cmd * g[:, None], f.t, *tm, self.branches.get(k))
+        return y
+
     def states(self, tm: tuple[float, float], dead: float = 0.0) -> list[np.ndarray]:
         """Rotor states of every flight; `dead` (s) delays the commands first (`dead_time_check`)."""
-        return [lag_states(_delayed(f.cmd, f.t, dead), f.t, tm, gain(f, self.voltage)) for f in self.flights]
+        return [self._lag(k, _delayed(f.cmd, f.t, dead), tm) for k, f in enumerate(self.flights)]
 
     def state_blocks(self, tm: tuple[float, float], dead: float = 0.0) -> Iterator[tuple[int, np.ndarray]]:
         """`states(tm, dead)` `CHUNK` rows at a time, flight after flight, with the flight's
@@ -147,11 +161,11 @@ class ThrustProblem:
         nothing of the flight's length is allocated; the asymmetric lag (a fixed point over the
         whole flight) is computed whole and then cut."""
         for k, f in enumerate(self.flights):
-            g = gain(f, self.voltage)
             if tm[0] != tm[1]:
-                w = lag_states(_delayed(f.cmd, f.t, dead), f.t, tm, g)
+                w = self._lag(k, _delayed(f.cmd, f.t, dead), tm)
                 yield from ((k, w[i : i + CHUNK]) for i in range(0, len(w), CHUNK))
                 continue
+            g = gain(f, self.voltage)
             y = None
             for i in range(0, len(f.t), CHUNK):
                 lo, hi = max(i - 1, 0), i + CHUNK
