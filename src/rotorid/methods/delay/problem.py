@@ -69,6 +69,13 @@ class ThrustProblem:
     lowpass_rates: list[float] = field(init=False)  # each flight's rate where its acc was filtered, else 0
     # each flight's rising/falling branches of its last asymmetric lag, where the next one starts (`_lag`)
     branches: dict[int, np.ndarray] = field(init=False, default_factory=dict, repr=False, compare=False)
+    # every `sse` evaluated, and the last `fit` (with its states), by (constants, dead time)
+    _sse: dict[tuple[tuple[float, float], float], float] = field(
+        init=False, default_factory=dict, repr=False, compare=False
+    )
+    _fit: tuple[object, tuple[Fit, list[np.ndarray]]] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         ax = self.vehicle.axes  # (M, 3)
@@ -177,13 +184,20 @@ class ThrustProblem:
 
     def fit(self, tm: tuple[float, float], dead: float = 0.0) -> tuple[Fit, list[np.ndarray]]:
         """The thrust fit at `tm` (commands delayed by `dead` s first) and the rotor states;
-        A is built `CHUNK` samples at a time, twice, never whole (`ols_blocks`)."""
+        A is built `CHUNK` samples at a time, twice, never whole (`ols_blocks`). The last fit is
+        kept and given again for the same constants (the same arrays: no caller writes into
+        them): the search's autocorrelation time at the optimum and the uncertainty there ask
+        for the same one."""
+        key = ((float(tm[0]), float(tm[1])), float(dead))
+        if self._fit is not None and self._fit[0] == key:
+            return self._fit[1]
         s = self.states(tm, dead)
 
         def blocks() -> Iterator[np.ndarray]:
             return self.design_blocks(chunks(s))
 
-        return ols_blocks(blocks, self.b, what="thrust curve (eq. 17-21)"), s
+        self._fit = key, (ols_blocks(blocks, self.b, what="thrust curve (eq. 17-21)"), s)
+        return self._fit[1]
 
     def sse(self, tm: tuple[float, float], dead: float = 0.0) -> float:
         """Residual sum of squares of `fit(tm)` (commands delayed by `dead` s first, for
@@ -191,11 +205,14 @@ class ThrustProblem:
         states and [A | b] are built and reduced `CHUNK` rows at a time (`reduce_rows`), so a
         symmetric evaluation allocates nothing of the flight's length (the fit's dozen (N, ...)
         temporaries, then the rotor states, were freshly mapped, page-faulted memory: a third
-        of the CPU time on an hour at 1 kHz went to the kernel)."""
-        red = reduce_rows(self.design_blocks(self.state_blocks(tm, dead)), self.b)
-        if not red.excited.all():  # ols names the columns that are not excited
-            return self.fit(tm, dead)[0].sse
-        return red.sse
+        of the CPU time on an hour at 1 kHz went to the kernel). Each value is kept: the checks'
+        searches come back to constants the T_m search evaluated (a bound, the optimum)."""
+        key = ((float(tm[0]), float(tm[1])), float(dead))
+        if key not in self._sse:
+            red = reduce_rows(self.design_blocks(self.state_blocks(tm, dead)), self.b)
+            # ols names the columns that are not excited
+            self._sse[key] = red.sse if red.excited.all() else self.fit(tm, dead)[0].sse
+        return self._sse[key]
 
     def coeffs(self, x: np.ndarray) -> np.ndarray:
         """Thrust coefficients as the vehicle stores them: (E,) lumped or (M, E) per motor."""
