@@ -191,6 +191,7 @@ class ThrustProblem:
         key = ((float(tm[0]), float(tm[1])), float(dead))
         if self._fit is not None and self._fit[0] == key:
             return self._fit[1]
+        self._fit = None  # never two fits' states held at once: the peak stays one fit's
         s = self.states(tm, dead)
 
         def blocks() -> Iterator[np.ndarray]:
