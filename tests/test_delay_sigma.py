@@ -75,11 +75,35 @@ def test_the_window_needs_only_the_lags_below_it(monkeypatch):
     first pass of few lags grow until it closes: the same variance as with every lag."""
     rng = np.random.default_rng(4)
     z = lfilter([1.0], [1.0, -0.995], rng.standard_normal(40_000))
+    monkeypatch.setattr(covariance, "ACOV_BLOCK", 4096)  # segments of several blocks: passes
     monkeypatch.setattr(covariance, "FIRST_LAGS", 20_000)  # every lag at once
     every = delay.long_run_var(z, [25_000, 15_000])
     monkeypatch.setattr(covariance, "FIRST_LAGS", 16)
     assert delay.long_run_var(z, [25_000, 15_000]) == pytest.approx(every, rel=1e-9)
     assert every[1] > 100
+
+
+def test_one_block_segments_take_every_lag_at_once(monkeypatch):
+    """Segments within one `ACOV_BLOCK` are transformed once for all lags, bit for bit the
+    windows the growing passes close (one transform length for any lags up to the block: the
+    first lags are the same numbers), where those passes needed two transforms."""
+    rng = np.random.default_rng(4)
+    z = lfilter([1.0], [1.0, -0.995], rng.standard_normal((40_000, 2)), axis=0)
+    lengths = [25_000, 15_000]
+    acov = covariance.autocov
+    calls = []
+    monkeypatch.setattr(covariance, "autocov", lambda *a: calls.append(a[2]) or acov(*a))
+    once = covariance._sokal_windows(z, lengths)
+    assert calls == [12_500]
+    nlags, passes = covariance.FIRST_LAGS, 0
+    while True:  # the passes of a longer series (`_sokal_windows`)
+        a, passes = acov(z, lengths, nlags), passes + 1
+        grown = [covariance._sokal(a[:, i], complete=nlags == 12_500) for i in range(2)]
+        if all(g is not None for g in grown):
+            break
+        nlags = min(8 * nlags, 12_500)
+    assert once == grown, (once, grown)
+    assert passes == 2 and once[0][1] > 100, passes
 
 
 def test_tm_sigma_matches_the_scatter_over_seeds(cf):

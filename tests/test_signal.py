@@ -8,6 +8,7 @@ import pytest
 from rotorid.signal import (
     CHUNK,
     _row_max,
+    asymmetric_lag,
     butter_filtfilt,
     derivative,
     derivative_blocks,
@@ -89,6 +90,31 @@ def test_asymmetric_lag_matches_recursion():
     t = np.cumsum(rng.uniform(5e-4, 1.5e-3, 4000))
     u = rng.random((len(t), 4))
     np.testing.assert_allclose(motor_lag_asymmetric(u, t, 0.02, 0.09), _lag_reference(u, t, 0.02, 0.09), atol=1e-11)
+
+
+def test_asymmetric_lag_warm_start_is_bit_identical(monkeypatch):
+    """Started from another pair's branches, or from random ones, the fixed point is the same
+    to the last bit (it is unique), in fewer passes from nearby constants."""
+    import rotorid.signal as sig
+
+    rng = np.random.default_rng(5)
+    t = np.cumsum(rng.uniform(5e-4, 1.5e-3, 4000))
+    u = rng.random((len(t), 4))
+    cold, branches = asymmetric_lag(u, t, 0.02, 0.09)
+    assert np.array_equal(cold, motor_lag_asymmetric(u, t, 0.02, 0.09))
+    _, near = asymmetric_lag(u, t, 0.021, 0.088)
+    for start in (near, rng.random(branches.shape) < 0.5, ~branches):
+        warm, again = asymmetric_lag(u, t, 0.02, 0.09, start)
+        assert np.array_equal(warm, cold) and np.array_equal(again, branches)
+    calls = []
+    lag = sig._lag_varying
+    monkeypatch.setattr(sig, "_lag_varying", lambda *a: calls.append(1) or lag(*a))
+    passes = []
+    for start in (None, near):  # a pass is one time-varying lag
+        calls.clear()
+        asymmetric_lag(u, t, 0.02, 0.09, start)
+        passes.append(len(calls))
+    assert passes[1] < passes[0], passes
 
 
 def test_row_max_is_numpys_row_max():

@@ -309,20 +309,41 @@ def motor_lag_asymmetric(
     time-varying linear recursion in closed form (vectorized), repeat until no step changes
     branch (typically 2-5 passes). Equal constants reduce exactly to `motor_lag`.
     """
+    return asymmetric_lag(u, t, tm_rise, tm_fall, max_iter=max_iter)[0]
+
+
+def asymmetric_lag(
+    u: np.ndarray,
+    t: np.ndarray,
+    tm_rise: float,
+    tm_fall: float,
+    rising: np.ndarray | None = None,
+    max_iter: int = 50,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`motor_lag_asymmetric` and the branch of each step it settled on ((N-1, M), True where
+    rising; None where the constants are equal), starting the fixed point from `rising` when
+    given (e.g. the branches of nearby constants: one pass where they hold) instead of the
+    symmetric lag's. The fixed point is unique, so every start that converges gives the same
+    states bit for bit: a state is computed from the branches before it alone (the blocks'
+    cumulative sums run forward and a block ends where they pass a bound), so a pass makes every
+    branch up to the first wrong one right, and the states of the branches found are always
+    computed the same way."""
     if np.isclose(tm_rise, tm_fall):
-        return motor_lag(u, t, tm_rise)
+        return motor_lag(u, t, tm_rise), None
     u = np.asarray(u, dtype=float)
     u2 = u[:, None] if u.ndim == 1 else u
     dt = np.diff(t)[:, None]
-    y = motor_lag(u2, t, 0.5 * (tm_rise + tm_fall))
-    rising = None
+    if rising is None:
+        y = motor_lag(u2, t, 0.5 * (tm_rise + tm_fall))
+    else:
+        y = _lag_varying(u2, np.where(rising, dt / tm_rise, dt / tm_fall), u2[0])
     for _ in range(max_iter):
         new = u2[:-1] > y[:-1]
         if rising is not None and np.array_equal(new, rising):
             break
         rising = new
         y = _lag_varying(u2, np.where(rising, dt / tm_rise, dt / tm_fall), u2[0])
-    return y[:, 0] if u.ndim == 1 else y
+    return (y[:, 0] if u.ndim == 1 else y), rising
 
 
 def runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

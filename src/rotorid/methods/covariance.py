@@ -55,9 +55,12 @@ ACOV_BLOCK = 1 << 16
 def _sokal_windows(z: np.ndarray, lengths: Sequence[int]) -> list[tuple[float, float]]:
     """`_sokal` of each column of `z` (N, P), the autocovariances computed to `FIRST_LAGS` lags
     first and to 8 times more until every column's window closes (or all max(lengths) // 2
-    lags are in): the window uses only the lags below it, so the result is that of all lags."""
+    lags are in): the window uses only the lags below it, so the result is that of all lags.
+    Segments of at most `ACOV_BLOCK` samples take all lags at once: `autocov` transforms each
+    whole at the same length for any number of lags up to `ACOV_BLOCK`, so the first lags are
+    the same numbers and a second pass would only transform it again."""
     kmax = max(max(lengths) // 2, 1)
-    nlags = min(FIRST_LAGS, kmax)
+    nlags = kmax if max(lengths) <= ACOV_BLOCK else min(FIRST_LAGS, kmax)
     while True:
         acov = autocov(z, lengths, nlags)
         out = [_sokal(acov[:, i], complete=nlags == kmax) for i in range(z.shape[1])]

@@ -13,7 +13,7 @@ from rotorid.flight import Flight
 from rotorid.methods.delay.settings import MIN_RATE_HZ, DelaySettings
 from rotorid.methods.regression import Fit, ols_blocks, reduce_rows
 from rotorid.methods.voltage import VoltageModel, gain
-from rotorid.signal import CHUNK, SensorLowpass, motor_lag, motor_lag_asymmetric
+from rotorid.signal import CHUNK, SensorLowpass, asymmetric_lag, motor_lag, motor_lag_asymmetric
 from rotorid.vehicle import Vehicle
 
 
@@ -67,6 +67,15 @@ class ThrustProblem:
     b: np.ndarray = field(init=False)
     shared_c0: bool = field(init=False)
     lowpass_rates: list[float] = field(init=False)  # each flight's rate where its acc was filtered, else 0
+    # each flight's rising/falling branches of its last asymmetric lag, where the next one starts (`_lag`)
+    branches: dict[int, np.ndarray] = field(init=False, default_factory=dict, repr=False, compare=False)
+    # every `sse` evaluated, and the last `fit` (with its states), by (constants, dead time)
+    _sse: dict[tuple[tuple[float, float], float], float] = field(
+        init=False, default_factory=dict, repr=False, compare=False
+    )
+    _fit: tuple[object, tuple[Fit, list[np.ndarray]]] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         ax = self.vehicle.axes  # (M, 3)
@@ -135,9 +144,21 @@ class ThrustProblem:
         """A for every flight's whole rotor states, through the accelerometer low-passes."""
         return np.vstack(list(self.design_blocks(enumerate(states))))
 
+    def _lag(self, k: int, cmd: np.ndarray, tm: tuple[float, float]) -> np.ndarray:
+        """Flight `k`'s rotor states from its (delayed) commands `cmd`: `lag_states`, except that a
+        rising/falling lag starts its fixed point from the branches of the flight's previous one
+        (`asymmetric_lag`: the same states; a search's nearby constants mostly share every
+        branch, so one pass instead of several)."""
+        f = self.flights[k]
+        g = gain(f, self.voltage)
+        if tm[0] == tm[1]:
+            return lag_states(cmd, f.t, tm, g)
+        y, self.branches[k] = asymmetric_lag(cmd if g is None else cmd * g[:, None], f.t, *tm, self.branches.get(k))
+        return y
+
     def states(self, tm: tuple[float, float], dead: float = 0.0) -> list[np.ndarray]:
         """Rotor states of every flight; `dead` (s) delays the commands first (`dead_time_check`)."""
-        return [lag_states(_delayed(f.cmd, f.t, dead), f.t, tm, gain(f, self.voltage)) for f in self.flights]
+        return [self._lag(k, _delayed(f.cmd, f.t, dead), tm) for k, f in enumerate(self.flights)]
 
     def state_blocks(self, tm: tuple[float, float], dead: float = 0.0) -> Iterator[tuple[int, np.ndarray]]:
         """`states(tm, dead)` `CHUNK` rows at a time, flight after flight, with the flight's
@@ -147,11 +168,11 @@ class ThrustProblem:
         nothing of the flight's length is allocated; the asymmetric lag (a fixed point over the
         whole flight) is computed whole and then cut."""
         for k, f in enumerate(self.flights):
-            g = gain(f, self.voltage)
             if tm[0] != tm[1]:
-                w = lag_states(_delayed(f.cmd, f.t, dead), f.t, tm, g)
+                w = self._lag(k, _delayed(f.cmd, f.t, dead), tm)
                 yield from ((k, w[i : i + CHUNK]) for i in range(0, len(w), CHUNK))
                 continue
+            g = gain(f, self.voltage)
             y = None
             for i in range(0, len(f.t), CHUNK):
                 lo, hi = max(i - 1, 0), i + CHUNK
@@ -163,13 +184,21 @@ class ThrustProblem:
 
     def fit(self, tm: tuple[float, float], dead: float = 0.0) -> tuple[Fit, list[np.ndarray]]:
         """The thrust fit at `tm` (commands delayed by `dead` s first) and the rotor states;
-        A is built `CHUNK` samples at a time, twice, never whole (`ols_blocks`)."""
+        A is built `CHUNK` samples at a time, twice, never whole (`ols_blocks`). The last fit is
+        kept and given again for the same constants (the same arrays: no caller writes into
+        them): the search's autocorrelation time at the optimum and the uncertainty there ask
+        for the same one."""
+        key = ((float(tm[0]), float(tm[1])), float(dead))
+        if self._fit is not None and self._fit[0] == key:
+            return self._fit[1]
+        self._fit = None  # never two fits' states held at once: the peak stays one fit's
         s = self.states(tm, dead)
 
         def blocks() -> Iterator[np.ndarray]:
             return self.design_blocks(chunks(s))
 
-        return ols_blocks(blocks, self.b, what="thrust curve (eq. 17-21)"), s
+        self._fit = key, (ols_blocks(blocks, self.b, what="thrust curve (eq. 17-21)"), s)
+        return self._fit[1]
 
     def sse(self, tm: tuple[float, float], dead: float = 0.0) -> float:
         """Residual sum of squares of `fit(tm)` (commands delayed by `dead` s first, for
@@ -177,11 +206,14 @@ class ThrustProblem:
         states and [A | b] are built and reduced `CHUNK` rows at a time (`reduce_rows`), so a
         symmetric evaluation allocates nothing of the flight's length (the fit's dozen (N, ...)
         temporaries, then the rotor states, were freshly mapped, page-faulted memory: a third
-        of the CPU time on an hour at 1 kHz went to the kernel)."""
-        red = reduce_rows(self.design_blocks(self.state_blocks(tm, dead)), self.b)
-        if not red.excited.all():  # ols names the columns that are not excited
-            return self.fit(tm, dead)[0].sse
-        return red.sse
+        of the CPU time on an hour at 1 kHz went to the kernel). Each value is kept: the checks'
+        searches come back to constants the T_m search evaluated (a bound, the optimum)."""
+        key = ((float(tm[0]), float(tm[1])), float(dead))
+        if key not in self._sse:
+            red = reduce_rows(self.design_blocks(self.state_blocks(tm, dead)), self.b)
+            # ols names the columns that are not excited
+            self._sse[key] = red.sse if red.excited.all() else self.fit(tm, dead)[0].sse
+        return self._sse[key]
 
     def coeffs(self, x: np.ndarray) -> np.ndarray:
         """Thrust coefficients as the vehicle stores them: (E,) lumped or (M, E) per motor."""
