@@ -90,12 +90,10 @@ def test_the_rotors_coefficients_carry_the_imus_scale_as_k_t_does(bent: scenario
 
 def test_a_calibrated_imu_gives_the_sigma_without_the_assumption_bit_for_bit(ideal: scenarios.Scenario) -> None:
     """--imu-scale 0 --imu-misalign 0: σ is the one before the assumption entered it (main at
-    c17b1d7, the same flight and settings, with the doubt about where the in-plane force the model
-    does not explain acts, `checks.air_force`, since: I_xz +2.4 %, I_xx +0.15 %), to the last bit,
-    and the note says nothing is assumed."""
+    c17b1d7, the same flight and settings), to the last bit, and the note says nothing is assumed."""
     st = tls.TlsSettings(motor_spread=0.0, **CALIBRATED)
     res = tls.identify({"A": [ideal.flights["train"]]}, ideal.vehicle, settings=st)
-    before = {"k_t": 2.292736905327248e-09, "I_xx": 1.247374091631189e-05, "I_xz": 1.5367238113640773e-06}
+    before = {"k_t": 2.2927369031845237e-09, "I_xx": 1.245476022642064e-05, "I_xz": 1.5012198390611327e-06}
     assert {k: res.params[k].std for k in before} == before
     assert not any(e.assumption for e in res.params.values())
     assert any("taken as the body's exactly (--imu-scale 0 --imu-misalign 0" in n for n in res.notes)

@@ -232,12 +232,17 @@ def _with_height(
     return out, [*cols, *range(n, n + k)], padded
 
 
+#: A height within this many σ of zero (`air_force`) leaves the models too alike for their
+#: difference to enter σ (as an optional term's, `heldout.TermChoice`).
+HEIGHT_Z = 2.0
+
+
 class AirChoice(NamedTuple):
     """Where the in-plane force the model does not explain acts (`air_force`): the move of the
     final fit's unknowns (kept, then the gains') when its height is estimated and the factor (≥ 1)
     their variance grows by with it, the held-out t statistic of that model against the origin's,
     and which one stands ("height": the estimates move and σ grows; "origin": they stay; "either":
-    the move enters σ)."""
+    the test tells neither apart and a height is beyond `HEIGHT_Z` σ of zero: the move enters σ)."""
 
     move: np.ndarray
     widen: np.ndarray
@@ -273,7 +278,9 @@ def air_force(problem: TlsProblem, sol: Solution) -> AirChoice | None:
         return None
     k, height = len(cols), prefers(sse[0], sse[1])
     ratio = np.diag(richer.cov)[:k] / np.where(np.diag(base.cov) > 0, np.diag(base.cov), np.inf)
-    kept = "height" if height.richer else "origin" if prefers(sse[1], sse[0]).richer else "either"
+    beyond = np.any(np.abs(richer.x[k:]) > HEIGHT_Z * np.sqrt(np.diag(richer.cov)[k:]))
+    decisive = prefers(sse[1], sse[0]).richer or not beyond
+    kept = "height" if height.richer else "origin" if decisive else "either"
     return AirChoice(richer.x[:k] - base.x, np.maximum(ratio, 1.0), height.t, kept)
 
 
