@@ -134,7 +134,10 @@ def test_idim_is_exact_for_any_layout(layout: str, source: str) -> None:
 def test_imu_lever_arm_is_removed() -> None:
     """Ignoring a 5 cm IMU offset biases the inertia; accounting for it does not. (Equal rotors,
     the paper's model: with the rotors' gains free, `TlsSettings.rotor_gains`, they absorb part
-    of the ignored offset, k_t -2.3 % with a σ of 2 %, and ms_z moves only 0.6 %.)"""
+    of the ignored offset, k_t -2.3 % with a σ of 2 %, and ms_z moves only 0.6 %.) The ignored
+    offset's in-plane specific force is left unexplained by the force rows and held-out segments
+    give it a height of its own (`checks.air_force`), which takes the lever arm it had on ms_z
+    (1.1 % off; ~10 % at the origin): the force rows' error still shows it."""
     v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285).replace(imu_offset=np.array([0.05, 0.0, 0.0]))
     fl = kinematic_flight(v, seed=2, dur=12.0)
     st = tls.TlsSettings(essential=False, band=(0, 8), rotor_gains=False)
@@ -143,7 +146,8 @@ def test_imu_lever_arm_is_removed() -> None:
     tv = _true_params(v)["ms_x"]
     assert good.params["ms_x"].value == pytest.approx(tv, abs=1e-4)
     err = lambda r, k: abs(r.params[k].value / _true_params(v)[k] - 1)
-    assert err(good, "ms_z") < 0.01 and err(bad, "ms_z") > 0.05  # ~10 % (TLS or the compensated fit)
+    assert err(good, "ms_z") < 0.01
+    assert any("acts at a height of its own" in n for n in bad.notes), bad.notes
     fz = lambda r: r.diagnostics["configs"]["A"]["rel_error_norm_pct"]["F_z"]
     assert fz(bad) > 100 * fz(good)
 

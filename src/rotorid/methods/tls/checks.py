@@ -21,9 +21,12 @@ from rotorid.methods.tls.heldout import (
     jackknife_of,
     jackknife_widen,
     pieces,
+    prefers,
     secondary_shift,
+    segments,
 )
 from rotorid.methods.tls.lags import LagChoice
+from rotorid.methods.tls.noise import pad_noise
 from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
 from rotorid.methods.tls.selection import fixed_fit
 from rotorid.methods.tls.settings import BODY_DRAG, CHI, K_RD
@@ -63,6 +66,20 @@ DRAG_HEIGHT = (
 )
 
 
+#: Why σ includes where the air's force acts (`air_force`: held-out segments undecided).
+AIR_FORCE = (
+    "σ includes the height at which the in-plane force the model does not explain (fuselage drag, gusts) acts: "
+    "held-out segments tell it at the body origin (Six et al. eq. 2: the moment rows' -[s]x ms take the whole "
+    "specific force) and at a height of its own not apart (t = {t:.1f}), and the estimates differ between them"
+)
+#: The note where a height of its own predicts held-out segments better (`air_force`).
+AIR_AT_HEIGHT = (
+    "the in-plane force the model does not explain (fuselage drag, gusts) acts at a height of its own, not at "
+    "the body origin (Six et al. eq. 2: the moment rows' -[s]x ms take the whole specific force): with that "
+    "height estimated the model predicts held-out segments better (t = {t:.1f}); the estimates are that model's"
+)
+
+
 class Checked(NamedTuple):
     """The final fit's covariance after the checks (kept order), the model-dependent parameters
     (unknown's name -> why), the notes and, with the rotors' gains (`Solution.gains`), their
@@ -80,6 +97,7 @@ def checked(
     choice: LagChoice | None,
     terms: tuple[TermChoice, ...] = (),
     volt: VoltageChoice | None = None,
+    air: AirChoice | None = None,
 ) -> Checked:
     """The checks of `sol` in turn: the lag's doubt (`_lag_doubt`), the battery voltage exponent's
     where its curve is kept (`_alpha_doubt`), the optional terms' (`_term_doubt`), the
@@ -113,6 +131,13 @@ def checked(
                 f"σ includes the doubt about {term.term}: held-out segments tell the models with and without it "
                 "not apart, and the estimates differ between them"
             )
+    if air is not None and air.kept == "either":
+        add(air.move)
+        notes.append(AIR_FORCE.format(t=air.t))
+    elif air is not None and air.kept == "height":
+        root = np.sqrt(air.widen[:k])
+        cov = cov * np.outer(root, root)
+        notes.append(AIR_AT_HEIGHT.format(t=air.t))
     cov, coef, said = _disagreement(problem, sol, cov, coef)
     dependent = _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)), problem.model.body_drag != "off")
     if len(problem.configs) == 1:
@@ -166,6 +191,103 @@ def _term_doubt(sol: Solution, other: dict[str, float]) -> tuple[np.ndarray, np.
     return d, np.array([other.get(n, v * ratio) - v for n, v in zip(names, value, strict=True)])
 
 
+def _final_columns(problem: TlsProblem, sol: Solution) -> tuple[np.ndarray, list[int], np.ndarray | None]:
+    """`sol`'s W_t, the columns of its final fit and their noise moment; with the rotors' gains,
+    W_t with the gains' columns (`augmented`): the kept unknowns, then the gains'."""
+    if sol.gains is None:
+        return sol.w, sol.kept, sol.noise
+    aug = augmented(problem, _bias(problem, sol), sol.gains.used, sol.w, sol.kept, sol.noise)
+    return aug.w, aug.cols, aug.noise
+
+
+def _unexplained(w: np.ndarray, blocks: np.ndarray, cols: list[int], x: np.ndarray, c: int, mass: float) -> np.ndarray:
+    """The in-plane specific force the fit `x` (of the columns `cols`) leaves unexplained in
+    configuration number `c` (2, n): its force rows' x and y residual over the mass."""
+    return np.array([(w[blocks == 6 * c + j][:, cols] @ x + w[blocks == 6 * c + j, -1]) / mass for j in (0, 1)])
+
+
+def _with_height(
+    w: np.ndarray, sol: Solution, cols: list[int], x: np.ndarray, masses: dict[str, float], noise: np.ndarray | None
+) -> tuple[np.ndarray, list[int], np.ndarray | None]:
+    """`w` with a column per configuration for the moment the in-plane force r the fit `x` leaves
+    unexplained (`_unexplained`, per unit mass) has about the origin, m h (r_y, -r_x, 0) in the
+    roll and pitch rows (h its line of action's height: at the origin 0, at the centre of mass
+    com_z, where Six et al.'s -[s]x ms, eq. 2, puts it at the origin); the columns of the fit with
+    it, and the noise moment with the columns' (r's noise is s's: ms_z's in those rows)."""
+    n, k = w.shape[1] - 1, len(sol.rows)
+    extra = np.zeros((len(w), k))
+    for ci, c in enumerate(sol.rows):
+        r = masses[c] * _unexplained(w, sol.blocks, cols, x, ci, masses[c])
+        extra[sol.blocks == 6 * ci + 3, ci] = r[1]
+        extra[sol.blocks == 6 * ci + 4, ci] = -r[0]
+    out = np.column_stack([w[:, :-1], extra, w[:, -1]])
+    if noise is None:
+        return out, [*cols, *range(n, n + k)], None
+    padded = pad_noise(noise, n, k)
+    for ci, c in enumerate(sol.rows):
+        ms = sol.names.index("ms_z" if k == 1 else f"ms_z@{c}")
+        at = [6 * ci + 3, 6 * ci + 4]  # r = s less the model's force: the same noise, of opposite sign as ms_z's
+        padded[np.ix_(at, [n + ci], range(n + k + 1))] = -masses[c] * padded[np.ix_(at, [ms], range(n + k + 1))]
+        padded[np.ix_(at, range(n + k + 1), [n + ci])] = -masses[c] * padded[np.ix_(at, range(n + k + 1), [ms])]
+    return out, [*cols, *range(n, n + k)], padded
+
+
+#: A height within this many σ of zero (`air_force`) leaves the models too alike for their
+#: difference to enter σ (as an optional term's, `heldout.TermChoice`).
+HEIGHT_Z = 2.0
+
+
+class AirChoice(NamedTuple):
+    """Where the in-plane force the model does not explain acts (`air_force`): the move of the
+    final fit's unknowns (kept, then the gains') when its height is estimated and the factor (≥ 1)
+    their variance grows by with it, the held-out t statistic of that model against the origin's,
+    and which one stands ("height": the estimates move and σ grows; "origin": they stay; "either":
+    the test tells neither apart and a height is beyond `HEIGHT_Z` σ of zero: the move enters σ)."""
+
+    move: np.ndarray
+    widen: np.ndarray
+    t: float
+    kept: str
+
+
+def air_force(problem: TlsProblem, sol: Solution) -> AirChoice | None:
+    """Whether the in-plane force the final fit does not explain (fuselage drag, gusts) acts at a
+    height of its own (`_with_height`) rather than at the body origin, where Six et al.'s rows put
+    it: the model with the height kept only when it predicts held-out segments better
+    (`heldout.segments`, `heldout.prefers`), each fold's force residual from the fit of the other
+    folds. Both fits as `sol`'s final one (`fixed_fit` of its essential set, block factors and
+    noise moment). None without a z first moment or where a fit is degenerate."""
+    if not all(f"ms_z{'' if len(sol.rows) == 1 else '@' + c}" in _kept_names(sol) for c in sol.rows):
+        return None
+    w, cols, noise = _final_columns(problem, sol)
+    fit = lambda m, cs, sel, nm: fixed_fit(m[sel], sol.blocks[sel], cs, sol.active, sol.scale, nm).x
+    folds = segments(sol.rows)
+    sse = np.zeros((2, int(folds.max()) + 1))
+    scale = sol.scale[sol.blocks]
+    try:
+        for g in range(sse.shape[1]):
+            train, test = folds != g, (folds == g) & sol.active[sol.blocks]
+            x = fit(w, cols, train, noise)
+            rich, more, nm = _with_height(w, sol, cols, x, problem.masses, noise)
+            for i, (m, cs, xi) in enumerate(((w, cols, x), (rich, more, fit(rich, more, train, nm)))):
+                sse[i, g] = np.sum(((m[test][:, [*cs, -1]] @ np.append(xi, 1.0)) * scale[test]) ** 2)
+        base = fixed_fit(w, sol.blocks, cols, sol.active, sol.scale, noise)
+        rich, more, nm = _with_height(w, sol, cols, base.x, problem.masses, noise)
+        richer = fixed_fit(rich, sol.blocks, more, sol.active, sol.scale, nm)
+    except ExcitationError:
+        return None
+    k, height = len(cols), prefers(sse[0], sse[1])
+    ratio = np.diag(richer.cov)[:k] / np.where(np.diag(base.cov) > 0, np.diag(base.cov), np.inf)
+    beyond = np.any(np.abs(richer.x[k:]) > HEIGHT_Z * np.sqrt(np.diag(richer.cov)[k:]))
+    decisive = prefers(sse[1], sse[0]).richer or not beyond
+    kept = "height" if height.richer else "origin" if decisive else "either"
+    return AirChoice(richer.x[:k] - base.x, np.maximum(ratio, 1.0), height.t, kept)
+
+
+def _kept_names(sol: Solution) -> set[str]:
+    return {sol.names[j] for j in sol.kept}
+
+
 def _flight_names(problem: TlsProblem) -> list[str]:
     """A name per airborne piece, over all configurations (the order of `heldout.pieces`)."""
     names = []
@@ -195,9 +317,8 @@ def _disagreement(
     alone = len(sol.rows) > 1 and any(len(np.unique(r.piece)) < 2 for r in sol.rows.values())
     if len(np.unique(groups)) < 2 or alone:  # a configuration's only piece left out leaves its unknowns no row
         return cov, coef, []
-    k, w, cols, noise = len(sol.kept), sol.w, sol.kept, sol.noise
-    if sol.gains is not None:
-        w, cols, noise, _ = augmented(problem, _bias(problem, sol), sol.gains.used, w, sol.kept, noise)
+    k = len(sol.kept)
+    w, cols, noise = _final_columns(problem, sol)
     try:
         jack = jackknife(w, sol.blocks, groups, cols, sol.active, sol.scale, noise)
     except ExcitationError:  # a piece carries a column alone: nothing to compare without it

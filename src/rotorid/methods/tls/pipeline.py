@@ -14,7 +14,7 @@ from rotorid.methods.assumptions import ACC_BIAS_Z_SIGMA
 from rotorid.methods.regression import (
     one_blas_thread,
 )
-from rotorid.methods.tls.checks import Checked, checked, inertia_checked, with_labels
+from rotorid.methods.tls.checks import AirChoice, Checked, air_force, checked, inertia_checked, with_labels
 from rotorid.methods.tls.gains import coefficient_map
 from rotorid.methods.tls.lags import solve_separated
 from rotorid.methods.tls.notes import (
@@ -65,20 +65,24 @@ def _yaw_notes(
 
 
 def _with_terms(
-    sol: Solution, check: Checked, imu: np.ndarray, unseparated: bool
+    sol: Solution, check: Checked, imu: np.ndarray, unseparated: bool, air: AirChoice | None = None
 ) -> tuple[Solution, np.ndarray, np.ndarray]:
     """`sol` with the checks' covariance (`check`) and the IMU's (`imu`, `solve.imu_part`: of the
     kept unknowns, then the gains') in its fit's and, with the rotors' gains, their coefficients'
     too (`Solution.gains`, through `coefficient_map`), so that these carry every term k_t carries;
     where the accelerometer bias is not separated from the thrust (`unseparated`), also its z
     offset's (a z bias b moves every rotor's coefficient by b/g of itself, as k_t's below).
-    Returns also the IMU's covariance of the kept unknowns and of the coefficients (empty without
-    the gains), for the assumed labels."""
+    Where held-out segments give the unexplained in-plane force a height of its own (`air`,
+    `checks.air_force`), the estimates and the coefficients moved by it. Returns also the IMU's
+    covariance of the kept unknowns and of the coefficients (empty without the gains), for the
+    assumed labels."""
     k = len(sol.kept)
-    sol = replace(sol, fit=replace(sol.fit, cov=check.cov + imu[:k, :k]))
+    move = air.move if air is not None and air.kept == "height" else np.zeros(len(imu))
+    sol = replace(sol, fit=replace(sol.fit, x=sol.fit.x + move[:k], cov=check.cov + imu[:k, :k]))
     if sol.gains is None or check.gains is None:
         return sol, imu[:k, :k], np.zeros((0, 0))
     to_coef = coefficient_map(sol.gains.used, k)
+    sol = replace(sol, gains=replace(sol.gains, value=sol.gains.value + to_coef @ move))
     coef_imu = to_coef @ imu @ to_coef.T
     cov = check.gains + coef_imu
     if unseparated:
@@ -100,9 +104,10 @@ def identify(
     defaults to `vehicle.mass`), `weights` its row weight k_w (default 1)."""
     problem = TlsProblem.of(configs, vehicle, masses, weights, settings)
     sol, problem, unseparated, pose_lagged, imu_why, lag_choice, volt, volt_why, terms = solve_separated(problem)
-    check = checked(problem, sol, lag_choice, terms, volt)
+    air = air_force(problem, sol)
+    check = checked(problem, sol, lag_choice, terms, volt, air)
     # the IMU's assumed scale and axes (zeros when none is assumed)
-    sol, imu, coef_imu = _with_terms(sol, check, imu_part(problem, sol), bool(unseparated))
+    sol, imu, coef_imu = _with_terms(sol, check, imu_part(problem, sol), bool(unseparated), air)
     asked, settings, masses, cfgs = problem.settings, problem.model, problem.masses, list(problem.configs)
     rows, resolved, w, blocks, names = sol.rows, sol.resolved, sol.w, sol.blocks, sol.names
     fit, kept, scale, history, active, spread = (sol.fit, sol.kept, sol.scale, sol.history, sol.active, sol.spread)
