@@ -229,7 +229,7 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
     for i, (g, a) in enumerate(imu_moves(h)):
         moved = build_system(fresh, bias, gains, move=(g - eye, a - eye))
         w = _moved(sol.w, moved.w, extra)
-        moved_rows = moved.rows
+        moved_rows = _means_only(moved.rows)
         del moved  # its W_t is in w (a W_t fewer at this stage's peak): only its rows' means are read
         x = fit(w)
         for _ in range(BIAS_PASSES if centred else 0):
@@ -241,6 +241,28 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
             del shifted
         jac[:, i] = (x - x0) / h
     return jac
+
+
+def _means_only(rows: dict[str, Rows]) -> dict[str, Rows]:
+    """`rows` with only what `acc_bias_estimate` reads of them, the means removed from them and
+    which drags' columns they carry: their per-sample arrays let go (`imu_jacobian`'s moved rows)."""
+
+    def empty(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else a[:0].copy()  # a copy: a view would keep the rows' buffer
+
+    return {
+        c: replace(
+            r,
+            t=empty(r.t),
+            dk=empty(r.dk),
+            d=empty(r.d),
+            dm=empty(r.dm),
+            piece=empty(r.piece),
+            drag=empty(r.drag),
+            body=empty(r.body),
+        )
+        for c, r in rows.items()
+    }
 
 
 def _moved(w: np.ndarray, dw: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
