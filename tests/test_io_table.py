@@ -182,3 +182,38 @@ def test_io_write_dispatches_by_suffix(scratch: Path) -> None:
         assert g.meta["format"] == fmt
     with pytest.raises(LogFormatError, match=r"rotorid writes .bin, .csv, .parquet, .ulg, .ulog files, not '.txt'"):
         io.write(f, scratch / "d.txt")
+
+
+def test_parquet_read_a_row_group_at_a_time_equals_the_whole_table(scratch: Path) -> None:
+    """`_read_parquet` decodes row group after row group into whole-length columns (issue 36): the
+    same columns as pyarrow's whole table, float64 written in place, any other type (an int8
+    `landed`, a float64 with a null) joined, uneven row groups included."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(3)
+    n = 1000
+    t = np.arange(n) / 100.0
+    acc = rng.standard_normal((n, 3))
+    vbat = np.full(n, 15.0)
+    landed = (rng.random(n) < 0.1).astype(np.int8)
+    vbat_null = pa.array([None if i == 123 else v for i, v in enumerate(vbat)], type=pa.float64())
+    tab = pa.table({"t": t, "acc_x": acc[:, 0], "acc_y": acc[:, 1], "acc_z": acc[:, 2], "landed": landed})
+    path = scratch / "groups.parquet"
+    pq.write_table(tab.append_column("vbat", vbat_null), path, row_group_size=300)  # 300, 300, 300, 100 rows
+    assert pq.ParquetFile(path).metadata.num_row_groups == 4
+    cols, _ = table._read_parquet(path)
+    whole = pq.read_table(path)
+    assert list(cols) == whole.column_names
+    for name in whole.column_names:
+        want = whole.column(name).to_numpy()
+        assert cols[name].dtype == want.dtype and len(cols[name]) == n
+        np.testing.assert_array_equal(cols[name], want)
+    assert np.isnan(cols["vbat"][123]) and cols["vbat"][124] == 15.0
+    plain = scratch / "groups_plain.parquet"
+    pq.write_table(tab.append_column("vbat", pa.array(vbat)), plain, row_group_size=300)
+    (f,) = table.read(plain)  # the channels stacked from the columns taken out as they go
+    np.testing.assert_array_equal(f.t, t)
+    np.testing.assert_array_equal(f.acc, acc)
+    np.testing.assert_array_equal(f.landed, landed.astype(bool))
+    np.testing.assert_array_equal(f.vbat, vbat)

@@ -192,3 +192,20 @@ def test_compress_takes_sorted_blocks_as_slices_with_the_same_numbers() -> None:
     np.testing.assert_array_equal(counts, [300, 0, 400])
     np.testing.assert_array_equal(counts2, counts)
     np.testing.assert_array_equal(r[idx == 2], np.linalg.qr(w[300:], mode="r"))
+
+
+def test_compress_of_a_row_mask_equals_compress_of_the_gathered_rows() -> None:
+    """`compress(w, blocks, rows)` gathers a block's masked rows at a time (issue 36): bit for bit
+    `compress(w[rows], blocks[rows])`, sorted or interleaved blocks, a block left with no row, and
+    the last blocks masked out entirely (fewer blocks, as the gathered call counts them)."""
+    rng = np.random.default_rng(6)
+    w = rng.normal(size=(900, 5))
+    blocks = np.repeat([0, 1, 2, 3], [300, 150, 250, 200])
+    rows = rng.random(900) < 0.8
+    rows[300:450] = False  # block 1: no row kept
+    for b, m in ((blocks, rows), (rng.permutation(blocks), rows), (blocks, rows & (blocks < 2))):
+        got, want = compress(w, b, m), compress(w[m], b[m])
+        for x, y in zip(got, want, strict=True):
+            assert x.shape == y.shape
+            np.testing.assert_array_equal(x, y)
+    assert len(compress(w, blocks, rows & (blocks < 2))[2]) == 1

@@ -233,7 +233,8 @@ def test_a_body_drag_candidate_with_the_bias_at_gravity_is_no_candidate(monkeypa
     assert not tls_terms._bias_off(None, centred)
 
     fields = {"w": None, "blocks": None, "noise": None}
-    simple, candidate = SimpleNamespace(rows={"A": None}, **fields), SimpleNamespace(**fields)
+    simple, candidate = SimpleNamespace(rows={"A": None}, **fields), SimpleNamespace(rows={"A": None}, **fields)
+    candidate.without_system = lambda: candidate  # the best candidate is kept without its system
     problem = SimpleNamespace(settings=SimpleNamespace(body_drag="auto"), posed=True)
     monkeypatch.setattr(tls_terms, "body_scale", lambda p: 1.0)
     monkeypatch.setattr(tls_terms, "segments", lambda rows: [])

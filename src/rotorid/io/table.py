@@ -87,7 +87,8 @@ def _valid_names(present: list[str]) -> list[str]:
 
 
 def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] | None = None) -> Flight:
-    """{column name: 1-D array} -> Flight, checking the schema."""
+    """{column name: 1-D array} -> Flight, checking the schema. The columns of the channel groups
+    are taken out of `cols` as they are stacked, so that each is freed once its channel is built."""
     names = list(cols)
     for c in names:
         m = _MOTOR_COL.match(c)
@@ -121,7 +122,7 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
             raise LogFormatError(
                 f"{source}: channel '{ch}' needs columns {' '.join(group)}; missing {' '.join(missing)}"
             )
-        kw[ch] = np.column_stack([_float(cols[c], c, source) for c in group])
+        kw[ch] = np.column_stack([_float(cols.pop(c), c, source) for c in group])
     for ch, prefix in MOTOR_GROUPS.items():
         idx = sorted(int(m.group(2)) for c in names if (m := _MOTOR_COL.match(c)) and c.startswith(prefix))
         if not idx:
@@ -132,7 +133,7 @@ def from_arrays(cols: dict[str, np.ndarray], source: str, meta: dict[str, Any] |
                 f"{source}: motor columns {prefix}* must be numbered 0..M-1 without holes; "
                 f"missing {', '.join(f'{prefix}{i}' for i in missing)}"
             )
-        kw[ch] = np.column_stack([_float(cols[f"{prefix}{i}"], f"{prefix}{i}", source) for i in idx])
+        kw[ch] = np.column_stack([_float(cols.pop(f"{prefix}{i}"), f"{prefix}{i}", source) for i in idx])
     if "landed" in cols:
         lv = _float(cols["landed"], "landed", source)
         bad = ~np.isin(lv, (0.0, 1.0))
@@ -192,13 +193,36 @@ def _read_parquet(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         declared = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
         rows = float(md.num_rows) * max(md.num_columns, 1)  # from the footer, before any row is read
         guard.check_alloc(path, 2.0 * declared + VALUE_BYTES * rows, f"its {md.num_rows} rows")
-        table = pf.read()
-    if table.num_rows == 0:
-        raise LogFormatError(f"{path}: the Parquet file has no rows")
-    twice = sorted(quote(n) for n, k in collections.Counter(table.column_names).items() if k > 1)
-    if twice:
-        raise LogFormatError(f"{path}: column(s) {', '.join(twice)} appear more than once; the file is corrupt")
-    return {name: numpy_column(table.column(name)) for name in table.column_names}, _stored_meta(table.schema.metadata)
+        schema = pf.schema_arrow
+        twice = sorted(quote(n) for n, k in collections.Counter(schema.names).items() if k > 1)
+        if twice:
+            raise LogFormatError(f"{path}: column(s) {', '.join(twice)} appear more than once; the file is corrupt")
+        if md.num_rows == 0:
+            raise LogFormatError(f"{path}: the Parquet file has no rows")
+        cols = _row_groups(pf, schema)
+    return cols, _stored_meta(schema.metadata)
+
+
+def _row_groups(pf: Any, schema: Any) -> dict[str, np.ndarray]:
+    """Each column of the Parquet file `pf` (of `schema`) as numpy, decoded a row group at a time:
+    a float64 column (what rotorid writes) straight into an array of the whole length, any other
+    joined at the end. pyarrow's table of the whole file and a joined copy of each column are
+    never held beside the arrays (issue 36: reading a log peaked at three copies of its columns)."""
+    import pyarrow as pa
+
+    names, n, at = schema.names, pf.metadata.num_rows, 0
+    whole = {f.name: np.empty(n) for f in schema if f.type == pa.float64()}
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in names if name not in whole}
+    for i in range(pf.metadata.num_row_groups):
+        group = pf.read_row_group(i)
+        for name, col in zip(names, group.columns, strict=True):
+            if name in whole:
+                whole[name][at : at + len(col)] = numpy_column(col)
+            else:
+                parts[name].append(numpy_column(col))
+        at += group.num_rows
+        del group
+    return {name: whole[name] if name in whole else np.concatenate(parts[name]) for name in names}
 
 
 def numpy_column(col: Any) -> np.ndarray:

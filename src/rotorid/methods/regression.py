@@ -253,15 +253,24 @@ def block_parts(w: np.ndarray, blocks: np.ndarray, nb: int) -> Iterator[np.ndarr
     return (w[blocks == b] for b in range(nb))
 
 
-def compress(w: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def compress(
+    w: np.ndarray, blocks: np.ndarray, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Replace each row block W_j (n_j x n_t) by the R of its QR (n_t x n_t at most).
 
     Since W_j = Q_j R_j, every quantity TLS and the block weighting use (singular values, V,
     W_j^T W_j, ||W_j chi|| and column subsets) is the same for the stacked R_j, at a fraction
     of the cost. Returns the stacked R_j, their block indices and the true row count n_j of
-    each block (pass `counts` and `rows=counts.sum()` on)."""
+    each block (pass `counts` and `rows=counts.sum()` on). With `rows` (a mask of W_t's rows),
+    `compress(w[rows], blocks[rows])`, the same numbers, a block's rows gathered at a time
+    rather than all of them (a held-out fold's or a left-out piece's complement is most of W_t)."""
     w = np.asarray(w, dtype=float)
     blocks = np.asarray(blocks, dtype=int)
+    if rows is not None:
+        nb = int(blocks[rows].max()) + 1
+        rs = [np.linalg.qr(w[rows & (blocks == b)], mode="r") for b in range(nb)]
+        idx = np.concatenate([np.full(len(r), b) for b, r in enumerate(rs)])
+        return np.vstack(rs), idx, np.bincount(blocks[rows], minlength=nb)
     nb = int(blocks.max()) + 1
     rs = [np.linalg.qr(part, mode="r") for part in block_parts(w, blocks, nb)]
     idx = np.concatenate([np.full(len(r), b) for b, r in enumerate(rs)])

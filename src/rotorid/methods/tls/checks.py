@@ -160,8 +160,11 @@ def _refit(problem: TlsProblem, sol: Solution) -> np.ndarray:
         system = build_system(problem, bias)
         return fixed_fit(system.w, system.blocks, sol.kept, sol.active, sol.scale, sol.noise).x
     system = build_system(problem, bias, sol.gains.used)
-    aug = augmented(problem, bias, sol.gains.used, system.w, sol.kept, sol.noise)
-    return fixed_fit(aug.w, system.blocks, aug.cols, sol.active, sol.scale, aug.noise).x
+    w, blocks = system.w, system.blocks
+    del system  # its rows let go before the gains' columns are built (beside sol's system: this stage's peak)
+    aug = augmented(problem, bias, sol.gains.used, w, sol.kept, sol.noise)
+    del w  # in aug.w
+    return fixed_fit(aug.w, blocks, aug.cols, sol.active, sol.scale, aug.noise).x
 
 
 def _lag_doubt(problem: TlsProblem, sol: Solution, alternative: float) -> np.ndarray:

@@ -182,13 +182,13 @@ def estimate_rotor_gains(problem: TlsProblem, sol: Solution, noise: NoiseMoment 
     configs, vehicle, masses, settings = problem.configs, problem.vehicle, problem.masses, problem.model
     gains = {c: np.ones(vehicle.n_rotors) for c in configs}
     bias = sol.bias0 if settings.nuisance else None
-    system = rows = w = wa = None
+    system = rows = wa = None
     for npass in range(1, GAIN_PASSES + 1):
-        system = rows = w = wa = None  # the last pass's system is let go before the next is built
+        system = rows = wa = None  # the last pass's system is let go before the next is built
         system, used = build_system(problem, bias, gains), gains
-        rows, w, blocks = system.rows, system.w, system.blocks
-        wa, cols, _, removed = augmented(problem, bias, gains, w, sol.kept, None)
-        nw = w.shape[1] - 1
+        rows, blocks, nw = system.rows, system.blocks, system.w.shape[1] - 1
+        wa, cols, _, removed = augmented(problem, bias, gains, system.w, sol.kept, None)
+        system = system._replace(w=np.empty((0, 0)))  # its W_t is in wa, taken out again at the end (`_without`)
         padded = None if noise is None else noise.padded(nw, len(cols) - len(sol.kept))
         na = None if padded is None else padded.total
         fit = fixed_fit(wa, blocks, cols, sol.active, sol.scale, na)
@@ -223,7 +223,14 @@ def estimate_rotor_gains(problem: TlsProblem, sol: Solution, noise: NoiseMoment 
     cov = widened(mm @ fit.cov @ mm.T, extra[len(cols) :])  # a sum's bias is not its terms' widened
     value = m @ np.concatenate([[kt], fit.x[k:]])
     kf = replace(fit, x=fit.x[:k], cov=widened(fit.cov, extra[: len(cols)])[:k, :k])
+    system = system._replace(w=_without(wa, nw))
     return Gains(value, cov, np.sqrt(np.diag(cov)) / kt, system, kf, floor[:, :k], bias or {}, back, used)
+
+
+def _without(wa: np.ndarray, nw: int) -> np.ndarray:
+    """W_t (its `nw` unknowns' columns and the known one) out of `augmented`'s `wa`: the same numbers,
+    so that W_t and wa need not both be held through the gains' passes and covariance."""
+    return wa[:, [*range(nw), wa.shape[1] - 1]]
 
 
 #: A rotor's gain further than this many assumed spreads (`TlsSettings.motor_spread`) from the

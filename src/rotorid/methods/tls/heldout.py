@@ -32,16 +32,22 @@ JACKKNIFE_LEVEL = 0.05
 
 
 def _fit(
-    w: np.ndarray, blocks: np.ndarray, kept: list[int], active: np.ndarray, scale: np.ndarray, noise: np.ndarray | None
+    w: np.ndarray,
+    blocks: np.ndarray,
+    kept: list[int],
+    active: np.ndarray,
+    scale: np.ndarray,
+    noise: np.ndarray | None,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
-    """`fixed_fit`'s estimate; on a subset of rows whose noise-compensated normal matrix is not
-    invertible (a short piece left), the uncompensated fit's."""
+    """`fixed_fit`'s estimate (of the rows `rows`, a mask; None: all); on a subset of rows whose
+    noise-compensated normal matrix is not invertible (a short piece left), the uncompensated fit's."""
     try:
-        return fixed_fit(w, blocks, kept, active, scale, noise).x
+        return fixed_fit(w, blocks, kept, active, scale, noise, rows).x
     except ExcitationError:
         if noise is None:
             raise
-        return fixed_fit(w, blocks, kept, active, scale).x
+        return fixed_fit(w, blocks, kept, active, scale, rows=rows).x
 
 
 def row_labels(rows: dict[str, Rows], per_sample: dict[str, np.ndarray]) -> np.ndarray:
@@ -86,7 +92,7 @@ def held_out_sse(
     out = np.zeros(int(folds.max()) + 1)
     for g in range(len(out)):
         test = folds == g
-        x = _fit(w[~test], blocks[~test], kept, active, scale, noise)
+        x = _fit(w, blocks, kept, active, scale, noise, ~test)
         sel = test & active[blocks]
         out[g] = np.sum(((w[sel][:, cols] @ np.append(x, 1.0)) * scale[blocks[sel]]) ** 2)
     return out
@@ -164,7 +170,7 @@ def jackknife(
     """Leave-one-group-out fits (`fixed_fit`, the final essential set and block factors) and the
     jackknife variance (G - 1) / G Σ (x_(-g) - x̄)² (Efron & Tibshirani 1993, eq. 11.5)."""
     ids = np.unique(groups)
-    return jackknife_of(np.array([_fit(w[groups != g], blocks[groups != g], kept, active, scale, noise) for g in ids]))
+    return jackknife_of(np.array([_fit(w, blocks, kept, active, scale, noise, groups != g) for g in ids]))
 
 
 def jackknife_of(loo: np.ndarray) -> Jackknife:

@@ -150,11 +150,13 @@ def fixed_fit(
     active: np.ndarray,
     scale: np.ndarray,
     noise: np.ndarray | None = None,
+    rows: np.ndarray | None = None,
 ) -> Fit:
     """TLS fit (eq. 13-20) of the columns `kept` over the row blocks `active` with the block
     factors `scale` held fixed (no re-weighting); with `noise` (`noise_moment`) the
-    bias-compensated least-squares fit of the same rows instead (`TlsSettings.eiv`)."""
-    wc, bc, counts = compress(w, blocks)
+    bias-compensated least-squares fit of the same rows instead (`TlsSettings.eiv`); with `rows`
+    (a mask), the fit of those rows of W_t alone (`compress`: they are not gathered whole)."""
+    wc, bc, counts = compress(w, blocks, rows)
     sel = active[bc]
     cols = [*kept, w.shape[1] - 1]
     ws = wc[sel][:, cols] * scale[bc[sel]][:, None]

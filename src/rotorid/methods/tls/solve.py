@@ -222,14 +222,14 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
         return np.concatenate([expanded(x[:k], sol.kept, nw), x[k:]])
 
     h, eye, x0 = 0.01, np.eye(3), fit(w0)
+    extra = None if gains is None else w0[:, nw:-1].copy()  # the gains' columns alone: the rest is sol.w's
+    del w0
     b0 = acc_bias_estimate(sol.rows, unknowns(x0), masses, removed) if centred else {}
     jac = np.zeros((len(cols), 9))
     for i, (g, a) in enumerate(imu_moves(h)):
         moved = build_system(fresh, bias, gains, move=(g - eye, a - eye))
-        w = w0.copy()
-        w[:, :nw] += moved.w[:, :-1]  # the gains' columns, if any, do not move
-        w[:, -1] += moved.w[:, -1]
-        moved_rows = moved.rows
+        w = _moved(sol.w, moved.w, extra)
+        moved_rows = _means_only(moved.rows)
         del moved  # its W_t is in w (a W_t fewer at this stage's peak): only its rows' means are read
         x = fit(w)
         for _ in range(BIAS_PASSES if centred else 0):
@@ -241,6 +241,43 @@ def imu_jacobian(problem: TlsProblem, sol: Solution) -> np.ndarray:
             del shifted
         jac[:, i] = (x - x0) / h
     return jac
+
+
+def _means_only(rows: dict[str, Rows]) -> dict[str, Rows]:
+    """`rows` with only what `acc_bias_estimate` reads of them, the means removed from them and
+    which drags' columns they carry: their per-sample arrays let go (`imu_jacobian`'s moved rows)."""
+
+    def empty(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else a[:0].copy()  # a copy: a view would keep the rows' buffer
+
+    return {
+        c: replace(
+            r,
+            t=empty(r.t),
+            dk=empty(r.dk),
+            d=empty(r.d),
+            dm=empty(r.dm),
+            piece=empty(r.piece),
+            drag=empty(r.drag),
+            body=empty(r.body),
+        )
+        for c, r in rows.items()
+    }
+
+
+def _moved(w: np.ndarray, dw: np.ndarray, extra: np.ndarray | None) -> np.ndarray:
+    """W_t `w` moved by `dw` (`imu_jacobian`), with the rotors' gain columns `extra` (None: none),
+    which no IMU datum enters, between its unknowns' columns and the known one (`augmented`'s
+    layout): built from `w` and `dw` alone (into `dw` without the gains), so that no augmented
+    copy of W_t is held beside them."""
+    if extra is None:
+        return np.add(w, dw, out=dw)
+    nw = w.shape[1] - 1
+    out = np.empty((len(w), nw + extra.shape[1] + 1))
+    np.add(w[:, :-1], dw[:, :-1], out=out[:, :nw])
+    out[:, nw:-1] = extra
+    np.add(w[:, -1], dw[:, -1], out=out[:, -1])
+    return out
 
 
 #: Passes of the accelerometer bias's first-order move in `imu_jacobian`, each one re-solve (on

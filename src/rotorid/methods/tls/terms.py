@@ -4,7 +4,6 @@ better (`heldout.prefers`): the rotor drag k_rd, the ground effect (`ground`), t
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import numpy as np
@@ -72,12 +71,14 @@ def _beyond_noise(sol: Solution, names: tuple[str, ...], z: float = 2.0) -> bool
     return bool(np.any(np.abs(sol.fit.x[at]) > z * std))
 
 
-def _by_name(sol: Solution) -> dict[str, float]:
+def _by_name(sol: Solution, configs: list[str] | None = None) -> dict[str, float]:
     """The kept unknowns of `sol` by name (the rows' own units), and the rotors' coefficients where
-    it estimated the gains (`coefficient_names`)."""
+    it estimated the gains (`coefficient_names`; of the configurations `configs`, by default its
+    rows', which a solution without its system no longer has)."""
     out = {sol.names[j]: float(v) for j, v in zip(sol.kept, sol.fit.x, strict=True)}
     if sol.gains is not None:
-        names = coefficient_names(list(sol.rows), len(sol.gains.value) // len(sol.rows))
+        cfgs = list(sol.rows) if configs is None else configs
+        names = coefficient_names(cfgs, len(sol.gains.value) // len(cfgs))
         out |= dict(zip(names, map(float, sol.gains.value), strict=True))
     return out
 
@@ -213,8 +214,8 @@ def _fit_body_drag(
         sse0, sse = (
             held_out_sse(s.w, s.blocks, folds, *_on_common_rows(s, simple, sol), s.noise) for s in (simple, sol)
         )
-        if best is None or sse.sum() < best[2].sum():
-            best = (sol, fitted, sse, form, sse0)
+        if best is None or sse.sum() < best[2].sum():  # its system let go: the next form's is built meanwhile
+            best = (sol.without_system(), fitted, sse, form, sse0, list(sol.rows))
         del sol
     if best is None:
         note = (
@@ -223,19 +224,25 @@ def _fit_body_drag(
             "offset with it)"
         )
         return simple, simple_problem, TermChoice("the body drag", "off", float("nan"), note, None)
-    sol, fitted, sse, form, sse0 = best
+    sol, fitted, sse, form, sse0, cfgs = best
     pref = prefers(sse0, sse)
     if pref.richer:
         note = (
             f"body (fuselage) drag modelled, {form} in the airspeed: it predicts held-out segments of the flights "
             f"better than the model without it (t = {pref.t:.1f})"
         )
-        with contextlib.suppress(ExcitationError):  # the second pass degenerate: the first pass's model stands
+        try:
             sol, fitted = _body_fit(sol, fitted)
+        except ExcitationError:  # the second pass degenerate: the first pass's model stands, solved again (its system)
+            sol = solve(fitted)
         return sol, fitted, TermChoice("the body drag", form, pref.t, note, None)
     decisive = prefers(sse, sse0).richer or _near_zero(sol, fitted)
     note = (
         f"no body (fuselage) drag modelled: the best form ({form}) does not predict held-out segments of the "
         f"flights better than the model without it (t = {pref.t:.1f}); --body-drag {form} forces it"
     )
-    return simple, simple_problem, TermChoice("the body drag", "off", pref.t, note, None if decisive else _by_name(sol))
+    return (
+        simple,
+        simple_problem,
+        TermChoice("the body drag", "off", pref.t, note, None if decisive else _by_name(sol, cfgs)),
+    )
