@@ -207,7 +207,7 @@ def _row_groups(pf: Any, schema: Any) -> dict[str, np.ndarray]:
     """Each column of the Parquet file `pf` (of `schema`) as numpy, decoded a row group at a time:
     a float64 column (what rotorid writes) straight into an array of the whole length, any other
     joined at the end. pyarrow's table of the whole file and a joined copy of each column are
-    never held beside the arrays (issue 36: reading a log peaked at three copies of its columns)."""
+    never held beside the arrays (reading a log peaked at three copies of its columns)."""
     import pyarrow as pa
 
     names, n, at = schema.names, pf.metadata.num_rows, 0
