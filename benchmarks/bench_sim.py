@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 
+from bench_memory import CLI_CHILD
 from rotorid.sim import scenarios, simulator
 
 SIM_SECONDS = 60.0
@@ -31,16 +32,22 @@ HOUR = 3600.0
 
 def simulate_command(scenario: str, seconds: float) -> dict[str, float]:
     """Wall, CPU and peak RSS (MB) of `rotorid simulate SCENARIO --duration SECONDS` in a fresh
-    process, its own rusage (`os.wait4`), so nothing else this process ran counts."""
+    process: CPU from its own rusage (`os.wait4`), the peak from its own VmHWM (`CLI_CHILD`). The
+    rusage's ru_maxrss would not do: Linux carries the spawning process's high-water mark across
+    exec, so in `make bench` it read the app benchmark's 1.4 GB server, not the simulation."""
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "rotorid", "simulate", scenario, "--duration", f"{seconds:g}", "--out", out]
+        args = ["simulate", scenario, "--duration", f"{seconds:g}", "--out", out]
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CLI_CHILD, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        err = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-    if status:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({status})")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024}
+    if status or "VmHWM_kB" not in err:
+        raise RuntimeError(f"rotorid {' '.join(args)} failed ({status}): {err[-2000:]}")
+    hwm_kb = int(err.rsplit("VmHWM_kB", 1)[1].split()[0])
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": hwm_kb / 1024}
 
 
 def hour_rows() -> list[dict]:
