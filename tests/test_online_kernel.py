@@ -4,18 +4,12 @@ version of it serves every variant, rate and input (each further version is anot
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 
 from rotorid.methods import online
 from rotorid.methods.online import kernel
 from rotorid.sim import scenarios
-
-SRC = Path(__file__).resolve().parents[1] / "src"
+from support.imports import heavy_after
 
 
 def test_one_compiled_step_serves_every_variant_rate_and_input() -> None:
@@ -43,11 +37,5 @@ def test_one_compiled_step_serves_every_variant_rate_and_input() -> None:
 
 
 def test_numba_loads_with_the_first_estimator_not_with_the_online_modules() -> None:
-    code = (
-        "import sys\nimport rotorid.methods.online.pipeline, rotorid.methods.online.estimator\n"
-        "print('numba' in sys.modules, 'llvmlite' in sys.modules)"
-    )
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["False", "False"]
+    loaded = heavy_after("import rotorid.methods.online.pipeline, rotorid.methods.online.estimator")
+    assert "numba" not in loaded and "llvmlite" not in loaded, loaded

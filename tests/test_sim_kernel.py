@@ -4,18 +4,12 @@ and numba loads with the first flight, not with the simulator's modules."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 
 from rotorid.sim import kernel, scenarios
 from rotorid.sim.dynamics import Body, hover_state, integrate
 from rotorid.vehicle import crazyflie
-
-SRC = Path(__file__).resolve().parents[1] / "src"
+from support.imports import heavy_after
 
 
 def test_one_compiled_kernel_flies_every_kind_of_flight() -> None:
@@ -37,11 +31,7 @@ def test_one_compiled_kernel_flies_every_kind_of_flight() -> None:
 
 
 def test_numba_loads_with_the_first_flight_not_with_the_simulator() -> None:
-    code = (
-        "import sys\nimport rotorid.sim.scenarios, rotorid.sim.simulator, rotorid.sim.effects, rotorid.sim.control\n"
-        "print('numba' in sys.modules, 'llvmlite' in sys.modules)"
+    loaded = heavy_after(
+        "import rotorid.sim.scenarios, rotorid.sim.simulator, rotorid.sim.effects, rotorid.sim.control"
     )
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["False", "False"]
+    assert "numba" not in loaded and "llvmlite" not in loaded, loaded

@@ -7,32 +7,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
-HEAVY = ("matplotlib", "scipy", "pandas", "pyarrow", "pydantic", "jinja2", "pyulog", "numba", "llvmlite")
-
-PROBE = """
-import sys
-{body}
-heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r}))
-print(','.join(heavy), file=sys.stderr)
-"""
-
-
-def _heavy_after(body: str) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    r = subprocess.run(
-        [sys.executable, "-c", PROBE.format(body=body, heavy=HEAVY)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
-    return [m for m in r.stderr.rstrip("\n").rpartition("\n")[2].split(",") if m]
+from support.imports import SRC
+from support.imports import heavy_after as _heavy_after
 
 
 @pytest.mark.parametrize(
