@@ -278,15 +278,13 @@ STEPS = {
 def _identify_shares() -> list[dict]:
     """Each step's share of delay's identify on the real logs, from one run under cProfile (its
     cumulative time over the whole identify's; the profiler's overhead is spread over all)."""
-    return [
-        {
-            "name": f"identify's share: {step}",
-            "value": share,
-            "unit": "%",
-            "note": "cumulative time under cProfile over identify's; the steps nest (the checks call the T_m search)",
-        }
-        for step, share in profiling.shares(_pipeline, STEPS, ("pipeline", "identify")).items()
-    ]
+    return profiling.share_rows(
+        _pipeline,
+        STEPS,
+        ("pipeline", "identify"),
+        "identify's share",
+        "cumulative time under cProfile over identify's; the steps nest (the checks call the T_m search)",
+    )
 
 
 def _simulated(seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict]:

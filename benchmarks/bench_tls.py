@@ -68,18 +68,17 @@ def real_rows() -> list[dict]:
     call = lambda: tls.identify({"A": flights}, vehicle, settings=settings)
     wall, cpu, _ = _timed(call)
     note = f"3 x 51 s at 500 Hz, attitude + rotor drag, lags searched; load avg {os.getloadavg()[0]:.1f}"
-    shares = profiling.shares(call, STAGES, ("pipeline", "identify"))
+    shares = profiling.share_rows(
+        call,
+        STAGES,
+        ("pipeline", "identify"),
+        "real-log-shaped share",
+        "cumulative time under cProfile over identify's; stages nest (filtering is inside the others)",
+    )
     return [
         {"name": "real-log-shaped, 3 x 51 s @ 500 Hz: CPU", "value": cpu, "unit": "s", "target": "<= 5", "note": note},
         {"name": "real-log-shaped, 3 x 51 s @ 500 Hz: wall", "value": wall, "unit": "s", "target": "", "note": ""},
-    ] + [
-        {
-            "name": f"real-log-shaped share: {stage}",
-            "value": share,
-            "unit": "%",
-            "note": "cumulative time under cProfile over identify's; stages nest (filtering is inside the others)",
-        }
-        for stage, share in shares.items()
+        *shares,
     ]
 
 

@@ -21,3 +21,13 @@ def shares(call: Callable[[], object], steps: dict[str, tuple[str, str]], whole:
             key = (Path(k[0]).stem, k[2])
             cum[key] = cum.get(key, 0.0) + v[3]
     return {step: 100.0 * cum.get(key, 0.0) / cum[whole] for step, key in steps.items()}
+
+
+def share_rows(
+    call: Callable[[], object], steps: dict[str, tuple[str, str]], whole: tuple[str, str], label: str, note: str
+) -> list[dict]:
+    """`shares` as benchmark rows named "LABEL: STEP" (percent)."""
+    return [
+        {"name": f"{label}: {step}", "value": share, "unit": "%", "note": note}
+        for step, share in shares(call, steps, whole).items()
+    ]
