@@ -127,6 +127,7 @@ def checked(
     for term in terms:
         if term.alternative is not None:
             add(*_term_doubt(sol, term.alternative))
+        if term.alternative is not None and term.held_out:
             notes.append(
                 f"σ includes the doubt about {term.term}: held-out segments tell the models with and without it "
                 "not apart, and the estimates differ between them"

@@ -122,13 +122,15 @@ class TermChoice(NamedTuple):
     stands), the held-out t statistic of the richer model against the simpler, the note in words,
     and, where the test tells neither apart and the richer model's extra unknowns are not within
     2σ of zero, the other model's estimates by unknown name (their difference enters σ,
-    `checks.checked`; None otherwise)."""
+    `checks.checked`; None otherwise); `held_out` False where the alternative comes from another
+    check than the held-out test (its note then says why it enters σ)."""
 
     term: str
     kept: str
     t: float
     note: str
     alternative: dict[str, float] | None
+    held_out: bool = True
 
 
 def secondary_shift(

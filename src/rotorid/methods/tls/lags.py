@@ -14,12 +14,16 @@ from rotorid.methods.tls.likelihood import LagModel, lag_model
 from rotorid.methods.tls.problem import Solution, TlsProblem
 from rotorid.methods.tls.settings import MAX_IMU_DELAY, PLAUSIBLE_IMU_DELAY
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
-from rotorid.methods.tls.terms import TermChoice, fit_terms
+from rotorid.methods.tls.terms import TermChoice, by_name, fit_terms
 from rotorid.methods.tls.voltage import VoltageChoice, choose_voltage
 from rotorid.motion import (
     airborne_pieces,
     pose_lag,
 )
+
+#: An accelerometer bias beyond this many σ of a sensor's zero-g offset (`ACC_BIAS_Z_SIGMA`) is in
+#: doubt: a force the model lacks may stand in for it (`_bias_doubt`).
+OFFSET_Z = 2.0
 
 
 class Separated(NamedTuple):
@@ -73,6 +77,7 @@ def solve_separated(problem: TlsProblem) -> Separated:
         return Separated(sol, problem, "", lag, imu_why, choice, volt, volt_why, terms)
     worst = max(float(np.abs(b).max()) for b in bias_of(sol, problem.masses).values())
     if worst <= ACC_BIAS_PLAUSIBLE:
+        terms += _bias_doubt(problem, worst)
         return Separated(sol, problem, "", lag, imu_why, choice, volt, volt_why, terms)
     problem = problem.derive(acc_bias=False)
     why = (
@@ -81,6 +86,28 @@ def solve_separated(problem: TlsProblem) -> Separated:
         f"± {ACC_BIAS_Z_SIGMA:g} m/s² (1σ); fly thrust changes to measure it"
     )
     return Separated(solve(problem), problem, why, lag, imu_why, choice, volt, volt_why, terms)
+
+
+def _bias_doubt(problem: TlsProblem, worst: float) -> tuple[TermChoice, ...]:
+    """The model without the accelerometer bias as a doubt of the one with it, where the bias came
+    out beyond a sensor's zero-g offset (`worst`, its largest component, m/s², more than
+    `OFFSET_Z` of `ACC_BIAS_Z_SIGMA`; below `ACC_BIAS_PLAUSIBLE`, where `solve_separated` leaves
+    it out). A per-piece constant in the force rows also takes the steady part of any force the
+    model lacks: rotor inflow in a climb the thrust's controller holds (the force rows' mean then
+    carries the hover balance k_t Σu² = m g the centring removed) or the drag of a steady wind.
+    Such a bias and a sensor's offset fit alike, so both models stand and their difference enters
+    σ (six-config-a with rotor inflow: b_z +0.86 m/s² for none, k_t -6.7σ; without the bias
+    -0.5σ). Empty where the bias is within an offset's range."""
+    if worst <= OFFSET_Z * ACC_BIAS_Z_SIGMA:
+        return ()
+    zero = problem.derive(acc_bias=False)
+    note = (
+        f"σ includes the doubt about the accelerometer bias: it came out {worst:.2g} m/s², beyond a sensor's "
+        f"zero-g offset (0 ± {ACC_BIAS_Z_SIGMA:g} m/s², 1σ), where a steady force the model lacks (rotor inflow, "
+        "a steady wind's drag) may stand in for it; the estimates with no bias differ from these. With an "
+        "accelerometer calibrated at rest, --no-acc-bias removes the doubt"
+    )
+    return (TermChoice("the accelerometer bias", "estimated", float("nan"), note, by_name(solve(zero)), False),)
 
 
 def _imu_lag(problem: TlsProblem, lag: float | None) -> tuple[LagChoice | None, str]:

@@ -71,7 +71,7 @@ def _beyond_noise(sol: Solution, names: tuple[str, ...], z: float = 2.0) -> bool
     return bool(np.any(np.abs(sol.fit.x[at]) > z * std))
 
 
-def _by_name(sol: Solution, configs: list[str] | None = None) -> dict[str, float]:
+def by_name(sol: Solution, configs: list[str] | None = None) -> dict[str, float]:
     """The kept unknowns of `sol` by name (the rows' own units), and the rotors' coefficients where
     it estimated the gains (`coefficient_names`; of the configurations `configs`, by default its
     rows', which a solution without its system no longer has)."""
@@ -89,7 +89,7 @@ def _keep_rotor_drag(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsP
     pref, decisive = _held_out(sol, {K_RD})
     if pref.richer:
         return sol, problem, None
-    alternative = None if decisive or not _beyond_noise(sol, (K_RD,)) else _by_name(sol)
+    alternative = None if decisive or not _beyond_noise(sol, (K_RD,)) else by_name(sol)
     note = (
         f"no rotor drag modelled: k_rd does not predict held-out segments of the flights better than the model "
         f"without it (t = {pref.t:.1f})"
@@ -107,7 +107,7 @@ def _keep_restored(problem: TlsProblem, sol: Solution) -> tuple[Solution, TermCh
     pref, decisive = _held_out(sol, set(sol.restored))
     if pref.richer:
         return sol, None
-    alternative = None if decisive or not _beyond_noise(sol, sol.restored) else _by_name(sol)
+    alternative = None if decisive or not _beyond_noise(sol, sol.restored) else by_name(sol)
     note = (
         f"{', '.join(sol.restored)} left cancelled: bringing them back (they move another parameter beyond its "
         f"σ) does not predict held-out segments of the flights better (t = {pref.t:.1f})"
@@ -244,5 +244,5 @@ def _fit_body_drag(
     return (
         simple,
         simple_problem,
-        TermChoice("the body drag", "off", pref.t, note, None if decisive else _by_name(sol, cfgs)),
+        TermChoice("the body drag", "off", pref.t, note, None if decisive else by_name(sol, cfgs)),
     )
