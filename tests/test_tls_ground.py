@@ -38,6 +38,8 @@ def test_ground_effect_kept_on_held_out_segments_puts_kt_back_within_3_sigma():
     note = next(n for n in auto.notes if n.startswith("ground effect modelled"))
     assert "predicts held-out segments" in note
     assert abs(_z(auto, truth, "k_t")) < 3.0
+    # (z_g, c) estimated too, not held where found: k_t, tied to the factor by the hover balance, ×1.63
+    assert float(re.search(r"k_t σ ×([0-9.]+)", note).group(1)) > 1.3
     assert abs(_z(auto, truth, "I_xx")) < abs(_z(off, truth, "I_xx"))
     radius = float(re.search(r"rotor radius of ([0-9.]+) m", note).group(1))
     assert radius == pytest.approx(0.5 * 0.225, rel=0.1)  # the simulator's R: 0.5 arm

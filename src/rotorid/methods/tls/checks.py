@@ -116,6 +116,9 @@ def checked(
             dc = to_coef @ d if dc is None else dc
             coef += np.outer(dc, dc)
 
+    for term in terms:
+        if term.widen:
+            cov, coef = _widened(sol, cov, coef, term.widen)
     if choice is not None and choice.alternative is not None:
         add(_lag_doubt(problem, sol, choice.alternative))
         notes.append(
@@ -144,6 +147,21 @@ def checked(
     if len(problem.configs) == 1:
         dependent |= {n: ONE_CONFIG_YAW for n in ("k_d", "I_zz") if sol.names.index(n) in sol.kept}
     return Checked(cov, dependent, notes + said, coef)
+
+
+def _widened(
+    sol: Solution, cov: np.ndarray, coef: np.ndarray | None, factor: dict[str, float]
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`cov` (of `sol`'s kept unknowns) with each unknown's variance grown by its `factor` (by name;
+    1 where absent), its correlations kept; with the rotors' gains, their coefficients (k_t times
+    each rotor's gain) carry k_t's added variance: (f - 1) σ²(k_t) times their ratios to k_t."""
+    root = np.sqrt([factor.get(sol.names[j], 1.0) for j in sol.kept])
+    grown = cov * np.outer(root, root)
+    if coef is None or sol.gains is None:
+        return grown, coef
+    kt = sol.kept.index(0)
+    ratio = sol.gains.value / sol.fit.x[kt]
+    return grown, coef + np.outer(ratio, ratio) * (root[kt] ** 2 - 1.0) * cov[kt, kt]
 
 
 def _bias(problem: TlsProblem, sol: Solution) -> dict[str, np.ndarray] | None:

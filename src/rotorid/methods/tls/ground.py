@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from rotorid.errors import ExcitationError
+from rotorid.methods.regression import Fit
 from rotorid.methods.tls.heldout import TermChoice, held_out_sse, prefers, segments
 from rotorid.methods.tls.noise import pad_noise
 from rotorid.methods.tls.problem import Solution, TlsProblem, build_rows
@@ -77,16 +78,11 @@ def _refined(problem: TlsProblem, sol: Solution, level: float, c: float) -> tupl
     on `sol`'s kept columns and rows. A step that leaves what a ground effect can be (0 < c up to
     rotors that do not overlap, `max_radius`; the ground below the lowest hub) ends it where it was:
     on a flight with little or no ground effect the two derivatives are nearly collinear."""
-    nw, kept, low = sol.w.shape[1] - 1, sol.kept, _lowest_hub(problem)
+    kept, low = sol.kept, _lowest_hub(problem)
     top = max_radius(problem.vehicle) ** 2 / 16
-    noise = None if sol.noise is None else pad_noise(sol.noise, nw, 2)
     for _ in range(REFINE_STEPS):
-        base = _kt(problem, sol, (level, c))
-        dz = 1e-3 * (low - level)
-        down = (_kt(problem, sol, (level + dz, c)) - base) / dz
-        w = np.column_stack([base, sol.w[:, 1:-1], _slope(problem, sol, level, c, base, low), down, sol.w[:, -1]])
         try:
-            fit = fixed_fit(w, sol.blocks, [*kept, nw, nw + 1], sol.active, sol.scale, noise)
+            fit = _joint_fit(problem, sol, level, c, low)
         except ExcitationError:
             break
         kt = float(fit.x[kept.index(0)])
@@ -95,6 +91,36 @@ def _refined(problem: TlsProblem, sol: Solution, level: float, c: float) -> tupl
             break
         c, level = step
     return level, c
+
+
+def _joint_fit(problem: TlsProblem, sol: Solution, level: float, c: float, low: float) -> Fit:
+    """The fit of `sol`'s kept columns and rows with the k_t column rebuilt at the ground model
+    (z_g, c) = (`level`, c) and its derivatives in c and z_g as two more columns, last (the
+    lowest hub at `low`): linear in (c, z_g) about the point, so its covariance has them estimated
+    too (`_refined`'s step, `_profiled`)."""
+    nw = sol.w.shape[1] - 1
+    base = _kt(problem, sol, (level, c))
+    dz = 1e-3 * (low - level)
+    down = (_kt(problem, sol, (level + dz, c)) - base) / dz
+    w = np.column_stack([base, sol.w[:, 1:-1], _slope(problem, sol, level, c, base, low), down, sol.w[:, -1]])
+    noise = None if sol.noise is None else pad_noise(sol.noise, nw, 2)
+    return fixed_fit(w, sol.blocks, [*sol.kept, nw, nw + 1], sol.active, sol.scale, noise)
+
+
+def _profiled(problem: TlsProblem, sol: Solution, level: float, c: float) -> dict[str, float]:
+    """Per kept unknown of `sol` (by name), the factor (≥ 1) its variance grows by with the ground
+    model (z_g, c) estimated too (`_joint_fit` at the kept point) rather than held where it was
+    found: the final fit holds it, and k_t, which the hover balance ties to the thrust's factor
+    near the ground, trades with both (six-config-a+b-random seed 1, motion capture: k_t +4.7σ at
+    the held model, σ ×2.55 with it estimated). Empty where the joint fit is degenerate."""
+    try:
+        joint = _joint_fit(problem, sol, level, c, _lowest_hub(problem))
+        w = np.column_stack([_kt(problem, sol, (level, c)), sol.w[:, 1:]])
+        held = fixed_fit(w, sol.blocks, sol.kept, sol.active, sol.scale, sol.noise)
+    except ExcitationError:
+        return {}
+    ratio = np.diag(joint.cov)[: len(sol.kept)] / np.diag(held.cov)
+    return {sol.names[j]: float(max(r, 1.0)) for j, r in zip(sol.kept, ratio, strict=True)}
 
 
 def max_radius(vehicle: Vehicle) -> float:
@@ -164,8 +190,12 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
         why = why if pref.richer else "asked (--ground on); held-out segments do not prefer it"
         level, c = _refined(problem, sol, low - depth, c)
         fitted = problem.derive(ground_model=(float(level), float(c)))
-        note = f"ground effect modelled, {where(low - level, c)}: {why} (t = {pref.t:.1f})"
-        return solve(fitted), fitted, TermChoice("the ground effect", "on", pref.t, note, None)
+        widen = _profiled(problem, sol, level, c)
+        note = (
+            f"ground effect modelled, {where(low - level, c)}: {why} (t = {pref.t:.1f}); σ includes the ground "
+            f"level's and c's (k_t σ ×{np.sqrt(widen.get('k_t', 1.0)):.2f})"
+        )
+        return solve(fitted), fitted, TermChoice("the ground effect", "on", pref.t, note, None, widen=widen)
     decisive = prefers(sse, simple).richer or abs(kc) <= NEAR_ZERO_Z * np.sqrt(fit.cov[-1, -1])
     moved = fit.x[:-1] - fixed_fit(sol.w, sol.blocks, kept, *fixed, sol.noise).x
     other = None if decisive else {sol.names[j]: float(v) for j, v in zip(kept, sol.fit.x + moved, strict=True)}

@@ -123,7 +123,9 @@ class TermChoice(NamedTuple):
     and, where the test tells neither apart and the richer model's extra unknowns are not within
     2σ of zero, the other model's estimates by unknown name (their difference enters σ,
     `checks.checked`; None otherwise); `held_out` False where the alternative comes from another
-    check than the held-out test (its note then says why it enters σ)."""
+    check than the held-out test (its note then says why it enters σ); `widen`, by unknown name,
+    the factor its variance grows by where the kept term's own unknowns are held in the final fit
+    (`ground.choose_ground`; None: none)."""
 
     term: str
     kept: str
@@ -131,6 +133,7 @@ class TermChoice(NamedTuple):
     note: str
     alternative: dict[str, float] | None
     held_out: bool = True
+    widen: dict[str, float] | None = None
 
 
 def secondary_shift(
