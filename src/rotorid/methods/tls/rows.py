@@ -311,10 +311,9 @@ def idim_rows(
     (n_rotors,) scales each rotor's wrench (u_i² -> gain_i u_i²; `motor_spread`).
 
     With `settings.yaw_moment` the M_z row is centred per piece alike (a constant yaw moment);
-    with `settings.rotor_drag` the rotor-drag column (`motion.drag_regressor`) is built from the
+    with `settings.rotor_drag` (`rotor_inflow`) the rotor drag's (inflow's) column, `Layout`, is built from the
     flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
-    flight logs no attitude or no position or velocity), with `settings.rotor_inflow` the rotor
-    inflow's alike (its axial column; `Layout`); with `settings.body_drag` "linear" or
+    flight logs no attitude or no position or velocity: `_as_flown`); with `settings.body_drag` "linear" or
     "quadratic" the body drag's columns alike (`body_columns`), `body` (3,), when given, the
     drag's specific force per unit column (d / m of a first pass) added to s first (s less the
     drag's specific force: `TlsSettings.body_drag`); with `settings.ground_model` the thrust of
@@ -333,13 +332,7 @@ def idim_rows(
     With `move` (G, A), 3 x 3 each, the rows are instead the derivative of these along a move of
     the IMU's data, gyro ω -> ω + G ω and specific force s -> s + A s (`_moved_columns`; the
     assembled W_t is then dW_t, linear in the move: `solve.imu_part`)."""
-    flown = all(posed(f) for f in flights)
-    settings = replace(
-        settings,
-        rotor_drag=settings.rotor_drag and flown,
-        rotor_inflow=settings.rotor_inflow and flown,
-        body_drag=body_form(settings, flown),
-    )
+    settings = _as_flown(settings, all(posed(f) for f in flights))
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
@@ -371,6 +364,17 @@ def idim_rows(
         raise ExcitationError("every airborne piece is shorter than the filter trim; give longer windows")
     cfg["speed_channel"] = speed_source(pieces[0], vehicle, settings.speed)
     return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
+
+
+def _as_flown(settings: TlsSettings, flown: bool) -> TlsSettings:
+    """`settings` with the terms that need the flights' velocity left out where they give none
+    (`flown`, `posed`): the hub drags, and the body drag (`body_form`)."""
+    return replace(
+        settings,
+        rotor_drag=settings.rotor_drag and flown,
+        rotor_inflow=settings.rotor_inflow and flown,
+        body_drag=body_form(settings, flown),
+    )
 
 
 def _centre(cols: np.ndarray, centre: np.ndarray) -> np.ndarray:
