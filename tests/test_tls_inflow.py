@@ -5,8 +5,10 @@ and kept only where held-out segments of the flights support it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rotorid.methods import tls
+from rotorid.methods.tls import rows as tls_rows
 from rotorid.sim import scenarios
 from rotorid.validate import validate
 
@@ -19,13 +21,19 @@ def _identify(sc: object, **settings: object) -> object:
     return tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(**settings))
 
 
-def test_inflow_is_kept_and_takes_the_thrust_it_costs_off_k_t() -> None:
+@pytest.fixture(scope="module")
+def inflow() -> object:
+    """Inflow of 0.15 per m/s at hover (`effects.REALISTIC`), with a held-out flight."""
+    return _flight("test", rotor_inflow=0.15)
+
+
+def test_inflow_is_kept_and_takes_the_thrust_it_costs_off_k_t(inflow: object) -> None:
     """Inflow of 0.15 per m/s at hover (`effects.REALISTIC`): k_in is kept (held-out t = 6.0) and
     comes out within 3σ of the simulator's k_z sqrt(k_t) (0.000507 ± 6e-6 for 0.000507), k_t and
     every parameter with a truth within 3σ. The same rows without it (and without the body drag,
     whose z column otherwise absorbs part of it at 7x k_t's σ) put k_t 8 % low (-3.1σ). The held-out
     flight's replay carries k_in: s_z R² 0.9997 (0.88 without it)."""
-    sc = _flight("test", rotor_inflow=0.15)
+    sc = inflow
     res = _identify(sc)
     assert any(n.startswith("rotor inflow modelled (k_in)") for n in res.notes), res.notes
     assert res.settings["rotor_inflow"] is True
@@ -53,3 +61,13 @@ def test_still_air_inflow_is_not_kept_and_nothing_moves() -> None:
     assert res.params.keys() == off.params.keys()
     for k, e in res.params.items():
         assert (e.value, e.std) == (off.params[k].value, off.params[k].std), k
+
+
+def test_a_k_in_below_zero_is_no_inflow(inflow: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The axial column's sign flipped, the same flight's k_in is below zero by 1305σ of its fit: thrust
+    rising with the climb, which no inflow gives; not kept, whatever held-out segments say, with a note."""
+    regressor = tls_rows.drag_regressor
+    monkeypatch.setattr(tls_rows, "drag_regressor", lambda *a: -regressor(*a) if a[-1] else regressor(*a))
+    res = _identify(inflow)
+    assert "k_in" not in res.params and res.settings["rotor_inflow"] is False
+    assert any(n.startswith("no rotor inflow modelled: k_in is below zero by") for n in res.notes), res.notes
