@@ -270,10 +270,12 @@ def _simulate(name: str, seed: int, duration: float | None, **overrides: Any) ->
 
 
 def _with_rotor_drag(sc: Any, truth: dict[str, float]) -> dict[str, float]:
-    """`truth` with tls's rotor-drag coefficient k_rd when the scenario flies with rotor drag: the
-    simulator's k_rd multiplies sqrt(f_i) = sqrt(k_t) u_i, tls's multiplies u_i (`tls.drag_regressor`)."""
-    k = sc.truth.vehicle.get("mismatch", {}).get("k_rotor_drag")
-    return truth if k is None else {**truth, "k_rd": k * math.sqrt(truth["k_t"])}
+    """`truth` with tls's rotor-drag coefficient k_rd when the scenario flies with rotor drag, and its
+    rotor-inflow coefficient k_in with rotor inflow (the simulator's k_z): the simulator's
+    coefficients multiply sqrt(f_i) = sqrt(k_t) u_i, tls's multiply u_i (`tls.drag_regressor`)."""
+    fx = sc.truth.vehicle.get("mismatch", {})
+    pairs = (("k_rd", "k_rotor_drag"), ("k_in", "k_rotor_inflow"))
+    return truth | {name: fx[key] * math.sqrt(truth["k_t"]) for name, key in pairs if fx.get(key) is not None}
 
 
 def _with_rotor_gains(sc: Any, truth: dict[str, float]) -> dict[str, float]:

@@ -170,18 +170,23 @@ def test_weighting_converges_to_inverse_noise() -> None:
 
 
 def test_combined_assembly_shares_only_chi_k() -> None:
-    """Eq. (25): configuration blocks are zero outside their own chi, chi_k and the rotor drag
-    are shared, the known column is each configuration's mass times W_m, and k_w scales a
-    configuration's rows."""
+    """Eq. (25): configuration blocks are zero outside their own chi, chi_k and the hub drags (rotor
+    drag, rotor inflow) are shared, the known column is each configuration's mass times W_m, and
+    k_w scales a configuration's rows."""
     v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285)
     fl = kinematic_flight(v, seed=4, dur=6.0)
     rows, _ = tls.idim_rows([fl], v, tls.TlsSettings(band=(0, 8)))
     w, blocks, names = tls.assemble({"A": rows, "B": rows}, {"A": 1.0, "B": 2.0})
     n = len(rows.t)
-    assert names[:4] == ["k_t", "k_d", "ms_x@A", "ms_y@A"] and names[-2:] == ["I_yz@B", "k_rd"] and len(names) == 21
+    assert (
+        names[:4] == ["k_t", "k_d", "ms_x@A", "ms_y@A"]
+        and names[-3:] == ["I_yz@B", "k_rd", "k_in"]
+        and len(names) == 22
+    )
     a_rows, b_rows = w[: 6 * n], w[6 * n :]
     assert not a_rows[:, 11:20].any() and not b_rows[:, 2:11].any()
-    np.testing.assert_allclose(b_rows[:, [0, 1, 20]], a_rows[:, [0, 1, 20]])  # chi_k and the rotor drag
+    np.testing.assert_allclose(b_rows[:, [0, 1, 20, 21]], a_rows[:, [0, 1, 20, 21]])  # chi_k and the hub drags
+    assert np.any(a_rows[:, 21])
     np.testing.assert_allclose(b_rows[:, -1], 2.0 * a_rows[:, -1])
     assert set(blocks[: 6 * n]) == set(range(6)) and set(blocks[6 * n :]) == set(range(6, 12))
 

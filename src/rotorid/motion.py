@@ -295,7 +295,9 @@ def pose_lag(piece: Flight, vehicle: Vehicle, settings: MotionSettings) -> float
     return float(np.clip((j - reach + step) / fs, -MAX_POSE_LAG, MAX_POSE_LAG))
 
 
-def drag_regressor(u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: Vehicle) -> np.ndarray:
+def drag_regressor(
+    u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: Vehicle, axial: bool = False
+) -> np.ndarray:
     """The rotor-drag wrench about the origin per unit k_rd, with the sign of W_t (N, 6): the
     drag is -k_rd G with G = [Σ_i u_i P_i v_i ; Σ_i p_i x u_i P_i v_i], v_i = vel + omega x p_i
     the airspeed of hub i (still air; the origin's velocity `vel` in body axes), P_i = I - a_i a_iᵀ
@@ -303,32 +305,41 @@ def drag_regressor(u: np.ndarray, vel: np.ndarray, omega: np.ndarray, vehicle: V
     (Martin & Salaün, ICRA 2010; Kai et al., IFAC 2017; Faessler et al., RA-L 2018, eq. 1), with
     the rotor speed Ω_i ∝ u_i (f = k_t u², eq. 8; the simulator's Ω_i = sqrt(f_i), so its k_rd is
     this one over sqrt(k_t)). The hub's velocity does not depend on the CoM, so G is known; its
-    yaw row carries the drag's yaw damping -k_rd Σ u_i |p_i,xy|² ω_z of rotors in the xy plane."""
-    k = _drag_maps(*(np.asarray(a, dtype=np.float64).tobytes() for a in (vehicle.positions, vehicle.axes)))
+    yaw row carries the drag's yaw damping -k_rd Σ u_i |p_i,xy|² ω_z of rotors in the xy plane.
+    With `axial` the rotor inflow's instead (per unit k_in, `TlsSettings.rotor_inflow`): P_i = a_i a_iᵀ,
+    the thrust a rotor loses climbing along its axis, -k_in u_i a_iᵀ v_i (blade-element and
+    momentum theory at a fixed rotor speed; Bangura & Mahony, ACRA 2012)."""
+    k = _drag_maps(*_geometry(vehicle), axial)
     x = np.concatenate([vel, omega], axis=1)
     return np.einsum("nij,nj->ni", (u @ k).reshape(-1, 6, 6), x)
 
 
-def drag_reach(vehicle: Vehicle) -> np.ndarray:
-    """(6,) bool: the rows of `drag_regressor` that the rotors' geometry can make non-zero (the
-    others are exactly zero); coplanar rotors with parallel axes reach three (the in-plane
-    force, the moment about the axis)."""
-    k = _drag_maps(*(np.asarray(a, dtype=np.float64).tobytes() for a in (vehicle.positions, vehicle.axes)))
+def drag_reach(vehicle: Vehicle, axial: bool = False) -> np.ndarray:
+    """(6,) bool: the rows of `drag_regressor` (of `axial`) that the rotors' geometry can make
+    non-zero (the others are exactly zero); coplanar rotors with parallel axes reach three (the
+    in-plane force and the moment about the axis; the axial force and the roll and pitch moments)."""
+    k = _drag_maps(*_geometry(vehicle), axial)
     return np.any(k.reshape(-1, 6, 6) != 0.0, axis=(0, 2))
 
 
+def _geometry(vehicle: Vehicle) -> tuple[bytes, bytes]:
+    """The rotors' positions and axes as float64 bytes, `_drag_maps`' cache key."""
+    return tuple(np.asarray(a, dtype=np.float64).tobytes() for a in (vehicle.positions, vehicle.axes))
+
+
 @functools.lru_cache(maxsize=16)
-def _drag_maps(positions: bytes, axes: bytes) -> np.ndarray:
+def _drag_maps(positions: bytes, axes: bytes, axial: bool = False) -> np.ndarray:
     """Per rotor, G_i = u_i K_i [vel; omega] (`drag_regressor`) with K_i = [[P, -P [p]x],
     [[p]x P, -[p]x P [p]x]], flattened (M, 36), for rotors at `positions` with `axes` (float64
-    bytes of (M, 3)): built once per geometry, not per block of rows (its small-array calls
-    cost more than the product over a block)."""
+    bytes of (M, 3)), P = I - a aᵀ (P = a aᵀ with `axial`): built once per geometry, not per block
+    of rows (its small-array calls cost more than the product over a block)."""
     p, a = np.frombuffer(positions).reshape(-1, 3), np.frombuffer(axes).reshape(-1, 3)
     z = np.zeros(len(p))
     px, py, pz = p.T
     cross = np.stack([np.stack([z, -pz, py], -1), np.stack([pz, z, -px], -1), np.stack([-py, px, z], -1)], -2)
-    plane = np.eye(3) - a[:, :, None] * a[:, None, :]
-    return np.block([[plane, -plane @ cross], [cross @ plane, -cross @ plane @ cross]]).reshape(len(p), 36)
+    along = a[:, :, None] * a[:, None, :]
+    proj = along if axial else np.eye(3) - along
+    return np.block([[proj, -proj @ cross], [cross @ proj, -cross @ proj @ cross]]).reshape(len(p), 36)
 
 
 def motion(flight: Flight, vehicle: Vehicle, settings: MotionSettings) -> Motion:

@@ -37,6 +37,7 @@ PARAMS: dict[str, tuple[str, str]] = {
     "k_d": ("N m", "drag-torque coefficient tau = k_d u^2 (per rotor)"),
     "k_tau": ("m", "torque-to-thrust ratio k_tau = k_d / k_t"),
     "k_rd": ("N s/m", "rotor-drag coefficient: in-plane hub force -k_rd u v_hub (per rotor)"),
+    "k_in": ("N s/m", "rotor-inflow coefficient: thrust lost climbing, axial hub force -k_in u v_hub (per rotor)"),
     "hover_cmd": ("1", "hover command"),
     "thrust_v_exp": ("1", "battery-voltage exponent α: the thrust curve holds in the command u (V/V_ref)^α"),
     "thrust_v_drop": ("%", "thrust lost at the hover command from the flights' highest battery voltage to the lowest"),
@@ -72,7 +73,7 @@ ACC_BIAS_KEY = "acc_bias_estimate"
 INPUT_UNIT = {"normalized": "", "rad_s": "rad/s", "pwm_us": "us"}
 
 #: Parameters whose unit carries the motor input: name -> (unit over the input, its power).
-_PER_INPUT = {"k_t": ("N", 2), "k_d": ("N m", 2), "k_rd": ("N s/m", 1), "hover_cmd": ("", -1)}
+_PER_INPUT = {"k_t": ("N", 2), "k_d": ("N m", 2), "k_rd": ("N s/m", 1), "k_in": ("N s/m", 1), "hover_cmd": ("", -1)}
 
 
 def unit_of(name: str, motor_input: str = "normalized") -> str:

@@ -225,21 +225,22 @@ def _filtered_pieces(
     settings: MotionSettings,
     mixer: np.ndarray,
     bias: np.ndarray,
-    k_rd: float = 0.0,
+    hub: tuple[float, float] = (0.0, 0.0),
 ) -> Iterator[tuple[float, np.ndarray, np.ndarray]]:
     """Every airborne piece of `flights` through the identified vehicle: (sample rate, time,
     columns [rotor wrench (6), rigid-body wrench (6), s (3), ω̇ (3), ω (3)]), filtered alike and
     trimmed at both ends. `bias` (3,) is the accelerometer bias the identification removed,
-    removed from the specific force here too (as tls's `idim_rows` does); a rotor-drag
-    coefficient `k_rd` adds the rotor drag -k_rd `drag_regressor` to the rotor wrench (the
-    flights then carry attitude and position)."""
+    removed from the specific force here too (as tls's `idim_rows` does); the hub drags' coefficients
+    `hub` (k_rd, k_in) add the rotor drag -k_rd `drag_regressor` and the rotor inflow -k_in (its
+    axial column) to the rotor wrench (the flights then carry attitude and position)."""
     for piece in (p for f in flights for p in airborne_pieces(f)):
         cfg = settings.at(piece.rate)
         mo = motion(piece, v, cfg)
         mo = replace(mo, s=mo.s - bias)
         rotor = v.thrust(mo.u) @ mixer.T
-        if k_rd:
-            rotor = rotor - k_rd * drag_regressor(mo.u, body_velocity(piece, cfg), mo.omega, v)
+        for k, axial in zip(hub, (False, True), strict=True):
+            if k:
+                rotor = rotor - k * drag_regressor(mo.u, body_velocity(piece, cfg), mo.omega, v, axial)
         rigid = wrenches(v, mo.omega, mo.omega_dot, mo.s)
         series = np.concatenate([rotor, rigid, mo.s, mo.omega_dot, mo.omega], axis=1)
         series = butter_filtfilt(series, cfg.fs, cfg.parallel_cutoff, order=cfg.order)
@@ -255,14 +256,14 @@ def _replay(
     mixer: np.ndarray,
     modeled: dict[str, bool],
     bias: np.ndarray,
-    k_rd: float = 0.0,
+    hub: tuple[float, float] = (0.0, 0.0),
 ) -> tuple[np.ndarray, ...]:
     """Replay every airborne piece of `flights` through the identified vehicle
     (`_filtered_pieces`): time, measured and predicted motion (s, ω̇), rigid-body and rotor
     wrenches. A wrench component the rotor model does not produce is driven by the measured one."""
     unmodeled = ~np.array([modeled[c] for c in WRENCH])
     ts, meas, pred, rig, rot = [], [], [], [], []
-    for _, t, sl in _filtered_pieces(flights, v, settings, mixer, bias, k_rd):
+    for _, t, sl in _filtered_pieces(flights, v, settings, mixer, bias, hub):
         rotor, rigid, s, od, om = sl[:, :6], sl[:, 6:12], sl[:, 12:15], sl[:, 15:18], sl[:, 18:21]
         drive = np.where(unmodeled, rigid, rotor)
         ts.append(t)
@@ -275,14 +276,18 @@ def _replay(
     return tuple(np.concatenate(a) for a in (ts, meas, pred, rig, rot))
 
 
-def _rotor_drag(result: Result, flights: list[Flight], notes: list[str]) -> float:
-    """The identified rotor-drag coefficient k_rd to replay (0: none identified, or a held-out
-    flight without the attitude and position or velocity it needs, with a note)."""
-    k_rd = result.params["k_rd"].value if "k_rd" in result.params else 0.0
-    if k_rd and not all(f.quat is not None and (f.pos is not None or f.vel is not None) for f in flights):
-        notes.append("rotor drag (k_rd) not replayed: the held-out flights log no attitude or no position or velocity")
-        return 0.0
-    return k_rd
+def _hub_drags(result: Result, flights: list[Flight], notes: list[str]) -> tuple[float, float]:
+    """The identified hub drags' coefficients to replay, the rotor drag's k_rd and the rotor inflow's
+    k_in (0: none identified, or a held-out flight without the attitude and position or velocity
+    they need, with a note)."""
+    hub = tuple(result.params[n].value if n in result.params else 0.0 for n in ("k_rd", "k_in"))
+    if any(hub) and not all(f.quat is not None and (f.pos is not None or f.vel is not None) for f in flights):
+        notes.append(
+            "rotor drag and inflow (k_rd, k_in) not replayed: the held-out flights log no attitude or no position "
+            "or velocity"
+        )
+        return 0.0, 0.0
+    return hub
 
 
 def _weak(measured: np.ndarray, names: tuple[str, ...], groups: tuple[slice, ...]) -> set[str]:
@@ -339,7 +344,7 @@ def replay(
     modeled: dict[str, bool],
     bias: np.ndarray,
     horizon: float,
-    k_rd: float = 0.0,
+    hub: tuple[float, float] = (0.0, 0.0),
 ) -> Replay:
     """Drive the identified model with the log's motor commands over consecutive horizons of
     `horizon` s, each re-initialised with the log's (filtered) body rate: the body rate is
@@ -354,7 +359,7 @@ def replay(
     unmodeled = ~np.array([modeled[c] for c in WRENCH])
     ts, meas, pred, seg = [], [], [], []
     n_seg = 0
-    for fs, t, sl in _filtered_pieces(flights, v, settings, mixer, bias, k_rd):
+    for fs, t, sl in _filtered_pieces(flights, v, settings, mixer, bias, hub):
         rotor, rigid, s, od, om = sl[:, :6], sl[:, 6:12], sl[:, 12:15], sl[:, 15:18], sl[:, 18:21]
         n = round(horizon * fs)
         k = len(t) // n
@@ -466,8 +471,8 @@ def validate(
     produced = np.abs(mixer).max(axis=1) > 1e-9 * np.abs(mixer).max()
     modeled = {c: bool(produced[j]) for j, c in enumerate(WRENCH)}
     notes = []
-    k_rd = _rotor_drag(result, flights, notes)
-    if k_rd:  # the rotor drag is the in-plane force of every rotor
+    hub = _hub_drags(result, flights, notes)
+    if hub[0]:  # the rotor drag is the in-plane force of every rotor
         modeled |= {"F_x": True, "F_y": True}
     lateral = [f"s_{c[-1]}" for c in ("F_x", "F_y") if not modeled[c]]
     if lateral:
@@ -482,7 +487,7 @@ def validate(
         notes.append("asymmetric motor lag replayed with the mean time constant")
         settings = replace(settings, tm=0.5 * (v.tm_rise + v.tm_fall))
     bias = _removed_bias(result, config, source, notes)
-    t, measured, predicted, rigid, rotor = _replay(flights, v, settings, mixer, modeled, bias, k_rd)
+    t, measured, predicted, rigid, rotor = _replay(flights, v, settings, mixer, modeled, bias, hub)
     metrics = {}
     for j, name in enumerate(MOTION):
         ok = modeled[WRENCH[j]]
@@ -490,7 +495,7 @@ def validate(
         metrics[name] = {"rmse": rmse, "r2": fit, "unit": "m/s^2" if name.startswith("s_") else "rad/s^2"}
     norms = rel_error_norms(rigid - rotor, rotor)
     norms = {k: (val if modeled[k] else float("nan")) for k, val in norms.items()}
-    rep = replay(flights, v, settings, mixer, modeled, bias, horizon, k_rd) if horizon is not None else None
+    rep = replay(flights, v, settings, mixer, modeled, bias, horizon, hub) if horizon is not None else None
     return Validation(
         metrics=metrics,
         rel_error_norm_pct=norms,

@@ -27,7 +27,7 @@ names load their stage on first use.
 from __future__ import annotations
 
 from rotorid.methods.assumptions import MOTOR_SPREAD
-from rotorid.methods.tls.settings import BODY_DRAG, CHI, CHI_K, K_RD, MAX_IMU_DELAY, TlsSettings
+from rotorid.methods.tls.settings import BODY_DRAG, CHI, CHI_K, K_IN, K_RD, MAX_IMU_DELAY, TlsSettings
 from rotorid.util import lazy_names
 
 #: Public names of the later stages, by module (loaded on first use, `__getattr__`).
@@ -44,7 +44,18 @@ _LAZY = {
     "floor_var": "covariance",
 }
 
-__all__ = ["BODY_DRAG", "CHI", "CHI_K", "K_RD", "MAX_IMU_DELAY", "MIN_RATE_HZ", "MOTOR_SPREAD", "TlsSettings", *_LAZY]
+__all__ = [
+    "BODY_DRAG",
+    "CHI",
+    "CHI_K",
+    "K_IN",
+    "K_RD",
+    "MAX_IMU_DELAY",
+    "MIN_RATE_HZ",
+    "MOTOR_SPREAD",
+    "TlsSettings",
+    *_LAZY,
+]
 
 __getattr__, __dir__ = lazy_names(
     __name__, {"MIN_RATE_HZ": "rotorid.motion", **{n: f"{__name__}.{m}" for n, m in _LAZY.items()}}

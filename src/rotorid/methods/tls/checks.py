@@ -29,7 +29,7 @@ from rotorid.methods.tls.lags import LagChoice
 from rotorid.methods.tls.noise import pad_noise
 from rotorid.methods.tls.problem import Solution, TlsProblem, build_system
 from rotorid.methods.tls.selection import fixed_fit
-from rotorid.methods.tls.settings import BODY_DRAG, CHI, K_RD
+from rotorid.methods.tls.settings import BODY_DRAG, CHI, K_IN, K_RD
 from rotorid.methods.tls.terms import TermChoice
 from rotorid.methods.tls.voltage import VoltageChoice
 from rotorid.methods.voltage import VoltageModel, alpha_doubt
@@ -55,6 +55,14 @@ DRAG_LUMPED = (
 DRAG_SPLIT = (
     "the rotor drag and the body drag both push against the airspeed: they are told apart only by the rotor "
     "drag's growth with the rotor speed and its hubs' lever arms, which motor lags and unequal rotors also move"
+)
+
+
+#: Why the rotor-inflow coefficient is model-dependent (`TlsSettings.rotor_inflow`).
+INFLOW_LUMPED = (
+    "the rotor inflow's axial force is told apart from a fuselage (body) drag along the rotor axes, and from "
+    "any other thrust change with the climb (ground effect, motor saturation), only by its growth with the rotor "
+    "speed and the hubs' lever arms: k_in lumps every axial drag"
 )
 
 
@@ -144,6 +152,8 @@ def checked(
         notes.append(AIR_AT_HEIGHT.format(t=air.t))
     cov, coef, said = _disagreement(problem, sol, cov, coef)
     dependent = _on_drag(sol, np.sqrt(np.clip(np.diag(cov), 0, None)), problem.model.body_drag != "off")
+    if K_IN in sol.names and sol.names.index(K_IN) in sol.kept:
+        dependent[K_IN] = INFLOW_LUMPED
     if len(problem.configs) == 1:
         dependent |= {n: ONE_CONFIG_YAW for n in ("k_d", "I_zz") if sol.names.index(n) in sol.kept}
     return Checked(cov, dependent, notes + said, coef)

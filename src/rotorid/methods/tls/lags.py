@@ -56,11 +56,13 @@ def solve_separated(problem: TlsProblem) -> Separated:
     curve where kept: a sag left out of the model passed for a -3.3 ms lag on six-config-a,
     and α fitted at that lag came out 0.957 for the true 1 on a noise-free flight), then the
     optional terms; the rotor drag is left out when a
-    flight has no attitude or no position or velocity. What is found goes into the problem's
+    flight has no attitude or no position or velocity, the rotor inflow until the optional terms
+    try it (the stages before fit the model without it). What is found goes into the problem's
     `derived` record, the settings asked stay as they are."""
     asked = problem.settings
     if asked.rotor_drag and not problem.posed:
         problem = problem.derive(rotor_drag=False)
+    problem = problem.derive(rotor_inflow=False)
     lag = _pose_lag(problem) if asked.mocap_delay is None else None
     if asked.mocap_delay is None:
         problem = problem.derive(mocap_delay=lag or 0.0)  # behind the IMU; + its own lag below

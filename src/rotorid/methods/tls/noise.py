@@ -426,8 +426,9 @@ def _omega_dot_rows(rows: dict[str, Rows], vehicle: Vehicle, masses: dict[str, f
                 d,
                 dm,
                 np.zeros(1, dtype=np.int64),
-                drag=None if r.drag is None else np.zeros((1, 6)),
+                drag=None if r.drag is None else np.zeros((1, *r.drag.shape[1:])),
                 body=None if r.body is None else np.zeros((1, 3)),
+                drags=r.drags,
             )
             for c, r in rows.items()
         }

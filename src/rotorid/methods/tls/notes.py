@@ -14,7 +14,7 @@ from rotorid.methods.tls.gains import RESTORE_Z, coefficient_names
 from rotorid.methods.tls.noise import FLOOR_SHARE, NOISE_FROM
 from rotorid.methods.tls.problem import Solution
 from rotorid.methods.tls.rows import Rows
-from rotorid.methods.tls.settings import BODY_DRAG, CHI, K_RD, TlsSettings
+from rotorid.methods.tls.settings import BODY_DRAG, CHI, K_IN, K_RD, TlsSettings
 from rotorid.methods.tls.voltage import VoltageChoice
 from rotorid.methods.voltage import hover_drop
 from rotorid.motion import (
@@ -155,6 +155,11 @@ def _advice(name: str, cfgs: list[str]) -> tuple[str, str]:
             "the rotor drag barely acts: the hubs' in-plane airspeeds stay small",
             "fly faster translations and yaw turns, or turn the rotor drag off (--no-rotor-drag)",
         )
+    if base == K_IN:
+        return (
+            "the rotor inflow barely acts: the hubs' climb and descent speeds along the rotor axes stay small",
+            "fly faster climbs and descents, or turn the rotor inflow off (--no-rotor-inflow)",
+        )
     if base in BODY_DRAG:
         return (
             f"the body drag along {base[-1]} barely acts: the airspeed along that body axis stays small",
@@ -200,7 +205,7 @@ def estimates(
     for j, nm in enumerate(names[:2]):
         if nm in kept_names:
             put(nm, x[j], cov[j, j])
-    for nm in (K_RD, *BODY_DRAG):
+    for nm in (K_RD, K_IN, *BODY_DRAG):
         if nm in kept_names:
             j = names.index(nm)
             put(nm, x[j], cov[j, j])

@@ -50,7 +50,8 @@ def checked_masses(
 class Derived:
     """What an identification finds out about its flights before the final solve, kept apart from
     the settings the user asked (None: as asked): the rotor drag left out where a flight has no
-    attitude or no position or velocity, the pose's and the IMU's lags (s) where they were left to
+    attitude or no position or velocity, the rotor inflow held-out segments kept (left out until
+    `terms.fit_terms` tries it), the pose's and the IMU's lags (s) where they were left to
     the data (`TlsSettings.mocap_delay`, `TlsSettings.imu_delay`), the accelerometer bias left
     out where the flights do not separate it from the thrust (`TlsSettings.acc_bias`), the battery
     voltage's exponent and reference kept (`TlsSettings.voltage_model`), the body drag's form held-out segments chose and the first pass's coefficients removed from the
@@ -58,6 +59,7 @@ class Derived:
     coefficient held-out segments kept (`TlsSettings.ground_model`)."""
 
     rotor_drag: bool | None = None
+    rotor_inflow: bool | None = None
     mocap_delay: float | None = None
     imu_delay: float | None = None
     acc_bias: bool | None = None

@@ -12,7 +12,7 @@ import numpy as np
 from rotorid.errors import ExcitationError
 from rotorid.flight import Flight
 from rotorid.frames import quat_to_rot
-from rotorid.methods.tls.settings import BODY_DRAG, CHI, CHI_K, K_RD, TlsSettings
+from rotorid.methods.tls.settings import BODY_DRAG, CHI, CHI_K, K_IN, K_RD, TlsSettings
 from rotorid.motion import (
     MIN_PIECE,
     Motion,
@@ -121,7 +121,7 @@ class Rotor:
     `gain`; None: 1) and, with the IMU's `lag` (s), read at the IMU's instant t - lag by linear
     interpolation, the drags' body velocity `vel` (N, 3; None without a drag) alike;
     `omega` the body rate the rotor drag's hub velocities need (the motion's, at the IMU's
-    instant); `drag` whether the rotor drag is modelled, `body` the body drag's form ("off",
+    instant); `drags` the hub drags modelled (`Layout.drags`), `body` the body drag's form ("off",
     "linear", "quadratic"; `body_columns`) and `body_scale` its columns' factor
     (`TlsSettings.body_scale`); `ground` (N, M) each rotor's thrust factor in ground effect
     (`ground_gain`; None: 1), read at the rotor terms' instant alike."""
@@ -132,7 +132,7 @@ class Rotor:
     omega: np.ndarray | None
     gain: np.ndarray | None
     lag: float
-    drag: bool = True
+    drags: tuple[str, ...] = (K_RD,)
     body: str = "off"
     body_scale: float = 1.0
     ground: np.ndarray | None = None
@@ -177,14 +177,13 @@ def _force_columns(s: np.ndarray) -> np.ndarray:
 
 
 def _rotor_columns(rotor: Rotor, vehicle: Vehicle, a: int, b: int) -> np.ndarray:
-    """Samples a..b-1 of the rotor side's IDIM columns [D_k, rotor drag] (`observation`, with the
-    six rows of the rotor-drag column `motion.drag_regressor` when `rotor` models it), (b - a,
-    12 + 6 at most): columns 0..11 of the rows, then 72 on (the body drag's after them,
+    """Samples a..b-1 of the rotor side's IDIM columns [D_k, hub drags] (`observation`, with the
+    six rows of each hub drag's column `motion.drag_regressor` `rotor` models, `Layout`), (b - a,
+    12 + 6 per drag): columns 0..11 of the rows, then 72 on (the body drag's after them,
     `_body_drag_columns`)."""
     u, vel, ground = rotor.rows(a, b)
     cols = [_rotor_matrix(u, vehicle, ground).reshape(b - a, -1)]
-    if rotor.drag:
-        cols.append(drag_regressor(u, vel, rotor.omega[a:b], vehicle))
+    cols += [drag_regressor(u, vel, rotor.omega[a:b], vehicle, _AXIAL[d]) for d in rotor.drags]
     return np.concatenate(cols, axis=1)
 
 
@@ -196,13 +195,13 @@ def _body_drag_columns(rotor: Rotor, a: int, b: int) -> np.ndarray:
     return rotor.body_scale * body_columns(vel, rotor.body)
 
 
-def _live_rotor_columns(vehicle: Vehicle, drag: bool) -> np.ndarray:
-    """Indices of the columns of `_rotor_columns` (with the rotor drag's) that the rotor geometry
-    can make non-zero: the others are exactly zero in every row (coplanar rotors with parallel
-    axes leave 4 of D_k's 12 and 3 of the rotor drag's 6), so they need no filtering."""
+def _live_rotor_columns(vehicle: Vehicle, drags: tuple[str, ...]) -> np.ndarray:
+    """Indices of the columns of `_rotor_columns` (with the hub drags' `drags`) that the rotor
+    geometry can make non-zero: the others are exactly zero in every row (coplanar rotors with
+    parallel axes leave 4 of D_k's 12 and 3 of each hub drag's 6), so they need no filtering."""
     m = len(vehicle.axes)
     live = [np.any(_rotor_matrix(np.eye(m), vehicle).reshape(m, 12) != 0.0, axis=0)]
-    live += [drag_reach(vehicle)] if drag else []
+    live += [drag_reach(vehicle, _AXIAL[d]) for d in drags]
     return np.flatnonzero(np.concatenate(live))
 
 
@@ -231,11 +230,11 @@ def posed(flight: Flight) -> bool:
 class Rows:
     """The filtered, decimated IDIM of one configuration: time (n,), D_k (n,6,2), D (n,6,9),
     D_m (n,6), which piece each sample came from, (accelerometer-bias centring) the removed
-    means of the force rows per piece, (pieces, 3, 12) as [D_k, D, D_m], the rotor-drag column
-    (n, 6) with its removed force-row means (pieces, 3), and (yaw-moment centring) the removed
-    means of the M_z row per piece, (pieces, 12) as [D_k, D, drag (0 without it)]; the body
-    drag's force-row columns (n, 3), column j of force row j (`body_columns`), with their removed
-    means (pieces, 3)."""
+    means of the force rows per piece, (pieces, 3, 12) as [D_k, D, D_m], the hub drags' columns
+    (n, k, 6) of the unknowns `drags` (k of them, `Layout.drags`) with their removed force-row
+    means (pieces, k, 3), and (yaw-moment centring) the removed means of the M_z row per piece,
+    (pieces, 11 + k) as [D_k, D, drags]; the body drag's force-row columns (n, 3), column j of
+    force row j (`body_columns`), with their removed means (pieces, 3)."""
 
     t: np.ndarray
     dk: np.ndarray
@@ -248,6 +247,42 @@ class Rows:
     yaw_mean: np.ndarray | None = None
     body: np.ndarray | None = None
     body_mean: np.ndarray | None = None
+    drags: tuple[str, ...] = ()
+
+
+#: Whether each hub drag's column is the axial one (`motion.drag_regressor`).
+_AXIAL = {K_RD: False, K_IN: True}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each part of a piece's columns sits (`_piece_columns`): D_k 0..11, D 12..65, D_m
+    66..71, then six (the force rows, then the moment rows) per hub drag `drags` (the rotor drag
+    k_rd, the rotor inflow k_in: `TlsSettings.rotor_drag`, `rotor_inflow`), then the body drag's
+    three (`body`); the one place these offsets are computed."""
+
+    drags: tuple[str, ...]
+    body: bool
+
+    @classmethod
+    def of(cls, settings: TlsSettings) -> Layout:
+        """The layout of the rows `settings` build."""
+        drags = tuple(n for n, on in ((K_RD, settings.rotor_drag), (K_IN, settings.rotor_inflow)) if on)
+        return cls(drags, settings.body_drag != "off")
+
+    @property
+    def body_at(self) -> int:
+        """The body drag's first column (the width without it)."""
+        return 72 + 6 * len(self.drags)
+
+    @property
+    def width(self) -> int:
+        """The number of columns."""
+        return self.body_at + 3 * self.body
+
+    def drag_rows(self, rows: tuple[int, ...]) -> list[int]:
+        """The columns of every hub drag's wrench rows `rows` (0..2 the force, 5 the yaw moment), drag by drag."""
+        return [72 + 6 * j + r for j in range(len(self.drags)) for r in rows]
 
 
 def idim_rows(
@@ -276,9 +311,9 @@ def idim_rows(
     (n_rotors,) scales each rotor's wrench (u_i² -> gain_i u_i²; `motor_spread`).
 
     With `settings.yaw_moment` the M_z row is centred per piece alike (a constant yaw moment);
-    with `settings.rotor_drag` the rotor-drag column (`motion.drag_regressor`) is built from the
+    with `settings.rotor_drag` (`rotor_inflow`) the rotor drag's (inflow's) column, `Layout`, is built from the
     flights' velocity (`motion.body_velocity`), at the rotor terms' instant (left out when a
-    flight logs no attitude or no position or velocity); with `settings.body_drag` "linear" or
+    flight logs no attitude or no position or velocity: `_as_flown`); with `settings.body_drag` "linear" or
     "quadratic" the body drag's columns alike (`body_columns`), `body` (3,), when given, the
     drag's specific force per unit column (d / m of a first pass) added to s first (s less the
     drag's specific force: `TlsSettings.body_drag`); with `settings.ground_model` the thrust of
@@ -297,8 +332,7 @@ def idim_rows(
     With `move` (G, A), 3 x 3 each, the rows are instead the derivative of these along a move of
     the IMU's data, gyro ω -> ω + G ω and specific force s -> s + A s (`_moved_columns`; the
     assembled W_t is then dW_t, linear in the move: `solve.imu_part`)."""
-    flown = all(posed(f) for f in flights)
-    settings = replace(settings, rotor_drag=settings.rotor_drag and flown, body_drag=body_form(settings, flown))
+    settings = _as_flown(settings, all(posed(f) for f in flights))
     pieces = [p for f in flights for p in airborne_pieces(f)]
     if not pieces:
         srcs = ", ".join(f.source for f in flights) or "no flight"
@@ -306,7 +340,7 @@ def idim_rows(
     rates = [p.rate for p in pieces]
     cfg = settings.resolve(min(rates))
     ts, parts, idx = [], [], []
-    ncol = 72 + 6 * settings.rotor_drag + 3 * (settings.body_drag != "off")
+    ncol = Layout.of(settings).width
     centre = _centred_columns(settings)
     means = np.zeros((len(pieces), ncol))  # pieces left out keep zero means
     for k, (p, rate) in enumerate(zip(pieces, rates, strict=True)):
@@ -332,6 +366,17 @@ def idim_rows(
     return _stacked(np.concatenate(ts), np.concatenate(parts), np.concatenate(idx), means, settings), cfg
 
 
+def _as_flown(settings: TlsSettings, flown: bool) -> TlsSettings:
+    """`settings` with the terms that need the flights' velocity left out where they give none
+    (`flown`, `posed`): the hub drags, and the body drag (`body_form`)."""
+    return replace(
+        settings,
+        rotor_drag=settings.rotor_drag and flown,
+        rotor_inflow=settings.rotor_inflow and flown,
+        body_drag=body_form(settings, flown),
+    )
+
+
 def _centre(cols: np.ndarray, centre: np.ndarray) -> np.ndarray:
     """The columns `centre` of a piece's `cols` centred on their means, in place (`idim_rows`):
     gathered once for the means and the centring. Returns the means."""
@@ -343,9 +388,9 @@ def _centre(cols: np.ndarray, centre: np.ndarray) -> np.ndarray:
 
 
 #: What a piece's rotor side is built from (`_rotor_side`): the rotors' gains, the IMU's lag (s),
-#: whether the rotor drag is modelled, the body drag's form and its columns' factor, `kt_only`,
+#: the hub drags modelled (`Layout.drags`), the body drag's form and its columns' factor, `kt_only`,
 #: the ground model (z_g, c).
-RotorSide = tuple[np.ndarray | None, float, bool, str, float, bool, tuple[float, float] | None]
+RotorSide = tuple[np.ndarray | None, float, tuple[str, ...], str, float, bool, tuple[float, float] | None]
 
 
 def _rotor_side(settings: TlsSettings, gain: np.ndarray | None, kt_only: bool) -> RotorSide:
@@ -355,7 +400,7 @@ def _rotor_side(settings: TlsSettings, gain: np.ndarray | None, kt_only: bool) -
     return (
         gain,
         lag,
-        settings.rotor_drag,
+        Layout.of(settings).drags,
         settings.body_drag,
         settings.body_scale or 1.0,
         kt_only,
@@ -364,10 +409,11 @@ def _rotor_side(settings: TlsSettings, gain: np.ndarray | None, kt_only: bool) -
 
 
 def _stacked(t: np.ndarray, cols: np.ndarray, piece: np.ndarray, means: np.ndarray, settings: TlsSettings) -> Rows:
-    """The rows of every piece (`_piece_columns`' layout: D_k, D, D_m, the rotor drag's 6, the body
-    drag's 3) and the means removed from them (`_removed_means`) as `Rows`."""
+    """The rows of every piece (`_piece_columns`' layout, `Layout`: D_k, D, D_m, each hub drag's 6,
+    the body drag's 3) and the means removed from them (`_removed_means`) as `Rows`."""
     force_mean, drag_mean, yaw_mean, body_mean = _removed_means(means, settings)
-    b0 = 72 + 6 * settings.rotor_drag
+    lay = Layout.of(settings)
+    b0 = lay.body_at
     return Rows(
         t,
         cols[:, :12].reshape(-1, 6, 2),
@@ -375,11 +421,12 @@ def _stacked(t: np.ndarray, cols: np.ndarray, piece: np.ndarray, means: np.ndarr
         cols[:, 66:72],
         piece,
         force_mean,
-        cols[:, 72:78] if settings.rotor_drag else None,
+        cols[:, 72:b0].reshape(len(t), -1, 6) if lay.drags else None,
         drag_mean,
         yaw_mean,
-        cols[:, b0 : b0 + 3] if settings.body_drag != "off" else None,
+        cols[:, b0 : b0 + 3] if lay.body else None,
         body_mean,
+        lay.drags,
     )
 
 
@@ -414,7 +461,7 @@ def _piece_columns(
     ground model too, and the body drag's by its form, scale and lag (the body-drag candidates
     share the rotor columns), the latest few of each (`_kept_columns`)."""
     flights, k, biases, body = piece
-    gain, lag, drag, form, scale, kt_only, ground = rotor_side
+    gain, lag, drags, form, scale, kt_only, ground = rotor_side
     bias = None if biases is None else biases[k]
     removed = body is not None and form != "off"
     pose_lag = ms.mocap_delay if ms.source == "mocap" else None
@@ -437,35 +484,36 @@ def _piece_columns(
         _rows_force(mo, p, ms, bias, body if removed else None, form, lag)
         return _low_passed(ms, sel, len(p.t), lambda a, b: _force_columns(mo.s[a:b]), 12)
 
-    side_drag = drag and not kt_only  # the rotor side's own columns
-    live = _live_rotor_columns(vehicle, side_drag)
+    side_drags = () if kt_only else drags  # the rotor side's own columns
+    live = _live_rotor_columns(vehicle, side_drags)
     if kt_only:  # D_k[:, :, 0]: the even columns of its 12
         live = live[live % 2 == 0]
     gains = None if gain is None or np.all(gain == 1.0) else gain.tobytes()
 
     def rotor() -> np.ndarray:
         u = rotor_terms(p, vehicle, ms.speed, ms.tm, ms.voltage_model) if mo is None else mo.u
-        vel = body_velocity(p, ms) if side_drag else None
-        omega = None if not side_drag else (body_rate(p, ms) if mo is None else mo.omega)
+        vel = body_velocity(p, ms) if side_drags else None
+        omega = None if not side_drags else (body_rate(p, ms) if mo is None else mo.omega)
         thrust = None if ground is None else ground_gain(p, vehicle, ground)
-        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, side_drag, "off", scale, thrust)
+        side = Rotor(p.t, u, vel, omega, None if gains is None else gain, lag, side_drags, "off", scale, thrust)
         return _low_passed(
             ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live), True
         )
 
     def body_drag() -> np.ndarray:
-        side = Rotor(p.t, np.empty((len(p.t), 0)), body_velocity(p, ms), None, None, lag, False, form, scale)
+        side = Rotor(p.t, np.empty((len(p.t), 0)), body_velocity(p, ms), None, None, lag, (), form, scale)
         return _low_passed(ms, sel, len(p.t), lambda a, b: _body_drag_columns(side, a, b), 3, True)
 
-    out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
+    lay = Layout(drags, form != "off")
+    out = np.zeros((len(sel), lay.width))
     if not kt_only:
         out[:, 12 + _RATE_COLUMNS] = rate
         out[:, 12 + _FORCE_COLUMNS] = _kept_columns(memo, force_id, force)
-        if form != "off":
+        if lay.body:
             body_id = ("body", *key, ms, lag, form, scale)
-            out[:, 72 + 6 * drag :] = _kept_columns(memo, body_id, body_drag)
+            out[:, lay.body_at :] = _kept_columns(memo, body_id, body_drag)
     # the rotor side's columns apart from the body drag's: the same whatever the body drag's form
-    rotor_id = ("rotor", *key, ms, lag, side_drag, gains, kt_only, ground)
+    rotor_id = ("rotor", *key, ms, lag, side_drags, gains, kt_only, ground)
     out[:, np.where(live < 12, live, live + 60)] = _kept_columns(memo, rotor_id, rotor)
     return out
 
@@ -521,12 +569,12 @@ def _moved_columns(
 ) -> np.ndarray | None:
     """The derivative of `_piece_columns` (same arguments, IMU source) along the IMU data's move
     `move` (G, A; `idim_rows`): the motion columns' as their basis (`_imu_basis`, low-passed
-    once per piece and kept in `memo`) times `_moved_map`, the rotor drag's from the body rate's
-    move G ω (its regressor is linear in the rate), zero in the columns no IMU datum enters
+    once per piece and kept in `memo`) times `_moved_map`, the hub drags' from the body rate's
+    move G ω (their regressors are linear in the rate), zero in the columns no IMU datum enters
     (the rotors', the body drag's). The move acts on the specific force the rows use, s less the
     lever arm, bias and body drag removed, whose own small share (the move times those) it leaves out."""
     flights, k, biases, body = piece
-    gain, lag, drag, form, scale = rotor_side[:5]  # no IMU datum enters the thrust's ground factor
+    gain, lag, drags, form, scale = rotor_side[:5]  # no IMU datum enters the thrust's ground factor
     if len(sel) < 2:
         return None
     key = ("imu basis", tuple(map(id, flights)), k, ms, sel.tobytes())
@@ -540,12 +588,12 @@ def _moved_columns(
             memo[key] = held
     basis, omega, u = held
     g, a = (np.ascontiguousarray(m, dtype=np.float64) for m in move)
-    out = np.zeros((len(sel), 72 + 6 * drag + 3 * (form != "off")))
+    out = np.zeros((len(sel), Layout(drags, form != "off").width))
     out[:, 12:72] = basis @ _moved_map(g.tobytes(), a.tobytes())
-    if drag and np.any(g):
-        live = _live_rotor_columns(vehicle, True)
+    if drags and np.any(g):
+        live = _live_rotor_columns(vehicle, drags)
         live = live[live >= 12]
-        side = Rotor(p.t, u, np.zeros_like(omega), omega @ g.T, gain, lag, True, "off", scale)
+        side = Rotor(p.t, u, np.zeros_like(omega), omega @ g.T, gain, lag, drags, "off", scale)
         out[:, live + 60] = _low_passed(
             ms, sel, len(p.t), lambda a, b: _rotor_columns(side, vehicle, a, b)[:, live], len(live)
         )
@@ -578,11 +626,11 @@ def _kept_columns(memo: dict | None, ident: tuple, make: Any) -> np.ndarray:
 
 def _centred_columns(settings: TlsSettings) -> np.ndarray:
     """Columns of the rows centred per piece for a nuisance constant (`idim_rows`): [D_k, D,
-    D_m, drag, body drag] of the three force rows (accelerometer bias), of the M_z row (yaw moment)."""
-    b0 = 72 + 6 * settings.rotor_drag
-    body = [b0, b0 + 1, b0 + 2] if settings.body_drag != "off" else []
-    force = [*range(6), *range(12, 39), *range(66, 69), *([72, 73, 74] if settings.rotor_drag else []), *body]
-    yaw = [10, 11, *range(57, 66), 71, *([77] if settings.rotor_drag else [])]
+    D_m, hub drags, body drag] of the three force rows (accelerometer bias), of the M_z row (yaw moment)."""
+    lay = Layout.of(settings)
+    body = list(range(lay.body_at, lay.width))
+    force = [*range(6), *range(12, 39), *range(66, 69), *lay.drag_rows((0, 1, 2)), *body]
+    yaw = [10, 11, *range(57, 66), 71, *lay.drag_rows((5,))]
     return np.array(force * settings.centred + yaw * settings.yaw_moment, dtype=np.int64)
 
 
@@ -590,38 +638,42 @@ def _removed_means(
     means: np.ndarray, settings: TlsSettings
 ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """The per-piece means `idim_rows` removed (pieces, columns of `_piece_columns`) as `Rows` keeps
-    them: force rows [D_k, D, D_m] (pieces, 3, 12), their drag column (pieces, 3), the M_z row
-    [D_k, D, drag] (pieces, 12), the body drag's columns (pieces, 3); None for what was not
-    centred."""
+    them: force rows [D_k, D, D_m] (pieces, 3, 12), their hub drags' columns (pieces, k, 3), the
+    M_z row [D_k, D, drags] (pieces, 11 + k), the body drag's columns (pieces, 3); None for what
+    was not centred."""
     force_mean = drag_mean = yaw_mean = body_mean = None
+    lay = Layout.of(settings)
     if settings.centred:
         m = means
         force_mean = np.concatenate([m[:, :6].reshape(-1, 3, 2), m[:, 12:39].reshape(-1, 3, 9), m[:, 66:69, None]], 2)
-        drag_mean = m[:, 72:75] if settings.rotor_drag else None
-        b0 = 72 + 6 * settings.rotor_drag
-        body_mean = m[:, b0 : b0 + 3] if settings.body_drag != "off" else None
+        drag_mean = m[:, lay.drag_rows((0, 1, 2))].reshape(len(m), -1, 3) if lay.drags else None
+        body_mean = m[:, lay.body_at : lay.width] if lay.body else None
     if settings.yaw_moment:
-        drag = means[:, 77:78] if settings.rotor_drag else np.zeros((len(means), 1))
-        yaw_mean = np.column_stack([means[:, 10:12], means[:, 57:66], drag])
+        yaw_mean = np.column_stack([means[:, 10:12], means[:, 57:66], means[:, lay.drag_rows((5,))]])
     return force_mean, drag_mean, yaw_mean, body_mean
 
 
-def _names(configs: list[str], drag: bool = False, body: bool = False) -> list[str]:
+def _names(configs: list[str], drags: tuple[str, ...] = (), body: bool = False) -> list[str]:
     single = len(configs) == 1
     rigid = (p if single else f"{p}@{c}" for c in configs for p in CHI)
-    return [*CHI_K, *rigid, *([K_RD] if drag else []), *(BODY_DRAG if body else ())]
+    return [*CHI_K, *rigid, *drags, *(BODY_DRAG if body else ())]
+
+
+def _shared(rows: dict[str, Rows]) -> tuple[tuple[str, ...], bool, int]:
+    """The unknowns every configuration's rows share after the rigid-body ones (`assemble`): the hub
+    drags', whether the body drag's, and the column after the hub drags (the body drag's first)."""
+    drags = next(iter(rows.values())).drags if all(r.drag is not None for r in rows.values()) else ()
+    return drags, all(r.body is not None for r in rows.values()), 2 + 9 * len(rows) + len(drags)
 
 
 def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """W_t of eq. (13) / eq. (25): columns [-W_k | W^A 0 .. | 0 W^B .. | W_rd | W_b | m W_m], rows
-    grouped by (configuration, wrench component); W_rd, the rotor drag shared by every
-    configuration (`motion.drag_regressor`), and W_b, the body drag's three force-row columns
-    (`body_columns`), only when the rows carry them. Returns W_t, the row-block index (6 c + j)
-    and the column names (without the known last column)."""
+    grouped by (configuration, wrench component); W_rd, the hub drags (rotor drag, rotor inflow)
+    shared by every configuration (`motion.drag_regressor`), and W_b, the body drag's three
+    force-row columns (`body_columns`), only when the rows carry them (`_shared`). Returns W_t,
+    the row-block index (6 c + j) and the column names (without the known last column)."""
     cfgs = list(rows)
-    drag = all(r.drag is not None for r in rows.values())
-    body = all(r.body is not None for r in rows.values())
-    nd = 2 + 9 * len(cfgs) + drag
+    drags, body, nd = _shared(rows)
     nc = nd + 3 * body
     mats, blocks = [], []
     for ci, c in enumerate(cfgs):
@@ -630,14 +682,14 @@ def assemble(rows: dict[str, Rows], masses: dict[str, float]) -> tuple[np.ndarra
         w = np.zeros((6, n, nc + 1))
         w[:, :, :2] = -np.moveaxis(r.dk, 1, 0)
         w[:, :, 2 + 9 * ci : 11 + 9 * ci] = np.moveaxis(r.d, 1, 0)
-        if drag:
-            w[:, :, nd - 1] = r.drag.T
+        if drags:
+            w[:, :, nd - len(drags) : nd] = np.moveaxis(r.drag, 2, 0)
         if body:
             w[:3, :, nd : nd + 3] = np.eye(3)[:, None, :] * r.body.T[:, :, None]
         w[:, :, -1] = masses[c] * r.dm.T
         mats.append(w.reshape(6 * n, nc + 1))
         blocks.append(np.repeat(6 * ci + np.arange(6), n))
-    return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drag, body)
+    return mats[0] if len(mats) == 1 else np.concatenate(mats), np.concatenate(blocks), _names(cfgs, drags, body)
 
 
 def kt_column(rows: dict[str, Rows]) -> tuple[np.ndarray, np.ndarray]:
@@ -654,9 +706,7 @@ def force_means(
     """The means `idim_rows` removed from the force rows over each piece, as columns of W_t
     (`assemble`, `ncols` with the known one; the rotors' gain columns, whose means `removed`
     gives (`gain_columns`), just before it): (pieces, 3, ncols) per centred configuration."""
-    drag = all(r.drag is not None for r in rows.values())
-    body = all(r.body is not None for r in rows.values())
-    nd = 2 + 9 * len(rows) + drag
+    drags, body, nd = _shared(rows)
     nc = nd + 3 * body
     out = {}
     for ci, (c, r) in enumerate(rows.items()):
@@ -666,8 +716,8 @@ def force_means(
         m = np.zeros((len(fm), 3, ncols))
         m[..., :2] = -fm[..., :2]
         m[..., 2 + 9 * ci : 11 + 9 * ci] = fm[..., 2:11]
-        if drag and r.drag_mean is not None:
-            m[..., nd - 1] = r.drag_mean
+        if drags and r.drag_mean is not None:
+            m[..., nd - len(drags) : nd] = np.moveaxis(r.drag_mean, 1, 2)
         if body and r.body_mean is not None:
             m[..., nd : nd + 3] = np.eye(3) * r.body_mean[:, :, None]
         if removed:
@@ -691,9 +741,9 @@ def yaw_moments(rows: dict[str, Rows], x: np.ndarray) -> dict[str, np.ndarray]:
     """Constant yaw moment per configuration and piece (pieces,), N m, that the rotor model
     leaves (`TlsSettings.yaw_moment`): the M_z row's mean residual over each piece at the
     solution x, with the sign of a moment acting on the vehicle (rigid-body minus rotor)."""
+    drags, _, nd = _shared(rows)
     out = {}
     for ci, (c, r) in enumerate(rows.items()):
         if r.yaw_mean is not None:
-            k_rd = x[2 + 9 * len(rows)] if r.drag is not None else 0.0
-            out[c] = r.yaw_mean @ np.concatenate([-x[:2], x[2 + 9 * ci : 11 + 9 * ci], [k_rd]])
+            out[c] = r.yaw_mean @ np.concatenate([-x[:2], x[2 + 9 * ci : 11 + 9 * ci], x[nd - len(drags) : nd]])
     return out

@@ -34,7 +34,11 @@ CHI_K = ("k_t", "k_d")
 #: after the rigid-body ones.
 K_RD = "k_rd"
 
-#: The body (fuselage) drag unknowns, one per body axis (`TlsSettings.body_drag`): after k_rd.
+#: The rotor-inflow (axial rotor-drag) unknown (`TlsSettings.rotor_inflow`, `motion.drag_regressor`
+#: with `axial`): the column of W_t after k_rd.
+K_IN = "k_in"
+
+#: The body (fuselage) drag unknowns, one per body axis (`TlsSettings.body_drag`): after k_rd, k_in.
 BODY_DRAG = ("d_bx", "d_by", "d_bz")
 
 #: The forms of the body drag `TlsSettings.body_drag` takes ("auto" chooses among the last three).
@@ -130,6 +134,13 @@ class TlsSettings:
       and a position or velocity): each rotor feels the in-plane force -k_rd u_i P_i v_i
       against its hub's airspeed v_i (still air), with its moment about the origin
       (`motion.drag_regressor`); k_rd is one more unknown of W_t.
+    - `rotor_inflow`: try the rotor inflow (on by default, with a velocity as `rotor_drag`): a
+      rotor climbing through its own inflow loses thrust, linearly in its speed and the climb at a
+      fixed rotor speed (blade-element and momentum theory: dT / T ≈ -0.8 v_c / v_hover; Bangura &
+      Mahony, ACRA 2012), the axial force -k_in u_i a_i a_iᵀ v_i with its moment
+      (`motion.drag_regressor` with `axial`), k_in one more unknown shared by every configuration.
+      Kept only when it predicts held-out segments of the flights better than the model without it
+      and is not below zero by more than 2σ (`terms.fit_terms`), else the model without it stands.
     - `body_drag`: model a body (fuselage) drag acting at the centre of mass, per body axis j
       F_j = -d_j v_j ("linear") or -d_j |v| v_j ("quadratic", the parasitic drag 1/2 rho C_d A_j:
       Mahony, Kumar & Corke, IEEE RAM 2012, Sec. "Aerodynamic effects"; Svacha et al., ICUAS 2017,
@@ -220,6 +231,11 @@ class TlsSettings:
     yaw_moment: bool = option(True, "Estimate a constant yaw moment per airborne piece (unequal rotors).")
     rotor_drag: bool = option(
         True, "Model the rotor drag (in-plane hub force, coefficient k_rd; needs attitude and position)."
+    )
+    rotor_inflow: bool = option(
+        True,
+        "Try the rotor inflow (thrust lost climbing through the rotor's own inflow, coefficient k_in; kept when it "
+        "predicts held-out segments better; needs attitude and position).",
     )
     body_drag: str = option(
         "auto",

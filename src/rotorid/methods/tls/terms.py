@@ -1,5 +1,5 @@
 """The optional terms of the model kept only where they predict held-out segments of the flights
-better (`heldout.prefers`): the rotor drag k_rd, the ground effect (`ground`), the body (fuselage) drag's form
+better (`heldout.prefers`): the rotor drag k_rd, the rotor inflow k_in, the ground effect (`ground`), the body (fuselage) drag's form
 (`TlsSettings.body_drag`) and the cancelled unknowns brought back (`solve._restored`)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rotorid.methods.tls.gains import coefficient_names
 from rotorid.methods.tls.ground import choose_ground
 from rotorid.methods.tls.heldout import Preference, TermChoice, held_out_sse, prefers, segments
 from rotorid.methods.tls.problem import Solution, TlsProblem
-from rotorid.methods.tls.settings import BODY_DRAG, K_RD
+from rotorid.methods.tls.settings import BODY_DRAG, K_IN, K_RD
 from rotorid.methods.tls.solve import ACC_BIAS_PLAUSIBLE, bias_of, solve
 from rotorid.motion import airborne_pieces, rotor_terms
 
@@ -32,18 +32,22 @@ class Fitted(NamedTuple):
 
 def fit_terms(problem: TlsProblem) -> Fitted:
     """`solve` with the optional terms held-out segments of the flights support, in turn: the rotor
-    drag (`_keep_rotor_drag`), the ground effect (`ground.choose_ground`), the body drag (`_fit_body_drag`) and the cancelled unknowns the
+    drag (`_keep_term`), the rotor inflow (`_try_inflow`), the ground effect (`ground.choose_ground`), the body drag (`_fit_body_drag`) and the cancelled unknowns the
     final fit would bring back (`_keep_restored`)."""
     simple_problem = problem.derive(body_drag="off")
     simple = solve(simple_problem)
     choices = []
     if K_RD in simple.names and simple.names.index(K_RD) in simple.kept:
-        simple, simple_problem, rotor = _keep_rotor_drag(simple_problem, simple)
+        simple, simple_problem, rotor = _keep_term(ROTOR_DRAG, simple_problem, simple)
         choices += [rotor] if rotor else []
+    simple, simple_problem, inflow = _try_inflow(simple_problem, simple)
+    choices += [inflow] if inflow else []
     simple, simple_problem, ground = choose_ground(simple_problem, simple)
     choices += [ground] if ground else []
     found = simple_problem.model
-    problem = problem.derive(rotor_drag=found.rotor_drag, ground_model=found.ground_model)
+    problem = problem.derive(
+        rotor_drag=found.rotor_drag, rotor_inflow=found.rotor_inflow, ground_model=found.ground_model
+    )
     sol, problem, body = _fit_body_drag(problem, simple, simple_problem)
     choices += [body] if body else []
     sol, restored = _keep_restored(problem, sol)
@@ -83,19 +87,71 @@ def by_name(sol: Solution, configs: list[str] | None = None) -> dict[str, float]
     return out
 
 
-def _keep_rotor_drag(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProblem, TermChoice | None]:
-    """The rotor drag k_rd kept only when the rows with it predict held-out segments better than
-    the same rows without its column; else solved again without it, with a note (None: kept)."""
-    pref, decisive = _held_out(sol, {K_RD})
+class Term(NamedTuple):
+    """A shared hub drag's unknown (`rows.Layout`), the term in words and its setting (a field of
+    `problem.Derived`)."""
+
+    name: str
+    what: str
+    setting: str
+
+
+ROTOR_DRAG = Term(K_RD, "rotor drag", "rotor_drag")
+ROTOR_INFLOW = Term(K_IN, "rotor inflow", "rotor_inflow")
+
+
+def _keep_term(
+    term: Term, problem: TlsProblem, sol: Solution, without: Solution | None = None, say_kept: bool = False
+) -> tuple[Solution, TlsProblem, TermChoice | None]:
+    """The hub drag `term` of `sol` (of `problem`) kept only when the rows with it predict held-out
+    segments better than the same rows without its column; else the solution without it
+    (`without`, or solved again), with a note (None: kept, unless `say_kept` asks a note then too)."""
+    pref, decisive = _held_out(sol, {term.name})
     if pref.richer:
-        return sol, problem, None
-    alternative = None if decisive or not _beyond_noise(sol, (K_RD,)) else by_name(sol)
+        note = (
+            f"{term.what} modelled ({term.name}): it predicts held-out segments of the flights better than the model "
+            f"without it (t = {pref.t:.1f})"
+        )
+        return sol, problem, TermChoice(f"the {term.what}", "on", pref.t, note, None) if say_kept else None
+    alternative = None if decisive or not _beyond_noise(sol, (term.name,)) else by_name(sol)
     note = (
-        f"no rotor drag modelled: k_rd does not predict held-out segments of the flights better than the model "
-        f"without it (t = {pref.t:.1f})"
+        f"no {term.what} modelled: {term.name} does not predict held-out segments of the flights better than the "
+        f"model without it (t = {pref.t:.1f})"
     )
-    dropped = problem.derive(rotor_drag=False)
-    return solve(dropped), dropped, TermChoice("the rotor drag", "off", pref.t, note, alternative)
+    dropped = problem.derive(**{term.setting: False})
+    return (
+        (solve(dropped) if without is None else without),
+        dropped,
+        TermChoice(f"the {term.what}", "off", pref.t, note, alternative),
+    )
+
+
+def _try_inflow(problem: TlsProblem, simple: Solution) -> tuple[Solution, TlsProblem, TermChoice | None]:
+    """The rotor inflow (`TlsSettings.rotor_inflow`) tried on the model without it, `simple` (of
+    `problem`): kept only where held-out segments support it (`_keep_term`) and k_in is not below
+    zero by more than `NEGATIVE_Z` σ (thrust rising with the climb is no inflow: its column would
+    stand for another effect); else `simple` stands, with a note. Without a velocity in every
+    flight (`rows.posed`), or not asked, `simple` (None)."""
+    if not (problem.settings.rotor_inflow and problem.posed):
+        return simple, problem, None
+    tried = problem.derive(rotor_inflow=True)
+    try:
+        sol = solve(tried)
+    except ExcitationError:  # the flights do not carry the model with it
+        sol = None
+    at = None if sol is None or K_IN not in sol.names else sol.names.index(K_IN)
+    if sol is None or at not in sol.kept:
+        note = "no rotor inflow modelled: the flights do not determine k_in (a degenerate fit, or k_in cancelled)"
+        return simple, problem, TermChoice("the rotor inflow", "off", float("nan"), note, None)
+    i = sol.kept.index(at)
+    z = sol.fit.x[i] / np.sqrt(sol.fit.cov[i, i])
+    if z < -NEGATIVE_Z:
+        note = (
+            f"no rotor inflow modelled: k_in is below zero by {-z:.1f}σ (thrust rising with the climb, which no "
+            "inflow gives)"
+        )
+        return simple, problem, TermChoice("the rotor inflow", "off", float("nan"), note, None)
+    return _keep_term(ROTOR_INFLOW, tried, sol, simple, say_kept=True)
 
 
 def _keep_restored(problem: TlsProblem, sol: Solution) -> tuple[Solution, TermChoice | None]:
