@@ -131,9 +131,10 @@ def _imu_lag(problem: TlsProblem, lag: float | None) -> tuple[LagChoice | None, 
 
 def _pose_lag(problem: TlsProblem) -> float | None:
     """The logged pose's lag behind the IMU (`motion.pose_lag`), the mean over every airborne
-    piece weighted by its length; None where no piece logs both (or the pose is not used)."""
+    piece weighted by its length; None where no piece logs both (or the pose is not used: the
+    IMU source's hub drags, the rotor inflow as asked, tried after this, read its velocity)."""
     settings = problem.model
-    if settings.source == "imu" and not settings.rotor_drag:
+    if settings.source == "imu" and not (settings.rotor_drag or problem.settings.rotor_inflow):
         return None
     lags, spans = [], []
     for p in (p for fs in problem.configs.values() for f in fs for p in airborne_pieces(f)):

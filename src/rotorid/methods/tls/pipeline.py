@@ -153,7 +153,7 @@ def identify(
     mean_bias = {c: np.mean(b[np.unique(rows[c].piece)], axis=0) for c, b in acc_bias.items()}
     notes += nuisance_notes(rows, mean_bias, yaw_moments(rows, x), asked.rotor_drag and not problem.posed)
     notes += floor_note(sol, [names[j] for j in kept], settings, resolved) + restored_note(sol.restored, settings)
-    if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag):
+    if asked.mocap_delay is None and (settings.source == "mocap" or settings.rotor_drag or settings.rotor_inflow):
         notes.append(pose_note(pose_lagged, settings, imu_why))
     single = len(cfgs) == 1
     notes += _yaw_notes(settings, kept_names, cfgs, active, observability)
