@@ -68,11 +68,9 @@ def test_no_parameter_reads_well_determined_while_many_sigma_off(dragged: tuple,
     """Issue 32's class "a single configuration with rotor drag and flapping" (here with a body drag
     as well): whether the model has the body drag (chosen) or lacks it (off), every parameter
     reported "well determined" is within 3σ of the truth; without it, what the missing drag moves
-    by many σ (k_rd, com_z) is labelled model-dependent, with the drag lumped into k_rd. Lacking it
-    means lacking the rotor inflow too: k_in, kept, takes the body drag along z (com_z then 0.8σ off)."""
+    by many σ (k_rd, com_z) is labelled model-dependent, with the drag lumped into k_rd."""
     sc, _ = dragged  # the simulated IMU is the body's: "well" is the flight's own σ
-    no_z_drag = {"rotor_inflow": False} if body_drag == "off" else {}
-    st = tls.TlsSettings(body_drag=body_drag, imu_scale=0.0, imu_misalign=0.0, **no_z_drag)
+    st = tls.TlsSettings(body_drag=body_drag, imu_scale=0.0, imu_misalign=0.0)
     res = tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=st)
     truth, well = _truth(sc), []
     for name, e in res.params.items():

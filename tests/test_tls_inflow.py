@@ -19,6 +19,8 @@ def _flight(*flights: str, **effects: object) -> object:
 
 
 def _identify(sc: object, **settings: object) -> object:
+    """tls with the rotor inflow tried (it is off by default) unless `settings` say otherwise."""
+    settings = {"rotor_inflow": True, **settings}
     return tls.identify({"A": [sc.flights["train"]]}, sc.vehicle, settings=tls.TlsSettings(**settings))
 
 
@@ -47,6 +49,7 @@ def test_inflow_is_kept_and_takes_the_thrust_it_costs_off_k_t(inflow: object) ->
     assert res.params["k_in"].unit == "N s/m/(rad/s)"
     assert verdict(res.params["k_in"], res.observability["k_in"]).word == "model-dependent"  # it lumps axial drags
     assert validate(res, [sc.flights["test"]]).metrics["s_z"]["r2"] > 0.99
+    assert "k_in" not in tls.identify({"A": [sc.flights["train"]]}, sc.vehicle).params  # asked only
     without = _identify(sc, rotor_inflow=False, body_drag="off")
     assert "k_in" not in without.params
     assert without.params["k_t"].value / truth["k_t"] - 1 < -0.05
