@@ -66,3 +66,15 @@ def test_no_ground_effect_leaves_the_model_as_it_was():
 def test_ground_setting_is_checked():
     with pytest.raises(RotoridError, match="--ground must be auto, on or off"):
         tls.TlsSettings(ground="yes").resolve(200.0)
+
+
+def test_a_ground_effect_the_flights_do_not_determine_is_not_kept():
+    """six-config-a seed 19 flies with no ground effect, yet held-out segments prefer one (t = 5.0)
+    whose c, with its level estimated too, is 0.0σ from zero: not kept. Kept, on the two-configuration
+    case it had put k_t -3.6σ off, or, with (z_g, c) in σ (the level 2.4 ± 220 m down), σ(k_t) ×26."""
+    sc = scenarios.run("six-config-a", seed=19, flights=("train",))
+    res = _identify(sc.flights["train"], sc.vehicle, "auto")
+    assert res.settings["ground_model"] is None
+    note = next(n for n in res.notes if n.startswith("no ground effect modelled"))
+    assert "held-out segments prefer it" in note and "within 2σ of zero" in note
+    assert abs(_z(res, sc.truth.params, "k_t")) < 3.0

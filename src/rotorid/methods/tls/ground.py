@@ -107,20 +107,22 @@ def _joint_fit(problem: TlsProblem, sol: Solution, level: float, c: float, low: 
     return fixed_fit(w, sol.blocks, [*sol.kept, nw, nw + 1], sol.active, sol.scale, noise)
 
 
-def _profiled(problem: TlsProblem, sol: Solution, level: float, c: float) -> dict[str, float]:
+def _profiled(problem: TlsProblem, sol: Solution, level: float, c: float) -> tuple[dict[str, float], float]:
     """Per kept unknown of `sol` (by name), the factor (≥ 1) its variance grows by with the ground
     model (z_g, c) estimated too (`_joint_fit` at the kept point) rather than held where it was
     found: the final fit holds it, and k_t, which the hover balance ties to the thrust's factor
     near the ground, trades with both (six-config-a+b-random seed 1, motion capture: k_t +4.7σ at
-    the held model, σ ×2.55 with it estimated). Empty where the joint fit is degenerate."""
+    the held model, σ ×2.55 with it estimated); and c over its σ there (0 where the joint fit is
+    degenerate, with no factors)."""
     try:
         joint = _joint_fit(problem, sol, level, c, _lowest_hub(problem))
         w = np.column_stack([_kt(problem, sol, (level, c)), sol.w[:, 1:]])
         held = fixed_fit(w, sol.blocks, sol.kept, sol.active, sol.scale, sol.noise)
     except ExcitationError:
-        return {}
+        return {}, 0.0
     ratio = np.diag(joint.cov)[: len(sol.kept)] / np.diag(held.cov)
-    return {sol.names[j]: float(max(r, 1.0)) for j, r in zip(sol.kept, ratio, strict=True)}
+    z = c * float(joint.x[sol.kept.index(0)]) / float(np.sqrt(joint.cov[-2, -2]))
+    return {sol.names[j]: float(max(r, 1.0)) for j, r in zip(sol.kept, ratio, strict=True)}, z
 
 
 def max_radius(vehicle: Vehicle) -> float:
@@ -190,7 +192,13 @@ def choose_ground(problem: TlsProblem, sol: Solution) -> tuple[Solution, TlsProb
         why = why if pref.richer else "asked (--ground on); held-out segments do not prefer it"
         level, c = _refined(problem, sol, low - depth, c)
         fitted = problem.derive(ground_model=(float(level), float(c)))
-        widen = _profiled(problem, sol, level, c)
+        widen, z = _profiled(problem, sol, level, c)
+        if z <= NEAR_ZERO_Z and asked != "on":  # held-out segments prefer a factor the flights do not determine
+            note = (
+                f"no ground effect modelled: held-out segments prefer it (t = {pref.t:.1f}), but with its level "
+                f"estimated too its c is within {NEAR_ZERO_Z:g}σ of zero (z = {z:.1f}; {where(low - level, c)})"
+            )
+            return sol, problem, TermChoice("the ground effect", "off", pref.t, note, None)
         note = (
             f"ground effect modelled, {where(low - level, c)}: {why} (t = {pref.t:.1f}); σ includes the ground "
             f"level's and c's (k_t σ ×{np.sqrt(widen.get('k_t', 1.0)):.2f})"
