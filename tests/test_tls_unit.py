@@ -175,7 +175,7 @@ def test_combined_assembly_shares_only_chi_k() -> None:
     k_w scales a configuration's rows."""
     v = Vehicle.preset("quad-plus", arm=0.225, mass=1.285)
     fl = kinematic_flight(v, seed=4, dur=6.0)
-    rows, _ = tls.idim_rows([fl], v, tls.TlsSettings(band=(0, 8)))
+    rows, _ = tls.idim_rows([fl], v, tls.TlsSettings(band=(0, 8), rotor_inflow=True))
     w, blocks, names = tls.assemble({"A": rows, "B": rows}, {"A": 1.0, "B": 2.0})
     n = len(rows.t)
     assert (
