@@ -82,7 +82,7 @@ def _refined(problem: TlsProblem, sol: Solution, level: float, c: float) -> tupl
     top = max_radius(problem.vehicle) ** 2 / 16
     for _ in range(REFINE_STEPS):
         try:
-            fit = _joint_fit(problem, sol, level, c, low)
+            fit, _ = _joint_fit(problem, sol, level, c, low)
         except ExcitationError:
             break
         kt = float(fit.x[kept.index(0)])
@@ -93,18 +93,18 @@ def _refined(problem: TlsProblem, sol: Solution, level: float, c: float) -> tupl
     return level, c
 
 
-def _joint_fit(problem: TlsProblem, sol: Solution, level: float, c: float, low: float) -> Fit:
+def _joint_fit(problem: TlsProblem, sol: Solution, level: float, c: float, low: float) -> tuple[Fit, np.ndarray]:
     """The fit of `sol`'s kept columns and rows with the k_t column rebuilt at the ground model
     (z_g, c) = (`level`, c) and its derivatives in c and z_g as two more columns, last (the
     lowest hub at `low`): linear in (c, z_g) about the point, so its covariance has them estimated
-    too (`_refined`'s step, `_profiled`)."""
+    too (`_refined`'s step, `_profiled`); and that k_t column."""
     nw = sol.w.shape[1] - 1
     base = _kt(problem, sol, (level, c))
     dz = 1e-3 * (low - level)
     down = (_kt(problem, sol, (level + dz, c)) - base) / dz
     w = np.column_stack([base, sol.w[:, 1:-1], _slope(problem, sol, level, c, base, low), down, sol.w[:, -1]])
     noise = None if sol.noise is None else pad_noise(sol.noise, nw, 2)
-    return fixed_fit(w, sol.blocks, [*sol.kept, nw, nw + 1], sol.active, sol.scale, noise)
+    return fixed_fit(w, sol.blocks, [*sol.kept, nw, nw + 1], sol.active, sol.scale, noise), base
 
 
 def _profiled(problem: TlsProblem, sol: Solution, level: float, c: float) -> tuple[dict[str, float], float]:
@@ -115,8 +115,8 @@ def _profiled(problem: TlsProblem, sol: Solution, level: float, c: float) -> tup
     the held model, σ ×2.55 with it estimated); and c over its σ there (0 where the joint fit is
     degenerate, with no factors)."""
     try:
-        joint = _joint_fit(problem, sol, level, c, _lowest_hub(problem))
-        w = np.column_stack([_kt(problem, sol, (level, c)), sol.w[:, 1:]])
+        joint, base = _joint_fit(problem, sol, level, c, _lowest_hub(problem))
+        w = np.column_stack([base, sol.w[:, 1:]])  # the same k_t column, its ground held
         held = fixed_fit(w, sol.blocks, sol.kept, sol.active, sol.scale, sol.noise)
     except ExcitationError:
         return {}, 0.0
